@@ -1,0 +1,391 @@
+//! OAuth 2.0 client credentials (RFC 6749 §2.3.1, §4.4, §5) and bearer tokens (RFC 6750).
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use shared_types::{time, ErrorCode, Scope, ScopeSet, TokenResponse};
+use worker::{D1Database, Headers};
+
+use crate::crypto;
+use crate::db::clients;
+use crate::error::{ApiError, OrInternal};
+
+/// Access-token lifetime (spec §2.4, §5.5).
+pub const TOKEN_LIFETIME_SECONDS: u32 = 3600;
+/// Prefix of access tokens, so that a leaked one is recognisable.
+pub const TOKEN_PREFIX: &str = "prt_";
+/// Failed authentications of one client id from one source allowed per window.
+pub const MAX_FAILURES: i64 = 10;
+/// Length of the throttle window.
+pub const FAILURE_WINDOW_SECONDS: i64 = 15 * 60;
+
+const BASIC_CHALLENGE: &str = "Basic realm=\"payrail\", charset=\"UTF-8\"";
+const BEARER_REALM: &str = "Bearer realm=\"payrail\"";
+
+/// Where the client's credentials came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The public client id.
+    pub client_id: String,
+    /// The secret as sent.
+    pub client_secret: String,
+    /// Whether they came in an `Authorization: Basic` header.
+    pub basic: bool,
+}
+
+/// The parsed token request (form fields of spec §4.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    /// Client credentials.
+    pub credentials: Credentials,
+    /// Requested scopes, when the `scope` field was sent.
+    pub scope: Option<ScopeSet>,
+}
+
+/// Parses a token request: the form body plus an optional `Authorization` header. Pure.
+pub fn parse_token_request(
+    form: &str,
+    authorization: Option<&str>,
+) -> Result<TokenRequest, ApiError> {
+    let mut fields: Vec<(String, String)> = Vec::new();
+    for (name, value) in form_urlencoded::parse(form.as_bytes()) {
+        // RFC 6749 §3.2: parameters must not repeat; unknown ones are ignored.
+        if fields.iter().any(|(n, _)| *n == name) {
+            return Err(ApiError::invalid_request(format!(
+                "{name} must be given at most once"
+            )));
+        }
+        fields.push((name.into_owned(), value.into_owned()));
+    }
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+
+    match field("grant_type") {
+        None | Some("") => return Err(ApiError::invalid_request("grant_type is required")),
+        Some("client_credentials") => {}
+        Some(other) => {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedGrantType,
+                format!("grant_type must be client_credentials; got {other:?}"),
+            ))
+        }
+    }
+
+    let in_form = field("client_id").is_some() || field("client_secret").is_some();
+    let credentials = match authorization {
+        Some(header) => {
+            if in_form {
+                return Err(ApiError::invalid_request(
+                    "send the client credentials either as HTTP Basic or in the form body, \
+                     not both",
+                ));
+            }
+            parse_basic(header)?
+        }
+        None => {
+            let client_id = field("client_id").filter(|v| !v.is_empty());
+            let client_secret = field("client_secret").filter(|v| !v.is_empty());
+            match (client_id, client_secret) {
+                (Some(id), Some(secret)) => Credentials {
+                    client_id: id.to_owned(),
+                    client_secret: secret.to_owned(),
+                    basic: false,
+                },
+                (None, _) => {
+                    return Err(ApiError::invalid_request(
+                        "client_id is required (in the form body, or use HTTP Basic)",
+                    ))
+                }
+                (Some(_), None) => {
+                    return Err(ApiError::invalid_request(
+                        "client_secret is required (in the form body, or use HTTP Basic)",
+                    ))
+                }
+            }
+        }
+    };
+
+    let scope = match field("scope") {
+        None => None,
+        Some(text) => Some(ScopeSet::parse(text).map_err(|err| {
+            ApiError::new(
+                ErrorCode::InvalidScope,
+                match err {
+                    shared_types::scope::ScopeError::Unknown(s) => format!(
+                        "scope {s:?} is not known; scopes are {}",
+                        Scope::ALL.map(Scope::as_str).join(", ")
+                    ),
+                    shared_types::scope::ScopeError::Empty => {
+                        "scope must name at least one scope, or be left out".to_owned()
+                    }
+                },
+            )
+        })?),
+    };
+    Ok(TokenRequest { credentials, scope })
+}
+
+/// Decodes `Authorization: Basic` per RFC 6749 §2.3.1: base64 of the form-urlencoded client id
+/// and secret joined by a colon.
+fn parse_basic(header: &str) -> Result<Credentials, ApiError> {
+    let bad = || {
+        ApiError::new(
+            ErrorCode::InvalidClient,
+            "the Authorization header must be HTTP Basic with the client id and secret",
+        )
+        .with_challenge(BASIC_CHALLENGE)
+    };
+    let (scheme, encoded) = header.trim().split_once(' ').ok_or_else(bad)?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(bad());
+    }
+    let decoded = STANDARD.decode(encoded.trim()).map_err(|_| bad())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| bad())?;
+    let (id, secret) = decoded.split_once(':').ok_or_else(bad)?;
+    let unescape = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| bad())
+    };
+    let (client_id, client_secret) = (unescape(id)?, unescape(secret)?);
+    if client_id.is_empty() || client_secret.is_empty() {
+        return Err(bad());
+    }
+    Ok(Credentials {
+        client_id,
+        client_secret,
+        basic: true,
+    })
+}
+
+/// Authenticates the client and issues a token (spec §4.1). `source` identifies the caller's
+/// address for throttling.
+pub async fn issue_token(
+    db: &D1Database,
+    request: TokenRequest,
+    source: &str,
+    now: i64,
+) -> Result<TokenResponse, ApiError> {
+    let creds = &request.credentials;
+    let challenge = |err: ApiError| {
+        if creds.basic {
+            err.with_challenge(BASIC_CHALLENGE)
+        } else {
+            err
+        }
+    };
+
+    if let Some(f) = clients::failures(db, &creds.client_id, source)
+        .await
+        .or_internal("read auth failures")?
+    {
+        let window_end = f.window_start + FAILURE_WINDOW_SECONDS;
+        if f.failures >= MAX_FAILURES && window_end > now {
+            return Err(ApiError::new(
+                ErrorCode::RateLimited,
+                "too many failed authentications for this client; retry later",
+            )
+            .with_retry_after((window_end - now) as u64));
+        }
+    }
+
+    let client = clients::find_client(db, &creds.client_id)
+        .await
+        .or_internal("read client")?;
+    let presented = crypto::sha256_hex(&creds.client_secret);
+    // Compare against a stand-in for unknown clients too, so timing says nothing about which
+    // client ids exist.
+    let stored = client
+        .as_ref()
+        .map_or("0".repeat(64), |c| c.secret_hash.clone());
+    let client = match client {
+        Some(client) if crypto::constant_time_eq(&presented, &stored) => client,
+        _ => {
+            clients::record_failure(db, &creds.client_id, source, now, FAILURE_WINDOW_SECONDS)
+                .await
+                .or_internal("record auth failure")?;
+            return Err(challenge(ApiError::new(
+                ErrorCode::InvalidClient,
+                "client authentication failed",
+            )));
+        }
+    };
+
+    let granted = ScopeSet::parse(&client.scopes).or_internal("parse granted scopes")?;
+    let scopes = match request.scope {
+        None => granted,
+        Some(asked) if asked.is_subset_of(granted) => asked,
+        Some(asked) => {
+            let extra: Vec<&str> = asked
+                .iter()
+                .filter(|s| !granted.contains(*s))
+                .map(Scope::as_str)
+                .collect();
+            return Err(ApiError::new(
+                ErrorCode::InvalidScope,
+                format!(
+                    "scope exceeds the client's grant: {} not granted",
+                    extra.join(", ")
+                ),
+            ));
+        }
+    };
+
+    let token = crypto::random_token(TOKEN_PREFIX).or_internal("generate token")?;
+    let scope_text = scopes.to_string();
+    let now_text = time::format_unix(now)
+        .ok_or("time out of range")
+        .or_internal("format now")?;
+    clients::insert_token(
+        db,
+        &client,
+        &creds.client_id,
+        source,
+        &crypto::sha256_hex(&token),
+        &scope_text,
+        now,
+        &now_text,
+        now + i64::from(TOKEN_LIFETIME_SECONDS),
+    )
+    .await
+    .or_internal("store token")?;
+    Ok(TokenResponse {
+        access_token: token,
+        token_type: "Bearer".to_owned(),
+        expires_in: TOKEN_LIFETIME_SECONDS,
+        scope: scope_text,
+    })
+}
+
+/// Who a bearer token acts for.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller {
+    /// The institution whose data the request may see.
+    pub institution_id: i64,
+}
+
+/// Authenticates `Authorization: Bearer` and checks that the token carries `needed`.
+pub async fn authorize(
+    db: &D1Database,
+    headers: &Headers,
+    needed: Scope,
+    now: i64,
+) -> Result<Caller, ApiError> {
+    // Spec §7: the body says invalid_client for a missing or bad token; the challenge follows
+    // RFC 6750 §3.
+    let missing = || {
+        ApiError::new(
+            ErrorCode::InvalidClient,
+            "a bearer token is required: Authorization: Bearer <access token>",
+        )
+        .with_challenge(BEARER_REALM)
+    };
+    let header = headers
+        .get("Authorization")
+        .ok()
+        .flatten()
+        .ok_or_else(missing)?;
+    let token = match header.trim().split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+        _ => return Err(missing()),
+    };
+    let invalid = || {
+        ApiError::new(
+            ErrorCode::InvalidClient,
+            "the access token is invalid, expired or revoked; request a new one",
+        )
+        .with_challenge(format!(
+            "{BEARER_REALM}, error=\"invalid_token\", error_description=\"the access token is \
+             invalid, expired or revoked\""
+        ))
+    };
+    if !token.starts_with(TOKEN_PREFIX) {
+        return Err(invalid());
+    }
+    let found = clients::find_token(db, &crypto::sha256_hex(token), now)
+        .await
+        .or_internal("read token")?
+        .ok_or_else(invalid)?;
+    let scopes = ScopeSet::parse(&found.scopes).or_internal("parse token scopes")?;
+    if !scopes.contains(needed) {
+        return Err(ApiError::new(
+            ErrorCode::InsufficientScope,
+            format!("this operation needs the {} scope", needed.as_str()),
+        )
+        .with_challenge(format!(
+            "{BEARER_REALM}, error=\"insufficient_scope\", scope=\"{}\"",
+            needed.as_str()
+        )));
+    }
+    Ok(Caller {
+        institution_id: found.institution_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(result: Result<TokenRequest, ApiError>) -> ErrorCode {
+        result.expect_err("should be refused").code
+    }
+
+    #[test]
+    fn form_credentials() {
+        let req = parse_token_request(
+            "grant_type=client_credentials&client_id=cli_1&client_secret=s%2B1&scope=merchants%3Aread",
+            None,
+        )
+        .unwrap();
+        assert_eq!(req.credentials.client_id, "cli_1");
+        assert_eq!(req.credentials.client_secret, "s+1");
+        assert!(!req.credentials.basic);
+        assert_eq!(req.scope.unwrap().to_string(), "merchants:read");
+    }
+
+    #[test]
+    fn basic_credentials_are_form_decoded() {
+        let header = format!("Basic {}", STANDARD.encode("cli%3A1:se+cret%25"));
+        let req = parse_token_request("grant_type=client_credentials", Some(&header)).unwrap();
+        assert_eq!(req.credentials.client_id, "cli:1");
+        assert_eq!(req.credentials.client_secret, "se cret%");
+        assert!(req.credentials.basic);
+    }
+
+    #[test]
+    fn refusals() {
+        let basic = format!("Basic {}", STANDARD.encode("a:b"));
+        assert_eq!(code(parse_token_request("client_id=a&client_secret=b", None)), ErrorCode::InvalidRequest);
+        assert_eq!(
+            code(parse_token_request("grant_type=password&client_id=a&client_secret=b", None)),
+            ErrorCode::UnsupportedGrantType
+        );
+        assert_eq!(
+            code(parse_token_request("grant_type=client_credentials&client_id=a", None)),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(parse_token_request("grant_type=client_credentials&client_id=a", Some(&basic))),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(parse_token_request(
+                "grant_type=client_credentials&grant_type=client_credentials",
+                Some(&basic)
+            )),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(parse_token_request("grant_type=client_credentials&scope=admin", Some(&basic))),
+            ErrorCode::InvalidScope
+        );
+        let malformed = parse_token_request("grant_type=client_credentials", Some("Basic !!!"))
+            .expect_err("malformed basic");
+        assert_eq!(malformed.code, ErrorCode::InvalidClient);
+        assert!(malformed.challenge.unwrap().starts_with("Basic"));
+    }
+}

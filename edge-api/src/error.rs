@@ -1,0 +1,77 @@
+//! The one error type of the worker, rendered as the spec's error body (§2.5).
+
+use shared_types::{ErrorBody, ErrorCode};
+
+/// A request that failed, carrying everything its response needs.
+#[derive(Debug)]
+pub struct ApiError {
+    /// Machine code; decides the HTTP status.
+    pub code: ErrorCode,
+    /// Human-readable text naming the problem.
+    pub description: String,
+    /// `WWW-Authenticate` challenge, for 401 and 403.
+    pub challenge: Option<String>,
+    /// `Retry-After` seconds, for 429.
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with the status its code implies.
+    pub fn new(code: ErrorCode, description: impl Into<String>) -> Self {
+        Self {
+            code,
+            description: description.into(),
+            challenge: None,
+            retry_after: None,
+        }
+    }
+
+    /// `invalid_request`: the description must name the parameter at fault.
+    pub fn invalid_request(description: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidRequest, description)
+    }
+
+    /// `not_found`.
+    pub fn not_found(description: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, description)
+    }
+
+    /// A failure on our side. The cause is logged; the client sees no internal detail.
+    pub fn internal(context: &str, cause: impl std::fmt::Display) -> Self {
+        worker::console_error!("{context}: {cause}");
+        Self::new(
+            ErrorCode::ServerError,
+            "the request could not be completed; try again",
+        )
+    }
+
+    /// Adds a `WWW-Authenticate` challenge.
+    pub fn with_challenge(mut self, challenge: impl Into<String>) -> Self {
+        self.challenge = Some(challenge.into());
+        self
+    }
+
+    /// Adds a `Retry-After` delay.
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// The body (§2.5).
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody::new(self.code, self.description.clone())
+    }
+}
+
+/// Turns infrastructure failures into [`ApiError::internal`] with a short context, explicitly at
+/// each call site rather than through a blanket `From`.
+pub trait OrInternal<T> {
+    /// Maps the error to a logged 500 naming `context`.
+    fn or_internal(self, context: &str) -> Result<T, ApiError>;
+}
+
+impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
+    fn or_internal(self, context: &str) -> Result<T, ApiError> {
+        self.map_err(|err| ApiError::internal(context, err))
+    }
+}

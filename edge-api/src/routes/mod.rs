@@ -1,0 +1,103 @@
+//! Request routing: method and path to handler, and errors to the spec's error body.
+
+mod merchants;
+mod token;
+mod transactions;
+
+use shared_types::ErrorCode;
+use worker::{Env, Method, Request, Response};
+
+use crate::db::clients;
+use crate::error::{ApiError, OrInternal};
+use crate::{auth, http};
+
+/// The OpenAPI 3.1 description of the partner API, served at `/openapi.json`.
+const OPENAPI: &str = include_str!("../../openapi.json");
+
+/// Answers one request; every failure becomes the spec's error body.
+pub async fn handle(req: Request, env: &Env) -> worker::Result<Response> {
+    match route(req, env).await {
+        Ok(response) => Ok(response),
+        Err(err) => http::error(&err),
+    }
+}
+
+async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
+    let url = req.url().or_internal("parse url")?;
+    let segments: Vec<&str> = url
+        .path()
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    let method = req.method();
+    let allow = |allowed: Method| {
+        if method == allowed {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                format!("{} {} is not supported; use {allowed}", method, url.path()),
+            ))
+        }
+    };
+    match segments.as_slice() {
+        ["oauth", "token"] => {
+            allow(Method::Post)?;
+            token::handle(req, env, &url).await
+        }
+        ["v1", "transactions"] => {
+            allow(Method::Get)?;
+            transactions::list(&req, env, &url).await
+        }
+        ["v1", "merchants"] => {
+            allow(Method::Get)?;
+            merchants::list(&req, env, &url).await
+        }
+        ["v1", "merchants", id] => {
+            allow(Method::Get)?;
+            merchants::get(&req, env, id).await
+        }
+        ["openapi.json"] => {
+            allow(Method::Get)?;
+            let response = Response::ok(OPENAPI).or_internal("build response")?;
+            response
+                .headers()
+                .set("Content-Type", "application/json")
+                .or_internal("set header")?;
+            Ok(response)
+        }
+        _ => Err(ApiError::not_found(format!(
+            "no such endpoint: {}",
+            url.path()
+        ))),
+    }
+}
+
+/// The D1 database binding.
+fn database(env: &Env) -> Result<worker::D1Database, ApiError> {
+    env.d1("DB").or_internal("bind D1")
+}
+
+/// Current time in Unix seconds (`SystemTime` is unavailable on wasm32).
+fn now() -> i64 {
+    (js_sys::Date::now() / 1000.0).floor() as i64
+}
+
+/// Authorises the request for `scope`, as its institution.
+async fn caller(
+    req: &Request,
+    env: &Env,
+    scope: shared_types::Scope,
+) -> Result<(worker::D1Database, auth::Caller), ApiError> {
+    let db = database(env)?;
+    let caller = auth::authorize(&db, req.headers(), scope, now()).await?;
+    Ok((db, caller))
+}
+
+/// The cron trigger's housekeeping: expired tokens and closed throttle windows.
+pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
+    let db = database(env)?;
+    clients::purge_expired(&db, now(), auth::FAILURE_WINDOW_SECONDS)
+        .await
+        .or_internal("purge expired tokens")
+}

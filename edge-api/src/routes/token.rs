@@ -1,0 +1,44 @@
+//! `POST /oauth/token` (spec §4.1).
+
+use worker::{Env, Request, Response, Url};
+
+use crate::error::{ApiError, OrInternal};
+use crate::{auth, http};
+
+pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, ApiError> {
+    // Spec §5.2: secrets never travel in a URL. Refuse any query rather than risk reading one.
+    if url.query().is_some_and(|q| !q.is_empty()) {
+        return Err(ApiError::invalid_request(
+            "the token endpoint takes no query parameters; send the fields in an \
+             application/x-www-form-urlencoded body",
+        ));
+    }
+    let content_type = req
+        .headers()
+        .get("Content-Type")
+        .or_internal("read header")?
+        .unwrap_or_default();
+    let media_type = content_type.split(';').next().unwrap_or("").trim();
+    if !media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        return Err(ApiError::invalid_request(
+            "Content-Type must be application/x-www-form-urlencoded",
+        ));
+    }
+    let form = req.text().await.or_internal("read body")?;
+    let authorization = req.headers().get("Authorization").or_internal("read header")?;
+    let token_request = auth::parse_token_request(&form, authorization.as_deref())?;
+    let source = req
+        .headers()
+        .get("CF-Connecting-IP")
+        .or_internal("read header")?
+        .unwrap_or_else(|| "unknown".to_owned());
+    let db = super::database(env)?;
+    let token = auth::issue_token(&db, token_request, &source, super::now()).await?;
+    let response = http::json(200, &token).or_internal("build response")?;
+    // RFC 6749 §5.1.
+    response
+        .headers()
+        .set("Pragma", "no-cache")
+        .or_internal("set header")?;
+    Ok(response)
+}

