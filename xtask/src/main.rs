@@ -1,1 +1,164 @@
-fn main(){}
+//! `cargo run -p xtask -- <command>`: local data and credential commands.
+//!
+//! ```text
+//! seed          [--persist-to DIR] [--base-url URL] [--credentials-out FILE]
+//! bulk-data     --transactions N [--persist-to DIR] [--seed N]
+//! rotate-secret CLIENT_ID (--local [--persist-to DIR] | --remote)
+//! ```
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use rusqlite::Connection;
+use xtask::{demo, localdb, secrets};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("seed") => seed(&args[1..]),
+        Some("bulk-data") => bulk_data(&args[1..]),
+        Some("rotate-secret") => rotate_secret(&args[1..]),
+        _ => Err(
+            "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote"
+                .to_owned(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Named options (`--name value` or a bare `--flag`) after positional arguments.
+struct Options(Vec<String>);
+
+impl Options {
+    fn value(&self, name: &str) -> Result<Option<String>, String> {
+        match self.0.iter().position(|a| a == name) {
+            None => Ok(None),
+            Some(i) => self
+                .0
+                .get(i + 1)
+                .filter(|v| !v.starts_with("--"))
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| format!("{name} needs a value")),
+        }
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
+
+    fn persist_to(&self) -> Result<PathBuf, String> {
+        Ok(self
+            .value("--persist-to")?
+            .map_or_else(|| PathBuf::from(".wrangler/state"), PathBuf::from))
+    }
+}
+
+fn open(persist_to: &std::path::Path) -> Result<Connection, String> {
+    let file = localdb::database_file(persist_to)?;
+    Connection::open(&file).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+fn seed(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let mut conn = open(&opts.persist_to()?)?;
+    let base_url = opts
+        .value("--base-url")?
+        .unwrap_or_else(|| "http://127.0.0.1:8787".to_owned());
+    if demo::is_seeded(&conn).map_err(|e| e.to_string())? {
+        println!("demo data already loaded");
+        return Ok(());
+    }
+    let credentials = demo::seed(&mut conn, &base_url).map_err(|e| e.to_string())?;
+    if let Some(out) = opts.value("--credentials-out")? {
+        let json = serde_json::to_string_pretty(&credentials).map_err(|e| e.to_string())?;
+        std::fs::write(&out, json + "\n").map_err(|e| format!("{out}: {e}"))?;
+    }
+    println!("demo data loaded");
+    Ok(())
+}
+
+fn bulk_data(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let count: usize = opts
+        .value("--transactions")?
+        .ok_or("--transactions N is required")?
+        .parse()
+        .map_err(|_| "--transactions must be a number")?;
+    let seed: u64 = opts
+        .value("--seed")?
+        .map_or(Ok(7), |s| s.parse())
+        .map_err(|_| "--seed must be a number")?;
+    let mut conn = open(&opts.persist_to()?)?;
+    let started = std::time::Instant::now();
+    demo::bulk(&mut conn, count, seed).map_err(|e| e.to_string())?;
+    let total: i64 = conn
+        .query_row("SELECT count(*) FROM transactions", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    println!(
+        "added {count} transactions in {:.1} s; {total} in all",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Replaces a client's secret and revokes its tokens in one statement batch, through wrangler
+/// so that the same command serves the local database and production.
+fn rotate_secret(args: &[String]) -> Result<(), String> {
+    let client_id = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .ok_or("rotate-secret needs a CLIENT_ID")?;
+    if !client_id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!("{client_id:?} is not a client id"));
+    }
+    let opts = Options(args[1..].to_vec());
+    let target = match (opts.flag("--local"), opts.flag("--remote")) {
+        (true, false) => "--local",
+        (false, true) => "--remote",
+        _ => return Err("say --local or --remote".to_owned()),
+    };
+    let secret = secrets::new_secret();
+    // Both values are checked or generated here: [A-Za-z0-9_-] and hex, safe to quote in SQL.
+    let sql = format!(
+        "UPDATE api_clients SET secret_hash = '{hash}', \
+         secret_rotated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE client_id = '{client_id}'; \
+         DELETE FROM access_tokens WHERE client_id IN \
+         (SELECT id FROM api_clients WHERE client_id = '{client_id}'); \
+         SELECT changes() AS revoked_tokens, \
+         (SELECT count(*) FROM api_clients WHERE client_id = '{client_id}') AS clients;",
+        hash = secrets::secret_hash(&secret),
+    );
+    let mut command = Command::new("wrangler");
+    command.args(["d1", "execute", "DB", target, "--json", "--command", &sql]);
+    if target == "--local" {
+        command.arg("--persist-to").arg(opts.persist_to()?);
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("could not run wrangler (run scripts/setup; source scripts/env.sh): {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "wrangler d1 execute failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !stdout.contains("\"clients\": 1") {
+        return Err(format!("no client {client_id:?}; nothing changed"));
+    }
+    // The secret goes to stdout once; it is stored nowhere.
+    println!("{secret}");
+    eprintln!("rotated {client_id}: the old secret and every token issued under it stop working now");
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! Project commands as a library, so the black-box tests seed their databases with exactly the
+//! code that `scripts/dev` uses.
+
+pub mod demo;
+pub mod localdb;
+pub mod secrets;

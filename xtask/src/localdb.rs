@@ -1,0 +1,25 @@
+//! The local D1 database that `wrangler dev` uses: a SQLite file under the persist directory.
+
+use std::path::{Path, PathBuf};
+
+/// The SQLite file of the worker's one D1 database under `persist_to` (wrangler's
+/// `--persist-to`, by default `.wrangler/state`), once wrangler has created it by applying the
+/// migrations.
+pub fn database_file(persist_to: &Path) -> Result<PathBuf, String> {
+    let dir = persist_to.join("v3/d1/miniflare-D1DatabaseObject");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e} (apply the migrations first)", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        // Miniflare keeps its own bookkeeping beside the database.
+        .filter(|p| p.file_stem().is_some_and(|s| s != "metadata"))
+        .collect();
+    match files.len() {
+        1 => Ok(files.remove(0)),
+        0 => Err(format!("no local D1 database in {}", dir.display())),
+        _ => Err(format!(
+            "more than one local D1 database in {}; remove the stale ones",
+            dir.display()
+        )),
+    }
+}
