@@ -7,7 +7,7 @@
 //! ```
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use rusqlite::Connection;
 use xtask::{demo, localdb, secrets};
@@ -108,57 +108,22 @@ fn bulk_data(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Replaces a client's secret and revokes its tokens in one statement batch, through wrangler
-/// so that the same command serves the local database and production.
 fn rotate_secret(args: &[String]) -> Result<(), String> {
     let client_id = args
         .first()
         .filter(|a| !a.starts_with("--"))
         .ok_or("rotate-secret needs a CLIENT_ID")?;
-    if !client_id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        return Err(format!("{client_id:?} is not a client id"));
-    }
     let opts = Options(args[1..].to_vec());
     let target = match (opts.flag("--local"), opts.flag("--remote")) {
-        (true, false) => "--local",
-        (false, true) => "--remote",
+        (true, false) => secrets::Target::Local(opts.persist_to()?),
+        (false, true) => secrets::Target::Remote,
         _ => return Err("say --local or --remote".to_owned()),
     };
-    let secret = secrets::new_secret();
-    // Both values are checked or generated here: [A-Za-z0-9_-] and hex, safe to quote in SQL.
-    let sql = format!(
-        "UPDATE api_clients SET secret_hash = '{hash}', \
-         secret_rotated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE client_id = '{client_id}'; \
-         DELETE FROM access_tokens WHERE client_id IN \
-         (SELECT id FROM api_clients WHERE client_id = '{client_id}'); \
-         SELECT changes() AS revoked_tokens, \
-         (SELECT count(*) FROM api_clients WHERE client_id = '{client_id}') AS clients;",
-        hash = secrets::secret_hash(&secret),
-    );
-    let mut command = Command::new("wrangler");
-    command.args(["d1", "execute", "DB", target, "--json", "--command", &sql]);
-    if target == "--local" {
-        command.arg("--persist-to").arg(opts.persist_to()?);
-    }
-    let output = command
-        .output()
-        .map_err(|e| format!("could not run wrangler (run scripts/setup; source scripts/env.sh): {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "wrangler d1 execute failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !stdout.contains("\"clients\": 1") {
-        return Err(format!("no client {client_id:?}; nothing changed"));
-    }
+    let secret = secrets::rotate(client_id, &target)?;
     // The secret goes to stdout once; it is stored nowhere.
     println!("{secret}");
-    eprintln!("rotated {client_id}: the old secret and every token issued under it stop working now");
+    eprintln!(
+        "rotated {client_id}: the old secret and every token issued under it stop working now"
+    );
     Ok(())
 }

@@ -18,3 +18,67 @@ pub fn new_secret() -> String {
 pub fn secret_hash(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
+
+/// Which D1 database a command changes.
+pub enum Target {
+    /// The local database under this wrangler persist directory.
+    Local(std::path::PathBuf),
+    /// The production database (wrangler's `--remote`).
+    Remote,
+}
+
+/// Replaces a client's secret and revokes every token issued under the old one, in one batch of
+/// statements run by `wrangler d1 execute` (so the same command serves local and production).
+/// Returns the new secret, which is stored nowhere.
+pub fn rotate(client_id: &str, target: &Target) -> Result<String, String> {
+    if client_id.is_empty()
+        || !client_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(format!("{client_id:?} is not a client id"));
+    }
+    let secret = new_secret();
+    // Both values are checked ([A-Za-z0-9_-]) or generated (hex) here, so quoting them is safe.
+    let sql = format!(
+        "UPDATE api_clients SET secret_hash = '{hash}', \
+         secret_rotated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE client_id = '{client_id}'; \
+         DELETE FROM access_tokens WHERE client_id IN \
+         (SELECT id FROM api_clients WHERE client_id = '{client_id}'); \
+         SELECT count(*) AS clients FROM api_clients WHERE client_id = '{client_id}';",
+        hash = secret_hash(&secret),
+    );
+    let mut command = std::process::Command::new("wrangler");
+    command.args(["d1", "execute", "DB", "--json", "--command", &sql]);
+    match target {
+        Target::Local(persist_to) => {
+            command.arg("--local").arg("--persist-to").arg(persist_to);
+        }
+        Target::Remote => {
+            command.arg("--remote");
+        }
+    }
+    let output = command.output().map_err(|e| {
+        format!("could not run wrangler (run scripts/setup, then source scripts/env.sh): {e}")
+    })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "wrangler d1 execute failed:\n{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let found = serde_json::from_str::<serde_json::Value>(&stdout)
+        .ok()
+        .and_then(|v| {
+            v.as_array()?
+                .iter()
+                .filter_map(|r| r["results"].as_array()?.first()?["clients"].as_i64())
+                .next()
+        });
+    match found {
+        Some(1) => Ok(secret),
+        Some(_) => Err(format!("no client {client_id:?}; nothing changed")),
+        None => Err(format!("unexpected output from wrangler:\n{stdout}")),
+    }
+}

@@ -22,7 +22,7 @@ pub async fn list(req: &Request, env: &Env, url: &Url) -> Result<Response, ApiEr
 pub async fn get(req: &Request, env: &Env, id: &str) -> Result<Response, ApiError> {
     let (db, caller) = super::caller(req, env, Scope::MerchantsRead).await?;
     // An id that cannot exist and another institution's merchant read exactly like an unknown one.
-    let not_found = || ApiError::not_found(format!("no merchant with id {id:?}"));
+    let not_found = || ApiError::not_found("no such merchant");
     let id = parse_id(id).ok_or_else(not_found)?;
     let merchant = merchants::get(&db, caller.institution_id, id)
         .await

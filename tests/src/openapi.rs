@@ -1,0 +1,88 @@
+//! Checks real responses against `edge-api/openapi.json`: the documented status, content type
+//! and schema of every response the tests see.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::Reply;
+
+/// The OpenAPI document.
+pub fn document() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let text = std::fs::read_to_string(crate::root().join("edge-api/openapi.json"))
+            .expect("read openapi.json");
+        serde_json::from_str(&text).expect("openapi.json is JSON")
+    })
+}
+
+fn escape(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Asserts that `reply` is a documented response of `method path` and matches its schema.
+pub fn assert_conforms(path: &str, method: &str, reply: &Reply) {
+    let doc = document();
+    let operation = &doc["paths"][path][method];
+    assert!(
+        operation.is_object(),
+        "{method} {path} is not in openapi.json"
+    );
+    let status = reply.status.to_string();
+    assert!(
+        operation["responses"][&status].is_object(),
+        "{method} {path} answered {status}, which openapi.json does not document: {}",
+        reply.text
+    );
+    let pointer = format!(
+        "#/paths/{}/{method}/responses/{status}/content/application~1json/schema",
+        escape(path)
+    );
+    let documented = doc
+        .pointer(&pointer[1..])
+        .or_else(|| {
+            // The response may be a $ref to components/responses.
+            let reference = operation["responses"][&status]["$ref"].as_str()?;
+            doc.pointer(&format!("{}/content/application~1json/schema", &reference[1..]))
+        })
+        .is_some();
+    if !documented {
+        assert!(
+            reply.text.is_empty(),
+            "{method} {path} {status} has a body but no documented schema"
+        );
+        return;
+    }
+    let content_type = reply.header("content-type").unwrap_or_default();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{method} {path} {status}: content-type {content_type}"
+    );
+    let schema_ref = match operation["responses"][&status]["$ref"].as_str() {
+        Some(reference) => format!("{reference}/content/application~1json/schema"),
+        None => pointer,
+    };
+    let instance: Value = reply.json();
+    static VALIDATORS: OnceLock<Mutex<HashMap<String, jsonschema::Validator>>> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(Default::default);
+    let mut validators = validators.lock().expect("lock");
+    let validator = validators.entry(schema_ref.clone()).or_insert_with(|| {
+        let mut root = doc.clone();
+        root["$ref"] = Value::String(schema_ref.clone());
+        root["$schema"] = Value::String("https://json-schema.org/draft/2020-12/schema".into());
+        jsonschema::draft202012::new(&root)
+            .unwrap_or_else(|e| panic!("schema {schema_ref} does not compile: {e}"))
+    });
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} {status} does not match openapi.json:\n{}\n{}",
+        errors.join("\n"),
+        reply.text
+    );
+}
