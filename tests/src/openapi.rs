@@ -62,7 +62,8 @@ pub fn assert_conforms(path: &str, method: &str, reply: &Reply) {
     );
     let schema_ref = match operation["responses"][&status]["$ref"].as_str() {
         Some(reference) => format!("{reference}/content/application~1json/schema"),
-        None => pointer,
+        // A URI fragment: braces of path templates must be percent-encoded.
+        None => pointer.replace('{', "%7B").replace('}', "%7D"),
     };
     let instance: Value = reply.json();
     static VALIDATORS: OnceLock<Mutex<HashMap<String, jsonschema::Validator>>> = OnceLock::new();
