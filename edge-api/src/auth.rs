@@ -359,17 +359,29 @@ mod tests {
     #[test]
     fn refusals() {
         let basic = format!("Basic {}", STANDARD.encode("a:b"));
-        assert_eq!(code(parse_token_request("client_id=a&client_secret=b", None)), ErrorCode::InvalidRequest);
         assert_eq!(
-            code(parse_token_request("grant_type=password&client_id=a&client_secret=b", None)),
-            ErrorCode::UnsupportedGrantType
-        );
-        assert_eq!(
-            code(parse_token_request("grant_type=client_credentials&client_id=a", None)),
+            code(parse_token_request("client_id=a&client_secret=b", None)),
             ErrorCode::InvalidRequest
         );
         assert_eq!(
-            code(parse_token_request("grant_type=client_credentials&client_id=a", Some(&basic))),
+            code(parse_token_request(
+                "grant_type=password&client_id=a&client_secret=b",
+                None
+            )),
+            ErrorCode::UnsupportedGrantType
+        );
+        assert_eq!(
+            code(parse_token_request(
+                "grant_type=client_credentials&client_id=a",
+                None
+            )),
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            code(parse_token_request(
+                "grant_type=client_credentials&client_id=a",
+                Some(&basic)
+            )),
             ErrorCode::InvalidRequest
         );
         assert_eq!(
@@ -380,7 +392,10 @@ mod tests {
             ErrorCode::InvalidRequest
         );
         assert_eq!(
-            code(parse_token_request("grant_type=client_credentials&scope=admin", Some(&basic))),
+            code(parse_token_request(
+                "grant_type=client_credentials&scope=admin",
+                Some(&basic)
+            )),
             ErrorCode::InvalidScope
         );
         let malformed = parse_token_request("grant_type=client_credentials", Some("Basic !!!"))

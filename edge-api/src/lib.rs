@@ -26,7 +26,11 @@ async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
 }
 
 #[event(queue)]
-async fn queue(batch: MessageBatch<serde_json::Value>, _env: Env, _ctx: Context) -> worker::Result<()> {
+async fn queue(
+    batch: MessageBatch<serde_json::Value>,
+    _env: Env,
+    _ctx: Context,
+) -> worker::Result<()> {
     // Webhook delivery tasks arrive here once the webhook outbox exists; until then nothing is
     // produced, and anything that does arrive is acknowledged so it cannot loop.
     for message in batch.messages()? {

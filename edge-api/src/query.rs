@@ -97,7 +97,10 @@ impl TransactionFilter {
 impl MerchantFilter {
     /// Parses the raw query string (without `?`).
     pub fn parse(query: &str) -> Result<Self, QueryError> {
-        let mut params = Params::parse(query, &["limit", "starting_after", "id", "psp_reference_id"])?;
+        let mut params = Params::parse(
+            query,
+            &["limit", "starting_after", "id", "psp_reference_id"],
+        )?;
         Ok(MerchantFilter {
             limit: params.limit()?,
             starting_after: params.id("starting_after")?,
@@ -215,7 +218,13 @@ mod tests {
     fn defaults() {
         let f = TransactionFilter::parse("").unwrap();
         assert_eq!(f.limit, 25);
-        assert_eq!(f, TransactionFilter { limit: 25, ..Default::default() });
+        assert_eq!(
+            f,
+            TransactionFilter {
+                limit: 25,
+                ..Default::default()
+            }
+        );
     }
 
     #[test]
@@ -269,8 +278,10 @@ mod tests {
         assert_eq!(f.starting_after, Some(10));
         assert!(err(MerchantFilter::parse("status=paid")).contains("status"));
         let long = "x".repeat(256);
-        assert!(err(MerchantFilter::parse(&format!("psp_reference_id={long}")))
-            .contains("psp_reference_id"));
+        assert!(
+            err(MerchantFilter::parse(&format!("psp_reference_id={long}")))
+                .contains("psp_reference_id")
+        );
     }
 
     #[test]

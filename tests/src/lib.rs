@@ -61,7 +61,9 @@ impl Reply {
 
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(&name.to_ascii_lowercase()).map(String::as_str)
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
     }
 
     /// Asserts the status and the spec's error body with this code; returns the description.
@@ -111,10 +113,9 @@ impl Worker {
             .status()
             .expect("run wrangler (is scripts/env.sh sourced? use scripts/test)");
         assert!(status.success(), "migrations failed");
-        let mut conn = Connection::open(
-            xtask::localdb::database_file(&persist_to).expect("local database"),
-        )
-        .expect("open local database");
+        let mut conn =
+            Connection::open(xtask::localdb::database_file(&persist_to).expect("local database"))
+                .expect("open local database");
         let credentials = demo::seed(&mut conn, &base_url).expect("seed demo data");
         let fixtures = add_fixtures(&conn);
         drop(conn);
@@ -186,7 +187,11 @@ impl Worker {
 
     /// Sends a request; `spec_path` is the OpenAPI path template the response is checked
     /// against (`None` for requests outside the partner API).
-    pub fn send(&self, request: reqwest::blocking::RequestBuilder, spec_path: Option<&str>) -> Reply {
+    pub fn send(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+        spec_path: Option<&str>,
+    ) -> Reply {
         let request = request.build().expect("valid request");
         let method = request.method().as_str().to_ascii_lowercase();
         let response = self.http.execute(request).expect("request sent");
@@ -214,8 +219,13 @@ impl Worker {
     }
 
     /// A request builder for `path` on this worker.
-    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::blocking::RequestBuilder {
-        self.http.request(method, format!("{}{path}", self.base_url))
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::blocking::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base_url))
     }
 
     /// `POST /oauth/token` with a form body (pairs sent as given, so tests can repeat fields).

@@ -45,7 +45,10 @@ pub fn assert_conforms(path: &str, method: &str, reply: &Reply) {
         .or_else(|| {
             // The response may be a $ref to components/responses.
             let reference = operation["responses"][&status]["$ref"].as_str()?;
-            doc.pointer(&format!("{}/content/application~1json/schema", &reference[1..]))
+            doc.pointer(&format!(
+                "{}/content/application~1json/schema",
+                &reference[1..]
+            ))
         })
         .is_some();
     if !documented {

@@ -100,7 +100,11 @@ fn retrieves_one_merchant() {
     let worker = Worker::shared();
     let token = worker.institution_token(0);
     let listed = &list(worker, 0, "")["data"][0];
-    let reply = worker.get(&format!("/v1/merchants/{}", listed["id"]), Some(&token), ONE);
+    let reply = worker.get(
+        &format!("/v1/merchants/{}", listed["id"]),
+        Some(&token),
+        ONE,
+    );
     assert_eq!(reply.status, 200);
     assert_eq!(&reply.json(), listed);
 }

@@ -12,7 +12,9 @@ fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
     let (id, old_secret) = worker.fixture_client("rotate");
     let token = worker.token(&id, &old_secret);
     assert_eq!(
-        worker.get("/v1/merchants", Some(&token), "/v1/merchants").status,
+        worker
+            .get("/v1/merchants", Some(&token), "/v1/merchants")
+            .status,
         200
     );
 
@@ -31,7 +33,9 @@ fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
         .assert_error(401, "invalid_client");
     let fresh = worker.token(&id, &new_secret);
     assert_eq!(
-        worker.get("/v1/merchants", Some(&fresh), "/v1/merchants").status,
+        worker
+            .get("/v1/merchants", Some(&fresh), "/v1/merchants")
+            .status,
         200
     );
     // Only the hash is stored.

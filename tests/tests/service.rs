@@ -44,7 +44,10 @@ fn unknown_paths_are_404_and_wrong_methods_405_in_the_error_shape() {
         (Method::DELETE, "/v1/merchants/1"),
         (Method::GET, "/oauth/token"),
     ] {
-        let reply = worker.send(worker.request(method.clone(), path).bearer_auth(&token), None);
+        let reply = worker.send(
+            worker.request(method.clone(), path).bearer_auth(&token),
+            None,
+        );
         reply.assert_error(405, "method_not_allowed");
     }
 }

@@ -71,7 +71,10 @@ fn missing_fields_are_invalid_requests_naming_the_field() {
     let worker = Worker::shared();
     let (id, secret) = northwind(worker);
     for (pairs, field) in [
-        (vec![("client_id", id), ("client_secret", secret)], "grant_type"),
+        (
+            vec![("client_id", id), ("client_secret", secret)],
+            "grant_type",
+        ),
         (vec![GRANT, ("client_secret", secret)], "client_id"),
         (vec![GRANT, ("client_id", id)], "client_secret"),
         (vec![GRANT], "client_id"),
@@ -173,7 +176,11 @@ fn a_narrowed_token_cannot_exceed_its_scope() {
         200
     );
     for path in ["/v1/merchants", "/v1/merchants/1"] {
-        let spec = if path == "/v1/merchants" { path } else { "/v1/merchants/{id}" };
+        let spec = if path == "/v1/merchants" {
+            path
+        } else {
+            "/v1/merchants/{id}"
+        };
         let reply = worker.get(path, Some(&token), spec);
         reply.assert_error(403, "insufficient_scope");
         let challenge = reply.header("www-authenticate").unwrap_or_default();
@@ -207,9 +214,11 @@ fn the_body_must_be_a_form() {
     let worker = Worker::shared();
     let (id, secret) = northwind(worker);
     let reply = worker.send(
-        worker.request(Method::POST, "/oauth/token").json(&serde_json::json!({
-            "grant_type": "client_credentials", "client_id": id, "client_secret": secret
-        })),
+        worker
+            .request(Method::POST, "/oauth/token")
+            .json(&serde_json::json!({
+                "grant_type": "client_credentials", "client_id": id, "client_secret": secret
+            })),
         Some("/oauth/token"),
     );
     let description = reply.assert_error(400, "invalid_request");
@@ -226,7 +235,11 @@ fn repeated_failures_are_throttled_per_source_without_locking_out_the_client() {
                 .request(Method::POST, "/oauth/token")
                 .header("Content-Type", "application/x-www-form-urlencoded")
                 .header("CF-Connecting-IP", source)
-                .body(form(&[GRANT, ("client_id", &id), ("client_secret", secret)])),
+                .body(form(&[
+                    GRANT,
+                    ("client_id", &id),
+                    ("client_secret", secret),
+                ])),
             Some("/oauth/token"),
         )
     };
@@ -287,4 +300,3 @@ fn an_expired_token_is_refused() {
         .unwrap_or_default()
         .contains("invalid_token"));
 }
-

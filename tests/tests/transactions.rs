@@ -75,7 +75,10 @@ fn walking_every_page_returns_exactly_the_institutions_rows() {
     for (index, institution_id) in [(0, 1), (1, 2)] {
         let ids = all_ids(worker, index, "");
         let expected = db_ids(worker, institution_id, "", &[]);
-        assert!(expected.len() > 200, "demo data has a few hundred rows each");
+        assert!(
+            expected.len() > 200,
+            "demo data has a few hundred rows each"
+        );
         assert_eq!(ids, expected);
         assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
     }
@@ -147,7 +150,11 @@ fn unset_fields_are_present_as_null() {
     assert!(!pending.is_empty());
     for t in pending {
         assert_eq!(t["raw_status"], "pending");
-        for (group, key) in [("amount", "gross"), ("amount", "net"), ("tx_hashes", "source")] {
+        for (group, key) in [
+            ("amount", "gross"),
+            ("amount", "net"),
+            ("tx_hashes", "source"),
+        ] {
             assert_eq!(t[group][key], Value::Null, "{t}");
         }
         assert_eq!(t["paid_at"], Value::Null);
@@ -158,7 +165,13 @@ fn unset_fields_are_present_as_null() {
 #[test]
 fn every_status_filter_matches_the_database() {
     let worker = Worker::shared();
-    for status in ["pending", "paid", "failed", "refunded", "partially_refunded"] {
+    for status in [
+        "pending",
+        "paid",
+        "failed",
+        "refunded",
+        "partially_refunded",
+    ] {
         let ids = all_ids(worker, 0, &format!("status={status}"));
         assert!(!ids.is_empty(), "{status} is in the demo data");
         assert_eq!(
@@ -293,8 +306,11 @@ fn an_institution_never_sees_another_institutions_rows() {
     }
     // A cursor taken from the other institution's ids pages only through our own rows.
     let ours: HashSet<i64> = db_ids(worker, 2, "", &[]).into_iter().collect();
-    let after_theirs: Vec<i64> = list(worker, 1, &format!("limit=100&starting_after={}", theirs[3]))
-        ["data"]
+    let after_theirs: Vec<i64> = list(
+        worker,
+        1,
+        &format!("limit=100&starting_after={}", theirs[3]),
+    )["data"]
         .as_array()
         .unwrap()
         .iter()

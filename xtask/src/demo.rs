@@ -47,12 +47,48 @@ pub const INSTITUTIONS: &[DemoInstitution] = &[
             scopes: &[Scope::TransactionsRead, Scope::MerchantsRead],
         },
         merchants: &[
-            ("Alpine Outfitters", "Alpine Outfitters GmbH", "active", "completed", true),
-            ("Harbor Coffee", "Harbor Coffee Roasters Ltd", "active", "completed", true),
-            ("Lumen Books", "Lumen Books B.V.", "active", "completed", true),
-            ("Pixel Forge", "Pixel Forge Studios SAS", "active", "completed", false),
-            ("Quartz Audio", "Quartz Audio AB", "suspended", "completed", true),
-            ("Nimbus Travel", "Nimbus Travel S.L.", "active", "in_review", false),
+            (
+                "Alpine Outfitters",
+                "Alpine Outfitters GmbH",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Harbor Coffee",
+                "Harbor Coffee Roasters Ltd",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Lumen Books",
+                "Lumen Books B.V.",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Pixel Forge",
+                "Pixel Forge Studios SAS",
+                "active",
+                "completed",
+                false,
+            ),
+            (
+                "Quartz Audio",
+                "Quartz Audio AB",
+                "suspended",
+                "completed",
+                true,
+            ),
+            (
+                "Nimbus Travel",
+                "Nimbus Travel S.L.",
+                "active",
+                "in_review",
+                false,
+            ),
         ],
     },
     DemoInstitution {
@@ -64,11 +100,41 @@ pub const INSTITUTIONS: &[DemoInstitution] = &[
             scopes: &[Scope::TransactionsRead, Scope::MerchantsRead],
         },
         merchants: &[
-            ("Cedar Home", "Cedar Home Furnishings Inc.", "active", "completed", true),
-            ("Orbit Games", "Orbit Games Ltd", "active", "completed", true),
-            ("Sable Fashion", "Sable Fashion S.r.l.", "active", "completed", true),
-            ("Tern Electronics", "Tern Electronics Pte. Ltd.", "disabled", "completed", true),
-            ("Willow Florists", "Willow Florists LLC", "active", "pending", false),
+            (
+                "Cedar Home",
+                "Cedar Home Furnishings Inc.",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Orbit Games",
+                "Orbit Games Ltd",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Sable Fashion",
+                "Sable Fashion S.r.l.",
+                "active",
+                "completed",
+                true,
+            ),
+            (
+                "Tern Electronics",
+                "Tern Electronics Pte. Ltd.",
+                "disabled",
+                "completed",
+                true,
+            ),
+            (
+                "Willow Florists",
+                "Willow Florists LLC",
+                "active",
+                "pending",
+                false,
+            ),
         ],
     },
 ];
@@ -124,12 +190,17 @@ pub struct LimitedClient {
 }
 
 fn scopes(list: &[Scope]) -> String {
-    list.iter().copied().collect::<shared_types::ScopeSet>().to_string()
+    list.iter()
+        .copied()
+        .collect::<shared_types::ScopeSet>()
+        .to_string()
 }
 
 /// Whether the database already holds data.
 pub fn is_seeded(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT EXISTS (SELECT 1 FROM institutions)", [], |r| r.get(0))
+    conn.query_row("SELECT EXISTS (SELECT 1 FROM institutions)", [], |r| {
+        r.get(0)
+    })
 }
 
 /// Loads the demo data into an empty, migrated database and returns the credentials file.
@@ -258,8 +329,11 @@ pub fn bulk(conn: &mut Connection, count: usize, seed: u64) -> rusqlite::Result<
             at
         })
         .collect();
-    let first_id: i64 =
-        tx.query_row("SELECT coalesce(max(id), 0) + 1 FROM transactions", [], |r| r.get(0))?;
+    let first_id: i64 = tx.query_row(
+        "SELECT coalesce(max(id), 0) + 1 FROM transactions",
+        [],
+        |r| r.get(0),
+    )?;
     insert_transactions(&tx, &mut rng, &sellers, &instants, first_id - 1)?;
     tx.commit()
 }
@@ -302,7 +376,11 @@ fn insert_merchant(
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
     let key: String = (0..24)
-        .map(|_| *b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".choose(rng).expect("non-empty") as char)
+        .map(|_| {
+            *b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                .choose(rng)
+                .expect("non-empty") as char
+        })
         .collect();
     let created = time::format_unix(
         time::parse_unix("2026-06-01T09:00:00Z").expect("valid") + rng.gen_range(0..2_000_000),
@@ -397,14 +475,23 @@ fn insert_transactions(
         let expected = rng.gen_range(500..250_000i64);
         let landed = matches!(
             raw,
-            RawStatus::Succeeded | RawStatus::Paid | RawStatus::Refunded | RawStatus::PartiallyRefunded
+            RawStatus::Succeeded
+                | RawStatus::Paid
+                | RawStatus::Refunded
+                | RawStatus::PartiallyRefunded
         );
         let settled = landed && raw != RawStatus::Succeeded;
 
         let (gross, amount_status) = if landed {
             match rng.gen_range(0..10) {
-                0 => (expected - rng.gen_range(1..=expected / 10), Some("UNDERPAID")),
-                1 => (expected + rng.gen_range(1..=expected / 10), Some("OVERPAID")),
+                0 => (
+                    expected - rng.gen_range(1..=expected / 10),
+                    Some("UNDERPAID"),
+                ),
+                1 => (
+                    expected + rng.gen_range(1..=expected / 10),
+                    Some("OVERPAID"),
+                ),
                 _ => (expected, Some("EXACT")),
             }
         } else {
@@ -429,15 +516,16 @@ fn insert_transactions(
             _ => rng.gen_range(1..25),
         });
         let bridge_fee = bridged.then(|| rng.gen_range(10..150));
-        let net = settled.then(|| {
-            gross - psp_fee.unwrap_or(0) - gas_fee.unwrap_or(0) - bridge_fee.unwrap_or(0)
-        });
+        let net = settled
+            .then(|| gross - psp_fee.unwrap_or(0) - gas_fee.unwrap_or(0) - bridge_fee.unwrap_or(0));
         let email = rng.gen_bool(0.7).then(|| {
             format!(
                 "{}.{}@{}",
                 FIRST_NAMES.choose(rng).expect("names"),
                 LAST_NAMES.choose(rng).expect("names"),
-                ["example.com", "example.org", "example.net"].choose(rng).expect("domains")
+                ["example.com", "example.org", "example.net"]
+                    .choose(rng)
+                    .expect("domains")
             )
         });
         let reference = rng

@@ -77,7 +77,12 @@ pub async fn record_failure(
          ON CONFLICT (client_id, source) DO UPDATE SET \
            failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
            window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END",
-        &[client_id.into(), source.into(), now.into(), window_seconds.into()],
+        &[
+            client_id.into(),
+            source.into(),
+            now.into(),
+            window_seconds.into(),
+        ],
     )?
     .run()
     .await
@@ -129,7 +134,11 @@ pub async fn insert_token(
 
 /// The live token with this hash. Tokens of a rotated or deleted client are gone: rotation
 /// deletes them in the same batch that replaces the secret.
-pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> worker::Result<Option<Token>> {
+pub async fn find_token(
+    db: &D1Database,
+    token_hash: &str,
+    now: i64,
+) -> worker::Result<Option<Token>> {
     bind(
         db,
         "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2",
@@ -142,7 +151,11 @@ pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> worker::
 /// Deletes expired tokens and closed throttle windows.
 pub async fn purge_expired(db: &D1Database, now: i64, window_seconds: i64) -> worker::Result<()> {
     let statements = vec![
-        bind(db, "DELETE FROM access_tokens WHERE expires_at <= ?1", &[Value::Int(now)])?,
+        bind(
+            db,
+            "DELETE FROM access_tokens WHERE expires_at <= ?1",
+            &[Value::Int(now)],
+        )?,
         bind(
             db,
             "DELETE FROM auth_failures WHERE window_start <= ?1",

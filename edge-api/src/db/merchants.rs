@@ -90,7 +90,11 @@ pub async fn list(
 }
 
 /// One merchant of the institution, or `None`: another institution's merchant is not found.
-pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> Result<Option<Merchant>, String> {
+pub async fn get(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+) -> Result<Option<Merchant>, String> {
     let row: Option<Row> = super::bind(
         db,
         &format!("SELECT {COLUMNS} FROM merchants WHERE id = ?1 AND institution_id = ?2"),

@@ -6,9 +6,12 @@ use rusqlite::Connection;
 use super::{merchants, transactions, Query, Value};
 use crate::query::{MerchantFilter, TransactionFilter};
 
+/// Every migration, in order.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_partner_api.sql")];
+
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
-    for migration in [include_str!("../../migrations/0001_partner_api.sql")] {
+    for migration in MIGRATIONS {
         conn.execute_batch(migration).unwrap();
     }
     conn

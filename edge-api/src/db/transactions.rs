@@ -143,7 +143,10 @@ pub fn list_query(institution_id: i64, filter: &TransactionFilter) -> Query {
         and(&|n| format!("status = ?{n}"), status.as_str().into());
     }
     if let Some(reference) = &filter.external_reference {
-        and(&|n| format!("external_reference = ?{n}"), reference.as_str().into());
+        and(
+            &|n| format!("external_reference = ?{n}"),
+            reference.as_str().into(),
+        );
     }
     if let Some(id) = filter.id {
         and(&|n| format!("id = ?{n}"), id.into());

@@ -24,11 +24,7 @@ pub async fn handle(req: Request, env: &Env) -> worker::Result<Response> {
 
 async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
     let url = req.url().or_internal("parse url")?;
-    let segments: Vec<&str> = url
-        .path()
-        .trim_start_matches('/')
-        .split('/')
-        .collect();
+    let segments: Vec<&str> = url.path().trim_start_matches('/').split('/').collect();
     let method = req.method();
     let allow = |allowed: Method| {
         if method == allowed {

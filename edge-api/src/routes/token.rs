@@ -25,7 +25,10 @@ pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, 
         ));
     }
     let form = req.text().await.or_internal("read body")?;
-    let authorization = req.headers().get("Authorization").or_internal("read header")?;
+    let authorization = req
+        .headers()
+        .get("Authorization")
+        .or_internal("read header")?;
     let token_request = auth::parse_token_request(&form, authorization.as_deref())?;
     let source = req
         .headers()
