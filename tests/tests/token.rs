@@ -16,6 +16,23 @@ fn basic(id: &str, secret: &str) -> String {
     format!("Basic {}", STANDARD.encode(format!("{id}:{secret}")))
 }
 
+/// `POST /oauth/token` with HTTP Basic credentials and a form body.
+fn token_with_basic(
+    worker: &Worker,
+    id: &str,
+    secret: &str,
+    pairs: &[(&str, &str)],
+) -> payrail_tests::Reply {
+    worker.send(
+        worker
+            .request(Method::POST, "/oauth/token")
+            .header("Authorization", basic(id, secret))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(form(pairs)),
+        Some("/oauth/token"),
+    )
+}
+
 #[test]
 fn form_credentials_issue_a_token_with_every_granted_scope() {
     let worker = Worker::shared();
@@ -38,14 +55,7 @@ fn form_credentials_issue_a_token_with_every_granted_scope() {
 fn http_basic_credentials_issue_a_token() {
     let worker = Worker::shared();
     let (id, secret) = northwind(worker);
-    let reply = worker.send(
-        worker
-            .request(Method::POST, "/oauth/token")
-            .header("Authorization", basic(id, secret))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(&[GRANT, ("scope", "merchants:read")])),
-        Some("/oauth/token"),
-    );
+    let reply = token_with_basic(worker, id, secret, &[GRANT, ("scope", "merchants:read")]);
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(reply.json()["scope"], "merchants:read");
 }
@@ -54,13 +64,11 @@ fn http_basic_credentials_issue_a_token() {
 fn both_authentication_methods_at_once_are_refused() {
     let worker = Worker::shared();
     let (id, secret) = northwind(worker);
-    let reply = worker.send(
-        worker
-            .request(Method::POST, "/oauth/token")
-            .header("Authorization", basic(id, secret))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(&[GRANT, ("client_id", id), ("client_secret", secret)])),
-        Some("/oauth/token"),
+    let reply = token_with_basic(
+        worker,
+        id,
+        secret,
+        &[GRANT, ("client_id", id), ("client_secret", secret)],
     );
     let description = reply.assert_error(400, "invalid_request");
     assert!(description.contains("not both"), "{description}");
@@ -118,14 +126,7 @@ fn bad_credentials_are_invalid_client_with_a_basic_challenge_for_basic() {
     ]);
     assert_eq!(unknown.text, wrong.text, "unknown and wrong read alike");
 
-    let basic_reply = worker.send(
-        worker
-            .request(Method::POST, "/oauth/token")
-            .header("Authorization", basic(&other_id, "sk_live_wrong"))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(&[GRANT])),
-        Some("/oauth/token"),
-    );
+    let basic_reply = token_with_basic(worker, &other_id, "sk_live_wrong", &[GRANT]);
     basic_reply.assert_error(401, "invalid_client");
     let challenge = basic_reply.header("www-authenticate").unwrap_or_default();
     assert!(challenge.starts_with("Basic "), "{challenge}");

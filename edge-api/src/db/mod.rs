@@ -8,6 +8,7 @@ pub mod transactions;
 #[cfg(test)]
 mod plan_tests;
 
+use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -61,6 +62,11 @@ impl Query {
     /// Prepares the statement on `db` with its parameters bound.
     pub fn prepare(&self, db: &D1Database) -> worker::Result<D1PreparedStatement> {
         bind(db, &self.sql, &self.params)
+    }
+
+    /// Runs the statement and deserializes every row.
+    pub async fn all<R: DeserializeOwned>(&self, db: &D1Database) -> worker::Result<Vec<R>> {
+        self.prepare(db)?.all().await?.results()
     }
 }
 

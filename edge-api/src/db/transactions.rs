@@ -178,11 +178,8 @@ pub async fn list(
     filter: &TransactionFilter,
 ) -> Result<Vec<Transaction>, String> {
     let rows: Vec<Row> = list_query(institution_id, filter)
-        .prepare(db)
-        .map_err(|e| e.to_string())?
-        .all()
+        .all(db)
         .await
-        .and_then(|r| r.results())
         .map_err(|e| e.to_string())?;
     rows.into_iter().map(Row::into_transaction).collect()
 }
