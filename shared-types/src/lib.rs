@@ -4,6 +4,7 @@
 //! Pure Rust with no platform dependencies, so it builds for the worker (wasm32), the browser
 //! script and native receivers alike, and is tested natively with `cargo test`.
 
+pub mod checkout;
 pub mod error;
 pub mod models;
 pub mod scope;

@@ -1,0 +1,396 @@
+//! The nine checkout options (spec §1) and the one set of rules that checks them, used alike by
+//! the browser script (before any request) and by `POST /checkout/sessions`.
+
+use serde::{Deserialize, Serialize};
+
+/// Currencies an order may be priced in, with their minor-unit digits (ISO 4217).
+pub const CURRENCIES: &[(&str, u32)] =
+    &[("EUR", 2), ("USD", 2), ("GBP", 2), ("CHF", 2), ("JPY", 0)];
+/// Largest order amount, in major units.
+pub const MAX_AMOUNT_MAJOR: u64 = 1_000_000;
+/// Longest title.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Longest external reference or idempotency key.
+pub const MAX_REFERENCE_CHARS: usize = 255;
+/// Longest redirect URL.
+pub const MAX_URL_CHARS: usize = 2048;
+
+/// The options as the session endpoint receives them (camelCase, as in the spec). `amount` is
+/// the decimal text of the number the merchant passed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckoutOptions {
+    /// The merchant's publishable key.
+    pub public_key: String,
+    /// Order amount, decimal text in major units (`"19.99"`).
+    pub amount: String,
+    /// ISO 4217 code of the amount.
+    pub currency: String,
+    /// What the order is.
+    pub title: String,
+    /// The PSP's order id; comes back as `external_reference`.
+    pub external_reference: String,
+    /// Deduplicates retries of the same order for 24 hours.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// Where the customer returns after paying.
+    pub redirect_url: String,
+    /// Open the hosted checkout in a new tab.
+    #[serde(default)]
+    pub open_in_new_tab: bool,
+    /// Enables crypto payment; must be true, as crypto is the only method offered.
+    pub allow_crypto: bool,
+}
+
+/// The option names, as the merchant writes them.
+pub const OPTION_NAMES: [&str; 9] = [
+    "publicKey",
+    "amount",
+    "currency",
+    "title",
+    "externalReference",
+    "idempotencyKey",
+    "redirectUrl",
+    "openInNewTab",
+    "allowCrypto",
+];
+
+/// An option that failed its rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionError {
+    /// The option's name (camelCase).
+    pub option: &'static str,
+    /// What is wrong, naming the option.
+    pub message: String,
+}
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn fail(option: &'static str, message: impl Into<String>) -> Result<(), OptionError> {
+    Err(OptionError {
+        option,
+        message: message.into(),
+    })
+}
+
+impl CheckoutOptions {
+    /// Checks every option; the first failure names its option.
+    pub fn validate(&self) -> Result<(), OptionError> {
+        check_public_key(&self.public_key)?;
+        check_currency(&self.currency)?;
+        check_amount(&self.amount, &self.currency)?;
+        check_text("title", &self.title, MAX_TITLE_CHARS)?;
+        check_text(
+            "externalReference",
+            &self.external_reference,
+            MAX_REFERENCE_CHARS,
+        )?;
+        if let Some(key) = &self.idempotency_key {
+            check_idempotency_key(key)?;
+        }
+        check_redirect_url(&self.redirect_url)?;
+        if !self.allow_crypto {
+            return fail(
+                "allowCrypto",
+                "allowCrypto must be true: crypto is the only way to pay at Payrail checkout",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `pk_live_` or `pk_test_` followed by 16 to 64 letters and digits.
+pub fn check_public_key(key: &str) -> Result<(), OptionError> {
+    let rest = key
+        .strip_prefix("pk_live_")
+        .or_else(|| key.strip_prefix("pk_test_"));
+    match rest {
+        Some(rest)
+            if (16..=64).contains(&rest.len())
+                && rest.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            Ok(())
+        }
+        _ => fail(
+            "publicKey",
+            "publicKey must be the merchant's publishable key (pk_live_…)",
+        ),
+    }
+}
+
+/// Minor-unit digits of a supported currency.
+pub fn currency_digits(code: &str) -> Option<u32> {
+    CURRENCIES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, digits)| *digits)
+}
+
+/// A supported ISO 4217 code, upper case.
+pub fn check_currency(code: &str) -> Result<(), OptionError> {
+    match currency_digits(code) {
+        Some(_) => Ok(()),
+        None => fail(
+            "currency",
+            format!(
+                "currency must be one of {}; got {code:?}",
+                CURRENCIES
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+    }
+}
+
+/// Positive decimal text (`19.99`), at most the currency's minor digits, at most
+/// [`MAX_AMOUNT_MAJOR`]. No sign, exponent or spaces.
+pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
+    let digits = currency_digits(currency).unwrap_or(2);
+    let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+    let well_formed = !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+        && (amount.contains('.') <= !fraction.is_empty());
+    let describe = || {
+        if digits == 0 {
+            format!("a whole number of {currency}")
+        } else {
+            format!("at most {digits} decimal places")
+        }
+    };
+    if !well_formed {
+        return fail(
+            "amount",
+            format!(
+                "amount must be a positive number with {}; got {amount:?}",
+                describe()
+            ),
+        );
+    }
+    let significant = fraction.trim_end_matches('0');
+    if significant.len() > digits as usize {
+        return fail(
+            "amount",
+            format!("amount must have {}; got {amount}", describe()),
+        );
+    }
+    let whole_value = whole.trim_start_matches('0');
+    let zero = whole_value.is_empty() && significant.is_empty();
+    let too_big = whole_value.len() > 7
+        || whole_value.parse::<u64>().unwrap_or(0) > MAX_AMOUNT_MAJOR
+        || (whole_value.parse::<u64>().unwrap_or(0) == MAX_AMOUNT_MAJOR && !significant.is_empty());
+    if zero {
+        return fail("amount", "amount must be greater than zero");
+    }
+    if too_big {
+        return fail(
+            "amount",
+            format!("amount must be at most {MAX_AMOUNT_MAJOR}; got {amount}"),
+        );
+    }
+    Ok(())
+}
+
+/// Non-blank text of at most `max` characters without control characters.
+pub fn check_text(option: &'static str, text: &str, max: usize) -> Result<(), OptionError> {
+    if text.trim().is_empty() {
+        return fail(option, format!("{option} must not be empty"));
+    }
+    if text.chars().count() > max {
+        return fail(option, format!("{option} must be at most {max} characters"));
+    }
+    if text.chars().any(char::is_control) {
+        return fail(
+            option,
+            format!("{option} must not contain control characters"),
+        );
+    }
+    Ok(())
+}
+
+/// 1 to 255 characters of `A–Z a–z 0–9 . _ : -`.
+pub fn check_idempotency_key(key: &str) -> Result<(), OptionError> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-');
+    if key.is_empty() || key.len() > MAX_REFERENCE_CHARS || !key.bytes().all(allowed) {
+        return fail(
+            "idempotencyKey",
+            "idempotencyKey must be 1 to 255 characters of letters, digits, '.', '_', ':' and '-' \
+             (the order id is a good key)",
+        );
+    }
+    Ok(())
+}
+
+/// An absolute `https` URL, or `http` to `localhost` / `127.0.0.1` for development; no spaces,
+/// no credentials, at most [`MAX_URL_CHARS`].
+pub fn check_redirect_url(url: &str) -> Result<(), OptionError> {
+    let bad = || {
+        fail(
+            "redirectUrl",
+            "redirectUrl must be an absolute https:// URL (http:// only for localhost)",
+        )
+    };
+    if url.len() > MAX_URL_CHARS || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad();
+    }
+    let (scheme, rest) = match url.split_once("://") {
+        Some(parts) => parts,
+        None => return bad(),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.is_empty() || authority.contains('@') {
+        return bad();
+    }
+    let host = if authority.starts_with('[') {
+        authority
+            .split(']')
+            .next()
+            .map(|h| format!("{h}]"))
+            .unwrap_or_default()
+    } else {
+        authority
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    let local = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if local => Ok(()),
+        _ => bad(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> CheckoutOptions {
+        CheckoutOptions {
+            public_key: "pk_live_abcdefghijklmnop1234".into(),
+            amount: "19.99".into(),
+            currency: "EUR".into(),
+            title: "Two coffees".into(),
+            external_reference: "ORD-1001".into(),
+            idempotency_key: Some("ORD-1001".into()),
+            redirect_url: "https://shop.example/thanks?order=1001".into(),
+            open_in_new_tab: false,
+            allow_crypto: true,
+        }
+    }
+
+    fn refused(change: impl FnOnce(&mut CheckoutOptions)) -> &'static str {
+        let mut o = options();
+        change(&mut o);
+        let err = o.validate().expect_err("should be refused");
+        assert!(err.message.contains(err.option), "{err:?}");
+        err.option
+    }
+
+    #[test]
+    fn valid_options_pass() {
+        options().validate().unwrap();
+        let mut o = options();
+        o.idempotency_key = None;
+        o.redirect_url = "http://localhost:8080/done".into();
+        o.currency = "JPY".into();
+        o.amount = "1500".into();
+        o.validate().unwrap();
+    }
+
+    #[test]
+    fn each_rule_names_its_option() {
+        assert_eq!(
+            refused(|o| o.public_key = "sk_live_abcdefghijklmnop".into()),
+            "publicKey"
+        );
+        assert_eq!(
+            refused(|o| o.public_key = "pk_live_short".into()),
+            "publicKey"
+        );
+        assert_eq!(refused(|o| o.currency = "eur".into()), "currency");
+        assert_eq!(refused(|o| o.currency = "BTC".into()), "currency");
+        for bad in [
+            "0",
+            "0.00",
+            "-5",
+            "1e3",
+            "19.999",
+            "",
+            ".5",
+            "5.",
+            " 5",
+            "1000000.01",
+            "NaN",
+        ] {
+            assert_eq!(refused(|o| o.amount = bad.into()), "amount", "{bad}");
+        }
+        assert_eq!(
+            refused(|o| {
+                o.currency = "JPY".into();
+                o.amount = "10.5".into()
+            }),
+            "amount"
+        );
+        assert_eq!(refused(|o| o.title = "  ".into()), "title");
+        assert_eq!(refused(|o| o.title = "x".repeat(201)), "title");
+        assert_eq!(
+            refused(|o| o.external_reference = String::new()),
+            "externalReference"
+        );
+        assert_eq!(
+            refused(|o| o.idempotency_key = Some("has space".into())),
+            "idempotencyKey"
+        );
+        for bad in [
+            "/relative",
+            "javascript:alert(1)",
+            "http://shop.example/",
+            "https://user:pw@shop.example/",
+            "https:///path",
+            "ftp://shop.example",
+        ] {
+            assert_eq!(
+                refused(|o| o.redirect_url = bad.into()),
+                "redirectUrl",
+                "{bad}"
+            );
+        }
+        assert_eq!(refused(|o| o.allow_crypto = false), "allowCrypto");
+    }
+
+    #[test]
+    fn amounts_at_the_edges() {
+        check_amount("1000000", "EUR").unwrap();
+        check_amount("1000000.00", "EUR").unwrap();
+        check_amount("0.01", "EUR").unwrap();
+        check_amount("19.90", "EUR").unwrap();
+        assert!(check_amount("0.001", "EUR").is_err());
+        assert!(check_amount("99999999", "EUR").is_err());
+    }
+
+    #[test]
+    fn wire_form_is_camel_case_and_strict() {
+        let json = serde_json::to_value(options()).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for name in OPTION_NAMES {
+            assert!(keys.contains(&name), "{name}");
+        }
+        let unknown = r#"{"publicKey":"pk_live_abcdefghijklmnop1234","amount":"1","currency":"EUR",
+            "title":"t","externalReference":"r","redirectUrl":"https://a.example","allowCrypto":true,
+            "colour":"red"}"#;
+        assert!(serde_json::from_str::<CheckoutOptions>(unknown).is_err());
+    }
+}
