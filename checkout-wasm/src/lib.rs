@@ -11,7 +11,6 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use serde::Deserialize;
 use shared_types::checkout::{self, CheckoutOptions, OPTION_NAMES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -42,8 +41,8 @@ fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), S
     let document = window.document().ok_or("no document")?;
     let button = document
         .query_selector(&selector)
-        .map_err(|_| format!("{selector:?} is not a valid CSS selector"))?
-        .ok_or_else(|| format!("no element matches {selector:?}"))?;
+        .map_err(|_| format!("\"{selector}\" is not a valid CSS selector"))?
+        .ok_or_else(|| format!("no element matches \"{selector}\""))?;
 
     let busy = Rc::new(Cell::new(false));
     let target = button.clone();
@@ -115,16 +114,6 @@ fn release(button: &Element, busy: &Cell<bool>) {
     busy.set(false);
 }
 
-#[derive(Deserialize)]
-struct Session {
-    url: String,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error_description: Option<String>,
-}
-
 /// Creates the session; returns the hosted page's URL or a message for the console.
 async fn create_session(base_url: &str, options: &CheckoutOptions) -> Result<String, String> {
     let body = serde_wasm_bindgen::to_value(options)
@@ -142,16 +131,18 @@ async fn create_session(base_url: &str, options: &CheckoutOptions) -> Result<Str
     let ok = response.ok();
     let text = response.text().await.unwrap_or_default();
     let json = js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL);
-    if ok {
-        serde_wasm_bindgen::from_value::<Session>(json)
-            .map(|s| s.url)
-            .map_err(|_| "unexpected answer from Payrail".to_owned())
-    } else {
-        let description = serde_wasm_bindgen::from_value::<ErrorBody>(json)
+    // Read the one member needed rather than deserializing: serde's error paths would cost
+    // more bytes than the rest of the script.
+    let member = |name: &str| {
+        js_sys::Reflect::get(&json, &JsValue::from_str(name))
             .ok()
-            .and_then(|e| e.error_description)
-            .unwrap_or_else(|| "the checkout could not be started".to_owned());
-        Err(description)
+            .and_then(|v| v.as_string())
+    };
+    if ok {
+        member("url").ok_or_else(|| "unexpected answer from Payrail".to_owned())
+    } else {
+        Err(member("error_description")
+            .unwrap_or_else(|| "the checkout could not be started".to_owned()))
     }
 }
 
@@ -166,7 +157,7 @@ fn read_options(options: &JsValue) -> Result<CheckoutOptions, String> {
         let key = key.as_string().unwrap_or_default();
         if !OPTION_NAMES.contains(&key.as_str()) {
             return Err(format!(
-                "unknown option {key:?}; the options are {}",
+                "unknown option \"{key}\"; the options are {}",
                 OPTION_NAMES.join(", ")
             ));
         }

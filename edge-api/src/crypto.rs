@@ -5,11 +5,19 @@ use base64::Engine;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+/// `N` random bytes from the platform's CSPRNG (Web Crypto on workerd).
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// A new random token: `prefix` followed by 32 random bytes, base64url without padding.
 pub fn random_token(prefix: &str) -> Result<String, getrandom::Error> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes)?;
-    Ok(format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes)))
+    Ok(format!(
+        "{prefix}{}",
+        URL_SAFE_NO_PAD.encode(random_bytes::<32>()?)
+    ))
 }
 
 /// Lower-case hex SHA-256 of a secret. Secrets here carry 256 random bits, so a fast hash is

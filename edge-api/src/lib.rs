@@ -1,10 +1,13 @@
 //! The Payrail Cloudflare Worker. Entry points only: each hands off at once.
 
 mod auth;
+mod chain;
 mod crypto;
 mod db;
 mod error;
 mod http;
+mod pages;
+mod payments;
 mod query;
 mod routes;
 

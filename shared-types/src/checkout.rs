@@ -137,7 +137,7 @@ pub fn check_currency(code: &str) -> Result<(), OptionError> {
         None => fail(
             "currency",
             format!(
-                "currency must be one of {}; got {code:?}",
+                "currency must be one of {}; got \"{code}\"",
                 CURRENCIES
                     .iter()
                     .map(|(c, _)| *c)
@@ -168,7 +168,7 @@ pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
         return fail(
             "amount",
             format!(
-                "amount must be a positive number with {}; got {amount:?}",
+                "amount must be a positive number with {}; got \"{amount}\"",
                 describe()
             ),
         );

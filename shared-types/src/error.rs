@@ -23,6 +23,8 @@ pub enum ErrorCode {
     InsufficientScope,
     /// The resource does not exist for this institution.
     NotFound,
+    /// The merchant cannot take payments now (status, onboarding or crypto disabled).
+    MerchantUnavailable,
     /// The method is not allowed on this path.
     MethodNotAllowed,
     /// Too many failed attempts; retry after the `Retry-After` header.
@@ -45,6 +47,7 @@ impl ErrorCode {
             Self::InvalidToken => "invalid_token",
             Self::InsufficientScope => "insufficient_scope",
             Self::NotFound => "not_found",
+            Self::MerchantUnavailable => "merchant_unavailable",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::RateLimited => "rate_limited",
             Self::Conflict => "conflict",
@@ -60,7 +63,7 @@ impl ErrorCode {
             | Self::UnauthorizedClient
             | Self::InvalidScope => 400,
             Self::InvalidClient | Self::InvalidToken => 401,
-            Self::InsufficientScope => 403,
+            Self::InsufficientScope | Self::MerchantUnavailable => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict => 409,
@@ -116,6 +119,7 @@ mod tests {
             ErrorCode::InvalidToken,
             ErrorCode::InsufficientScope,
             ErrorCode::NotFound,
+            ErrorCode::MerchantUnavailable,
             ErrorCode::MethodNotAllowed,
             ErrorCode::RateLimited,
             ErrorCode::Conflict,

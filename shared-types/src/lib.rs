@@ -6,7 +6,9 @@
 
 pub mod checkout;
 pub mod error;
+pub mod lifecycle;
 pub mod models;
+pub mod quote;
 pub mod scope;
 pub mod status;
 pub mod time;

@@ -174,6 +174,21 @@ pub struct InstitutionCredentials {
     pub scopes: Vec<String>,
     /// Its merchants' ids.
     pub merchant_ids: Vec<i64>,
+    /// Its merchants, with their publishable keys.
+    pub merchants: Vec<MerchantKey>,
+}
+
+/// A demo merchant's publishable key, and whether checkout will take payments for it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MerchantKey {
+    /// Merchant id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// Publishable key for checkout.js.
+    pub public_key: String,
+    /// Active, onboarded and crypto-enabled.
+    pub can_take_payments: bool,
 }
 
 /// The limited client in the credentials file.
@@ -218,6 +233,7 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
         )?;
         insert_client(&tx, institution_id, &institution.client, created)?;
         let mut merchant_ids = Vec::new();
+        let mut merchants = Vec::new();
         for (name, legal, status, onboarding, crypto) in institution.merchants {
             let id = insert_merchant(
                 &tx,
@@ -233,6 +249,16 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
                 sellers.push((institution_id, id));
             }
             merchant_ids.push(id);
+            merchants.push(MerchantKey {
+                id,
+                name: (*name).to_owned(),
+                public_key: tx.query_row(
+                    "SELECT public_key FROM merchants WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )?,
+                can_take_payments: *status == "active" && *onboarding == "completed" && *crypto,
+            });
         }
         institutions.push(InstitutionCredentials {
             name: institution.name.to_owned(),
@@ -245,6 +271,7 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
                 .map(|s| s.as_str().to_owned())
                 .collect(),
             merchant_ids,
+            merchants,
         });
     }
     insert_client(&tx, 1, &LIMITED_CLIENT, created)?;
@@ -375,13 +402,19 @@ fn insert_merchant(
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let key: String = (0..24)
-        .map(|_| {
-            *b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                .choose(rng)
-                .expect("non-empty") as char
-        })
-        .collect();
+    // Demo keys are readable and stable (the demo shop page embeds one); bulk ones are random.
+    let key: String = if institution_id <= INSTITUTIONS.len() as i64 {
+        let words: String = name.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        format!("{:0<24}", format!("demo{words}"))
+    } else {
+        (0..24)
+            .map(|_| {
+                *b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                    .choose(rng)
+                    .expect("non-empty") as char
+            })
+            .collect()
+    };
     let created = time::format_unix(
         time::parse_unix("2026-06-01T09:00:00Z").expect("valid") + rng.gen_range(0..2_000_000),
     )

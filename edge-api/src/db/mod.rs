@@ -1,6 +1,7 @@
 //! The only code that touches D1. SQL lives here as constants or small builders, always with
 //! bound parameters (`?1`), never with values spliced into the text.
 
+pub mod checkout;
 pub mod clients;
 pub mod merchants;
 pub mod transactions;

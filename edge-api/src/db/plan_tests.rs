@@ -7,7 +7,10 @@ use super::{merchants, transactions, Query, Value};
 use crate::query::{MerchantFilter, TransactionFilter};
 
 /// Every migration, in order.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_partner_api.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_partner_api.sql"),
+    include_str!("../../migrations/0002_checkout.sql"),
+];
 
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();

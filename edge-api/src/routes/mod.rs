@@ -1,6 +1,8 @@
 //! Request routing: method and path to handler, and errors to the spec's error body.
 
+mod checkout;
 mod merchants;
+mod sandbox;
 mod token;
 mod transactions;
 
@@ -53,6 +55,23 @@ async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
             allow(Method::Get)?;
             merchants::get(&req, env, id).await
         }
+        ["checkout", "sessions"] => checkout::sessions(req, env, &url).await,
+        ["checkout", id] => {
+            allow(Method::Get)?;
+            checkout::page(env, id, None).await
+        }
+        ["checkout", id, "method"] => {
+            allow(Method::Post)?;
+            checkout::choose_method(req, env, &url, id).await
+        }
+        ["checkout", id, "sandbox", control] => {
+            allow(Method::Post)?;
+            checkout::sandbox_control(env, &url, id, control).await
+        }
+        ["sandbox", "transactions", id, action] if sandbox(env) => {
+            allow(Method::Post)?;
+            sandbox::act(req, env, id, action).await
+        }
         ["openapi.json"] => {
             allow(Method::Get)?;
             let response = Response::ok(OPENAPI).or_internal("build response")?;
@@ -74,6 +93,14 @@ fn database(env: &Env) -> Result<worker::D1Database, ApiError> {
     env.d1("DB").or_internal("bind D1")
 }
 
+/// Whether this deployment runs in sandbox mode (`PAYRAIL_MODE=sandbox`): the local default,
+/// never production. Sandbox adds the lifecycle controls; without it their routes do not exist.
+fn sandbox(env: &Env) -> bool {
+    env.var("PAYRAIL_MODE")
+        .map(|v| v.to_string() == "sandbox")
+        .unwrap_or(false)
+}
+
 /// Current time in Unix seconds (`SystemTime` is unavailable on wasm32).
 fn now() -> i64 {
     (js_sys::Date::now() / 1000.0).floor() as i64
@@ -90,10 +117,22 @@ async fn caller(
     Ok((db, caller))
 }
 
-/// The cron trigger's housekeeping: expired tokens and closed throttle windows.
+/// The cron trigger's housekeeping: expired tokens, closed throttle windows, expired checkouts,
+/// idempotency keys past their retention.
 pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
     let db = database(env)?;
-    clients::purge_expired(&db, now(), auth::FAILURE_WINDOW_SECONDS)
+    let now = now();
+    clients::purge_expired(&db, now, auth::FAILURE_WINDOW_SECONDS)
         .await
-        .or_internal("purge expired tokens")
+        .or_internal("purge expired tokens")?;
+    let now_text = shared_types::time::format_unix(now)
+        .ok_or("time out of range")
+        .or_internal("format now")?;
+    crate::db::checkout::expire_sessions(&db, now, &now_text)
+        .await
+        .or_internal("expire checkouts")?;
+    // Keys are honoured for 24 hours and kept a day longer.
+    crate::db::checkout::purge_keys(&db, now - 2 * checkout::KEY_SECONDS)
+        .await
+        .or_internal("purge idempotency keys")
 }

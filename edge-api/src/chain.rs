@@ -1,0 +1,35 @@
+//! On-chain artefacts of the sandbox: deposit addresses and transaction hashes shaped like each
+//! network's, from random bytes. There is no chain behind them.
+
+use crate::crypto;
+
+const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+const BECH32: &[u8] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+
+fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| alphabet[usize::from(*b) % alphabet.len()] as char)
+        .collect()
+}
+
+/// A deposit address in the network's format.
+pub fn deposit_address(network: &str) -> Result<String, getrandom::Error> {
+    let bytes = crypto::random_bytes::<44>()?;
+    Ok(match network {
+        "bitcoin" => format!("bc1q{}", pick(BECH32, &bytes[..38])),
+        "tron" => format!("T{}", pick(BASE58, &bytes[..33])),
+        "solana" => pick(BASE58, &bytes[..44]),
+        _ => format!("0x{}", hex::encode(&bytes[..20])),
+    })
+}
+
+/// A transaction hash in the network's format.
+pub fn tx_hash(network: &str) -> Result<String, getrandom::Error> {
+    let bytes = crypto::random_bytes::<88>()?;
+    Ok(match network {
+        "bitcoin" | "tron" => hex::encode(&bytes[..32]),
+        "solana" => pick(BASE58, &bytes[..88]),
+        _ => format!("0x{}", hex::encode(&bytes[..32])),
+    })
+}

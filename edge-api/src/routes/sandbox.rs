@@ -1,0 +1,115 @@
+//! `POST /sandbox/transactions/{id}/{action}`: the lifecycle actions for tests and scripts, in
+//! sandbox mode only (404 otherwise), with a bearer token of the owning institution.
+
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+use serde::Deserialize;
+use shared_types::lifecycle::Action;
+use shared_types::Scope;
+use worker::{Env, Request, Response};
+
+use crate::db::transactions;
+use crate::error::{ApiError, OrInternal};
+use crate::query::{parse_id, TransactionFilter};
+use crate::{http, payments};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AmountBody {
+    amount: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SettleBody {
+    network: Option<String>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_str(body);
+    serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner().to_string();
+        let inner = inner.split(" at line").next().unwrap_or(&inner).to_owned();
+        ApiError::invalid_request(if path == "." {
+            format!("the body must be a JSON object: {inner}")
+        } else {
+            format!("{path}: {inner}")
+        })
+    })
+}
+
+fn amount(body: &str) -> Result<Decimal, ApiError> {
+    let AmountBody { amount } = parse(body)?;
+    Decimal::from_str(&amount).map_err(|_| {
+        ApiError::invalid_request(format!(
+            "amount must be a decimal string such as \"12.50\"; got {amount:?}"
+        ))
+    })
+}
+
+pub async fn act(
+    mut req: Request,
+    env: &Env,
+    id: &str,
+    action: &str,
+) -> Result<Response, ApiError> {
+    let (db, caller) = super::caller(&req, env, Scope::TransactionsRead).await?;
+    let id = parse_id(id).ok_or_else(|| ApiError::not_found("no such transaction"))?;
+    let body = req.text().await.or_internal("read body")?;
+    let body = if body.trim().is_empty() {
+        "{}"
+    } else {
+        body.as_str()
+    };
+    let action = match action {
+        "pay" => Action::Pay {
+            amount: amount(body)?,
+        },
+        "refund" => Action::Refund {
+            amount: amount(body)?,
+        },
+        "settle" => {
+            let SettleBody { network } = parse(body)?;
+            if let Some(n) = &network {
+                if !shared_types::quote::METHODS.iter().any(|m| m.network == n) {
+                    return Err(ApiError::invalid_request(format!(
+                        "network {n:?} is not one Payrail settles on"
+                    )));
+                }
+            }
+            Action::Settle { network }
+        }
+        "fail" => {
+            parse::<std::collections::BTreeMap<String, serde_json::Value>>(body)?
+                .keys()
+                .next()
+                .map_or(Ok(()), |k| {
+                    Err(ApiError::invalid_request(format!(
+                        "fail takes no fields; got {k:?}"
+                    )))
+                })?;
+            Action::Fail
+        }
+        other => {
+            return Err(ApiError::not_found(format!(
+                "no sandbox action {other:?}; actions are pay, settle, refund and fail"
+            )))
+        }
+    };
+    payments::act(&db, id, Some(caller.institution_id), &action, super::now()).await?;
+    let filter = TransactionFilter {
+        limit: 1,
+        id: Some(id),
+        ..TransactionFilter::default()
+    };
+    let transaction = transactions::list(&db, caller.institution_id, &filter)
+        .await
+        .or_internal("read transaction")?
+        .into_iter()
+        .next()
+        .ok_or("transaction vanished")
+        .or_internal("read transaction")?;
+    http::json(200, &transaction).or_internal("build response")
+}

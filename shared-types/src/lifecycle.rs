@@ -1,0 +1,397 @@
+//! The payment lifecycle (spec §3): which action may follow which state, and what each changes.
+//! Pure: the worker applies the returned change in one atomic D1 write, guarded by the state it
+//! was computed from.
+//!
+//! ```text
+//! pending ──pay──► succeeded ──settle──► paid
+//!    │                 │                  │
+//!    ├──fail──► failed  └──refund──┐       └──refund──┐
+//!    └──expire─► expired          ▼                  ▼
+//!                     partially_refunded ──refund──► refunded
+//! ```
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::status::{AmountStatus, RawStatus};
+
+/// PSP fee: 1 % of the amount paid.
+pub const PSP_FEE_PERCENT: u32 = 1;
+/// Bridge fee when settlement crosses networks, in major units of the order currency.
+pub const BRIDGE_FEE: Decimal = Decimal::from_parts(75, 0, 0, false, 2);
+
+/// Network fee of a settlement transfer on `network`, in major units of the order currency.
+pub fn gas_fee(network: &str) -> Decimal {
+    match network {
+        "ethereum" => Decimal::new(250, 2),
+        "bitcoin" => Decimal::new(120, 2),
+        "arbitrum" | "base" => Decimal::new(8, 2),
+        "tron" => Decimal::new(35, 2),
+        _ => Decimal::new(2, 2),
+    }
+}
+
+/// Something that happens to a payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// The customer's payment of `amount` (order currency) landed in the custodial wallet.
+    Pay {
+        /// Amount paid, in the order currency.
+        amount: Decimal,
+    },
+    /// The funds were transferred to the merchant's wallet on `network` (the payment network
+    /// when `None`; another network means a bridge).
+    Settle {
+        /// Settlement network.
+        network: Option<String>,
+    },
+    /// `amount` (order currency) went back to the customer.
+    Refund {
+        /// Amount refunded.
+        amount: Decimal,
+    },
+    /// The payment failed.
+    Fail,
+    /// The checkout expired without a payment.
+    Expire,
+}
+
+impl Action {
+    /// The action's name in the sandbox API.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Pay { .. } => "pay",
+            Action::Settle { .. } => "settle",
+            Action::Refund { .. } => "refund",
+            Action::Fail => "fail",
+            Action::Expire => "expire",
+        }
+    }
+}
+
+/// What a payment looks like before an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payment {
+    /// Current internal status.
+    pub raw_status: RawStatus,
+    /// Amount requested.
+    pub expected: Decimal,
+    /// Amount paid, once paid.
+    pub gross: Option<Decimal>,
+    /// Amount refunded so far.
+    pub refunded: Decimal,
+    /// Minor-unit digits of the order currency.
+    pub currency_digits: u32,
+    /// Network the customer pays on.
+    pub payment_network: Option<String>,
+}
+
+/// The webhook event a change causes (spec §6.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Funds held in the custodial wallet.
+    PaymentSucceeded,
+    /// Funds settled to the merchant.
+    PaymentPaid,
+    /// Refunded, fully or partly.
+    PaymentRefunded,
+}
+
+impl EventType {
+    /// The event's `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PaymentSucceeded => "payment.succeeded",
+            Self::PaymentPaid => "payment.paid",
+            Self::PaymentRefunded => "payment.refunded",
+        }
+    }
+}
+
+/// The fields an action sets; `None` leaves a field as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Change {
+    /// New internal status (the normalized one follows from it).
+    pub raw_status: Option<RawStatus>,
+    /// Set on payment.
+    pub amount_status: Option<AmountStatus>,
+    /// Set on payment.
+    pub gross: Option<Decimal>,
+    /// Set on settlement.
+    pub psp_fee: Option<Decimal>,
+    /// Set on settlement.
+    pub gas_fee: Option<Decimal>,
+    /// Set on a bridged settlement.
+    pub bridge_fee: Option<Decimal>,
+    /// Set on settlement.
+    pub net: Option<Decimal>,
+    /// Set on settlement.
+    pub settlement_network: Option<String>,
+    /// Whether the settlement crossed networks (a bridge hash is due).
+    pub bridged: bool,
+    /// Set on refund: the new refunded total.
+    pub refunded: Option<Decimal>,
+    /// The event this change causes, if any.
+    pub event: Option<EventType>,
+}
+
+/// Why an action was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The action cannot follow the current status.
+    IllegalTransition {
+        /// The action.
+        action: &'static str,
+        /// The current status.
+        from: RawStatus,
+    },
+    /// The amount is not acceptable; the text says why.
+    BadAmount(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::IllegalTransition { action, from } => {
+                write!(f, "cannot {action} a payment whose raw_status is {from}")
+            }
+            Refusal::BadAmount(text) => f.write_str(text),
+        }
+    }
+}
+
+fn round(amount: Decimal, digits: u32) -> Decimal {
+    amount.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero)
+}
+
+fn check_amount(amount: Decimal, digits: u32) -> Result<(), Refusal> {
+    if amount <= Decimal::ZERO {
+        return Err(Refusal::BadAmount(
+            "amount must be greater than zero".into(),
+        ));
+    }
+    if amount.normalize().scale() > digits {
+        return Err(Refusal::BadAmount(format!(
+            "amount must have at most {digits} decimal places"
+        )));
+    }
+    Ok(())
+}
+
+/// Applies `action` to `payment`, or says why it cannot be.
+pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
+    use RawStatus as S;
+    let illegal = || Refusal::IllegalTransition {
+        action: action.name(),
+        from: payment.raw_status,
+    };
+    let digits = payment.currency_digits;
+    match (action, payment.raw_status) {
+        (Action::Pay { amount }, S::Pending) => {
+            check_amount(*amount, digits)?;
+            let amount_status = match amount.cmp(&payment.expected) {
+                std::cmp::Ordering::Less => AmountStatus::Underpaid,
+                std::cmp::Ordering::Equal => AmountStatus::Exact,
+                std::cmp::Ordering::Greater => AmountStatus::Overpaid,
+            };
+            Ok(Change {
+                raw_status: Some(S::Succeeded),
+                amount_status: Some(amount_status),
+                gross: Some(round(*amount, digits)),
+                event: Some(EventType::PaymentSucceeded),
+                ..Change::default()
+            })
+        }
+        (Action::Settle { network }, S::Succeeded) => {
+            let gross = payment.gross.ok_or_else(illegal)?;
+            let from = payment.payment_network.clone().unwrap_or_default();
+            let to = network.clone().unwrap_or_else(|| from.clone());
+            let bridged = to != from;
+            let psp_fee = round(gross * Decimal::new(PSP_FEE_PERCENT.into(), 2), digits);
+            let gas = round(gas_fee(&to), digits);
+            let bridge = bridged.then(|| round(BRIDGE_FEE, digits));
+            let net = (gross - psp_fee - gas - bridge.unwrap_or_default()).max(Decimal::ZERO);
+            Ok(Change {
+                raw_status: Some(S::Paid),
+                psp_fee: Some(psp_fee),
+                gas_fee: Some(gas),
+                bridge_fee: bridge,
+                net: Some(net),
+                settlement_network: Some(to),
+                bridged,
+                event: Some(EventType::PaymentPaid),
+                ..Change::default()
+            })
+        }
+        (Action::Refund { amount }, S::Succeeded | S::Paid | S::PartiallyRefunded) => {
+            check_amount(*amount, digits)?;
+            let gross = payment.gross.ok_or_else(illegal)?;
+            let refundable = gross - payment.refunded;
+            if *amount > refundable {
+                return Err(Refusal::BadAmount(format!(
+                    "amount exceeds what is left to refund ({refundable})"
+                )));
+            }
+            let refunded = payment.refunded + *amount;
+            let status = if refunded == gross {
+                S::Refunded
+            } else {
+                S::PartiallyRefunded
+            };
+            Ok(Change {
+                raw_status: Some(status),
+                refunded: Some(refunded),
+                event: Some(EventType::PaymentRefunded),
+                ..Change::default()
+            })
+        }
+        (Action::Fail, S::Pending) => Ok(Change {
+            raw_status: Some(S::Failed),
+            ..Change::default()
+        }),
+        (Action::Expire, S::Pending) => Ok(Change {
+            raw_status: Some(S::Expired),
+            ..Change::default()
+        }),
+        _ => Err(illegal()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    fn d(text: &str) -> Decimal {
+        Decimal::from_str(text).unwrap()
+    }
+
+    fn pending() -> Payment {
+        Payment {
+            raw_status: RawStatus::Pending,
+            expected: d("100.00"),
+            gross: None,
+            refunded: Decimal::ZERO,
+            currency_digits: 2,
+            payment_network: Some("polygon".into()),
+        }
+    }
+
+    fn after(payment: &Payment, change: &Change) -> Payment {
+        Payment {
+            raw_status: change.raw_status.unwrap_or(payment.raw_status),
+            gross: change.gross.or(payment.gross),
+            refunded: change.refunded.unwrap_or(payment.refunded),
+            ..payment.clone()
+        }
+    }
+
+    #[test]
+    fn pay_compares_with_the_expected_amount() {
+        for (paid, status) in [
+            ("100", AmountStatus::Exact),
+            ("90.00", AmountStatus::Underpaid),
+            ("110.5", AmountStatus::Overpaid),
+        ] {
+            let change = apply(&pending(), &Action::Pay { amount: d(paid) }).unwrap();
+            assert_eq!(change.amount_status, Some(status));
+            assert_eq!(change.raw_status, Some(RawStatus::Succeeded));
+            assert_eq!(change.event, Some(EventType::PaymentSucceeded));
+        }
+    }
+
+    #[test]
+    fn settlement_computes_fees_and_net() {
+        let paid = after(
+            &pending(),
+            &apply(
+                &pending(),
+                &Action::Pay {
+                    amount: d("100.00"),
+                },
+            )
+            .unwrap(),
+        );
+        let same = apply(&paid, &Action::Settle { network: None }).unwrap();
+        assert_eq!(same.psp_fee, Some(d("1.00")));
+        assert_eq!(same.gas_fee, Some(d("0.02")));
+        assert_eq!(same.bridge_fee, None);
+        assert_eq!(same.net, Some(d("98.98")));
+        assert_eq!(same.settlement_network.as_deref(), Some("polygon"));
+        assert!(!same.bridged);
+
+        let bridged = apply(
+            &paid,
+            &Action::Settle {
+                network: Some("ethereum".into()),
+            },
+        )
+        .unwrap();
+        assert!(bridged.bridged);
+        assert_eq!(bridged.bridge_fee, Some(d("0.75")));
+        assert_eq!(
+            bridged.net,
+            Some(d("100.00") - d("1.00") - d("2.50") - d("0.75"))
+        );
+        assert_eq!(bridged.event, Some(EventType::PaymentPaid));
+    }
+
+    #[test]
+    fn refunds_partly_then_fully() {
+        let paid = after(
+            &pending(),
+            &apply(
+                &pending(),
+                &Action::Pay {
+                    amount: d("100.00"),
+                },
+            )
+            .unwrap(),
+        );
+        let part = apply(&paid, &Action::Refund { amount: d("30") }).unwrap();
+        assert_eq!(part.raw_status, Some(RawStatus::PartiallyRefunded));
+        let partly = after(&paid, &part);
+        assert!(matches!(
+            apply(&partly, &Action::Refund { amount: d("70.01") }),
+            Err(Refusal::BadAmount(_))
+        ));
+        let rest = apply(&partly, &Action::Refund { amount: d("70") }).unwrap();
+        assert_eq!(rest.raw_status, Some(RawStatus::Refunded));
+        assert_eq!(rest.refunded, Some(d("100")));
+    }
+
+    #[test]
+    fn illegal_transitions_are_refused() {
+        let failed = Payment {
+            raw_status: RawStatus::Failed,
+            ..pending()
+        };
+        for action in [
+            Action::Pay { amount: d("1") },
+            Action::Settle { network: None },
+            Action::Refund { amount: d("1") },
+            Action::Fail,
+            Action::Expire,
+        ] {
+            assert!(matches!(
+                apply(&failed, &action),
+                Err(Refusal::IllegalTransition { .. })
+            ));
+        }
+        assert!(apply(&pending(), &Action::Settle { network: None }).is_err());
+        assert!(apply(&pending(), &Action::Refund { amount: d("1") }).is_err());
+        let refunded = Payment {
+            raw_status: RawStatus::Refunded,
+            gross: Some(d("1")),
+            ..pending()
+        };
+        assert!(apply(&refunded, &Action::Refund { amount: d("1") }).is_err());
+    }
+
+    #[test]
+    fn amounts_must_fit_the_currency() {
+        assert!(apply(&pending(), &Action::Pay { amount: d("0") }).is_err());
+        assert!(apply(&pending(), &Action::Pay { amount: d("-1") }).is_err());
+        assert!(apply(&pending(), &Action::Pay { amount: d("1.005") }).is_err());
+        assert!(apply(&pending(), &Action::Pay { amount: d("1.500") }).is_ok());
+    }
+}
