@@ -1,7 +1,7 @@
 // checkout.js: Payrail.checkout(options, selector) for a merchant's page. A classic script: the
 // wasm-bindgen glue (--target no-modules) is pasted below, inside this function, so nothing but
 // `Payrail` reaches the page's globals. The .wasm is fetched next to this script; calls made
-// before it is ready wait in a queue and run once it is.
+// before it is ready wait in a queue and run once it is; `Payrail.ready` settles then.
 (function () {
   "use strict";
   var script = document.currentScript;
@@ -14,7 +14,7 @@
 
   /* wasm-bindgen glue */
 
-  wasm_bindgen({ module_or_path: new URL("checkout_bg.wasm", script.src) }).then(
+  Payrail.ready = wasm_bindgen({ module_or_path: new URL("checkout_bg.wasm", script.src) }).then(
     function () {
       Payrail.checkout = function (options, selector) {
         try {

@@ -7,8 +7,9 @@ use worker::Response;
 use crate::db::checkout::SessionView;
 use crate::error::{ApiError, OrInternal};
 
-/// Seconds between refreshes of a pending checkout page.
-const REFRESH_SECONDS: u32 = 3;
+/// Seconds between refreshes of a pending checkout page when scripts are off (with scripts,
+/// `/hosted.js` polls the status and reloads only on a change, so no click is lost).
+const REFRESH_SECONDS: u32 = 10;
 /// Seconds the "payment received" page waits before returning the customer.
 const RETURN_SECONDS: u32 = 5;
 
@@ -25,7 +26,8 @@ dd{margin:0;word-break:break-all}code{font:14px ui-monospace,monospace}
 .sandbox{border:2px dashed #c59b00;border-radius:8px;padding:.75rem 1rem;margin-top:1.5rem}
 .sandbox h2{font-size:1rem;margin:0 0 .5rem}.sandbox form{display:inline-block;margin:.2rem}
 button{font:inherit;padding:.4rem .9rem;border-radius:6px;border:1px solid #8893a3;background:#fff;
-cursor:pointer}label{display:block;margin-bottom:.25rem}select{font:inherit;padding:.3rem}
+cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0;font-size:.9rem}
+.methods button[aria-pressed=true]{border-color:#1d4ed8;background:#e8efff;font-weight:600}
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
 ";
 
@@ -38,8 +40,9 @@ pub fn html(status: u16, markup: Markup) -> Result<Response, ApiError> {
     for (name, value) in [
         (
             "Content-Security-Policy",
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
-             base-uri 'none'; frame-ancestors 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; \
+             style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; \
+             frame-ancestors 'none'",
         ),
         ("X-Content-Type-Options", "nosniff"),
         // The page's URL is the customer's capability: never send it elsewhere.
@@ -88,10 +91,20 @@ fn network_name(network: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The status the page shows: the raw status, or `expired` for a pending checkout past its end
+/// that the cron has not marked yet.
+pub fn shown_status(session: &SessionView, now: i64) -> &str {
+    if session.raw_status == RawStatus::Pending.as_str() && session.expires_at <= now {
+        RawStatus::Expired.as_str()
+    } else {
+        &session.raw_status
+    }
+}
+
 /// The hosted checkout page for `session`, as it stands.
 pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&str>) -> Markup {
-    let raw: Option<RawStatus> = session.raw_status.parse().ok();
-    let pending = raw == Some(RawStatus::Pending) && session.expires_at > now;
+    let raw: Option<RawStatus> = shown_status(session, now).parse().ok();
+    let pending = raw == Some(RawStatus::Pending);
     let received = matches!(
         raw,
         Some(
@@ -104,7 +117,8 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
     let action = |path: &str| format!("/checkout/{}/{path}", session.id);
     let head = html! {
         @if pending {
-            meta http-equiv="refresh" content=(REFRESH_SECONDS);
+            noscript { meta http-equiv="refresh" content=(REFRESH_SECONDS); }
+            script src="/hosted.js" defer {}
         } @else if received {
             meta http-equiv="refresh" content=(format!("{RETURN_SECONDS}; url={}", session.redirect_url));
         }
@@ -121,18 +135,17 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
                 p.notice role="alert" { (notice) }
             }
             @if pending {
-                form method="post" action=(action("method")) {
-                    label for="method" { "Pay with" }
-                    select id="method" name="method" {
-                        @for m in quote::METHODS {
-                            @let value = format!("{}:{}", m.asset, m.network);
-                            @let selected = m.asset == session.asset && m.network == session.network;
-                            option value=(value) selected[selected] {
-                                (m.asset) " on " (network_name(m.network))
-                            }
+                // One button per way to pay: a click switches at once, so the page's own
+                // refresh never loses a half-made choice.
+                form.methods method="post" action=(action("method")) {
+                    p.label { "Pay with" }
+                    @for m in quote::METHODS {
+                        @let value = format!("{}:{}", m.asset, m.network);
+                        @let chosen = m.asset == session.asset && m.network == session.network;
+                        button type="submit" name="method" value=(value) aria-pressed=(chosen) {
+                            (m.asset) " · " (network_name(m.network))
                         }
                     }
-                    " " button type="submit" { "Use this" }
                 }
                 dl {
                     dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
@@ -149,8 +162,7 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
             } @else {
                 @let why = if raw == Some(RawStatus::Failed) { "This payment failed." } else { "This checkout has expired." };
-                @let shown = if raw == Some(RawStatus::Pending) { "expired" } else { session.raw_status.as_str() };
-                p.status.bad #status data-status=(shown) {
+                p.status.bad #status data-status=(shown_status(session, now)) {
                     (why) " No funds were taken."
                 }
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }

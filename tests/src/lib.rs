@@ -5,6 +5,7 @@
 //! Run through `scripts/test`, which installs the tools, builds the worker once and puts Node 22
 //! and wrangler first on PATH.
 
+pub mod browser;
 pub mod openapi;
 
 use std::collections::HashMap;
@@ -79,7 +80,8 @@ impl Reply {
     }
 }
 
-fn free_port() -> u16 {
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

@@ -254,6 +254,17 @@ pub async fn page(env: &Env, id: &str, notice: Option<String>) -> Result<Respons
     }
 }
 
+/// `GET /checkout/{id}/status`: what the hosted page's script polls.
+pub async fn status(env: &Env, id: &str) -> Result<Response, ApiError> {
+    let database = super::database(env)?;
+    let session = db::session(&database, id)
+        .await
+        .or_internal("read session")?
+        .ok_or_else(|| ApiError::not_found("no such checkout"))?;
+    let body = serde_json::json!({ "status": pages::shown_status(&session, super::now()) });
+    http::json(200, &body).or_internal("build response")
+}
+
 fn see_other(url: &Url, id: &str) -> Result<Response, ApiError> {
     let target = Url::parse(&hosted_url(url, id)).or_internal("build url")?;
     Response::redirect_with_status(target, 303).or_internal("build redirect")

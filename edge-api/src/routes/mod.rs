@@ -60,6 +60,10 @@ async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
             allow(Method::Get)?;
             checkout::page(env, id, None).await
         }
+        ["checkout", id, "status"] => {
+            allow(Method::Get)?;
+            checkout::status(env, id).await
+        }
         ["checkout", id, "method"] => {
             allow(Method::Post)?;
             checkout::choose_method(req, env, &url, id).await

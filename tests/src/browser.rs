@@ -1,0 +1,266 @@
+//! Headless Chromium (Debian's `chromium`, driven through `chromedriver` over WebDriver) and a
+//! merchant site on another origin, for the tests of what a browser does.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+use crate::free_port;
+
+/// Only one browser at a time: two cores do not run two Chromiums and a worker well.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A headless Chromium session. Dropping it ends the session and stops chromedriver.
+pub struct Browser {
+    runtime: tokio::runtime::Runtime,
+    client: Option<Client>,
+    driver: Child,
+    profile: PathBuf,
+}
+
+impl Browser {
+    /// Starts chromedriver and a fresh Chromium profile.
+    pub fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver (scripts/setup installs Debian's chromium-driver)");
+        let profile = std::env::temp_dir().join(format!("payrail-chromium-{port}"));
+        let _ = std::fs::remove_dir_all(&profile);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--disable-quic", "--window-size=1000,1000",
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            }),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            let attempt = runtime.block_on(
+                ClientBuilder::native()
+                    .capabilities(capabilities.clone())
+                    .connect(&format!("http://127.0.0.1:{port}")),
+            );
+            match attempt {
+                Ok(client) => break client,
+                Err(err) if Instant::now() > deadline => panic!("chromedriver: {err}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        };
+        Browser {
+            runtime,
+            client: Some(client),
+            driver,
+            profile,
+        }
+    }
+
+    fn client(&self) -> &Client {
+        self.client.as_ref().expect("session open")
+    }
+
+    /// Loads `url` in the current tab.
+    pub fn goto(&self, url: &str) {
+        self.runtime
+            .block_on(self.client().goto(url))
+            .unwrap_or_else(|e| panic!("goto {url}: {e}"));
+    }
+
+    /// The current tab's URL.
+    pub fn url(&self) -> String {
+        self.runtime
+            .block_on(self.client().current_url())
+            .map(|u| u.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Clicks the element matching `css`.
+    pub fn click(&self, css: &str) {
+        self.runtime
+            .block_on(async {
+                self.client()
+                    .wait()
+                    .at_most(Duration::from_secs(10))
+                    .for_element(Locator::Css(css))
+                    .await?
+                    .click()
+                    .await
+            })
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
+    /// Runs `script` (a function body) in the page and returns its value.
+    pub fn eval(&self, script: &str) -> Value {
+        self.runtime
+            .block_on(self.client().execute(script, vec![]))
+            .unwrap_or_else(|e| panic!("script failed: {e}"))
+    }
+
+    /// The text of the element matching `css`, or `None` when there is none.
+    pub fn text(&self, css: &str) -> Option<String> {
+        self.runtime.block_on(async {
+            let element = self.client().find(Locator::Css(css)).await.ok()?;
+            element.text().await.ok()
+        })
+    }
+
+    /// Handles of the open tabs.
+    pub fn tabs(&self) -> Vec<fantoccini::wd::WindowHandle> {
+        self.runtime
+            .block_on(self.client().windows())
+            .expect("window handles")
+    }
+
+    /// Switches to a tab.
+    pub fn switch_to(&self, tab: fantoccini::wd::WindowHandle) {
+        self.runtime
+            .block_on(self.client().switch_to_window(tab))
+            .expect("switch tab");
+    }
+
+    /// Saves a screenshot of the current tab under `tests/artifacts/`.
+    pub fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self
+            .runtime
+            .block_on(self.client().screenshot())
+            .expect("screenshot");
+        let dir = crate::root().join("tests/artifacts");
+        std::fs::create_dir_all(&dir).expect("artifacts dir");
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).expect("write screenshot");
+        path
+    }
+
+    /// Waits until the current URL satisfies `done`; returns it.
+    pub fn wait_for_url(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        crate::eventually(what, Duration::from_secs(20), || {
+            let url = self.url();
+            done(&url).then_some(url)
+        })
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = self.runtime.block_on(client.close());
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// A merchant's website on its own origin: serves the pages registered with [`Site::page`].
+pub struct Site {
+    /// `http://127.0.0.1:<port>`.
+    pub origin: String,
+    pages: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl Site {
+    /// Starts serving on a free port (a thread that lives as long as the test process).
+    pub fn start() -> Site {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("addr"));
+        let pages: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+        let served = pages.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut stream = stream;
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request);
+                let path = text
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("/")
+                    .split('?')
+                    .next()
+                    .unwrap_or("/")
+                    .to_owned();
+                let page = served.lock().expect("pages").get(&path).cloned();
+                let (status, body) = match page {
+                    Some(body) => ("200 OK", body),
+                    None => ("404 Not Found", "not found".to_owned()),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Site { origin, pages }
+    }
+
+    /// Serves `html` at `path`; returns the page's URL.
+    pub fn page(&self, path: &str, html: String) -> String {
+        self.pages
+            .lock()
+            .expect("pages")
+            .insert(path.to_owned(), html);
+        format!("{}{path}", self.origin)
+    }
+
+    /// A merchant page that loads `{worker}/checkout.js` and binds `options` (a JSON object) to
+    /// a button `#pay`. It records console errors in `window.__errors` and the URLs `fetch` is
+    /// called with in `window.__requests`, before checkout.js loads.
+    pub fn checkout_page(&self, path: &str, worker: &str, options: &Value) -> String {
+        self.page(
+            path,
+            format!(
+                r##"<!doctype html><html><head><meta charset="utf-8"><title>Merchant</title>
+<script>
+window.__errors = [];
+var realError = console.error;
+console.error = function () {{
+  window.__errors.push(Array.prototype.join.call(arguments, " "));
+  return realError.apply(console, arguments);
+}};
+window.__requests = [];
+var realFetch = window.fetch;
+window.fetch = function (input) {{
+  window.__requests.push(String(input && input.url ? input.url : input));
+  return realFetch.apply(this, arguments);
+}};
+window.addEventListener("error", function (e) {{ window.__errors.push("uncaught: " + e.message); }});
+</script>
+<script src="{worker}/checkout.js"></script>
+</head><body><h1>Merchant</h1><button id="pay" type="button">Pay with crypto</button>
+<script>Payrail.checkout({options}, "#pay");</script>
+</body></html>"##
+            ),
+        )
+    }
+}
