@@ -95,8 +95,13 @@ impl Worker {
         WORKER.get_or_init(Worker::start)
     }
 
-    /// Starts a new worker: migrations, demo data, `wrangler dev`.
+    /// Starts a new worker in sandbox mode (the local default).
     pub fn start() -> Worker {
+        Worker::start_in("sandbox")
+    }
+
+    /// Starts a new worker with `PAYRAIL_MODE` = `mode`: migrations, demo data, `wrangler dev`.
+    pub fn start_in(mode: &str) -> Worker {
         let root = root();
         let port = free_port();
         let base_url = format!("http://127.0.0.1:{port}");
@@ -125,7 +130,7 @@ impl Worker {
         let log = persist_to.join("wrangler.log");
         let script = format!(
             "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
-             --persist-to '{}' --var PAYRAIL_MODE:sandbox --test-scheduled \
+             --persist-to '{}' --var PAYRAIL_MODE:{mode} --test-scheduled \
              --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
              wait $w",
             free_port(),
@@ -220,6 +225,11 @@ impl Worker {
         reply
     }
 
+    /// A GET of an absolute URL with this worker's client (no redirects followed).
+    pub fn http_get(&self, url: &str) -> reqwest::blocking::RequestBuilder {
+        self.http.get(url)
+    }
+
     /// A request builder for `path` on this worker.
     pub fn request(
         &self,
@@ -266,6 +276,40 @@ impl Worker {
         let token = self.token(&institution.client_id, &institution.client_secret);
         tokens.lock().expect("lock").insert(index, token.clone());
         token
+    }
+
+    /// `POST path` with a JSON body (and a bearer token), checked against the spec path template.
+    pub fn post_json(
+        &self,
+        path: &str,
+        body: &Value,
+        token: Option<&str>,
+        spec_path: &str,
+    ) -> Reply {
+        let mut request = self.request(reqwest::Method::POST, path).json(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        self.send(request, Some(spec_path))
+    }
+
+    /// Creates a checkout session; asserts it was created (201) and returns its body.
+    pub fn checkout_session(&self, options: &Value) -> Value {
+        let reply = self.post_json("/checkout/sessions", options, None, "/checkout/sessions");
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        reply.json()
+    }
+
+    /// The transaction `id` as institution `institution` reads it through `/v1/transactions`.
+    pub fn transaction(&self, institution: usize, id: i64) -> Value {
+        let token = self.institution_token(institution);
+        let reply = self.get(
+            &format!("/v1/transactions?id={id}"),
+            Some(&token),
+            "/v1/transactions",
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["data"][0].clone()
     }
 
     /// `GET path` with a bearer token, checked against the spec path template.

@@ -1,0 +1,325 @@
+//! `POST /checkout/sessions`, the hosted page and its controls, over real HTTP.
+
+use payrail_tests::Worker;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const SESSIONS: &str = "/checkout/sessions";
+
+fn key_of(worker: &Worker, name: &str) -> String {
+    worker
+        .credentials
+        .institutions
+        .iter()
+        .flat_map(|i| &i.merchants)
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("demo merchant {name}"))
+        .public_key
+        .clone()
+}
+
+fn options(worker: &Worker, reference: &str) -> Value {
+    json!({
+        "publicKey": key_of(worker, "Alpine Outfitters"),
+        "amount": 25.5,
+        "currency": "EUR",
+        "title": "Two coffees & a <b>cake</b>",
+        "externalReference": reference,
+        "idempotencyKey": reference,
+        "redirectUrl": "https://shop.example/thanks",
+        "openInNewTab": false,
+        "allowCrypto": true
+    })
+}
+
+fn create(worker: &Worker, body: &Value) -> payrail_tests::Reply {
+    worker.post_json(SESSIONS, body, None, SESSIONS)
+}
+
+#[test]
+fn a_session_creates_a_pending_transaction_with_the_order() {
+    let worker = Worker::shared();
+    let session = worker.checkout_session(&options(worker, "CO-NEW-1"));
+    let id = session["id"].as_str().unwrap();
+    assert!(id.starts_with("cs_") && id.len() > 40, "{id}");
+    assert_eq!(session["url"], format!("{}/checkout/{id}", worker.base_url));
+    let t = worker.transaction(0, session["transaction_id"].as_i64().unwrap());
+    assert_eq!(
+        t["merchant_id"],
+        worker.credentials.institutions[0].merchant_ids[0]
+    );
+    assert_eq!(t["status"], "pending");
+    assert_eq!(t["raw_status"], "pending");
+    assert_eq!(t["currency"], "EUR");
+    assert_eq!(t["amount"]["expected"], "25.50");
+    assert_eq!(t["external_reference"], "CO-NEW-1");
+    assert_eq!(t["asset"], "USDC");
+    assert_eq!(t["networks"]["payment"], "polygon");
+    for (group, key) in [
+        ("amount", "gross"),
+        ("amount", "net"),
+        ("tx_hashes", "source"),
+    ] {
+        assert_eq!(t[group][key], Value::Null);
+    }
+    assert_eq!(t["amount_status"], Value::Null);
+    assert_eq!(t["paid_at"], Value::Null);
+    // The other institution does not see it.
+    let other = worker.get(
+        &format!("/v1/transactions?id={}", session["transaction_id"]),
+        Some(&worker.institution_token(1)),
+        "/v1/transactions",
+    );
+    assert_eq!(other.json()["data"], json!([]));
+}
+
+#[test]
+fn the_same_key_and_options_return_the_same_session_other_options_conflict() {
+    let worker = Worker::shared();
+    let first = worker.checkout_session(&options(worker, "CO-IDEM-1"));
+    // The same amount written as text is the same order.
+    let mut same = options(worker, "CO-IDEM-1");
+    same["amount"] = json!("25.50");
+    let again = create(worker, &same);
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json(), first);
+
+    let mut other = options(worker, "CO-IDEM-1");
+    other["amount"] = json!(26);
+    let description = create(worker, &other).assert_error(409, "conflict");
+    assert!(description.contains("idempotencyKey"), "{description}");
+
+    // Without a key every request is a new payment.
+    let mut keyless = options(worker, "CO-NOKEY-1");
+    keyless.as_object_mut().unwrap().remove("idempotencyKey");
+    let a = worker.checkout_session(&keyless);
+    let b = worker.checkout_session(&keyless);
+    assert_ne!(a["transaction_id"], b["transaction_id"]);
+}
+
+#[test]
+fn the_endpoint_is_open_to_merchant_origins() {
+    let worker = Worker::shared();
+    let preflight = worker.send(
+        worker
+            .request(Method::OPTIONS, SESSIONS)
+            .header("Origin", "https://shop.example")
+            .header("Access-Control-Request-Method", "POST")
+            .header("Access-Control-Request-Headers", "content-type"),
+        None,
+    );
+    assert_eq!(preflight.status, 204);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
+    assert!(preflight
+        .header("access-control-allow-methods")
+        .unwrap_or_default()
+        .contains("POST"));
+    assert!(preflight
+        .header("access-control-allow-headers")
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+        .contains("content-type"));
+    let created = create(worker, &options(worker, "CO-CORS-1"));
+    assert_eq!(created.header("access-control-allow-origin"), Some("*"));
+    let refused = create(worker, &json!({}));
+    assert_eq!(refused.header("access-control-allow-origin"), Some("*"));
+}
+
+#[test]
+fn bad_options_are_400_naming_the_option() {
+    let worker = Worker::shared();
+    let cases: Vec<(&str, &str, Option<Value>)> = vec![
+        ("publicKey", "publicKey", None),
+        ("title", "title", None),
+        ("amount", "amount", Some(json!(0))),
+        ("amount", "amount", Some(json!("1e3"))),
+        ("amount", "amount", Some(json!(1.005))),
+        ("amount", "amount", Some(json!(true))),
+        ("currency", "currency", Some(json!("BTC"))),
+        ("title", "title", Some(json!(5))),
+        ("externalReference", "externalReference", Some(json!(""))),
+        (
+            "idempotencyKey",
+            "idempotencyKey",
+            Some(json!("no spaces please")),
+        ),
+        (
+            "redirectUrl",
+            "redirectUrl",
+            Some(json!("http://shop.example/")),
+        ),
+        ("allowCrypto", "allowCrypto", Some(json!(false))),
+        ("colour", "colour", Some(json!("red"))),
+    ];
+    for (named, field, value) in cases {
+        let mut body = options(worker, "CO-BAD");
+        match value {
+            Some(v) => body[field] = v,
+            None => {
+                body.as_object_mut().unwrap().remove(field);
+            }
+        }
+        let description = create(worker, &body).assert_error(400, "invalid_request");
+        assert!(description.contains(named), "{field}: {description}");
+    }
+    for raw in ["not json", "[1, 2]", "null"] {
+        let reply = worker.send(
+            worker
+                .request(Method::POST, SESSIONS)
+                .header("Content-Type", "application/json")
+                .body(raw),
+            Some(SESSIONS),
+        );
+        reply.assert_error(400, "invalid_request");
+    }
+    let form = worker.send(
+        worker
+            .request(Method::POST, SESSIONS)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body("publicKey=x"),
+        Some(SESSIONS),
+    );
+    assert!(form
+        .assert_error(400, "invalid_request")
+        .contains("Content-Type"));
+    let mut unknown = options(worker, "CO-BAD");
+    unknown["publicKey"] = json!("pk_live_nobodyhasthiskey000000");
+    assert!(create(worker, &unknown)
+        .assert_error(400, "invalid_request")
+        .contains("publicKey"));
+}
+
+#[test]
+fn merchants_that_cannot_take_payments_are_refused_clearly() {
+    let worker = Worker::shared();
+    for (merchant, why) in [
+        ("Quartz Audio", "suspended"),
+        ("Tern Electronics", "disabled"),
+        ("Nimbus Travel", "onboarding"),
+        ("Pixel Forge", "crypto"),
+    ] {
+        let mut body = options(worker, "CO-GATE");
+        body["publicKey"] = json!(key_of(worker, merchant));
+        let description = create(worker, &body).assert_error(403, "merchant_unavailable");
+        assert!(description.contains(why), "{merchant}: {description}");
+    }
+}
+
+fn page(worker: &Worker, url: &str) -> payrail_tests::Reply {
+    worker.send(worker.http_get(url), None)
+}
+
+#[test]
+fn the_hosted_page_shows_the_order_and_how_to_pay() {
+    let worker = Worker::shared();
+    let session = worker.checkout_session(&options(worker, "CO-PAGE-1"));
+    let reply = page(worker, session["url"].as_str().unwrap());
+    assert_eq!(reply.status, 200);
+    assert!(reply
+        .header("content-type")
+        .unwrap_or_default()
+        .starts_with("text/html"));
+    let csp = reply.header("content-security-policy").unwrap_or_default();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(reply.header("referrer-policy"), Some("no-referrer"));
+    for shown in [
+        "Alpine Outfitters",
+        "25.50 EUR",
+        "USDC",
+        "Polygon",
+        "id=\"deposit-address\">0x",
+        "data-status=\"pending\"",
+        "Sandbox",
+    ] {
+        assert!(reply.text.contains(shown), "{shown} missing");
+    }
+    // What the merchant sent is text, never markup.
+    assert!(reply
+        .text
+        .contains("Two coffees &amp; a &lt;b&gt;cake&lt;/b&gt;"));
+    assert!(!reply.text.contains("<b>cake"));
+
+    let missing = page(
+        worker,
+        &format!("{}/checkout/cs_nosuchsession", worker.base_url),
+    );
+    assert_eq!(missing.status, 404);
+    assert!(missing.text.contains("does not exist"));
+}
+
+#[test]
+fn the_customer_can_switch_the_way_to_pay() {
+    let worker = Worker::shared();
+    let session = worker.checkout_session(&options(worker, "CO-METHOD-1"));
+    let url = session["url"].as_str().unwrap();
+    let switch = |method: &str| {
+        worker.send(
+            worker
+                .request(
+                    Method::POST,
+                    &format!("{}/method", &url[worker.base_url.len()..]),
+                )
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(format!("method={method}")),
+            None,
+        )
+    };
+    let reply = switch("BTC%3Abitcoin");
+    assert_eq!(reply.status, 303);
+    assert_eq!(reply.header("location"), Some(url));
+    let shown = page(worker, url).text;
+    assert!(
+        shown.contains("id=\"deposit-address\">bc1q"),
+        "bitcoin address"
+    );
+    assert!(shown.contains("BTC</strong>"));
+    let t = worker.transaction(0, session["transaction_id"].as_i64().unwrap());
+    assert_eq!(t["asset"], "BTC");
+    assert_eq!(t["networks"]["payment"], "bitcoin");
+    assert!(switch("DOGE%3Adoge")
+        .assert_error(400, "invalid_request")
+        .contains("method"));
+}
+
+#[test]
+fn the_status_endpoint_and_sandbox_controls_follow_the_payment() {
+    let worker = Worker::shared();
+    let session = worker.checkout_session(&options(worker, "CO-CONTROLS-1"));
+    let id = session["id"].as_str().unwrap();
+    let status = || {
+        let reply = worker.send(
+            worker.request(Method::GET, &format!("/checkout/{id}/status")),
+            Some("/checkout/{id}/status"),
+        );
+        reply.json()["status"].as_str().unwrap().to_owned()
+    };
+    let control = |name: &str| {
+        worker.send(
+            worker.request(Method::POST, &format!("/checkout/{id}/sandbox/{name}")),
+            None,
+        )
+    };
+    assert_eq!(status(), "pending");
+    assert_eq!(control("pay-over").status, 303);
+    assert_eq!(status(), "succeeded");
+    let t = worker.transaction(0, session["transaction_id"].as_i64().unwrap());
+    assert_eq!(t["amount_status"], "OVERPAID");
+    assert_eq!(t["amount"]["gross"], "28.05");
+    // Once paid, the page sends the customer back to the merchant.
+    let shown = page(worker, session["url"].as_str().unwrap()).text;
+    assert!(shown.contains("url=https://shop.example/thanks"), "{shown}");
+    // A control that no longer applies says why.
+    let again = control("pay-exact");
+    assert_eq!(again.status, 409);
+    assert!(again
+        .text
+        .contains("cannot pay a payment whose raw_status is succeeded"));
+    assert_eq!(control("settle").status, 303);
+    assert_eq!(status(), "paid");
+    assert_eq!(control("refund").status, 303);
+    assert_eq!(status(), "refunded");
+    assert_eq!(control("explode").status, 404);
+}
