@@ -75,3 +75,19 @@ impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
         self.map_err(|err| ApiError::internal(context, err))
     }
 }
+
+/// Reads a JSON body into `T`; a failure names the field at fault (`amount: invalid type: …`),
+/// without serde's line and column noise.
+pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_str(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner().to_string();
+        let inner = inner.split(" at line").next().unwrap_or(&inner).to_owned();
+        ApiError::invalid_request(if path == "." {
+            format!("the body must be a JSON object: {inner}")
+        } else {
+            format!("{path}: {inner}")
+        })
+    })
+}

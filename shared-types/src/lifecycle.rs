@@ -285,6 +285,14 @@ mod tests {
         }
     }
 
+    /// A pending payment of 100.00 after the customer paid exactly.
+    fn paid_in_full() -> Payment {
+        let pay = Action::Pay {
+            amount: d("100.00"),
+        };
+        after(&pending(), &apply(&pending(), &pay).unwrap())
+    }
+
     #[test]
     fn pay_compares_with_the_expected_amount() {
         for (paid, status) in [
@@ -301,16 +309,7 @@ mod tests {
 
     #[test]
     fn settlement_computes_fees_and_net() {
-        let paid = after(
-            &pending(),
-            &apply(
-                &pending(),
-                &Action::Pay {
-                    amount: d("100.00"),
-                },
-            )
-            .unwrap(),
-        );
+        let paid = paid_in_full();
         let same = apply(&paid, &Action::Settle { network: None }).unwrap();
         assert_eq!(same.psp_fee, Some(d("1.00")));
         assert_eq!(same.gas_fee, Some(d("0.02")));
@@ -337,16 +336,7 @@ mod tests {
 
     #[test]
     fn refunds_partly_then_fully() {
-        let paid = after(
-            &pending(),
-            &apply(
-                &pending(),
-                &Action::Pay {
-                    amount: d("100.00"),
-                },
-            )
-            .unwrap(),
-        );
+        let paid = paid_in_full();
         let part = apply(&paid, &Action::Refund { amount: d("30") }).unwrap();
         assert_eq!(part.raw_status, Some(RawStatus::PartiallyRefunded));
         let partly = after(&paid, &part);

@@ -10,7 +10,7 @@ use shared_types::{quote, time, ErrorCode};
 use worker::{Env, Method, Request, Response, Url};
 
 use crate::db::checkout::{self as db, NewSession};
-use crate::error::{ApiError, OrInternal};
+use crate::error::{from_json, ApiError, OrInternal};
 use crate::{chain, crypto, http, pages, payments};
 
 /// How long a checkout stays payable.
@@ -63,27 +63,16 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
 
 /// Reads the options: a JSON object whose `amount` may be a number or decimal text.
 fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
-    let mut value: serde_json::Value = serde_json::from_str(body).map_err(|_| {
-        ApiError::invalid_request("the body must be a JSON object of checkout options")
-    })?;
-    let object = value.as_object_mut().ok_or_else(|| {
-        ApiError::invalid_request("the body must be a JSON object of checkout options")
-    })?;
+    let not_object =
+        || ApiError::invalid_request("the body must be a JSON object of checkout options");
+    let mut value: serde_json::Value = serde_json::from_str(body).map_err(|_| not_object())?;
+    let object = value.as_object_mut().ok_or_else(not_object)?;
     if let Some(serde_json::Value::Number(n)) = object.get("amount") {
         // The shortest text that reads back as the same number, as the browser sends it.
         let text = n.to_string();
         object.insert("amount".into(), serde_json::Value::String(text));
     }
-    let options: CheckoutOptions = serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner().to_string();
-        let inner = inner.split(" at line").next().unwrap_or(&inner).to_owned();
-        ApiError::invalid_request(if path == "." {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        })
-    })?;
+    let options: CheckoutOptions = from_json(&value.to_string())?;
     options
         .validate()
         .map_err(|e| ApiError::invalid_request(e.message))?;

@@ -10,7 +10,7 @@ use shared_types::Scope;
 use worker::{Env, Request, Response};
 
 use crate::db::transactions;
-use crate::error::{ApiError, OrInternal};
+use crate::error::{from_json, ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter};
 use crate::{http, payments};
 
@@ -26,22 +26,8 @@ struct SettleBody {
     network: Option<String>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_str(body);
-    serde_path_to_error::deserialize(&mut de).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner().to_string();
-        let inner = inner.split(" at line").next().unwrap_or(&inner).to_owned();
-        ApiError::invalid_request(if path == "." {
-            format!("the body must be a JSON object: {inner}")
-        } else {
-            format!("{path}: {inner}")
-        })
-    })
-}
-
 fn amount(body: &str) -> Result<Decimal, ApiError> {
-    let AmountBody { amount } = parse(body)?;
+    let AmountBody { amount } = from_json(body)?;
     Decimal::from_str(&amount).map_err(|_| {
         ApiError::invalid_request(format!(
             "amount must be a decimal string such as \"12.50\"; got {amount:?}"
@@ -71,7 +57,7 @@ pub async fn act(
             amount: amount(body)?,
         },
         "settle" => {
-            let SettleBody { network } = parse(body)?;
+            let SettleBody { network } = from_json(body)?;
             if let Some(n) = &network {
                 if !shared_types::quote::METHODS.iter().any(|m| m.network == n) {
                     return Err(ApiError::invalid_request(format!(
@@ -82,7 +68,7 @@ pub async fn act(
             Action::Settle { network }
         }
         "fail" => {
-            parse::<std::collections::BTreeMap<String, serde_json::Value>>(body)?
+            from_json::<std::collections::BTreeMap<String, serde_json::Value>>(body)?
                 .keys()
                 .next()
                 .map_or(Ok(()), |k| {
