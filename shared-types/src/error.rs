@@ -27,6 +27,12 @@ pub enum ErrorCode {
     MerchantUnavailable,
     /// The method is not allowed on this path.
     MethodNotAllowed,
+    /// Portal login: the e-mail or password is wrong.
+    InvalidCredentials,
+    /// Portal: no live session; log in.
+    LoginRequired,
+    /// Portal: the CSRF token is missing or wrong, or the request came from another origin.
+    CsrfFailed,
     /// Too many failed attempts; retry after the `Retry-After` header.
     RateLimited,
     /// The request conflicts with the resource's current state.
@@ -49,6 +55,9 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::MerchantUnavailable => "merchant_unavailable",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::InvalidCredentials => "invalid_credentials",
+            Self::LoginRequired => "login_required",
+            Self::CsrfFailed => "csrf_failed",
             Self::RateLimited => "rate_limited",
             Self::Conflict => "conflict",
             Self::ServerError => "server_error",
@@ -62,8 +71,11 @@ impl ErrorCode {
             | Self::UnsupportedGrantType
             | Self::UnauthorizedClient
             | Self::InvalidScope => 400,
-            Self::InvalidClient | Self::InvalidToken => 401,
-            Self::InsufficientScope | Self::MerchantUnavailable => 403,
+            Self::InvalidClient
+            | Self::InvalidToken
+            | Self::InvalidCredentials
+            | Self::LoginRequired => 401,
+            Self::InsufficientScope | Self::MerchantUnavailable | Self::CsrfFailed => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict => 409,
@@ -121,6 +133,9 @@ mod tests {
             ErrorCode::NotFound,
             ErrorCode::MerchantUnavailable,
             ErrorCode::MethodNotAllowed,
+            ErrorCode::InvalidCredentials,
+            ErrorCode::LoginRequired,
+            ErrorCode::CsrfFailed,
             ErrorCode::RateLimited,
             ErrorCode::Conflict,
             ErrorCode::ServerError,

@@ -97,6 +97,18 @@ pub enum EventType {
 }
 
 impl EventType {
+    /// Every event type.
+    pub const ALL: [EventType; 3] = [
+        EventType::PaymentSucceeded,
+        EventType::PaymentPaid,
+        EventType::PaymentRefunded,
+    ];
+
+    /// The event type named `text`, if any.
+    pub fn parse(text: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == text)
+    }
+
     /// The event's `type`.
     pub fn as_str(self) -> &'static str {
         match self {

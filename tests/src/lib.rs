@@ -128,9 +128,12 @@ impl Worker {
         drop(conn);
 
         let log = persist_to.join("wrangler.log");
+        let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY").expect(
+            "PAYRAIL_DEV_ENCRYPTION_KEY is set by scripts/env.sh (run through scripts/test)",
+        );
         let script = format!(
             "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
-             --persist-to '{}' --var PAYRAIL_MODE:{mode} --test-scheduled \
+             --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} --test-scheduled \
              --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
              wait $w",
             free_port(),

@@ -30,6 +30,8 @@ pub struct DemoClient {
 pub struct DemoInstitution {
     /// Display name.
     pub name: &'static str,
+    /// Its portal admin: (e-mail, password).
+    pub admin: (&'static str, &'static str),
     /// Its full-access API client.
     pub client: DemoClient,
     /// Its merchants: (name, legal name, status, onboarding status, crypto enabled).
@@ -40,6 +42,7 @@ pub struct DemoInstitution {
 pub const INSTITUTIONS: &[DemoInstitution] = &[
     DemoInstitution {
         name: "Northwind Payments",
+        admin: ("admin@northwind.example", "Northwind-Portal-Demo-2026"),
         client: DemoClient {
             client_id: "cli_demo_northwind",
             client_secret: "sk_live_STWHmccuqJOlqc0xSilXUIi_RVJ5RCQC0eP4oOoWNCo",
@@ -93,6 +96,7 @@ pub const INSTITUTIONS: &[DemoInstitution] = &[
     },
     DemoInstitution {
         name: "Globex Merchant Services",
+        admin: ("admin@globex.example", "Globex-Portal-Demo-2026"),
         client: DemoClient {
             client_id: "cli_demo_globex",
             client_secret: "sk_live_NRL_V26iE0mwJFbtKYny0-QekTmkfUQjUihnMUNpxUs",
@@ -176,6 +180,10 @@ pub struct InstitutionCredentials {
     pub merchant_ids: Vec<i64>,
     /// Its merchants, with their publishable keys.
     pub merchants: Vec<MerchantKey>,
+    /// The portal admin's e-mail.
+    pub admin_email: String,
+    /// The portal admin's password.
+    pub admin_password: String,
 }
 
 /// A demo merchant's publishable key, and whether checkout will take payments for it.
@@ -232,6 +240,18 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
             params![institution_id, institution.name, created],
         )?;
         insert_client(&tx, institution_id, &institution.client, created)?;
+        let (admin_email, admin_password) = institution.admin;
+        tx.execute(
+            "INSERT INTO portal_admins (institution_id, email, name, password_hash, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                institution_id,
+                admin_email,
+                format!("{} admin", institution.name),
+                crate::secrets::password_hash(admin_password),
+                created
+            ],
+        )?;
         let mut merchant_ids = Vec::new();
         let mut merchants = Vec::new();
         for (name, legal, status, onboarding, crypto) in institution.merchants {
@@ -272,6 +292,8 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
                 .collect(),
             merchant_ids,
             merchants,
+            admin_email: admin_email.to_owned(),
+            admin_password: admin_password.to_owned(),
         });
     }
     insert_client(&tx, 1, &LIMITED_CLIENT, created)?;

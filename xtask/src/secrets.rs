@@ -19,6 +19,16 @@ pub fn secret_hash(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
+/// An Argon2id PHC string with the worker's parameters (19 MiB, 2 passes, 1 lane).
+pub fn password_hash(password: &str) -> String {
+    use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
+    let params = argon2::Params::new(19 * 1024, 2, 1, None).expect("valid parameters");
+    argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+        .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
+        .expect("hashing succeeds")
+        .to_string()
+}
+
 /// Which D1 database a command changes.
 pub enum Target {
     /// The local database under this wrangler persist directory.

@@ -266,7 +266,7 @@ pub async fn change_method(
             )?,
         ])
         .await?;
-    Ok(results.first().is_some_and(|r| changes(r) > 0))
+    Ok(results.first().is_some_and(|r| super::changes(r) > 0))
 }
 
 /// What the lifecycle needs of a transaction.
@@ -371,7 +371,7 @@ pub async fn apply_change(
         params.len()
     );
     let results = db.batch(vec![bind(db, &sql, &params)?]).await?;
-    Ok(results.first().is_some_and(|r| changes(r) > 0))
+    Ok(results.first().is_some_and(|r| super::changes(r) > 0))
 }
 
 /// Marks pending payments whose session expired in the last week as expired (the cron runs every
@@ -386,17 +386,7 @@ pub async fn expire_sessions(db: &D1Database, now: i64, now_text: &str) -> worke
     )?
     .run()
     .await?;
-    Ok(changes(&result))
-}
-
-/// Rows a statement changed.
-fn changes(result: &worker::D1Result) -> usize {
-    result
-        .meta()
-        .ok()
-        .flatten()
-        .and_then(|m| m.changes)
-        .unwrap_or(0)
+    Ok(super::changes(&result))
 }
 
 /// Deletes idempotency keys created before `before`.

@@ -164,3 +164,15 @@ pub async fn purge_expired(db: &D1Database, now: i64, window_seconds: i64) -> wo
     ];
     db.batch(statements).await.map(drop)
 }
+
+/// Forgets the failures of `subject` from `source` (after a success).
+pub async fn clear_failures(db: &D1Database, subject: &str, source: &str) -> worker::Result<()> {
+    bind(
+        db,
+        "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2",
+        &[subject.into(), source.into()],
+    )?
+    .run()
+    .await
+    .map(drop)
+}

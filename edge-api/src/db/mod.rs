@@ -4,6 +4,7 @@
 pub mod checkout;
 pub mod clients;
 pub mod merchants;
+pub mod portal;
 pub mod transactions;
 
 #[cfg(test)]
@@ -16,6 +17,8 @@ use worker::{D1Database, D1PreparedStatement};
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL NULL.
+    Null,
     /// An integer; must stay within ±2^53 to cross into JavaScript exactly.
     Int(i64),
     /// Text.
@@ -26,6 +29,7 @@ impl Value {
     fn to_js(&self) -> JsValue {
         match self {
             // Ids and counters here are far below 2^53, where f64 is exact.
+            Value::Null => JsValue::NULL,
             Value::Int(n) => JsValue::from_f64(*n as f64),
             Value::Text(s) => JsValue::from_str(s),
         }
@@ -75,4 +79,14 @@ impl Query {
 pub fn bind(db: &D1Database, sql: &str, params: &[Value]) -> worker::Result<D1PreparedStatement> {
     let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
     db.prepare(sql).bind(&values)
+}
+
+/// Rows a statement changed.
+pub fn changes(result: &worker::D1Result) -> usize {
+    result
+        .meta()
+        .ok()
+        .flatten()
+        .and_then(|m| m.changes)
+        .unwrap_or(0)
 }

@@ -10,6 +10,7 @@ use crate::query::{MerchantFilter, TransactionFilter};
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_partner_api.sql"),
     include_str!("../../migrations/0002_checkout.sql"),
+    include_str!("../../migrations/0003_portal.sql"),
 ];
 
 fn database() -> Connection {
@@ -29,6 +30,7 @@ fn plan(conn: &Connection, query: &Query) -> Vec<String> {
         .iter()
         .map(|p| -> Box<dyn rusqlite::ToSql> {
             match p {
+                Value::Null => Box::new(rusqlite::types::Null),
                 Value::Int(n) => Box::new(*n),
                 Value::Text(s) => Box::new(s.clone()),
             }

@@ -76,6 +76,8 @@ async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
             allow(Method::Post)?;
             sandbox::act(req, env, id, action).await
         }
+        ["portal", "api", rest @ ..] => crate::portal::api::handle(req, env, &url, rest).await,
+        ["portal", rest @ ..] => crate::portal::pages::handle(req, env, &url, rest).await,
         ["openapi.json"] => {
             allow(Method::Get)?;
             let response = Response::ok(OPENAPI).or_internal("build response")?;
@@ -93,21 +95,30 @@ async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
 }
 
 /// The D1 database binding.
-fn database(env: &Env) -> Result<worker::D1Database, ApiError> {
+pub fn database(env: &Env) -> Result<worker::D1Database, ApiError> {
     env.d1("DB").or_internal("bind D1")
 }
 
 /// Whether this deployment runs in sandbox mode (`PAYRAIL_MODE=sandbox`): the local default,
 /// never production. Sandbox adds the lifecycle controls; without it their routes do not exist.
-fn sandbox(env: &Env) -> bool {
+pub fn sandbox(env: &Env) -> bool {
     env.var("PAYRAIL_MODE")
         .map(|v| v.to_string() == "sandbox")
         .unwrap_or(false)
 }
 
 /// Current time in Unix seconds (`SystemTime` is unavailable on wasm32).
-fn now() -> i64 {
+pub fn now() -> i64 {
     (js_sys::Date::now() / 1000.0).floor() as i64
+}
+
+/// The caller's address, for throttling (`CF-Connecting-IP`, set by Cloudflare).
+pub fn source(req: &Request) -> Result<String, ApiError> {
+    Ok(req
+        .headers()
+        .get("CF-Connecting-IP")
+        .or_internal("read header")?
+        .unwrap_or_else(|| "unknown".to_owned()))
 }
 
 /// Authorises the request for `scope`, as its institution.
@@ -122,7 +133,7 @@ async fn caller(
 }
 
 /// The cron trigger's housekeeping: expired tokens, closed throttle windows, expired checkouts,
-/// idempotency keys past their retention.
+/// idempotency keys past their retention, ended portal sessions.
 pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
     let db = database(env)?;
     let now = now();
@@ -138,5 +149,8 @@ pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
     // Keys are honoured for 24 hours and kept a day longer.
     crate::db::checkout::purge_keys(&db, now - 2 * checkout::KEY_SECONDS)
         .await
-        .or_internal("purge idempotency keys")
+        .or_internal("purge idempotency keys")?;
+    crate::db::portal::purge_sessions(&db, now)
+        .await
+        .or_internal("purge portal sessions")
 }

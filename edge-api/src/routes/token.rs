@@ -30,11 +30,7 @@ pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, 
         .get("Authorization")
         .or_internal("read header")?;
     let token_request = auth::parse_token_request(&form, authorization.as_deref())?;
-    let source = req
-        .headers()
-        .get("CF-Connecting-IP")
-        .or_internal("read header")?
-        .unwrap_or_else(|| "unknown".to_owned());
+    let source = super::source(&req)?;
     let db = super::database(env)?;
     let token = auth::issue_token(&db, token_request, &source, super::now()).await?;
     let response = http::json(200, &token).or_internal("build response")?;

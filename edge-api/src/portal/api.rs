@@ -1,0 +1,202 @@
+//! `/portal/api/…`: the JSON API behind the portal, on the portal's session (cookie) and CSRF
+//! token (`X-CSRF-Token`). Bodies and errors are JSON in the spec's error shape.
+
+use serde::Deserialize;
+use serde_json::json;
+use shared_types::ErrorCode;
+use worker::{Env, Method, Request, Response, Url};
+
+use super::{ops, Csrf, Portal};
+use crate::error::{from_json, ApiError, OrInternal};
+use crate::http;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Login {
+    email: String,
+    password: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewClient {
+    name: String,
+    scopes: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Rotate {
+    grace_period_seconds: Option<i64>,
+}
+
+/// Routes `/portal/api/{rest}`.
+pub async fn handle(
+    mut req: Request,
+    env: &Env,
+    url: &Url,
+    rest: &[&str],
+) -> Result<Response, ApiError> {
+    let method = req.method();
+    let not_allowed = || {
+        ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{method} {} is not supported", url.path()),
+        )
+    };
+    if rest == ["login"] {
+        if method != Method::Post {
+            return Err(not_allowed());
+        }
+        super::check_origin(&req, url)?;
+        let body = json_body(&mut req).await?;
+        let Login { email, password } = from_json(&body)?;
+        let source = crate::routes::source(&req)?;
+        let session = super::login(env, &source, &email, &password).await?;
+        let response = http::json(
+            200,
+            &json!({
+                "csrf_token": session.csrf_token,
+                "expires_at": shared_types::time::format_unix(session.expires_at),
+            }),
+        )
+        .or_internal("build response")?;
+        response
+            .headers()
+            .set("Set-Cookie", &super::set_cookie(&session.token))
+            .or_internal("set cookie")?;
+        return Ok(response);
+    }
+
+    let changes = !matches!(method, Method::Get | Method::Head);
+    let csrf = if changes {
+        Csrf::Header
+    } else {
+        Csrf::NotNeeded
+    };
+    let portal = super::authenticate(&req, env, url, csrf).await?;
+    let ok = |status: u16, body: serde_json::Value| {
+        http::json(status, &body).or_internal("build response")
+    };
+
+    match (method.clone(), rest) {
+        (Method::Get, ["session"]) => ok(200, session_json(&portal)),
+        (Method::Post, ["logout"]) => {
+            super::logout(&portal).await?;
+            let response = ok(200, json!({"logged_out": true}))?;
+            response
+                .headers()
+                .set("Set-Cookie", &super::clear_cookie())
+                .or_internal("set cookie")?;
+            Ok(response)
+        }
+        (Method::Get, ["clients"]) => {
+            let clients = ops::clients(&portal).await?;
+            ok(200, json!({"object": "list", "data": clients}))
+        }
+        (Method::Post, ["clients"]) => {
+            let NewClient { name, scopes } = from_json(&json_body(&mut req).await?)?;
+            let (client, secret) = ops::create_client(&portal, &name, &scopes).await?;
+            ok(201, with_member(to_json(&client)?, "client_secret", secret))
+        }
+        (Method::Post, ["clients", id, "rotate"]) => {
+            let (client, secret) = ops::rotate_client(&portal, id).await?;
+            ok(200, with_member(to_json(&client)?, "client_secret", secret))
+        }
+        (Method::Delete, ["clients", id]) => {
+            ops::delete_client(&portal, id).await?;
+            ok(200, json!({"deleted": true, "client_id": id}))
+        }
+        (Method::Get, ["webhook-endpoints"]) => {
+            let endpoints = ops::endpoints(&portal).await?;
+            ok(200, json!({"object": "list", "data": endpoints}))
+        }
+        (Method::Post, ["webhook-endpoints"]) => {
+            let new: ops::NewEndpoint = from_json(&json_body(&mut req).await?)?;
+            let (endpoint, secret) = ops::create_endpoint(&portal, &new).await?;
+            ok(
+                201,
+                with_member(to_json(&endpoint)?, "signing_secret", secret),
+            )
+        }
+        (Method::Get, ["webhook-endpoints", id]) => ok(
+            200,
+            to_json(&ops::endpoint(&portal, ops::endpoint_id(id)?).await?)?,
+        ),
+        (Method::Patch, ["webhook-endpoints", id]) => {
+            let id = ops::endpoint_id(id)?;
+            let patch: ops::EndpointPatch = from_json(&json_body(&mut req).await?)?;
+            ok(
+                200,
+                to_json(&ops::update_endpoint(&portal, id, &patch).await?)?,
+            )
+        }
+        (Method::Delete, ["webhook-endpoints", id]) => {
+            let id = ops::endpoint_id(id)?;
+            ops::delete_endpoint(&portal, id).await?;
+            ok(200, json!({"deleted": true, "id": id}))
+        }
+        (Method::Get, ["webhook-endpoints", id, "secret"]) => ok(
+            200,
+            to_json(&ops::reveal_secret(&portal, ops::endpoint_id(id)?).await?)?,
+        ),
+        (Method::Post, ["webhook-endpoints", id, "rotate-secret"]) => {
+            let id = ops::endpoint_id(id)?;
+            let body = req.text().await.or_internal("read body")?;
+            let Rotate {
+                grace_period_seconds,
+            } = if body.trim().is_empty() {
+                Rotate::default()
+            } else {
+                from_json(&body)?
+            };
+            ok(
+                200,
+                to_json(&ops::rotate_secret(&portal, id, grace_period_seconds).await?)?,
+            )
+        }
+        (_, ["session" | "logout" | "clients" | "webhook-endpoints", ..]) => Err(not_allowed()),
+        _ => Err(ApiError::not_found(format!(
+            "no such endpoint: {}",
+            url.path()
+        ))),
+    }
+}
+
+/// The session as `GET /portal/api/session` shows it.
+fn session_json(portal: &Portal) -> serde_json::Value {
+    json!({
+        "email": portal.session.email,
+        "institution": portal.session.institution_name,
+        "csrf_token": portal.session.csrf_token,
+        "expires_at": shared_types::time::format_unix(portal.session.expires_at),
+    })
+}
+
+/// A JSON body: the content type must say so.
+async fn json_body(req: &mut Request) -> Result<String, ApiError> {
+    let content_type = req
+        .headers()
+        .get("Content-Type")
+        .or_internal("read header")?
+        .unwrap_or_default();
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(ApiError::invalid_request(
+            "Content-Type must be application/json",
+        ));
+    }
+    req.text().await.or_internal("read body")
+}
+
+fn with_member(mut object: serde_json::Value, name: &str, value: String) -> serde_json::Value {
+    object[name] = serde_json::Value::String(value);
+    object
+}
+
+fn to_json<T: serde::Serialize>(view: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(view).or_internal("encode response")
+}

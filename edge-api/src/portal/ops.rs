@@ -1,0 +1,508 @@
+//! What an admin can do, shared by the pages and the JSON API. Every function is scoped to the
+//! portal session's institution: another institution's object is `not_found`, like an unknown
+//! one.
+
+use serde::{Deserialize, Serialize};
+use shared_types::lifecycle::EventType;
+use shared_types::{time, ScopeSet};
+
+use super::Portal;
+use crate::crypto;
+use crate::db::portal::{self as db, ClientRow, EndpointRow};
+use crate::error::{ApiError, OrInternal};
+use crate::webhook_url::{self, Checked};
+
+/// Default grace period of a rotated signing secret.
+pub const DEFAULT_GRACE_SECONDS: i64 = 24 * 60 * 60;
+/// Longest grace period.
+pub const MAX_GRACE_SECONDS: i64 = 7 * 24 * 60 * 60;
+
+/// An API client as the portal shows it (never its secret).
+#[derive(Debug, Serialize)]
+pub struct Client {
+    /// Always `api_client`.
+    pub object: &'static str,
+    /// Public id.
+    pub client_id: String,
+    /// Display name.
+    pub name: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// When a token was last issued.
+    pub last_used_at: Option<String>,
+    /// When the secret was last rotated.
+    pub secret_rotated_at: Option<String>,
+}
+
+impl From<ClientRow> for Client {
+    fn from(row: ClientRow) -> Self {
+        Client {
+            object: "api_client",
+            client_id: row.client_id,
+            name: row.name,
+            scopes: row.scopes.split(' ').map(str::to_owned).collect(),
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+            secret_rotated_at: row.secret_rotated_at,
+        }
+    }
+}
+
+/// A webhook endpoint as the portal shows it (the secret only on demand).
+#[derive(Debug, Serialize)]
+pub struct Endpoint {
+    /// Always `webhook_endpoint`.
+    pub object: &'static str,
+    /// `ep_…`.
+    pub id: String,
+    /// Receiver URL.
+    pub url: String,
+    /// Free text.
+    pub description: String,
+    /// Event types received; `null` means every type.
+    pub event_types: Option<Vec<String>>,
+    /// `enabled` or `disabled`.
+    pub status: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// While a rotated secret still signs: until when.
+    pub previous_secret_expires_at: Option<String>,
+}
+
+impl Endpoint {
+    fn from_row(row: &EndpointRow, now: i64) -> Self {
+        Endpoint {
+            object: "webhook_endpoint",
+            id: row.id.clone(),
+            url: row.url.clone(),
+            description: row.description.clone(),
+            event_types: row
+                .event_types
+                .as_ref()
+                .map(|t| t.split(' ').map(str::to_owned).collect()),
+            status: row.status.clone(),
+            created_at: row.created_at.clone(),
+            updated_at: row.updated_at.clone(),
+            previous_secret_expires_at: row
+                .previous_secret_expires_at
+                .filter(|end| *end > now)
+                .and_then(time::format_unix),
+        }
+    }
+}
+
+fn now_text(portal: &Portal) -> Result<String, ApiError> {
+    time::format_unix(portal.now)
+        .ok_or("time out of range")
+        .or_internal("format now")
+}
+
+fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String, ApiError> {
+    let trimmed = text.trim();
+    let count = trimmed.chars().count();
+    if count < min || count > max {
+        return Err(ApiError::invalid_request(if min > 0 {
+            format!("{field} must be {min} to {max} characters")
+        } else {
+            format!("{field} must be at most {max} characters")
+        }));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(ApiError::invalid_request(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// The institution's API clients, newest first.
+pub async fn clients(portal: &Portal) -> Result<Vec<Client>, ApiError> {
+    Ok(db::clients(&portal.db, portal.session.institution_id)
+        .await
+        .or_internal("list clients")?
+        .into_iter()
+        .map(Client::from)
+        .collect())
+}
+
+/// Creates a client; returns it and its secret, which is shown this once.
+pub async fn create_client(
+    portal: &Portal,
+    name: &str,
+    scopes: &[String],
+) -> Result<(Client, String), ApiError> {
+    let name = check_text("name", name, 1, 100)?;
+    if scopes.is_empty() {
+        return Err(ApiError::invalid_request(
+            "scopes must list at least one of transactions:read, merchants:read",
+        ));
+    }
+    let scopes = ScopeSet::parse(&scopes.join(" ")).map_err(|e| {
+        ApiError::invalid_request(format!(
+            "scopes: {e}; the scopes are transactions:read, merchants:read"
+        ))
+    })?;
+    let client_id = format!(
+        "cli_{}",
+        hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
+    );
+    let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
+    db::insert_client(
+        &portal.db,
+        portal.session.institution_id,
+        &client_id,
+        &name,
+        &crypto::sha256_hex(&secret),
+        &scopes.to_string(),
+        &now_text(portal)?,
+    )
+    .await
+    .or_internal("create client")?;
+    let client = db::client(&portal.db, portal.session.institution_id, &client_id)
+        .await
+        .or_internal("read client")?
+        .ok_or("client vanished")
+        .or_internal("read client")?;
+    Ok((client.into(), secret))
+}
+
+fn no_client() -> ApiError {
+    ApiError::not_found("no such API client")
+}
+
+/// New secret for a client; the old one and its tokens stop working now.
+pub async fn rotate_client(portal: &Portal, client_id: &str) -> Result<(Client, String), ApiError> {
+    let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
+    let rotated = db::rotate_client(
+        &portal.db,
+        portal.session.institution_id,
+        client_id,
+        &crypto::sha256_hex(&secret),
+        &now_text(portal)?,
+    )
+    .await
+    .or_internal("rotate client")?;
+    if !rotated {
+        return Err(no_client());
+    }
+    let client = db::client(&portal.db, portal.session.institution_id, client_id)
+        .await
+        .or_internal("read client")?
+        .ok_or_else(no_client)?;
+    Ok((client.into(), secret))
+}
+
+/// Deletes a client and its tokens.
+pub async fn delete_client(portal: &Portal, client_id: &str) -> Result<(), ApiError> {
+    match db::delete_client(&portal.db, portal.session.institution_id, client_id)
+        .await
+        .or_internal("delete client")?
+    {
+        true => Ok(()),
+        false => Err(no_client()),
+    }
+}
+
+/// The institution's webhook endpoints, newest first.
+pub async fn endpoints(portal: &Portal) -> Result<Vec<Endpoint>, ApiError> {
+    Ok(db::endpoints(&portal.db, portal.session.institution_id)
+        .await
+        .or_internal("list endpoints")?
+        .iter()
+        .map(|row| Endpoint::from_row(row, portal.now))
+        .collect())
+}
+
+fn no_endpoint() -> ApiError {
+    ApiError::not_found("no such webhook endpoint")
+}
+
+async fn endpoint_row(portal: &Portal, id: &str) -> Result<EndpointRow, ApiError> {
+    db::endpoint(&portal.db, portal.session.institution_id, id)
+        .await
+        .or_internal("read endpoint")?
+        .ok_or_else(no_endpoint)
+}
+
+/// One endpoint.
+pub async fn endpoint(portal: &Portal, id: &str) -> Result<Endpoint, ApiError> {
+    Ok(Endpoint::from_row(
+        &endpoint_row(portal, id).await?,
+        portal.now,
+    ))
+}
+
+fn key(portal: &Portal) -> Result<[u8; 32], ApiError> {
+    portal
+        .sealing_key
+        .ok_or("PAYRAIL_ENCRYPTION_KEY is not set (wrangler secret put PAYRAIL_ENCRYPTION_KEY)")
+        .or_internal("seal signing secret")
+}
+
+/// Checks a webhook URL against the SSRF policy (with a DNS check in production).
+async fn check_url(portal: &Portal, url: &str) -> Result<String, ApiError> {
+    match webhook_url::check(url.trim(), portal.sandbox).map_err(ApiError::invalid_request)? {
+        Checked::Ready(url) => Ok(url.to_string()),
+        Checked::NeedsDns(url, host) => {
+            resolve_public(&host).await?;
+            Ok(url.to_string())
+        }
+    }
+}
+
+/// Resolves `host` over DNS-over-HTTPS and refuses it unless every address is public. (Workers'
+/// own fetch cannot reach private networks either, which also covers later DNS changes.)
+async fn resolve_public(host: &str) -> Result<(), ApiError> {
+    let mut addresses = Vec::new();
+    for kind in ["A", "AAAA"] {
+        let url = format!("https://cloudflare-dns.com/dns-query?name={host}&type={kind}");
+        let headers = worker::Headers::new();
+        headers
+            .set("Accept", "application/dns-json")
+            .or_internal("set header")?;
+        let request =
+            worker::Request::new_with_init(&url, worker::RequestInit::new().with_headers(headers))
+                .or_internal("build dns request")?;
+        let mut response = worker::Fetch::Request(request)
+            .send()
+            .await
+            .map_err(|_| ApiError::invalid_request(format!("url: could not resolve {host}")))?;
+        let body: serde_json::Value = response.json().await.unwrap_or_default();
+        for answer in body["Answer"].as_array().into_iter().flatten() {
+            if let Some(ip) = answer["data"]
+                .as_str()
+                .and_then(|d| d.parse::<std::net::IpAddr>().ok())
+            {
+                addresses.push(ip);
+            }
+        }
+    }
+    if addresses.is_empty() {
+        return Err(ApiError::invalid_request(format!(
+            "url: {host} does not resolve"
+        )));
+    }
+    if let Some(private) = addresses.iter().find(|ip| !webhook_url::is_public(**ip)) {
+        return Err(ApiError::invalid_request(format!(
+            "url must point at a public address; {host} resolves to {private}"
+        )));
+    }
+    Ok(())
+}
+
+fn event_types(list: Option<&[String]>) -> Result<Option<String>, ApiError> {
+    let Some(list) = list else { return Ok(None) };
+    if list.is_empty() {
+        return Err(ApiError::invalid_request(
+            "event_types must list at least one type, or be left out for every type",
+        ));
+    }
+    let mut chosen: Vec<EventType> = Vec::new();
+    for name in list {
+        let kind = EventType::parse(name).ok_or_else(|| {
+            ApiError::invalid_request(format!(
+                "event_types: {name:?} is not an event type; the types are {}",
+                EventType::ALL.map(EventType::as_str).join(", ")
+            ))
+        })?;
+        if !chosen.contains(&kind) {
+            chosen.push(kind);
+        }
+    }
+    Ok(Some(
+        EventType::ALL
+            .into_iter()
+            .filter(|k| chosen.contains(k))
+            .map(EventType::as_str)
+            .collect::<Vec<_>>()
+            .join(" "),
+    ))
+}
+
+fn new_secret() -> Result<String, ApiError> {
+    crypto::random_token("whsec_").or_internal("generate signing secret")
+}
+
+/// What creating an endpoint takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewEndpoint {
+    /// Receiver URL.
+    pub url: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Types to receive; absent or null for every type.
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+}
+
+/// Creates an endpoint (enabled); returns it and its signing secret.
+pub async fn create_endpoint(
+    portal: &Portal,
+    new: &NewEndpoint,
+) -> Result<(Endpoint, String), ApiError> {
+    let url = check_url(portal, &new.url).await?;
+    let description = check_text("description", &new.description, 0, 500)?;
+    let event_types = event_types(new.event_types.as_deref())?;
+    let id = format!(
+        "ep_{}",
+        hex::encode(crypto::random_bytes::<12>().or_internal("generate id")?)
+    );
+    let secret = new_secret()?;
+    let now = now_text(portal)?;
+    let row = EndpointRow {
+        secret_encrypted: crypto::seal(&key(portal)?, &id, &secret).or_internal("seal secret")?,
+        id,
+        url,
+        description,
+        event_types,
+        status: "enabled".into(),
+        previous_secret_encrypted: None,
+        previous_secret_expires_at: None,
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    db::insert_endpoint(&portal.db, portal.session.institution_id, &row)
+        .await
+        .or_internal("create endpoint")?;
+    Ok((Endpoint::from_row(&row, portal.now), secret))
+}
+
+/// Changes to an endpoint; absent fields stay as they are.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointPatch {
+    /// New URL.
+    pub url: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New event types; `null` for every type.
+    #[serde(default, deserialize_with = "some_or_null")]
+    pub event_types: Option<Option<Vec<String>>>,
+    /// `enabled` or `disabled`.
+    pub status: Option<String>,
+}
+
+/// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn some_or_null<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<Vec<String>>>, D::Error> {
+    Option::<Vec<String>>::deserialize(d).map(Some)
+}
+
+/// Applies a patch.
+pub async fn update_endpoint(
+    portal: &Portal,
+    id: &str,
+    patch: &EndpointPatch,
+) -> Result<Endpoint, ApiError> {
+    let mut row = endpoint_row(portal, id).await?;
+    if let Some(url) = &patch.url {
+        row.url = check_url(portal, url).await?;
+    }
+    if let Some(description) = &patch.description {
+        row.description = check_text("description", description, 0, 500)?;
+    }
+    if let Some(types) = &patch.event_types {
+        row.event_types = event_types(types.as_deref())?;
+    }
+    if let Some(status) = &patch.status {
+        if !matches!(status.as_str(), "enabled" | "disabled") {
+            return Err(ApiError::invalid_request(format!(
+                "status must be enabled or disabled; got {status:?}"
+            )));
+        }
+        row.status = status.clone();
+    }
+    row.updated_at = now_text(portal)?;
+    if !db::update_endpoint(&portal.db, portal.session.institution_id, &row)
+        .await
+        .or_internal("update endpoint")?
+    {
+        return Err(no_endpoint());
+    }
+    Ok(Endpoint::from_row(&row, portal.now))
+}
+
+/// Deletes an endpoint.
+pub async fn delete_endpoint(portal: &Portal, id: &str) -> Result<(), ApiError> {
+    match db::delete_endpoint(&portal.db, portal.session.institution_id, id)
+        .await
+        .or_internal("delete endpoint")?
+    {
+        true => Ok(()),
+        false => Err(no_endpoint()),
+    }
+}
+
+/// An endpoint's signing secret, revealed.
+#[derive(Debug, Serialize)]
+pub struct Secret {
+    /// The current secret (`whsec_…`), exactly as receivers must use it.
+    pub signing_secret: String,
+    /// While the previous secret still signs too: until when.
+    pub previous_secret_expires_at: Option<String>,
+}
+
+/// Reveals the current signing secret.
+pub async fn reveal_secret(portal: &Portal, id: &str) -> Result<Secret, ApiError> {
+    let row = endpoint_row(portal, id).await?;
+    Ok(Secret {
+        signing_secret: crypto::open(&key(portal)?, &row.id, &row.secret_encrypted)
+            .or_internal("open signing secret")?,
+        previous_secret_expires_at: Endpoint::from_row(&row, portal.now).previous_secret_expires_at,
+    })
+}
+
+/// Replaces the signing secret; the old one keeps signing for `grace_seconds` (0 ends it now).
+pub async fn rotate_secret(
+    portal: &Portal,
+    id: &str,
+    grace_seconds: Option<i64>,
+) -> Result<Secret, ApiError> {
+    let grace = grace_seconds.unwrap_or(DEFAULT_GRACE_SECONDS);
+    if !(0..=MAX_GRACE_SECONDS).contains(&grace) {
+        return Err(ApiError::invalid_request(format!(
+            "grace_period_seconds must be from 0 to {MAX_GRACE_SECONDS} (7 days)"
+        )));
+    }
+    let mut row = endpoint_row(portal, id).await?;
+    let key = key(portal)?;
+    let secret = new_secret()?;
+    let (previous, until) = if grace > 0 {
+        (Some(row.secret_encrypted.clone()), Some(portal.now + grace))
+    } else {
+        (None, None)
+    };
+    row.previous_secret_encrypted = previous;
+    row.previous_secret_expires_at = until;
+    row.secret_encrypted = crypto::seal(&key, &row.id, &secret).or_internal("seal secret")?;
+    row.updated_at = now_text(portal)?;
+    if !db::update_endpoint(&portal.db, portal.session.institution_id, &row)
+        .await
+        .or_internal("rotate secret")?
+    {
+        return Err(no_endpoint());
+    }
+    Ok(Secret {
+        signing_secret: secret,
+        previous_secret_expires_at: until.and_then(time::format_unix),
+    })
+}
+
+/// Refuses an id that is not one of ours in shape (saves a query, reads like unknown).
+pub fn endpoint_id(id: &str) -> Result<&str, ApiError> {
+    if id.starts_with("ep_")
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(id)
+    } else {
+        Err(no_endpoint())
+    }
+}

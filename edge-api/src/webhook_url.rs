@@ -1,0 +1,198 @@
+//! Which webhook URLs an endpoint may have: server-side request forgery guard. Pure; the DNS
+//! step (production only) lives with the caller.
+//!
+//! Production: `https` only, to a public host: no IP literal or name that points at loopback,
+//! private, link-local (cloud metadata), carrier-grade NAT, multicast, documentation or reserved
+//! space, and no `localhost` / `.local` / `.internal` names. Sandbox also allows `http` and
+//! `https` to `localhost`, `127.0.0.1` and `[::1]`, so developers can receive events locally.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use worker::Url;
+
+/// Longest URL accepted.
+pub const MAX_URL_LEN: usize = 2048;
+
+/// The result of the static checks.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// Fine as it is (an IP literal, or a loopback allowed in sandbox).
+    Ready(Url),
+    /// Fine if its name resolves only to public addresses.
+    NeedsDns(Url, String),
+}
+
+/// Whether `ip` is a public unicast address.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            let s = v6.segments();
+            // NAT64 (64:ff9b::/96) carries an IPv4 address in its last 32 bits.
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public_v4(Ipv4Addr::new(
+                    (s[6] >> 8) as u8,
+                    s[6] as u8,
+                    (s[7] >> 8) as u8,
+                    s[7] as u8,
+                ));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x2002) // 6to4 may wrap anything
+                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
+        }
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local() // 169.254/16, cloud metadata among it
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || a >= 240) // reserved
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// Static checks of a webhook URL. `sandbox` relaxes them for local receivers.
+pub fn check(text: &str, sandbox: bool) -> Result<Checked, String> {
+    if text.len() > MAX_URL_LEN {
+        return Err(format!("url must be at most {MAX_URL_LEN} characters"));
+    }
+    let url = Url::parse(text).map_err(|_| {
+        "url must be an absolute URL such as https://example.com/webhooks".to_owned()
+    })?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("url must not carry credentials".into());
+    }
+    if url.fragment().is_some() {
+        return Err("url must not have a #fragment".into());
+    }
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    if host.is_empty() {
+        return Err("url must name a host".into());
+    }
+    let scheme = url.scheme();
+    if sandbox && is_loopback_host(&host) && matches!(scheme, "http" | "https") {
+        return Ok(Checked::Ready(url));
+    }
+    if scheme != "https" {
+        return Err(if sandbox {
+            "url must use https (http is allowed only for localhost and 127.0.0.1 in sandbox mode)"
+                .into()
+        } else {
+            "url must use https".into()
+        });
+    }
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) if !is_public(IpAddr::V4(ip)) => Err(format!(
+            "url must point at a public address; {ip} is not one"
+        )),
+        Some(url::Host::Ipv6(ip)) if !is_public(IpAddr::V6(ip)) => Err(format!(
+            "url must point at a public address; {ip} is not one"
+        )),
+        Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => Ok(Checked::Ready(url)),
+        _ => {
+            let internal = host == "localhost"
+                || !host.contains('.')
+                || [
+                    ".localhost",
+                    ".local",
+                    ".internal",
+                    ".home.arpa",
+                    ".lan",
+                    ".intranet",
+                ]
+                .iter()
+                .any(|suffix| host.ends_with(suffix));
+            if internal {
+                return Err(format!(
+                    "url must point at a public host; {host} is internal"
+                ));
+            }
+            Ok(Checked::NeedsDns(url, host))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(url: &str, sandbox: bool) -> bool {
+        check(url, sandbox).is_err()
+    }
+
+    #[test]
+    fn production_accepts_public_https_only() {
+        assert!(matches!(
+            check("https://hooks.example.com/payrail", false),
+            Ok(Checked::NeedsDns(_, host)) if host == "hooks.example.com"
+        ));
+        assert!(matches!(
+            check("https://93.184.216.34/hook", false),
+            Ok(Checked::Ready(_))
+        ));
+        for bad in [
+            "http://hooks.example.com/",
+            "https://localhost/hook",
+            "https://127.0.0.1/hook",
+            "https://2130706433/hook", // 127.0.0.1, written as a number
+            "https://0x7f.1/hook",
+            "https://10.1.2.3/",
+            "https://172.16.0.1/",
+            "https://192.168.1.1/",
+            "https://169.254.169.254/latest/meta-data/",
+            "https://100.64.0.1/",
+            "https://0.0.0.0/",
+            "https://[::1]/",
+            "https://[fd00::1]/",
+            "https://[fe80::1]/",
+            "https://[::ffff:127.0.0.1]/",
+            "https://[64:ff9b::a9fe:a9fe]/",
+            "https://metadata.google.internal/",
+            "https://printer.local/",
+            "https://intranet/",
+            "https://user:pw@hooks.example.com/",
+            "https://hooks.example.com/#frag",
+            "ftp://hooks.example.com/",
+            "not a url",
+            "/relative",
+        ] {
+            assert!(refused(bad, false), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sandbox_also_accepts_local_receivers() {
+        for ok in [
+            "http://127.0.0.1:9000/hooks",
+            "http://localhost:3000/",
+            "https://localhost/",
+            "http://[::1]:8080/",
+        ] {
+            assert!(matches!(check(ok, true), Ok(Checked::Ready(_))), "{ok}");
+            assert!(refused(ok, false), "{ok} in production");
+        }
+        assert!(refused("http://192.168.1.10/", true));
+        assert!(refused("http://hooks.example.com/", true));
+    }
+}
