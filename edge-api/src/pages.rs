@@ -31,8 +31,19 @@ cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
 ";
 
-/// An HTML response with the headers every page gets.
+/// An HTML response with the headers every page gets; the referrer is never sent.
 pub fn html(status: u16, markup: Markup) -> Result<Response, ApiError> {
+    html_with_referrer(status, markup, "no-referrer")
+}
+
+/// An HTML response with the headers every page gets and this `Referrer-Policy`. (The portal
+/// uses `same-origin`: with `no-referrer` browsers send `Origin: null` on form posts, and the
+/// portal checks the origin of every change.)
+pub fn html_with_referrer(
+    status: u16,
+    markup: Markup,
+    referrer: &str,
+) -> Result<Response, ApiError> {
     let response = Response::from_html(markup.into_string())
         .or_internal("build page")?
         .with_status(status);
@@ -45,8 +56,8 @@ pub fn html(status: u16, markup: Markup) -> Result<Response, ApiError> {
              frame-ancestors 'none'",
         ),
         ("X-Content-Type-Options", "nosniff"),
-        // The page's URL is the customer's capability: never send it elsewhere.
-        ("Referrer-Policy", "no-referrer"),
+        // A checkout page's URL is the customer's capability: never send it elsewhere.
+        ("Referrer-Policy", referrer),
         ("Cache-Control", "no-store"),
     ] {
         headers.set(name, value).or_internal("set header")?;

@@ -112,6 +112,22 @@ impl Browser {
             .unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
+    /// Types `text` into the field matching `css`.
+    pub fn fill(&self, css: &str, text: &str) {
+        self.runtime
+            .block_on(async {
+                let field = self
+                    .client()
+                    .wait()
+                    .at_most(Duration::from_secs(10))
+                    .for_element(Locator::Css(css))
+                    .await?;
+                field.clear().await?;
+                field.send_keys(text).await
+            })
+            .unwrap_or_else(|e| panic!("fill {css}: {e}"));
+    }
+
     /// Runs `script` (a function body) in the page and returns its value.
     pub fn eval(&self, script: &str) -> Value {
         self.runtime
@@ -125,6 +141,15 @@ impl Browser {
             let element = self.client().find(Locator::Css(css)).await.ok()?;
             element.text().await.ok()
         })
+    }
+
+    /// Waits until an element matches `css`; returns its text.
+    pub fn wait_text(&self, css: &str) -> String {
+        crate::eventually(
+            &format!("an element {css}"),
+            Duration::from_secs(15),
+            || self.text(css),
+        )
     }
 
     /// Handles of the open tabs.

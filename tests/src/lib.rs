@@ -315,6 +315,54 @@ impl Worker {
         reply.json()["data"][0].clone()
     }
 
+    /// Logs the admin of demo institution `index` into the portal through the JSON API.
+    pub fn portal_login(&self, index: usize) -> PortalSession {
+        let institution = &self.credentials.institutions[index];
+        let reply = self.send(
+            self.request(reqwest::Method::POST, "/portal/api/login")
+                .json(&serde_json::json!({
+                    "email": institution.admin_email,
+                    "password": institution.admin_password,
+                })),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let set_cookie = reply.header("set-cookie").expect("Set-Cookie").to_owned();
+        let cookie = set_cookie
+            .split(';')
+            .next()
+            .and_then(|pair| pair.strip_prefix("payrail_portal="))
+            .expect("the session cookie")
+            .to_owned();
+        PortalSession {
+            cookie,
+            csrf: reply.json()["csrf_token"]
+                .as_str()
+                .expect("csrf_token")
+                .to_owned(),
+        }
+    }
+
+    /// A portal JSON API call with a session (cookie and CSRF header) and an optional body.
+    pub fn portal(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        session: Option<&PortalSession>,
+        body: Option<&Value>,
+    ) -> Reply {
+        let mut request = self.request(method, path);
+        if let Some(session) = session {
+            request = request
+                .header("Cookie", format!("payrail_portal={}", session.cookie))
+                .header("X-CSRF-Token", &session.csrf);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        self.send(request, None)
+    }
+
     /// `GET path` with a bearer token, checked against the spec path template.
     pub fn get(&self, path: &str, token: Option<&str>, spec_path: &str) -> Reply {
         let mut request = self.request(reqwest::Method::GET, path);
@@ -345,6 +393,18 @@ pub const FIXTURE_CLIENTS: &[(&str, i64, &str)] = &[
 
 /// An access token stored already expired, for the expiry test.
 pub const EXPIRED_TOKEN: &str = "prt_expired-fixture-token-0000000000000000000000";
+
+/// A portal session cookie stored already expired, for the session-expiry test.
+pub const EXPIRED_PORTAL_SESSION: &str = "expired-portal-session-fixture-0000000000000";
+
+/// A portal session: the cookie value and its CSRF token.
+#[derive(Debug, Clone)]
+pub struct PortalSession {
+    /// Value of the `payrail_portal` cookie.
+    pub cookie: String,
+    /// The session's CSRF token.
+    pub csrf: String,
+}
 
 /// A fixture client's credentials.
 pub struct FixtureClient {
@@ -386,6 +446,12 @@ fn add_fixtures(conn: &Connection) -> Vec<FixtureClient> {
         [xtask::secrets::secret_hash(EXPIRED_TOKEN)],
     )
     .expect("insert expired token");
+    conn.execute(
+        "INSERT INTO portal_sessions (token_hash, admin_id, institution_id, csrf_token, \
+         created_at, expires_at, absolute_expires_at) VALUES (?1, 1, 1, 'csrf', 1000, 2000, 2000)",
+        [xtask::secrets::secret_hash(EXPIRED_PORTAL_SESSION)],
+    )
+    .expect("insert expired portal session");
     fixtures
 }
 

@@ -44,3 +44,31 @@ fn sandbox_routes_are_404_and_the_page_has_no_controls() {
     control.assert_error(404, "not_found");
     assert_eq!(worker.transaction(0, id)["raw_status"], "pending");
 }
+
+#[test]
+fn production_accepts_only_public_https_webhook_urls() {
+    let worker = Worker::start_in("production");
+    let session = worker.portal_login(0);
+    for url in [
+        "http://127.0.0.1:9000/hook",
+        "https://localhost/hook",
+        "https://10.0.0.1/hook",
+    ] {
+        worker
+            .portal(
+                Method::POST,
+                "/portal/api/webhook-endpoints",
+                Some(&session),
+                Some(&json!({"url": url})),
+            )
+            .assert_error(400, "invalid_request");
+    }
+    // A public address needs no DNS lookup and is accepted.
+    let created = worker.portal(
+        Method::POST,
+        "/portal/api/webhook-endpoints",
+        Some(&session),
+        Some(&json!({"url": "https://93.184.216.34/payrail"})),
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+}

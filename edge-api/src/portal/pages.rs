@@ -9,7 +9,7 @@ use worker::{Env, Method, Request, Response, Url};
 use super::ops::{self, Client, Endpoint, NewEndpoint, Secret};
 use super::{Csrf, Portal};
 use crate::error::{ApiError, OrInternal};
-use crate::pages::html as page;
+use crate::pages::html_with_referrer;
 
 const STYLE: &str = "
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f9}
@@ -21,7 +21,7 @@ section{background:#fff;border-radius:8px;padding:1rem 1.5rem;margin-bottom:1.25
 box-shadow:0 1px 3px rgba(0,0,0,.06)}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .5rem;
 border-bottom:1px solid #e3e7ee;vertical-align:top}td form{display:inline}
-code{font:13px ui-monospace,monospace;word-break:break-all}
+code{font:13px ui-monospace,monospace;word-break:break-all}h1 code{font-size:1.2rem}
 button{font:inherit;padding:.3rem .8rem;border-radius:6px;border:1px solid #8893a3;background:#fff;cursor:pointer}
 button.danger{border-color:#b42318;color:#b42318}
 label{display:block;margin:.5rem 0 .2rem;font-weight:600}
@@ -32,6 +32,10 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 .error{background:#fdecec;border:1px solid #e8a1a1;border-radius:8px;padding:.75rem 1rem}
 .muted{color:#5b6677}
 ";
+
+fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {
+    html_with_referrer(status, markup, "same-origin")
+}
 
 fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Markup {
     html! {
@@ -83,11 +87,20 @@ fn secret_box(label: &str, secret: &str, note: &str) -> Markup {
     }
 }
 
+/// 303 to one of our paths. (Built by hand: `Response::redirect` has immutable headers, and
+/// login and logout add a cookie.)
 fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
     let mut target = url.clone();
     target.set_path(path);
     target.set_query(None);
-    Response::redirect_with_status(target, 303).or_internal("build redirect")
+    let response = Response::empty()
+        .or_internal("build redirect")?
+        .with_status(303);
+    response
+        .headers()
+        .set("Location", target.as_str())
+        .or_internal("set header")?;
+    Ok(response)
 }
 
 /// A parsed form body.
@@ -524,7 +537,7 @@ async fn endpoint_page(
                 section {
                     p { a href="/portal/webhooks" { "← All endpoints" } }
                     h1 { code { (e.url) } }
-                    p.muted { "Id " code { (e.id) } " · " (e.status) " · events: " (types_text(&e)) }
+                    p.muted { "Id " code #endpoint-id { (e.id) } " · " (e.status) " · events: " (types_text(&e)) }
                     (error_box(error))
                     @if let Some(s) = secret {
                         (secret_box("Signing secret", &s.signing_secret,

@@ -1,0 +1,100 @@
+//! The portal in real headless Chromium: log in, create an API client and use it, rotate it, add
+//! a webhook endpoint and reveal its secret. Screenshots land in tests/artifacts/.
+
+use payrail_tests::browser::{exclusive, Browser};
+use payrail_tests::Worker;
+
+#[test]
+fn an_admin_manages_clients_and_endpoints_in_the_browser() {
+    let _one = exclusive();
+    let worker = Worker::shared();
+    let admin = &worker.credentials.institutions[0];
+    let browser = Browser::start();
+
+    browser.goto(&format!("{}/portal/developers", worker.base_url));
+    browser.wait_for_url("the login page", |u| u.ends_with("/portal/login"));
+    browser.fill("#email", &admin.admin_email);
+    browser.fill("#password", "not the password");
+    browser.click("form[action='/portal/login'] button");
+    let refused = browser.wait_text(".error");
+    assert!(refused.contains("wrong"), "{refused}");
+    browser.fill("#password", &admin.admin_password);
+    browser.screenshot("portal-login");
+    browser.click("form[action='/portal/login'] button");
+    browser.wait_for_url("the developers page", |u| u.ends_with("/portal/developers"));
+    assert!(browser
+        .wait_text("header .who")
+        .contains("Northwind Payments"));
+
+    // A new client; its secret is shown once and works at the token endpoint.
+    browser.fill("#client-name", "Browser-made client");
+    browser.click("form[action='/portal/developers/clients'] button");
+    let shown = browser.wait_text("#revealed-secret");
+    browser.screenshot("portal-client-created");
+    let client_id = browser
+        .eval("return document.querySelector('tbody tr[data-client]').getAttribute('data-client');")
+        .as_str()
+        .expect("the newest client first")
+        .to_owned();
+    assert!(browser
+        .text("main")
+        .unwrap_or_default()
+        .contains("Browser-made client"));
+    let token = worker.token(&client_id, &shown);
+    assert_eq!(
+        worker
+            .get("/v1/transactions", Some(&token), "/v1/transactions")
+            .status,
+        200
+    );
+
+    // Rotate: the old secret stops at once.
+    browser.click(&format!(
+        "tr[data-client='{client_id}'] button[name=rotate]"
+    ));
+    let rotated = payrail_tests::eventually(
+        "the rotated secret",
+        std::time::Duration::from_secs(15),
+        || browser.text("#revealed-secret").filter(|s| *s != shown),
+    );
+    assert_ne!(rotated, shown);
+    browser.screenshot("portal-client-rotated");
+    worker
+        .token_form(&[
+            ("grant_type", "client_credentials"),
+            ("client_id", &client_id),
+            ("client_secret", &shown),
+        ])
+        .assert_error(401, "invalid_client");
+    worker.token(&client_id, &rotated);
+
+    // A webhook endpoint, then its secret on demand.
+    browser.click("a[href='/portal/webhooks']");
+    browser.wait_for_url("the webhooks page", |u| u.ends_with("/portal/webhooks"));
+    browser.fill("#url", "http://127.0.0.1:9/payrail");
+    browser.fill("#description", "Order system");
+    browser.click("input[value='payment.paid']");
+    browser.click("form[action='/portal/webhooks'] button[type=submit]");
+    let created_secret = browser.wait_text("#revealed-secret");
+    assert!(created_secret.starts_with("whsec_"), "{created_secret}");
+    browser.screenshot("portal-endpoint-created");
+    let detail = browser.wait_text("h1 code");
+    assert_eq!(detail, "http://127.0.0.1:9/payrail");
+    let endpoint_id = browser.wait_text("#endpoint-id");
+    browser.goto(&format!(
+        "{}/portal/webhooks/{endpoint_id}",
+        worker.base_url
+    ));
+    browser.wait_text("button[name=reveal]");
+    assert!(
+        browser.text("#revealed-secret").is_none(),
+        "not shown again unasked"
+    );
+    browser.click("button[name=reveal]");
+    assert_eq!(browser.wait_text("#revealed-secret"), created_secret);
+    browser.screenshot("portal-endpoint-secret");
+    browser.click("a[href='/portal/webhooks']");
+    browser.wait_for_url("the endpoint list", |u| u.ends_with("/portal/webhooks"));
+    assert!(browser.wait_text("main table").contains("payment.paid"));
+    browser.screenshot("portal-webhooks");
+}
