@@ -1,13 +1,19 @@
-//! Secret rotation through the documented command (`xtask rotate-secret`), in a test binary of
-//! its own: the command writes through a second wrangler process, and nothing else may write
+//! The documented commands that write through a second wrangler process (`xtask rotate-secret`,
+//! `xtask add-admin`), in a test binary of their own, one test at a time: nothing else may write
 //! to the local database meanwhile (workerd does not wait on SQLite's lock).
 
+use std::sync::Mutex;
+
 use payrail_tests::Worker;
+
+/// One test at a time in this binary.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const GRANT: (&str, &str) = ("grant_type", "client_credentials");
 
 #[test]
 fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let worker = Worker::shared();
     let (id, old_secret) = worker.fixture_client("rotate");
     let token = worker.token(&id, &old_secret);
@@ -56,4 +62,24 @@ fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
     )
     .expect_err("unknown client");
     assert!(err.contains("cli_nobody"), "{err}");
+}
+
+#[test]
+fn a_new_admin_can_log_in_with_the_printed_password() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let worker = Worker::shared();
+    let target = xtask::secrets::Target::Local(worker.persist_to().to_path_buf());
+    let password = xtask::secrets::add_admin(2, "Ops@Globex.example", &target).expect("add admin");
+    let reply = worker.send(
+        worker
+            .request(reqwest::Method::POST, "/portal/api/login")
+            .json(&serde_json::json!({"email": "ops@globex.example", "password": password})),
+        None,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let again = xtask::secrets::add_admin(2, "ops@globex.example", &target).expect_err("duplicate");
+    assert!(again.contains("already exists"), "{again}");
+    let nowhere =
+        xtask::secrets::add_admin(99, "x@globex.example", &target).expect_err("no institution");
+    assert!(nowhere.contains("99"), "{nowhere}");
 }

@@ -4,6 +4,7 @@
 //! seed          [--persist-to DIR] [--base-url URL] [--credentials-out FILE]
 //! bulk-data     --transactions N [--persist-to DIR] [--seed N]
 //! rotate-secret CLIENT_ID (--local [--persist-to DIR] | --remote)
+//! add-admin     INSTITUTION_ID EMAIL (--local [--persist-to DIR] | --remote)
 //! ```
 
 use std::path::PathBuf;
@@ -18,8 +19,10 @@ fn main() -> ExitCode {
         Some("seed") => seed(&args[1..]),
         Some("bulk-data") => bulk_data(&args[1..]),
         Some("rotate-secret") => rotate_secret(&args[1..]),
+        Some("add-admin") => add_admin(&args[1..]),
         _ => Err(
-            "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote"
+            "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
+             | add-admin INSTITUTION_ID EMAIL --local|--remote"
                 .to_owned(),
         ),
     };
@@ -108,18 +111,37 @@ fn bulk_data(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn target(opts: &Options) -> Result<secrets::Target, String> {
+    match (opts.flag("--local"), opts.flag("--remote")) {
+        (true, false) => Ok(secrets::Target::Local(opts.persist_to()?)),
+        (false, true) => Ok(secrets::Target::Remote),
+        _ => Err("say --local or --remote".to_owned()),
+    }
+}
+
+fn add_admin(args: &[String]) -> Result<(), String> {
+    let (institution, email) = match args {
+        [institution, email, ..] if !institution.starts_with("--") && !email.starts_with("--") => {
+            (institution, email)
+        }
+        _ => return Err("add-admin needs INSTITUTION_ID EMAIL".to_owned()),
+    };
+    let institution: i64 = institution
+        .parse()
+        .map_err(|_| "INSTITUTION_ID must be a number")?;
+    let password = secrets::add_admin(institution, email, &target(&Options(args[2..].to_vec()))?)?;
+    // The password goes to stdout once; only its hash is stored.
+    println!("{password}");
+    eprintln!("added portal admin {email}; give them this password over a safe channel");
+    Ok(())
+}
+
 fn rotate_secret(args: &[String]) -> Result<(), String> {
     let client_id = args
         .first()
         .filter(|a| !a.starts_with("--"))
         .ok_or("rotate-secret needs a CLIENT_ID")?;
-    let opts = Options(args[1..].to_vec());
-    let target = match (opts.flag("--local"), opts.flag("--remote")) {
-        (true, false) => secrets::Target::Local(opts.persist_to()?),
-        (false, true) => secrets::Target::Remote,
-        _ => return Err("say --local or --remote".to_owned()),
-    };
-    let secret = secrets::rotate(client_id, &target)?;
+    let secret = secrets::rotate(client_id, &target(&Options(args[1..].to_vec()))?)?;
     // The secret goes to stdout once; it is stored nowhere.
     println!("{secret}");
     eprintln!(

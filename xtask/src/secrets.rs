@@ -58,26 +58,7 @@ pub fn rotate(client_id: &str, target: &Target) -> Result<String, String> {
          SELECT count(*) AS clients FROM api_clients WHERE client_id = '{client_id}';",
         hash = secret_hash(&secret),
     );
-    let mut command = std::process::Command::new("wrangler");
-    command.args(["d1", "execute", "DB", "--json", "--command", &sql]);
-    match target {
-        Target::Local(persist_to) => {
-            command.arg("--local").arg("--persist-to").arg(persist_to);
-        }
-        Target::Remote => {
-            command.arg("--remote");
-        }
-    }
-    let output = command.output().map_err(|e| {
-        format!("could not run wrangler (run scripts/setup, then source scripts/env.sh): {e}")
-    })?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(format!(
-            "wrangler d1 execute failed:\n{stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
+    let stdout = execute(&sql, target)?;
     let found = serde_json::from_str::<serde_json::Value>(&stdout)
         .ok()
         .and_then(|v| {
@@ -90,5 +71,76 @@ pub fn rotate(client_id: &str, target: &Target) -> Result<String, String> {
         Some(1) => Ok(secret),
         Some(_) => Err(format!("no client {client_id:?}; nothing changed")),
         None => Err(format!("unexpected output from wrangler:\n{stdout}")),
+    }
+}
+
+/// Runs SQL on the target database through `wrangler d1 execute --json`; returns its output.
+fn execute(sql: &str, target: &Target) -> Result<String, String> {
+    let mut command = std::process::Command::new("wrangler");
+    command.args(["d1", "execute", "DB", "--json", "--command", sql]);
+    match target {
+        Target::Local(persist_to) => {
+            command.arg("--local").arg("--persist-to").arg(persist_to);
+        }
+        Target::Remote => {
+            command.arg("--remote");
+        }
+    }
+    let output = command.output().map_err(|e| {
+        format!("could not run wrangler (run scripts/setup, then source scripts/env.sh): {e}")
+    })?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        return Err(format!(
+            "wrangler d1 execute failed:\n{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(stdout)
+}
+
+/// Adds a portal admin to institution `institution_id` with a new random password, which is
+/// returned (and stored nowhere but as its Argon2id hash).
+pub fn add_admin(institution_id: i64, email: &str, target: &Target) -> Result<String, String> {
+    let email = email.trim().to_ascii_lowercase();
+    let valid = email.len() <= 254
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
+        })
+        && email
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@._+-".contains(&b));
+    if !valid {
+        return Err(format!(
+            "{email:?} is not an e-mail address this command accepts"
+        ));
+    }
+    let password = new_secret().replacen(SECRET_PREFIX, "", 1);
+    // The e-mail is checked above ([a-z0-9@._+-]) and the hash is a PHC string ([A-Za-z0-9$=,+/]).
+    let sql = format!(
+        "INSERT INTO portal_admins (institution_id, email, name, password_hash, created_at) \
+         SELECT id, '{email}', '{email}', '{hash}', strftime('%Y-%m-%dT%H:%M:%SZ', 'now') \
+         FROM institutions WHERE id = {institution_id}; \
+         SELECT count(*) AS admins FROM portal_admins WHERE email = '{email}';",
+        hash = password_hash(&password),
+    );
+    let stdout = execute(&sql, target).map_err(|e| {
+        if e.contains("UNIQUE constraint failed") {
+            format!("an admin with e-mail {email} already exists")
+        } else {
+            e
+        }
+    })?;
+    let added = serde_json::from_str::<serde_json::Value>(&stdout)
+        .ok()
+        .and_then(|v| {
+            v.as_array()?
+                .iter()
+                .filter_map(|r| r["results"].as_array()?.first()?["admins"].as_i64())
+                .next()
+        });
+    match added {
+        Some(1) => Ok(password),
+        _ => Err(format!("no institution {institution_id}; nothing added")),
     }
 }
