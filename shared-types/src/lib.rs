@@ -12,6 +12,7 @@ pub mod quote;
 pub mod scope;
 pub mod status;
 pub mod time;
+pub mod webhook;
 
 pub use error::{ErrorBody, ErrorCode};
 pub use models::{
