@@ -12,6 +12,7 @@ mod portal;
 mod query;
 mod routes;
 mod webhook_url;
+mod webhooks;
 
 use worker::{
     event, Context, Env, MessageBatch, MessageExt, Request, Response, ScheduleContext,
@@ -33,13 +34,20 @@ async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
 #[event(queue)]
 async fn queue(
     batch: MessageBatch<serde_json::Value>,
-    _env: Env,
+    env: Env,
     _ctx: Context,
 ) -> worker::Result<()> {
-    // Webhook delivery tasks arrive here once the webhook outbox exists; until then nothing is
-    // produced, and anything that does arrive is acknowledged so it cannot loop.
+    // Every outcome is recorded in D1 and anything unfinished is swept by the cron trigger, so
+    // each message is acknowledged once handled, whatever happened.
     for message in batch.messages()? {
-        worker::console_warn!("queue: no handler for message {}", message.id());
+        match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
+            Ok(task) => {
+                if let Err(err) = webhooks::consume(&env, task).await {
+                    worker::console_error!("delivery failed: {}", err.description);
+                }
+            }
+            Err(err) => worker::console_warn!("queue: unknown message {}: {err}", message.id()),
+        }
         message.ack();
     }
     Ok(())

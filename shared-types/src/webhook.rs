@@ -45,8 +45,8 @@ pub struct Event {
 
 /// Hex HMAC-SHA256 of `<timestamp>.<body>` keyed with the secret's UTF-8 bytes, prefix included.
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .expect("HMAC takes keys of any length");
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
@@ -119,7 +119,11 @@ impl Verifier {
         for part in header.split(',') {
             match part.trim().split_once('=') {
                 Some(("t", value)) => {
-                    timestamp = Some(value.parse::<i64>().map_err(|_| VerifyError::MalformedHeader)?)
+                    timestamp = Some(
+                        value
+                            .parse::<i64>()
+                            .map_err(|_| VerifyError::MalformedHeader)?,
+                    )
                 }
                 Some(("v1", value)) => candidates.push(value),
                 // Other schemes may be added later; ignore them.
@@ -166,7 +170,9 @@ pub fn retry_delay(attempt: u32, scale: u64) -> u64 {
 /// Adds up to ±10 % jitter to a delay; `unit` is a random number in [0, 1).
 pub fn with_jitter(delay: u64, unit: f64) -> u64 {
     let spread = delay as f64 * 0.1;
-    ((delay as f64) + spread * (2.0 * unit - 1.0)).round().max(1.0) as u64
+    ((delay as f64) + spread * (2.0 * unit - 1.0))
+        .round()
+        .max(1.0) as u64
 }
 
 /// Continuous failure that disables an endpoint: 5 days (divided by the same scale).
@@ -199,8 +205,12 @@ mod tests {
         let body = br#"{"id":"evt_1"}"#;
         let header = signature_header(&["whsec_new", "whsec_old"], 1000, body);
         assert!(header.starts_with("t=1000,v1=") && header.matches("v1=").count() == 2);
-        assert!(Verifier::new("whsec_new").verify(&header, body, 1000).is_ok());
-        assert!(Verifier::new("whsec_old").verify(&header, body, 1200).is_ok());
+        assert!(Verifier::new("whsec_new")
+            .verify(&header, body, 1000)
+            .is_ok());
+        assert!(Verifier::new("whsec_old")
+            .verify(&header, body, 1200)
+            .is_ok());
         assert_eq!(
             Verifier::new("whsec_other").verify(&header, body, 1000),
             Err(VerifyError::NoMatchingSignature)
@@ -229,7 +239,10 @@ mod tests {
     #[test]
     fn schedule_and_jitter() {
         let real: Vec<u64> = (1..=9).map(|a| retry_delay(a, 1)).collect();
-        assert_eq!(real, [60, 300, 900, 3600, 10800, 21600, 43200, 43200, 43200]);
+        assert_eq!(
+            real,
+            [60, 300, 900, 3600, 10800, 21600, 43200, 43200, 43200]
+        );
         assert_eq!(retry_delay(1, 3600), 1);
         assert_eq!(retry_delay(6, 3600), 6);
         for unit in [0.0, 0.5, 0.999] {

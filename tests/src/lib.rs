@@ -7,6 +7,7 @@
 
 pub mod browser;
 pub mod openapi;
+pub mod receiver;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -100,8 +101,15 @@ impl Worker {
         Worker::start_in("sandbox")
     }
 
-    /// Starts a new worker with `PAYRAIL_MODE` = `mode`: migrations, demo data, `wrangler dev`.
+    /// Starts a new worker with `PAYRAIL_MODE` = `mode`, the webhook schedule compressed 3600
+    /// times (a minute becomes a second at least, twelve hours twelve seconds).
     pub fn start_in(mode: &str) -> Worker {
+        Worker::start_with(mode, 3600)
+    }
+
+    /// Starts a new worker with `PAYRAIL_MODE` = `mode` and `PAYRAIL_WEBHOOK_TIME_SCALE` =
+    /// `time_scale`: migrations, demo data, `wrangler dev`.
+    pub fn start_with(mode: &str, time_scale: u64) -> Worker {
         let root = root();
         let port = free_port();
         let base_url = format!("http://127.0.0.1:{port}");
@@ -133,7 +141,8 @@ impl Worker {
         );
         let script = format!(
             "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
-             --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} --test-scheduled \
+             --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} \
+             --var PAYRAIL_WEBHOOK_TIME_SCALE:{time_scale} --test-scheduled \
              --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
              wait $w",
             free_port(),

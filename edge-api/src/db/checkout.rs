@@ -312,15 +312,16 @@ pub struct Stamps<'a> {
     pub bridge_hash: Option<&'a str>,
 }
 
-/// Writes a lifecycle change as one UPDATE guarded by the status it was computed from. Returns
-/// false when the payment changed meanwhile (nothing written). The webhook outbox adds its event
-/// row to the same batch, conditioned on `changes()`.
+/// Writes a lifecycle change as one UPDATE guarded by the status it was computed from, and its
+/// event and deliveries (the outbox) in the same atomic batch, conditioned on the UPDATE having
+/// written. Returns false when the payment changed meanwhile (nothing written).
 pub async fn apply_change(
     db: &D1Database,
     id: i64,
     from: RawStatus,
     change: &Change,
     stamps: &Stamps<'_>,
+    outbox: Option<&super::webhooks::OutboxEvent<'_>>,
 ) -> worker::Result<bool> {
     let mut sets: Vec<(&str, Value)> = Vec::new();
     if let Some(raw) = change.raw_status {
@@ -370,7 +371,11 @@ pub async fn apply_change(
         params.len() - 1,
         params.len()
     );
-    let results = db.batch(vec![bind(db, &sql, &params)?]).await?;
+    let mut statements = vec![bind(db, &sql, &params)?];
+    if let Some(event) = outbox {
+        statements.extend(super::webhooks::outbox_statements(db, event)?);
+    }
+    let results = db.batch(statements).await?;
     Ok(results.first().is_some_and(|r| super::changes(r) > 0))
 }
 

@@ -6,6 +6,7 @@ pub mod clients;
 pub mod merchants;
 pub mod portal;
 pub mod transactions;
+pub mod webhooks;
 
 #[cfg(test)]
 mod plan_tests;

@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_partner_api.sql"),
     include_str!("../../migrations/0002_checkout.sql"),
     include_str!("../../migrations/0003_portal.sql"),
+    include_str!("../../migrations/0004_webhooks.sql"),
 ];
 
 fn database() -> Connection {

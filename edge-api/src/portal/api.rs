@@ -6,7 +6,7 @@ use serde_json::json;
 use shared_types::ErrorCode;
 use worker::{Env, Method, Request, Response, Url};
 
-use super::{ops, Csrf, Portal};
+use super::{deliveries, ops, Csrf, Portal};
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
 
@@ -22,6 +22,12 @@ struct Login {
 struct NewClient {
     name: String,
     scopes: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Enable {
+    resend_failed_since: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -155,7 +161,47 @@ pub async fn handle(
                 to_json(&ops::rotate_secret(&portal, id, grace_period_seconds).await?)?,
             )
         }
-        (_, ["session" | "logout" | "clients" | "webhook-endpoints", ..]) => Err(not_allowed()),
+        (Method::Get, ["webhook-endpoints", id, "deliveries"]) => {
+            let id = ops::endpoint_id(id)?;
+            ok(
+                200,
+                to_json(&deliveries::log(&portal, id, url.query().unwrap_or("")).await?)?,
+            )
+        }
+        (Method::Post, ["webhook-endpoints", id, "enable"]) => {
+            let id = ops::endpoint_id(id)?;
+            let body = req.text().await.or_internal("read body")?;
+            let Enable {
+                resend_failed_since,
+            } = if body.trim().is_empty() {
+                Enable::default()
+            } else {
+                from_json(&body)?
+            };
+            ok(
+                200,
+                deliveries::enable(env, &portal, id, resend_failed_since.as_deref()).await?,
+            )
+        }
+        (Method::Post, ["webhook-endpoints", id, "test"]) => {
+            let id = ops::endpoint_id(id)?;
+            ok(
+                201,
+                to_json(&deliveries::send_test(env, &portal, id).await?)?,
+            )
+        }
+        (Method::Get, ["deliveries", id]) => ok(200, deliveries::detail(&portal, id).await?),
+        (Method::Post, ["deliveries", id, "resend"]) => {
+            ok(201, to_json(&deliveries::resend(env, &portal, id).await?)?)
+        }
+        (Method::Get, ["notifications"]) => {
+            let list = deliveries::notifications(&portal).await?;
+            ok(200, json!({"object": "list", "data": list}))
+        }
+        (
+            _,
+            ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications", ..],
+        ) => Err(not_allowed()),
         _ => Err(ApiError::not_found(format!(
             "no such endpoint: {}",
             url.path()

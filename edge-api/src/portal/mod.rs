@@ -8,6 +8,7 @@
 //! browser sends an `Origin`, come from our own.
 
 pub mod api;
+pub mod deliveries;
 pub mod ops;
 pub mod pages;
 
@@ -66,7 +67,7 @@ pub fn clear_cookie() -> String {
 }
 
 /// The 32-byte key in `PAYRAIL_ENCRYPTION_KEY` (base64), if set and well-formed.
-fn sealing_key(env: &Env) -> Option<[u8; 32]> {
+pub fn sealing_key(env: &Env) -> Option<[u8; 32]> {
     use base64::Engine;
     let text = env
         .secret("PAYRAIL_ENCRYPTION_KEY")

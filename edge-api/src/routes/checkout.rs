@@ -353,6 +353,7 @@ pub async fn sandbox_control(
         }
     };
     match payments::act(
+        env,
         &database,
         session.transaction_id,
         None,

@@ -133,7 +133,8 @@ async fn caller(
 }
 
 /// The cron trigger's housekeeping: expired tokens, closed throttle windows, expired checkouts,
-/// idempotency keys past their retention, ended portal sessions.
+/// idempotency keys past their retention, ended portal sessions, and webhook deliveries whose
+/// queue message was lost.
 pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
     let db = database(env)?;
     let now = now();
@@ -152,5 +153,6 @@ pub async fn housekeeping(env: &Env, _cron: String) -> Result<(), ApiError> {
         .or_internal("purge idempotency keys")?;
     crate::db::portal::purge_sessions(&db, now)
         .await
-        .or_internal("purge portal sessions")
+        .or_internal("purge portal sessions")?;
+    crate::webhooks::sweep(env).await
 }

@@ -84,7 +84,15 @@ pub async fn act(
             )))
         }
     };
-    payments::act(&db, id, Some(caller.institution_id), &action, super::now()).await?;
+    payments::act(
+        env,
+        &db,
+        id,
+        Some(caller.institution_id),
+        &action,
+        super::now(),
+    )
+    .await?;
     let filter = TransactionFilter {
         limit: 1,
         id: Some(id),

@@ -1,0 +1,495 @@
+//! Signed webhooks end to end: payments driven through the sandbox API, events delivered by the
+//! queue consumer to real HTTP receivers on loopback, retries on the compressed schedule (3600
+//! times faster: 1 s, 1 s, 1 s, 1 s, 3 s, 6 s, 12 s…), the delivery log, resend, test events.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use payrail_tests::receiver::{Mode, Received, Receiver};
+use payrail_tests::{eventually, PortalSession, Worker};
+use reqwest::Method;
+use serde_json::{json, Value};
+use shared_types::webhook::Verifier;
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn endpoint(
+    worker: &Worker,
+    session: &PortalSession,
+    url: &str,
+    types: Option<&[&str]>,
+) -> (String, String) {
+    let mut body = json!({"url": url, "description": "test receiver"});
+    if let Some(types) = types {
+        body["event_types"] = json!(types);
+    }
+    let reply = worker.portal(
+        Method::POST,
+        "/portal/api/webhook-endpoints",
+        Some(session),
+        Some(&body),
+    );
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let e = reply.json();
+    (
+        e["id"].as_str().unwrap().to_owned(),
+        e["signing_secret"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn payment(worker: &Worker, institution: usize, reference: &str) -> i64 {
+    let key = &worker.credentials.institutions[institution].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "40.00", "currency": "EUR", "title": "Webhook test",
+        "externalReference": reference, "redirectUrl": "https://shop.example/done", "allowCrypto": true
+    }));
+    session["transaction_id"].as_i64().unwrap()
+}
+
+fn act(worker: &Worker, institution: usize, id: i64, action: &str, body: Value) -> Value {
+    let reply = worker.post_json(
+        &format!("/sandbox/transactions/{id}/{action}"),
+        &body,
+        Some(&worker.institution_token(institution)),
+        "/sandbox/transactions/{id}/{action}",
+    );
+    assert_eq!(reply.status, 200, "{action}: {}", reply.text);
+    reply.json()
+}
+
+fn wait_for(receiver: &Receiver, what: &str, count: usize) -> Vec<Received> {
+    eventually(what, Duration::from_secs(40), || {
+        let got = receiver.received();
+        (got.len() >= count).then_some(got)
+    })
+}
+
+fn of_transaction(received: &[Received], id: i64) -> Vec<Received> {
+    received
+        .iter()
+        .filter(|r| r.json()["data"]["id"] == id)
+        .cloned()
+        .collect()
+}
+
+fn assert_signed(r: &Received, secret: &str) {
+    let header = r.header("payrail-signature").expect("Payrail-Signature");
+    Verifier::new(secret)
+        .verify(header, &r.body, unix_now())
+        .unwrap_or_else(|e| panic!("{e}: {header}"));
+}
+
+#[test]
+fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
+    let worker = Worker::shared();
+    let northwind = worker.portal_login(0);
+    let globex = worker.portal_login(1);
+    let all = Receiver::start();
+    let paid_only = Receiver::start();
+    let other = Receiver::start();
+    let (_, all_secret) = endpoint(worker, &northwind, &all.url("/all"), None);
+    let (_, paid_secret) = endpoint(
+        worker,
+        &northwind,
+        &paid_only.url("/paid"),
+        Some(&["payment.paid"]),
+    );
+    endpoint(worker, &globex, &other.url("/globex"), None);
+
+    let id = payment(worker, 0, "WH-ALL-1");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    act(worker, 0, id, "settle", json!({}));
+    let final_state = act(worker, 0, id, "refund", json!({"amount": "10"}));
+
+    let got = of_transaction(&wait_for(&all, "three events", 3), id);
+    assert_eq!(got.len(), 3, "one delivery per event");
+    let types: Vec<String> = got
+        .iter()
+        .map(|r| r.json()["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        ["payment.succeeded", "payment.paid", "payment.refunded"]
+    );
+    let statuses: Vec<Value> = got
+        .iter()
+        .map(|r| r.json()["data"]["status"].clone())
+        .collect();
+    assert_eq!(
+        statuses,
+        [json!("paid"), json!("paid"), json!("partially_refunded")]
+    );
+    let mut ids: Vec<String> = Vec::new();
+    for r in &got {
+        assert_signed(r, &all_secret);
+        let event = Verifier::new(&all_secret)
+            .verify_event(r.header("payrail-signature").unwrap(), &r.body, unix_now())
+            .unwrap();
+        assert!(event.id.starts_with("evt_"));
+        assert_eq!(r.header("payrail-event-id"), Some(event.id.as_str()));
+        assert_eq!(r.header("payrail-event-type"), Some(event.kind.as_str()));
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert!(r
+            .header("user-agent")
+            .unwrap_or_default()
+            .starts_with("Payrail-Webhooks/"));
+        assert!((event.created - unix_now()).abs() < 120);
+        ids.push(event.id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "unique event ids");
+    // The refund event carries the transaction exactly as the REST API shows it now.
+    assert_eq!(got[2].json()["data"], final_state);
+    assert_eq!(got[2].json()["data"], worker.transaction(0, id));
+    assert_eq!(got[0].json()["data"]["raw_status"], "succeeded");
+    assert_eq!(got[1].json()["data"]["raw_status"], "paid");
+
+    let paid = of_transaction(&wait_for(&paid_only, "the paid event", 1), id);
+    assert_eq!(paid.len(), 1);
+    assert_eq!(paid[0].json()["type"], "payment.paid");
+    assert_signed(&paid[0], &paid_secret);
+    // Another institution's endpoint never hears of it.
+    assert!(of_transaction(&other.received(), id).is_empty());
+    // Nothing else arrives later.
+    act(
+        worker,
+        0,
+        payment(worker, 0, "WH-ALL-FAIL"),
+        "fail",
+        json!({}),
+    );
+    assert_eq!(of_transaction(&all.received(), id).len(), 3);
+}
+
+fn log(worker: &Worker, session: &PortalSession, endpoint_id: &str, query: &str) -> Value {
+    let reply = worker.portal(
+        Method::GET,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries?{query}"),
+        Some(session),
+        None,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()
+}
+
+fn detail(worker: &Worker, session: &PortalSession, delivery_id: &str) -> Value {
+    let reply = worker.portal(
+        Method::GET,
+        &format!("/portal/api/deliveries/{delivery_id}"),
+        Some(session),
+        None,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()
+}
+
+#[test]
+fn a_failing_receiver_gets_retries_in_schedule_order_and_everything_once_it_recovers() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(1);
+    let receiver = Receiver::start();
+    receiver.set_mode(Mode::Status(500));
+    let (endpoint_id, secret) = endpoint(worker, &session, &receiver.url("/flaky"), None);
+    let id = payment(worker, 1, "WH-RETRY-1");
+    act(worker, 1, id, "pay", json!({"amount": "40.00"}));
+    let failures = wait_for(&receiver, "five failed attempts", 5);
+    receiver.set_mode(Mode::Ok);
+    let delivery = eventually("the delivery to succeed", Duration::from_secs(40), || {
+        let page = log(worker, &session, &endpoint_id, "");
+        let d = page["data"][0].clone();
+        (d["status"] == "succeeded").then_some(d)
+    });
+    let all = receiver.received();
+    // Every attempt carried the same event, signed.
+    let event_ids: std::collections::HashSet<String> = all
+        .iter()
+        .map(|r| r.header("payrail-event-id").unwrap().to_owned())
+        .collect();
+    assert_eq!(event_ids.len(), 1);
+    for r in &all {
+        assert_signed(r, &secret);
+    }
+    // Gaps between attempts follow 1 m, 5 m, 15 m, 1 h, 3 h (compressed: 1, 1, 1, 1, 3 s).
+    let gaps: Vec<f64> = failures
+        .windows(2)
+        .map(|w| (w[1].at - w[0].at).as_secs_f64())
+        .collect();
+    assert!(gaps[..3].iter().all(|g| *g < 4.0), "{gaps:?}");
+    let d = detail(worker, &session, delivery["id"].as_str().unwrap());
+    let attempts = d["attempts"].as_array().unwrap();
+    assert!(attempts.len() >= 6, "{d}");
+    for (i, a) in attempts.iter().enumerate() {
+        assert_eq!(a["attempt"], i as i64 + 1);
+    }
+    let last = attempts.last().unwrap();
+    assert_eq!(last["outcome"], "ok");
+    assert_eq!(last["status_code"], 200);
+    assert_eq!(last["next_attempt_at"], Value::Null);
+    let failed = &attempts[0];
+    assert_eq!(failed["outcome"], "http_status");
+    assert_eq!(failed["status_code"], 500);
+    assert_eq!(failed["response_body"], "received.");
+    assert!(failed["next_attempt_at"].is_string());
+    // The recorded schedule: attempt 5 waited longer than attempts 1 to 4.
+    let due = |a: &Value| {
+        shared_types::time::parse_unix(a["next_attempt_at"].as_str().unwrap()).unwrap()
+            - shared_types::time::parse_unix(a["started_at"].as_str().unwrap()).unwrap()
+    };
+    let delays: Vec<i64> = attempts[..5].iter().map(due).collect();
+    assert!(
+        delays[..4].iter().all(|d| (1..=2).contains(d)),
+        "{delays:?}"
+    );
+    assert!((2..=4).contains(&delays[4]), "3 h compressed: {delays:?}");
+    assert_eq!(
+        d["payload"].as_str().unwrap().as_bytes(),
+        all[0].body.as_slice()
+    );
+}
+
+#[test]
+fn a_receiver_that_hangs_past_ten_seconds_has_failed() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let receiver = Receiver::start();
+    receiver.set_mode(Mode::Hang);
+    let (endpoint_id, _) = endpoint(
+        worker,
+        &session,
+        &receiver.url("/slow"),
+        Some(&["payment.succeeded"]),
+    );
+    let id = payment(worker, 0, "WH-HANG-1");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    wait_for(&receiver, "the first attempt", 1);
+    receiver.set_mode(Mode::Ok);
+    let d = eventually(
+        "the delivery to succeed after the timeout",
+        Duration::from_secs(60),
+        || {
+            let d = log(worker, &session, &endpoint_id, "")["data"][0].clone();
+            (d["status"] == "succeeded").then_some(d)
+        },
+    );
+    let attempts = detail(worker, &session, d["id"].as_str().unwrap())["attempts"].clone();
+    assert_eq!(attempts[0]["outcome"], "timeout");
+    assert!(
+        attempts[0]["latency_ms"].as_i64().unwrap() >= 9_900,
+        "{attempts}"
+    );
+    assert_eq!(attempts[0]["status_code"], Value::Null);
+    assert_eq!(
+        attempts.as_array().unwrap().last().unwrap()["outcome"],
+        "ok"
+    );
+}
+
+#[test]
+fn a_receiver_that_is_down_gets_the_event_once_it_is_up() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let port = payrail_tests::free_port();
+    let (endpoint_id, _) = endpoint(
+        worker,
+        &session,
+        &format!("http://127.0.0.1:{port}/down"),
+        Some(&["payment.paid"]),
+    );
+    let id = payment(worker, 0, "WH-DOWN-1");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    act(worker, 0, id, "settle", json!({}));
+    eventually("two failed attempts", Duration::from_secs(30), || {
+        let d = log(worker, &session, &endpoint_id, "")["data"][0].clone();
+        (d["attempts"].as_i64().unwrap_or(0) >= 2).then_some(())
+    });
+    let d = log(worker, &session, &endpoint_id, "")["data"][0].clone();
+    assert_eq!(
+        detail(worker, &session, d["id"].as_str().unwrap())["attempts"][0]["outcome"],
+        "connection"
+    );
+    let receiver = Receiver::start_on(port);
+    let got = wait_for(&receiver, "the event after recovery", 1);
+    assert_eq!(got[0].json()["type"], "payment.paid");
+    assert_eq!(got[0].json()["data"]["id"], id);
+}
+
+#[test]
+fn during_a_secret_rotation_deliveries_carry_both_signatures() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let receiver = Receiver::start();
+    let (endpoint_id, old) = endpoint(
+        worker,
+        &session,
+        &receiver.url("/rotating"),
+        Some(&["payment.succeeded"]),
+    );
+    let rotated = worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/rotate-secret"),
+        Some(&session),
+        Some(&json!({"grace_period_seconds": 3600})),
+    );
+    let new = rotated.json()["signing_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    act(
+        worker,
+        0,
+        payment(worker, 0, "WH-ROTATE-1"),
+        "pay",
+        json!({"amount": "40.00"}),
+    );
+    let got = wait_for(&receiver, "the event", 1);
+    let header = got[0].header("payrail-signature").unwrap();
+    assert_eq!(header.matches("v1=").count(), 2, "{header}");
+    assert_signed(&got[0], &old);
+    assert_signed(&got[0], &new);
+    // With no grace, only the new secret signs.
+    worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/rotate-secret"),
+        Some(&session),
+        Some(&json!({"grace_period_seconds": 0})),
+    );
+    let newest = worker
+        .portal(
+            Method::GET,
+            &format!("/portal/api/webhook-endpoints/{endpoint_id}/secret"),
+            Some(&session),
+            None,
+        )
+        .json()["signing_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    act(
+        worker,
+        0,
+        payment(worker, 0, "WH-ROTATE-2"),
+        "pay",
+        json!({"amount": "40.00"}),
+    );
+    let got = wait_for(&receiver, "the second event", 2);
+    let header = got[1].header("payrail-signature").unwrap();
+    assert_eq!(header.matches("v1=").count(), 1, "{header}");
+    assert_signed(&got[1], &newest);
+    assert!(Verifier::new(&new)
+        .verify(header, &got[1].body, unix_now())
+        .is_err());
+}
+
+#[test]
+fn resend_test_events_and_the_log_filters() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(1);
+    let receiver = Receiver::start();
+    let (endpoint_id, secret) = endpoint(worker, &session, &receiver.url("/log"), None);
+    let id = payment(worker, 1, "WH-LOG-1");
+    act(worker, 1, id, "pay", json!({"amount": "40.00"}));
+    act(worker, 1, id, "settle", json!({}));
+    wait_for(&receiver, "two events", 2);
+    let page = eventually("both delivered", Duration::from_secs(20), || {
+        let page = log(worker, &session, &endpoint_id, "status=succeeded");
+        (page["data"].as_array().unwrap().len() == 2).then_some(page)
+    });
+    // Pagination and filters.
+    let first = log(worker, &session, &endpoint_id, "limit=1");
+    assert_eq!(first["has_more"], true);
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let second = log(
+        worker,
+        &session,
+        &endpoint_id,
+        &format!("limit=1&starting_after={cursor}"),
+    );
+    assert_ne!(second["data"][0]["id"], first["data"][0]["id"]);
+    let paid = log(worker, &session, &endpoint_id, "event_type=payment.paid");
+    assert_eq!(paid["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        log(worker, &session, &endpoint_id, "status=failed")["data"],
+        json!([])
+    );
+    assert_eq!(
+        log(worker, &session, &endpoint_id, "created_before=2020-01-01")["data"],
+        json!([])
+    );
+    for bad in [
+        "status=lost",
+        "limit=0",
+        "colour=red",
+        "created_after=soon",
+        "starting_after=dlv_nope",
+    ] {
+        worker
+            .portal(
+                Method::GET,
+                &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries?{bad}"),
+                Some(&session),
+                None,
+            )
+            .assert_error(400, "invalid_request");
+    }
+
+    // Resend: the same event again, as a new delivery marked as a redelivery.
+    let original = page["data"][0]["id"].as_str().unwrap().to_owned();
+    let resent = worker.portal(
+        Method::POST,
+        &format!("/portal/api/deliveries/{original}/resend"),
+        Some(&session),
+        None,
+    );
+    assert_eq!(resent.status, 201, "{}", resent.text);
+    assert_eq!(resent.json()["redelivery_of"], original.as_str());
+    let got = wait_for(&receiver, "the resent event", 3);
+    assert_eq!(
+        got[2].header("payrail-event-id"),
+        got[2].header("payrail-event-id")
+    );
+    let original_event = page["data"][0]["event_id"].as_str().unwrap();
+    assert_eq!(got[2].header("payrail-event-id"), Some(original_event));
+
+    // A test event to this endpoint.
+    let test = worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/test"),
+        Some(&session),
+        None,
+    );
+    assert_eq!(test.status, 201, "{}", test.text);
+    let got = wait_for(&receiver, "the test event", 4);
+    assert_eq!(got[3].json()["type"], "webhook.test");
+    assert_signed(&got[3], &secret);
+
+    // Another institution cannot read or resend any of it.
+    let northwind = worker.portal_login(0);
+    worker
+        .portal(
+            Method::GET,
+            &format!("/portal/api/deliveries/{original}"),
+            Some(&northwind),
+            None,
+        )
+        .assert_error(404, "not_found");
+    worker
+        .portal(
+            Method::POST,
+            &format!("/portal/api/deliveries/{original}/resend"),
+            Some(&northwind),
+            None,
+        )
+        .assert_error(404, "not_found");
+    worker
+        .portal(
+            Method::GET,
+            &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries"),
+            Some(&northwind),
+            None,
+        )
+        .assert_error(404, "not_found");
+}

@@ -1,0 +1,118 @@
+//! The auto-disable rule, with the schedule compressed 86400 times (5 days become 5 seconds):
+//! an endpoint that fails continuously is disabled, its admins notified (recorded; no e-mail
+//! binding here), and after re-enabling, the failed deliveries are resent in bulk.
+
+use std::time::Duration;
+
+use payrail_tests::receiver::Receiver;
+use payrail_tests::{eventually, Worker};
+use reqwest::Method;
+use serde_json::json;
+
+#[test]
+fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
+    let worker = Worker::start_with("sandbox", 86_400);
+    let session = worker.portal_login(0);
+    let port = payrail_tests::free_port();
+    let created = worker.portal(
+        Method::POST,
+        "/portal/api/webhook-endpoints",
+        Some(&session),
+        Some(&json!({"url": format!("http://127.0.0.1:{port}/dead")})),
+    );
+    let endpoint_id = created.json()["id"].as_str().unwrap().to_owned();
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session_body = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "15", "currency": "USD", "title": "Dead receiver",
+        "externalReference": "WH-DISABLE-1", "redirectUrl": "https://shop.example/", "allowCrypto": true
+    }));
+    let id = session_body["transaction_id"].as_i64().unwrap();
+    let started = shared_types::time::format_unix(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            - 5,
+    )
+    .unwrap();
+    let paid = worker.post_json(
+        &format!("/sandbox/transactions/{id}/pay"),
+        &json!({"amount": "15"}),
+        Some(&worker.institution_token(0)),
+        "/sandbox/transactions/{id}/{action}",
+    );
+    assert_eq!(paid.status, 200);
+
+    let endpoint = eventually(
+        "the endpoint to be disabled",
+        Duration::from_secs(60),
+        || {
+            let e = worker
+                .portal(
+                    Method::GET,
+                    &format!("/portal/api/webhook-endpoints/{endpoint_id}"),
+                    Some(&session),
+                    None,
+                )
+                .json();
+            (e["status"] == "disabled").then_some(e)
+        },
+    );
+    assert_eq!(endpoint["status"], "disabled");
+    let notes = worker
+        .portal(
+            Method::GET,
+            "/portal/api/notifications",
+            Some(&session),
+            None,
+        )
+        .json();
+    let note = &notes["data"][0];
+    assert_eq!(note["kind"], "endpoint_disabled");
+    assert!(note["subject"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("127.0.0.1:{port}")));
+    assert_eq!(note["email_status"], "not_configured");
+    let log = worker
+        .portal(
+            Method::GET,
+            &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries"),
+            Some(&session),
+            None,
+        )
+        .json();
+    let failed = &log["data"][0];
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["attempts"].as_i64().unwrap() >= 3, "{failed}");
+    // Resending while disabled is refused.
+    worker
+        .portal(
+            Method::POST,
+            &format!(
+                "/portal/api/deliveries/{}/resend",
+                failed["id"].as_str().unwrap()
+            ),
+            Some(&session),
+            None,
+        )
+        .assert_error(409, "conflict");
+
+    // Fix the receiver, re-enable, resend everything that failed meanwhile.
+    let receiver = Receiver::start_on(port);
+    let enabled = worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/enable"),
+        Some(&session),
+        Some(&json!({"resend_failed_since": started})),
+    );
+    assert_eq!(enabled.status, 200, "{}", enabled.text);
+    assert_eq!(enabled.json()["status"], "enabled");
+    assert_eq!(enabled.json()["resent"].as_array().unwrap().len(), 1);
+    let got = eventually("the resent event", Duration::from_secs(30), || {
+        let got = receiver.received();
+        (!got.is_empty()).then_some(got)
+    });
+    assert_eq!(got[0].json()["type"], "payment.succeeded");
+    assert_eq!(got[0].json()["data"]["id"], id);
+}
