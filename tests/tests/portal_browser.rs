@@ -93,6 +93,11 @@ fn an_admin_manages_clients_and_endpoints_in_the_browser() {
     browser.click("button[name=reveal]");
     assert_eq!(browser.wait_text("#revealed-secret"), created_secret);
     browser.screenshot("portal-endpoint-secret");
+    // A test event shows up in the endpoint's delivery log.
+    browser.click("button[name=test]");
+    let logged = browser.wait_text("tr[data-delivery]");
+    assert!(logged.contains("webhook.test"), "{logged}");
+    browser.screenshot("portal-delivery-log");
     browser.click("a[href='/portal/webhooks']");
     browser.wait_for_url("the endpoint list", |u| u.ends_with("/portal/webhooks"));
     assert!(browser.wait_text("main table").contains("payment.paid"));

@@ -85,6 +85,29 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     let failed = &log["data"][0];
     assert_eq!(failed["status"], "failed");
     assert!(failed["attempts"].as_i64().unwrap() >= 3, "{failed}");
+    // The pages say so too.
+    let cookie = format!("payrail_portal={}", session.cookie);
+    let list = worker.send(
+        worker
+            .request(Method::GET, "/portal/webhooks")
+            .header("Cookie", &cookie),
+        None,
+    );
+    assert!(
+        list.text.contains("Notifications") && list.text.contains("disabled your webhook endpoint")
+    );
+    let detail = worker.send(
+        worker
+            .request(Method::GET, &format!("/portal/webhooks/{endpoint_id}"))
+            .header("Cookie", &cookie),
+        None,
+    );
+    assert!(
+        detail.text.contains("Payrail disabled this endpoint"),
+        "{}",
+        detail.text
+    );
+    assert!(detail.text.contains("name=\"enable\""));
     // Resending while disabled is refused.
     worker
         .portal(

@@ -296,10 +296,14 @@ pub struct EndpointRow {
     pub created_at: String,
     /// Last change.
     pub updated_at: String,
+    /// Why the endpoint was disabled automatically, if it was.
+    #[serde(default)]
+    pub disabled_reason: Option<String>,
 }
 
 const ENDPOINT_COLUMNS: &str = "id, url, description, event_types, status, secret_encrypted, \
-    previous_secret_encrypted, previous_secret_expires_at, created_at, updated_at";
+    previous_secret_encrypted, previous_secret_expires_at, created_at, updated_at, \
+    disabled_reason";
 
 /// The institution's endpoints, newest first.
 pub async fn endpoints(db: &D1Database, institution_id: i64) -> worker::Result<Vec<EndpointRow>> {

@@ -71,6 +71,8 @@ pub struct Endpoint {
     pub updated_at: String,
     /// While a rotated secret still signs: until when.
     pub previous_secret_expires_at: Option<String>,
+    /// Why Payrail disabled it, when it did (continuous failure).
+    pub disabled_reason: Option<String>,
 }
 
 impl Endpoint {
@@ -91,6 +93,7 @@ impl Endpoint {
                 .previous_secret_expires_at
                 .filter(|end| *end > now)
                 .and_then(time::format_unix),
+            disabled_reason: row.disabled_reason.clone(),
         }
     }
 }
@@ -366,6 +369,7 @@ pub async fn create_endpoint(
         previous_secret_expires_at: None,
         created_at: now.clone(),
         updated_at: now,
+        disabled_reason: None,
     };
     db::insert_endpoint(&portal.db, portal.session.institution_id, &row)
         .await

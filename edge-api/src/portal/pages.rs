@@ -6,6 +6,7 @@ use shared_types::lifecycle::EventType;
 use shared_types::{ErrorCode, Scope};
 use worker::{Env, Method, Request, Response, Url};
 
+use super::deliveries;
 use super::ops::{self, Client, Endpoint, NewEndpoint, Secret};
 use super::{Csrf, Portal};
 use crate::error::{ApiError, OrInternal};
@@ -222,7 +223,7 @@ pub async fn handle(
                 }
                 Err(err) => return Err(err),
             };
-            post(&portal, url, rest, &form).await
+            post(&portal, env, url, rest, &form).await
         }
         _ => Err(ApiError::new(
             ErrorCode::MethodNotAllowed,
@@ -236,12 +237,14 @@ async fn get(portal: &Portal, url: &Url, rest: &[&str]) -> Result<Response, ApiE
         ["developers"] => developers(portal, None, None).await,
         ["webhooks"] => webhooks(portal, None, None).await,
         ["webhooks", id] => endpoint_page(portal, ops::endpoint_id(id)?, None, None, 200).await,
+        ["deliveries", id] => delivery_page(portal, id).await,
         _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
     }
 }
 
 async fn post(
     portal: &Portal,
+    env: &Env,
     url: &Url,
     rest: &[&str],
     form: &Form,
@@ -356,6 +359,42 @@ async fn post(
             ops::delete_endpoint(portal, ops::endpoint_id(id)?).await?;
             see_other(url, "/portal/webhooks")
         }
+        ["webhooks", id, "enable"] => {
+            let id = ops::endpoint_id(id)?;
+            let since = form.get("resend_failed_since").filter(|s| !s.is_empty());
+            match deliveries::enable(env, portal, id, since).await {
+                Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
+                Err(err) if err.code == ErrorCode::InvalidRequest => {
+                    endpoint_page(portal, id, None, Some(&err.description), 400).await
+                }
+                Err(err) => Err(err),
+            }
+        }
+        ["webhooks", id, "test"] => {
+            let id = ops::endpoint_id(id)?;
+            match deliveries::send_test(env, portal, id).await {
+                Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
+                Err(err) if err.code == ErrorCode::Conflict => {
+                    endpoint_page(portal, id, None, Some(&err.description), 409).await
+                }
+                Err(err) => Err(err),
+            }
+        }
+        ["deliveries", id, "resend"] => match deliveries::resend(env, portal, id).await {
+            Ok(d) => see_other(url, &format!("/portal/webhooks/{}", d.endpoint_id)),
+            Err(err) if err.code == ErrorCode::Conflict => page(
+                409,
+                layout(
+                    "Resend refused",
+                    Some(portal),
+                    html! {
+                        section { h1 { "Resend refused" } (error_box(Some(&err.description)))
+                            p { a href="/portal/webhooks" { "Back to the endpoints" } } }
+                    },
+                ),
+            ),
+            Err(err) => Err(err),
+        },
         _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
     }
 }
@@ -468,6 +507,7 @@ async fn webhooks(
     draft: Option<&NewEndpoint>,
 ) -> Result<Response, ApiError> {
     let endpoints = ops::endpoints(portal).await?;
+    let notes = deliveries::notifications(portal).await?;
     let status = if error.is_some() { 400 } else { 200 };
     page(
         status,
@@ -489,6 +529,19 @@ async fn webhooks(
                                         td { (e.status) }
                                     }
                                 }
+                            }
+                        }
+                    }
+                }
+                @if !notes.is_empty() {
+                    section {
+                        h2 { "Notifications" }
+                        @for n in &notes {
+                            div.error {
+                                strong { (n.subject) } br;
+                                (n.body) br;
+                                span.muted { (shared_types::time::format_unix(n.created_at).unwrap_or_default())
+                                    " · e-mail: " (n.email_status) }
                             }
                         }
                     }
@@ -527,6 +580,7 @@ async fn endpoint_page(
     status: u16,
 ) -> Result<Response, ApiError> {
     let e = ops::endpoint(portal, id).await?;
+    let log = deliveries::log(portal, id, "limit=25").await?;
     let action = |path: &str| format!("/portal/webhooks/{}{path}", e.id);
     page(
         status,
@@ -548,6 +602,49 @@ async fn endpoint_page(
                     }
                     form method="post" action=(action("/reveal")) {
                         (csrf_field(portal)) button type="submit" name="reveal" { "Reveal signing secret" }
+                    }
+                    " "
+                    form method="post" action=(action("/test")) {
+                        (csrf_field(portal)) button type="submit" name="test" { "Send a test event" }
+                    }
+                }
+                @if e.status == "disabled" {
+                    section {
+                        h2 { "Disabled" }
+                        @if let Some(reason) = &e.disabled_reason {
+                            p.error { "Payrail disabled this endpoint: " (reason) "." }
+                        }
+                        form method="post" action=(action("/enable")) {
+                            (csrf_field(portal))
+                            label for="resend-since" { "Also resend deliveries that failed since (optional)" }
+                            input #resend-since type="date" name="resend_failed_since";
+                            p { button type="submit" name="enable" { "Enable endpoint" } }
+                        }
+                    }
+                }
+                section {
+                    h2 { "Delivery log" }
+                    @if log.data.is_empty() { p { "Nothing delivered yet." } } @else {
+                        table {
+                            thead { tr { th { "Created" } th { "Event" } th { "Status" } th { "Attempts" } th { "Next attempt" } th {} } }
+                            tbody {
+                                @for d in &log.data {
+                                    tr data-delivery=(d.id) {
+                                        td { a href=(format!("/portal/deliveries/{}", d.id)) { (d.created_at.as_deref().unwrap_or("")) } }
+                                        td { (d.event_type) }
+                                        td { (d.status) @if d.redelivery_of.is_some() { " (resent)" } }
+                                        td { (d.attempts) }
+                                        td { (d.next_attempt_at.as_deref().unwrap_or("—")) }
+                                        td {
+                                            form method="post" action=(format!("/portal/deliveries/{}/resend", d.id)) {
+                                                (csrf_field(portal)) button type="submit" { "Resend" }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        @if log.has_more { p.muted { "Older deliveries: GET /portal/api/webhook-endpoints/" (e.id) "/deliveries" } }
                     }
                 }
                 section {
@@ -584,6 +681,47 @@ async fn endpoint_page(
                     form method="post" action=(action("/delete")) {
                         (csrf_field(portal)) button.danger type="submit" { "Delete endpoint" }
                     }
+                }
+            },
+        ),
+    )
+}
+
+async fn delivery_page(portal: &Portal, id: &str) -> Result<Response, ApiError> {
+    let d = deliveries::detail(portal, id).await?;
+    let text = |v: &serde_json::Value| {
+        v.as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| v.to_string())
+    };
+    page(
+        200,
+        layout(
+            "Delivery",
+            Some(portal),
+            html! {
+                section {
+                    p { a href=(format!("/portal/webhooks/{}", text(&d["endpoint_id"]))) { "← Endpoint" } }
+                    h1 { "Delivery " code { (text(&d["id"])) } }
+                    p.muted { (text(&d["event_type"])) " · event " code { (text(&d["event_id"])) } " · " (text(&d["status"])) }
+                    table {
+                        thead { tr { th { "#" } th { "Started" } th { "Outcome" } th { "Status" } th { "Latency" } th { "Next attempt" } th { "Response (first 4 KB)" } } }
+                        tbody {
+                            @for a in d["attempts"].as_array().into_iter().flatten() {
+                                tr {
+                                    td { (text(&a["attempt"])) }
+                                    td { (text(&a["started_at"])) }
+                                    td { (text(&a["outcome"])) }
+                                    td { (text(&a["status_code"])) }
+                                    td { (text(&a["latency_ms"])) " ms" }
+                                    td { (text(&a["next_attempt_at"])) }
+                                    td { code { (text(&a["response_body"])) } }
+                                }
+                            }
+                        }
+                    }
+                    h2 { "Body" }
+                    pre { code { (text(&d["payload"])) } }
                 }
             },
         ),
