@@ -1,9 +1,9 @@
 //! Building responses: JSON bodies, headers, and errors in the spec's shape.
 
 use serde::Serialize;
-use worker::Response;
+use worker::{Request, Response};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, OrInternal};
 
 /// A JSON response with the given status. Every API response is private to its caller.
 pub fn json<T: Serialize>(status: u16, body: &T) -> worker::Result<Response> {
@@ -24,4 +24,24 @@ pub fn error(err: &ApiError) -> worker::Result<Response> {
             .set("Retry-After", &seconds.to_string())?;
     }
     Ok(response)
+}
+
+/// The request body, refused unless `Content-Type` names `media_type` (parameters such as
+/// `charset` allowed).
+pub async fn body_of_type(req: &mut Request, media_type: &str) -> Result<String, ApiError> {
+    let content_type = req
+        .headers()
+        .get("Content-Type")
+        .or_internal("read header")?
+        .unwrap_or_default();
+    if !content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(media_type))
+    {
+        return Err(ApiError::invalid_request(format!(
+            "Content-Type must be {media_type}"
+        )));
+    }
+    req.text().await.or_internal("read body")
 }

@@ -221,21 +221,7 @@ fn session_json(portal: &Portal) -> serde_json::Value {
 
 /// A JSON body: the content type must say so.
 async fn json_body(req: &mut Request) -> Result<String, ApiError> {
-    let content_type = req
-        .headers()
-        .get("Content-Type")
-        .or_internal("read header")?
-        .unwrap_or_default();
-    if !content_type
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-    {
-        return Err(ApiError::invalid_request(
-            "Content-Type must be application/json",
-        ));
-    }
-    req.text().await.or_internal("read body")
+    http::body_of_type(req, "application/json").await
 }
 
 fn with_member(mut object: serde_json::Value, name: &str, value: String) -> serde_json::Value {

@@ -92,21 +92,7 @@ fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
 }
 
 async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created), ApiError> {
-    let content_type = req
-        .headers()
-        .get("Content-Type")
-        .or_internal("read header")?
-        .unwrap_or_default();
-    if !content_type
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-    {
-        return Err(ApiError::invalid_request(
-            "Content-Type must be application/json",
-        ));
-    }
-    let body = req.text().await.or_internal("read body")?;
+    let body = http::body_of_type(req, "application/json").await?;
     let options = parse_options(&body)?;
     let database = super::database(env)?;
 

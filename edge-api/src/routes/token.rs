@@ -13,18 +13,7 @@ pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, 
              application/x-www-form-urlencoded body",
         ));
     }
-    let content_type = req
-        .headers()
-        .get("Content-Type")
-        .or_internal("read header")?
-        .unwrap_or_default();
-    let media_type = content_type.split(';').next().unwrap_or("").trim();
-    if !media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
-        return Err(ApiError::invalid_request(
-            "Content-Type must be application/x-www-form-urlencoded",
-        ));
-    }
-    let form = req.text().await.or_internal("read body")?;
+    let form = http::body_of_type(&mut req, "application/x-www-form-urlencoded").await?;
     let authorization = req
         .headers()
         .get("Authorization")
