@@ -68,27 +68,41 @@ pub fn assert_conforms(path: &str, method: &str, reply: &Reply) {
         // A URI fragment: braces of path templates must be percent-encoded.
         None => pointer.replace('{', "%7B").replace('}', "%7D"),
     };
-    let instance: Value = reply.json();
-    static VALIDATORS: OnceLock<Mutex<HashMap<String, jsonschema::Validator>>> = OnceLock::new();
-    let validators = VALIDATORS.get_or_init(Default::default);
-    // A failed assertion elsewhere must not poison the cache for every later test.
-    let mut validators = validators.lock().unwrap_or_else(|e| e.into_inner());
-    let validator = validators.entry(schema_ref.clone()).or_insert_with(|| {
-        let mut root = doc.clone();
-        root["$ref"] = Value::String(schema_ref.clone());
-        root["$schema"] = Value::String("https://json-schema.org/draft/2020-12/schema".into());
-        jsonschema::draft202012::new(&root)
-            .unwrap_or_else(|e| panic!("schema {schema_ref} does not compile: {e}"))
-    });
-    let errors: Vec<String> = validator
-        .iter_errors(&instance)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    drop(validators);
+    let errors = schema_errors(&schema_ref, &reply.json());
     assert!(
         errors.is_empty(),
         "{method} {path} {status} does not match openapi.json:\n{}\n{}",
         errors.join("\n"),
         reply.text
+    );
+}
+
+/// Errors of `instance` against the schema at `schema_ref` (a `#/…` reference into the document).
+fn schema_errors(schema_ref: &str, instance: &Value) -> Vec<String> {
+    let doc = document();
+    static VALIDATORS: OnceLock<Mutex<HashMap<String, jsonschema::Validator>>> = OnceLock::new();
+    let validators = VALIDATORS.get_or_init(Default::default);
+    // A failed assertion elsewhere must not poison the cache for every later test.
+    let mut validators = validators.lock().unwrap_or_else(|e| e.into_inner());
+    let validator = validators.entry(schema_ref.to_owned()).or_insert_with(|| {
+        let mut root = doc.clone();
+        root["$ref"] = Value::String(schema_ref.to_owned());
+        root["$schema"] = Value::String("https://json-schema.org/draft/2020-12/schema".into());
+        jsonschema::draft202012::new(&root)
+            .unwrap_or_else(|e| panic!("schema {schema_ref} does not compile: {e}"))
+    });
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// Asserts that `instance` matches the component schema `name` (for example `Event`).
+pub fn assert_matches_component(name: &str, instance: &Value) {
+    let errors = schema_errors(&format!("#/components/schemas/{name}"), instance);
+    assert!(
+        errors.is_empty(),
+        "does not match components/schemas/{name}:\n{}\n{instance}",
+        errors.join("\n")
     );
 }

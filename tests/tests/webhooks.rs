@@ -126,6 +126,7 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
     let mut ids: Vec<String> = Vec::new();
     for r in &got {
         assert_signed(r, &all_secret);
+        payrail_tests::openapi::assert_matches_component("Event", &r.json());
         let event = Verifier::new(&all_secret)
             .verify_event(r.header("payrail-signature").unwrap(), &r.body, unix_now())
             .unwrap();
