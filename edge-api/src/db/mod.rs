@@ -3,6 +3,7 @@
 
 pub mod checkout;
 pub mod clients;
+pub mod delivery_log;
 pub mod merchants;
 pub mod portal;
 pub mod transactions;

@@ -9,10 +9,9 @@ use worker::Env;
 
 use super::Portal;
 use crate::crypto;
+use crate::db::delivery_log::{self as db, AttemptRow, DeliveryRow, LogFilter, NotificationRow};
 use crate::db::transactions;
-use crate::db::webhooks::{
-    self as db, AttemptRow, DeliveryRow, LogFilter, NotificationRow, OutboxEvent,
-};
+use crate::db::webhooks::{self as outbox, OutboxEvent};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, DEFAULT_LIMIT, MAX_LIMIT};
 
@@ -358,7 +357,7 @@ pub async fn send_test(
         data: sample,
     };
     let payload = serde_json::to_string(&event).or_internal("encode event")?;
-    db::insert_test_event(
+    outbox::insert_test_event(
         &portal.db,
         &OutboxEvent {
             id: &event.id,
@@ -372,7 +371,7 @@ pub async fn send_test(
     )
     .await
     .or_internal("store test event")?;
-    let ids = db::deliveries_of_event(&portal.db, &event.id)
+    let ids = outbox::deliveries_of_event(&portal.db, &event.id)
         .await
         .or_internal("read delivery")?;
     crate::webhooks::enqueue(env, &ids, 0).await?;
