@@ -219,7 +219,8 @@ fn a_failing_receiver_gets_retries_in_schedule_order_and_everything_once_it_reco
         .windows(2)
         .map(|w| (w[1].at - w[0].at).as_secs_f64())
         .collect();
-    assert!(gaps[..3].iter().all(|g| *g < 4.0), "{gaps:?}");
+    // Seconds apart, not minutes (the queue adds up to a second of batching; CI adds load).
+    assert!(gaps[..3].iter().all(|g| *g < 8.0), "{gaps:?}");
     let d = detail(worker, &session, delivery["id"].as_str().unwrap());
     let attempts = d["attempts"].as_array().unwrap();
     assert!(attempts.len() >= 6, "{d}");
