@@ -138,4 +138,46 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     });
     assert_eq!(got[0].json()["type"], "payment.succeeded");
     assert_eq!(got[0].json()["data"]["id"], id);
+
+    // A delivery whose queue message was lost is found by the cron sweep. (Written directly
+    // while the worker is idle: this binary runs one test.)
+    eventually("the resend to be recorded", Duration::from_secs(20), || {
+        let log = worker
+            .portal(
+                Method::GET,
+                &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries?status=succeeded"),
+                Some(&session),
+                None,
+            )
+            .json();
+        (!log["data"].as_array().unwrap().is_empty()).then_some(())
+    });
+    let lost = worker
+        .database()
+        .execute(
+            "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, status, \
+             attempts, next_attempt_at, created_at) SELECT 'dlv_lostmessage', event_id, endpoint_id, \
+             institution_id, event_type, 'pending', 0, unixepoch() - 120, unixepoch() - 120 \
+             FROM deliveries WHERE endpoint_id = ?1 LIMIT 1",
+            [&endpoint_id],
+        )
+        .unwrap();
+    assert_eq!(lost, 1);
+    let cron = worker.send(
+        worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
+        None,
+    );
+    assert_eq!(cron.status, 200);
+    eventually("the swept delivery", Duration::from_secs(30), || {
+        (receiver.received().len() >= 2).then_some(())
+    });
+    let swept = worker
+        .portal(
+            Method::GET,
+            "/portal/api/deliveries/dlv_lostmessage",
+            Some(&session),
+            None,
+        )
+        .json();
+    assert_eq!(swept["status"], "succeeded", "{swept}");
 }
