@@ -13,6 +13,8 @@ pub struct ApiError {
     pub challenge: Option<String>,
     /// `Retry-After` seconds, for 429.
     pub retry_after: Option<u64>,
+    /// `Allow`, for 405.
+    pub allow: Option<String>,
 }
 
 impl ApiError {
@@ -23,6 +25,7 @@ impl ApiError {
             description: description.into(),
             challenge: None,
             retry_after: None,
+            allow: None,
         }
     }
 
@@ -48,6 +51,12 @@ impl ApiError {
     /// Adds a `WWW-Authenticate` challenge.
     pub fn with_challenge(mut self, challenge: impl Into<String>) -> Self {
         self.challenge = Some(challenge.into());
+        self
+    }
+
+    /// Adds the `Allow` header of a 405.
+    pub fn with_allow(mut self, methods: impl Into<String>) -> Self {
+        self.allow = Some(methods.into());
         self
     }
 

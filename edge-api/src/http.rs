@@ -18,6 +18,9 @@ pub fn error(err: &ApiError) -> worker::Result<Response> {
     if let Some(challenge) = &err.challenge {
         response.headers().set("WWW-Authenticate", challenge)?;
     }
+    if let Some(allow) = &err.allow {
+        response.headers().set("Allow", allow)?;
+    }
     if let Some(seconds) = err.retry_after {
         response
             .headers()

@@ -28,10 +28,10 @@ pub async fn sessions(mut req: Request, env: &Env, url: &Url) -> Result<Response
             Ok((status, body)) => http::json(status, &body).or_internal("build response"),
             Err(err) => http::error(&err).or_internal("build response"),
         },
-        _ => Err(ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            "use POST /checkout/sessions",
-        )),
+        _ => Err(
+            ApiError::new(ErrorCode::MethodNotAllowed, "use POST /checkout/sessions")
+                .with_allow("POST, OPTIONS"),
+        ),
     }?;
     // Public endpoint: any merchant origin may call it; no cookies are involved.
     let headers = response.headers();

@@ -35,7 +35,8 @@ async fn route(req: Request, env: &Env) -> Result<Response, ApiError> {
             Err(ApiError::new(
                 ErrorCode::MethodNotAllowed,
                 format!("{} {} is not supported; use {allowed}", method, url.path()),
-            ))
+            )
+            .with_allow(allowed.to_string()))
         }
     };
     match segments.as_slice() {
