@@ -65,7 +65,8 @@ pub fn html_with_referrer(
     Ok(response)
 }
 
-fn layout(title: &str, head: Markup, body: Markup) -> Markup {
+/// A whole page: doctype, the head every page shares (with `extra` in it), and `body`.
+pub fn document(title: &str, style: &str, extra: Markup, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -74,12 +75,16 @@ fn layout(title: &str, head: Markup, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="robots" content="noindex";
                 title { (title) }
-                style { (PreEscaped(STYLE)) }
-                (head)
+                style { (PreEscaped(style)) }
+                (extra)
             }
-            body { main { (body) } }
+            body { (body) }
         }
     }
+}
+
+fn layout(title: &str, head: Markup, body: Markup) -> Markup {
+    document(title, STYLE, head, html! { main { (body) } })
 }
 
 /// The page for an unknown checkout.

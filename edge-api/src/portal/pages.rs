@@ -1,7 +1,7 @@
 //! The portal's server-rendered pages: login, developers (API clients), webhook endpoints. Plain
 //! HTML forms, each carrying the session's CSRF token; no script.
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup};
 use shared_types::{ErrorCode, Scope};
 use worker::{Env, Method, Request, Response, Url};
 
@@ -42,35 +42,28 @@ fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {
 }
 
 fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="robots" content="noindex";
-                title { (title) " — Payrail portal" }
-                style { (PreEscaped(STYLE)) }
-            }
-            body {
-                header {
-                    strong { "Payrail portal" }
-                    @if let Some(p) = portal {
-                        nav {
-                            a href="/portal/developers" { "Developers" } " · "
-                            a href="/portal/webhooks" { "Webhooks" }
-                        }
-                        span.who { (p.session.email) " · " (p.session.institution_name) }
-                        form method="post" action="/portal/logout" {
-                            (csrf_field(p))
-                            button type="submit" { "Log out" }
-                        }
+    crate::pages::document(
+        &format!("{title} — Payrail portal"),
+        STYLE,
+        html! {},
+        html! {
+            header {
+                strong { "Payrail portal" }
+                @if let Some(p) = portal {
+                    nav {
+                        a href="/portal/developers" { "Developers" } " · "
+                        a href="/portal/webhooks" { "Webhooks" }
+                    }
+                    span.who { (p.session.email) " · " (p.session.institution_name) }
+                    form method="post" action="/portal/logout" {
+                        (csrf_field(p))
+                        button type="submit" { "Log out" }
                     }
                 }
-                main { (body) }
             }
-        }
-    }
+            main { (body) }
+        },
+    )
 }
 
 fn csrf_field(portal: &Portal) -> Markup {
