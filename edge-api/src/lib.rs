@@ -37,9 +37,12 @@ async fn queue(
     env: Env,
     _ctx: Context,
 ) -> worker::Result<()> {
-    // Every outcome is recorded in D1 and anything unfinished is swept by the cron trigger, so
-    // each message is acknowledged once handled, whatever happened.
-    for message in batch.messages()? {
+    // Messages of a batch are handled concurrently, so one receiver that takes its full ten
+    // seconds does not hold up deliveries to the others. Every outcome is recorded in D1 and
+    // anything unfinished is swept by the cron trigger, so each message is acknowledged once
+    // handled, whatever happened.
+    let messages = batch.messages()?;
+    futures_util::future::join_all(messages.iter().map(|message| async {
         match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
             Ok(task) => {
                 if let Err(err) = webhooks::consume(&env, task).await {
@@ -49,6 +52,7 @@ async fn queue(
             Err(err) => worker::console_warn!("queue: unknown message {}: {err}", message.id()),
         }
         message.ack();
-    }
+    }))
+    .await;
     Ok(())
 }

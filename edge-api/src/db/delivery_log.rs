@@ -6,11 +6,6 @@ use worker::D1Database;
 
 use super::{bind, Value};
 
-#[derive(Deserialize)]
-struct Id {
-    id: String,
-}
-
 /// A delivery as the log shows it.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 pub struct DeliveryRow {
@@ -203,16 +198,13 @@ pub async fn failed_since(
     endpoint_id: &str,
     since: i64,
 ) -> worker::Result<Vec<String>> {
-    let rows: Vec<Id> = bind(
+    super::strings(
         db,
         "SELECT id FROM deliveries WHERE institution_id = ?1 AND endpoint_id = ?2 \
          AND status = 'failed' AND created_at >= ?3 ORDER BY created_at LIMIT 1000",
         &[institution_id.into(), endpoint_id.into(), since.into()],
-    )?
-    .all()
-    .await?
-    .results()?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    )
+    .await
 }
 
 /// Enables an endpoint and clears its failure clock.

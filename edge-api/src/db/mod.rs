@@ -83,6 +83,15 @@ pub fn bind(db: &D1Database, sql: &str, params: &[Value]) -> worker::Result<D1Pr
     db.prepare(sql).bind(&values)
 }
 
+/// The first column of every row, as text.
+pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> worker::Result<Vec<String>> {
+    let rows: Vec<Vec<String>> = bind(db, sql, params)?.raw().await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| row.into_iter().next())
+        .collect())
+}
+
 /// Rows a statement changed.
 pub fn changes(result: &worker::D1Result) -> usize {
     result

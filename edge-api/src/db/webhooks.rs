@@ -109,22 +109,14 @@ pub async fn insert_test_event(
     .map(drop)
 }
 
-#[derive(Deserialize)]
-struct Id {
-    id: String,
-}
-
 /// Ids of an event's deliveries.
 pub async fn deliveries_of_event(db: &D1Database, event_id: &str) -> worker::Result<Vec<String>> {
-    let rows: Vec<Id> = bind(
+    super::strings(
         db,
         "SELECT id FROM deliveries WHERE event_id = ?1",
         &[event_id.into()],
-    )?
-    .all()
-    .await?
-    .results()?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    )
+    .await
 }
 
 /// Pending deliveries that are overdue (their queue message was lost) or were claimed and never
@@ -134,16 +126,13 @@ pub async fn overdue(
     overdue_before: i64,
     stale_before: i64,
 ) -> worker::Result<Vec<String>> {
-    let rows: Vec<Id> = bind(
+    super::strings(
         db,
         "SELECT id FROM deliveries WHERE status = 'pending' AND \
          (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) LIMIT 500",
         &[overdue_before.into(), stale_before.into()],
-    )?
-    .all()
-    .await?
-    .results()?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    )
+    .await
 }
 
 /// Everything one attempt needs.
@@ -348,20 +337,12 @@ pub async fn failed_and_disabled(
     .map(drop)
 }
 
-#[derive(Deserialize)]
-struct Email {
-    email: String,
-}
-
 /// E-mail addresses of the institution's admins.
 pub async fn admin_emails(db: &D1Database, institution_id: i64) -> worker::Result<Vec<String>> {
-    let rows: Vec<Email> = bind(
+    super::strings(
         db,
         "SELECT email FROM portal_admins WHERE institution_id = ?1 ORDER BY id",
         &[institution_id.into()],
-    )?
-    .all()
-    .await?
-    .results()?;
-    Ok(rows.into_iter().map(|r| r.email).collect())
+    )
+    .await
 }
