@@ -6,6 +6,7 @@
 //! and wrangler first on PATH.
 
 pub mod browser;
+pub mod hooks;
 pub mod openapi;
 pub mod receiver;
 

@@ -2,10 +2,13 @@
 //! queue consumer to real HTTP receivers on loopback, retries on the compressed schedule (3600
 //! times faster: 1 s, 1 s, 1 s, 1 s, 3 s, 6 s, 12 s…), the delivery log, resend, test events.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use payrail_tests::hooks::{
+    act, assert_signed, detail, endpoint, log, of_transaction, payment, unix_now, wait_for,
+};
 use payrail_tests::receiver::{Mode, Received, Receiver};
-use payrail_tests::{eventually, PortalSession, Worker};
+use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
 use shared_types::webhook::Verifier;
@@ -15,79 +18,6 @@ use shared_types::webhook::Verifier;
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
-fn endpoint(
-    worker: &Worker,
-    session: &PortalSession,
-    url: &str,
-    types: Option<&[&str]>,
-) -> (String, String) {
-    let mut body = json!({"url": url, "description": "test receiver"});
-    if let Some(types) = types {
-        body["event_types"] = json!(types);
-    }
-    let reply = worker.portal(
-        Method::POST,
-        "/portal/api/webhook-endpoints",
-        Some(session),
-        Some(&body),
-    );
-    assert_eq!(reply.status, 201, "{}", reply.text);
-    let e = reply.json();
-    (
-        e["id"].as_str().unwrap().to_owned(),
-        e["signing_secret"].as_str().unwrap().to_owned(),
-    )
-}
-
-fn payment(worker: &Worker, institution: usize, reference: &str) -> i64 {
-    let key = &worker.credentials.institutions[institution].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "40.00", "currency": "EUR", "title": "Webhook test",
-        "externalReference": reference, "redirectUrl": "https://shop.example/done", "allowCrypto": true
-    }));
-    session["transaction_id"].as_i64().unwrap()
-}
-
-fn act(worker: &Worker, institution: usize, id: i64, action: &str, body: Value) -> Value {
-    let reply = worker.post_json(
-        &format!("/sandbox/transactions/{id}/{action}"),
-        &body,
-        Some(&worker.institution_token(institution)),
-        "/sandbox/transactions/{id}/{action}",
-    );
-    assert_eq!(reply.status, 200, "{action}: {}", reply.text);
-    reply.json()
-}
-
-fn wait_for(receiver: &Receiver, what: &str, count: usize) -> Vec<Received> {
-    eventually(what, Duration::from_secs(40), || {
-        let got = receiver.received();
-        (got.len() >= count).then_some(got)
-    })
-}
-
-fn of_transaction(received: &[Received], id: i64) -> Vec<Received> {
-    received
-        .iter()
-        .filter(|r| r.json()["data"]["id"] == id)
-        .cloned()
-        .collect()
-}
-
-fn assert_signed(r: &Received, secret: &str) {
-    let header = r.header("payrail-signature").expect("Payrail-Signature");
-    Verifier::new(secret)
-        .verify(header, &r.body, unix_now())
-        .unwrap_or_else(|e| panic!("{e}: {header}"));
 }
 
 #[test]
@@ -181,28 +111,6 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
         json!({}),
     );
     assert_eq!(of_transaction(&all.received(), id).len(), 3);
-}
-
-fn log(worker: &Worker, session: &PortalSession, endpoint_id: &str, query: &str) -> Value {
-    let reply = worker.portal(
-        Method::GET,
-        &format!("/portal/api/webhook-endpoints/{endpoint_id}/deliveries?{query}"),
-        Some(session),
-        None,
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.json()
-}
-
-fn detail(worker: &Worker, session: &PortalSession, delivery_id: &str) -> Value {
-    let reply = worker.portal(
-        Method::GET,
-        &format!("/portal/api/deliveries/{delivery_id}"),
-        Some(session),
-        None,
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    reply.json()
 }
 
 #[test]

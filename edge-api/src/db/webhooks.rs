@@ -29,21 +29,38 @@ pub fn outbox_statements(
     e: &OutboxEvent<'_>,
 ) -> worker::Result<Vec<D1PreparedStatement>> {
     Ok(vec![
-        bind(
-            db,
-            "INSERT INTO events (id, institution_id, type, transaction_id, payload, created) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1",
-            &[
-                e.id.into(),
-                e.institution_id.into(),
-                e.kind.into(),
-                e.transaction_id.into(),
-                e.payload.into(),
-                e.created.into(),
-            ],
-        )?,
+        insert_event(db, e, true)?,
         fan_out(db, e.id, e.institution_id, e.kind, None, e.created)?,
     ])
+}
+
+/// The event row; with `after_change`, only if the statement before it in the batch changed a
+/// row (`changes() = 1`).
+fn insert_event(
+    db: &D1Database,
+    e: &OutboxEvent<'_>,
+    after_change: bool,
+) -> worker::Result<D1PreparedStatement> {
+    let guard = if after_change {
+        " WHERE changes() = 1"
+    } else {
+        ""
+    };
+    bind(
+        db,
+        &format!(
+            "INSERT INTO events (id, institution_id, type, transaction_id, payload, created) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6{guard}"
+        ),
+        &[
+            e.id.into(),
+            e.institution_id.into(),
+            e.kind.into(),
+            e.transaction_id.into(),
+            e.payload.into(),
+            e.created.into(),
+        ],
+    )
 }
 
 /// One pending delivery of event `event_id` per enabled endpoint of the institution subscribed
@@ -83,19 +100,7 @@ pub async fn insert_test_event(
     endpoint_id: &str,
 ) -> worker::Result<()> {
     db.batch(vec![
-        bind(
-            db,
-            "INSERT INTO events (id, institution_id, type, transaction_id, payload, created) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            &[
-                e.id.into(),
-                e.institution_id.into(),
-                e.kind.into(),
-                e.transaction_id.into(),
-                e.payload.into(),
-                e.created.into(),
-            ],
-        )?,
+        insert_event(db, e, false)?,
         fan_out(
             db,
             e.id,
