@@ -2,21 +2,19 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use shared_types::{time, ErrorCode, Scope, ScopeSet, TokenResponse};
-use worker::{D1Database, Headers};
+use shared_types::{ErrorCode, Scope, ScopeSet, TokenResponse};
+use worker::Headers;
 
-use crate::crypto;
-use crate::db::clients;
+use crate::ctx::Ctx;
+use crate::db::clients::{self, NewToken};
 use crate::error::{ApiError, OrInternal};
+use crate::throttle::{self, CLIENT_AUTH};
+use crate::{crypto, db};
 
 /// Access-token lifetime (spec §2.4, §5.5).
 pub const TOKEN_LIFETIME_SECONDS: u32 = 3600;
 /// Prefix of access tokens, so that a leaked one is recognisable.
 pub const TOKEN_PREFIX: &str = "prt_";
-/// Failed authentications of one client id from one source allowed per window.
-pub const MAX_FAILURES: i64 = 10;
-/// Length of the throttle window.
-pub const FAILURE_WINDOW_SECONDS: i64 = 15 * 60;
 
 const BASIC_CHALLENGE: &str = "Basic realm=\"payrail\", charset=\"UTF-8\"";
 const BEARER_REALM: &str = "Bearer realm=\"payrail\"";
@@ -162,14 +160,9 @@ fn parse_basic(header: &str) -> Result<Credentials, ApiError> {
     })
 }
 
-/// Authenticates the client and issues a token (spec §4.1). `source` identifies the caller's
-/// address for throttling.
-pub async fn issue_token(
-    db: &D1Database,
-    request: TokenRequest,
-    source: &str,
-    now: i64,
-) -> Result<TokenResponse, ApiError> {
+/// Authenticates the client and issues a token (spec §4.1), throttling failures per client id
+/// and caller address.
+pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenResponse, ApiError> {
     let creds = &request.credentials;
     let challenge = |err: ApiError| {
         if creds.basic {
@@ -178,22 +171,9 @@ pub async fn issue_token(
             err
         }
     };
+    throttle::check(ctx, &creds.client_id, &CLIENT_AUTH).await?;
 
-    if let Some(f) = clients::failures(db, &creds.client_id, source)
-        .await
-        .or_internal("read auth failures")?
-    {
-        let window_end = f.window_start + FAILURE_WINDOW_SECONDS;
-        if f.failures >= MAX_FAILURES && window_end > now {
-            return Err(ApiError::new(
-                ErrorCode::RateLimited,
-                "too many failed authentications for this client; retry later",
-            )
-            .with_retry_after((window_end - now) as u64));
-        }
-    }
-
-    let client = clients::find_client(db, &creds.client_id)
+    let client = clients::find(&ctx.db, &creds.client_id)
         .await
         .or_internal("read client")?;
     let presented = crypto::sha256_hex(&creds.client_secret);
@@ -205,9 +185,7 @@ pub async fn issue_token(
     let client = match client {
         Some(client) if crypto::constant_time_eq(&presented, &stored) => client,
         _ => {
-            clients::record_failure(db, &creds.client_id, source, now, FAILURE_WINDOW_SECONDS)
-                .await
-                .or_internal("record auth failure")?;
+            throttle::record_failure(ctx, &creds.client_id, &CLIENT_AUTH).await?;
             return Err(challenge(ApiError::new(
                 ErrorCode::InvalidClient,
                 "client authentication failed",
@@ -237,19 +215,23 @@ pub async fn issue_token(
 
     let token = crypto::random_token(TOKEN_PREFIX).or_internal("generate token")?;
     let scope_text = scopes.to_string();
-    let now_text = time::format_unix(now)
-        .ok_or("time out of range")
-        .or_internal("format now")?;
-    clients::insert_token(
-        db,
-        &client,
-        &creds.client_id,
-        source,
-        &crypto::sha256_hex(&token),
-        &scope_text,
-        now,
-        &now_text,
-        now + i64::from(TOKEN_LIFETIME_SECONDS),
+    let now = ctx.now();
+    let token_hash = crypto::sha256_hex(&token);
+    let new = NewToken {
+        token_hash: &token_hash,
+        scopes: &scope_text,
+        issued_at: now,
+        expires_at: now + i64::from(TOKEN_LIFETIME_SECONDS),
+    };
+    // The token, the client's last use and the caller's cleared failures, atomically.
+    db::batch(
+        &ctx.db,
+        vec![
+            clients::insert_token(&ctx.db, &client, &new).or_internal("store token")?,
+            clients::mark_used(&ctx.db, &client, &crate::ctx::timestamp(now)?)
+                .or_internal("store token")?,
+            throttle::clear(ctx, &creds.client_id)?,
+        ],
     )
     .await
     .or_internal("store token")?;
@@ -269,12 +251,7 @@ pub struct Caller {
 }
 
 /// Authenticates `Authorization: Bearer` and checks that the token carries `needed`.
-pub async fn authorize(
-    db: &D1Database,
-    headers: &Headers,
-    needed: Scope,
-    now: i64,
-) -> Result<Caller, ApiError> {
+pub async fn authorize(ctx: &Ctx, headers: &Headers, needed: Scope) -> Result<Caller, ApiError> {
     // Spec §7: the body says invalid_client for a missing or bad token; the challenge follows
     // RFC 6750 §3.
     let missing = || {
@@ -306,7 +283,7 @@ pub async fn authorize(
     if !token.starts_with(TOKEN_PREFIX) {
         return Err(invalid());
     }
-    let found = clients::find_token(db, &crypto::sha256_hex(token), now)
+    let found = clients::find_token(&ctx.db, &crypto::sha256_hex(token), ctx.now())
         .await
         .or_internal("read token")?
         .ok_or_else(invalid)?;

@@ -1,7 +1,7 @@
 //! Building responses: JSON bodies, headers, and errors in the spec's shape.
 
 use serde::Serialize;
-use worker::{Request, Response};
+use worker::{Request, Response, Url};
 
 use crate::error::{ApiError, OrInternal};
 
@@ -47,4 +47,25 @@ pub async fn body_of_type(req: &mut Request, media_type: &str) -> Result<String,
         )));
     }
     req.text().await.or_internal("read body")
+}
+
+/// `303 See Other` to one of our own paths. (Built by hand: `Response::redirect` has immutable
+/// headers, and some redirects add a cookie.)
+pub fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
+    let mut target = url.clone();
+    target.set_path(path);
+    target.set_query(None);
+    let response = Response::empty()
+        .or_internal("build redirect")?
+        .with_status(303);
+    response
+        .headers()
+        .set("Location", target.as_str())
+        .or_internal("set header")?;
+    Ok(response)
+}
+
+/// The caller's address (`CF-Connecting-IP`, set by Cloudflare), when known.
+pub fn caller_address(req: &Request) -> Option<String> {
+    req.headers().get("CF-Connecting-IP").ok().flatten()
 }

@@ -1,33 +1,57 @@
-//! The Payrail Cloudflare Worker. Entry points only: each hands off at once.
+//! The Payrail Cloudflare Worker. Entry points only: each builds the event's context once and
+//! hands off at once.
+//!
+//! Layers, each importing only from the ones below it (a test checks this):
+//! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
+//! `throttle`, `payments`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
+//! `html`, `query`, `crypto`, `webhook_url`) → `shared-types`.
 
 mod auth;
 mod chain;
+mod cron;
 mod crypto;
+mod ctx;
 mod db;
 mod error;
+mod html;
 mod http;
-mod pages;
 mod payments;
 mod portal;
 mod query;
 mod routes;
+mod throttle;
 mod webhook_url;
 mod webhooks;
+
+#[cfg(test)]
+mod layers_test;
 
 use worker::{
     event, Context, Env, MessageBatch, MessageExt, Request, Response, ScheduleContext,
     ScheduledEvent,
 };
 
+use crate::ctx::Ctx;
+
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    routes::handle(req, &env).await
+    match Ctx::new(env) {
+        Ok(ctx) => {
+            let ctx = ctx.with_caller_address(http::caller_address(&req));
+            routes::handle(req, &ctx).await
+        }
+        Err(err) => http::error(&err),
+    }
 }
 
 #[event(scheduled)]
-async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    if let Err(err) = routes::housekeeping(&env, event.cron()).await {
-        worker::console_error!("housekeeping failed: {}", err.description);
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    let result = match Ctx::new(env) {
+        Ok(ctx) => cron::run(&ctx).await,
+        Err(err) => Err(err),
+    };
+    if let Err(err) = result {
+        worker::console_error!("cron failed: {}", err.description);
     }
 }
 
@@ -37,6 +61,7 @@ async fn queue(
     env: Env,
     _ctx: Context,
 ) -> worker::Result<()> {
+    let ctx = Ctx::new(env).map_err(|err| worker::Error::RustError(err.description))?;
     // Messages of a batch are handled concurrently, so one receiver that takes its full ten
     // seconds does not hold up deliveries to the others. Every outcome is recorded in D1 and
     // anything unfinished is swept by the cron trigger, so each message is acknowledged once
@@ -45,7 +70,7 @@ async fn queue(
     futures_util::future::join_all(messages.iter().map(|message| async {
         match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
             Ok(task) => {
-                if let Err(err) = webhooks::consume(&env, task).await {
+                if let Err(err) = webhooks::consume(&ctx, task).await {
                     worker::console_error!("delivery failed: {}", err.description);
                 }
             }

@@ -1,4 +1,5 @@
-//! Applies lifecycle actions to stored payments: load, decide (shared-types), write atomically.
+//! Applies lifecycle actions to stored payments: load, decide (shared-types), write atomically
+//! with the event it causes (the outbox), then queue the event's deliveries.
 
 use std::str::FromStr;
 
@@ -6,29 +7,31 @@ use rust_decimal::Decimal;
 use shared_types::checkout::currency_digits;
 use shared_types::lifecycle::{self, Action, Change, Payment, Refusal};
 use shared_types::webhook::Event;
-use shared_types::{time, ErrorCode, RawStatus, Transaction};
-use worker::{D1Database, Env};
+use shared_types::{ErrorCode, Transaction};
 
-use crate::db::checkout::{self as db, Stamps};
-use crate::db::transactions;
-use crate::db::webhooks::{self as webhooks_db, OutboxEvent};
+use crate::ctx::{timestamp, Ctx};
+use crate::db::deliveries;
+use crate::db::events::{self, Guard, OutboxEvent};
+use crate::db::transactions::{self, Stamps};
 use crate::error::{ApiError, OrInternal};
-use crate::query::TransactionFilter;
-use crate::{chain, crypto};
+use crate::{chain, crypto, db, webhooks};
+
+/// Most expired checkouts one cron run closes (the next run takes the rest).
+const EXPIRE_PER_RUN: i64 = 200;
 
 /// Applies `action` to transaction `id`, with its webhook event in the same write, then queues
 /// the event's deliveries. With `institution_id`, a transaction of another institution is not
 /// found, exactly like an unknown one.
 pub async fn act(
-    env: &Env,
-    database: &D1Database,
+    ctx: &Ctx,
     id: i64,
     institution_id: Option<i64>,
     action: &Action,
-    now: i64,
 ) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let database = &ctx.db;
     let not_found = || ApiError::not_found("no such transaction");
-    let row = db::payment(database, id)
+    let row = transactions::payment(database, id)
         .await
         .or_internal("read payment")?
         .filter(|row| institution_id.is_none_or(|i| i == row.institution_id))
@@ -40,9 +43,7 @@ pub async fn act(
             .transpose()
             .or_internal("parse stored amount")
     };
-    let raw_status = RawStatus::from_str(&row.raw_status)
-        .map_err(|_| "unknown raw_status")
-        .or_internal("parse raw_status")?;
+    let raw_status = row.raw_status;
     let payment = Payment {
         raw_status,
         expected: decimal(&row.amount_expected)?.unwrap_or_default(),
@@ -69,9 +70,7 @@ pub async fn act(
         .transpose()?;
     let settlement_hash = change.settlement_network.as_deref().map(hash).transpose()?;
     let bridge_hash = change.bridged.then(|| hash(network)).transpose()?;
-    let now_text = time::format_unix(now)
-        .ok_or("time out of range")
-        .or_internal("format now")?;
+    let now_text = timestamp(now)?;
     let stamps = Stamps {
         now_text: &now_text,
         source_hash: source_hash.as_deref(),
@@ -81,15 +80,9 @@ pub async fn act(
     let event = match change.event {
         None => None,
         Some(kind) => {
-            let filter = TransactionFilter {
-                limit: 1,
-                id: Some(id),
-                ..TransactionFilter::default()
-            };
-            let before = transactions::list(database, row.institution_id, &filter)
+            let before = transactions::get(database, row.institution_id, id)
                 .await
                 .or_internal("read transaction")?
-                .pop()
                 .ok_or("transaction vanished")
                 .or_internal("read transaction")?;
             let envelope = Event {
@@ -110,10 +103,25 @@ pub async fn act(
         payload,
         created: now,
     });
-    let written = db::apply_change(database, id, raw_status, &change, &stamps, outbox.as_ref())
+    // The guarded UPDATE, then (only if it wrote) the event and one delivery per subscribed
+    // endpoint: all or nothing.
+    let mut statements =
+        vec![
+            transactions::apply_change(database, id, raw_status, &change, &stamps)
+                .or_internal("write payment change")?,
+        ];
+    if let Some(e) = &outbox {
+        statements
+            .push(events::insert(database, e, Guard::AfterChange).or_internal("write event")?);
+        statements.push(
+            deliveries::fan_out(database, e.id, e.institution_id, e.kind, None, now)
+                .or_internal("write deliveries")?,
+        );
+    }
+    let results = db::batch(database, statements)
         .await
         .or_internal("write payment change")?;
-    if !written {
+    if !db::changed(&results, 0) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             "the payment changed while this request ran; read it again and retry",
@@ -121,14 +129,30 @@ pub async fn act(
     }
     if let Some((event_id, _, _)) = &event {
         // Queued after the commit; a lost message is found by the cron sweep.
-        let deliveries = webhooks_db::deliveries_of_event(database, event_id)
+        let ids = deliveries::of_event(database, event_id)
             .await
             .or_internal("read deliveries")?;
-        if let Err(err) = crate::webhooks::enqueue(env, &deliveries, 0).await {
+        if let Err(err) = webhooks::enqueue(ctx, &ids, 0).await {
             worker::console_warn!(
                 "deliveries of {event_id} left to the sweep: {}",
                 err.description
             );
+        }
+    }
+    Ok(())
+}
+
+/// Closes pending payments whose checkout has ended, through the lifecycle like any other
+/// change (one guarded write each: a payment that arrived meanwhile is left alone).
+pub async fn expire_ended(ctx: &Ctx) -> Result<(), ApiError> {
+    let ended = db::sessions::expired_unpaid(&ctx.db, ctx.now(), EXPIRE_PER_RUN)
+        .await
+        .or_internal("find ended checkouts")?;
+    for id in ended {
+        match act(ctx, id, None, &Action::Expire).await {
+            Ok(()) => {}
+            Err(err) if err.code == ErrorCode::Conflict => {} // paid or changed meanwhile
+            Err(err) => return Err(err),
         }
     }
     Ok(())

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use shared_types::{time, Status};
+use shared_types::lifecycle::EventType;
+use shared_types::webhook::TEST_EVENT_TYPE;
+use shared_types::{time, DeliveryStatus, Status};
 
 /// Largest id we accept: ids cross into JavaScript as f64, exact up to 2^53 - 1.
 pub const MAX_ID: i64 = (1 << 53) - 1;
@@ -110,6 +112,86 @@ impl MerchantFilter {
     }
 }
 
+/// Filters of an endpoint's delivery log (`GET /portal/api/webhook-endpoints/{id}/deliveries`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeliveryLogQuery {
+    /// Page size, 1 to 100.
+    pub limit: u32,
+    /// Only deliveries older than this one (a delivery id).
+    pub starting_after: Option<String>,
+    /// One status.
+    pub status: Option<DeliveryStatus>,
+    /// One event type (`webhook.test` included).
+    pub event_type: Option<String>,
+    /// Created at or after, Unix seconds.
+    pub created_after: Option<i64>,
+    /// Created before, Unix seconds.
+    pub created_before: Option<i64>,
+}
+
+impl DeliveryLogQuery {
+    /// Parses the raw query string (without `?`).
+    pub fn parse(query: &str) -> Result<Self, QueryError> {
+        let mut params = Params::parse(
+            query,
+            &[
+                "limit",
+                "starting_after",
+                "status",
+                "event_type",
+                "created_after",
+                "created_before",
+            ],
+        )?;
+        Ok(DeliveryLogQuery {
+            limit: params.limit()?,
+            starting_after: params.reference("starting_after")?,
+            status: params
+                .take("status")
+                .map(|v| {
+                    v.parse::<DeliveryStatus>().map_err(|_| {
+                        QueryError(format!(
+                            "status must be one of {}; got {v:?}",
+                            one_of(DeliveryStatus::ALL.iter().map(|s| s.as_str()))
+                        ))
+                    })
+                })
+                .transpose()?,
+            event_type: params
+                .take("event_type")
+                .map(|v| {
+                    if EventType::parse(&v).is_some() || v == TEST_EVENT_TYPE {
+                        Ok(v)
+                    } else {
+                        Err(QueryError(format!(
+                            "event_type {v:?} is not an event type; the types are {}, {}",
+                            one_of(EventType::ALL.iter().map(|t| t.as_str())),
+                            TEST_EVENT_TYPE
+                        )))
+                    }
+                })
+                .transpose()?,
+            created_after: params.unix("created_after")?,
+            created_before: params.unix("created_before")?,
+        })
+    }
+}
+
+/// A time bound given as an ISO 8601 date-time with an offset or a date, in Unix seconds;
+/// refused with a description naming `name`.
+pub fn parse_time_bound(name: &str, value: &str) -> Result<i64, QueryError> {
+    time::parse_filter_bound(value)
+        .and_then(|t| time::parse_unix(&t))
+        .ok_or_else(|| bad_time(name, value))
+}
+
+fn bad_time(name: &str, value: &str) -> QueryError {
+    QueryError(format!(
+        "{name} must be an ISO 8601 date-time with an offset, such as 2026-11-21T00:00:00Z, or a \
+         date such as 2026-11-21 (percent-encode a \"+\" offset as %2B); got {value:?}"
+    ))
+}
+
 /// Parses a path segment as an id; `None` when it is not one.
 pub fn parse_id(text: &str) -> Option<i64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -189,15 +271,13 @@ impl Params {
 
     fn timestamp(&mut self, name: &str) -> Result<Option<String>, QueryError> {
         self.take(name)
-            .map(|v| {
-                time::parse_filter_bound(&v).ok_or_else(|| {
-                    QueryError(format!(
-                        "{name} must be an ISO 8601 date-time with an offset, such as \
-                         2026-11-21T00:00:00Z, or a date such as 2026-11-21 (percent-encode \
-                         a \"+\" offset as %2B); got {v:?}"
-                    ))
-                })
-            })
+            .map(|v| time::parse_filter_bound(&v).ok_or_else(|| bad_time(name, &v)))
+            .transpose()
+    }
+
+    fn unix(&mut self, name: &str) -> Result<Option<i64>, QueryError> {
+        self.take(name)
+            .map(|v| parse_time_bound(name, &v))
             .transpose()
     }
 }
@@ -282,6 +362,30 @@ mod tests {
             err(MerchantFilter::parse(&format!("psp_reference_id={long}")))
                 .contains("psp_reference_id")
         );
+    }
+
+    #[test]
+    fn delivery_log_filters() {
+        let q = DeliveryLogQuery::parse(
+            "status=failed&event_type=webhook.test&created_after=2026-11-01&limit=5&starting_after=dlv_1",
+        )
+        .unwrap();
+        assert_eq!(q.status, Some(DeliveryStatus::Failed));
+        assert_eq!(q.event_type.as_deref(), Some("webhook.test"));
+        assert_eq!(q.limit, 5);
+        assert_eq!(q.starting_after.as_deref(), Some("dlv_1"));
+        assert!(q.created_after.is_some());
+        for (query, name) in [
+            ("status=done", "status"),
+            ("event_type=payment.lost", "event_type"),
+            ("created_before=soon", "created_before"),
+            ("limit=0", "limit"),
+            ("colour=blue", "colour"),
+            ("status=failed&status=pending", "status"),
+        ] {
+            let message = err(DeliveryLogQuery::parse(query));
+            assert!(message.contains(name), "{query}: {message}");
+        }
     }
 
     #[test]

@@ -7,13 +7,17 @@ use std::time::Duration;
 use futures_util::future::{select, Either};
 use serde::{Deserialize, Serialize};
 use shared_types::webhook::{self, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER};
+use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
 use worker::{
-    AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit, RequestRedirect,
+    AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect,
 };
 
-use crate::crypto;
-use crate::db::webhooks::{self as db, Attempt, Due};
+use crate::ctx::{timestamp, Ctx};
+use crate::db::deliveries::{self, Attempt, Due};
+use crate::db::notifications::{self, NewNotification};
+use crate::db::{endpoints, portal};
 use crate::error::{ApiError, OrInternal};
+use crate::{crypto, db};
 
 /// The queue binding.
 const QUEUE: &str = "DELIVERIES";
@@ -21,6 +25,8 @@ const QUEUE: &str = "DELIVERIES";
 pub const DEADLINE: Duration = Duration::from_secs(10);
 /// Response body kept per attempt.
 const BODY_KEPT: usize = 4096;
+/// Most messages one `send_batch` takes (a Cloudflare Queues limit).
+const SEND_BATCH_MAX: usize = 100;
 /// `User-Agent` of deliveries.
 pub const USER_AGENT: &str = "Payrail-Webhooks/1.0 (+https://payrail.example/docs/webhooks)";
 
@@ -35,75 +41,67 @@ pub enum Task {
     },
 }
 
-/// The schedule's compression factor: `PAYRAIL_WEBHOOK_TIME_SCALE` (1 in production).
-pub fn time_scale(env: &Env) -> u64 {
-    env.var("PAYRAIL_WEBHOOK_TIME_SCALE")
-        .ok()
-        .and_then(|v| v.to_string().parse().ok())
-        .filter(|s| *s >= 1)
-        .unwrap_or(1)
-}
-
-/// Sends delivery ids to the queue, `delay` seconds from now. A lost message is harmless: the
-/// cron sweep finds the overdue delivery.
-pub async fn enqueue(env: &Env, ids: &[String], delay: u32) -> Result<(), ApiError> {
+/// Sends delivery ids to the queue, `delay` seconds from now, in batches the queue accepts. A
+/// lost message is harmless: the cron sweep finds the overdue delivery.
+pub async fn enqueue(ctx: &Ctx, ids: &[String], delay: u32) -> Result<(), ApiError> {
     if ids.is_empty() {
         return Ok(());
     }
-    let queue = env.queue(QUEUE).or_internal("bind queue")?;
-    let mut batch = worker::BatchMessageBuilder::new();
-    for id in ids {
-        batch = batch.message(Task::Deliver {
-            delivery_id: id.clone(),
-        });
+    let queue = ctx.env.queue(QUEUE).or_internal("bind queue")?;
+    for chunk in ids.chunks(SEND_BATCH_MAX) {
+        let mut batch = worker::BatchMessageBuilder::new();
+        for id in chunk {
+            batch = batch.message(Task::Deliver {
+                delivery_id: id.clone(),
+            });
+        }
+        queue
+            .send_batch(batch.delay_seconds(delay).build())
+            .await
+            .or_internal("enqueue deliveries")?;
     }
-    queue
-        .send_batch(batch.delay_seconds(delay).build())
-        .await
-        .or_internal("enqueue deliveries")
+    Ok(())
 }
 
 /// Handles one queue message. Every outcome is recorded in D1, so the message is always acked.
-pub async fn consume(env: &Env, task: Task) -> Result<(), ApiError> {
+pub async fn consume(ctx: &Ctx, task: Task) -> Result<(), ApiError> {
     match task {
-        Task::Deliver { delivery_id } => deliver(env, &delivery_id).await,
+        Task::Deliver { delivery_id } => deliver(ctx, &delivery_id).await,
     }
 }
 
-fn now() -> i64 {
-    crate::routes::now()
-}
-
-async fn deliver(env: &Env, id: &str) -> Result<(), ApiError> {
-    let database = crate::routes::database(env)?;
-    let Some(due) = db::due(&database, id).await.or_internal("read delivery")? else {
+async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
+    let database = &ctx.db;
+    let Some(due) = deliveries::due(database, id)
+        .await
+        .or_internal("read delivery")?
+    else {
         return Ok(());
     };
-    if due.status != "pending" {
+    if due.status != DeliveryStatus::Pending {
         return Ok(()); // a repeated message
     }
-    let started = now();
+    let started = ctx.now();
     if let Some(next) = due.next_attempt_at {
         if next > started + 1 {
             // Early (a duplicate, or a resend scheduled later): come back when it is due.
-            return enqueue(env, std::slice::from_ref(&due.id), (next - started) as u32).await;
+            return enqueue(ctx, std::slice::from_ref(&due.id), (next - started) as u32).await;
         }
     }
-    if due.url.is_none() || due.endpoint_status.as_deref() != Some("enabled") {
-        return db::give_up(&database, id)
+    if due.url.is_none() || due.endpoint_status != Some(EndpointStatus::Enabled) {
+        return deliveries::give_up(database, id)
             .await
             .or_internal("give up delivery");
     }
-    if !db::claim(&database, id, due.attempts, started)
+    if !deliveries::claim(database, id, due.attempts, started)
         .await
         .or_internal("claim delivery")?
     {
         return Ok(()); // another consumer has it
     }
     let attempt = due.attempts + 1;
-    let (status_code, outcome, body, latency_ms) = post(env, &due, started).await?;
-    let ok = outcome == "ok";
-    let scale = time_scale(env);
+    let (status_code, outcome, body, latency_ms) = post(ctx, &due, started).await?;
+    let scale = ctx.webhook_time_scale;
     let mut record = Attempt {
         delivery_id: &due.id,
         endpoint_id: &due.endpoint_id,
@@ -115,33 +113,61 @@ async fn deliver(env: &Env, id: &str) -> Result<(), ApiError> {
         response_body: body.as_deref(),
         next_attempt_at: None,
     };
-    if ok {
-        return db::succeeded(&database, &record)
-            .await
-            .or_internal("record success");
+    if outcome == AttemptOutcome::Ok {
+        return record_attempt(
+            ctx,
+            &record,
+            vec![
+                deliveries::mark_succeeded(database, &due.id),
+                endpoints::record_success(database, &due.endpoint_id, started),
+            ],
+        )
+        .await;
     }
     let first_failure = due.first_failure_at.unwrap_or(started);
     if webhook::should_disable(Some(first_failure), started, scale) {
-        return disable(env, &database, &due, &record, first_failure).await;
+        return disable(ctx, &due, &record, first_failure).await;
     }
     let unit = f64::from(crypto::random_bytes::<1>().or_internal("jitter")?[0]) / 256.0;
     let delay = webhook::with_jitter(webhook::retry_delay(attempt as u32, scale), unit);
     record.next_attempt_at = Some(started + delay as i64);
-    db::failed(&database, &record)
+    record_attempt(
+        ctx,
+        &record,
+        vec![
+            deliveries::schedule(database, &due.id, record.next_attempt_at),
+            endpoints::record_failure(database, &due.endpoint_id, started),
+        ],
+    )
+    .await?;
+    enqueue(ctx, std::slice::from_ref(&due.id), delay as u32).await
+}
+
+/// Writes the attempt and what follows from it in one batch.
+async fn record_attempt(
+    ctx: &Ctx,
+    record: &Attempt<'_>,
+    then: Vec<db::DbResult<worker::D1PreparedStatement>>,
+) -> Result<(), ApiError> {
+    let mut statements = vec![deliveries::insert_attempt(&ctx.db, record)];
+    statements.extend(then);
+    let statements = statements
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .or_internal("record attempt")?;
+    db::batch(&ctx.db, statements)
         .await
-        .or_internal("record failure")?;
-    enqueue(env, std::slice::from_ref(&due.id), delay as u32).await
+        .or_internal("record attempt")
+        .map(drop)
 }
 
 /// POSTs the event; returns (status, outcome, first 4 KB of the body, latency in ms).
 async fn post(
-    env: &Env,
+    ctx: &Ctx,
     due: &Due,
     now: i64,
-) -> Result<(Option<u16>, &'static str, Option<String>, i64), ApiError> {
-    let key = crate::portal::sealing_key(env)
-        .ok_or("PAYRAIL_ENCRYPTION_KEY is not set")
-        .or_internal("open signing secret")?;
+) -> Result<(Option<u16>, AttemptOutcome, Option<String>, i64), ApiError> {
+    let key = ctx.sealing_key()?;
     let sealed = due.secret_encrypted.as_deref().unwrap_or_default();
     let mut secrets =
         vec![crypto::open(&key, &due.endpoint_id, sealed).or_internal("open signing secret")?];
@@ -192,30 +218,32 @@ async fn post(
     Ok(match outcome {
         Either::Left((Ok((status, text)), _)) => {
             let kept: String = text.chars().take(BODY_KEPT).collect();
-            let outcome = match status {
-                200..=299 => "ok",
-                300..=399 => "redirect",
-                _ => "http_status",
-            };
-            (Some(status), outcome, Some(kept), latency)
+            (
+                Some(status),
+                AttemptOutcome::of_status(status),
+                Some(kept),
+                latency,
+            )
         }
         // Refused connection, DNS failure, reset: Workers report them alike.
-        Either::Left((Err(_), _)) => (None, "connection", None, latency),
+        Either::Left((Err(_), _)) => (None, AttemptOutcome::Connection, None, latency),
         Either::Right(_) => {
             controller.abort();
-            (None, "timeout", None, latency)
+            (None, AttemptOutcome::Timeout, None, latency)
         }
     })
 }
 
+/// Records the failure that disables the endpoint: the endpoint off, its pending deliveries
+/// failed and the notification recorded (after trying the e-mail), all at once.
 async fn disable(
-    env: &Env,
-    database: &worker::D1Database,
+    ctx: &Ctx,
     due: &Due,
     record: &Attempt<'_>,
     first_failure: i64,
 ) -> Result<(), ApiError> {
-    let since = shared_types::time::format_unix(first_failure).unwrap_or_default();
+    let database = &ctx.db;
+    let since = timestamp(first_failure)?;
     let url = due.url.clone().unwrap_or_default();
     let reason = format!("every delivery has failed since {since}");
     let subject = format!("Payrail disabled your webhook endpoint {url}");
@@ -225,29 +253,35 @@ async fn disable(
          portal, and resend the failed deliveries from its delivery log.",
         due.endpoint_id
     );
-    let recipients = db::admin_emails(database, due.institution_id)
+    let recipients = portal::admin_emails(database, due.institution_id)
         .await
         .or_internal("read admins")?;
-    let email_status = send_email(env, &recipients, &subject, &body).await;
-    db::failed_and_disabled(
-        database,
-        record,
-        due.institution_id,
-        &reason,
-        &subject,
-        &body,
+    let email_status = send_email(ctx, &recipients, &subject, &body).await;
+    let notification = NewNotification {
+        institution_id: due.institution_id,
+        subject: &subject,
+        body: &body,
         email_status,
+        created_at: record.started_at,
+    };
+    record_attempt(
+        ctx,
+        record,
+        vec![
+            endpoints::disable(database, &due.endpoint_id, &reason),
+            deliveries::fail_pending_of_endpoint(database, &due.endpoint_id),
+            notifications::insert_endpoint_disabled(database, &notification),
+        ],
     )
     .await
-    .or_internal("disable endpoint")
 }
 
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
 /// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
-async fn send_email(env: &Env, to: &[String], subject: &str, text: &str) -> &'static str {
+async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> &'static str {
     let (Ok(binding), Ok(from)) = (
-        env.get_binding::<worker::SendEmail>("EMAIL"),
-        env.var("PAYRAIL_NOTIFY_FROM"),
+        ctx.env.get_binding::<worker::SendEmail>("EMAIL"),
+        ctx.env.var("PAYRAIL_NOTIFY_FROM"),
     ) else {
         return "not_configured";
     };
@@ -276,11 +310,10 @@ async fn send_email(env: &Env, to: &[String], subject: &str, text: &str) -> &'st
 }
 
 /// The cron sweep: sends overdue and stale pending deliveries to the queue again.
-pub async fn sweep(env: &Env) -> Result<(), ApiError> {
-    let database = crate::routes::database(env)?;
-    let now = now();
-    let ids = db::overdue(&database, now - 30, now - 2 * DEADLINE.as_secs() as i64)
+pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let ids = deliveries::overdue(&ctx.db, now - 30, now - 2 * DEADLINE.as_secs() as i64)
         .await
         .or_internal("find overdue deliveries")?;
-    enqueue(env, &ids, 0).await
+    enqueue(ctx, &ids, 0).await
 }

@@ -20,4 +20,7 @@ pub use models::{
     TransactionObject, TxHashes,
 };
 pub use scope::{Scope, ScopeSet};
-pub use status::{AmountStatus, MerchantStatus, OnboardingStatus, RawStatus, Status};
+pub use status::{
+    AmountStatus, AttemptOutcome, DeliveryStatus, EndpointStatus, MerchantStatus, OnboardingStatus,
+    RawStatus, Status,
+};

@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::status::{AmountStatus, MerchantStatus, OnboardingStatus, RawStatus, Status};
 
-/// The list envelope (spec §2.1).
+/// The list envelope (spec §2.1). The cursor is the last item's id: an integer for the partner
+/// API's resources, text for the portal's (delivery ids).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct List<T> {
+pub struct List<T, C = i64> {
     /// Always `list`.
     pub object: ListObject,
     /// The page, newest first.
@@ -15,13 +16,13 @@ pub struct List<T> {
     /// Whether a further page exists.
     pub has_more: bool,
     /// The id to pass as `starting_after` for the next page; `None` exactly when `has_more` is false.
-    pub next_cursor: Option<i64>,
+    pub next_cursor: Option<C>,
 }
 
-impl<T> List<T> {
+impl<T, C> List<T, C> {
     /// Builds a page from up to `limit + 1` rows fetched newest first: the extra row, if present,
     /// only proves that a further page exists.
-    pub fn from_overfetch(mut rows: Vec<T>, limit: usize, id_of: impl Fn(&T) -> i64) -> Self {
+    pub fn from_overfetch(mut rows: Vec<T>, limit: usize, id_of: impl Fn(&T) -> C) -> Self {
         let has_more = rows.len() > limit;
         rows.truncate(limit);
         let next_cursor = if has_more {

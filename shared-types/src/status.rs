@@ -1,4 +1,5 @@
-//! Status enums of transactions and merchants (spec §2.2, §2.3, §3).
+//! Status enums of transactions and merchants (spec §2.2, §2.3, §3) and of webhook deliveries,
+//! endpoints and attempts: read straight from rows, compared as types, never as strings.
 
 use std::fmt;
 use std::str::FromStr;
@@ -144,6 +145,55 @@ impl OnboardingStatus {
     }
 }
 
+string_enum! {
+    /// Where a webhook delivery stands (the delivery log's `status`).
+    DeliveryStatus {
+        /// Waiting for its next attempt.
+        Pending = "pending",
+        /// A receiver answered 2xx.
+        Succeeded = "succeeded",
+        /// Given up: out of attempts, or its endpoint was disabled or deleted.
+        Failed = "failed",
+    }
+}
+
+string_enum! {
+    /// Whether a webhook endpoint receives deliveries.
+    EndpointStatus {
+        /// Receives deliveries.
+        Enabled = "enabled",
+        /// Receives nothing (by an admin, or after failing continuously).
+        Disabled = "disabled",
+    }
+}
+
+string_enum! {
+    /// How one delivery attempt ended.
+    AttemptOutcome {
+        /// The receiver answered 2xx.
+        Ok = "ok",
+        /// The receiver answered another status (4xx, 5xx, 1xx).
+        HttpStatus = "http_status",
+        /// The receiver answered 3xx; redirects are not followed.
+        Redirect = "redirect",
+        /// No answer within the deadline.
+        Timeout = "timeout",
+        /// Refused connection, DNS failure, reset.
+        Connection = "connection",
+    }
+}
+
+impl AttemptOutcome {
+    /// The outcome of an answer with this HTTP status.
+    pub fn of_status(status: u16) -> Self {
+        match status {
+            200..=299 => Self::Ok,
+            300..=399 => Self::Redirect,
+            _ => Self::HttpStatus,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +210,23 @@ mod tests {
         for s in AmountStatus::ALL {
             assert_eq!(s.as_str().parse::<AmountStatus>(), Ok(*s));
         }
+        for s in DeliveryStatus::ALL {
+            assert_eq!(s.as_str().parse::<DeliveryStatus>(), Ok(*s));
+        }
+        for s in EndpointStatus::ALL {
+            assert_eq!(s.as_str().parse::<EndpointStatus>(), Ok(*s));
+        }
+        for s in AttemptOutcome::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn attempt_outcome_of_status() {
+        assert_eq!(AttemptOutcome::of_status(204), AttemptOutcome::Ok);
+        assert_eq!(AttemptOutcome::of_status(301), AttemptOutcome::Redirect);
+        assert_eq!(AttemptOutcome::of_status(500), AttemptOutcome::HttpStatus);
+        assert_eq!(AttemptOutcome::of_status(101), AttemptOutcome::HttpStatus);
     }
 
     #[test]

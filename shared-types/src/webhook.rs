@@ -26,6 +26,8 @@ pub const SIGNATURE_HEADER: &str = "Payrail-Signature";
 pub const EVENT_ID_HEADER: &str = "Payrail-Event-Id";
 /// Header carrying the event type.
 pub const EVENT_TYPE_HEADER: &str = "Payrail-Event-Type";
+/// `type` of the test events an admin sends from the portal (carrying a sample transaction).
+pub const TEST_EVENT_TYPE: &str = "webhook.test";
 /// Default tolerance between the signature's timestamp and the receiver's clock.
 pub const DEFAULT_TOLERANCE_SECONDS: i64 = 5 * 60;
 

@@ -1,9 +1,10 @@
-//! API clients, access tokens and the failed-authentication throttle.
+//! API clients and the access tokens issued to them (one aggregate: a client's tokens live and
+//! die with its secret).
 
 use serde::Deserialize;
-use worker::D1Database;
+use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, Value};
+use super::{all, batch, bind, changed, first, run, DbResult, Value};
 
 /// An API client, as client authentication needs it.
 #[derive(Debug, Deserialize)]
@@ -18,6 +19,63 @@ pub struct Client {
     pub scopes: String,
 }
 
+/// The client with this public `client_id`.
+pub async fn find(db: &D1Database, client_id: &str) -> DbResult<Option<Client>> {
+    first(
+        db,
+        "SELECT id, institution_id, secret_hash, scopes FROM api_clients WHERE client_id = ?1",
+        &[client_id.into()],
+    )
+    .await
+}
+
+/// A token to store: only its hash, never the token.
+pub struct NewToken<'a> {
+    /// Hex SHA-256 of the token.
+    pub token_hash: &'a str,
+    /// Granted scopes, space-separated.
+    pub scopes: &'a str,
+    /// Unix seconds.
+    pub issued_at: i64,
+    /// Unix seconds.
+    pub expires_at: i64,
+}
+
+/// Stores a token for `client`.
+pub fn insert_token(
+    db: &D1Database,
+    client: &Client,
+    token: &NewToken<'_>,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO access_tokens \
+         (token_hash, client_id, institution_id, scopes, issued_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &[
+            token.token_hash.into(),
+            client.id.into(),
+            client.institution_id.into(),
+            token.scopes.into(),
+            token.issued_at.into(),
+            token.expires_at.into(),
+        ],
+    )
+}
+
+/// Marks the client used now.
+pub fn mark_used(
+    db: &D1Database,
+    client: &Client,
+    now_text: &str,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE api_clients SET last_used_at = ?1 WHERE id = ?2",
+        &[now_text.into(), client.id.into()],
+    )
+}
+
 /// A live access token.
 #[derive(Debug, Deserialize)]
 pub struct Token {
@@ -27,152 +85,171 @@ pub struct Token {
     pub scopes: String,
 }
 
-/// Failed authentications of one client id from one source, in the current window.
-#[derive(Debug, Deserialize)]
-pub struct Failures {
-    /// Unix seconds the window opened.
-    pub window_start: i64,
-    /// Failures counted in the window.
-    pub failures: i64,
-}
-
-/// The client with this public `client_id`.
-pub async fn find_client(db: &D1Database, client_id: &str) -> worker::Result<Option<Client>> {
-    bind(
-        db,
-        "SELECT id, institution_id, secret_hash, scopes FROM api_clients WHERE client_id = ?1",
-        &[client_id.into()],
-    )?
-    .first(None)
-    .await
-}
-
-/// The failure count of `client_id` from `source`, if any is recorded.
-pub async fn failures(
-    db: &D1Database,
-    client_id: &str,
-    source: &str,
-) -> worker::Result<Option<Failures>> {
-    bind(
-        db,
-        "SELECT window_start, failures FROM auth_failures WHERE client_id = ?1 AND source = ?2",
-        &[client_id.into(), source.into()],
-    )?
-    .first(None)
-    .await
-}
-
-/// Counts one failed authentication, opening a new window when the last one has closed.
-pub async fn record_failure(
-    db: &D1Database,
-    client_id: &str,
-    source: &str,
-    now: i64,
-    window_seconds: i64,
-) -> worker::Result<()> {
-    bind(
-        db,
-        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
-         VALUES (?1, ?2, ?3, 1) \
-         ON CONFLICT (client_id, source) DO UPDATE SET \
-           failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
-           window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END",
-        &[
-            client_id.into(),
-            source.into(),
-            now.into(),
-            window_seconds.into(),
-        ],
-    )?
-    .run()
-    .await
-    .map(drop)
-}
-
-/// Stores a new token for `client` and marks the client used, in one atomic batch; clears the
-/// source's failure count.
-#[allow(clippy::too_many_arguments)]
-pub async fn insert_token(
-    db: &D1Database,
-    client: &Client,
-    public_client_id: &str,
-    source: &str,
-    token_hash: &str,
-    scopes: &str,
-    now: i64,
-    now_text: &str,
-    expires_at: i64,
-) -> worker::Result<()> {
-    let statements = vec![
-        bind(
-            db,
-            "INSERT INTO access_tokens \
-             (token_hash, client_id, institution_id, scopes, issued_at, expires_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            &[
-                token_hash.into(),
-                client.id.into(),
-                client.institution_id.into(),
-                scopes.into(),
-                now.into(),
-                expires_at.into(),
-            ],
-        )?,
-        bind(
-            db,
-            "UPDATE api_clients SET last_used_at = ?1 WHERE id = ?2",
-            &[now_text.into(), client.id.into()],
-        )?,
-        bind(
-            db,
-            "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2",
-            &[public_client_id.into(), source.into()],
-        )?,
-    ];
-    db.batch(statements).await.map(drop)
-}
-
 /// The live token with this hash. Tokens of a rotated or deleted client are gone: rotation
 /// deletes them in the same batch that replaces the secret.
-pub async fn find_token(
-    db: &D1Database,
-    token_hash: &str,
-    now: i64,
-) -> worker::Result<Option<Token>> {
-    bind(
+pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> DbResult<Option<Token>> {
+    first(
         db,
         "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2",
         &[token_hash.into(), now.into()],
-    )?
-    .first(None)
+    )
     .await
 }
 
-/// Deletes expired tokens and closed throttle windows.
-pub async fn purge_expired(db: &D1Database, now: i64, window_seconds: i64) -> worker::Result<()> {
-    let statements = vec![
-        bind(
-            db,
-            "DELETE FROM access_tokens WHERE expires_at <= ?1",
-            &[Value::Int(now)],
-        )?,
-        bind(
-            db,
-            "DELETE FROM auth_failures WHERE window_start <= ?1",
-            &[Value::Int(now - window_seconds)],
-        )?,
-    ];
-    db.batch(statements).await.map(drop)
+/// Deletes expired tokens.
+pub async fn purge_expired_tokens(db: &D1Database, now: i64) -> DbResult<usize> {
+    run(
+        db,
+        "DELETE FROM access_tokens WHERE expires_at <= ?1",
+        &[now.into()],
+    )
+    .await
 }
 
-/// Forgets the failures of `subject` from `source` (after a success).
-pub async fn clear_failures(db: &D1Database, subject: &str, source: &str) -> worker::Result<()> {
-    bind(
+/// An API client as the portal lists it.
+#[derive(Debug, Deserialize)]
+pub struct ClientRow {
+    /// Public client id.
+    pub client_id: String,
+    /// Display name.
+    pub name: String,
+    /// Granted scopes, space-separated.
+    pub scopes: String,
+    /// Creation time.
+    pub created_at: String,
+    /// Last token issued.
+    pub last_used_at: Option<String>,
+    /// Last secret rotation.
+    pub secret_rotated_at: Option<String>,
+}
+
+const CLIENT_COLUMNS: &str = "client_id, name, scopes, created_at, last_used_at, secret_rotated_at";
+
+/// The institution's clients, newest first.
+pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<ClientRow>> {
+    all(
         db,
-        "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2",
-        &[subject.into(), source.into()],
-    )?
-    .run()
+        &format!(
+            "SELECT {CLIENT_COLUMNS} FROM api_clients WHERE institution_id = ?1 ORDER BY id DESC"
+        ),
+        &[institution_id.into()],
+    )
+    .await
+}
+
+/// One client of the institution.
+pub async fn get(
+    db: &D1Database,
+    institution_id: i64,
+    client_id: &str,
+) -> DbResult<Option<ClientRow>> {
+    first(
+        db,
+        &format!(
+            "SELECT {CLIENT_COLUMNS} FROM api_clients WHERE institution_id = ?1 AND client_id = ?2"
+        ),
+        &[institution_id.into(), client_id.into()],
+    )
+    .await
+}
+
+/// A client to add.
+pub struct NewClient<'a> {
+    /// Owning institution.
+    pub institution_id: i64,
+    /// Public id.
+    pub client_id: &'a str,
+    /// Display name.
+    pub name: &'a str,
+    /// Hex SHA-256 of the secret.
+    pub secret_hash: &'a str,
+    /// Granted scopes, space-separated.
+    pub scopes: &'a str,
+    /// Creation time.
+    pub now_text: &'a str,
+}
+
+/// Adds a client.
+pub async fn insert(db: &D1Database, c: &NewClient<'_>) -> DbResult<()> {
+    run(
+        db,
+        "INSERT INTO api_clients (institution_id, client_id, name, secret_hash, scopes, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        &[
+            c.institution_id.into(),
+            c.client_id.into(),
+            c.name.into(),
+            c.secret_hash.into(),
+            c.scopes.into(),
+            c.now_text.into(),
+        ],
+    )
     .await
     .map(drop)
+}
+
+fn client_scope(institution_id: i64, client_id: &str) -> [Value; 2] {
+    [institution_id.into(), client_id.into()]
+}
+
+/// Replaces the client's secret and revokes its tokens, atomically. False if no such client.
+pub async fn rotate(
+    db: &D1Database,
+    institution_id: i64,
+    client_id: &str,
+    secret_hash: &str,
+    now_text: &str,
+) -> DbResult<bool> {
+    let [institution, client] = client_scope(institution_id, client_id);
+    let results = batch(
+        db,
+        vec![
+            bind(
+                db,
+                "UPDATE api_clients SET secret_hash = ?3, secret_rotated_at = ?4 \
+                 WHERE institution_id = ?1 AND client_id = ?2",
+                &[
+                    institution.clone(),
+                    client.clone(),
+                    secret_hash.into(),
+                    now_text.into(),
+                ],
+            )?,
+            revoke_tokens(db, institution, client)?,
+        ],
+    )
+    .await?;
+    Ok(changed(&results, 0))
+}
+
+/// Deletes every token of the client.
+fn revoke_tokens(
+    db: &D1Database,
+    institution: Value,
+    client: Value,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "DELETE FROM access_tokens WHERE client_id IN (SELECT id FROM api_clients \
+         WHERE institution_id = ?1 AND client_id = ?2)",
+        &[institution, client],
+    )
+}
+
+/// Deletes a client and its tokens, atomically. False if no such client.
+pub async fn delete(db: &D1Database, institution_id: i64, client_id: &str) -> DbResult<bool> {
+    let [institution, client] = client_scope(institution_id, client_id);
+    let results = batch(
+        db,
+        vec![
+            revoke_tokens(db, institution.clone(), client.clone())?,
+            bind(
+                db,
+                "DELETE FROM api_clients WHERE institution_id = ?1 AND client_id = ?2",
+                &[institution, client],
+            )?,
+        ],
+    )
+    .await?;
+    Ok(changed(&results, 1))
 }

@@ -1,10 +1,10 @@
-//! Merchant reads for the partner API.
+//! Merchants: the partner API's reads and what checkout needs to know.
 
 use serde::Deserialize;
-use shared_types::{Merchant, MerchantObject};
+use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
-use super::{Query, Value};
+use super::{first, DbResult, Query, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -19,19 +19,15 @@ struct Row {
     email: String,
     public_key: String,
     psp_reference_id: String,
-    status: String,
-    onboarding_status: String,
+    status: MerchantStatus,
+    onboarding_status: OnboardingStatus,
     crypto_enabled: i64,
     created_at: String,
 }
 
 impl Row {
-    fn into_merchant(self) -> Result<Merchant, String> {
-        let onboarding_status = self
-            .onboarding_status
-            .parse()
-            .map_err(|_| format!("merchant {}: bad onboarding_status", self.id))?;
-        Ok(Merchant {
+    fn into_merchant(self) -> Merchant {
+        Merchant {
             object: MerchantObject::Merchant,
             id: self.id,
             name: self.name,
@@ -39,15 +35,12 @@ impl Row {
             email: self.email,
             public_key: self.public_key,
             psp_reference_id: self.psp_reference_id,
-            status: self
-                .status
-                .parse()
-                .map_err(|_| format!("merchant {}: bad status", self.id))?,
-            onboarding_complete: shared_types::OnboardingStatus::is_complete(onboarding_status),
-            onboarding_status,
+            status: self.status,
+            onboarding_complete: self.onboarding_status.is_complete(),
+            onboarding_status: self.onboarding_status,
             crypto_enabled: self.crypto_enabled != 0,
             created_at: self.created_at,
-        })
+        }
     }
 }
 
@@ -78,28 +71,60 @@ pub async fn list(
     db: &D1Database,
     institution_id: i64,
     filter: &MerchantFilter,
-) -> Result<Vec<Merchant>, String> {
-    let rows: Vec<Row> = list_query(institution_id, filter)
-        .all(db)
-        .await
-        .map_err(|e| e.to_string())?;
-    rows.into_iter().map(Row::into_merchant).collect()
+) -> DbResult<Vec<Merchant>> {
+    let rows: Vec<Row> = list_query(institution_id, filter).all(db).await?;
+    Ok(rows.into_iter().map(Row::into_merchant).collect())
 }
 
 /// One merchant of the institution, or `None`: another institution's merchant is not found.
-pub async fn get(
-    db: &D1Database,
-    institution_id: i64,
-    id: i64,
-) -> Result<Option<Merchant>, String> {
-    let row: Option<Row> = super::bind(
+pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Merchant>> {
+    let row: Option<Row> = first(
         db,
         &format!("SELECT {COLUMNS} FROM merchants WHERE id = ?1 AND institution_id = ?2"),
         &[id.into(), institution_id.into()],
     )
-    .map_err(|e| e.to_string())?
-    .first(None)
+    .await?;
+    Ok(row.map(Row::into_merchant))
+}
+
+/// What session creation needs to know about a merchant.
+#[derive(Debug, Deserialize)]
+pub struct Gate {
+    /// Merchant id.
+    pub id: i64,
+    /// Owning institution.
+    pub institution_id: i64,
+    /// Account status.
+    pub status: MerchantStatus,
+    /// Onboarding status.
+    pub onboarding_status: OnboardingStatus,
+    /// 0 or 1.
+    pub crypto_enabled: i64,
+}
+
+impl Gate {
+    /// Why this merchant cannot take payments now, if it cannot.
+    pub fn refusal(&self) -> Option<String> {
+        if self.status != MerchantStatus::Active {
+            return Some(format!("the account is {}", self.status));
+        }
+        if !self.onboarding_status.is_complete() {
+            return Some("onboarding is not complete".to_owned());
+        }
+        if self.crypto_enabled == 0 {
+            return Some("crypto payments are not enabled".to_owned());
+        }
+        None
+    }
+}
+
+/// The merchant with this publishable key.
+pub async fn gate_by_key(db: &D1Database, public_key: &str) -> DbResult<Option<Gate>> {
+    first(
+        db,
+        "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
+         WHERE public_key = ?1",
+        &[public_key.into()],
+    )
     .await
-    .map_err(|e| e.to_string())?;
-    row.map(Row::into_merchant).transpose()
 }

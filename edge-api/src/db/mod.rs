@@ -1,20 +1,57 @@
-//! The only code that touches D1. SQL lives here as constants or small builders, always with
-//! bound parameters (`?1`), never with values spliced into the text.
+//! The only code that touches D1, one module per table or aggregate it owns: a table is written
+//! by exactly one module. SQL lives there as constants or small builders, always with bound
+//! parameters (`?1`), never with values spliced into the text.
+//!
+//! Statements that must commit together (a state change and its outbox event, an attempt and
+//! its delivery) are built by their tables' modules as prepared statements and committed with
+//! [`batch`] by the service that knows they belong together: D1's batch is its only transaction.
+//!
+//! Every function returns [`DbResult`]; callers turn a failure into a logged 500 with
+//! `or_internal("context")`.
 
-pub mod checkout;
 pub mod clients;
-pub mod delivery_log;
+pub mod deliveries;
+pub mod endpoints;
+pub mod events;
 pub mod merchants;
+pub mod notifications;
 pub mod portal;
+pub mod sessions;
+pub mod throttle;
 pub mod transactions;
-pub mod webhooks;
 
 #[cfg(test)]
 mod plan_tests;
 
 use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
-use worker::{D1Database, D1PreparedStatement};
+use worker::{D1Database, D1PreparedStatement, D1Result};
+
+/// A failed database operation, or a stored row that does not read back.
+#[derive(Debug)]
+pub struct DbError(String);
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<worker::Error> for DbError {
+    fn from(err: worker::Error) -> Self {
+        DbError(err.to_string())
+    }
+}
+
+impl DbError {
+    /// A stored value that does not read back as its type.
+    pub fn bad_row(what: impl Into<String>) -> Self {
+        DbError(what.into())
+    }
+}
+
+/// The result of every database function.
+pub type DbResult<T> = Result<T, DbError>;
 
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +93,12 @@ impl From<String> for Value {
     }
 }
 
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Value::Null, Into::into)
+    }
+}
+
 /// A statement and its parameters, built without touching D1 (so its plan can be tested).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
@@ -66,25 +109,44 @@ pub struct Query {
 }
 
 impl Query {
-    /// Prepares the statement on `db` with its parameters bound.
-    pub fn prepare(&self, db: &D1Database) -> worker::Result<D1PreparedStatement> {
-        bind(db, &self.sql, &self.params)
-    }
-
     /// Runs the statement and deserializes every row.
-    pub async fn all<R: DeserializeOwned>(&self, db: &D1Database) -> worker::Result<Vec<R>> {
-        self.prepare(db)?.all().await?.results()
+    pub async fn all<R: DeserializeOwned>(&self, db: &D1Database) -> DbResult<Vec<R>> {
+        all(db, &self.sql, &self.params).await
     }
 }
 
 /// Prepares `sql` on `db` with `params` bound in order.
-pub fn bind(db: &D1Database, sql: &str, params: &[Value]) -> worker::Result<D1PreparedStatement> {
+pub fn bind(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<D1PreparedStatement> {
     let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
-    db.prepare(sql).bind(&values)
+    Ok(db.prepare(sql).bind(&values)?)
+}
+
+/// The first row, if any.
+pub async fn first<R: DeserializeOwned>(
+    db: &D1Database,
+    sql: &str,
+    params: &[Value],
+) -> DbResult<Option<R>> {
+    Ok(bind(db, sql, params)?.first(None).await?)
+}
+
+/// Every row.
+pub async fn all<R: DeserializeOwned>(
+    db: &D1Database,
+    sql: &str,
+    params: &[Value],
+) -> DbResult<Vec<R>> {
+    Ok(bind(db, sql, params)?.all().await?.results()?)
+}
+
+/// Runs a statement; returns how many rows it changed.
+pub async fn run(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<usize> {
+    let result = bind(db, sql, params)?.run().await?;
+    Ok(changes(&result))
 }
 
 /// The first column of every row, as text.
-pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> worker::Result<Vec<String>> {
+pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<Vec<String>> {
     let rows: Vec<Vec<String>> = bind(db, sql, params)?.raw().await?;
     Ok(rows
         .into_iter()
@@ -92,12 +154,25 @@ pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> worker::Re
         .collect())
 }
 
+/// Commits the statements as one atomic transaction; returns each one's result.
+pub async fn batch(
+    db: &D1Database,
+    statements: Vec<D1PreparedStatement>,
+) -> DbResult<Vec<D1Result>> {
+    Ok(db.batch(statements).await?)
+}
+
 /// Rows a statement changed.
-pub fn changes(result: &worker::D1Result) -> usize {
+pub fn changes(result: &D1Result) -> usize {
     result
         .meta()
         .ok()
         .flatten()
         .and_then(|m| m.changes)
         .unwrap_or(0)
+}
+
+/// Whether the `index`th statement of a batch changed a row.
+pub fn changed(results: &[D1Result], index: usize) -> bool {
+    results.get(index).is_some_and(|r| changes(r) > 0)
 }

@@ -1,4 +1,5 @@
-//! Transaction reads for the partner API.
+//! Transactions: the partner API's reads ("the transaction as the API shows it", once) and the
+//! payment's writes (creation, the way to pay, lifecycle changes guarded on what they read).
 //!
 //! Every page is a range scan of one index in id order, whatever the filters: the index is
 //! chosen by the filters' shape (equality columns first, then `id`), `starting_after` and the
@@ -9,10 +10,13 @@ use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
-use shared_types::{Amount, Networks, Transaction, TransactionObject, TxHashes};
-use worker::D1Database;
+use shared_types::lifecycle::Change;
+use shared_types::{
+    Amount, AmountStatus, Networks, RawStatus, Status, Transaction, TransactionObject, TxHashes,
+};
+use worker::{D1Database, D1PreparedStatement};
 
-use super::{Query, Value};
+use super::{bind, first, DbError, DbResult, Query, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -35,9 +39,9 @@ fn first_id_created_from(n: usize) -> String {
 struct Row {
     id: i64,
     merchant_id: i64,
-    status: String,
-    raw_status: String,
-    amount_status: Option<String>,
+    status: Status,
+    raw_status: RawStatus,
+    amount_status: Option<AmountStatus>,
     asset: Option<String>,
     currency: Option<String>,
     amount_gross: Option<String>,
@@ -58,9 +62,9 @@ struct Row {
 }
 
 impl Row {
-    fn into_transaction(self) -> Result<Transaction, String> {
+    fn into_transaction(self) -> DbResult<Transaction> {
         let id = self.id;
-        let bad = |what: &str| format!("transaction {id}: bad {what}");
+        let bad = |what: &str| DbError::bad_row(format!("transaction {id}: bad {what}"));
         let decimal = |value: Option<String>, what: &str| {
             value
                 .map(|v| Decimal::from_str(&v).map_err(|_| bad(what)))
@@ -70,12 +74,9 @@ impl Row {
             object: TransactionObject::Transaction,
             id,
             merchant_id: self.merchant_id,
-            status: self.status.parse().map_err(|_| bad("status"))?,
-            raw_status: self.raw_status.parse().map_err(|_| bad("raw_status"))?,
-            amount_status: self
-                .amount_status
-                .map(|s| s.parse().map_err(|_| bad("amount_status")))
-                .transpose()?,
+            status: self.status,
+            raw_status: self.raw_status,
+            amount_status: self.amount_status,
             asset: self.asset,
             currency: self.currency,
             amount: Amount {
@@ -176,10 +177,198 @@ pub async fn list(
     db: &D1Database,
     institution_id: i64,
     filter: &TransactionFilter,
-) -> Result<Vec<Transaction>, String> {
-    let rows: Vec<Row> = list_query(institution_id, filter)
-        .all(db)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> DbResult<Vec<Transaction>> {
+    let rows: Vec<Row> = list_query(institution_id, filter).all(db).await?;
     rows.into_iter().map(Row::into_transaction).collect()
+}
+
+/// One transaction of the institution, exactly as the partner API shows it; `None` for another
+/// institution's.
+pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Transaction>> {
+    let filter = TransactionFilter {
+        limit: 1,
+        id: Some(id),
+        ..TransactionFilter::default()
+    };
+    Ok(list(db, institution_id, &filter).await?.into_iter().next())
+}
+
+/// The institution's newest transaction id (a sample for test events).
+pub async fn newest_id(db: &D1Database, institution_id: i64) -> DbResult<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: i64,
+    }
+    let row: Option<Id> = first(
+        db,
+        "SELECT id FROM transactions INDEXED BY transactions_by_institution \
+         WHERE institution_id = ?1 ORDER BY id DESC LIMIT 1",
+        &[institution_id.into()],
+    )
+    .await?;
+    Ok(row.map(|r| r.id))
+}
+
+/// A pending transaction to create.
+pub struct NewPayment<'a> {
+    /// Owning institution.
+    pub institution_id: i64,
+    /// The merchant.
+    pub merchant_id: i64,
+    /// Default asset.
+    pub asset: &'a str,
+    /// Order currency.
+    pub currency: &'a str,
+    /// Order amount, decimal text.
+    pub amount: &'a str,
+    /// Payment network.
+    pub network: &'a str,
+    /// The PSP's order id.
+    pub external_reference: &'a str,
+    /// Canonical now.
+    pub now_text: &'a str,
+}
+
+/// Creates a pending transaction; the next statement of the batch finds its id with
+/// `last_insert_rowid()`.
+pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        // created_at never goes below the newest row's, so id order stays creation order even if
+        // clocks disagree (the list queries rely on it).
+        "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, asset, \
+         currency, amount_expected, network_payment, external_reference, created_at, \
+         updated_at) \
+         VALUES (?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
+         max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8)",
+        &[
+            p.institution_id.into(),
+            p.merchant_id.into(),
+            p.asset.into(),
+            p.currency.into(),
+            p.amount.into(),
+            p.network.into(),
+            p.external_reference.into(),
+            p.now_text.into(),
+        ],
+    )
+}
+
+/// Changes the way to pay of a pending transaction (the session's statement follows it in the
+/// batch, guarded on this one having written).
+pub fn change_method(
+    db: &D1Database,
+    id: i64,
+    asset: &str,
+    network: &str,
+    now_text: &str,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3 \
+         WHERE id = ?4 AND raw_status = 'pending'",
+        &[asset.into(), network.into(), now_text.into(), id.into()],
+    )
+}
+
+/// What the lifecycle needs of a transaction.
+#[derive(Debug, Deserialize)]
+pub struct PaymentRow {
+    /// Owning institution.
+    pub institution_id: i64,
+    /// Internal status.
+    pub raw_status: RawStatus,
+    /// Order amount.
+    pub amount_expected: Option<String>,
+    /// Amount paid.
+    pub amount_gross: Option<String>,
+    /// Amount refunded so far.
+    pub amount_refunded: Option<String>,
+    /// Order currency.
+    pub currency: Option<String>,
+    /// Payment network.
+    pub network_payment: Option<String>,
+}
+
+/// The transaction's lifecycle state.
+pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
+    first(
+        db,
+        "SELECT institution_id, raw_status, amount_expected, amount_gross, amount_refunded, \
+         currency, network_payment FROM transactions WHERE id = ?1",
+        &[id.into()],
+    )
+    .await
+}
+
+/// Hashes and time stamped on a change.
+pub struct Stamps<'a> {
+    /// Canonical now.
+    pub now_text: &'a str,
+    /// Source hash, on payment.
+    pub source_hash: Option<&'a str>,
+    /// Settlement hash, on settlement.
+    pub settlement_hash: Option<&'a str>,
+    /// Bridge hash, on a bridged settlement.
+    pub bridge_hash: Option<&'a str>,
+}
+
+/// A lifecycle change as one UPDATE guarded by the status it was computed from. (The outbox
+/// statements that follow it in the batch check `changes() = 1`.)
+pub fn apply_change(
+    db: &D1Database,
+    id: i64,
+    from: RawStatus,
+    change: &Change,
+    stamps: &Stamps<'_>,
+) -> DbResult<D1PreparedStatement> {
+    let mut sets: Vec<(&str, Value)> = Vec::new();
+    if let Some(raw) = change.raw_status {
+        sets.push(("raw_status", raw.as_str().into()));
+        sets.push(("status", raw.normalized().as_str().into()));
+    }
+    let mut text = |column: &'static str, value: Option<String>| {
+        if let Some(value) = value {
+            sets.push((column, Value::Text(value)));
+        }
+    };
+    text(
+        "amount_status",
+        change.amount_status.map(|s| s.as_str().to_owned()),
+    );
+    text("amount_gross", change.gross.map(|d| d.to_string()));
+    text("psp_fee", change.psp_fee.map(|d| d.to_string()));
+    text("gas_fee", change.gas_fee.map(|d| d.to_string()));
+    text("bridge_fee", change.bridge_fee.map(|d| d.to_string()));
+    text("amount_net", change.net.map(|d| d.to_string()));
+    text("network_settlement", change.settlement_network.clone());
+    text("amount_refunded", change.refunded.map(|d| d.to_string()));
+    text("tx_hash_source", stamps.source_hash.map(str::to_owned));
+    text(
+        "tx_hash_settlement",
+        stamps.settlement_hash.map(str::to_owned),
+    );
+    text("tx_hash_bridge", stamps.bridge_hash.map(str::to_owned));
+    if change.gross.is_some() {
+        text("paid_at", Some(stamps.now_text.to_owned()));
+    }
+    text("updated_at", Some(stamps.now_text.to_owned()));
+
+    let mut params: Vec<Value> = Vec::new();
+    let assignments: Vec<String> = sets
+        .into_iter()
+        .map(|(column, value)| {
+            params.push(value);
+            format!("{column} = ?{}", params.len())
+        })
+        .collect();
+    params.push(id.into());
+    params.push(from.as_str().into());
+    let sql = format!(
+        "UPDATE transactions SET {} WHERE id = ?{} AND raw_status = ?{}",
+        assignments.join(", "),
+        params.len() - 1,
+        params.len()
+    );
+    bind(db, &sql, &params)
 }

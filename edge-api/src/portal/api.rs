@@ -4,9 +4,10 @@
 use serde::Deserialize;
 use serde_json::json;
 use shared_types::ErrorCode;
-use worker::{Env, Method, Request, Response, Url};
+use worker::{Method, Request, Response, Url};
 
-use super::{deliveries, ops, Csrf, Portal};
+use super::{deliveries, ops, with_cookie, Cookie, Csrf, Portal};
+use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
 
@@ -39,7 +40,7 @@ struct Rotate {
 /// Routes `/portal/api/{rest}`.
 pub async fn handle(
     mut req: Request,
-    env: &Env,
+    ctx: &Ctx,
     url: &Url,
     rest: &[&str],
 ) -> Result<Response, ApiError> {
@@ -57,8 +58,7 @@ pub async fn handle(
         super::check_origin(&req, url)?;
         let body = json_body(&mut req).await?;
         let Login { email, password } = from_json(&body)?;
-        let source = crate::routes::source(&req)?;
-        let session = super::login(env, &source, &email, &password).await?;
+        let session = super::login(ctx, &email, &password).await?;
         let response = http::json(
             200,
             &json!({
@@ -67,11 +67,7 @@ pub async fn handle(
             }),
         )
         .or_internal("build response")?;
-        response
-            .headers()
-            .set("Set-Cookie", &super::set_cookie(&session.token))
-            .or_internal("set cookie")?;
-        return Ok(response);
+        return with_cookie(response, Cookie::Start(&session.token));
     }
 
     let changes = !matches!(method, Method::Get | Method::Head);
@@ -80,7 +76,7 @@ pub async fn handle(
     } else {
         Csrf::NotNeeded
     };
-    let portal = super::authenticate(&req, env, url, csrf).await?;
+    let portal = super::authenticate(&req, ctx, url, csrf).await?;
     let ok = |status: u16, body: serde_json::Value| {
         http::json(status, &body).or_internal("build response")
     };
@@ -89,12 +85,7 @@ pub async fn handle(
         (Method::Get, ["session"]) => ok(200, session_json(&portal)),
         (Method::Post, ["logout"]) => {
             super::logout(&portal).await?;
-            let response = ok(200, json!({"logged_out": true}))?;
-            response
-                .headers()
-                .set("Set-Cookie", &super::clear_cookie())
-                .or_internal("set cookie")?;
-            Ok(response)
+            with_cookie(ok(200, json!({"logged_out": true}))?, Cookie::End)
         }
         (Method::Get, ["clients"]) => {
             let clients = ops::clients(&portal).await?;
@@ -180,22 +171,19 @@ pub async fn handle(
             };
             ok(
                 200,
-                deliveries::enable(env, &portal, id, resend_failed_since.as_deref()).await?,
+                deliveries::enable(&portal, id, resend_failed_since.as_deref()).await?,
             )
         }
         (Method::Post, ["webhook-endpoints", id, "test"]) => {
             let id = ops::endpoint_id(id)?;
-            ok(
-                201,
-                to_json(&deliveries::send_test(env, &portal, id).await?)?,
-            )
+            ok(201, to_json(&deliveries::send_test(&portal, id).await?)?)
         }
         (Method::Get, ["deliveries", id]) => ok(200, deliveries::detail(&portal, id).await?),
         (Method::Post, ["deliveries", id, "resend"]) => {
-            ok(201, to_json(&deliveries::resend(env, &portal, id).await?)?)
+            ok(201, to_json(&deliveries::resend(&portal, id).await?)?)
         }
         (Method::Get, ["notifications"]) => {
-            let list = deliveries::notifications(&portal).await?;
+            let list = deliveries::list_notifications(&portal).await?;
             ok(200, json!({"object": "list", "data": list}))
         }
         (
@@ -210,7 +198,7 @@ pub async fn handle(
 }
 
 /// The session as `GET /portal/api/session` shows it.
-fn session_json(portal: &Portal) -> serde_json::Value {
+fn session_json(portal: &Portal<'_>) -> serde_json::Value {
     json!({
         "email": portal.session.email,
         "institution": portal.session.institution_name,

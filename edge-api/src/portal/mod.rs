@@ -13,12 +13,13 @@ pub mod ops;
 pub mod pages;
 
 use shared_types::ErrorCode;
-use worker::{Env, Request, Url};
+use worker::{Request, Response, Url};
 
 use crate::crypto;
-use crate::db::clients as failures;
+use crate::ctx::Ctx;
 use crate::db::portal::{self as db, Session};
 use crate::error::{ApiError, OrInternal};
+use crate::throttle::{self, PORTAL_LOGIN};
 
 /// Session cookie name.
 pub const COOKIE: &str = "payrail_portal";
@@ -26,25 +27,28 @@ pub const COOKIE: &str = "payrail_portal";
 pub const IDLE_SECONDS: i64 = 30 * 60;
 /// Absolute lifetime of a session.
 pub const ABSOLUTE_SECONDS: i64 = 8 * 60 * 60;
-/// Failed logins allowed per e-mail and address per window.
-pub const MAX_LOGIN_FAILURES: i64 = 5;
-/// Throttle window for logins.
-pub const LOGIN_WINDOW_SECONDS: i64 = 15 * 60;
-
-/// An authenticated portal request.
-pub struct Portal {
-    /// The database.
-    pub db: worker::D1Database,
+/// An authenticated portal request: the event's context and the admin's session.
+pub struct Portal<'a> {
+    /// The request's context.
+    pub ctx: &'a Ctx,
     /// The session (its institution scopes everything).
     pub session: Session,
     /// Hash of the cookie, to end the session.
     pub token_hash: String,
-    /// Unix seconds.
+    /// Unix seconds, read once for the request.
     pub now: i64,
-    /// Whether the deployment runs in sandbox mode.
-    pub sandbox: bool,
-    /// Key that seals webhook signing secrets, when configured.
-    pub sealing_key: Option<[u8; 32]>,
+}
+
+impl Portal<'_> {
+    /// The database.
+    pub fn db(&self) -> &worker::D1Database {
+        &self.ctx.db
+    }
+
+    /// The session's institution: every portal query is scoped to it.
+    pub fn institution_id(&self) -> i64 {
+        self.session.institution_id
+    }
 }
 
 /// The value of the session cookie, if the request has one.
@@ -56,29 +60,31 @@ pub fn session_cookie(req: &Request) -> Option<String> {
     })
 }
 
-/// `Set-Cookie` for a new session.
-pub fn set_cookie(token: &str) -> String {
-    format!("{COOKIE}={token}; Path=/portal; HttpOnly; Secure; SameSite=Strict; Max-Age={ABSOLUTE_SECONDS}")
+/// What the session cookie becomes.
+pub enum Cookie<'a> {
+    /// A new session with this token.
+    Start(&'a str),
+    /// Removed (logout).
+    End,
 }
 
-/// `Set-Cookie` that removes the session cookie.
-pub fn clear_cookie() -> String {
-    format!("{COOKIE}=; Path=/portal; HttpOnly; Secure; SameSite=Strict; Max-Age=0")
-}
-
-/// The 32-byte key in `PAYRAIL_ENCRYPTION_KEY` (base64), if set and well-formed.
-pub fn sealing_key(env: &Env) -> Option<[u8; 32]> {
-    use base64::Engine;
-    let text = env
-        .secret("PAYRAIL_ENCRYPTION_KEY")
-        .map(|s| s.to_string())
-        .or_else(|_| env.var("PAYRAIL_ENCRYPTION_KEY").map(|v| v.to_string()))
-        .ok()?;
-    base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .ok()?
-        .try_into()
-        .ok()
+/// Sets or removes the session cookie on `response`.
+pub fn with_cookie(response: Response, cookie: Cookie<'_>) -> Result<Response, ApiError> {
+    let (value, max_age) = match cookie {
+        Cookie::Start(token) => (token, ABSOLUTE_SECONDS),
+        Cookie::End => ("", 0),
+    };
+    response
+        .headers()
+        .set(
+            "Set-Cookie",
+            &format!(
+                "{COOKIE}={value}; Path=/portal; HttpOnly; Secure; SameSite=Strict; \
+                 Max-Age={max_age}"
+            ),
+        )
+        .or_internal("set cookie")?;
+    Ok(response)
 }
 
 /// Where a state-changing request carries its CSRF token.
@@ -92,18 +98,17 @@ pub enum Csrf<'a> {
 }
 
 /// Authenticates the session cookie, checks CSRF for changes, and moves the idle end forward.
-pub async fn authenticate(
+pub async fn authenticate<'a>(
     req: &Request,
-    env: &Env,
+    ctx: &'a Ctx,
     url: &Url,
     csrf: Csrf<'_>,
-) -> Result<Portal, ApiError> {
+) -> Result<Portal<'a>, ApiError> {
     let login = || ApiError::new(ErrorCode::LoginRequired, "log in to the portal first");
     let token = session_cookie(req).ok_or_else(login)?;
     let token_hash = crypto::sha256_hex(&token);
-    let database = crate::routes::database(env)?;
-    let now = crate::routes::now();
-    let session = db::session(&database, &token_hash, now)
+    let now = ctx.now();
+    let session = db::session(&ctx.db, &token_hash, now)
         .await
         .or_internal("read session")?
         .ok_or_else(|| {
@@ -136,17 +141,15 @@ pub async fn authenticate(
     // Move the idle end, at most once a minute.
     let idle_end = (now + IDLE_SECONDS).min(session.absolute_expires_at);
     if idle_end - session.expires_at >= 60 {
-        db::extend_session(&database, &token_hash, idle_end)
+        db::extend_session(&ctx.db, &token_hash, idle_end)
             .await
             .or_internal("extend session")?;
     }
     Ok(Portal {
-        db: database,
+        ctx,
         session,
         token_hash,
         now,
-        sandbox: crate::routes::sandbox(env),
-        sealing_key: sealing_key(env),
     })
 }
 
@@ -173,33 +176,15 @@ pub struct LoggedIn {
 }
 
 /// Checks e-mail and password, throttling failures per e-mail and address, and opens a session.
-pub async fn login(
-    env: &Env,
-    source: &str,
-    email: &str,
-    password: &str,
-) -> Result<LoggedIn, ApiError> {
+pub async fn login(ctx: &Ctx, email: &str, password: &str) -> Result<LoggedIn, ApiError> {
     let email = email.trim().to_ascii_lowercase();
     if email.is_empty() || password.is_empty() {
         return Err(ApiError::invalid_request("email and password are required"));
     }
-    let database = crate::routes::database(env)?;
-    let now = crate::routes::now();
+    let now = ctx.now();
     let subject = format!("login:{email}");
-    if let Some(f) = failures::failures(&database, &subject, source)
-        .await
-        .or_internal("read login failures")?
-    {
-        let window_end = f.window_start + LOGIN_WINDOW_SECONDS;
-        if f.failures >= MAX_LOGIN_FAILURES && window_end > now {
-            return Err(ApiError::new(
-                ErrorCode::RateLimited,
-                "too many failed logins; try again later",
-            )
-            .with_retry_after((window_end - now) as u64));
-        }
-    }
-    let admin = db::admin_by_email(&database, &email)
+    throttle::check(ctx, &subject, &PORTAL_LOGIN).await?;
+    let admin = db::admin_by_email(&ctx.db, &email)
         .await
         .or_internal("read admin")?;
     // Verify against a stand-in for unknown e-mails, so timing does not tell which exist.
@@ -210,23 +195,21 @@ pub async fn login(
     let admin = match admin {
         Some(admin) if verified => admin,
         _ => {
-            failures::record_failure(&database, &subject, source, now, LOGIN_WINDOW_SECONDS)
-                .await
-                .or_internal("record login failure")?;
+            throttle::record_failure(ctx, &subject, &PORTAL_LOGIN).await?;
             return Err(ApiError::new(
                 ErrorCode::InvalidCredentials,
                 "the e-mail or password is wrong",
             ));
         }
     };
-    failures::clear_failures(&database, &subject, source)
+    crate::db::batch(&ctx.db, vec![throttle::clear(ctx, &subject)?])
         .await
         .or_internal("clear login failures")?;
     let token = crypto::random_token("").or_internal("generate session")?;
     let csrf_token = crypto::random_token("").or_internal("generate csrf token")?;
     let expires_at = now + IDLE_SECONDS;
     db::insert_session(
-        &database,
+        &ctx.db,
         &crypto::sha256_hex(&token),
         &admin,
         &csrf_token,
@@ -244,8 +227,8 @@ pub async fn login(
 }
 
 /// Ends the session.
-pub async fn logout(portal: &Portal) -> Result<(), ApiError> {
-    db::delete_session(&portal.db, &portal.token_hash)
+pub async fn logout(portal: &Portal<'_>) -> Result<(), ApiError> {
+    db::delete_session(portal.db(), &portal.token_hash)
         .await
         .or_internal("end session")
 }

@@ -4,11 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 use shared_types::lifecycle::EventType;
-use shared_types::{time, ScopeSet};
+use shared_types::{time, EndpointStatus, ScopeSet};
 
 use super::Portal;
 use crate::crypto;
-use crate::db::portal::{self as db, ClientRow, EndpointRow};
+use crate::ctx::timestamp;
+use crate::db::clients::{self, ClientRow, NewClient};
+use crate::db::endpoints::{self, EndpointRow};
 use crate::error::{ApiError, OrInternal};
 use crate::webhook_url::{self, Checked};
 
@@ -63,8 +65,8 @@ pub struct Endpoint {
     pub description: String,
     /// Event types received; `null` means every type.
     pub event_types: Option<Vec<String>>,
-    /// `enabled` or `disabled`.
-    pub status: String,
+    /// Enabled or disabled.
+    pub status: EndpointStatus,
     /// Creation time.
     pub created_at: String,
     /// Last change.
@@ -86,7 +88,7 @@ impl Endpoint {
                 .event_types
                 .as_ref()
                 .map(|t| t.split(' ').map(str::to_owned).collect()),
-            status: row.status.clone(),
+            status: row.status,
             created_at: row.created_at.clone(),
             updated_at: row.updated_at.clone(),
             previous_secret_expires_at: row
@@ -96,12 +98,6 @@ impl Endpoint {
             disabled_reason: row.disabled_reason.clone(),
         }
     }
-}
-
-fn now_text(portal: &Portal) -> Result<String, ApiError> {
-    time::format_unix(portal.now)
-        .ok_or("time out of range")
-        .or_internal("format now")
 }
 
 fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String, ApiError> {
@@ -123,8 +119,8 @@ fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String,
 }
 
 /// The institution's API clients, newest first.
-pub async fn clients(portal: &Portal) -> Result<Vec<Client>, ApiError> {
-    Ok(db::clients(&portal.db, portal.session.institution_id)
+pub async fn clients(portal: &Portal<'_>) -> Result<Vec<Client>, ApiError> {
+    Ok(clients::list(portal.db(), portal.institution_id())
         .await
         .or_internal("list clients")?
         .into_iter()
@@ -134,7 +130,7 @@ pub async fn clients(portal: &Portal) -> Result<Vec<Client>, ApiError> {
 
 /// Creates a client; returns it and its secret, which is shown this once.
 pub async fn create_client(
-    portal: &Portal,
+    portal: &Portal<'_>,
     name: &str,
     scopes: &[String],
 ) -> Result<(Client, String), ApiError> {
@@ -154,18 +150,20 @@ pub async fn create_client(
         hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
     );
     let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
-    db::insert_client(
-        &portal.db,
-        portal.session.institution_id,
-        &client_id,
-        &name,
-        &crypto::sha256_hex(&secret),
-        &scopes.to_string(),
-        &now_text(portal)?,
+    clients::insert(
+        portal.db(),
+        &NewClient {
+            institution_id: portal.institution_id(),
+            client_id: &client_id,
+            name: &name,
+            secret_hash: &crypto::sha256_hex(&secret),
+            scopes: &scopes.to_string(),
+            now_text: &timestamp(portal.now)?,
+        },
     )
     .await
     .or_internal("create client")?;
-    let client = db::client(&portal.db, portal.session.institution_id, &client_id)
+    let client = clients::get(portal.db(), portal.institution_id(), &client_id)
         .await
         .or_internal("read client")?
         .ok_or("client vanished")
@@ -178,21 +176,24 @@ fn no_client() -> ApiError {
 }
 
 /// New secret for a client; the old one and its tokens stop working now.
-pub async fn rotate_client(portal: &Portal, client_id: &str) -> Result<(Client, String), ApiError> {
+pub async fn rotate_client(
+    portal: &Portal<'_>,
+    client_id: &str,
+) -> Result<(Client, String), ApiError> {
     let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
-    let rotated = db::rotate_client(
-        &portal.db,
-        portal.session.institution_id,
+    let rotated = clients::rotate(
+        portal.db(),
+        portal.institution_id(),
         client_id,
         &crypto::sha256_hex(&secret),
-        &now_text(portal)?,
+        &timestamp(portal.now)?,
     )
     .await
     .or_internal("rotate client")?;
     if !rotated {
         return Err(no_client());
     }
-    let client = db::client(&portal.db, portal.session.institution_id, client_id)
+    let client = clients::get(portal.db(), portal.institution_id(), client_id)
         .await
         .or_internal("read client")?
         .ok_or_else(no_client)?;
@@ -200,8 +201,8 @@ pub async fn rotate_client(portal: &Portal, client_id: &str) -> Result<(Client, 
 }
 
 /// Deletes a client and its tokens.
-pub async fn delete_client(portal: &Portal, client_id: &str) -> Result<(), ApiError> {
-    match db::delete_client(&portal.db, portal.session.institution_id, client_id)
+pub async fn delete_client(portal: &Portal<'_>, client_id: &str) -> Result<(), ApiError> {
+    match clients::delete(portal.db(), portal.institution_id(), client_id)
         .await
         .or_internal("delete client")?
     {
@@ -211,8 +212,8 @@ pub async fn delete_client(portal: &Portal, client_id: &str) -> Result<(), ApiEr
 }
 
 /// The institution's webhook endpoints, newest first.
-pub async fn endpoints(portal: &Portal) -> Result<Vec<Endpoint>, ApiError> {
-    Ok(db::endpoints(&portal.db, portal.session.institution_id)
+pub async fn endpoints(portal: &Portal<'_>) -> Result<Vec<Endpoint>, ApiError> {
+    Ok(endpoints::list(portal.db(), portal.institution_id())
         .await
         .or_internal("list endpoints")?
         .iter()
@@ -224,31 +225,24 @@ fn no_endpoint() -> ApiError {
     ApiError::not_found("no such webhook endpoint")
 }
 
-async fn endpoint_row(portal: &Portal, id: &str) -> Result<EndpointRow, ApiError> {
-    db::endpoint(&portal.db, portal.session.institution_id, id)
+async fn endpoint_row(portal: &Portal<'_>, id: &str) -> Result<EndpointRow, ApiError> {
+    endpoints::get(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read endpoint")?
         .ok_or_else(no_endpoint)
 }
 
 /// One endpoint.
-pub async fn endpoint(portal: &Portal, id: &str) -> Result<Endpoint, ApiError> {
+pub async fn endpoint(portal: &Portal<'_>, id: &str) -> Result<Endpoint, ApiError> {
     Ok(Endpoint::from_row(
         &endpoint_row(portal, id).await?,
         portal.now,
     ))
 }
 
-fn key(portal: &Portal) -> Result<[u8; 32], ApiError> {
-    portal
-        .sealing_key
-        .ok_or("PAYRAIL_ENCRYPTION_KEY is not set (wrangler secret put PAYRAIL_ENCRYPTION_KEY)")
-        .or_internal("seal signing secret")
-}
-
 /// Checks a webhook URL against the SSRF policy (with a DNS check in production).
-async fn check_url(portal: &Portal, url: &str) -> Result<String, ApiError> {
-    match webhook_url::check(url.trim(), portal.sandbox).map_err(ApiError::invalid_request)? {
+async fn check_url(portal: &Portal<'_>, url: &str) -> Result<String, ApiError> {
+    match webhook_url::check(url.trim(), portal.ctx.sandbox()).map_err(ApiError::invalid_request)? {
         Checked::Ready(url) => Ok(url.to_string()),
         Checked::NeedsDns(url, host) => {
             resolve_public(&host).await?;
@@ -346,7 +340,7 @@ pub struct NewEndpoint {
 
 /// Creates an endpoint (enabled); returns it and its signing secret.
 pub async fn create_endpoint(
-    portal: &Portal,
+    portal: &Portal<'_>,
     new: &NewEndpoint,
 ) -> Result<(Endpoint, String), ApiError> {
     let url = check_url(portal, &new.url).await?;
@@ -357,21 +351,22 @@ pub async fn create_endpoint(
         hex::encode(crypto::random_bytes::<12>().or_internal("generate id")?)
     );
     let secret = new_secret()?;
-    let now = now_text(portal)?;
+    let now = timestamp(portal.now)?;
     let row = EndpointRow {
-        secret_encrypted: crypto::seal(&key(portal)?, &id, &secret).or_internal("seal secret")?,
+        secret_encrypted: crypto::seal(&portal.ctx.sealing_key()?, &id, &secret)
+            .or_internal("seal secret")?,
         id,
         url,
         description,
         event_types,
-        status: "enabled".into(),
+        status: EndpointStatus::Enabled,
         previous_secret_encrypted: None,
         previous_secret_expires_at: None,
         created_at: now.clone(),
         updated_at: now,
         disabled_reason: None,
     };
-    db::insert_endpoint(&portal.db, portal.session.institution_id, &row)
+    endpoints::insert(portal.db(), portal.institution_id(), &row)
         .await
         .or_internal("create endpoint")?;
     Ok((Endpoint::from_row(&row, portal.now), secret))
@@ -401,7 +396,7 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// Applies a patch.
 pub async fn update_endpoint(
-    portal: &Portal,
+    portal: &Portal<'_>,
     id: &str,
     patch: &EndpointPatch,
 ) -> Result<Endpoint, ApiError> {
@@ -416,15 +411,14 @@ pub async fn update_endpoint(
         row.event_types = event_types(types.as_deref())?;
     }
     if let Some(status) = &patch.status {
-        if !matches!(status.as_str(), "enabled" | "disabled") {
-            return Err(ApiError::invalid_request(format!(
+        row.status = status.parse().map_err(|_| {
+            ApiError::invalid_request(format!(
                 "status must be enabled or disabled; got {status:?}"
-            )));
-        }
-        row.status = status.clone();
+            ))
+        })?;
     }
-    row.updated_at = now_text(portal)?;
-    if !db::update_endpoint(&portal.db, portal.session.institution_id, &row)
+    row.updated_at = timestamp(portal.now)?;
+    if !endpoints::update(portal.db(), portal.institution_id(), &row)
         .await
         .or_internal("update endpoint")?
     {
@@ -434,8 +428,8 @@ pub async fn update_endpoint(
 }
 
 /// Deletes an endpoint.
-pub async fn delete_endpoint(portal: &Portal, id: &str) -> Result<(), ApiError> {
-    match db::delete_endpoint(&portal.db, portal.session.institution_id, id)
+pub async fn delete_endpoint(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
+    match endpoints::delete(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("delete endpoint")?
     {
@@ -454,10 +448,10 @@ pub struct Secret {
 }
 
 /// Reveals the current signing secret.
-pub async fn reveal_secret(portal: &Portal, id: &str) -> Result<Secret, ApiError> {
+pub async fn reveal_secret(portal: &Portal<'_>, id: &str) -> Result<Secret, ApiError> {
     let row = endpoint_row(portal, id).await?;
     Ok(Secret {
-        signing_secret: crypto::open(&key(portal)?, &row.id, &row.secret_encrypted)
+        signing_secret: crypto::open(&portal.ctx.sealing_key()?, &row.id, &row.secret_encrypted)
             .or_internal("open signing secret")?,
         previous_secret_expires_at: Endpoint::from_row(&row, portal.now).previous_secret_expires_at,
     })
@@ -465,7 +459,7 @@ pub async fn reveal_secret(portal: &Portal, id: &str) -> Result<Secret, ApiError
 
 /// Replaces the signing secret; the old one keeps signing for `grace_seconds` (0 ends it now).
 pub async fn rotate_secret(
-    portal: &Portal,
+    portal: &Portal<'_>,
     id: &str,
     grace_seconds: Option<i64>,
 ) -> Result<Secret, ApiError> {
@@ -476,7 +470,7 @@ pub async fn rotate_secret(
         )));
     }
     let mut row = endpoint_row(portal, id).await?;
-    let key = key(portal)?;
+    let key = portal.ctx.sealing_key()?;
     let secret = new_secret()?;
     let (previous, until) = if grace > 0 {
         (Some(row.secret_encrypted.clone()), Some(portal.now + grace))
@@ -486,8 +480,8 @@ pub async fn rotate_secret(
     row.previous_secret_encrypted = previous;
     row.previous_secret_expires_at = until;
     row.secret_encrypted = crypto::seal(&key, &row.id, &secret).or_internal("seal secret")?;
-    row.updated_at = now_text(portal)?;
-    if !db::update_endpoint(&portal.db, portal.session.institution_id, &row)
+    row.updated_at = timestamp(portal.now)?;
+    if !endpoints::update(portal.db(), portal.institution_id(), &row)
         .await
         .or_internal("rotate secret")?
     {

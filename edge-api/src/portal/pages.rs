@@ -3,102 +3,20 @@
 
 use maud::{html, Markup};
 use shared_types::{ErrorCode, Scope};
-use worker::{Env, Method, Request, Response, Url};
+use worker::{Method, Request, Response, Url};
 
+mod layout;
 mod webhooks;
 
+use layout::{csrf_field, error_box, layout, page, secret_box};
 use webhooks::{delivery_page, endpoint_page};
 
 use super::deliveries;
 use super::ops::{self, Client, NewEndpoint, Secret};
-use super::{Csrf, Portal};
+use super::{with_cookie, Cookie, Csrf, Portal};
+use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
-use crate::pages::html_with_referrer;
-
-const STYLE: &str = "
-body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f9}
-header{background:#1c2430;color:#fff;padding:.6rem 1.5rem;display:flex;gap:1.5rem;align-items:center}
-header a{color:#fff}header .who{margin-left:auto;opacity:.8}header form{display:inline}
-header button{background:none;border:1px solid #8893a3;color:#fff}
-main{max-width:60rem;margin:1.5rem auto;padding:0 1.5rem}
-section{background:#fff;border-radius:8px;padding:1rem 1.5rem;margin-bottom:1.25rem;
-box-shadow:0 1px 3px rgba(0,0,0,.06)}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .5rem;
-border-bottom:1px solid #e3e7ee;vertical-align:top}td form{display:inline}
-code{font:13px ui-monospace,monospace;word-break:break-all}h1 code{font-size:1.2rem}
-button{font:inherit;padding:.3rem .8rem;border-radius:6px;border:1px solid #8893a3;background:#fff;cursor:pointer}
-button.danger{border-color:#b42318;color:#b42318}
-label{display:block;margin:.5rem 0 .2rem;font-weight:600}
-input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select{
-font:inherit;padding:.35rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
-fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-weight:400;margin-right:1rem}
-.secret{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.75rem 1rem}
-.error{background:#fdecec;border:1px solid #e8a1a1;border-radius:8px;padding:.75rem 1rem}
-.muted{color:#5b6677}
-";
-
-fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {
-    html_with_referrer(status, markup, "same-origin")
-}
-
-fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Markup {
-    crate::pages::document(
-        &format!("{title} — Payrail portal"),
-        STYLE,
-        html! {},
-        html! {
-            header {
-                strong { "Payrail portal" }
-                @if let Some(p) = portal {
-                    nav {
-                        a href="/portal/developers" { "Developers" } " · "
-                        a href="/portal/webhooks" { "Webhooks" }
-                    }
-                    span.who { (p.session.email) " · " (p.session.institution_name) }
-                    form method="post" action="/portal/logout" {
-                        (csrf_field(p))
-                        button type="submit" { "Log out" }
-                    }
-                }
-            }
-            main { (body) }
-        },
-    )
-}
-
-fn csrf_field(portal: &Portal) -> Markup {
-    html! { input type="hidden" name="csrf_token" value=(portal.session.csrf_token); }
-}
-
-fn error_box(message: Option<&str>) -> Markup {
-    html! { @if let Some(m) = message { p.error role="alert" { (m) } } }
-}
-
-fn secret_box(label: &str, secret: &str, note: &str) -> Markup {
-    html! {
-        div.secret role="status" {
-            strong { (label) } br;
-            code #revealed-secret { (secret) } br;
-            span.muted { (note) }
-        }
-    }
-}
-
-/// 303 to one of our paths. (Built by hand: `Response::redirect` has immutable headers, and
-/// login and logout add a cookie.)
-fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
-    let mut target = url.clone();
-    target.set_path(path);
-    target.set_query(None);
-    let response = Response::empty()
-        .or_internal("build redirect")?
-        .with_status(303);
-    response
-        .headers()
-        .set("Location", target.as_str())
-        .or_internal("set header")?;
-    Ok(response)
-}
+use crate::http::see_other;
 
 /// A parsed form body.
 struct Form(Vec<(String, String)>);
@@ -132,7 +50,7 @@ impl Form {
 /// Routes `/portal` and its pages.
 pub async fn handle(
     mut req: Request,
-    env: &Env,
+    ctx: &Ctx,
     url: &Url,
     rest: &[&str],
 ) -> Result<Response, ApiError> {
@@ -140,7 +58,7 @@ pub async fn handle(
     match (method.clone(), rest) {
         (Method::Get, [] | [""]) => see_other(url, "/portal/developers"),
         (Method::Get, ["login"]) => {
-            if super::authenticate(&req, env, url, Csrf::NotNeeded)
+            if super::authenticate(&req, ctx, url, Csrf::NotNeeded)
                 .await
                 .is_ok()
             {
@@ -152,23 +70,11 @@ pub async fn handle(
             super::check_origin(&req, url)?;
             let form = Form::read(&mut req).await?;
             let email = form.get("email").unwrap_or_default().to_owned();
-            let source = crate::routes::source(&req)?;
-            match super::login(
-                env,
-                &source,
-                &email,
-                form.get("password").unwrap_or_default(),
-            )
-            .await
-            {
-                Ok(session) => {
-                    let response = see_other(url, "/portal/developers")?;
-                    response
-                        .headers()
-                        .set("Set-Cookie", &super::set_cookie(&session.token))
-                        .or_internal("set cookie")?;
-                    Ok(response)
-                }
+            match super::login(ctx, &email, form.get("password").unwrap_or_default()).await {
+                Ok(session) => with_cookie(
+                    see_other(url, "/portal/developers")?,
+                    Cookie::Start(&session.token),
+                ),
                 Err(err) if err.code == ErrorCode::ServerError => Err(err),
                 Err(err) => {
                     let response = page(
@@ -185,7 +91,7 @@ pub async fn handle(
                 }
             }
         }
-        (Method::Get, _) => match super::authenticate(&req, env, url, Csrf::NotNeeded).await {
+        (Method::Get, _) => match super::authenticate(&req, ctx, url, Csrf::NotNeeded).await {
             Ok(portal) => get(&portal, url, rest).await,
             Err(err) if err.code == ErrorCode::LoginRequired => see_other(url, "/portal/login"),
             Err(err) => Err(err),
@@ -194,7 +100,7 @@ pub async fn handle(
             let form = Form::read(&mut req).await?;
             let portal = match super::authenticate(
                 &req,
-                env,
+                ctx,
                 url,
                 Csrf::Form(form.get("csrf_token")),
             )
@@ -219,7 +125,7 @@ pub async fn handle(
                 }
                 Err(err) => return Err(err),
             };
-            post(&portal, env, url, rest, &form).await
+            post(&portal, url, rest, &form).await
         }
         _ => Err(ApiError::new(
             ErrorCode::MethodNotAllowed,
@@ -228,7 +134,7 @@ pub async fn handle(
     }
 }
 
-async fn get(portal: &Portal, url: &Url, rest: &[&str]) -> Result<Response, ApiError> {
+async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, ApiError> {
     match rest {
         ["developers"] => developers(portal, None, None).await,
         ["webhooks"] => webhooks::webhooks(portal, None, None).await,
@@ -239,8 +145,7 @@ async fn get(portal: &Portal, url: &Url, rest: &[&str]) -> Result<Response, ApiE
 }
 
 async fn post(
-    portal: &Portal,
-    env: &Env,
+    portal: &Portal<'_>,
     url: &Url,
     rest: &[&str],
     form: &Form,
@@ -248,12 +153,7 @@ async fn post(
     match rest {
         ["logout"] => {
             super::logout(portal).await?;
-            let response = see_other(url, "/portal/login")?;
-            response
-                .headers()
-                .set("Set-Cookie", &super::clear_cookie())
-                .or_internal("set cookie")?;
-            Ok(response)
+            with_cookie(see_other(url, "/portal/login")?, Cookie::End)
         }
         ["developers", "clients"] => {
             match ops::create_client(
@@ -358,7 +258,7 @@ async fn post(
         ["webhooks", id, "enable"] => {
             let id = ops::endpoint_id(id)?;
             let since = form.get("resend_failed_since").filter(|s| !s.is_empty());
-            match deliveries::enable(env, portal, id, since).await {
+            match deliveries::enable(portal, id, since).await {
                 Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
                 Err(err) if err.code == ErrorCode::InvalidRequest => {
                     endpoint_page(portal, id, None, Some(&err.description), 400).await
@@ -368,7 +268,7 @@ async fn post(
         }
         ["webhooks", id, "test"] => {
             let id = ops::endpoint_id(id)?;
-            match deliveries::send_test(env, portal, id).await {
+            match deliveries::send_test(portal, id).await {
                 Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
                 Err(err) if err.code == ErrorCode::Conflict => {
                     endpoint_page(portal, id, None, Some(&err.description), 409).await
@@ -376,7 +276,7 @@ async fn post(
                 Err(err) => Err(err),
             }
         }
-        ["deliveries", id, "resend"] => match deliveries::resend(env, portal, id).await {
+        ["deliveries", id, "resend"] => match deliveries::resend(portal, id).await {
             Ok(d) => see_other(url, &format!("/portal/webhooks/{}", d.endpoint_id)),
             Err(err) if err.code == ErrorCode::Conflict => page(
                 409,
@@ -416,7 +316,7 @@ fn login_page(error: Option<&str>, email: &str) -> Markup {
 }
 
 async fn developers(
-    portal: &Portal,
+    portal: &Portal<'_>,
     shown: Option<(&Client, &str)>,
     error: Option<&str>,
 ) -> Result<Response, ApiError> {

@@ -6,25 +6,27 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use shared_types::checkout::CheckoutOptions;
 use shared_types::lifecycle::Action;
-use shared_types::{quote, time, ErrorCode};
-use worker::{Env, Method, Request, Response, Url};
+use shared_types::{quote, ErrorCode};
+use worker::{Method, Request, Response, Url};
 
-use crate::db::checkout::{self as db, NewSession};
+use super::hosted_page;
+use crate::ctx::{timestamp, Ctx};
+use crate::db::merchants;
+use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
+use crate::db::transactions::{self, NewPayment};
 use crate::error::{from_json, ApiError, OrInternal};
-use crate::{chain, crypto, http, pages, payments};
+use crate::{chain, crypto, db, http, payments};
 
 /// How long a checkout stays payable.
 pub const SESSION_SECONDS: i64 = 60 * 60;
-/// How long an idempotency key holds.
-pub const KEY_SECONDS: i64 = 24 * 60 * 60;
 
 /// `/checkout/sessions`: OPTIONS (CORS preflight) or POST.
-pub async fn sessions(mut req: Request, env: &Env, url: &Url) -> Result<Response, ApiError> {
+pub async fn sessions(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
     let response = match req.method() {
         Method::Options => Response::empty()
             .map(|r| r.with_status(204))
             .or_internal("build response"),
-        Method::Post => match create(&mut req, env, url).await {
+        Method::Post => match create(&mut req, ctx, url).await {
             Ok((status, body)) => http::json(status, &body).or_internal("build response"),
             Err(err) => http::error(&err).or_internal("build response"),
         },
@@ -54,10 +56,15 @@ struct Created {
     url: String,
 }
 
+fn hosted_path(session_id: &str) -> String {
+    format!("/checkout/{session_id}")
+}
+
 fn hosted_url(url: &Url, session_id: &str) -> String {
     format!(
-        "{}/checkout/{session_id}",
-        url.origin().ascii_serialization()
+        "{}{}",
+        url.origin().ascii_serialization(),
+        hosted_path(session_id)
     )
 }
 
@@ -91,36 +98,27 @@ fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
     Ok(crypto::sha256_hex(&text))
 }
 
-async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created), ApiError> {
+async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
     let body = http::body_of_type(req, "application/json").await?;
     let options = parse_options(&body)?;
-    let database = super::database(env)?;
+    let database = &ctx.db;
 
-    let merchant = db::merchant_by_key(&database, &options.public_key)
+    let merchant = merchants::gate_by_key(database, &options.public_key)
         .await
         .or_internal("read merchant")?
         .ok_or_else(|| {
             ApiError::invalid_request("publicKey is not the publishable key of any merchant")
         })?;
-    let unavailable = |why: &str| {
-        Err(ApiError::new(
+    if let Some(why) = merchant.refusal() {
+        return Err(ApiError::new(
             ErrorCode::MerchantUnavailable,
             format!("this merchant cannot take payments: {why}"),
-        ))
-    };
-    if merchant.status != "active" {
-        return unavailable(&format!("the account is {}", merchant.status));
-    }
-    if merchant.onboarding_status != "completed" {
-        return unavailable("onboarding is not complete");
-    }
-    if merchant.crypto_enabled == 0 {
-        return unavailable("crypto payments are not enabled");
+        ));
     }
 
-    let now = super::now();
+    let now = ctx.now();
     let fingerprint = fingerprint(&options)?;
-    let replay = |stored: db::StoredKey| {
+    let replay = |stored: StoredKey| {
         if stored.fingerprint == fingerprint {
             Ok((
                 200,
@@ -139,13 +137,13 @@ async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created
         }
     };
     if let Some(key) = &options.idempotency_key {
-        if let Some(stored) = db::find_key(&database, merchant.id, key, now - KEY_SECONDS)
+        if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
             .await
             .or_internal("read idempotency key")?
         {
             return replay(stored);
         }
-        db::forget_key(&database, merchant.id, key, now - KEY_SECONDS)
+        sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
             .await
             .or_internal("forget stale key")?;
     }
@@ -160,33 +158,46 @@ async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created
         .or_internal("quote")?;
     let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
     let deposit_address = chain::deposit_address(method.network).or_internal("generate address")?;
-    let now_text = time::format_unix(now)
-        .ok_or("time out of range")
-        .or_internal("format now")?;
-    let new = NewSession {
-        id: &session_id,
-        merchant: &merchant,
-        amount: &amount_text,
+    let now_text = timestamp(now)?;
+    let crypto_amount = crypto_amount.to_string();
+    let payment = NewPayment {
+        institution_id: merchant.institution_id,
+        merchant_id: merchant.id,
+        asset: method.asset,
         currency: &options.currency,
-        title: options.title.trim(),
+        amount: &amount_text,
+        network: method.network,
         external_reference: &options.external_reference,
+        now_text: &now_text,
+    };
+    let session = NewSession {
+        id: &session_id,
+        merchant_id: merchant.id,
+        title: options.title.trim(),
         redirect_url: &options.redirect_url,
         asset: method.asset,
         network: method.network,
         deposit_address: &deposit_address,
-        crypto_amount: &crypto_amount.to_string(),
+        crypto_amount: &crypto_amount,
         now,
-        now_text: &now_text,
         expires_at: now + SESSION_SECONDS,
-        key: options
-            .idempotency_key
-            .as_deref()
-            .map(|k| (k, fingerprint.as_str())),
     };
-    if let Err(err) = db::create_session(&database, &new).await {
+    // The transaction, its session and the idempotency key in one atomic batch: it fails as a
+    // whole when the key was taken meanwhile (a concurrent double click).
+    let mut statements = vec![
+        transactions::insert_pending(database, &payment).or_internal("create session")?,
+        sessions::insert(database, &session).or_internal("create session")?,
+    ];
+    if let Some(key) = &options.idempotency_key {
+        statements.push(
+            sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
+                .or_internal("create session")?,
+        );
+    }
+    if let Err(err) = db::batch(database, statements).await {
         // A concurrent request with the same key won the race: answer as it did.
         if let Some(key) = &options.idempotency_key {
-            if let Some(stored) = db::find_key(&database, merchant.id, key, now - KEY_SECONDS)
+            if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
                 .await
                 .or_internal("read idempotency key")?
             {
@@ -195,7 +206,7 @@ async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created
         }
         return Err(ApiError::internal("create session", err));
     }
-    let session = db::session(&database, &session_id)
+    let session = sessions::get(database, &session_id)
         .await
         .or_internal("read session")?
         .ok_or("session vanished")
@@ -211,44 +222,40 @@ async fn create(req: &mut Request, env: &Env, url: &Url) -> Result<(u16, Created
 }
 
 /// `GET /checkout/{id}`: the hosted page.
-pub async fn page(env: &Env, id: &str, notice: Option<String>) -> Result<Response, ApiError> {
-    let database = super::database(env)?;
-    let session = db::session(&database, id)
+pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Response, ApiError> {
+    let session = sessions::get(&ctx.db, id)
         .await
         .or_internal("read session")?;
-    let sandbox = super::sandbox(env);
     match session {
-        None => pages::html(404, pages::not_found()),
+        None => hosted_page::respond(404, hosted_page::not_found()),
         Some(session) => {
             let status = if notice.is_some() { 409 } else { 200 };
-            pages::html(
+            hosted_page::respond(
                 status,
-                pages::checkout(&session, sandbox, super::now(), notice.as_deref()),
+                hosted_page::checkout(&session, ctx.sandbox(), ctx.now(), notice.as_deref()),
             )
         }
     }
 }
 
-/// `GET /checkout/{id}/status`: what the hosted page's script polls.
-pub async fn status(env: &Env, id: &str) -> Result<Response, ApiError> {
-    let database = super::database(env)?;
-    let session = db::session(&database, id)
+async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
+    sessions::get(&ctx.db, id)
         .await
         .or_internal("read session")?
-        .ok_or_else(|| ApiError::not_found("no such checkout"))?;
-    let body = serde_json::json!({ "status": pages::shown_status(&session, super::now()) });
-    http::json(200, &body).or_internal("build response")
+        .ok_or_else(|| ApiError::not_found("no such checkout"))
 }
 
-fn see_other(url: &Url, id: &str) -> Result<Response, ApiError> {
-    let target = Url::parse(&hosted_url(url, id)).or_internal("build url")?;
-    Response::redirect_with_status(target, 303).or_internal("build redirect")
+/// `GET /checkout/{id}/status`: what the hosted page's script polls.
+pub async fn status(ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
+    let session = session(ctx, id).await?;
+    let body = serde_json::json!({ "status": hosted_page::shown_status(&session, ctx.now()) });
+    http::json(200, &body).or_internal("build response")
 }
 
 /// `POST /checkout/{id}/method`: form field `method` = `ASSET:network`.
 pub async fn choose_method(
     mut req: Request,
-    env: &Env,
+    ctx: &Ctx,
     url: &Url,
     id: &str,
 ) -> Result<Response, ApiError> {
@@ -263,51 +270,55 @@ pub async fn choose_method(
         .ok_or_else(|| {
             ApiError::invalid_request("method must be one of the offered ways to pay")
         })?;
-    let database = super::database(env)?;
-    let session = db::session(&database, id)
-        .await
-        .or_internal("read session")?
-        .ok_or_else(|| ApiError::not_found("no such checkout"))?;
+    let session = session(ctx, id).await?;
     let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
     let crypto_amount = quote::crypto_amount(amount, &session.currency, method)
         .ok_or("no rate")
         .or_internal("quote")?;
     let address = chain::deposit_address(method.network).or_internal("generate address")?;
-    let now_text = time::format_unix(super::now())
-        .ok_or("time out of range")
-        .or_internal("format now")?;
-    db::change_method(
-        &database,
-        &session,
-        method.asset,
-        method.network,
-        &address,
-        &crypto_amount.to_string(),
-        &now_text,
+    let now_text = timestamp(ctx.now())?;
+    // The session follows only if the transaction was still pending.
+    db::batch(
+        &ctx.db,
+        vec![
+            transactions::change_method(
+                &ctx.db,
+                session.transaction_id,
+                method.asset,
+                method.network,
+                &now_text,
+            )
+            .or_internal("change method")?,
+            sessions::change_method(
+                &ctx.db,
+                &session.id,
+                method.asset,
+                method.network,
+                &address,
+                &crypto_amount.to_string(),
+            )
+            .or_internal("change method")?,
+        ],
     )
     .await
     .or_internal("change method")?;
-    see_other(url, id)
+    http::see_other(url, &hosted_path(id))
 }
 
 /// `POST /checkout/{id}/sandbox/{control}`: the hosted page's sandbox buttons.
 pub async fn sandbox_control(
-    env: &Env,
+    ctx: &Ctx,
     url: &Url,
     id: &str,
     control: &str,
 ) -> Result<Response, ApiError> {
-    if !super::sandbox(env) {
+    if !ctx.sandbox() {
         return Err(ApiError::not_found(format!(
             "no such endpoint: {}",
             url.path()
         )));
     }
-    let database = super::database(env)?;
-    let session = db::session(&database, id)
-        .await
-        .or_internal("read session")?
-        .ok_or_else(|| ApiError::not_found("no such checkout"))?;
+    let session = session(ctx, id).await?;
     let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
@@ -338,19 +349,10 @@ pub async fn sandbox_control(
             )))
         }
     };
-    match payments::act(
-        env,
-        &database,
-        session.transaction_id,
-        None,
-        &action,
-        super::now(),
-    )
-    .await
-    {
-        Ok(()) => see_other(url, id),
+    match payments::act(ctx, session.transaction_id, None, &action).await {
+        Ok(()) => http::see_other(url, &hosted_path(id)),
         Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
-            page(env, id, Some(err.description)).await
+            page(ctx, id, Some(err.description)).await
         }
         Err(err) => Err(err),
     }

@@ -7,11 +7,13 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::lifecycle::Action;
 use shared_types::Scope;
-use worker::{Env, Request, Response};
+use worker::{Request, Response};
 
+use crate::auth;
+use crate::ctx::Ctx;
 use crate::db::transactions;
 use crate::error::{from_json, ApiError, OrInternal};
-use crate::query::{parse_id, TransactionFilter};
+use crate::query::parse_id;
 use crate::{http, payments};
 
 #[derive(Deserialize)]
@@ -35,13 +37,15 @@ fn amount(body: &str) -> Result<Decimal, ApiError> {
     })
 }
 
+/// Applies one lifecycle action to one of the caller's transactions; answers the transaction
+/// as it stands afterwards.
 pub async fn act(
     mut req: Request,
-    env: &Env,
+    ctx: &Ctx,
     id: &str,
     action: &str,
 ) -> Result<Response, ApiError> {
-    let (db, caller) = super::caller(&req, env, Scope::TransactionsRead).await?;
+    let caller = auth::authorize(ctx, req.headers(), Scope::TransactionsRead).await?;
     let id = parse_id(id).ok_or_else(|| ApiError::not_found("no such transaction"))?;
     let body = req.text().await.or_internal("read body")?;
     let body = if body.trim().is_empty() {
@@ -84,25 +88,10 @@ pub async fn act(
             )))
         }
     };
-    payments::act(
-        env,
-        &db,
-        id,
-        Some(caller.institution_id),
-        &action,
-        super::now(),
-    )
-    .await?;
-    let filter = TransactionFilter {
-        limit: 1,
-        id: Some(id),
-        ..TransactionFilter::default()
-    };
-    let transaction = transactions::list(&db, caller.institution_id, &filter)
+    payments::act(ctx, id, Some(caller.institution_id), &action).await?;
+    let transaction = transactions::get(&ctx.db, caller.institution_id, id)
         .await
         .or_internal("read transaction")?
-        .into_iter()
-        .next()
         .ok_or("transaction vanished")
         .or_internal("read transaction")?;
     http::json(200, &transaction).or_internal("build response")

@@ -1,11 +1,13 @@
 //! `POST /oauth/token` (spec §4.1).
 
-use worker::{Env, Request, Response, Url};
+use worker::{Request, Response, Url};
 
+use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 use crate::{auth, http};
 
-pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, ApiError> {
+/// Issues a token for the client credentials in the form body or the Basic header.
+pub async fn handle(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
     // Spec §5.2: secrets never travel in a URL. Refuse any query rather than risk reading one.
     if url.query().is_some_and(|q| !q.is_empty()) {
         return Err(ApiError::invalid_request(
@@ -19,9 +21,7 @@ pub async fn handle(mut req: Request, env: &Env, url: &Url) -> Result<Response, 
         .get("Authorization")
         .or_internal("read header")?;
     let token_request = auth::parse_token_request(&form, authorization.as_deref())?;
-    let source = super::source(&req)?;
-    let db = super::database(env)?;
-    let token = auth::issue_token(&db, token_request, &source, super::now()).await?;
+    let token = auth::issue_token(ctx, token_request).await?;
     let response = http::json(200, &token).or_internal("build response")?;
     // RFC 6749 §5.1.
     response

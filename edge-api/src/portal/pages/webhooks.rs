@@ -3,9 +3,10 @@
 
 use maud::{html, Markup};
 use shared_types::lifecycle::EventType;
+use shared_types::EndpointStatus;
 use worker::Response;
 
-use super::{csrf_field, error_box, layout, page, secret_box};
+use super::layout::{csrf_field, error_box, layout, page, secret_box};
 use crate::error::ApiError;
 use crate::portal::deliveries;
 use crate::portal::ops::{self, Endpoint, NewEndpoint, Secret};
@@ -24,12 +25,12 @@ fn event_checkboxes(chosen: Option<&[String]>) -> Markup {
 }
 
 pub(super) async fn webhooks(
-    portal: &Portal,
+    portal: &Portal<'_>,
     error: Option<&str>,
     draft: Option<&NewEndpoint>,
 ) -> Result<Response, ApiError> {
     let endpoints = ops::endpoints(portal).await?;
-    let notes = deliveries::notifications(portal).await?;
+    let notes = deliveries::list_notifications(portal).await?;
     let status = if error.is_some() { 400 } else { 200 };
     page(
         status,
@@ -95,7 +96,7 @@ fn types_text(e: &Endpoint) -> String {
 }
 
 pub(super) async fn endpoint_page(
-    portal: &Portal,
+    portal: &Portal<'_>,
     id: &str,
     secret: Option<&Secret>,
     error: Option<&str>,
@@ -130,7 +131,7 @@ pub(super) async fn endpoint_page(
                         (csrf_field(portal)) button type="submit" name="test" { "Send a test event" }
                     }
                 }
-                @if e.status == "disabled" {
+                @if e.status == EndpointStatus::Disabled {
                     section {
                         h2 { "Disabled" }
                         @if let Some(reason) = &e.disabled_reason {
@@ -154,7 +155,7 @@ pub(super) async fn endpoint_page(
                                     tr data-delivery=(d.id) {
                                         td { a href=(format!("/portal/deliveries/{}", d.id)) { (d.created_at.as_deref().unwrap_or("")) } }
                                         td { (d.event_type) }
-                                        td { (d.status) @if d.redelivery_of.is_some() { " (resent)" } }
+                                        td { (d.status.as_str()) @if d.redelivery_of.is_some() { " (resent)" } }
                                         td { (d.attempts) }
                                         td { (d.next_attempt_at.as_deref().unwrap_or("—")) }
                                         td {
@@ -180,8 +181,9 @@ pub(super) async fn endpoint_page(
                         (event_checkboxes(e.event_types.as_deref()))
                         label for="status" { "Status" }
                         select #status name="status" {
-                            option value="enabled" selected[e.status == "enabled"] { "enabled" }
-                            option value="disabled" selected[e.status == "disabled"] { "disabled" }
+                            @for status in EndpointStatus::ALL {
+                                option value=(status.as_str()) selected[e.status == *status] { (status.as_str()) }
+                            }
                         }
                         p { button type="submit" { "Save" } }
                     }
@@ -209,7 +211,7 @@ pub(super) async fn endpoint_page(
     )
 }
 
-pub(super) async fn delivery_page(portal: &Portal, id: &str) -> Result<Response, ApiError> {
+pub(super) async fn delivery_page(portal: &Portal<'_>, id: &str) -> Result<Response, ApiError> {
     let d = deliveries::detail(portal, id).await?;
     let text = |v: &serde_json::Value| {
         v.as_str()

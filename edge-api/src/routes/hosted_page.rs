@@ -1,11 +1,12 @@
-//! Server-rendered HTML (maud escapes every interpolated value): the hosted checkout page.
+//! The hosted checkout page, server-rendered (maud escapes every interpolated value).
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup};
 use shared_types::{quote, RawStatus};
 use worker::Response;
 
-use crate::db::checkout::SessionView;
-use crate::error::{ApiError, OrInternal};
+use crate::db::sessions::SessionView;
+use crate::error::ApiError;
+use crate::html::document;
 
 /// Seconds between refreshes of a pending checkout page when scripts are off (with scripts,
 /// `/hosted.js` polls the status and reloads only on a change, so no click is lost).
@@ -31,56 +32,9 @@ cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
 ";
 
-/// An HTML response with the headers every page gets; the referrer is never sent.
-pub fn html(status: u16, markup: Markup) -> Result<Response, ApiError> {
-    html_with_referrer(status, markup, "no-referrer")
-}
-
-/// An HTML response with the headers every page gets and this `Referrer-Policy`. (The portal
-/// uses `same-origin`: with `no-referrer` browsers send `Origin: null` on form posts, and the
-/// portal checks the origin of every change.)
-pub fn html_with_referrer(
-    status: u16,
-    markup: Markup,
-    referrer: &str,
-) -> Result<Response, ApiError> {
-    let response = Response::from_html(markup.into_string())
-        .or_internal("build page")?
-        .with_status(status);
-    let headers = response.headers();
-    for (name, value) in [
-        (
-            "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; connect-src 'self'; \
-             style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; \
-             frame-ancestors 'none'",
-        ),
-        ("X-Content-Type-Options", "nosniff"),
-        // A checkout page's URL is the customer's capability: never send it elsewhere.
-        ("Referrer-Policy", referrer),
-        ("Cache-Control", "no-store"),
-    ] {
-        headers.set(name, value).or_internal("set header")?;
-    }
-    Ok(response)
-}
-
-/// A whole page: doctype, the head every page shares (with `extra` in it), and `body`.
-pub fn document(title: &str, style: &str, extra: Markup, body: Markup) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="robots" content="noindex";
-                title { (title) }
-                style { (PreEscaped(style)) }
-                (extra)
-            }
-            body { (body) }
-        }
-    }
+/// A page response: the referrer is never sent.
+pub fn respond(status: u16, markup: Markup) -> Result<Response, ApiError> {
+    crate::html::page(status, markup, "no-referrer")
 }
 
 fn layout(title: &str, head: Markup, body: Markup) -> Markup {
@@ -109,26 +63,21 @@ fn network_name(network: &str) -> String {
 
 /// The status the page shows: the raw status, or `expired` for a pending checkout past its end
 /// that the cron has not marked yet.
-pub fn shown_status(session: &SessionView, now: i64) -> &str {
-    if session.raw_status == RawStatus::Pending.as_str() && session.expires_at <= now {
-        RawStatus::Expired.as_str()
+pub fn shown_status(session: &SessionView, now: i64) -> RawStatus {
+    if session.raw_status == RawStatus::Pending && session.expires_at <= now {
+        RawStatus::Expired
     } else {
-        &session.raw_status
+        session.raw_status
     }
 }
 
 /// The hosted checkout page for `session`, as it stands.
 pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&str>) -> Markup {
-    let raw: Option<RawStatus> = shown_status(session, now).parse().ok();
-    let pending = raw == Some(RawStatus::Pending);
+    let raw = shown_status(session, now);
+    let pending = raw == RawStatus::Pending;
     let received = matches!(
         raw,
-        Some(
-            RawStatus::Succeeded
-                | RawStatus::Paid
-                | RawStatus::Refunded
-                | RawStatus::PartiallyRefunded
-        )
+        RawStatus::Succeeded | RawStatus::Paid | RawStatus::Refunded | RawStatus::PartiallyRefunded
     );
     let action = |path: &str| format!("/checkout/{}/{path}", session.id);
     let head = html! {
@@ -172,13 +121,13 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
                     "Waiting for your payment. This page updates by itself."
                 }
             } @else if received {
-                p.status.ok #status data-status=(session.raw_status) {
+                p.status.ok #status data-status=(session.raw_status.as_str()) {
                     "Payment received. Returning you to " (session.merchant_name) "…"
                 }
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
             } @else {
-                @let why = if raw == Some(RawStatus::Failed) { "This payment failed." } else { "This checkout has expired." };
-                p.status.bad #status data-status=(shown_status(session, now)) {
+                @let why = if raw == RawStatus::Failed { "This payment failed." } else { "This checkout has expired." };
+                p.status.bad #status data-status=(raw.as_str()) {
                     (why) " No funds were taken."
                 }
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
@@ -192,8 +141,8 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
                         ("pay-under", "Underpay (90 %)", pending),
                         ("pay-over", "Overpay (110 %)", pending),
                         ("fail", "Fail", pending),
-                        ("settle", "Settle to merchant", raw == Some(RawStatus::Succeeded)),
-                        ("refund", "Refund the rest", received && raw != Some(RawStatus::Refunded)),
+                        ("settle", "Settle to merchant", raw == RawStatus::Succeeded),
+                        ("refund", "Refund the rest", received && raw != RawStatus::Refunded),
                     ] {
                         @if allowed {
                             form method="post" action=(action(&format!("sandbox/{control}"))) {

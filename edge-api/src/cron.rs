@@ -1,0 +1,38 @@
+//! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
+//! portal sessions and idempotency keys past their retention; close checkouts that ended unpaid;
+//! and send deliveries whose queue message was lost back to the queue.
+
+use crate::ctx::Ctx;
+use crate::db::{clients, portal, sessions, throttle as throttle_db};
+use crate::error::{ApiError, OrInternal};
+use crate::{payments, throttle, webhooks};
+
+/// Runs every task. They are independent, so each runs even if one before it failed; the first
+/// failure is reported.
+pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let results = [
+        clients::purge_expired_tokens(&ctx.db, now)
+            .await
+            .or_internal("purge expired tokens")
+            .map(drop),
+        throttle_db::purge(&ctx.db, now - throttle::LONGEST_WINDOW_SECONDS)
+            .await
+            .or_internal("purge throttle windows")
+            .map(drop),
+        payments::expire_ended(ctx).await,
+        // Keys are honoured for a day and kept a day longer.
+        sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
+            .await
+            .or_internal("purge idempotency keys")
+            .map(drop),
+        portal::purge_sessions(&ctx.db, now)
+            .await
+            .or_internal("purge portal sessions"),
+        webhooks::sweep(ctx).await,
+    ];
+    results
+        .into_iter()
+        .collect::<Result<Vec<()>, _>>()
+        .map(drop)
+}

@@ -1,0 +1,105 @@
+//! The context of one event (a request, a cron run, a queue batch): the bindings, the database,
+//! the clock, the mode and the keys, built once at the entry point and handed down. Nothing
+//! below the entry points reads the environment itself, so no layer reaches back up for it.
+
+use base64::Engine;
+use worker::{D1Database, Env};
+
+use crate::error::{ApiError, OrInternal};
+
+/// Whether the deployment takes real payments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Real money: no sandbox controls.
+    Production,
+    /// `PAYRAIL_MODE=sandbox` (the local default): lifecycle controls for tests and demos.
+    Sandbox,
+}
+
+/// Everything an event's handlers need from the platform.
+pub struct Ctx {
+    /// The bindings (queue, e-mail), for the few services that need one.
+    pub env: Env,
+    /// The D1 database.
+    pub db: D1Database,
+    /// Production or sandbox.
+    pub mode: Mode,
+    /// The key sealing webhook signing secrets (`PAYRAIL_ENCRYPTION_KEY`), when configured.
+    sealing_key: Option<[u8; 32]>,
+    /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
+    /// production, larger in tests).
+    pub webhook_time_scale: u64,
+    /// The caller's address (`CF-Connecting-IP`), for throttling; `None` outside requests.
+    caller_address: Option<String>,
+}
+
+impl Ctx {
+    /// Reads the bindings and variables once.
+    pub fn new(env: Env) -> Result<Ctx, ApiError> {
+        let db = env.d1("DB").or_internal("bind D1")?;
+        let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
+        let mode = match var("PAYRAIL_MODE").as_deref() {
+            Some("sandbox") => Mode::Sandbox,
+            _ => Mode::Production,
+        };
+        let sealing_key = env
+            .secret("PAYRAIL_ENCRYPTION_KEY")
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| var("PAYRAIL_ENCRYPTION_KEY"))
+            .and_then(|text| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .ok()?
+                    .try_into()
+                    .ok()
+            });
+        let webhook_time_scale = var("PAYRAIL_WEBHOOK_TIME_SCALE")
+            .and_then(|v| v.parse().ok())
+            .filter(|s| *s >= 1)
+            .unwrap_or(1);
+        Ok(Ctx {
+            env,
+            db,
+            mode,
+            sealing_key,
+            webhook_time_scale,
+            caller_address: None,
+        })
+    }
+
+    /// The same context for a request from `address`.
+    pub fn with_caller_address(mut self, address: Option<String>) -> Ctx {
+        self.caller_address = address;
+        self
+    }
+
+    /// Whether sandbox controls exist.
+    pub fn sandbox(&self) -> bool {
+        self.mode == Mode::Sandbox
+    }
+
+    /// The caller's address, or `unknown` (throttles then share one bucket).
+    pub fn caller_address(&self) -> &str {
+        self.caller_address.as_deref().unwrap_or("unknown")
+    }
+
+    /// Current time in Unix seconds (`SystemTime` is unavailable on wasm32).
+    pub fn now(&self) -> i64 {
+        (js_sys::Date::now() / 1000.0).floor() as i64
+    }
+
+    /// The sealing key, or a logged 500 naming the missing secret.
+    pub fn sealing_key(&self) -> Result<[u8; 32], ApiError> {
+        self.sealing_key
+            .ok_or("PAYRAIL_ENCRYPTION_KEY is not set (wrangler secret put PAYRAIL_ENCRYPTION_KEY)")
+            .or_internal("sealing key")
+    }
+}
+
+/// Unix seconds as the API's timestamp text (`2026-11-21T10:00:00Z`).
+pub fn timestamp(unix: i64) -> Result<String, ApiError> {
+    shared_types::time::format_unix(unix)
+        .ok_or("time out of range")
+        .or_internal("format time")
+}

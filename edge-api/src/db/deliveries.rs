@@ -1,0 +1,394 @@
+//! Webhook deliveries and their attempts: the outbox's fan-out, what the consumer claims and
+//! records, the cron sweep's overdue list, and the delivery log admins read and resend from.
+
+use serde::{Deserialize, Serialize};
+use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, batch, bind, first, run, strings, DbResult, Value};
+
+/// The one way a delivery id is made: `dlv_` and 24 random hex digits, in SQL, because fan-out
+/// creates one delivery per matching endpoint in a single statement.
+const NEW_ID: &str = "'dlv_' || lower(hex(randomblob(12)))";
+
+/// One pending delivery of event `event_id` per enabled endpoint of the institution subscribed
+/// to `kind` (or just `only_endpoint`, whatever its types, for test events), only if the event
+/// exists (it may not, when the guarded change before it in the batch wrote nothing).
+pub fn fan_out(
+    db: &D1Database,
+    event_id: &str,
+    institution_id: i64,
+    kind: &str,
+    only_endpoint: Option<&str>,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        &format!(
+            "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
+             status, attempts, next_attempt_at, created_at) \
+             SELECT {NEW_ID}, ?1, e.id, e.institution_id, ?3, 'pending', 0, ?5, ?5 \
+             FROM webhook_endpoints e \
+             WHERE e.institution_id = ?2 AND e.status = 'enabled' \
+             AND (?4 IS NOT NULL AND e.id = ?4 OR ?4 IS NULL AND (e.event_types IS NULL \
+                  OR instr(' ' || e.event_types || ' ', ' ' || ?3 || ' ') > 0)) \
+             AND EXISTS (SELECT 1 FROM events WHERE id = ?1)"
+        ),
+        &[
+            event_id.into(),
+            institution_id.into(),
+            kind.into(),
+            only_endpoint.into(),
+            now.into(),
+        ],
+    )
+}
+
+/// Ids of an event's deliveries.
+pub async fn of_event(db: &D1Database, event_id: &str) -> DbResult<Vec<String>> {
+    strings(
+        db,
+        "SELECT id FROM deliveries WHERE event_id = ?1",
+        &[event_id.into()],
+    )
+    .await
+}
+
+/// Pending deliveries that are overdue (their queue message was lost) or were claimed and never
+/// finished: the cron sweep sends them to the queue again.
+pub async fn overdue(
+    db: &D1Database,
+    overdue_before: i64,
+    stale_before: i64,
+) -> DbResult<Vec<String>> {
+    strings(
+        db,
+        "SELECT id FROM deliveries WHERE status = 'pending' AND \
+         (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) LIMIT 500",
+        &[overdue_before.into(), stale_before.into()],
+    )
+    .await
+}
+
+/// Everything one attempt needs.
+#[derive(Debug, Deserialize)]
+pub struct Due {
+    /// Delivery id.
+    pub id: String,
+    /// Delivery status.
+    pub status: DeliveryStatus,
+    /// Attempts made so far.
+    pub attempts: i64,
+    /// When the next is due.
+    pub next_attempt_at: Option<i64>,
+    /// The endpoint.
+    pub endpoint_id: String,
+    /// Owning institution.
+    pub institution_id: i64,
+    /// Event id.
+    pub event_id: String,
+    /// Event type.
+    pub event_type: String,
+    /// Body to send.
+    pub payload: String,
+    /// Endpoint URL (None when the endpoint was deleted).
+    pub url: Option<String>,
+    /// Endpoint status.
+    pub endpoint_status: Option<EndpointStatus>,
+    /// Sealed current secret.
+    pub secret_encrypted: Option<String>,
+    /// Sealed previous secret.
+    pub previous_secret_encrypted: Option<String>,
+    /// End of its grace period.
+    pub previous_secret_expires_at: Option<i64>,
+    /// First failure with no success since.
+    pub first_failure_at: Option<i64>,
+}
+
+/// The delivery, its event and its endpoint.
+pub async fn due(db: &D1Database, id: &str) -> DbResult<Option<Due>> {
+    first(
+        db,
+        "SELECT d.id, d.status, d.attempts, d.next_attempt_at, d.endpoint_id, d.institution_id, \
+         d.event_id, d.event_type, ev.payload, e.url, e.status AS endpoint_status, \
+         e.secret_encrypted, e.previous_secret_encrypted, e.previous_secret_expires_at, \
+         e.first_failure_at \
+         FROM deliveries d JOIN events ev ON ev.id = d.event_id \
+         LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ?1",
+        &[id.into()],
+    )
+    .await
+}
+
+/// Takes attempt number `attempts + 1` for this worker; false if another got there first.
+pub async fn claim(db: &D1Database, id: &str, attempts: i64, now: i64) -> DbResult<bool> {
+    let changed = run(
+        db,
+        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
+         last_attempt_at = ?3 WHERE id = ?1 AND status = 'pending' AND attempts = ?2",
+        &[id.into(), attempts.into(), now.into()],
+    )
+    .await?;
+    Ok(changed > 0)
+}
+
+/// Gives a delivery up (its endpoint is gone or disabled).
+pub async fn give_up(db: &D1Database, id: &str) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = ?1",
+        &[id.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// One attempt's result.
+pub struct Attempt<'a> {
+    /// Delivery.
+    pub delivery_id: &'a str,
+    /// Endpoint.
+    pub endpoint_id: &'a str,
+    /// 1-based attempt number.
+    pub attempt: i64,
+    /// Unix seconds.
+    pub started_at: i64,
+    /// HTTP status, when the receiver answered.
+    pub status_code: Option<u16>,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Milliseconds.
+    pub latency_ms: i64,
+    /// First 4 KB of the body.
+    pub response_body: Option<&'a str>,
+    /// Next attempt, if any.
+    pub next_attempt_at: Option<i64>,
+}
+
+/// The attempt's row.
+pub fn insert_attempt(db: &D1Database, a: &Attempt<'_>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, status_code, \
+         outcome, latency_ms, response_body, next_attempt_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        &[
+            a.delivery_id.into(),
+            a.endpoint_id.into(),
+            a.attempt.into(),
+            a.started_at.into(),
+            a.status_code.map_or(Value::Null, |c| Value::Int(c.into())),
+            a.outcome.as_str().into(),
+            a.latency_ms.into(),
+            a.response_body.into(),
+            a.next_attempt_at.into(),
+        ],
+    )
+}
+
+/// The delivery is done.
+pub fn mark_succeeded(db: &D1Database, id: &str) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE id = ?1",
+        &[id.into()],
+    )
+}
+
+/// The delivery's next attempt is due at `at`.
+pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE deliveries SET next_attempt_at = ?2 WHERE id = ?1",
+        &[id.into(), at.into()],
+    )
+}
+
+/// Every pending delivery to the endpoint fails (it was disabled).
+pub fn fail_pending_of_endpoint(
+    db: &D1Database,
+    endpoint_id: &str,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
+         WHERE endpoint_id = ?1 AND status = 'pending'",
+        &[endpoint_id.into()],
+    )
+}
+
+/// A delivery as the log shows it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct DeliveryRow {
+    /// `dlv_…`.
+    pub id: String,
+    /// Endpoint.
+    pub endpoint_id: String,
+    /// Event.
+    pub event_id: String,
+    /// Event type.
+    pub event_type: String,
+    /// Where it stands.
+    pub status: DeliveryStatus,
+    /// Attempts made.
+    pub attempts: i64,
+    /// Next attempt, Unix seconds.
+    pub next_attempt_at: Option<i64>,
+    /// Last attempt, Unix seconds.
+    pub last_attempt_at: Option<i64>,
+    /// The delivery this one resends.
+    pub redelivery_of: Option<String>,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+const DELIVERY_COLUMNS: &str = "id, endpoint_id, event_id, event_type, status, attempts, \
+    next_attempt_at, last_attempt_at, redelivery_of, created_at";
+
+/// Filters of the delivery log.
+#[derive(Debug, Default)]
+pub struct LogFilter {
+    /// One status.
+    pub status: Option<DeliveryStatus>,
+    /// One event type.
+    pub event_type: Option<String>,
+    /// Created at or after (Unix seconds).
+    pub created_after: Option<i64>,
+    /// Created before (Unix seconds).
+    pub created_before: Option<i64>,
+    /// Only deliveries older than this one.
+    pub starting_after: Option<(i64, String)>,
+    /// Page size.
+    pub limit: u32,
+}
+
+/// One page of an endpoint's deliveries, newest first, one row over the limit.
+pub async fn page(
+    db: &D1Database,
+    institution_id: i64,
+    endpoint_id: &str,
+    f: &LogFilter,
+) -> DbResult<Vec<DeliveryRow>> {
+    let mut sql = format!(
+        "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND endpoint_id = ?2"
+    );
+    let mut params: Vec<Value> = vec![institution_id.into(), endpoint_id.into()];
+    let mut and = |clause: &str, value: Value| {
+        params.push(value);
+        sql.push_str(&clause.replace('#', &format!("?{}", params.len())));
+    };
+    if let Some(status) = &f.status {
+        and(" AND status = #", status.as_str().into());
+    }
+    if let Some(kind) = &f.event_type {
+        and(" AND event_type = #", kind.as_str().into());
+    }
+    if let Some(after) = f.created_after {
+        and(" AND created_at >= #", after.into());
+    }
+    if let Some(before) = f.created_before {
+        and(" AND created_at < #", before.into());
+    }
+    if let Some((created, id)) = &f.starting_after {
+        and(" AND (created_at, id) < (#", (*created).into());
+        and(", #)", id.as_str().into());
+    }
+    params.push(Value::Int(i64::from(f.limit) + 1));
+    sql.push_str(&format!(
+        " ORDER BY created_at DESC, id DESC LIMIT ?{}",
+        params.len()
+    ));
+    all(db, &sql, &params).await
+}
+
+/// One delivery of the institution.
+pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<DeliveryRow>> {
+    first(
+        db,
+        &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND id = ?2"),
+        &[institution_id.into(), id.into()],
+    )
+    .await
+}
+
+/// One attempt, as the log shows it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct AttemptRow {
+    /// 1-based.
+    pub attempt: i64,
+    /// Unix seconds.
+    pub started_at: i64,
+    /// HTTP status, if the receiver answered.
+    pub status_code: Option<i64>,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Milliseconds.
+    pub latency_ms: i64,
+    /// First 4 KB of the body.
+    pub response_body: Option<String>,
+    /// When the next attempt was due.
+    pub next_attempt_at: Option<i64>,
+}
+
+/// A delivery's attempts, in order.
+pub async fn attempts(db: &D1Database, delivery_id: &str) -> DbResult<Vec<AttemptRow>> {
+    all(
+        db,
+        "SELECT attempt, started_at, status_code, outcome, latency_ms, response_body, \
+         next_attempt_at FROM delivery_attempts WHERE delivery_id = ?1 ORDER BY attempt",
+        &[delivery_id.into()],
+    )
+    .await
+}
+
+/// Largest number of deliveries one resend statement copies (D1 binds at most 100 values).
+const RESEND_CHUNK: usize = 90;
+
+/// New deliveries resending `ids` (of the institution), due now; returns them as created, read
+/// back in bounded chunks with `RETURNING`.
+pub async fn resend(
+    db: &D1Database,
+    institution_id: i64,
+    ids: &[String],
+    now: i64,
+) -> DbResult<Vec<DeliveryRow>> {
+    let mut statements = Vec::new();
+    for chunk in ids.chunks(RESEND_CHUNK) {
+        let mut params: Vec<Value> = vec![institution_id.into(), now.into()];
+        params.extend(chunk.iter().map(|id| Value::from(id.as_str())));
+        let placeholders: Vec<String> = (3..=params.len()).map(|n| format!("?{n}")).collect();
+        statements.push(bind(
+            db,
+            &format!(
+                "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
+                 status, attempts, next_attempt_at, redelivery_of, created_at) \
+                 SELECT {NEW_ID}, event_id, endpoint_id, institution_id, event_type, 'pending', 0, \
+                 ?2, id, ?2 FROM deliveries WHERE institution_id = ?1 AND id IN ({}) \
+                 RETURNING {DELIVERY_COLUMNS}",
+                placeholders.join(", ")
+            ),
+            &params,
+        )?);
+    }
+    let mut created = Vec::new();
+    for result in batch(db, statements).await? {
+        created.extend(result.results::<DeliveryRow>()?);
+    }
+    Ok(created)
+}
+
+/// Failed deliveries of an endpoint created at or after `since`.
+pub async fn failed_since(
+    db: &D1Database,
+    institution_id: i64,
+    endpoint_id: &str,
+    since: i64,
+) -> DbResult<Vec<String>> {
+    strings(
+        db,
+        "SELECT id FROM deliveries WHERE institution_id = ?1 AND endpoint_id = ?2 \
+         AND status = 'failed' AND created_at >= ?3 ORDER BY created_at LIMIT 1000",
+        &[institution_id.into(), endpoint_id.into(), since.into()],
+    )
+    .await
+}

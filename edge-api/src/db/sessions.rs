@@ -1,0 +1,220 @@
+//! Checkout sessions and their idempotency keys.
+
+use serde::Deserialize;
+use shared_types::RawStatus;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, bind, first, run, DbResult};
+
+/// How long an idempotency key holds.
+pub const KEY_SECONDS: i64 = 24 * 60 * 60;
+
+/// A stored idempotency key and the session it created.
+#[derive(Debug, Deserialize)]
+pub struct StoredKey {
+    /// Fingerprint of the options that created the session.
+    pub fingerprint: String,
+    /// The session.
+    pub session_id: String,
+    /// The session's transaction.
+    pub transaction_id: i64,
+}
+
+/// The session an idempotency key created, if the key is known and young enough.
+pub async fn find_key(
+    db: &D1Database,
+    merchant_id: i64,
+    key: &str,
+    not_before: i64,
+) -> DbResult<Option<StoredKey>> {
+    first(
+        db,
+        "SELECT k.fingerprint, k.session_id, s.transaction_id FROM idempotency_keys k \
+         JOIN checkout_sessions s ON s.id = k.session_id \
+         WHERE k.merchant_id = ?1 AND k.key = ?2 AND k.created_at >= ?3",
+        &[merchant_id.into(), key.into(), not_before.into()],
+    )
+    .await
+}
+
+/// Deletes the merchant's key if it was created before `before` (so it can be used afresh).
+pub async fn forget_key(db: &D1Database, merchant_id: i64, key: &str, before: i64) -> DbResult<()> {
+    run(
+        db,
+        "DELETE FROM idempotency_keys WHERE merchant_id = ?1 AND key = ?2 AND created_at < ?3",
+        &[merchant_id.into(), key.into(), before.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// Deletes idempotency keys created before `before`.
+pub async fn purge_keys(db: &D1Database, before: i64) -> DbResult<usize> {
+    run(
+        db,
+        "DELETE FROM idempotency_keys WHERE created_at < ?1",
+        &[before.into()],
+    )
+    .await
+}
+
+/// A session to create, for the transaction inserted just before it in the same batch.
+pub struct NewSession<'a> {
+    /// `cs_…` id.
+    pub id: &'a str,
+    /// The merchant.
+    pub merchant_id: i64,
+    /// Order title.
+    pub title: &'a str,
+    /// Where the customer returns.
+    pub redirect_url: &'a str,
+    /// Default way to pay.
+    pub asset: &'a str,
+    /// Its network.
+    pub network: &'a str,
+    /// Where to send the funds.
+    pub deposit_address: &'a str,
+    /// What to send.
+    pub crypto_amount: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+    /// Session lifetime end, Unix seconds.
+    pub expires_at: i64,
+}
+
+/// The session row, for the transaction the previous statement of the batch inserted.
+pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
+         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        &[
+            s.id.into(),
+            s.merchant_id.into(),
+            s.title.into(),
+            s.redirect_url.into(),
+            s.asset.into(),
+            s.network.into(),
+            s.deposit_address.into(),
+            s.crypto_amount.into(),
+            s.now.into(),
+            s.expires_at.into(),
+        ],
+    )
+}
+
+/// The idempotency key of a new session. A live key with the same value makes the whole batch
+/// fail (a concurrent double click); stale ones were forgotten first.
+pub fn insert_key(
+    db: &D1Database,
+    merchant_id: i64,
+    key: &str,
+    fingerprint: &str,
+    session_id: &str,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO idempotency_keys (merchant_id, key, fingerprint, session_id, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        &[
+            merchant_id.into(),
+            key.into(),
+            fingerprint.into(),
+            session_id.into(),
+            now.into(),
+        ],
+    )
+}
+
+/// Everything the hosted page shows.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SessionView {
+    /// `cs_…` id.
+    pub id: String,
+    /// The transaction.
+    pub transaction_id: i64,
+    /// Merchant display name.
+    pub merchant_name: String,
+    /// Order title.
+    pub title: String,
+    /// Order amount.
+    pub amount_expected: String,
+    /// Order currency.
+    pub currency: String,
+    /// Internal status.
+    pub raw_status: RawStatus,
+    /// Where the customer returns.
+    pub redirect_url: String,
+    /// Quote: asset.
+    pub asset: String,
+    /// Quote: network.
+    pub network: String,
+    /// Quote: deposit address.
+    pub deposit_address: String,
+    /// Quote: crypto amount.
+    pub crypto_amount: String,
+    /// Unix seconds.
+    pub expires_at: i64,
+    /// Amount paid, once paid.
+    pub amount_gross: Option<String>,
+    /// Amount refunded so far.
+    pub amount_refunded: Option<String>,
+}
+
+/// The session with this id.
+pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
+    first(
+        db,
+        "SELECT s.id, s.transaction_id, m.name AS merchant_name, s.title, \
+         t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
+         s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded \
+         FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
+         JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1",
+        &[id.into()],
+    )
+    .await
+}
+
+/// The session's new way to pay, written only if the statement before it in the batch (the
+/// transaction's, guarded on `pending`) changed a row.
+pub fn change_method(
+    db: &D1Database,
+    id: &str,
+    asset: &str,
+    network: &str,
+    deposit_address: &str,
+    crypto_amount: &str,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE checkout_sessions SET asset = ?1, network = ?2, deposit_address = ?3, \
+         crypto_amount = ?4 WHERE id = ?5 AND changes() = 1",
+        &[
+            asset.into(),
+            network.into(),
+            deposit_address.into(),
+            crypto_amount.into(),
+            id.into(),
+        ],
+    )
+}
+
+/// Transactions still pending whose session ended in the last week (the cron runs every minute;
+/// the window keeps the scan short), at most `limit`.
+pub async fn expired_unpaid(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: i64,
+    }
+    let rows: Vec<Id> = all(
+        db,
+        "SELECT t.id FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
+         WHERE s.expires_at <= ?1 AND s.expires_at > ?1 - 7 * 86400 \
+         AND t.raw_status = 'pending' LIMIT ?2",
+        &[now.into(), limit.into()],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}

@@ -1,0 +1,71 @@
+//! Failure counters (`auth_failures`): failed authentications per subject (a client id, or a
+//! portal login's e-mail) and source address, in fixed windows.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{bind, first, run, DbResult};
+
+/// Failures of one subject from one source, in the current window.
+#[derive(Debug, Deserialize)]
+pub struct Failures {
+    /// Unix seconds the window opened.
+    pub window_start: i64,
+    /// Failures counted in the window.
+    pub failures: i64,
+}
+
+/// The failure count of `subject` from `source`, if any is recorded.
+pub async fn failures(db: &D1Database, subject: &str, source: &str) -> DbResult<Option<Failures>> {
+    first(
+        db,
+        "SELECT window_start, failures FROM auth_failures WHERE client_id = ?1 AND source = ?2",
+        &[subject.into(), source.into()],
+    )
+    .await
+}
+
+/// Counts one failure, opening a new window when the last one has closed.
+pub async fn record_failure(
+    db: &D1Database,
+    subject: &str,
+    source: &str,
+    now: i64,
+    window_seconds: i64,
+) -> DbResult<()> {
+    run(
+        db,
+        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
+         VALUES (?1, ?2, ?3, 1) \
+         ON CONFLICT (client_id, source) DO UPDATE SET \
+           failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
+           window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END",
+        &[
+            subject.into(),
+            source.into(),
+            now.into(),
+            window_seconds.into(),
+        ],
+    )
+    .await
+    .map(drop)
+}
+
+/// Forgets the failures of `subject` from `source` (after a success).
+pub fn clear(db: &D1Database, subject: &str, source: &str) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2",
+        &[subject.into(), source.into()],
+    )
+}
+
+/// Deletes windows that opened at or before `closed_before`.
+pub async fn purge(db: &D1Database, closed_before: i64) -> DbResult<usize> {
+    run(
+        db,
+        "DELETE FROM auth_failures WHERE window_start <= ?1",
+        &[closed_before.into()],
+    )
+    .await
+}

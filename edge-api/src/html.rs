@@ -1,0 +1,50 @@
+//! HTML documents and their responses: the one head every page shares and the security headers
+//! every page gets. maud escapes every interpolated value.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+use worker::Response;
+
+use crate::error::{ApiError, OrInternal};
+
+/// An HTML response with the headers every page gets and this `Referrer-Policy`. (Checkout pages
+/// send `no-referrer`: their URL is the customer's capability. The portal sends `same-origin`:
+/// with `no-referrer` browsers send `Origin: null` on form posts, and the portal checks the
+/// origin of every change.)
+pub fn page(status: u16, markup: Markup, referrer: &str) -> Result<Response, ApiError> {
+    let response = Response::from_html(markup.into_string())
+        .or_internal("build page")?
+        .with_status(status);
+    let headers = response.headers();
+    for (name, value) in [
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; \
+             style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; \
+             frame-ancestors 'none'",
+        ),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", referrer),
+        ("Cache-Control", "no-store"),
+    ] {
+        headers.set(name, value).or_internal("set header")?;
+    }
+    Ok(response)
+}
+
+/// A whole page: doctype, the head every page shares (with `extra` in it), and `body`.
+pub fn document(title: &str, style: &str, extra: Markup, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="robots" content="noindex";
+                title { (title) }
+                style { (PreEscaped(style)) }
+                (extra)
+            }
+            body { (body) }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The layering rule, checked: every `crate::`, `super::` and `self::` path in every source file
+//! is resolved to the module file it names, and (1) no file uses a module of a higher layer, and
+//! (2) the files' use graph has no cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use quote::ToTokens;
+use syn::visit::Visit;
+
+/// Top-level modules by layer, lowest first. A module may use its own layer's and lower ones.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "ctx",
+        "error",
+        "http",
+        "html",
+        "query",
+        "crypto",
+        "webhook_url",
+    ],
+    &["db"],
+    &["auth", "throttle", "payments", "webhooks", "chain"],
+    &["routes", "portal", "cron"],
+    &["lib"],
+];
+
+fn layer_of(module: &[String]) -> usize {
+    let top = module.first().map_or("lib", String::as_str);
+    LAYERS
+        .iter()
+        .position(|layer| layer.contains(&top))
+        .unwrap_or_else(|| panic!("module {top} is in no layer: add it to LAYERS"))
+}
+
+/// Every `.rs` file under `src`, by module path (`lib.rs` is the empty path).
+fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let relative = path.strip_prefix(src).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if module.last().is_some_and(|m| m == "mod" || m == "lib") {
+                module.pop();
+            }
+            found.insert(module, path);
+        }
+    }
+    found
+}
+
+/// Paths used in a file, as written (`crate::db::x`, `super::Portal`).
+#[derive(Default)]
+struct Uses(Vec<Vec<String>>);
+
+impl Uses {
+    fn tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut path = prefix.clone();
+                if n.ident != "self" {
+                    path.push(n.ident.to_string());
+                }
+                self.0.push(path);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut path = prefix.clone();
+                if r.ident != "self" {
+                    path.push(r.ident.to_string());
+                }
+                self.0.push(path);
+            }
+            syn::UseTree::Glob(_) => self.0.push(prefix.clone()),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.tree(prefix, t)),
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Uses {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        // An inline `#[cfg(test)] mod tests` uses its own file (`super::*`): no edge.
+        let test_only = item.attrs.iter().any(|a| {
+            a.path().is_ident("cfg") && a.meta.to_token_stream().to_string().contains("test")
+        });
+        if !test_only {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+
+    // `pub(super)` names who may see an item, not a use.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.0
+            .push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// The module file a path names, if it is one of ours.
+fn resolve(
+    from: &[String],
+    path: &[String],
+    known: &BTreeMap<Vec<String>, PathBuf>,
+) -> Option<Vec<String>> {
+    let mut absolute: Vec<String> = match path.first().map(String::as_str) {
+        Some("crate") => Vec::new(),
+        Some("super") => from[..from.len().saturating_sub(1)].to_vec(),
+        Some("self") => from.to_vec(),
+        // A bare path that starts with a child module's name (`use webhooks::x` in `pages`).
+        Some(first) if known.contains_key(&[from, &[first.to_owned()]].concat()) => {
+            let mut child = from.to_vec();
+            child.extend(path.iter().cloned());
+            return resolve(from, &[&["crate".to_owned()][..], &child].concat(), known);
+        }
+        _ => return None,
+    };
+    let mut rest = &path[1..];
+    while rest.first().is_some_and(|s| s == "super") {
+        absolute.pop();
+        rest = &rest[1..];
+    }
+    absolute.extend(rest.iter().cloned());
+    (0..=absolute.len())
+        .rev()
+        .map(|n| absolute[..n].to_vec())
+        .find(|candidate| known.contains_key(candidate))
+}
+
+#[test]
+fn no_upward_use_and_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let known = modules(&src);
+    let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let mut upward = Vec::new();
+    for (module, file) in &known {
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut uses = Uses::default();
+        uses.visit_file(&syn::parse_file(&text).unwrap());
+        for path in &uses.0 {
+            let Some(target) = resolve(module, path, &known) else {
+                continue;
+            };
+            // A file naming itself, or the crate root (which only declares modules), is no edge.
+            if target.is_empty() || target == *module {
+                continue;
+            }
+            if layer_of(&target) > layer_of(module) {
+                upward.push(format!("{} uses {}", module.join("::"), target.join("::")));
+            }
+            graph.entry(module.clone()).or_default().insert(target);
+        }
+    }
+    assert!(upward.is_empty(), "upward uses:\n{}", upward.join("\n"));
+
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!("import cycle: {cycle}");
+    }
+}
+
+type Graph = BTreeMap<Vec<String>, BTreeSet<Vec<String>>>;
+
+/// A cycle of the graph, written `a -> b -> a`, if it has one (depth-first search for a back
+/// edge).
+fn find_cycle(graph: &Graph) -> Option<String> {
+    fn visit(
+        node: &Vec<String>,
+        graph: &Graph,
+        done: &mut BTreeMap<Vec<String>, bool>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<String> {
+        match done.get(node) {
+            Some(true) => return None,
+            Some(false) => {
+                let start = stack.iter().position(|n| n == node)?;
+                let mut cycle: Vec<String> = stack[start..].iter().map(|m| m.join("::")).collect();
+                cycle.push(node.join("::"));
+                return Some(cycle.join(" -> "));
+            }
+            None => {}
+        }
+        done.insert(node.clone(), false);
+        stack.push(node.clone());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, done, stack) {
+                return Some(cycle);
+            }
+        }
+        stack.pop();
+        done.insert(node.clone(), true);
+        None
+    }
+    let mut done = BTreeMap::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn the_check_sees_a_cycle_and_an_upward_use() {
+    let known: BTreeMap<Vec<String>, PathBuf> = [vec![], vec!["db".into()], vec!["routes".into()]]
+        .into_iter()
+        .map(|m| (m, PathBuf::new()))
+        .collect();
+    let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        resolve(&path("db"), &path("crate::routes::handle"), &known),
+        Some(path("routes"))
+    );
+    assert!(layer_of(&path("routes")) > layer_of(&path("db")));
+    assert_eq!(
+        resolve(&path("db"), &path("serde::Deserialize"), &known),
+        None
+    );
+    let mut graph = Graph::new();
+    graph.entry(path("a")).or_default().insert(path("b"));
+    graph.entry(path("b")).or_default().insert(path("c"));
+    assert_eq!(find_cycle(&graph), None);
+    graph.entry(path("c")).or_default().insert(path("a"));
+    assert_eq!(find_cycle(&graph).as_deref(), Some("a -> b -> c -> a"));
+}

@@ -1,0 +1,77 @@
+//! What every portal page shares: the style, the layout with its navigation, and the small
+//! pieces (CSRF field, error and secret boxes).
+
+use maud::{html, Markup};
+use worker::Response;
+
+use crate::error::ApiError;
+use crate::portal::Portal;
+
+const STYLE: &str = "
+body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f9}
+header{background:#1c2430;color:#fff;padding:.6rem 1.5rem;display:flex;gap:1.5rem;align-items:center}
+header a{color:#fff}header .who{margin-left:auto;opacity:.8}header form{display:inline}
+header button{background:none;border:1px solid #8893a3;color:#fff}
+main{max-width:60rem;margin:1.5rem auto;padding:0 1.5rem}
+section{background:#fff;border-radius:8px;padding:1rem 1.5rem;margin-bottom:1.25rem;
+box-shadow:0 1px 3px rgba(0,0,0,.06)}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .5rem;
+border-bottom:1px solid #e3e7ee;vertical-align:top}td form{display:inline}
+code{font:13px ui-monospace,monospace;word-break:break-all}h1 code{font-size:1.2rem}
+button{font:inherit;padding:.3rem .8rem;border-radius:6px;border:1px solid #8893a3;background:#fff;cursor:pointer}
+button.danger{border-color:#b42318;color:#b42318}
+label{display:block;margin:.5rem 0 .2rem;font-weight:600}
+input[type=text],input[type=email],input[type=password],input[type=url],input[type=number],select{
+font:inherit;padding:.35rem .5rem;width:100%;max-width:32rem;box-sizing:border-box}
+fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-weight:400;margin-right:1rem}
+.secret{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.75rem 1rem}
+.error{background:#fdecec;border:1px solid #e8a1a1;border-radius:8px;padding:.75rem 1rem}
+.muted{color:#5b6677}
+";
+
+pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {
+    crate::html::page(status, markup, "same-origin")
+}
+
+pub(super) fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Markup {
+    crate::html::document(
+        &format!("{title} — Payrail portal"),
+        STYLE,
+        html! {},
+        html! {
+            header {
+                strong { "Payrail portal" }
+                @if let Some(p) = portal {
+                    nav {
+                        a href="/portal/developers" { "Developers" } " · "
+                        a href="/portal/webhooks" { "Webhooks" }
+                    }
+                    span.who { (p.session.email) " · " (p.session.institution_name) }
+                    form method="post" action="/portal/logout" {
+                        (csrf_field(p))
+                        button type="submit" { "Log out" }
+                    }
+                }
+            }
+            main { (body) }
+        },
+    )
+}
+
+pub(super) fn csrf_field(portal: &Portal<'_>) -> Markup {
+    html! { input type="hidden" name="csrf_token" value=(portal.session.csrf_token); }
+}
+
+pub(super) fn error_box(message: Option<&str>) -> Markup {
+    html! { @if let Some(m) = message { p.error role="alert" { (m) } } }
+}
+
+pub(super) fn secret_box(label: &str, secret: &str, note: &str) -> Markup {
+    html! {
+        div.secret role="status" {
+            strong { (label) } br;
+            code #revealed-secret { (secret) } br;
+            span.muted { (note) }
+        }
+    }
+}

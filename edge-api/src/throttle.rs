@@ -1,0 +1,71 @@
+//! Failure throttling: one rule for API client authentication and portal logins. Failures are
+//! counted per subject (a client id, or `login:<e-mail>`) and caller address in fixed windows;
+//! past the limit the subject is refused from that address until its window closes, while other
+//! addresses are unaffected.
+
+use shared_types::ErrorCode;
+
+use crate::ctx::Ctx;
+use crate::db::throttle as db;
+use crate::error::{ApiError, OrInternal};
+
+/// How many failures a window allows, and what the refusal says.
+pub struct Limit {
+    /// Failures allowed per window.
+    pub max_failures: i64,
+    /// Length of the window.
+    pub window_seconds: i64,
+    /// The refusal's description.
+    pub refusal: &'static str,
+}
+
+/// Client authentication at the token endpoint.
+pub const CLIENT_AUTH: Limit = Limit {
+    max_failures: 10,
+    window_seconds: 15 * 60,
+    refusal: "too many failed authentications for this client; retry later",
+};
+
+/// Portal logins.
+pub const PORTAL_LOGIN: Limit = Limit {
+    max_failures: 5,
+    window_seconds: 15 * 60,
+    refusal: "too many failed logins; try again later",
+};
+
+/// The longest window: the cron forgets windows older than this.
+pub const LONGEST_WINDOW_SECONDS: i64 = 15 * 60;
+
+/// Refuses with 429 and `Retry-After` when `subject` has used up its failures from the caller.
+pub async fn check(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(), ApiError> {
+    let now = ctx.now();
+    if let Some(f) = db::failures(&ctx.db, subject, ctx.caller_address())
+        .await
+        .or_internal("read failures")?
+    {
+        let window_end = f.window_start + limit.window_seconds;
+        if f.failures >= limit.max_failures && window_end > now {
+            return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)
+                .with_retry_after((window_end - now) as u64));
+        }
+    }
+    Ok(())
+}
+
+/// Counts one failure of `subject` from the caller.
+pub async fn record_failure(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(), ApiError> {
+    db::record_failure(
+        &ctx.db,
+        subject,
+        ctx.caller_address(),
+        ctx.now(),
+        limit.window_seconds,
+    )
+    .await
+    .or_internal("record failure")
+}
+
+/// The statement that forgets `subject`'s failures from the caller, for the success's batch.
+pub fn clear(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
+    db::clear(&ctx.db, subject, ctx.caller_address()).or_internal("clear failures")
+}
