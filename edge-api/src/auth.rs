@@ -14,7 +14,7 @@ use crate::{crypto, db};
 /// Access-token lifetime (spec §2.4, §5.5).
 pub const TOKEN_LIFETIME_SECONDS: u32 = 3600;
 /// Prefix of access tokens, so that a leaked one is recognisable.
-pub const TOKEN_PREFIX: &str = "prt_";
+pub const TOKEN_PREFIX: &str = payrail_credentials::ACCESS_TOKEN_PREFIX;
 
 const BASIC_CHALLENGE: &str = "Basic realm=\"payrail\", charset=\"UTF-8\"";
 const BEARER_REALM: &str = "Bearer realm=\"payrail\"";

@@ -1,9 +1,23 @@
-//! Random secrets, hashing and constant-time comparison.
+//! Randomness, hashing, passwords and sealing for the worker. The credential rules (token
+//! format, stored SHA-256, Argon2id parameters) live in `payrail-credentials`, shared with xtask so
+//! the two cannot drift; this module feeds them random bytes from Web Crypto and keeps what only
+//! the worker needs (sealing webhook signing secrets with AES-256-GCM).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+
+/// Lower-case hex SHA-256 of a secret, the stored form of client secrets, tokens and session
+/// cookies.
+pub use payrail_credentials::sha256_hex;
+
+/// Compares two strings in time that depends only on their lengths.
+pub use payrail_credentials::constant_time_eq;
+
+/// Whether `password` matches the PHC string (the comparison inside is constant-time).
+pub use payrail_credentials::verify_password;
+
+/// A PHC string that matches no password, to spend the same time on unknown accounts.
+pub use payrail_credentials::DUMMY_PASSWORD_HASH;
 
 /// `N` random bytes from the platform's CSPRNG (Web Crypto on workerd).
 pub fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
@@ -14,26 +28,33 @@ pub fn random_bytes<const N: usize>() -> Result<[u8; N], getrandom::Error> {
 
 /// A new random token: `prefix` followed by 32 random bytes, base64url without padding.
 pub fn random_token(prefix: &str) -> Result<String, getrandom::Error> {
-    Ok(format!(
-        "{prefix}{}",
-        URL_SAFE_NO_PAD.encode(random_bytes::<32>()?)
+    Ok(payrail_credentials::prefixed_token(
+        prefix,
+        &random_bytes::<{ payrail_credentials::TOKEN_RANDOM_BYTES }>()?,
     ))
 }
 
-/// Lower-case hex SHA-256 of a secret. Secrets here carry 256 random bits, so a fast hash is
-/// enough: there is no dictionary to attack, and a slow hash would only slow every request.
-pub fn sha256_hex(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
-
-/// Compares two strings in time that depends only on their lengths.
-pub fn constant_time_eq(a: &str, b: &str) -> bool {
-    a.as_bytes().ct_eq(b.as_bytes()).into()
+/// A PHC string for `password` with a fresh salt. (Admins are created by `xtask`, which hashes
+/// with the same shared parameters; the worker only verifies.)
+#[cfg(test)]
+pub fn hash_password(password: &str) -> Result<String, getrandom::Error> {
+    Ok(payrail_credentials::hash_password(
+        password,
+        &random_bytes::<{ payrail_credentials::SALT_BYTES }>()?,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_are_the_prefix_and_32_random_bytes() {
+        let token = random_token("prt_").unwrap();
+        let random = token.strip_prefix("prt_").expect("prefix");
+        assert_eq!(URL_SAFE_NO_PAD.decode(random).unwrap().len(), 32);
+        assert_ne!(random_token("prt_").unwrap(), token);
+    }
 
     #[test]
     fn hash_is_hex_sha256() {
@@ -42,46 +63,7 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
-
-    #[test]
-    fn compares() {
-        assert!(constant_time_eq("abc", "abc"));
-        assert!(!constant_time_eq("abc", "abd"));
-        assert!(!constant_time_eq("abc", "abcd"));
-    }
 }
-
-/// Argon2id with OWASP's minimum parameters (19 MiB, 2 passes, 1 lane): slow for guessing,
-/// bearable for one login.
-fn argon2() -> argon2::Argon2<'static> {
-    let params = argon2::Params::new(19 * 1024, 2, 1, None).expect("constant parameters are valid");
-    argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
-}
-
-/// A PHC string for `password` with a fresh salt. (Admins are created by `xtask`, which hashes
-/// with the same parameters; the worker only verifies.)
-#[cfg(test)]
-pub fn hash_password(password: &str) -> Result<String, String> {
-    use argon2::password_hash::{PasswordHasher, SaltString};
-    let salt = SaltString::encode_b64(&random_bytes::<16>().map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    argon2()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
-}
-
-/// Whether `password` matches the PHC string (the comparison inside is constant-time).
-pub fn verify_password(password: &str, phc: &str) -> bool {
-    use argon2::password_hash::{PasswordHash, PasswordVerifier};
-    PasswordHash::new(phc)
-        .map(|hash| argon2().verify_password(password.as_bytes(), &hash).is_ok())
-        .unwrap_or(false)
-}
-
-/// A PHC string that matches no password, to spend the same time on unknown accounts.
-pub const DUMMY_PASSWORD_HASH: &str =
-    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$4k5Ea1YtJQ6DC0UePCEPmzVUbXvV4Xo3yZcD5hXgDWU";
 
 /// Encrypts `plaintext` with AES-256-GCM under `key`, bound to `context` (associated data).
 /// Output: `v1.` + base64url(nonce ‖ ciphertext ‖ tag).
@@ -151,6 +133,5 @@ mod sealed_tests {
         assert!(verify_password("correct horse", &phc));
         assert!(!verify_password("Correct horse", &phc));
         assert!(!verify_password("", DUMMY_PASSWORD_HASH));
-        assert!(argon2::password_hash::PasswordHash::new(DUMMY_PASSWORD_HASH).is_ok());
     }
 }

@@ -242,8 +242,7 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
         insert_client(&tx, institution_id, &institution.client, created)?;
         let (admin_email, admin_password) = institution.admin;
         tx.execute(
-            "INSERT INTO portal_admins (institution_id, email, name, password_hash, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            payrail_credentials::sql::INSERT_PORTAL_ADMIN,
             params![
                 institution_id,
                 admin_email,
@@ -619,4 +618,37 @@ fn insert_transactions(
         ])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_admins_log_in_with_their_demo_passwords() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for migration in [
+            include_str!("../../edge-api/migrations/0001_partner_api.sql"),
+            include_str!("../../edge-api/migrations/0002_checkout.sql"),
+            include_str!("../../edge-api/migrations/0003_portal.sql"),
+            include_str!("../../edge-api/migrations/0004_webhooks.sql"),
+        ] {
+            conn.execute_batch(migration).unwrap();
+        }
+        seed(&mut conn, "http://127.0.0.1:8787").unwrap();
+        for institution in INSTITUTIONS {
+            let (email, password) = institution.admin;
+            let phc: String = conn
+                .query_row(
+                    "SELECT password_hash FROM portal_admins WHERE email = ?1",
+                    [email],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(
+                payrail_credentials::verify_password(password, &phc),
+                "{email}"
+            );
+        }
+    }
 }

@@ -1,33 +1,40 @@
-//! Client ids and secrets: generation and the hash stored in D1.
+//! Credential commands for operators: rotate a client secret, add a portal admin, on the local
+//! or the production D1 through `wrangler d1 execute`. Formats, hashes, Argon2id parameters and
+//! statements all come from `payrail-credentials`, as the worker's do, so the two cannot drift;
+//! this module adds only the OS's randomness and the running of SQL.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use sha2::{Digest, Sha256};
+use payrail_credentials::sql::{self, Literal};
 
-/// Prefix of client secrets.
-pub const SECRET_PREFIX: &str = "sk_live_";
-
-/// A new client secret: 32 random bytes from the OS, base64url.
-pub fn new_secret() -> String {
-    let mut bytes = [0u8; 32];
+/// `N` random bytes from the OS.
+fn os_random<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
     getrandom::getrandom(&mut bytes).expect("the OS random source is available");
-    format!("{SECRET_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
+    bytes
 }
 
-/// The stored form of a secret: lower-case hex SHA-256 (the worker computes the same).
+/// A new client secret (`sk_live_` and 32 random bytes from the OS, base64url).
+pub fn new_secret() -> String {
+    payrail_credentials::client_secret(&os_random())
+}
+
+/// The stored form of a secret or token: lower-case hex SHA-256, as the worker computes it.
 pub fn secret_hash(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    payrail_credentials::sha256_hex(secret)
 }
 
-/// An Argon2id PHC string with the worker's parameters (19 MiB, 2 passes, 1 lane).
+/// An Argon2id PHC string with the worker's parameters and a fresh salt from the OS.
 pub fn password_hash(password: &str) -> String {
-    use argon2::password_hash::{rand_core::OsRng, PasswordHasher, SaltString};
-    let params = argon2::Params::new(19 * 1024, 2, 1, None).expect("valid parameters");
-    argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
-        .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
-        .expect("hashing succeeds")
-        .to_string()
+    payrail_credentials::hash_password(password, &os_random())
 }
+
+/// Whether the rotation found the client: its stored hash is now the new secret's.
+const ROTATED_CLIENTS: &str =
+    "SELECT count(*) AS found FROM api_clients WHERE client_id = ?1 AND secret_hash = ?2";
+
+/// Whether the admin was added: the e-mail now has the new password's hash (a salted hash, so
+/// no other row can have it).
+const ADDED_ADMINS: &str =
+    "SELECT count(*) AS found FROM portal_admins WHERE email = ?1 AND password_hash = ?2";
 
 /// Which D1 database a command changes.
 pub enum Target {
@@ -49,29 +56,61 @@ pub fn rotate(client_id: &str, target: &Target) -> Result<String, String> {
         return Err(format!("{client_id:?} is not a client id"));
     }
     let secret = new_secret();
-    // Both values are checked ([A-Za-z0-9_-]) or generated (hex) here, so quoting them is safe.
-    let sql = format!(
-        "UPDATE api_clients SET secret_hash = '{hash}', \
-         secret_rotated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE client_id = '{client_id}'; \
-         DELETE FROM access_tokens WHERE client_id IN \
-         (SELECT id FROM api_clients WHERE client_id = '{client_id}'); \
-         SELECT count(*) AS clients FROM api_clients WHERE client_id = '{client_id}';",
-        hash = secret_hash(&secret),
-    );
-    let stdout = execute(&sql, target)?;
-    let found = serde_json::from_str::<serde_json::Value>(&stdout)
-        .ok()
-        .and_then(|v| {
-            v.as_array()?
-                .iter()
-                .filter_map(|r| r["results"].as_array()?.first()?["clients"].as_i64())
-                .next()
-        });
-    match found {
+    let hash = secret_hash(&secret);
+    let now = now_text()?;
+    let client = Literal::Text(client_id);
+    // NULL institution: an operator names the client alone, whichever institution has it.
+    let batch = render_batch(&[
+        (
+            sql::ROTATE_CLIENT_SECRET,
+            &[
+                Literal::Text(&hash),
+                Literal::Text(&now),
+                client,
+                Literal::Null,
+            ],
+        ),
+        (sql::REVOKE_CLIENT_TOKENS, &[client, Literal::Null]),
+        (ROTATED_CLIENTS, &[client, Literal::Text(&hash)]),
+    ])?;
+    let stdout = execute(&batch, target)?;
+    match found(&stdout) {
         Some(1) => Ok(secret),
         Some(_) => Err(format!("no client {client_id:?}; nothing changed")),
         None => Err(format!("unexpected output from wrangler:\n{stdout}")),
     }
+}
+
+/// The current time as the canonical timestamp text the worker stores.
+fn now_text() -> Result<String, String> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| format!("the clock is before 1970: {e}"))?
+        .as_secs();
+    i64::try_from(secs)
+        .ok()
+        .and_then(shared_types::time::format_unix)
+        .ok_or_else(|| "the clock is out of range".to_owned())
+}
+
+/// The statements with their values written in, as one `;`-separated batch.
+fn render_batch(statements: &[(&str, &[Literal<'_>])]) -> Result<String, String> {
+    let mut batch = String::new();
+    for (statement, values) in statements {
+        let rendered = sql::render(statement, values).map_err(|e| format!("{e}: {statement}"))?;
+        batch.push_str(&rendered);
+        batch.push_str(";\n");
+    }
+    Ok(batch)
+}
+
+/// The `found` count of the first statement in wrangler's JSON output that returned one.
+fn found(stdout: &str) -> Option<i64> {
+    serde_json::from_str::<serde_json::Value>(stdout)
+        .ok()?
+        .as_array()?
+        .iter()
+        .find_map(|r| r["results"].as_array()?.first()?["found"].as_i64())
 }
 
 /// Runs SQL on the target database through `wrangler d1 execute --json`; returns its output.
@@ -115,32 +154,89 @@ pub fn add_admin(institution_id: i64, email: &str, target: &Target) -> Result<St
             "{email:?} is not an e-mail address this command accepts"
         ));
     }
-    let password = new_secret().replacen(SECRET_PREFIX, "", 1);
-    // The e-mail is checked above ([a-z0-9@._+-]) and the hash is a PHC string ([A-Za-z0-9$=,+/]).
-    let sql = format!(
-        "INSERT INTO portal_admins (institution_id, email, name, password_hash, created_at) \
-         SELECT id, '{email}', '{email}', '{hash}', strftime('%Y-%m-%dT%H:%M:%SZ', 'now') \
-         FROM institutions WHERE id = {institution_id}; \
-         SELECT count(*) AS admins FROM portal_admins WHERE email = '{email}';",
-        hash = password_hash(&password),
-    );
-    let stdout = execute(&sql, target).map_err(|e| {
+    // 32 random bytes, base64url: the shape of a client secret without its prefix.
+    let password = payrail_credentials::prefixed_token("", &os_random());
+    let hash = password_hash(&password);
+    let now = now_text()?;
+    let batch = render_batch(&[
+        (
+            sql::INSERT_PORTAL_ADMIN,
+            &[
+                Literal::Integer(institution_id),
+                Literal::Text(&email),
+                Literal::Text(&email),
+                Literal::Text(&hash),
+                Literal::Text(&now),
+            ],
+        ),
+        (ADDED_ADMINS, &[Literal::Text(&email), Literal::Text(&hash)]),
+    ])?;
+    let stdout = execute(&batch, target).map_err(|e| {
         if e.contains("UNIQUE constraint failed") {
             format!("an admin with e-mail {email} already exists")
         } else {
             e
         }
     })?;
-    let added = serde_json::from_str::<serde_json::Value>(&stdout)
-        .ok()
-        .and_then(|v| {
-            v.as_array()?
-                .iter()
-                .filter_map(|r| r["results"].as_array()?.first()?["admins"].as_i64())
-                .next()
-        });
-    match added {
+    match found(&stdout) {
         Some(1) => Ok(password),
-        _ => Err(format!("no institution {institution_id}; nothing added")),
+        Some(_) => Err(format!("no institution {institution_id}; nothing added")),
+        None => Err(format!("unexpected output from wrangler:\n{stdout}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_the_shared_statements_with_literals() {
+        let batch = render_batch(&[
+            (
+                sql::REVOKE_CLIENT_TOKENS,
+                &[Literal::Text("cli_a"), Literal::Null],
+            ),
+            (
+                ROTATED_CLIENTS,
+                &[Literal::Text("cli_a"), Literal::Text("ab")],
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            batch,
+            "DELETE FROM access_tokens WHERE client_id IN (SELECT id FROM api_clients WHERE \
+             client_id = 'cli_a' AND (NULL IS NULL OR institution_id = NULL));\n\
+             SELECT count(*) AS found FROM api_clients WHERE client_id = 'cli_a' AND \
+             secret_hash = 'ab';\n"
+        );
+        let refused = render_batch(&[(ROTATED_CLIENTS, &[Literal::Text("a'--"), Literal::Null])]);
+        assert!(refused.unwrap_err().contains("?1"));
+    }
+
+    #[test]
+    fn reads_the_count_from_wrangler_json() {
+        let stdout = r#"[{"results": [], "success": true, "meta": {}},
+                        {"results": [{"found": 1}], "success": true, "meta": {}}]"#;
+        assert_eq!(found(stdout), Some(1));
+        assert_eq!(found(r#"[{"results": []}]"#), None);
+        assert_eq!(found("not json"), None);
+    }
+
+    #[test]
+    fn now_is_canonical_timestamp_text() {
+        let now = now_text().unwrap();
+        assert_eq!(now.len(), "2026-11-21T04:35:27Z".len());
+        assert!(shared_types::time::parse_unix(&now).is_some());
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_wrangler_runs() {
+        let target = Target::Local("/nonexistent".into());
+        assert!(rotate("cli_a'; DROP TABLE x", &target)
+            .unwrap_err()
+            .contains("not a client id"));
+        assert!(add_admin(1, "a'b@x.example", &target)
+            .unwrap_err()
+            .contains("not an e-mail"));
     }
 }

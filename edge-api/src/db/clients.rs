@@ -1,10 +1,11 @@
 //! API clients and the access tokens issued to them (one aggregate: a client's tokens live and
 //! die with its secret).
 
+use payrail_credentials::sql;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, batch, bind, changed, first, run, DbResult, Value};
+use super::{all, batch, bind, changed, first, run, DbResult};
 
 /// An API client, as client authentication needs it.
 #[derive(Debug, Deserialize)]
@@ -188,11 +189,8 @@ pub async fn insert(db: &D1Database, c: &NewClient<'_>) -> DbResult<()> {
     .map(drop)
 }
 
-fn client_scope(institution_id: i64, client_id: &str) -> [Value; 2] {
-    [institution_id.into(), client_id.into()]
-}
-
-/// Replaces the client's secret and revokes its tokens, atomically. False if no such client.
+/// Replaces the client's secret and revokes its tokens, atomically, with the statements the
+/// rotation command shares. False if the institution has no such client.
 pub async fn rotate(
     db: &D1Database,
     institution_id: i64,
@@ -200,22 +198,20 @@ pub async fn rotate(
     secret_hash: &str,
     now_text: &str,
 ) -> DbResult<bool> {
-    let [institution, client] = client_scope(institution_id, client_id);
     let results = batch(
         db,
         vec![
             bind(
                 db,
-                "UPDATE api_clients SET secret_hash = ?3, secret_rotated_at = ?4 \
-                 WHERE institution_id = ?1 AND client_id = ?2",
+                sql::ROTATE_CLIENT_SECRET,
                 &[
-                    institution.clone(),
-                    client.clone(),
                     secret_hash.into(),
                     now_text.into(),
+                    client_id.into(),
+                    institution_id.into(),
                 ],
             )?,
-            revoke_tokens(db, institution, client)?,
+            revoke_tokens(db, institution_id, client_id)?,
         ],
     )
     .await?;
@@ -225,28 +221,26 @@ pub async fn rotate(
 /// Deletes every token of the client.
 fn revoke_tokens(
     db: &D1Database,
-    institution: Value,
-    client: Value,
+    institution_id: i64,
+    client_id: &str,
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        "DELETE FROM access_tokens WHERE client_id IN (SELECT id FROM api_clients \
-         WHERE institution_id = ?1 AND client_id = ?2)",
-        &[institution, client],
+        sql::REVOKE_CLIENT_TOKENS,
+        &[client_id.into(), institution_id.into()],
     )
 }
 
 /// Deletes a client and its tokens, atomically. False if no such client.
 pub async fn delete(db: &D1Database, institution_id: i64, client_id: &str) -> DbResult<bool> {
-    let [institution, client] = client_scope(institution_id, client_id);
     let results = batch(
         db,
         vec![
-            revoke_tokens(db, institution.clone(), client.clone())?,
+            revoke_tokens(db, institution_id, client_id)?,
             bind(
                 db,
                 "DELETE FROM api_clients WHERE institution_id = ?1 AND client_id = ?2",
-                &[institution, client],
+                &[institution_id.into(), client_id.into()],
             )?,
         ],
     )

@@ -149,7 +149,8 @@ pub async fn create_client(
         "cli_{}",
         hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
     );
-    let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
+    let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
+        .or_internal("generate secret")?;
     clients::insert(
         portal.db(),
         &NewClient {
@@ -180,7 +181,8 @@ pub async fn rotate_client(
     portal: &Portal<'_>,
     client_id: &str,
 ) -> Result<(Client, String), ApiError> {
-    let secret = crypto::random_token("sk_live_").or_internal("generate secret")?;
+    let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
+        .or_internal("generate secret")?;
     let rotated = clients::rotate(
         portal.db(),
         portal.institution_id(),
