@@ -4,7 +4,6 @@
 //! sessions), so each test states only what it is about.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -164,17 +163,26 @@ impl Worker {
             .to_owned()
     }
 
-    /// A token for demo institution `index` (0 or 1).
+    /// A token for demo institution `index` (0 or 1), issued by this worker; cached per worker,
+    /// so two workers of one test binary never share one.
     pub fn institution_token(&self, index: usize) -> String {
-        static TOKENS: OnceLock<Mutex<HashMap<usize, String>>> = OnceLock::new();
-        let tokens = TOKENS.get_or_init(Default::default);
-        if let Some(token) = tokens.lock().expect("lock").get(&index) {
-            return token.clone();
+        let cached = self
+            .institution_tokens
+            .lock()
+            .expect("lock")
+            .get(&index)
+            .cloned();
+        if let Some(token) = cached {
+            return token;
         }
         let institution = &self.credentials.institutions[index];
         let token = self.token(&institution.client_id, &institution.client_secret);
-        tokens.lock().expect("lock").insert(index, token.clone());
-        token
+        self.institution_tokens
+            .lock()
+            .expect("lock")
+            .entry(index)
+            .or_insert(token)
+            .clone()
     }
 
     /// Creates a checkout session; asserts it was created (201) and returns its body.

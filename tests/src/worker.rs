@@ -3,6 +3,7 @@
 //! tests never race the worker for SQLite's lock while seeding. A watchdog shell stops wrangler
 //! when the test process goes away, however it ends.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,11 @@ pub struct Worker {
     pub(crate) fixtures: Vec<FixtureClient>,
     /// The HTTP client every request to it goes through (no redirects followed).
     pub(crate) http: Client,
+    /// Access tokens of the demo institutions, by index, that this worker issued. The cache is
+    /// the worker's own, so its key is (worker, institution): a token of another worker (whose
+    /// database does not know it) is never handed out, even when a later worker reuses the port
+    /// of one that stopped.
+    pub(crate) institution_tokens: Mutex<HashMap<usize, String>>,
     persist_to: PathBuf,
     // Dropping the pipe (when the worker is dropped or the test process exits) makes the
     // watchdog stop wrangler.
@@ -139,6 +145,7 @@ impl Worker {
             credentials,
             fixtures,
             http,
+            institution_tokens: Mutex::default(),
             persist_to,
             _watchdog: Mutex::new((child, stdin)),
         }
