@@ -65,9 +65,14 @@ pub fn form(pairs: &[(&str, &str)]) -> String {
     serializer.finish()
 }
 
+/// Where the portal's JSON API lives; its responses are checked like the partner API's.
+pub const PORTAL_API: &str = "/portal/api/";
+
 impl Worker {
     /// Sends a request; `spec_path` is the OpenAPI path template the response is checked
-    /// against (`None` for requests outside the partner API).
+    /// against. With `None`, a request to the portal's JSON API (`/portal/api/…`) is checked
+    /// against the template its path falls under, which must be documented; other requests
+    /// (pages, scripts, the document itself) are not checked.
     pub fn send(
         &self,
         request: reqwest::blocking::RequestBuilder,
@@ -75,6 +80,13 @@ impl Worker {
     ) -> Reply {
         let request = request.build().expect("valid request");
         let method = request.method().as_str().to_ascii_lowercase();
+        let path = request.url().path().to_owned();
+        let spec_path = spec_path.or_else(|| {
+            path.starts_with(PORTAL_API).then(|| {
+                openapi::template_of(&path)
+                    .unwrap_or_else(|| panic!("{path} is under no path of openapi.json"))
+            })
+        });
         let response = self.http.execute(request).expect("request sent");
         let status = response.status().as_u16();
         let headers = response
@@ -232,7 +244,8 @@ impl Worker {
         }
     }
 
-    /// A portal JSON API call with a session (cookie and CSRF header) and an optional body.
+    /// A portal JSON API call with a session (cookie and CSRF header) and an optional body; the
+    /// reply is checked against the operation's documented response for its status.
     pub fn portal(
         &self,
         method: reqwest::Method,

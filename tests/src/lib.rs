@@ -1,6 +1,7 @@
 //! Black-box test harness: starts the built worker under `wrangler dev` (workerd, local D1) on a
 //! free port with its own fresh database, and talks to it over real HTTP. Every JSON response
-//! is checked against `edge-api/openapi.json` on the way.
+//! of the partner API and of the portal's JSON API is checked against `edge-api/openapi.json`
+//! on the way.
 //!
 //! Run through `scripts/test`, which installs the tools, builds the worker once and puts Node 22
 //! and wrangler first on PATH.
