@@ -113,3 +113,47 @@ pub fn detail(worker: &Worker, session: &PortalSession, delivery_id: &str) -> Va
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply.json()
 }
+
+/// The requests that carry event `event_id`.
+pub fn of_event(received: &[Received], event_id: &str) -> Vec<Received> {
+    received
+        .iter()
+        .filter(|r| r.header("payrail-event-id") == Some(event_id))
+        .cloned()
+        .collect()
+}
+
+/// Waits until nothing more is on its way to an endpoint whose receiver answers 200, and
+/// returns what the receiver got. Reading the receiver right after the expected requests
+/// arrived cannot see one that comes later; so this sends a test event to the endpoint as a
+/// marker, waits until the marker has arrived and the endpoint's log has no pending delivery
+/// (no retry or queued message left), and only then reads the receiver. The marker itself is
+/// left out of what it returns.
+pub fn settled(
+    worker: &Worker,
+    session: &PortalSession,
+    endpoint_id: &str,
+    receiver: &Receiver,
+) -> Vec<Received> {
+    let reply = worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/test"),
+        Some(session),
+        None,
+    );
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let marker = reply.json()["event_id"].as_str().unwrap().to_owned();
+    eventually("the marker event", Duration::from_secs(40), || {
+        (!of_event(&receiver.received(), &marker).is_empty()).then_some(())
+    });
+    eventually("no pending delivery", Duration::from_secs(40), || {
+        let pending = log(worker, session, endpoint_id, "status=pending&limit=100");
+        pending["data"].as_array().unwrap().is_empty().then_some(())
+    });
+    let received = receiver.received();
+    assert_eq!(of_event(&received, &marker).len(), 1, "the marker once");
+    received
+        .into_iter()
+        .filter(|r| r.header("payrail-event-id") != Some(marker.as_str()))
+        .collect()
+}

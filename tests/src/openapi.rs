@@ -1,5 +1,7 @@
 //! Checks real responses against `edge-api/openapi.json`: the documented status, content type
-//! and schema of every response the tests see.
+//! and schema of every response the tests see, the partner API's and the portal JSON API's.
+//! The document is the contract their users code against, so a response that drifts from it
+//! fails a test rather than a client.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -16,6 +18,38 @@ pub fn document() -> &'static Value {
             .expect("read openapi.json");
         serde_json::from_str(&text).expect("openapi.json is JSON")
     })
+}
+
+/// The path template of `openapi.json` that the request path `path` (query ignored) falls
+/// under, if any: `/portal/api/deliveries/dlv_1/resend` is `/portal/api/deliveries/{id}/resend`.
+/// Literal segments win over parameters, segment by segment.
+pub fn template_of(path: &str) -> Option<&'static str> {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let segments: Vec<&str> = path.split('/').collect();
+    let templates = document()["paths"].as_object()?;
+    templates
+        .keys()
+        .filter_map(|template| {
+            let parts: Vec<&str> = template.split('/').collect();
+            if parts.len() != segments.len() {
+                return None;
+            }
+            // One entry per segment: whether it matched as a literal.
+            let literal: Option<Vec<bool>> = parts
+                .iter()
+                .zip(&segments)
+                .map(|(part, segment)| {
+                    if part.starts_with('{') && part.ends_with('}') {
+                        (!segment.is_empty()).then_some(false)
+                    } else {
+                        (part == segment).then_some(true)
+                    }
+                })
+                .collect();
+            Some((literal?, template.as_str()))
+        })
+        .max_by(|a, b| a.0.cmp(&b.0))
+        .map(|(_, template)| template)
 }
 
 fn escape(segment: &str) -> String {

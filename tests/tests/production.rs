@@ -71,4 +71,8 @@ fn production_accepts_only_public_https_webhook_urls() {
         Some(&json!({"url": "https://93.184.216.34/payrail"})),
     );
     assert_eq!(created.status, 201, "{}", created.text);
+    // Each test here has a worker of its own; the other one's token would be refused.
+    let token = worker.institution_token(0);
+    let merchants = worker.get("/v1/merchants", Some(&token), "/v1/merchants");
+    assert_eq!(merchants.status, 200, "{}", merchants.text);
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use payrail_tests::{eventually, Worker};
 use reqwest::Method;
+use serde_json::json;
 
 #[test]
 fn serves_the_openapi_document() {
@@ -101,4 +102,114 @@ fn the_openapi_check_refuses_an_undocumented_status() {
         text: String::new(),
     };
     payrail_tests::openapi::assert_conforms("/v1/merchants", "get", &reply);
+}
+
+/// Every operation of the portal's JSON API (edge-api/src/portal/api.rs routes them).
+const PORTAL_OPERATIONS: &[(&str, &str)] = &[
+    ("post", "/portal/api/login"),
+    ("get", "/portal/api/session"),
+    ("post", "/portal/api/logout"),
+    ("get", "/portal/api/clients"),
+    ("post", "/portal/api/clients"),
+    ("post", "/portal/api/clients/{id}/rotate"),
+    ("delete", "/portal/api/clients/{id}"),
+    ("get", "/portal/api/webhook-endpoints"),
+    ("post", "/portal/api/webhook-endpoints"),
+    ("get", "/portal/api/webhook-endpoints/{id}"),
+    ("patch", "/portal/api/webhook-endpoints/{id}"),
+    ("delete", "/portal/api/webhook-endpoints/{id}"),
+    ("get", "/portal/api/webhook-endpoints/{id}/secret"),
+    ("post", "/portal/api/webhook-endpoints/{id}/rotate-secret"),
+    ("get", "/portal/api/webhook-endpoints/{id}/deliveries"),
+    ("post", "/portal/api/webhook-endpoints/{id}/enable"),
+    ("post", "/portal/api/webhook-endpoints/{id}/test"),
+    ("get", "/portal/api/deliveries/{id}"),
+    ("post", "/portal/api/deliveries/{id}/resend"),
+    ("get", "/portal/api/notifications"),
+];
+
+/// The document describes the portal's JSON API, and only what it has: each operation tagged
+/// `portal`, on the session cookie (but the login), every change with the CSRF header.
+#[test]
+fn the_document_describes_the_portal_api() {
+    let doc = payrail_tests::openapi::document();
+    let scheme = &doc["components"]["securitySchemes"]["portalSession"];
+    assert_eq!(
+        (&scheme["type"], &scheme["in"], &scheme["name"]),
+        (&json!("apiKey"), &json!("cookie"), &json!("payrail_portal"))
+    );
+    let csrf = &doc["components"]["parameters"]["CsrfToken"];
+    assert_eq!(
+        (&csrf["in"], &csrf["name"], &csrf["required"]),
+        (&json!("header"), &json!("X-CSRF-Token"), &json!(true))
+    );
+    let mut documented = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            if path.starts_with("/portal/") {
+                documented.push((method.as_str(), path.as_str()));
+            }
+        }
+    }
+    documented.sort_unstable();
+    let mut expected = PORTAL_OPERATIONS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(documented, expected);
+    for (method, path) in PORTAL_OPERATIONS {
+        let operation = &doc["paths"][path][method];
+        assert_eq!(operation["tags"], json!(["portal"]), "{method} {path}");
+        let takes_csrf = operation["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["$ref"] == "#/components/parameters/CsrfToken");
+        if *path == "/portal/api/login" {
+            assert_eq!(operation["security"], json!([]));
+            assert!(!takes_csrf);
+        } else {
+            assert_eq!(
+                operation["security"],
+                json!([{"portalSession": []}]),
+                "{method} {path}"
+            );
+            assert_eq!(takes_csrf, *method != "get", "{method} {path}");
+            assert!(operation["responses"]["401"].is_object(), "{method} {path}");
+        }
+    }
+}
+
+/// A portal reply is checked against the path template its request path falls under.
+#[test]
+fn portal_paths_resolve_to_their_templates() {
+    use payrail_tests::openapi::template_of;
+    assert_eq!(
+        template_of("/portal/api/deliveries/dlv_1/resend"),
+        Some("/portal/api/deliveries/{id}/resend")
+    );
+    assert_eq!(
+        template_of("/portal/api/webhook-endpoints/ep_1/deliveries?limit=1"),
+        Some("/portal/api/webhook-endpoints/{id}/deliveries")
+    );
+    assert_eq!(
+        template_of("/portal/api/webhook-endpoints"),
+        Some("/portal/api/webhook-endpoints")
+    );
+    assert_eq!(template_of("/portal/api/nothing"), None);
+}
+
+/// Portal shapes are closed as well: an endpoint that shows its signing secret where it must
+/// not is refused.
+#[test]
+#[should_panic(expected = "does not match openapi.json")]
+fn the_openapi_check_refuses_a_portal_reply_of_another_shape() {
+    let reply = payrail_tests::Reply {
+        status: 200,
+        headers: [("content-type".to_owned(), "application/json".to_owned())].into(),
+        text: r#"{"object":"webhook_endpoint","id":"ep_1","url":"https://a.example/",
+            "description":"","event_types":null,"status":"enabled",
+            "created_at":"2026-11-21T00:00:00Z","updated_at":"2026-11-21T00:00:00Z",
+            "previous_secret_expires_at":null,"disabled_reason":null,"signing_secret":"whsec_x"}"#
+            .to_owned(),
+    };
+    payrail_tests::openapi::assert_conforms("/portal/api/webhook-endpoints/{id}", "get", &reply);
 }

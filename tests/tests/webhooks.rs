@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use payrail_tests::hooks::{
-    act, assert_signed, detail, endpoint, log, of_transaction, payment, unix_now, wait_for,
+    act, assert_signed, detail, endpoint, log, of_event, of_transaction, payment, settled,
+    unix_now, wait_for,
 };
 use payrail_tests::receiver::{Mode, Received, Receiver};
 use payrail_tests::{eventually, Worker};
@@ -29,14 +30,14 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
     let all = Receiver::start();
     let paid_only = Receiver::start();
     let other = Receiver::start();
-    let (_, all_secret) = endpoint(worker, &northwind, &all.url("/all"), None);
-    let (_, paid_secret) = endpoint(
+    let (all_id, all_secret) = endpoint(worker, &northwind, &all.url("/all"), None);
+    let (paid_id, paid_secret) = endpoint(
         worker,
         &northwind,
         &paid_only.url("/paid"),
         Some(&["payment.paid"]),
     );
-    endpoint(worker, &globex, &other.url("/globex"), None);
+    let (other_id, _) = endpoint(worker, &globex, &other.url("/globex"), None);
 
     let id = payment(worker, 0, "WH-ALL-1");
     act(worker, 0, id, "pay", json!({"amount": "40.00"}));
@@ -88,8 +89,9 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
         ids.push(event.id);
     }
     ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), 3, "unique event ids");
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), 3, "unique event ids");
     // The refund event carries the transaction exactly as the REST API shows it now.
     assert_eq!(got[2].json()["data"], final_state);
     assert_eq!(got[2].json()["data"], worker.transaction(0, id));
@@ -100,17 +102,20 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
     assert_eq!(paid.len(), 1);
     assert_eq!(paid[0].json()["type"], "payment.paid");
     assert_signed(&paid[0], &paid_secret);
+
+    // Nothing else arrives later: once each endpoint has taken a marker sent after the events
+    // and has nothing pending, each receiver has had exactly its share, once.
+    let mut all_ids: Vec<String> = of_transaction(&settled(worker, &northwind, &all_id, &all), id)
+        .iter()
+        .map(|r| r.header("payrail-event-id").unwrap().to_owned())
+        .collect();
+    all_ids.sort();
+    assert_eq!(all_ids, ids, "each event once");
+    let paid = of_transaction(&settled(worker, &northwind, &paid_id, &paid_only), id);
+    assert_eq!(paid.len(), 1, "only the paid event, once");
+    assert_eq!(paid[0].json()["type"], "payment.paid");
     // Another institution's endpoint never hears of it.
-    assert!(of_transaction(&other.received(), id).is_empty());
-    // Nothing else arrives later.
-    act(
-        worker,
-        0,
-        payment(worker, 0, "WH-ALL-FAIL"),
-        "fail",
-        json!({}),
-    );
-    assert_eq!(of_transaction(&all.received(), id).len(), 3);
+    assert!(of_transaction(&settled(worker, &globex, &other_id, &other), id).is_empty());
 }
 
 #[test]
@@ -339,6 +344,9 @@ fn resend_test_events_and_the_log_filters() {
 
     // Resend: the same event again, as a new delivery marked as a redelivery.
     let original = page["data"][0]["id"].as_str().unwrap().to_owned();
+    let event_id = page["data"][0]["event_id"].as_str().unwrap().to_owned();
+    let before = of_event(&receiver.received(), &event_id);
+    assert_eq!(before.len(), 1, "delivered once so far");
     let resent = worker.portal(
         Method::POST,
         &format!("/portal/api/deliveries/{original}/resend"),
@@ -346,14 +354,54 @@ fn resend_test_events_and_the_log_filters() {
         None,
     );
     assert_eq!(resent.status, 201, "{}", resent.text);
-    assert_eq!(resent.json()["redelivery_of"], original.as_str());
-    let got = wait_for(&receiver, "the resent event", 3);
+    let resent = resent.json();
+    let resent_id = resent["id"].as_str().unwrap().to_owned();
+    assert_ne!(resent_id, original, "a new delivery");
+    assert_eq!(resent["redelivery_of"], original.as_str());
+    assert_eq!(resent["event_id"], event_id.as_str());
+    assert_eq!(resent["endpoint_id"], endpoint_id.as_str());
+    // What the receiver sees is the same event again: the same Payrail-Event-Id (receivers
+    // deduplicate on it) and byte for byte the same body, signed with the endpoint's secret.
+    let copies = eventually("the resent event", Duration::from_secs(40), || {
+        let copies = of_event(&receiver.received(), &event_id);
+        (copies.len() >= 2).then_some(copies)
+    });
+    assert_eq!(copies.len(), 2, "one more copy");
+    assert_eq!(copies[1].body, before[0].body);
     assert_eq!(
-        got[2].header("payrail-event-id"),
-        got[2].header("payrail-event-id")
+        copies[1].header("payrail-event-type"),
+        before[0].header("payrail-event-type")
     );
-    let original_event = page["data"][0]["event_id"].as_str().unwrap();
-    assert_eq!(got[2].header("payrail-event-id"), Some(original_event));
+    assert_signed(&copies[1], &secret);
+    // Only the log tells the two deliveries of the event apart.
+    let deliveries = eventually("the resend to succeed", Duration::from_secs(20), || {
+        let page = log(worker, &session, &endpoint_id, "limit=100");
+        let of_event: Vec<Value> = page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["event_id"] == event_id.as_str())
+            .cloned()
+            .collect();
+        of_event
+            .iter()
+            .any(|d| d["id"] == resent_id.as_str() && d["status"] == "succeeded")
+            .then_some(of_event)
+    });
+    assert_eq!(deliveries.len(), 2, "{deliveries:?}");
+    let first = deliveries
+        .iter()
+        .find(|d| d["id"] == original.as_str())
+        .unwrap();
+    let again = deliveries
+        .iter()
+        .find(|d| d["id"] == resent_id.as_str())
+        .unwrap();
+    assert_eq!(first["redelivery_of"], Value::Null);
+    assert_eq!(first["status"], "succeeded");
+    assert_eq!(first["attempts"], 1, "the original is left as it was");
+    assert_eq!(again["redelivery_of"], original.as_str());
+    assert_eq!(again["attempts"], 1);
 
     // A test event to this endpoint.
     let test = worker.portal(
@@ -363,9 +411,14 @@ fn resend_test_events_and_the_log_filters() {
         None,
     );
     assert_eq!(test.status, 201, "{}", test.text);
-    let got = wait_for(&receiver, "the test event", 4);
-    assert_eq!(got[3].json()["type"], "webhook.test");
-    assert_signed(&got[3], &secret);
+    let test_event = test.json()["event_id"].as_str().unwrap().to_owned();
+    let got = eventually("the test event", Duration::from_secs(40), || {
+        let got = of_event(&receiver.received(), &test_event);
+        (!got.is_empty()).then_some(got)
+    });
+    assert_eq!(got[0].json()["type"], "webhook.test");
+    assert_eq!(got[0].header("payrail-event-type"), Some("webhook.test"));
+    assert_signed(&got[0], &secret);
 
     // Another institution cannot read or resend any of it.
     let northwind = worker.portal_login(0);

@@ -1,0 +1,182 @@
+//! The worker process: each [`Worker`] is the built worker under `wrangler dev` (workerd, local
+//! D1) on a free port, with a database of its own, migrated and seeded before it starts, so
+//! tests never race the worker for SQLite's lock while seeding. A watchdog shell stops wrangler
+//! when the test process goes away, however it ends.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use reqwest::blocking::Client;
+use rusqlite::Connection;
+use xtask::demo::CredentialsFile;
+
+use crate::fixtures::{self, FixtureClient};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// A port nobody listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A running worker with its own database.
+pub struct Worker {
+    /// `http://127.0.0.1:<port>`.
+    pub base_url: String,
+    /// The demo credentials loaded into its database.
+    pub credentials: CredentialsFile,
+    /// The fixture clients added to its database (see [`fixtures::FIXTURE_CLIENTS`]).
+    pub(crate) fixtures: Vec<FixtureClient>,
+    /// The HTTP client every request to it goes through (no redirects followed).
+    pub(crate) http: Client,
+    /// Access tokens of the demo institutions, by index, that this worker issued. The cache is
+    /// the worker's own, so its key is (worker, institution): a token of another worker (whose
+    /// database does not know it) is never handed out, even when a later worker reuses the port
+    /// of one that stopped.
+    pub(crate) institution_tokens: Mutex<HashMap<usize, String>>,
+    persist_to: PathBuf,
+    // Dropping the pipe (when the worker is dropped or the test process exits) makes the
+    // watchdog stop wrangler.
+    _watchdog: Mutex<(Child, ChildStdin)>,
+}
+
+impl Worker {
+    /// The worker shared by every test of this test binary, started on first use.
+    pub fn shared() -> &'static Worker {
+        static WORKER: OnceLock<Worker> = OnceLock::new();
+        WORKER.get_or_init(Worker::start)
+    }
+
+    /// Starts a new worker in sandbox mode (the local default).
+    pub fn start() -> Worker {
+        Worker::start_in("sandbox")
+    }
+
+    /// Starts a new worker with `PAYRAIL_MODE` = `mode`, the webhook schedule compressed 3600
+    /// times (a minute becomes a second at least, twelve hours twelve seconds).
+    pub fn start_in(mode: &str) -> Worker {
+        Worker::start_with(mode, 3600)
+    }
+
+    /// Starts a new worker with `PAYRAIL_MODE` = `mode` and `PAYRAIL_WEBHOOK_TIME_SCALE` =
+    /// `time_scale`: migrations, demo data and fixtures, `wrangler dev`.
+    pub fn start_with(mode: &str, time_scale: u64) -> Worker {
+        let root = root();
+        let port = free_port();
+        let base_url = format!("http://127.0.0.1:{port}");
+        let persist_to = root
+            .join("target/payrail-tests")
+            .join(format!("{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&persist_to);
+        std::fs::create_dir_all(&persist_to).expect("create persist dir");
+
+        let status = Command::new("wrangler")
+            .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
+            .arg(&persist_to)
+            .current_dir(&root)
+            .env("CI", "true")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run wrangler (is scripts/env.sh sourced? use scripts/test)");
+        assert!(status.success(), "migrations failed");
+        let conn =
+            Connection::open(xtask::localdb::database_file(&persist_to).expect("local database"))
+                .expect("open local database");
+        let (credentials, fixtures) = fixtures::seed(conn, &base_url);
+
+        let log = persist_to.join("wrangler.log");
+        let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY").expect(
+            "PAYRAIL_DEV_ENCRYPTION_KEY is set by scripts/env.sh (run through scripts/test)",
+        );
+        let script = format!(
+            "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
+             --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} \
+             --var PAYRAIL_WEBHOOK_TIME_SCALE:{time_scale} --test-scheduled \
+             --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
+             wait $w",
+            free_port(),
+            persist_to.display(),
+            log.display()
+        );
+        let mut child = Command::new("bash")
+            .args(["-c", &script])
+            .current_dir(&root)
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start wrangler dev");
+        let stdin = child.stdin.take().expect("piped stdin");
+
+        let http = Client::builder()
+            .timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("http client");
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if http.get(format!("{base_url}/openapi.json")).send().is_ok() {
+                break;
+            }
+            if let Ok(Some(exit)) = child.try_wait() {
+                panic!("wrangler dev exited ({exit}):\n{}", read_log(&log));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wrangler dev not ready in 90 s:\n{}",
+                read_log(&log)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Worker {
+            base_url,
+            credentials,
+            fixtures,
+            http,
+            institution_tokens: Mutex::default(),
+            persist_to,
+            _watchdog: Mutex::new((child, stdin)),
+        }
+    }
+
+    /// Opens the worker's local D1 database directly, to check what the worker stored. Never
+    /// write through it while the worker runs: workerd does not wait on SQLite's lock.
+    pub fn database(&self) -> Connection {
+        let conn = Connection::open(
+            xtask::localdb::database_file(&self.persist_to).expect("local database"),
+        )
+        .expect("open local database");
+        conn.busy_timeout(Duration::from_secs(10))
+            .expect("busy timeout");
+        conn
+    }
+
+    /// Wrangler's persist directory of this worker.
+    pub fn persist_to(&self) -> &Path {
+        &self.persist_to
+    }
+}
+
+fn read_log(path: &Path) -> String {
+    std::fs::File::open(path)
+        .map(|f| {
+            BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
