@@ -44,15 +44,16 @@ pub fn parse_token_request(
     form: &str,
     authorization: Option<&str>,
 ) -> Result<TokenRequest, ApiError> {
-    let mut fields: Vec<(String, String)> = Vec::new();
-    for (name, value) in form_urlencoded::parse(form.as_bytes()) {
-        // RFC 6749 §3.2: parameters must not repeat; unknown ones are ignored.
-        if fields.iter().any(|(n, _)| *n == name) {
+    let fields = crate::http::form_fields(form)?;
+    // RFC 6749 §3.2: parameters must not repeat; unknown ones are ignored. (Linear: a set of
+    // the names seen.)
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in &fields {
+        if !seen.insert(name.as_str()) {
             return Err(ApiError::invalid_request(format!(
                 "{name} must be given at most once"
             )));
         }
-        fields.push((name.into_owned(), value.into_owned()));
     }
     let field = |name: &str| {
         fields
@@ -223,8 +224,9 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
         issued_at: now,
         expires_at: now + i64::from(TOKEN_LIFETIME_SECONDS),
     };
-    // The token, the client's last use and the caller's cleared failures, atomically.
-    db::batch(
+    // The token, the client's last use and the caller's cleared failures, atomically. The token
+    // is written only if the secret is still the one verified above.
+    let results = db::batch(
         &ctx.db,
         vec![
             clients::insert_token(&ctx.db, &client, &new).or_internal("store token")?,
@@ -235,6 +237,13 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
     )
     .await
     .or_internal("store token")?;
+    if !db::changed(&results, 0) {
+        // The secret was rotated (or the client deleted) while this request ran.
+        return Err(challenge(ApiError::new(
+            ErrorCode::InvalidClient,
+            "client authentication failed",
+        )));
+    }
     Ok(TokenResponse {
         access_token: token,
         token_type: "Bearer".to_owned(),

@@ -1,7 +1,32 @@
-//! On-chain artefacts of the sandbox: deposit addresses and transaction hashes shaped like each
-//! network's, from random bytes. There is no chain behind them.
+//! The ways to pay a deployment offers, and the sandbox's on-chain artefacts.
+//!
+//! A way to pay is offered only where something watches its chain. No network has a chain adapter
+//! yet, so production offers none (checkout answers 503 and the hosted page says payments are
+//! unavailable: a customer must never be shown an address nobody watches). Sandbox offers every
+//! way to pay, simulated: deposit addresses and transaction hashes shaped like each network's,
+//! from random bytes, with no chain behind them.
+
+use shared_types::quote::{self, Method};
 
 use crate::crypto;
+use crate::ctx::Ctx;
+
+/// The ways to pay this deployment offers, in the order the hosted page lists them.
+pub fn methods(ctx: &Ctx) -> &'static [Method] {
+    if ctx.sandbox() {
+        quote::METHODS
+    } else {
+        &[]
+    }
+}
+
+/// The offered way to pay with this asset and network, if it is one.
+pub fn method(ctx: &Ctx, asset: &str, network: &str) -> Option<Method> {
+    methods(ctx)
+        .iter()
+        .copied()
+        .find(|m| m.asset == asset && m.network == network)
+}
 
 const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const BECH32: &[u8] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";

@@ -85,9 +85,44 @@ impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
     }
 }
 
+/// Deepest nesting a JSON body may have.
+pub const JSON_DEPTH_MAX: usize = 16;
+
+/// Refuses JSON nested deeper than [`JSON_DEPTH_MAX`], before any parser builds a tree of it.
+/// (A linear scan that counts brackets outside strings.)
+pub fn check_json_depth(text: &str) -> Result<(), ApiError> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > JSON_DEPTH_MAX {
+                    return Err(ApiError::invalid_request(format!(
+                        "the JSON body must be nested at most {JSON_DEPTH_MAX} levels deep"
+                    )));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Reads a JSON body into `T`; a failure names the field at fault (`amount: invalid type: …`),
 /// without serde's line and column noise.
 pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ApiError> {
+    check_json_depth(body)?;
     let mut deserializer = serde_json::Deserializer::from_str(body);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
         let path = err.path().to_string();
@@ -99,4 +134,27 @@ pub fn from_json<T: serde::de::DeserializeOwned>(body: &str) -> Result<T, ApiErr
             format!("{path}: {inner}")
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_json_depth, JSON_DEPTH_MAX};
+
+    #[test]
+    fn json_depth_is_bounded_outside_strings_only() {
+        let deep = format!(
+            "{}{}",
+            "[".repeat(JSON_DEPTH_MAX + 1),
+            "]".repeat(JSON_DEPTH_MAX + 1)
+        );
+        assert!(check_json_depth(&deep).is_err());
+        let ok = format!(
+            "{}{}",
+            "[".repeat(JSON_DEPTH_MAX),
+            "]".repeat(JSON_DEPTH_MAX)
+        );
+        assert!(check_json_depth(&ok).is_ok());
+        let in_string = format!(r#"{{"a": "{}\" [[["}}"#, "[".repeat(100));
+        assert!(check_json_depth(&in_string).is_ok());
+    }
 }

@@ -1,6 +1,8 @@
 //! Building responses: JSON bodies, headers, and errors in the spec's shape.
 
+use futures_util::StreamExt;
 use serde::Serialize;
+use shared_types::ErrorCode;
 use worker::{Request, Response, Url};
 
 use crate::error::{ApiError, OrInternal};
@@ -29,9 +31,23 @@ pub fn error(err: &ApiError) -> worker::Result<Response> {
     Ok(response)
 }
 
+/// Largest token request body (a form of a few short fields).
+pub const TOKEN_BODY_MAX: usize = 8 * 1024;
+/// Largest checkout body (the options of one payment), and the hosted page's and sandbox's small
+/// bodies.
+pub const CHECKOUT_BODY_MAX: usize = 16 * 1024;
+/// Largest portal body (a JSON object or a page's form).
+pub const PORTAL_BODY_MAX: usize = 64 * 1024;
+/// Most fields a form may carry.
+pub const FORM_FIELDS_MAX: usize = 64;
+
 /// The request body, refused unless `Content-Type` names `media_type` (parameters such as
-/// `charset` allowed).
-pub async fn body_of_type(req: &mut Request, media_type: &str) -> Result<String, ApiError> {
+/// `charset` allowed) and the body fits in `max` bytes.
+pub async fn body_of_type(
+    req: &mut Request,
+    media_type: &str,
+    max: usize,
+) -> Result<String, ApiError> {
     let content_type = req
         .headers()
         .get("Content-Type")
@@ -46,7 +62,78 @@ pub async fn body_of_type(req: &mut Request, media_type: &str) -> Result<String,
             "Content-Type must be {media_type}"
         )));
     }
-    req.text().await.or_internal("read body")
+    body(req, max).await
+}
+
+/// A JSON body of at most `max` bytes, or an empty one (`Content-Type` must say JSON when it is
+/// not empty).
+pub async fn json_body(req: &mut Request, max: usize) -> Result<String, ApiError> {
+    let text = body(req, max).await?;
+    if !text.trim().is_empty() {
+        let has_type = req
+            .headers()
+            .get("Content-Type")
+            .or_internal("read header")?
+            .is_some_and(|t| {
+                t.split(';')
+                    .next()
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if !has_type {
+            return Err(ApiError::invalid_request(
+                "Content-Type must be application/json",
+            ));
+        }
+    }
+    Ok(text)
+}
+
+/// The body as UTF-8 text, read only up to `max` bytes: a larger one is refused with 413 as soon
+/// as it is known to be larger (from `Content-Length`, or while streaming), never read whole.
+pub async fn body(req: &mut Request, max: usize) -> Result<String, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("the request body must be at most {max} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get("Content-Length")
+        .or_internal("read header")?
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    if declared == Some(0) {
+        return Ok(String::new());
+    }
+    let Ok(mut stream) = req.stream() else {
+        return Ok(String::new()); // no body at all
+    };
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.or_internal("read body")?;
+        if bytes.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    String::from_utf8(bytes).map_err(|_| ApiError::invalid_request("the body must be UTF-8 text"))
+}
+
+/// The fields of a form body, refused when there are more than [`FORM_FIELDS_MAX`].
+pub fn form_fields(body: &str) -> Result<Vec<(String, String)>, ApiError> {
+    let mut fields = Vec::new();
+    for (name, value) in form_urlencoded::parse(body.as_bytes()) {
+        if fields.len() == FORM_FIELDS_MAX {
+            return Err(ApiError::invalid_request(format!(
+                "the form must have at most {FORM_FIELDS_MAX} fields"
+            )));
+        }
+        fields.push((name.into_owned(), value.into_owned()));
+    }
+    Ok(fields)
 }
 
 /// `303 See Other` to one of our own paths. (Built by hand: `Response::redirect` has immutable
@@ -65,7 +152,46 @@ pub fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
     Ok(response)
 }
 
-/// The caller's address (`CF-Connecting-IP`, set by Cloudflare), when known.
+/// The caller's address (`CF-Connecting-IP`, set by Cloudflare), when known, as throttles key
+/// it: an IPv6 caller by its /64, since one subscriber holds a whole /64.
 pub fn caller_address(req: &Request) -> Option<String> {
-    req.headers().get("CF-Connecting-IP").ok().flatten()
+    let address = req.headers().get("CF-Connecting-IP").ok().flatten()?;
+    Some(throttle_key(&address))
+}
+
+/// The throttle key of an address: IPv4 as it is, IPv6 as its /64 prefix.
+pub fn throttle_key(address: &str) -> String {
+    match address.trim().parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let s = v6.segments();
+            let prefix = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+            format!("{prefix}/64")
+        }
+        Ok(std::net::IpAddr::V6(v6)) => v6
+            .to_ipv4_mapped()
+            .map_or_else(String::new, |v4| v4.to_string()),
+        Ok(ip) => ip.to_string(),
+        Err(_) => address.trim().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{form_fields, throttle_key, FORM_FIELDS_MAX};
+
+    #[test]
+    fn forms_have_a_field_cap() {
+        let many = vec!["a=1"; FORM_FIELDS_MAX + 1].join("&");
+        assert!(form_fields(&many).is_err());
+        assert_eq!(form_fields("a=1&b=%20").unwrap()[1].1, " ");
+    }
+
+    #[test]
+    fn ipv6_callers_are_keyed_by_their_64() {
+        assert_eq!(throttle_key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(throttle_key("2001:db8:1:2:bbbb::9"), "2001:db8:1:2::/64");
+        assert_eq!(throttle_key("203.0.113.7"), "203.0.113.7");
+        assert_eq!(throttle_key("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(throttle_key("not an address"), "not an address");
+    }
 }

@@ -7,7 +7,7 @@ use rust_decimal::Decimal;
 use shared_types::checkout::currency_digits;
 use shared_types::lifecycle::{self, Action, Change, Payment, Refusal};
 use shared_types::webhook::Event;
-use shared_types::{ErrorCode, Transaction};
+use shared_types::{ErrorCode, RawStatus, Transaction};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries;
@@ -44,6 +44,19 @@ pub async fn act(
             .or_internal("parse stored amount")
     };
     let raw_status = row.raw_status;
+    // An ended checkout is closed even before the cron marks it: nothing but the expiry itself
+    // may change a pending payment past its end.
+    if raw_status == RawStatus::Pending && !matches!(action, Action::Expire) {
+        if let Some(end) = row.expires_at.filter(|end| *end <= now) {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "the checkout ended at {}; this payment can no longer be made",
+                    timestamp(end)?
+                ),
+            ));
+        }
+    }
     let payment = Payment {
         raw_status,
         expected: decimal(&row.amount_expected)?.unwrap_or_default(),
@@ -60,6 +73,7 @@ pub async fn act(
         Refusal::IllegalTransition { .. } => {
             ApiError::new(ErrorCode::Conflict, refusal.to_string())
         }
+        Refusal::ExceedsRefundable(_) => ApiError::new(ErrorCode::Conflict, refusal.to_string()),
         Refusal::BadAmount(text) => ApiError::invalid_request(text),
     })?;
 
@@ -107,7 +121,7 @@ pub async fn act(
     // endpoint: all or nothing.
     let mut statements =
         vec![
-            transactions::apply_change(database, id, raw_status, &change, &stamps)
+            transactions::apply_change(database, id, row.version, &change, &stamps)
                 .or_internal("write payment change")?,
         ];
     if let Some(e) = &outbox {
@@ -145,7 +159,7 @@ pub async fn act(
 /// Closes pending payments whose checkout has ended, through the lifecycle like any other
 /// change (one guarded write each: a payment that arrived meanwhile is left alone).
 pub async fn expire_ended(ctx: &Ctx) -> Result<(), ApiError> {
-    let ended = db::sessions::expired_unpaid(&ctx.db, ctx.now(), EXPIRE_PER_RUN)
+    let ended = transactions::pending_past_end(&ctx.db, ctx.now(), EXPIRE_PER_RUN)
         .await
         .or_internal("find ended checkouts")?;
     for id in ended {

@@ -1,7 +1,9 @@
 //! Failure throttling: one rule for API client authentication and portal logins. Failures are
 //! counted per subject (a client id, or `login:<e-mail>`) and caller address in fixed windows;
 //! past the limit the subject is refused from that address until its window closes, while other
-//! addresses are unaffected.
+//! addresses are unaffected. Portal logins, whose passwords are guessable and whose check is a
+//! slow Argon2id, count every attempt before verifying it (so parallel guesses cannot all pass
+//! the check) and are also capped per e-mail across every address.
 
 use shared_types::ErrorCode;
 
@@ -33,6 +35,16 @@ pub const PORTAL_LOGIN: Limit = Limit {
     refusal: "too many failed logins; try again later",
 };
 
+/// Portal logins of one e-mail from every address together.
+pub const PORTAL_LOGIN_PER_EMAIL: Limit = Limit {
+    max_failures: 20,
+    window_seconds: 15 * 60,
+    refusal: "too many failed logins for this account; try again later",
+};
+
+/// The source under which a subject's attempts from every address are counted.
+const EVERY_ADDRESS: &str = "*";
+
 /// The longest window: the cron forgets windows older than this.
 pub const LONGEST_WINDOW_SECONDS: i64 = 15 * 60;
 
@@ -50,6 +62,37 @@ pub async fn check(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(), ApiErr
         }
     }
     Ok(())
+}
+
+/// Counts this attempt of `subject` before it is checked, from the caller and from every address,
+/// and refuses it when either count is past its limit. A success must then [`clear`] the
+/// caller's count (the per-e-mail count is cleared with [`clear_everywhere`]).
+pub async fn count_attempt(
+    ctx: &Ctx,
+    subject: &str,
+    per_address: &Limit,
+    everywhere: &Limit,
+) -> Result<(), ApiError> {
+    let now = ctx.now();
+    for (source, limit) in [
+        (ctx.caller_address(), per_address),
+        (EVERY_ADDRESS, everywhere),
+    ] {
+        let f = db::count_attempt(&ctx.db, subject, source, now, limit.window_seconds)
+            .await
+            .or_internal("count attempt")?;
+        if f.failures > limit.max_failures {
+            let window_end = f.window_start + limit.window_seconds;
+            return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)
+                .with_retry_after((window_end - now).max(1) as u64));
+        }
+    }
+    Ok(())
+}
+
+/// The statement that forgets `subject`'s attempts counted across every address.
+pub fn clear_everywhere(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
+    db::clear(&ctx.db, subject, EVERY_ADDRESS).or_internal("clear failures")
 }
 
 /// Counts one failure of `subject` from the caller.

@@ -6,7 +6,7 @@
 //! space, and no `localhost` / `.local` / `.internal` names. Sandbox also allows `http` and
 //! `https` to `localhost`, `127.0.0.1` and `[::1]`, so developers can receive events locally.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
 use worker::Url;
 
@@ -40,14 +40,21 @@ pub fn is_public(ip: IpAddr) -> bool {
                     s[7] as u8,
                 ));
             }
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+            // ::, ::1, the deprecated IPv4-compatible ::a.b.c.d and the IPv4-translated
+            // ::ffff:0:a.b.c.d (a translator's view of any v4 host): none is a receiver's address.
+            if s[..6] == [0; 6] || s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+                return false;
+            }
+            !(v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
+                || (s[0] & 0xffc0) == 0xfec0 // site-local fec0::/10 (deprecated, still routed inside)
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation 2001:db8::/32
+                || (s[0] == 0x2001 && s[1] == 0) // Teredo 2001::/32 wraps an IPv4 peer
+                || (s[0] == 0x2001 && s[1] == 2 && s[2] == 0) // benchmarking 2001:2::/48
+                || (s[0] == 0x2001 && (0x10..0x30).contains(&s[1])) // ORCHID 2001:10::/28, 2001:20::/28
                 || (s[0] == 0x2002) // 6to4 may wrap anything
-                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
+                || s[..4] == [0x100, 0, 0, 0]) // discard-only 100::/64
         }
     }
 }
@@ -128,6 +135,16 @@ pub fn check(text: &str, sandbox: bool) -> Result<Checked, String> {
                     "url must point at a public host; {host} is internal"
                 ));
             }
+            // After IDNA a host name is letters, digits, dots and hyphens; anything else (the
+            // URL standard lets `&`, `=` and more through) could steer the DNS lookup.
+            if !host
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            {
+                return Err(format!(
+                    "url must name a host of letters, digits, dots and hyphens; got {host:?}"
+                ));
+            }
             Ok(Checked::NeedsDns(url, host))
         }
     }
@@ -151,6 +168,15 @@ mod tests {
             check("https://93.184.216.34/hook", false),
             Ok(Checked::Ready(_))
         ));
+        assert!(matches!(
+            check("https://[2606:4700:4700::1111]/hook", false),
+            Ok(Checked::Ready(_))
+        ));
+        // An internationalised name reaches DNS as its ASCII form.
+        assert!(matches!(
+            check("https://bücher.example/hook", false),
+            Ok(Checked::NeedsDns(_, host)) if host == "xn--bcher-kva.example"
+        ));
         for bad in [
             "http://hooks.example.com/",
             "https://localhost/hook",
@@ -168,6 +194,17 @@ mod tests {
             "https://[fe80::1]/",
             "https://[::ffff:127.0.0.1]/",
             "https://[64:ff9b::a9fe:a9fe]/",
+            "https://[::7f00:1]/", // ::127.0.0.1, IPv4-compatible
+            "https://[::a9fe:a9fe]/",
+            "https://[::ffff:0:a9fe:a9fe]/", // IPv4-translated 169.254.169.254
+            "https://[::ffff:0:808:808]/",   // IPv4-translated, even a public one
+            "https://[2001::1]/",            // Teredo
+            "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "https://[fec0::1]/",   // site-local
+            "https://[100::1]/",    // discard-only
+            "https://[2001:2::1]/", // benchmarking
+            "https://hooks.example.com&type=A&name=internal/",
+            "https://a=b.example.com/",
             "https://metadata.google.internal/",
             "https://printer.local/",
             "https://intranet/",

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use shared_types::webhook::{self, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
@@ -100,7 +101,15 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
         return Ok(()); // another consumer has it
     }
     let attempt = due.attempts + 1;
-    let (status_code, outcome, body, latency_ms) = post(ctx, &due, started).await?;
+    // Claimed: from here every outcome is recorded as an attempt, even one that could not be
+    // made, so it is retried on the schedule and counts toward the disable rule.
+    let (status_code, outcome, body, latency_ms) = match post(ctx, &due, started).await {
+        Ok(result) => result,
+        Err(err) => {
+            worker::console_error!("delivery {}: attempt not made: {}", due.id, err.description);
+            (None, AttemptOutcome::Error, None, 0)
+        }
+    };
     let scale = ctx.webhook_time_scale;
     let mut record = Attempt {
         delivery_id: &due.id,
@@ -208,10 +217,9 @@ async fn post(
     let controller = AbortController::default();
     let signal = controller.signal();
     let exchange = async {
-        let mut response = Fetch::Request(request).send_with_signal(&signal).await?;
+        let response = Fetch::Request(request).send_with_signal(&signal).await?;
         let status = response.status_code();
-        let text = response.text().await.unwrap_or_default();
-        Ok::<_, worker::Error>((status, text))
+        Ok::<_, worker::Error>((status, body_prefix(response).await))
     };
     let outcome = select(Box::pin(exchange), Box::pin(Delay::from(DEADLINE))).await;
     let latency = (js_sys::Date::now() - started) as i64;
@@ -232,6 +240,28 @@ async fn post(
             (None, AttemptOutcome::Timeout, None, latency)
         }
     })
+}
+
+/// The first [`BODY_KEPT`] bytes of a receiver's answer; the rest is cancelled unread, so a
+/// receiver that streams without end costs one small buffer.
+async fn body_prefix(response: worker::Response) -> String {
+    let raw: web_sys::Response = response.into();
+    let Some(body) = raw.body() else {
+        return String::new();
+    };
+    let mut stream = wasm_streams::ReadableStream::from_raw(body).into_stream();
+    let mut bytes = Vec::new();
+    while bytes.len() < BODY_KEPT {
+        let Some(Ok(chunk)) = stream.next().await else {
+            break;
+        };
+        let chunk = js_sys::Uint8Array::new(&chunk);
+        let wanted = (BODY_KEPT - bytes.len()).min(chunk.length() as usize);
+        bytes.extend(chunk.subarray(0, wanted as u32).to_vec());
+    }
+    // Whatever is left is never read.
+    let _ = stream.cancel().await;
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Records the failure that disables the endpoint: the endpoint off, its pending deliveries
@@ -268,7 +298,12 @@ async fn disable(
         ctx,
         record,
         vec![
-            endpoints::disable(database, &due.endpoint_id, &reason),
+            endpoints::disable(
+                database,
+                &due.endpoint_id,
+                &reason,
+                &timestamp(record.started_at)?,
+            ),
             deliveries::fail_pending_of_endpoint(database, &due.endpoint_id),
             notifications::insert_endpoint_disabled(database, &notification),
         ],

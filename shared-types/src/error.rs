@@ -37,6 +37,10 @@ pub enum ErrorCode {
     RateLimited,
     /// The request conflicts with the resource's current state.
     Conflict,
+    /// The request body is larger than the operation accepts.
+    PayloadTooLarge,
+    /// Payments cannot be taken now: no way to pay is available on this deployment.
+    PaymentsUnavailable,
     /// Something failed on our side; the description carries no internal detail.
     ServerError,
 }
@@ -60,6 +64,8 @@ impl ErrorCode {
             Self::CsrfFailed => "csrf_failed",
             Self::RateLimited => "rate_limited",
             Self::Conflict => "conflict",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::PaymentsUnavailable => "payments_unavailable",
             Self::ServerError => "server_error",
         }
     }
@@ -79,8 +85,10 @@ impl ErrorCode {
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict => 409,
+            Self::PayloadTooLarge => 413,
             Self::RateLimited => 429,
             Self::ServerError => 500,
+            Self::PaymentsUnavailable => 503,
         }
     }
 }

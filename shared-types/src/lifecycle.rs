@@ -158,6 +158,9 @@ pub enum Refusal {
     },
     /// The amount is not acceptable; the text says why.
     BadAmount(String),
+    /// A refund larger than what is left to refund: a conflict with the payment's current state
+    /// (another refund may have taken the rest).
+    ExceedsRefundable(Decimal),
 }
 
 impl std::fmt::Display for Refusal {
@@ -167,6 +170,9 @@ impl std::fmt::Display for Refusal {
                 write!(f, "cannot {action} a payment whose raw_status is {from}")
             }
             Refusal::BadAmount(text) => f.write_str(text),
+            Refusal::ExceedsRefundable(left) => {
+                write!(f, "amount exceeds what is left to refund ({left})")
+            }
         }
     }
 }
@@ -239,9 +245,7 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
             let gross = payment.gross.ok_or_else(illegal)?;
             let refundable = gross - payment.refunded;
             if *amount > refundable {
-                return Err(Refusal::BadAmount(format!(
-                    "amount exceeds what is left to refund ({refundable})"
-                )));
+                return Err(Refusal::ExceedsRefundable(refundable));
             }
             let refunded = payment.refunded + *amount;
             let status = if refunded == gross {
@@ -354,7 +358,7 @@ mod tests {
         let partly = after(&paid, &part);
         assert!(matches!(
             apply(&partly, &Action::Refund { amount: d("70.01") }),
-            Err(Refusal::BadAmount(_))
+            Err(Refusal::ExceedsRefundable(_))
         ));
         let rest = apply(&partly, &Action::Refund { amount: d("70") }).unwrap();
         assert_eq!(rest.raw_status, Some(RawStatus::Refunded));

@@ -11,17 +11,25 @@ pub enum Scope {
     TransactionsRead,
     /// Read merchants.
     MerchantsRead,
+    /// Drive the sandbox lifecycle (`POST /sandbox/transactions/{id}/{action}`); granted only to
+    /// sandbox clients.
+    SandboxWrite,
 }
 
 impl Scope {
     /// Every scope, in canonical order.
-    pub const ALL: [Scope; 2] = [Scope::TransactionsRead, Scope::MerchantsRead];
+    pub const ALL: [Scope; 3] = [
+        Scope::TransactionsRead,
+        Scope::MerchantsRead,
+        Scope::SandboxWrite,
+    ];
 
     /// The scope token.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::TransactionsRead => "transactions:read",
             Self::MerchantsRead => "merchants:read",
+            Self::SandboxWrite => "sandbox:write",
         }
     }
 
@@ -29,6 +37,7 @@ impl Scope {
         match self {
             Self::TransactionsRead => 1,
             Self::MerchantsRead => 2,
+            Self::SandboxWrite => 4,
         }
     }
 }

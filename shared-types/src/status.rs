@@ -180,6 +180,9 @@ string_enum! {
         Timeout = "timeout",
         /// Refused connection, DNS failure, reset.
         Connection = "connection",
+        /// The attempt could not be made on our side (the signing secret could not be opened, or
+        /// the request could not be built); retried like any failure.
+        Error = "error",
     }
 }
 

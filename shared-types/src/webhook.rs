@@ -137,7 +137,7 @@ impl Verifier {
         if candidates.is_empty() {
             return Err(VerifyError::MalformedHeader);
         }
-        if (now - timestamp).abs() > self.tolerance {
+        if now.abs_diff(timestamp) > self.tolerance.unsigned_abs() {
             return Err(VerifyError::TimestampOutOfTolerance);
         }
         let expected = sign(&self.secret, timestamp, body);
@@ -200,6 +200,27 @@ mod tests {
             sign("whsec_test_vector", 1_795_000_000, br#"{"id":"evt_test"}"#),
             "7db82c656460b4b83e356204b9ea010d49e6edd59ee218bdb4fdb4e9f2177822"
         );
+    }
+
+    #[test]
+    fn extreme_timestamps_are_refused_without_overflow() {
+        let body = br#"{"id":"evt_1"}"#;
+        let verifier = Verifier::new("whsec_x");
+        for (t, now) in [
+            (i64::MIN, 1_795_000_000),
+            (i64::MAX, 1_795_000_000),
+            (i64::MIN, i64::MAX),
+            (i64::MAX, i64::MIN),
+        ] {
+            let header = signature_header(&["whsec_x"], t, body);
+            assert_eq!(
+                verifier.verify(&header, body, now),
+                Err(VerifyError::TimestampOutOfTolerance),
+                "t={t} now={now}"
+            );
+        }
+        let header = signature_header(&["whsec_x"], i64::MIN, body);
+        assert!(verifier.verify(&header, body, i64::MIN).is_ok());
     }
 
     #[test]

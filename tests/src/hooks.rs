@@ -58,7 +58,7 @@ pub fn act(worker: &Worker, institution: usize, id: i64, action: &str, body: Val
     let reply = worker.post_json(
         &format!("/sandbox/transactions/{id}/{action}"),
         &body,
-        Some(&worker.institution_token(institution)),
+        Some(&worker.sandbox_token(institution)),
         "/sandbox/transactions/{id}/{action}",
     );
     assert_eq!(reply.status, 200, "{action}: {}", reply.text);

@@ -178,21 +178,37 @@ impl Worker {
     /// A token for demo institution `index` (0 or 1), issued by this worker; cached per worker,
     /// so two workers of one test binary never share one.
     pub fn institution_token(&self, index: usize) -> String {
+        self.cached_token(index, false)
+    }
+
+    /// A `sandbox:write` token of demo institution `index`'s sandbox client, cached likewise.
+    pub fn sandbox_token(&self, index: usize) -> String {
+        self.cached_token(index, true)
+    }
+
+    fn cached_token(&self, index: usize, sandbox: bool) -> String {
         let cached = self
             .institution_tokens
             .lock()
             .expect("lock")
-            .get(&index)
+            .get(&(index, sandbox))
             .cloned();
         if let Some(token) = cached {
             return token;
         }
         let institution = &self.credentials.institutions[index];
-        let token = self.token(&institution.client_id, &institution.client_secret);
+        let token = if sandbox {
+            self.token(
+                &institution.sandbox_client_id,
+                &institution.sandbox_client_secret,
+            )
+        } else {
+            self.token(&institution.client_id, &institution.client_secret)
+        };
         self.institution_tokens
             .lock()
             .expect("lock")
-            .entry(index)
+            .entry((index, sandbox))
             .or_insert(token)
             .clone()
     }

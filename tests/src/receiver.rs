@@ -1,5 +1,6 @@
 //! A webhook receiver on loopback for the tests: records every request (headers and raw body)
-//! and answers as told: 200, another status, or not before 12 seconds (past the deadline).
+//! and answers as told: 200, another status, not before 12 seconds (past the deadline), or 200
+//! with a body that never ends.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -16,6 +17,8 @@ pub enum Mode {
     Status(u16),
     /// Answers 200, but only after 12 seconds.
     Hang,
+    /// Answers 200 and then streams a body without end (until the client hangs up, or a minute).
+    Endless,
 }
 
 /// One request as received.
@@ -130,8 +133,18 @@ fn serve(mut stream: TcpStream, mode: &Mutex<Mode>, received: &Mutex<Vec<Receive
         body,
         at: Instant::now(),
     });
+    if current == Mode::Endless {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+        );
+        let chunk = [b'x'; 16 * 1024];
+        let until = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < until && stream.write_all(&chunk).is_ok() {}
+        return;
+    }
     let status = match current {
-        Mode::Ok => 200,
+        Mode::Ok | Mode::Endless => 200,
         Mode::Status(code) => code,
         Mode::Hang => {
             std::thread::sleep(Duration::from_secs(12));

@@ -47,7 +47,7 @@ pub struct Worker {
     /// the worker's own, so its key is (worker, institution): a token of another worker (whose
     /// database does not know it) is never handed out, even when a later worker reuses the port
     /// of one that stopped.
-    pub(crate) institution_tokens: Mutex<HashMap<usize, String>>,
+    pub(crate) institution_tokens: Mutex<HashMap<(usize, bool), String>>,
     persist_to: PathBuf,
     // Dropping the pipe (when the worker is dropped or the test process exits) makes the
     // watchdog stop wrangler.

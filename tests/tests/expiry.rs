@@ -54,7 +54,7 @@ fn an_unpaid_checkout_expires_and_cannot_be_paid() {
     let pay = worker.post_json(
         &format!("/sandbox/transactions/{id}/pay"),
         &json!({"amount": "10"}),
-        Some(&worker.institution_token(0)),
+        Some(&worker.sandbox_token(0)),
         "/sandbox/transactions/{id}/{action}",
     );
     pay.assert_error(409, "conflict");

@@ -21,7 +21,7 @@ fn new_payment(worker: &Worker, reference: &str, amount: &str) -> i64 {
 }
 
 fn act(worker: &Worker, id: i64, action: &str, body: Value) -> payrail_tests::Reply {
-    let token = worker.institution_token(0);
+    let token = worker.sandbox_token(0);
     worker.post_json(
         &format!("/sandbox/transactions/{id}/{action}"),
         &body,
@@ -78,10 +78,9 @@ fn pay_settle_refund_partly_then_fully() {
     let partly = ok(worker, id, "refund", json!({"amount": "5.50"}));
     assert_eq!(partly["status"], "partially_refunded");
     assert_eq!(partly["raw_status"], "partially_refunded");
+    // More than is left conflicts with the payment's state (another refund may have taken it).
     let too_much = act(worker, id, "refund", json!({"amount": "20.01"}));
-    assert!(too_much
-        .assert_error(400, "invalid_request")
-        .contains("20.00"));
+    assert!(too_much.assert_error(409, "conflict").contains("20.00"));
     let fully = ok(worker, id, "refund", json!({"amount": "20"}));
     assert_eq!(fully["status"], "refunded");
     assert_eq!(fully["raw_status"], "refunded");
@@ -176,7 +175,7 @@ fn bad_bodies_name_the_problem() {
                 reqwest::Method::POST,
                 &format!("/sandbox/transactions/{id}/pay"),
             )
-            .bearer_auth(worker.institution_token(0))
+            .bearer_auth(worker.sandbox_token(0))
             .header("Content-Type", "application/json")
             .body("{not json"),
         Some(SPEC),
@@ -192,13 +191,13 @@ fn only_the_owning_institution_may_act() {
     let theirs = worker.post_json(
         &format!("/sandbox/transactions/{id}/pay"),
         &json!({"amount": "12"}),
-        Some(&worker.institution_token(1)),
+        Some(&worker.sandbox_token(1)),
         SPEC,
     );
     let unknown = worker.post_json(
         "/sandbox/transactions/99999999/pay",
         &json!({"amount": "12"}),
-        Some(&worker.institution_token(1)),
+        Some(&worker.sandbox_token(1)),
         SPEC,
     );
     theirs.assert_error(404, "not_found");

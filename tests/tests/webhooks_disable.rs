@@ -38,7 +38,7 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     let paid = worker.post_json(
         &format!("/sandbox/transactions/{id}/pay"),
         &json!({"amount": "15"}),
-        Some(&worker.institution_token(0)),
+        Some(&worker.sandbox_token(0)),
         "/sandbox/transactions/{id}/{action}",
     );
     assert_eq!(paid.status, 200);

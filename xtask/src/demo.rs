@@ -34,6 +34,8 @@ pub struct DemoInstitution {
     pub admin: (&'static str, &'static str),
     /// Its full-access API client.
     pub client: DemoClient,
+    /// Its sandbox client (`sandbox:write`: drives the sandbox lifecycle).
+    pub sandbox_client: DemoClient,
     /// Its merchants: (name, legal name, status, onboarding status, crypto enabled).
     pub merchants: &'static [(&'static str, &'static str, &'static str, &'static str, bool)],
 }
@@ -48,6 +50,12 @@ pub const INSTITUTIONS: &[DemoInstitution] = &[
             client_secret: "sk_live_STWHmccuqJOlqc0xSilXUIi_RVJ5RCQC0eP4oOoWNCo",
             name: "Northwind back office",
             scopes: &[Scope::TransactionsRead, Scope::MerchantsRead],
+        },
+        sandbox_client: DemoClient {
+            client_id: "cli_demo_northwind_sandbox",
+            client_secret: "sk_live_rzress-wPQWrAuOhtKU8GWm2tnda-sPwRZYmu56h-Z0",
+            name: "Northwind sandbox scripts",
+            scopes: &[Scope::TransactionsRead, Scope::SandboxWrite],
         },
         merchants: &[
             (
@@ -102,6 +110,12 @@ pub const INSTITUTIONS: &[DemoInstitution] = &[
             client_secret: "sk_live_NRL_V26iE0mwJFbtKYny0-QekTmkfUQjUihnMUNpxUs",
             name: "Globex reconciliation",
             scopes: &[Scope::TransactionsRead, Scope::MerchantsRead],
+        },
+        sandbox_client: DemoClient {
+            client_id: "cli_demo_globex_sandbox",
+            client_secret: "sk_live_lDRjoTxC3MbeP2QhpGZNDDUk1QOu1tsUm8GBtHwk29s",
+            name: "Globex sandbox scripts",
+            scopes: &[Scope::TransactionsRead, Scope::SandboxWrite],
         },
         merchants: &[
             (
@@ -176,6 +190,10 @@ pub struct InstitutionCredentials {
     pub client_secret: String,
     /// Granted scopes.
     pub scopes: Vec<String>,
+    /// The sandbox client's id (`sandbox:write`).
+    pub sandbox_client_id: String,
+    /// The sandbox client's secret.
+    pub sandbox_client_secret: String,
     /// Its merchants' ids.
     pub merchant_ids: Vec<i64>,
     /// Its merchants, with their publishable keys.
@@ -240,6 +258,7 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
             params![institution_id, institution.name, created],
         )?;
         insert_client(&tx, institution_id, &institution.client, created)?;
+        insert_client(&tx, institution_id, &institution.sandbox_client, created)?;
         let (admin_email, admin_password) = institution.admin;
         tx.execute(
             payrail_credentials::sql::INSERT_PORTAL_ADMIN,
@@ -289,6 +308,8 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
                 .iter()
                 .map(|s| s.as_str().to_owned())
                 .collect(),
+            sandbox_client_id: institution.sandbox_client.client_id.to_owned(),
+            sandbox_client_secret: institution.sandbox_client.client_secret.to_owned(),
             merchant_ids,
             merchants,
             admin_email: admin_email.to_owned(),

@@ -12,8 +12,6 @@ use super::{all, batch, bind, changed, first, run, DbResult};
 pub struct Client {
     /// Row id (not the public `client_id`).
     pub id: i64,
-    /// Owning institution.
-    pub institution_id: i64,
     /// Hex SHA-256 of the current secret.
     pub secret_hash: String,
     /// Granted scopes, space-separated.
@@ -24,7 +22,7 @@ pub struct Client {
 pub async fn find(db: &D1Database, client_id: &str) -> DbResult<Option<Client>> {
     first(
         db,
-        "SELECT id, institution_id, secret_hash, scopes FROM api_clients WHERE client_id = ?1",
+        "SELECT id, secret_hash, scopes FROM api_clients WHERE client_id = ?1",
         &[client_id.into()],
     )
     .await
@@ -42,7 +40,8 @@ pub struct NewToken<'a> {
     pub expires_at: i64,
 }
 
-/// Stores a token for `client`.
+/// Stores a token for `client`, only if the client's secret is still the one that was verified:
+/// a rotation between the check and this write leaves no token under the old secret.
 pub fn insert_token(
     db: &D1Database,
     client: &Client,
@@ -52,11 +51,12 @@ pub fn insert_token(
         db,
         "INSERT INTO access_tokens \
          (token_hash, client_id, institution_id, scopes, issued_at, expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+         SELECT ?1, id, institution_id, ?4, ?5, ?6 FROM api_clients \
+         WHERE id = ?2 AND secret_hash = ?3",
         &[
             token.token_hash.into(),
             client.id.into(),
-            client.institution_id.into(),
+            client.secret_hash.as_str().into(),
             token.scopes.into(),
             token.issued_at.into(),
             token.expires_at.into(),

@@ -6,6 +6,7 @@ use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, batch, bind, first, run, strings, DbResult, Value};
+use crate::query::DeliveryLogQuery;
 
 /// The one way a delivery id is made: `dlv_` and 24 random hex digits, in SQL, because fan-out
 /// creates one delivery per matching endpoint in a single statement.
@@ -204,7 +205,7 @@ pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1Prepar
     )
 }
 
-/// Every pending delivery to the endpoint fails (it was disabled).
+/// Every pending delivery to the endpoint fails (it was disabled or deleted).
 pub fn fail_pending_of_endpoint(
     db: &D1Database,
     endpoint_id: &str,
@@ -245,29 +246,14 @@ pub struct DeliveryRow {
 const DELIVERY_COLUMNS: &str = "id, endpoint_id, event_id, event_type, status, attempts, \
     next_attempt_at, last_attempt_at, redelivery_of, created_at";
 
-/// Filters of the delivery log.
-#[derive(Debug, Default)]
-pub struct LogFilter {
-    /// One status.
-    pub status: Option<DeliveryStatus>,
-    /// One event type.
-    pub event_type: Option<String>,
-    /// Created at or after (Unix seconds).
-    pub created_after: Option<i64>,
-    /// Created before (Unix seconds).
-    pub created_before: Option<i64>,
-    /// Only deliveries older than this one.
-    pub starting_after: Option<(i64, String)>,
-    /// Page size.
-    pub limit: u32,
-}
-
-/// One page of an endpoint's deliveries, newest first, one row over the limit.
+/// One page of an endpoint's deliveries, newest first, one row over the limit; `cursor` is the
+/// (creation time, id) of the delivery named by `starting_after`.
 pub async fn page(
     db: &D1Database,
     institution_id: i64,
     endpoint_id: &str,
-    f: &LogFilter,
+    f: &DeliveryLogQuery,
+    cursor: Option<(i64, String)>,
 ) -> DbResult<Vec<DeliveryRow>> {
     let mut sql = format!(
         "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND endpoint_id = ?2"
@@ -289,9 +275,9 @@ pub async fn page(
     if let Some(before) = f.created_before {
         and(" AND created_at < #", before.into());
     }
-    if let Some((created, id)) = &f.starting_after {
-        and(" AND (created_at, id) < (#", (*created).into());
-        and(", #)", id.as_str().into());
+    if let Some((created, id)) = cursor {
+        and(" AND (created_at, id) < (#", created.into());
+        and(", #)", id.into());
     }
     params.push(Value::Int(i64::from(f.limit) + 1));
     sql.push_str(&format!(

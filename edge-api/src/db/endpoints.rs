@@ -5,7 +5,7 @@ use serde::Deserialize;
 use shared_types::EndpointStatus;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, run, DbResult};
+use super::{all, bind, first, run, DbResult, Value};
 
 /// A webhook endpoint row.
 #[derive(Debug, Clone, Deserialize)]
@@ -22,8 +22,6 @@ pub struct EndpointRow {
     pub status: EndpointStatus,
     /// Sealed current secret.
     pub secret_encrypted: String,
-    /// Sealed previous secret, during a rotation's grace period.
-    pub previous_secret_encrypted: Option<String>,
     /// End of the grace period, Unix seconds.
     pub previous_secret_expires_at: Option<i64>,
     /// Creation time.
@@ -36,7 +34,7 @@ pub struct EndpointRow {
 }
 
 const ENDPOINT_COLUMNS: &str = "id, url, description, event_types, status, secret_encrypted, \
-    previous_secret_encrypted, previous_secret_expires_at, created_at, updated_at, \
+    previous_secret_expires_at, created_at, updated_at, \
     disabled_reason";
 
 /// The institution's endpoints, newest first.
@@ -85,39 +83,121 @@ pub async fn insert(db: &D1Database, institution_id: i64, e: &EndpointRow) -> Db
     .map(drop)
 }
 
-/// Writes an endpoint's editable fields and secrets back.
-pub async fn update(db: &D1Database, institution_id: i64, e: &EndpointRow) -> DbResult<bool> {
+/// The editable fields a change sets; `None` leaves a field as it is.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// New URL.
+    pub url: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New event types (`Some(None)`: every type).
+    pub event_types: Option<Option<String>>,
+    /// Disable it (an admin's choice: no automatic reason).
+    pub disable: bool,
+}
+
+/// Writes only the fields `c` sets, so a concurrent rotation or automatic disable is never
+/// overwritten with what this request read. False if no such endpoint.
+pub async fn update(
+    db: &D1Database,
+    institution_id: i64,
+    id: &str,
+    c: &Changes,
+    now_text: &str,
+) -> DbResult<bool> {
+    let mut params: Vec<Value> = vec![institution_id.into(), id.into(), now_text.into()];
+    let mut sets = vec!["updated_at = ?3".to_owned()];
+    let mut set = |column: &str, value: Value| {
+        params.push(value);
+        sets.push(format!("{column} = ?{}", params.len()));
+    };
+    if let Some(url) = &c.url {
+        set("url", url.as_str().into());
+    }
+    if let Some(description) = &c.description {
+        set("description", description.as_str().into());
+    }
+    if let Some(types) = &c.event_types {
+        set("event_types", types.clone().into());
+    }
+    if c.disable {
+        set("status", EndpointStatus::Disabled.as_str().into());
+        set("disabled_reason", Value::Null);
+    }
     let changed = run(
         db,
-        "UPDATE webhook_endpoints SET url = ?3, description = ?4, event_types = ?5, status = ?6, \
-         secret_encrypted = ?7, previous_secret_encrypted = ?8, previous_secret_expires_at = ?9, \
-         updated_at = ?10 WHERE institution_id = ?1 AND id = ?2",
+        &format!(
+            "UPDATE webhook_endpoints SET {} WHERE institution_id = ?1 AND id = ?2",
+            sets.join(", ")
+        ),
+        &params,
+    )
+    .await?;
+    Ok(changed > 0)
+}
+
+/// A new signing secret, sealed.
+pub struct Rotation<'a> {
+    /// The sealed secret this rotation replaces, as read.
+    pub replaces: &'a str,
+    /// The new sealed secret.
+    pub secret_encrypted: &'a str,
+    /// The replaced one, while it keeps signing.
+    pub previous_secret_encrypted: Option<&'a str>,
+    /// End of its grace period.
+    pub previous_secret_expires_at: Option<i64>,
+}
+
+/// Replaces the signing secret, only if it is still the one the rotation read: of two racing
+/// rotations one wins and the other changes nothing. False if nothing was written.
+pub async fn rotate_secret(
+    db: &D1Database,
+    institution_id: i64,
+    id: &str,
+    r: &Rotation<'_>,
+    now_text: &str,
+) -> DbResult<bool> {
+    let changed = run(
+        db,
+        "UPDATE webhook_endpoints SET secret_encrypted = ?4, previous_secret_encrypted = ?5, \
+         previous_secret_expires_at = ?6, updated_at = ?7 \
+         WHERE institution_id = ?1 AND id = ?2 AND secret_encrypted = ?3",
         &[
             institution_id.into(),
-            e.id.as_str().into(),
-            e.url.as_str().into(),
-            e.description.as_str().into(),
-            e.event_types.clone().into(),
-            e.status.as_str().into(),
-            e.secret_encrypted.as_str().into(),
-            e.previous_secret_encrypted.clone().into(),
-            e.previous_secret_expires_at.into(),
-            e.updated_at.as_str().into(),
+            id.into(),
+            r.replaces.into(),
+            r.secret_encrypted.into(),
+            r.previous_secret_encrypted.into(),
+            r.previous_secret_expires_at.into(),
+            now_text.into(),
         ],
     )
     .await?;
     Ok(changed > 0)
 }
 
-/// Deletes an endpoint. False if no such endpoint.
-pub async fn delete(db: &D1Database, institution_id: i64, id: &str) -> DbResult<bool> {
-    let changed = run(
+/// Deletes an endpoint.
+pub fn delete(db: &D1Database, institution_id: i64, id: &str) -> DbResult<D1PreparedStatement> {
+    bind(
         db,
         "DELETE FROM webhook_endpoints WHERE institution_id = ?1 AND id = ?2",
         &[institution_id.into(), id.into()],
     )
+}
+
+/// How many endpoints the institution has.
+pub async fn count(db: &D1Database, institution_id: i64) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Count {
+        n: i64,
+    }
+    let row: Option<Count> = first(
+        db,
+        "SELECT count(*) AS n FROM webhook_endpoints WHERE institution_id = ?1",
+        &[institution_id.into()],
+    )
     .await?;
-    Ok(changed > 0)
+    Ok(row.map_or(0, |c| c.n))
 }
 
 /// Enables an endpoint and clears its failure clock. False if no such endpoint.
@@ -157,10 +237,16 @@ pub fn record_failure(db: &D1Database, id: &str, at: i64) -> DbResult<D1Prepared
 }
 
 /// Disables the endpoint for continuous failure, saying why.
-pub fn disable(db: &D1Database, id: &str, reason: &str) -> DbResult<D1PreparedStatement> {
+pub fn disable(
+    db: &D1Database,
+    id: &str,
+    reason: &str,
+    now_text: &str,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?2 WHERE id = ?1",
-        &[id.into(), reason.into()],
+        "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?2, updated_at = ?3 \
+         WHERE id = ?1",
+        &[id.into(), reason.into(), now_text.into()],
     )
 }

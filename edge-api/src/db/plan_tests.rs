@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0002_checkout.sql"),
     include_str!("../../migrations/0003_portal.sql"),
     include_str!("../../migrations/0004_webhooks.sql"),
+    include_str!("../../migrations/0005_hardening.sql"),
 ];
 
 fn database() -> Connection {

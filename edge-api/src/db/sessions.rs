@@ -4,7 +4,7 @@ use serde::Deserialize;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, run, DbResult};
+use super::{bind, first, run, DbResult};
 
 /// How long an idempotency key holds.
 pub const KEY_SECONDS: i64 = 24 * 60 * 60;
@@ -161,6 +161,8 @@ pub struct SessionView {
     pub amount_gross: Option<String>,
     /// Amount refunded so far.
     pub amount_refunded: Option<String>,
+    /// The transaction's row version.
+    pub version: i64,
 }
 
 /// The session with this id.
@@ -169,7 +171,8 @@ pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
         db,
         "SELECT s.id, s.transaction_id, m.name AS merchant_name, s.title, \
          t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
-         s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded \
+         s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
+         t.version \
          FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
          JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1",
         &[id.into()],
@@ -199,22 +202,4 @@ pub fn change_method(
             id.into(),
         ],
     )
-}
-
-/// Transactions still pending whose session ended in the last week (the cron runs every minute;
-/// the window keeps the scan short), at most `limit`.
-pub async fn expired_unpaid(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
-    #[derive(Deserialize)]
-    struct Id {
-        id: i64,
-    }
-    let rows: Vec<Id> = all(
-        db,
-        "SELECT t.id FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
-         WHERE s.expires_at <= ?1 AND s.expires_at > ?1 - 7 * 86400 \
-         AND t.raw_status = 'pending' LIMIT ?2",
-        &[now.into(), limit.into()],
-    )
-    .await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
 }

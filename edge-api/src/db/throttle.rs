@@ -51,6 +51,34 @@ pub async fn record_failure(
     .map(drop)
 }
 
+/// Counts one attempt first, atomically, and returns the window as it stands after it: of N
+/// racing attempts each sees its own count, so no more than the limit get past.
+pub async fn count_attempt(
+    db: &D1Database,
+    subject: &str,
+    source: &str,
+    now: i64,
+    window_seconds: i64,
+) -> DbResult<Failures> {
+    let row: Option<Failures> = first(
+        db,
+        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
+         VALUES (?1, ?2, ?3, 1) \
+         ON CONFLICT (client_id, source) DO UPDATE SET \
+           failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
+           window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END \
+         RETURNING window_start, failures",
+        &[
+            subject.into(),
+            source.into(),
+            now.into(),
+            window_seconds.into(),
+        ],
+    )
+    .await?;
+    row.ok_or_else(|| super::DbError::bad_row("the attempt count returned no row"))
+}
+
 /// Forgets the failures of `subject` from `source` (after a success).
 pub fn clear(db: &D1Database, subject: &str, source: &str) -> DbResult<D1PreparedStatement> {
     bind(

@@ -16,7 +16,7 @@ use shared_types::{
 };
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, DbError, DbResult, Query, Value};
+use super::{all, bind, first, DbError, DbResult, Query, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -254,21 +254,47 @@ pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<D1Prepare
     )
 }
 
-/// Changes the way to pay of a pending transaction (the session's statement follows it in the
-/// batch, guarded on this one having written).
+/// Changes the way to pay of a transaction still pending at the version read (the session's
+/// statement follows it in the batch, guarded on this one having written).
 pub fn change_method(
     db: &D1Database,
     id: i64,
+    version: i64,
     asset: &str,
     network: &str,
     now_text: &str,
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3 \
-         WHERE id = ?4 AND raw_status = 'pending'",
-        &[asset.into(), network.into(), now_text.into(), id.into()],
+        "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3, \
+         version = version + 1 WHERE id = ?4 AND version = ?5 AND raw_status = 'pending'",
+        &[
+            asset.into(),
+            network.into(),
+            now_text.into(),
+            id.into(),
+            version.into(),
+        ],
     )
+}
+
+/// Pending transactions whose checkout has ended, at most `limit`. Only open checkouts are
+/// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
+/// look-back window that could strand an old session.
+pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: i64,
+    }
+    let rows: Vec<Id> = all(
+        db,
+        "SELECT t.id FROM transactions t INDEXED BY transactions_pending \
+         JOIN checkout_sessions s ON s.transaction_id = t.id \
+         WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 ORDER BY t.id LIMIT ?2",
+        &[now.into(), limit.into()],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
 /// What the lifecycle needs of a transaction.
@@ -288,14 +314,20 @@ pub struct PaymentRow {
     pub currency: Option<String>,
     /// Payment network.
     pub network_payment: Option<String>,
+    /// Row version: every write is guarded on the one it read.
+    pub version: i64,
+    /// When its checkout ends (Unix seconds), for a transaction made by checkout.
+    pub expires_at: Option<i64>,
 }
 
 /// The transaction's lifecycle state.
 pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
     first(
         db,
-        "SELECT institution_id, raw_status, amount_expected, amount_gross, amount_refunded, \
-         currency, network_payment FROM transactions WHERE id = ?1",
+        "SELECT t.institution_id, t.raw_status, t.amount_expected, t.amount_gross, \
+         t.amount_refunded, t.currency, t.network_payment, t.version, s.expires_at \
+         FROM transactions t LEFT JOIN checkout_sessions s ON s.transaction_id = t.id \
+         WHERE t.id = ?1",
         &[id.into()],
     )
     .await
@@ -313,12 +345,13 @@ pub struct Stamps<'a> {
     pub bridge_hash: Option<&'a str>,
 }
 
-/// A lifecycle change as one UPDATE guarded by the status it was computed from. (The outbox
+/// A lifecycle change as one UPDATE guarded by the row version it was computed from: if anything
+/// wrote the row since (a racing refund, a settlement), it changes nothing. (The outbox
 /// statements that follow it in the batch check `changes() = 1`.)
 pub fn apply_change(
     db: &D1Database,
     id: i64,
-    from: RawStatus,
+    version: i64,
     change: &Change,
     stamps: &Stamps<'_>,
 ) -> DbResult<D1PreparedStatement> {
@@ -363,9 +396,9 @@ pub fn apply_change(
         })
         .collect();
     params.push(id.into());
-    params.push(from.as_str().into());
+    params.push(version.into());
     let sql = format!(
-        "UPDATE transactions SET {} WHERE id = ?{} AND raw_status = ?{}",
+        "UPDATE transactions SET {}, version = version + 1 WHERE id = ?{} AND version = ?{}",
         assignments.join(", "),
         params.len() - 1,
         params.len()

@@ -37,7 +37,25 @@ struct Rotate {
     grace_period_seconds: Option<i64>,
 }
 
-/// Routes `/portal/api/{rest}`.
+/// The methods `/portal/api/{rest}` answers (`None`: no such path).
+pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
+    use Method::{Delete, Get, Patch, Post};
+    Some(match rest {
+        ["login"] | ["logout"] => &[Post],
+        ["session"] | ["notifications"] => &[Get],
+        ["clients"] | ["webhook-endpoints"] => &[Get, Post],
+        ["clients", _] => &[Delete],
+        ["clients", _, "rotate"] => &[Post],
+        ["webhook-endpoints", _] => &[Get, Patch, Delete],
+        ["webhook-endpoints", _, "secret" | "deliveries"] => &[Get],
+        ["webhook-endpoints", _, "rotate-secret" | "enable" | "test"] => &[Post],
+        ["deliveries", _] => &[Get],
+        ["deliveries", _, "resend"] => &[Post],
+        _ => return None,
+    })
+}
+
+/// Routes `/portal/api/{rest}` (the method is one [`methods`] allows).
 pub async fn handle(
     mut req: Request,
     ctx: &Ctx,
@@ -139,7 +157,7 @@ pub async fn handle(
         ),
         (Method::Post, ["webhook-endpoints", id, "rotate-secret"]) => {
             let id = ops::endpoint_id(id)?;
-            let body = req.text().await.or_internal("read body")?;
+            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
             let Rotate {
                 grace_period_seconds,
             } = if body.trim().is_empty() {
@@ -161,7 +179,7 @@ pub async fn handle(
         }
         (Method::Post, ["webhook-endpoints", id, "enable"]) => {
             let id = ops::endpoint_id(id)?;
-            let body = req.text().await.or_internal("read body")?;
+            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
             let Enable {
                 resend_failed_since,
             } = if body.trim().is_empty() {
@@ -209,7 +227,7 @@ fn session_json(portal: &Portal<'_>) -> serde_json::Value {
 
 /// A JSON body: the content type must say so.
 async fn json_body(req: &mut Request) -> Result<String, ApiError> {
-    http::body_of_type(req, "application/json").await
+    http::body_of_type(req, "application/json", http::PORTAL_BODY_MAX).await
 }
 
 fn with_member(mut object: serde_json::Value, name: &str, value: String) -> serde_json::Value {

@@ -6,7 +6,7 @@ use shared_types::webhook::{Event, TEST_EVENT_TYPE};
 use shared_types::{time, AttemptOutcome, DeliveryStatus, EndpointStatus, ErrorCode, List};
 
 use super::Portal;
-use crate::db::deliveries::{self, AttemptRow, DeliveryRow, LogFilter};
+use crate::db::deliveries::{self, AttemptRow, DeliveryRow};
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::notifications::{self, NotificationRow};
 use crate::db::{endpoints, transactions};
@@ -100,7 +100,7 @@ pub async fn log(
 ) -> Result<List<Delivery, String>, ApiError> {
     super::ops::endpoint(portal, endpoint_id).await?;
     let q = DeliveryLogQuery::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
-    let starting_after = match &q.starting_after {
+    let cursor = match &q.starting_after {
         None => None,
         Some(id) => {
             let cursor = deliveries::get(portal.db(), portal.institution_id(), id)
@@ -112,20 +112,18 @@ pub async fn log(
             Some((cursor.created_at, cursor.id))
         }
     };
-    let filter = LogFilter {
-        status: q.status,
-        event_type: q.event_type,
-        created_after: q.created_after,
-        created_before: q.created_before,
-        starting_after,
-        limit: q.limit,
-    };
-    let rows = deliveries::page(portal.db(), portal.institution_id(), endpoint_id, &filter)
-        .await
-        .or_internal("read deliveries")?;
+    let rows = deliveries::page(
+        portal.db(),
+        portal.institution_id(),
+        endpoint_id,
+        &q,
+        cursor,
+    )
+    .await
+    .or_internal("read deliveries")?;
     Ok(List::from_overfetch(
         rows.into_iter().map(Delivery::from).collect(),
-        filter.limit as usize,
+        q.limit as usize,
         |d| d.id.clone(),
     ))
 }

@@ -19,7 +19,7 @@ use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::portal::{self as db, Session};
 use crate::error::{ApiError, OrInternal};
-use crate::throttle::{self, PORTAL_LOGIN};
+use crate::throttle::{self, PORTAL_LOGIN, PORTAL_LOGIN_PER_EMAIL};
 
 /// Session cookie name.
 pub const COOKIE: &str = "payrail_portal";
@@ -183,7 +183,7 @@ pub async fn login(ctx: &Ctx, email: &str, password: &str) -> Result<LoggedIn, A
     }
     let now = ctx.now();
     let subject = format!("login:{email}");
-    throttle::check(ctx, &subject, &PORTAL_LOGIN).await?;
+    throttle::count_attempt(ctx, &subject, &PORTAL_LOGIN, &PORTAL_LOGIN_PER_EMAIL).await?;
     let admin = db::admin_by_email(&ctx.db, &email)
         .await
         .or_internal("read admin")?;
@@ -195,16 +195,21 @@ pub async fn login(ctx: &Ctx, email: &str, password: &str) -> Result<LoggedIn, A
     let admin = match admin {
         Some(admin) if verified => admin,
         _ => {
-            throttle::record_failure(ctx, &subject, &PORTAL_LOGIN).await?;
             return Err(ApiError::new(
                 ErrorCode::InvalidCredentials,
                 "the e-mail or password is wrong",
             ));
         }
     };
-    crate::db::batch(&ctx.db, vec![throttle::clear(ctx, &subject)?])
-        .await
-        .or_internal("clear login failures")?;
+    crate::db::batch(
+        &ctx.db,
+        vec![
+            throttle::clear(ctx, &subject)?,
+            throttle::clear_everywhere(ctx, &subject)?,
+        ],
+    )
+    .await
+    .or_internal("clear login failures")?;
     let token = crypto::random_token("").or_internal("generate session")?;
     let csrf_token = crypto::random_token("").or_internal("generate csrf token")?;
     let expires_at = now + IDLE_SECONDS;

@@ -4,20 +4,23 @@
 
 use serde::{Deserialize, Serialize};
 use shared_types::lifecycle::EventType;
-use shared_types::{time, EndpointStatus, ScopeSet};
+use shared_types::{time, EndpointStatus, ErrorCode, Scope, ScopeSet};
 
 use super::Portal;
-use crate::crypto;
 use crate::ctx::timestamp;
 use crate::db::clients::{self, ClientRow, NewClient};
-use crate::db::endpoints::{self, EndpointRow};
+use crate::db::deliveries;
+use crate::db::endpoints::{self, Changes, EndpointRow, Rotation};
 use crate::error::{ApiError, OrInternal};
 use crate::webhook_url::{self, Checked};
+use crate::{crypto, db};
 
 /// Default grace period of a rotated signing secret.
 pub const DEFAULT_GRACE_SECONDS: i64 = 24 * 60 * 60;
 /// Longest grace period.
 pub const MAX_GRACE_SECONDS: i64 = 7 * 24 * 60 * 60;
+/// Most webhook endpoints an institution may have (each event fans out to every one).
+pub const MAX_ENDPOINTS: i64 = 20;
 
 /// An API client as the portal shows it (never its secret).
 #[derive(Debug, Serialize)]
@@ -142,9 +145,15 @@ pub async fn create_client(
     }
     let scopes = ScopeSet::parse(&scopes.join(" ")).map_err(|e| {
         ApiError::invalid_request(format!(
-            "scopes: {e}; the scopes are transactions:read, merchants:read"
+            "scopes: {e}; the scopes are transactions:read, merchants:read (and sandbox:write \
+             in sandbox mode)"
         ))
     })?;
+    if scopes.contains(Scope::SandboxWrite) && !portal.ctx.sandbox() {
+        return Err(ApiError::invalid_request(
+            "scopes: sandbox:write is granted only in sandbox mode",
+        ));
+    }
     let client_id = format!(
         "cli_{}",
         hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
@@ -253,12 +262,20 @@ async fn check_url(portal: &Portal<'_>, url: &str) -> Result<String, ApiError> {
     }
 }
 
-/// Resolves `host` over DNS-over-HTTPS and refuses it unless every address is public. (Workers'
-/// own fetch cannot reach private networks either, which also covers later DNS changes.)
+/// Resolves `host` over DNS-over-HTTPS and refuses it unless every address is public. This is
+/// checked when the URL is saved; what protects deliveries from a name that later resolves to a
+/// private address (DNS rebinding) is the platform: a Worker's `fetch` goes out through
+/// Cloudflare's network and cannot reach private or loopback addresses.
 async fn resolve_public(host: &str) -> Result<(), ApiError> {
     let mut addresses = Vec::new();
     for kind in ["A", "AAAA"] {
-        let url = format!("https://cloudflare-dns.com/dns-query?name={host}&type={kind}");
+        // Built with the URL encoder, never by pasting the host into the query.
+        let mut url = worker::Url::parse("https://cloudflare-dns.com/dns-query")
+            .or_internal("build dns url")?;
+        url.query_pairs_mut()
+            .append_pair("name", host)
+            .append_pair("type", kind);
+        let url = url.to_string();
         let headers = worker::Headers::new();
         headers
             .set("Accept", "application/dns-json")
@@ -345,6 +362,19 @@ pub async fn create_endpoint(
     portal: &Portal<'_>,
     new: &NewEndpoint,
 ) -> Result<(Endpoint, String), ApiError> {
+    if endpoints::count(portal.db(), portal.institution_id())
+        .await
+        .or_internal("count endpoints")?
+        >= MAX_ENDPOINTS
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "an institution may have at most {MAX_ENDPOINTS} webhook endpoints; delete one \
+                 first"
+            ),
+        ));
+    }
     let url = check_url(portal, &new.url).await?;
     let description = check_text("description", &new.description, 0, 500)?;
     let event_types = event_types(new.event_types.as_deref())?;
@@ -362,7 +392,6 @@ pub async fn create_endpoint(
         description,
         event_types,
         status: EndpointStatus::Enabled,
-        previous_secret_encrypted: None,
         previous_secret_expires_at: None,
         created_at: now.clone(),
         updated_at: now,
@@ -396,47 +425,66 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
     Option::<Vec<String>>::deserialize(d).map(Some)
 }
 
-/// Applies a patch.
+/// Applies a patch, writing only the fields it names. `status: enabled` goes through the one
+/// enable operation (which also clears the failure clock); `disabled` turns deliveries off.
 pub async fn update_endpoint(
     portal: &Portal<'_>,
     id: &str,
     patch: &EndpointPatch,
 ) -> Result<Endpoint, ApiError> {
-    let mut row = endpoint_row(portal, id).await?;
+    let mut changes = Changes::default();
     if let Some(url) = &patch.url {
-        row.url = check_url(portal, url).await?;
+        changes.url = Some(check_url(portal, url).await?);
     }
     if let Some(description) = &patch.description {
-        row.description = check_text("description", description, 0, 500)?;
+        changes.description = Some(check_text("description", description, 0, 500)?);
     }
     if let Some(types) = &patch.event_types {
-        row.event_types = event_types(types.as_deref())?;
+        changes.event_types = Some(event_types(types.as_deref())?);
     }
-    if let Some(status) = &patch.status {
-        row.status = status.parse().map_err(|_| {
-            ApiError::invalid_request(format!(
-                "status must be enabled or disabled; got {status:?}"
-            ))
-        })?;
-    }
-    row.updated_at = timestamp(portal.now)?;
-    if !endpoints::update(portal.db(), portal.institution_id(), &row)
+    let status = patch
+        .status
+        .as_deref()
+        .map(|status| {
+            status.parse::<EndpointStatus>().map_err(|_| {
+                ApiError::invalid_request(format!(
+                    "status must be enabled or disabled; got {status:?}"
+                ))
+            })
+        })
+        .transpose()?;
+    changes.disable = status == Some(EndpointStatus::Disabled);
+    let now = timestamp(portal.now)?;
+    if !endpoints::update(portal.db(), portal.institution_id(), id, &changes, &now)
         .await
         .or_internal("update endpoint")?
     {
         return Err(no_endpoint());
     }
-    Ok(Endpoint::from_row(&row, portal.now))
+    if status == Some(EndpointStatus::Enabled) {
+        endpoints::enable(portal.db(), portal.institution_id(), id, &now)
+            .await
+            .or_internal("enable endpoint")?;
+    }
+    endpoint(portal, id).await
 }
 
-/// Deletes an endpoint.
+/// Deletes an endpoint; its pending deliveries fail with it.
 pub async fn delete_endpoint(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
-    match endpoints::delete(portal.db(), portal.institution_id(), id)
-        .await
-        .or_internal("delete endpoint")?
-    {
-        true => Ok(()),
-        false => Err(no_endpoint()),
+    let results = db::batch(
+        portal.db(),
+        vec![
+            deliveries::fail_pending_of_endpoint(portal.db(), id).or_internal("delete endpoint")?,
+            endpoints::delete(portal.db(), portal.institution_id(), id)
+                .or_internal("delete endpoint")?,
+        ],
+    )
+    .await
+    .or_internal("delete endpoint")?;
+    if db::changed(&results, 1) {
+        Ok(())
+    } else {
+        Err(no_endpoint())
     }
 }
 
@@ -471,23 +519,32 @@ pub async fn rotate_secret(
             "grace_period_seconds must be from 0 to {MAX_GRACE_SECONDS} (7 days)"
         )));
     }
-    let mut row = endpoint_row(portal, id).await?;
+    let row = endpoint_row(portal, id).await?;
     let key = portal.ctx.sealing_key()?;
     let secret = new_secret()?;
-    let (previous, until) = if grace > 0 {
-        (Some(row.secret_encrypted.clone()), Some(portal.now + grace))
-    } else {
-        (None, None)
+    let until = (grace > 0).then_some(portal.now + grace);
+    let sealed = crypto::seal(&key, &row.id, &secret).or_internal("seal secret")?;
+    let rotation = Rotation {
+        replaces: &row.secret_encrypted,
+        secret_encrypted: &sealed,
+        previous_secret_encrypted: until.map(|_| row.secret_encrypted.as_str()),
+        previous_secret_expires_at: until,
     };
-    row.previous_secret_encrypted = previous;
-    row.previous_secret_expires_at = until;
-    row.secret_encrypted = crypto::seal(&key, &row.id, &secret).or_internal("seal secret")?;
-    row.updated_at = timestamp(portal.now)?;
-    if !endpoints::update(portal.db(), portal.institution_id(), &row)
-        .await
-        .or_internal("rotate secret")?
+    if !endpoints::rotate_secret(
+        portal.db(),
+        portal.institution_id(),
+        id,
+        &rotation,
+        &timestamp(portal.now)?,
+    )
+    .await
+    .or_internal("rotate secret")?
     {
-        return Err(no_endpoint());
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the signing secret was rotated by another request meanwhile; reveal it to see the \
+             current one",
+        ));
     }
     Ok(Secret {
         signing_secret: secret,

@@ -23,12 +23,8 @@ struct Form(Vec<(String, String)>);
 
 impl Form {
     async fn read(req: &mut Request) -> Result<Form, ApiError> {
-        let body = req.text().await.or_internal("read form")?;
-        Ok(Form(
-            form_urlencoded::parse(body.as_bytes())
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect(),
-        ))
+        let body = crate::http::body(req, crate::http::PORTAL_BODY_MAX).await?;
+        Ok(Form(crate::http::form_fields(&body)?))
     }
 
     fn get(&self, name: &str) -> Option<&str> {
@@ -47,7 +43,22 @@ impl Form {
     }
 }
 
-/// Routes `/portal` and its pages.
+/// The methods `/portal/{rest}` answers (`None`: no such page).
+pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
+    use Method::{Get, Post};
+    Some(match rest {
+        [] | [""] | ["developers"] => &[Get],
+        ["login"] | ["webhooks"] | ["webhooks", _] => &[Get, Post],
+        ["logout"] | ["developers", "clients"] => &[Post],
+        ["developers", "clients", _, "rotate" | "delete"] => &[Post],
+        ["webhooks", _, "reveal" | "rotate" | "delete" | "enable" | "test"] => &[Post],
+        ["deliveries", _] => &[Get],
+        ["deliveries", _, "resend"] => &[Post],
+        _ => return None,
+    })
+}
+
+/// Routes `/portal` and its pages (the method is one [`methods`] allows).
 pub async fn handle(
     mut req: Request,
     ctx: &Ctx,
@@ -374,7 +385,10 @@ async fn developers(
                         fieldset {
                             legend { "Scopes" }
                             @for scope in Scope::ALL {
-                                label { input type="checkbox" name="scope" value=(scope.as_str()) checked; " " (scope.as_str()) }
+                                @let sandbox_only = scope == Scope::SandboxWrite;
+                                @if !sandbox_only || portal.ctx.sandbox() {
+                                    label { input type="checkbox" name="scope" value=(scope.as_str()) checked[!sandbox_only]; " " (scope.as_str()) }
+                                }
                             }
                         }
                         button type="submit" { "Create client" }

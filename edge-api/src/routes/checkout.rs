@@ -6,7 +6,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use shared_types::checkout::CheckoutOptions;
 use shared_types::lifecycle::Action;
-use shared_types::{quote, ErrorCode};
+use shared_types::{quote, ErrorCode, RawStatus};
 use worker::{Method, Request, Response, Url};
 
 use super::hosted_page;
@@ -14,11 +14,14 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::merchants;
 use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
 use crate::db::transactions::{self, NewPayment};
-use crate::error::{from_json, ApiError, OrInternal};
+use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::{chain, crypto, db, http, payments};
 
 /// How long a checkout stays payable.
 pub const SESSION_SECONDS: i64 = 60 * 60;
+/// Why the way to pay cannot change any more.
+const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
+                      cannot change";
 
 /// `/checkout/sessions`: OPTIONS (CORS preflight) or POST.
 pub async fn sessions(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
@@ -72,6 +75,7 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
 fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
     let not_object =
         || ApiError::invalid_request("the body must be a JSON object of checkout options");
+    check_json_depth(body)?;
     let mut value: serde_json::Value = serde_json::from_str(body).map_err(|_| not_object())?;
     let object = value.as_object_mut().ok_or_else(not_object)?;
     if let Some(serde_json::Value::Number(n)) = object.get("amount") {
@@ -99,8 +103,15 @@ fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
 }
 
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
-    let body = http::body_of_type(req, "application/json").await?;
+    let body = http::body_of_type(req, "application/json", http::CHECKOUT_BODY_MAX).await?;
     let options = parse_options(&body)?;
+    let Some(&method) = chain::methods(ctx).first() else {
+        return Err(ApiError::new(
+            ErrorCode::PaymentsUnavailable,
+            "payments are unavailable: this deployment does not watch any chain yet, so it \
+             offers no way to pay",
+        ));
+    };
     let database = &ctx.db;
 
     let merchant = merchants::gate_by_key(database, &options.public_key)
@@ -148,7 +159,6 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
             .or_internal("forget stale key")?;
     }
 
-    let method = quote::METHODS[0];
     // Stored with the currency's minor digits: "149.9" EUR becomes "149.90".
     let mut amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
     amount.rescale(shared_types::checkout::currency_digits(&options.currency).unwrap_or(2));
@@ -232,7 +242,13 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
             let status = if notice.is_some() { 409 } else { 200 };
             hosted_page::respond(
                 status,
-                hosted_page::checkout(&session, ctx.sandbox(), ctx.now(), notice.as_deref()),
+                hosted_page::checkout(
+                    &session,
+                    chain::methods(ctx),
+                    ctx.sandbox(),
+                    ctx.now(),
+                    notice.as_deref(),
+                ),
             )
         }
     }
@@ -259,14 +275,15 @@ pub async fn choose_method(
     url: &Url,
     id: &str,
 ) -> Result<Response, ApiError> {
-    let form = req.text().await.or_internal("read body")?;
-    let chosen = form_urlencoded::parse(form.as_bytes())
+    let form = http::body(&mut req, http::CHECKOUT_BODY_MAX).await?;
+    let chosen = http::form_fields(&form)?
+        .into_iter()
         .find(|(k, _)| k == "method")
-        .map(|(_, v)| v.into_owned())
+        .map(|(_, v)| v)
         .unwrap_or_default();
     let method = chosen
         .split_once(':')
-        .and_then(|(asset, network)| quote::method(asset, network))
+        .and_then(|(asset, network)| chain::method(ctx, asset, network))
         .ok_or_else(|| {
             ApiError::invalid_request("method must be one of the offered ways to pay")
         })?;
@@ -276,17 +293,21 @@ pub async fn choose_method(
         .ok_or("no rate")
         .or_internal("quote")?;
     let address = chain::deposit_address(method.network).or_internal("generate address")?;
-    let now_text = timestamp(ctx.now())?;
-    // The session follows only if the transaction was still pending.
-    db::batch(
+    let now = ctx.now();
+    if session.raw_status != RawStatus::Pending || session.expires_at <= now {
+        return page(ctx, id, Some(CLOSED.to_owned())).await;
+    }
+    // The session follows only if the transaction was still pending at the version read.
+    let results = db::batch(
         &ctx.db,
         vec![
             transactions::change_method(
                 &ctx.db,
                 session.transaction_id,
+                session.version,
                 method.asset,
                 method.network,
-                &now_text,
+                &timestamp(now)?,
             )
             .or_internal("change method")?,
             sessions::change_method(
@@ -302,6 +323,9 @@ pub async fn choose_method(
     )
     .await
     .or_internal("change method")?;
+    if !db::changed(&results, 0) {
+        return page(ctx, id, Some(CLOSED.to_owned())).await;
+    }
     http::see_other(url, &hosted_path(id))
 }
 

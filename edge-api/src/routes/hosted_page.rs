@@ -30,6 +30,7 @@ button{font:inherit;padding:.4rem .9rem;border-radius:6px;border:1px solid #8893
 cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0;font-size:.9rem}
 .methods button[aria-pressed=true]{border-color:#1d4ed8;background:#e8efff;font-weight:600}
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
+.simulated{border:2px dashed #c59b00;border-radius:6px;padding:.4rem .8rem;font-size:.9rem}
 ";
 
 /// A page response: the referrer is never sent.
@@ -71,8 +72,15 @@ pub fn shown_status(session: &SessionView, now: i64) -> RawStatus {
     }
 }
 
-/// The hosted checkout page for `session`, as it stands.
-pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&str>) -> Markup {
+/// The hosted checkout page for `session`, as it stands, offering `methods` (none: payments are
+/// unavailable, and no deposit address is shown).
+pub fn checkout(
+    session: &SessionView,
+    methods: &[quote::Method],
+    sandbox: bool,
+    now: i64,
+    notice: Option<&str>,
+) -> Markup {
     let raw = shown_status(session, now);
     let pending = raw == RawStatus::Pending;
     let received = matches!(
@@ -99,12 +107,23 @@ pub fn checkout(session: &SessionView, sandbox: bool, now: i64, notice: Option<&
             @if let Some(notice) = notice {
                 p.notice role="alert" { (notice) }
             }
-            @if pending {
+            @if pending && methods.is_empty() {
+                p.status.bad #status data-status="unavailable" {
+                    "Payments are unavailable right now. No funds can be taken: please return to "
+                    (session.merchant_name) " and try again later."
+                }
+                p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
+            } @else if pending {
+                @if sandbox {
+                    p.simulated role="note" {
+                        strong { "Sandbox" } ": simulated networks. Do not send real funds to this address."
+                    }
+                }
                 // One button per way to pay: a click switches at once, so the page's own
                 // refresh never loses a half-made choice.
                 form.methods method="post" action=(action("method")) {
                     p.label { "Pay with" }
-                    @for m in quote::METHODS {
+                    @for m in methods {
                         @let value = format!("{}:{}", m.asset, m.network);
                         @let chosen = m.asset == session.asset && m.network == session.network;
                         button type="submit" name="method" value=(value) aria-pressed=(chosen) {

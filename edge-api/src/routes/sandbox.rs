@@ -1,5 +1,6 @@
 //! `POST /sandbox/transactions/{id}/{action}`: the lifecycle actions for tests and scripts, in
-//! sandbox mode only (404 otherwise), with a bearer token of the owning institution.
+//! sandbox mode only (404 otherwise), with a bearer token of the owning institution carrying
+//! `sandbox:write` (granted only to sandbox clients).
 
 use std::str::FromStr;
 
@@ -45,9 +46,9 @@ pub async fn act(
     id: &str,
     action: &str,
 ) -> Result<Response, ApiError> {
-    let caller = auth::authorize(ctx, req.headers(), Scope::TransactionsRead).await?;
+    let caller = auth::authorize(ctx, req.headers(), Scope::SandboxWrite).await?;
     let id = parse_id(id).ok_or_else(|| ApiError::not_found("no such transaction"))?;
-    let body = req.text().await.or_internal("read body")?;
+    let body = http::json_body(&mut req, http::CHECKOUT_BODY_MAX).await?;
     let body = if body.trim().is_empty() {
         "{}"
     } else {

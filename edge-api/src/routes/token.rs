@@ -15,7 +15,12 @@ pub async fn handle(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, 
              application/x-www-form-urlencoded body",
         ));
     }
-    let form = http::body_of_type(&mut req, "application/x-www-form-urlencoded").await?;
+    let form = http::body_of_type(
+        &mut req,
+        "application/x-www-form-urlencoded",
+        http::TOKEN_BODY_MAX,
+    )
+    .await?;
     let authorization = req
         .headers()
         .get("Authorization")

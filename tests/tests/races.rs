@@ -1,0 +1,291 @@
+//! Racing requests, fired in parallel over real HTTP: every state change is guarded on what it
+//! read, so money is never refunded twice, a rotated secret never leaves a live token behind, an
+//! endpoint change never undoes a rotation, and parallel password guesses are all counted.
+
+use std::collections::HashMap;
+
+use payrail_tests::hooks::{act, endpoint, payment};
+use payrail_tests::{Reply, Worker};
+use reqwest::Method;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+/// Runs `count` copies of `request` at once; returns their replies.
+fn in_parallel(count: usize, request: impl Fn(usize) -> Reply + Sync) -> Vec<Reply> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..count)
+            .map(|i| {
+                let request = &request;
+                scope.spawn(move || request(i))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn sandbox(worker: &Worker, id: i64, action: &str, body: &Value) -> Reply {
+    worker.post_json(
+        &format!("/sandbox/transactions/{id}/{action}"),
+        body,
+        Some(&worker.sandbox_token(0)),
+        "/sandbox/transactions/{id}/{action}",
+    )
+}
+
+fn statuses(replies: &[Reply]) -> HashMap<u16, usize> {
+    let mut counts = HashMap::new();
+    for r in replies {
+        *counts.entry(r.status).or_default() += 1;
+    }
+    counts
+}
+
+fn decimal(value: &Value) -> Decimal {
+    value.as_str().map_or(Decimal::ZERO, |s| s.parse().unwrap())
+}
+
+/// Refund events stored for the transaction (the outbox, read straight from the database).
+fn refund_events(worker: &Worker, id: i64) -> i64 {
+    worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.refunded'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// A payment of 40.00 EUR, paid in full and settled.
+fn settled_payment(worker: &Worker, reference: &str) -> (i64, Decimal) {
+    let id = payment(worker, 0, reference);
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    let settled = act(worker, 0, id, "settle", json!({}));
+    (id, decimal(&settled["amount"]["gross"]))
+}
+
+#[test]
+fn parallel_partial_refunds_never_refund_more_than_was_paid() {
+    let worker = Worker::shared();
+    let (id, gross) = settled_payment(worker, "RACE-REFUND-1");
+    // Ten refunds of 12.00 on 40.00: at most three fit.
+    let replies = in_parallel(10, |_| {
+        sandbox(worker, id, "refund", &json!({"amount": "12.00"}))
+    });
+    let counts = statuses(&replies);
+    let ok = counts.get(&200).copied().unwrap_or(0);
+    assert!((1..=3).contains(&ok), "{counts:?}");
+    for r in replies.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let after = worker.transaction(0, id);
+    let refunded: Decimal = Decimal::from(12 * ok as i64);
+    assert_eq!(
+        after["status"],
+        if refunded == gross {
+            "refunded"
+        } else {
+            "partially_refunded"
+        }
+    );
+    // Every success left exactly one event; nothing else did.
+    assert_eq!(refund_events(worker, id), ok as i64);
+    let stored: String = worker
+        .database()
+        .query_row(
+            "SELECT amount_refunded FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored.parse::<Decimal>().unwrap(), refunded);
+}
+
+#[test]
+fn refunding_the_rest_races_a_partial_refund_without_refunding_twice() {
+    let worker = Worker::shared();
+    let (id, gross) = settled_payment(worker, "RACE-REFUND-2");
+    let replies = in_parallel(6, |i| {
+        let amount = if i % 2 == 0 { "40.00" } else { "15.00" };
+        sandbox(worker, id, "refund", &json!({ "amount": amount }))
+    });
+    let refunded: Decimal = replies
+        .iter()
+        .zip(["40.00", "15.00"].iter().cycle())
+        .filter(|(r, _)| r.status == 200)
+        .map(|(_, a)| a.parse::<Decimal>().unwrap())
+        .sum();
+    assert!(refunded <= gross, "refunded {refunded} of {gross}");
+    for r in replies.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let ok = replies.iter().filter(|r| r.status == 200).count();
+    assert!(ok >= 1);
+    assert_eq!(refund_events(worker, id), ok as i64);
+}
+
+#[test]
+fn settlement_racing_a_refund_keeps_what_each_success_wrote() {
+    let worker = Worker::shared();
+    let id = payment(worker, 0, "RACE-SETTLE-1");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    let replies = in_parallel(2, |i| {
+        if i == 0 {
+            sandbox(worker, id, "settle", &json!({}))
+        } else {
+            sandbox(worker, id, "refund", &json!({"amount": "40.00"}))
+        }
+    });
+    let (settle, refund) = (&replies[0], &replies[1]);
+    for r in [settle, refund] {
+        assert!(r.status == 200 || r.status == 409, "{}", r.text);
+    }
+    let after = worker.transaction(0, id);
+    if settle.status == 200 {
+        // The settlement's fields survive whatever came after it.
+        assert!(after["tx_hashes"]["settlement"].is_string(), "{after}");
+        assert!(after["amount"]["net"].is_string(), "{after}");
+    } else {
+        assert!(after["tx_hashes"]["settlement"].is_null(), "{after}");
+    }
+    if refund.status == 200 {
+        assert_eq!(after["status"], "refunded", "{after}");
+    } else {
+        assert_ne!(after["status"], "refunded", "{after}");
+    }
+}
+
+#[test]
+fn a_token_issued_while_its_secret_rotates_dies_with_the_old_secret() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let created = worker.portal(
+        Method::POST,
+        "/portal/api/clients",
+        Some(&session),
+        Some(&json!({"name": "race", "scopes": ["transactions:read"]})),
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+    let client = created.json();
+    let (id, secret) = (
+        client["client_id"].as_str().unwrap().to_owned(),
+        client["client_secret"].as_str().unwrap().to_owned(),
+    );
+    // Token requests under the old secret race the rotation.
+    let replies = in_parallel(24, |i| {
+        if i == 12 {
+            worker.portal(
+                Method::POST,
+                &format!("/portal/api/clients/{id}/rotate"),
+                Some(&session),
+                None,
+            )
+        } else {
+            worker.token_form(&[
+                ("grant_type", "client_credentials"),
+                ("client_id", &id),
+                ("client_secret", &secret),
+            ])
+        }
+    });
+    assert_eq!(replies[12].status, 200, "{}", replies[12].text);
+    let issued: Vec<String> = replies
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| *i != 12 && r.status == 200)
+        .map(|(_, r)| r.json()["access_token"].as_str().unwrap().to_owned())
+        .collect();
+    for (i, r) in replies.iter().enumerate() {
+        if i != 12 && r.status != 200 {
+            r.assert_error(401, "invalid_client");
+        }
+    }
+    // Whatever was issued before the rotation was revoked by it; nothing was issued after it.
+    for token in &issued {
+        worker
+            .get("/v1/transactions?limit=1", Some(token), "/v1/transactions")
+            .assert_error(401, "invalid_client");
+    }
+}
+
+#[test]
+fn an_endpoint_change_never_undoes_a_concurrent_rotation() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let (endpoint_id, _) = endpoint(worker, &session, "http://127.0.0.1:9/race", None);
+    let path = format!("/portal/api/webhook-endpoints/{endpoint_id}");
+    let replies = in_parallel(8, |i| {
+        if i == 4 {
+            worker.portal(
+                Method::POST,
+                &format!("{path}/rotate-secret"),
+                Some(&session),
+                Some(&json!({"grace_period_seconds": 0})),
+            )
+        } else {
+            worker.portal(
+                Method::PATCH,
+                &path,
+                Some(&session),
+                Some(&json!({ "description": format!("edit {i}") })),
+            )
+        }
+    });
+    for r in &replies {
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    let rotated = replies[4].json()["signing_secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let revealed = worker.portal(Method::GET, &format!("{path}/secret"), Some(&session), None);
+    assert_eq!(revealed.json()["signing_secret"], rotated.as_str());
+
+    // Two rotations at once: one wins, the other is told so; the winner's secret is current.
+    let both = in_parallel(2, |_| {
+        worker.portal(
+            Method::POST,
+            &format!("{path}/rotate-secret"),
+            Some(&session),
+            Some(&json!({"grace_period_seconds": 0})),
+        )
+    });
+    let winners: Vec<&Reply> = both.iter().filter(|r| r.status == 200).collect();
+    assert!(!winners.is_empty());
+    for r in both.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let current = worker
+        .portal(Method::GET, &format!("{path}/secret"), Some(&session), None)
+        .json()["signing_secret"]
+        .clone();
+    assert!(winners
+        .iter()
+        .any(|r| r.json()["signing_secret"] == current));
+}
+
+#[test]
+fn parallel_login_guesses_are_counted_before_they_are_checked() {
+    let worker = Worker::shared();
+    // The second institution's admin, so the other tests' logins are not throttled.
+    let email = worker.credentials.institutions[1].admin_email.clone();
+    let replies = in_parallel(16, |_| {
+        worker.send(
+            worker
+                .request(Method::POST, "/portal/api/login")
+                .json(&json!({"email": email, "password": "not-the-password"})),
+            None,
+        )
+    });
+    let counts = statuses(&replies);
+    // Five failures per address and window: every further guess is refused unchecked.
+    assert!(counts.get(&401).copied().unwrap_or(0) <= 5, "{counts:?}");
+    assert_eq!(
+        counts.get(&401).copied().unwrap_or(0) + counts.get(&429).copied().unwrap_or(0),
+        16,
+        "{counts:?}"
+    );
+    for r in replies.iter().filter(|r| r.status == 429) {
+        assert!(r.header("retry-after").is_some());
+    }
+}
