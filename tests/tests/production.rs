@@ -1,48 +1,87 @@
-//! Outside sandbox mode (production), the sandbox does not exist.
+//! Outside sandbox mode (production), the sandbox does not exist, and no payment is offered on a
+//! chain nobody watches.
 
 use payrail_tests::Worker;
 use reqwest::Method;
 use serde_json::json;
 
 #[test]
-fn sandbox_routes_are_404_and_the_page_has_no_controls() {
+fn production_takes_no_payment_it_cannot_see() {
     let worker = Worker::start_in("production");
     let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": 10, "currency": "USD", "title": "Real order",
-        "externalReference": "PROD-1", "redirectUrl": "https://shop.example/done",
-        "allowCrypto": true
-    }));
-    let id = session["transaction_id"].as_i64().unwrap();
+    // No chain is watched yet: no way to pay is offered, so no session is created.
+    let refused = worker.post_json(
+        "/checkout/sessions",
+        &json!({
+            "publicKey": key, "amount": 10, "currency": "USD", "title": "Real order",
+            "externalReference": "PROD-1", "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }),
+        None,
+        "/checkout/sessions",
+    );
+    assert!(refused
+        .assert_error(503, "payments_unavailable")
+        .contains("no way to pay"));
+
+    // A pending checkout from before (written while the worker is idle) shows no address.
+    let db = worker.database();
+    db.execute(
+        "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, asset, \
+         currency, amount_expected, network_payment, external_reference, created_at, updated_at) \
+         VALUES (1, ?1, 'pending', 'pending', 'USDC', 'USD', '10.00', 'polygon', 'PROD-OLD', \
+         strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+        [worker.credentials.institutions[0].merchants[0].id],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
+         VALUES ('cs_prod_old', last_insert_rowid(), ?1, 'Old order', 'https://shop.example/done', \
+         'USDC', 'polygon', '0x00000000000000000000000000000000000000aa', '10.000000', \
+         unixepoch(), unixepoch() + 3600)",
+        [worker.credentials.institutions[0].merchants[0].id],
+    )
+    .unwrap();
+    drop(db);
+    let page = worker.send(worker.request(Method::GET, "/checkout/cs_prod_old"), None);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text.contains("Payments are unavailable"),
+        "{}",
+        page.text
+    );
+    assert!(!page.text.contains("deposit-address"));
+    assert!(!page
+        .text
+        .contains("0x00000000000000000000000000000000000000aa"));
+    assert!(
+        !page.text.contains("Sandbox"),
+        "no sandbox controls in production"
+    );
+    let method = worker.send(
+        worker
+            .request(Method::POST, "/checkout/cs_prod_old/method")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body("method=USDC%3Apolygon"),
+        None,
+    );
+    method.assert_error(400, "invalid_request");
+
     let token = worker.institution_token(0);
     let reply = worker.send(
         worker
-            .request(Method::POST, &format!("/sandbox/transactions/{id}/pay"))
+            .request(Method::POST, "/sandbox/transactions/1/pay")
             .bearer_auth(&token)
             .json(&json!({"amount": "10"})),
         None,
     );
     reply.assert_error(404, "not_found");
-
-    let page = worker.send(worker.http_get(session["url"].as_str().unwrap()), None);
-    assert_eq!(page.status, 200);
-    assert!(page.text.contains("id=\"deposit-address\""));
-    assert!(
-        !page.text.contains("Sandbox"),
-        "no sandbox controls in production"
-    );
     let control = worker.send(
-        worker.request(
-            Method::POST,
-            &format!(
-                "/checkout/{}/sandbox/pay-exact",
-                session["id"].as_str().unwrap()
-            ),
-        ),
+        worker.request(Method::POST, "/checkout/cs_prod_old/sandbox/pay-exact"),
         None,
     );
     control.assert_error(404, "not_found");
-    assert_eq!(worker.transaction(0, id)["raw_status"], "pending");
 }
 
 #[test]

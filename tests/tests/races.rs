@@ -289,3 +289,41 @@ fn parallel_login_guesses_are_counted_before_they_are_checked() {
         assert!(r.header("retry-after").is_some());
     }
 }
+
+#[test]
+fn enabling_an_endpoint_through_patch_clears_its_failure_clock() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let receiver = payrail_tests::receiver::Receiver::start();
+    receiver.set_mode(payrail_tests::receiver::Mode::Status(500));
+    let (endpoint_id, _) = endpoint(worker, &session, &receiver.url("/clock"), None);
+    let path = format!("/portal/api/webhook-endpoints/{endpoint_id}");
+    let sent = worker.portal(Method::POST, &format!("{path}/test"), Some(&session), None);
+    assert_eq!(sent.status, 201, "{}", sent.text);
+    let clock = |worker: &Worker| -> Option<i64> {
+        worker
+            .database()
+            .query_row(
+                "SELECT first_failure_at FROM webhook_endpoints WHERE id = ?1",
+                [&endpoint_id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    payrail_tests::eventually(
+        "a failed attempt to start the clock",
+        std::time::Duration::from_secs(30),
+        || clock(worker),
+    );
+    for status in ["disabled", "enabled"] {
+        let reply = worker.portal(
+            Method::PATCH,
+            &path,
+            Some(&session),
+            Some(&json!({ "status": status })),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.json()["status"], status);
+    }
+    assert_eq!(clock(worker), None, "enabled with a clean clock");
+}
