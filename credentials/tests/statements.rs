@@ -13,6 +13,8 @@ const MIGRATIONS: [&str; 4] = [
     include_str!("../../edge-api/migrations/0002_checkout.sql"),
     include_str!("../../edge-api/migrations/0003_portal.sql"),
     include_str!("../../edge-api/migrations/0004_webhooks.sql"),
+    include_str!("../../edge-api/migrations/0005_hardening.sql"),
+    include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
 ];
 
 const NOW: &str = "2026-11-21T04:35:27Z";

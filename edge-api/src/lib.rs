@@ -4,7 +4,7 @@
 //! Layers, each importing only from the ones below it (a test checks this):
 //! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
 //! `throttle`, `payments`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
-//! `html`, `query`, `crypto`, `webhook_url`) → `shared-types`.
+//! `html`, `query`, `crypto`, `webhook_url`, `wallet_address`) → `shared-types`.
 
 mod auth;
 mod chain;
@@ -20,6 +20,7 @@ mod portal;
 mod query;
 mod routes;
 mod throttle;
+mod wallet_address;
 mod webhook_url;
 mod webhooks;
 

@@ -143,6 +143,30 @@ impl OnboardingStatus {
     pub fn is_complete(self) -> bool {
         self == Self::Completed
     }
+
+    /// Where onboarding may go from here: submitted for review; approved, rejected, or sent back
+    /// for more information; a rejected merchant may resubmit. Completed is final: a merchant
+    /// that must stop taking payments is suspended or disabled instead.
+    pub fn next(self) -> &'static [OnboardingStatus] {
+        match self {
+            Self::Pending => &[Self::InReview],
+            Self::InReview => &[Self::Completed, Self::Rejected, Self::Pending],
+            Self::Rejected => &[Self::InReview],
+            Self::Completed => &[],
+        }
+    }
+}
+
+impl MerchantStatus {
+    /// Where the account status may go from here: active and suspended move both ways;
+    /// disabled (closed) is final.
+    pub fn next(self) -> &'static [MerchantStatus] {
+        match self {
+            Self::Active => &[Self::Suspended, Self::Disabled],
+            Self::Suspended => &[Self::Active, Self::Disabled],
+            Self::Disabled => &[],
+        }
+    }
 }
 
 string_enum! {
@@ -221,6 +245,36 @@ mod tests {
         }
         for s in AttemptOutcome::ALL {
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn onboarding_moves_and_account_moves() {
+        use OnboardingStatus as O;
+        assert_eq!(O::Pending.next(), &[O::InReview]);
+        assert!(O::InReview.next().contains(&O::Completed));
+        assert!(O::Completed.next().is_empty());
+        assert!(
+            !O::Pending.next().contains(&O::Completed),
+            "no skipping review"
+        );
+        assert!(MerchantStatus::Disabled.next().is_empty());
+        assert!(MerchantStatus::Suspended
+            .next()
+            .contains(&MerchantStatus::Active));
+        // Every status can be reached from pending / active.
+        for target in O::ALL {
+            let mut seen = vec![O::Pending];
+            let mut i = 0;
+            while i < seen.len() {
+                for n in seen[i].next() {
+                    if !seen.contains(n) {
+                        seen.push(*n);
+                    }
+                }
+                i += 1;
+            }
+            assert!(seen.contains(target), "{target}");
         }
     }
 

@@ -653,6 +653,8 @@ mod tests {
             include_str!("../../edge-api/migrations/0002_checkout.sql"),
             include_str!("../../edge-api/migrations/0003_portal.sql"),
             include_str!("../../edge-api/migrations/0004_webhooks.sql"),
+            include_str!("../../edge-api/migrations/0005_hardening.sql"),
+            include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
         ] {
             conn.execute_batch(migration).unwrap();
         }

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0003_portal.sql"),
     include_str!("../../migrations/0004_webhooks.sql"),
     include_str!("../../migrations/0005_hardening.sql"),
+    include_str!("../../migrations/0006_merchant_onboarding.sql"),
 ];
 
 fn database() -> Connection {
