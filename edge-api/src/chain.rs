@@ -20,9 +20,19 @@ pub fn methods(ctx: &Ctx) -> &'static [Method] {
     }
 }
 
-/// The offered way to pay with this asset and network, if it is one.
-pub fn method(ctx: &Ctx, asset: &str, network: &str) -> Option<Method> {
+/// The offered ways to pay on the networks where the merchant has a settlement wallet: a
+/// payment is taken only where it can also be paid out.
+pub fn methods_for(ctx: &Ctx, wallet_networks: &[String]) -> Vec<Method> {
     methods(ctx)
+        .iter()
+        .copied()
+        .filter(|m| wallet_networks.iter().any(|n| n == m.network))
+        .collect()
+}
+
+/// The offered way to pay with this asset and network among `offered`, if it is one.
+pub fn method(offered: &[Method], asset: &str, network: &str) -> Option<Method> {
+    offered
         .iter()
         .copied()
         .find(|m| m.asset == asset && m.network == network)

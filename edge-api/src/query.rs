@@ -112,6 +112,29 @@ impl MerchantFilter {
     }
 }
 
+/// The portal's merchant list: a search and cursor paging.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MerchantSearch {
+    /// Page size, 1 to 100.
+    pub limit: u32,
+    /// Only ids lower than this.
+    pub starting_after: Option<i64>,
+    /// A name prefix (any case) or an exact `psp_reference_id`.
+    pub q: Option<String>,
+}
+
+impl MerchantSearch {
+    /// Parses the raw query string (without `?`).
+    pub fn parse(query: &str) -> Result<Self, QueryError> {
+        let mut params = Params::parse(query, &["limit", "starting_after", "q"])?;
+        Ok(MerchantSearch {
+            limit: params.limit()?,
+            starting_after: params.id("starting_after")?,
+            q: params.reference("q")?,
+        })
+    }
+}
+
 /// Filters of an endpoint's delivery log (`GET /portal/api/webhook-endpoints/{id}/deliveries`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeliveryLogQuery {

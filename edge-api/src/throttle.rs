@@ -64,6 +64,46 @@ pub async fn check(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(), ApiErr
     Ok(())
 }
 
+/// Creating checkout sessions, per publishable key (from every address).
+pub const CHECKOUT_PER_KEY: Limit = Limit {
+    max_failures: 600,
+    window_seconds: 60,
+    refusal: "too many checkouts for this merchant in the last minute; retry shortly",
+};
+
+/// Creating checkout sessions, per caller address (whatever the key).
+pub const CHECKOUT_PER_ADDRESS: Limit = Limit {
+    max_failures: 300,
+    window_seconds: 60,
+    refusal: "too many checkouts from this address in the last minute; retry shortly",
+};
+
+/// Counts one checkout session for `public_key` from the caller; refuses past either limit.
+pub async fn count_checkout(ctx: &Ctx, public_key: &str) -> Result<(), ApiError> {
+    count_one(
+        ctx,
+        &format!("checkout:{public_key}"),
+        EVERY_ADDRESS,
+        &CHECKOUT_PER_KEY,
+    )
+    .await?;
+    count_one(ctx, "checkout", ctx.caller_address(), &CHECKOUT_PER_ADDRESS).await
+}
+
+/// Counts one event of `subject` from `source`, atomically; refuses it past the limit.
+async fn count_one(ctx: &Ctx, subject: &str, source: &str, limit: &Limit) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let f = db::count_attempt(&ctx.db, subject, source, now, limit.window_seconds)
+        .await
+        .or_internal("count attempt")?;
+    if f.failures > limit.max_failures {
+        let window_end = f.window_start + limit.window_seconds;
+        return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)
+            .with_retry_after((window_end - now).max(1) as u64));
+    }
+    Ok(())
+}
+
 /// Counts this attempt of `subject` before it is checked, from the caller and from every address,
 /// and refuses it when either count is past its limit. A success must then [`clear`] the
 /// caller's count (the per-e-mail count is cleared with [`clear_everywhere`]).
@@ -73,21 +113,8 @@ pub async fn count_attempt(
     per_address: &Limit,
     everywhere: &Limit,
 ) -> Result<(), ApiError> {
-    let now = ctx.now();
-    for (source, limit) in [
-        (ctx.caller_address(), per_address),
-        (EVERY_ADDRESS, everywhere),
-    ] {
-        let f = db::count_attempt(&ctx.db, subject, source, now, limit.window_seconds)
-            .await
-            .or_internal("count attempt")?;
-        if f.failures > limit.max_failures {
-            let window_end = f.window_start + limit.window_seconds;
-            return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)
-                .with_retry_after((window_end - now).max(1) as u64));
-        }
-    }
-    Ok(())
+    count_one(ctx, subject, ctx.caller_address(), per_address).await?;
+    count_one(ctx, subject, EVERY_ADDRESS, everywhere).await
 }
 
 /// The statement that forgets `subject`'s attempts counted across every address.

@@ -37,6 +37,8 @@ pub enum ErrorCode {
     RateLimited,
     /// The request conflicts with the resource's current state.
     Conflict,
+    /// A checkout's `redirectUrl` is not one of the merchant's allowed return origins.
+    RedirectNotAllowed,
     /// The request body is larger than the operation accepts.
     PayloadTooLarge,
     /// Payments cannot be taken now: no way to pay is available on this deployment.
@@ -65,6 +67,7 @@ impl ErrorCode {
             Self::RateLimited => "rate_limited",
             Self::Conflict => "conflict",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::RedirectNotAllowed => "redirect_not_allowed",
             Self::PaymentsUnavailable => "payments_unavailable",
             Self::ServerError => "server_error",
         }
@@ -81,7 +84,10 @@ impl ErrorCode {
             | Self::InvalidToken
             | Self::InvalidCredentials
             | Self::LoginRequired => 401,
-            Self::InsufficientScope | Self::MerchantUnavailable | Self::CsrfFailed => 403,
+            Self::InsufficientScope
+            | Self::MerchantUnavailable
+            | Self::CsrfFailed
+            | Self::RedirectNotAllowed => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict => 409,

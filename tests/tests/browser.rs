@@ -18,6 +18,19 @@ fn site() -> &'static Site {
             "/thanks",
             "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
         );
+        // The merchant lets its checkouts return the customer to this site.
+        let worker = Worker::shared();
+        let merchant = worker.credentials.institutions[0].merchants[0].id;
+        let session = worker.portal_login(0);
+        let reply = worker.portal(
+            reqwest::Method::PUT,
+            &format!("/portal/api/merchants/{merchant}/return-origins"),
+            Some(&session),
+            Some(&json!({"return_origins": [
+                "https://shop.example", worker.base_url, site.origin
+            ]})),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
         site
     })
 }

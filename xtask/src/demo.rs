@@ -285,6 +285,7 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
             )?;
             if *onboarding == "completed" {
                 sellers.push((institution_id, id));
+                add_wallets_and_origins(&tx, id, base_url, created)?;
             }
             merchant_ids.push(id);
             merchants.push(MerchantKey {
@@ -341,6 +342,53 @@ pub fn seed(conn: &mut Connection, base_url: &str) -> rusqlite::Result<Credentia
             institution: INSTITUTIONS[0].name.to_owned(),
         },
     })
+}
+
+/// Settlement wallets of onboarded demo merchants, one per network (well-formed addresses that
+/// belong to nobody: EIP-55's own example, BIP-173's, and so on).
+pub const DEMO_WALLETS: &[(&str, &str)] = &[
+    ("arbitrum", "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"),
+    ("base", "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"),
+    ("bitcoin", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"),
+    ("ethereum", "0xdbF03B407c01E7cD3CBea99509d93f8DDDC8C6FB"),
+    ("polygon", "0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb"),
+    ("solana", "4Nd1mBQtrMJVYVfKf2PJy9NZUZdTAsp7D4xWLs4gDB4T"),
+    ("tron", "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"),
+];
+
+/// The return origins of demo merchants: the local worker itself (its demo shop) and the shop
+/// the tests' orders return to.
+fn demo_origins(base_url: &str) -> Vec<String> {
+    let mut origins = vec!["https://shop.example".to_owned()];
+    if let Some(origin) = base_url
+        .split_once("://")
+        .map(|(scheme, rest)| format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest)))
+    {
+        origins.push(origin);
+    }
+    origins
+}
+
+fn add_wallets_and_origins(
+    tx: &SqlTx<'_>,
+    merchant_id: i64,
+    base_url: &str,
+    created: &str,
+) -> rusqlite::Result<()> {
+    for (network, address) in DEMO_WALLETS {
+        tx.execute(
+            "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at) \
+             VALUES (?1, ?2, ?3, ?4)",
+            params![merchant_id, network, address, created],
+        )?;
+    }
+    for origin in demo_origins(base_url) {
+        tx.execute(
+            "INSERT INTO merchant_origins (merchant_id, origin, created_at) VALUES (?1, ?2, ?3)",
+            params![merchant_id, origin, created],
+        )?;
+    }
+    Ok(())
 }
 
 /// Adds `count` transactions after the newest one, spread over every institution's onboarded

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
-use super::{first, DbResult, Query, Value};
+use super::{all, first, run, DbResult, Query, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -105,26 +105,294 @@ pub struct Gate {
 impl Gate {
     /// Why this merchant cannot take payments now, if it cannot.
     pub fn refusal(&self) -> Option<String> {
-        if self.status != MerchantStatus::Active {
-            return Some(format!("the account is {}", self.status));
-        }
-        if !self.onboarding_status.is_complete() {
-            return Some("onboarding is not complete".to_owned());
-        }
-        if self.crypto_enabled == 0 {
-            return Some("crypto payments are not enabled".to_owned());
-        }
-        None
+        refusal(
+            self.status,
+            self.onboarding_status,
+            self.crypto_enabled != 0,
+        )
     }
 }
 
-/// The merchant with this publishable key.
-pub async fn gate_by_key(db: &D1Database, public_key: &str) -> DbResult<Option<Gate>> {
+/// Why a merchant in this state cannot take payments, if it cannot: it must be active,
+/// onboarded and crypto-enabled (and, checked by the caller, have a wallet on an offered
+/// network).
+pub fn refusal(
+    status: MerchantStatus,
+    onboarding: OnboardingStatus,
+    crypto_enabled: bool,
+) -> Option<String> {
+    if status != MerchantStatus::Active {
+        return Some(format!("the account is {status}"));
+    }
+    if !onboarding.is_complete() {
+        return Some("onboarding is not complete".to_owned());
+    }
+    if !crypto_enabled {
+        return Some("crypto payments are not enabled".to_owned());
+    }
+    None
+}
+
+/// The merchant with this publishable key: its current key, or the previous one while its grace
+/// period after a roll lasts.
+pub async fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Option<Gate>> {
     first(
         db,
         "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
-         WHERE public_key = ?1",
-        &[public_key.into()],
+         WHERE public_key = ?1 \
+         UNION ALL SELECT id, institution_id, status, onboarding_status, crypto_enabled \
+         FROM merchants WHERE previous_public_key = ?1 AND previous_key_expires_at > ?2 \
+         LIMIT 1",
+        &[public_key.into(), now.into()],
     )
     .await
+}
+
+/// A merchant as the portal shows and edits it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PortalRow {
+    /// Merchant id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// Registered name.
+    pub legal_name: String,
+    /// Contact e-mail.
+    pub email: String,
+    /// Current publishable key.
+    pub public_key: String,
+    /// The institution's own reference.
+    pub psp_reference_id: String,
+    /// Account status.
+    pub status: MerchantStatus,
+    /// Onboarding status.
+    pub onboarding_status: OnboardingStatus,
+    /// 0 or 1.
+    pub crypto_enabled: i64,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: Option<String>,
+    /// End of the previous key's grace period, Unix seconds.
+    pub previous_key_expires_at: Option<i64>,
+}
+
+const PORTAL_COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
+    onboarding_status, crypto_enabled, created_at, updated_at, previous_key_expires_at";
+
+/// One page of the institution's merchants for the portal, newest first, one row over `limit`;
+/// `search` matches a name prefix (any case) or a `psp_reference_id` exactly.
+pub async fn portal_page(
+    db: &D1Database,
+    institution_id: i64,
+    search: Option<&str>,
+    starting_after: Option<i64>,
+    limit: u32,
+) -> DbResult<Vec<PortalRow>> {
+    let mut sql = format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1");
+    let mut params = vec![Value::Int(institution_id)];
+    if let Some(search) = search {
+        let prefix = format!(
+            "{}%",
+            search
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        params.push(search.into());
+        params.push(prefix.into());
+        sql.push_str(&format!(
+            " AND (psp_reference_id = ?{} OR name LIKE ?{} ESCAPE '\\')",
+            params.len() - 1,
+            params.len()
+        ));
+    }
+    if let Some(cursor) = starting_after {
+        params.push(cursor.into());
+        sql.push_str(&format!(" AND id < ?{}", params.len()));
+    }
+    params.push(Value::Int(i64::from(limit) + 1));
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT ?{}", params.len()));
+    all(db, &sql, &params).await
+}
+
+/// One merchant of the institution, as the portal shows it.
+pub async fn portal_get(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+) -> DbResult<Option<PortalRow>> {
+    first(
+        db,
+        &format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
+        &[institution_id.into(), id.into()],
+    )
+    .await
+}
+
+/// A merchant to create.
+pub struct NewMerchant<'a> {
+    /// Owning institution.
+    pub institution_id: i64,
+    /// Display name.
+    pub name: &'a str,
+    /// Registered name.
+    pub legal_name: &'a str,
+    /// Contact e-mail.
+    pub email: &'a str,
+    /// The institution's own reference (unique per institution).
+    pub psp_reference_id: &'a str,
+    /// Publishable key.
+    pub public_key: &'a str,
+    /// Whether it may take crypto payments.
+    pub crypto_enabled: bool,
+    /// Creation time.
+    pub now_text: &'a str,
+}
+
+/// Creates a merchant (active, onboarding pending); returns its id, or `None` when the
+/// institution already has a merchant with this `psp_reference_id`.
+pub async fn insert(db: &D1Database, m: &NewMerchant<'_>) -> DbResult<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: i64,
+    }
+    let row: Option<Id> = first(
+        db,
+        "INSERT INTO merchants (institution_id, name, legal_name, email, public_key, \
+         psp_reference_id, status, onboarding_status, crypto_enabled, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'active', 'pending', ?7, ?8, ?8) \
+         ON CONFLICT (institution_id, psp_reference_id) DO NOTHING RETURNING id",
+        &[
+            m.institution_id.into(),
+            m.name.into(),
+            m.legal_name.into(),
+            m.email.into(),
+            m.public_key.into(),
+            m.psp_reference_id.into(),
+            i64::from(m.crypto_enabled).into(),
+            m.now_text.into(),
+        ],
+    )
+    .await?;
+    Ok(row.map(|r| r.id))
+}
+
+/// The fields an edit sets; `None` leaves a field as it is. Status and onboarding moves are
+/// guarded on the value they were checked against.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Display name.
+    pub name: Option<String>,
+    /// Registered name.
+    pub legal_name: Option<String>,
+    /// Contact e-mail.
+    pub email: Option<String>,
+    /// The institution's own reference.
+    pub psp_reference_id: Option<String>,
+    /// Crypto payments on or off.
+    pub crypto_enabled: Option<bool>,
+    /// Account status: (from, to).
+    pub status: Option<(MerchantStatus, MerchantStatus)>,
+    /// Onboarding: (from, to).
+    pub onboarding: Option<(OnboardingStatus, OnboardingStatus)>,
+}
+
+/// What an edit did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Edited {
+    /// Written.
+    Done,
+    /// No such merchant, or a status it was checked against changed meanwhile.
+    NotWritten,
+    /// Another merchant of the institution has that `psp_reference_id`.
+    ReferenceTaken,
+}
+
+/// Writes only the fields `c` sets, guarded on the statuses it moves from.
+pub async fn update(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+    c: &Changes,
+    now_text: &str,
+) -> DbResult<Edited> {
+    let mut params: Vec<Value> = vec![institution_id.into(), id.into(), now_text.into()];
+    let mut sets = vec!["updated_at = ?3".to_owned()];
+    let mut guards = Vec::new();
+    let push = |params: &mut Vec<Value>, value: Value| {
+        params.push(value);
+        params.len()
+    };
+    for (column, value) in [
+        ("name", &c.name),
+        ("legal_name", &c.legal_name),
+        ("email", &c.email),
+        ("psp_reference_id", &c.psp_reference_id),
+    ] {
+        if let Some(value) = value {
+            let n = push(&mut params, value.as_str().into());
+            sets.push(format!("{column} = ?{n}"));
+        }
+    }
+    if let Some(enabled) = c.crypto_enabled {
+        let n = push(&mut params, i64::from(enabled).into());
+        sets.push(format!("crypto_enabled = ?{n}"));
+    }
+    if let Some((from, to)) = c.status {
+        let n = push(&mut params, to.as_str().into());
+        sets.push(format!("status = ?{n}"));
+        let n = push(&mut params, from.as_str().into());
+        guards.push(format!("status = ?{n}"));
+    }
+    if let Some((from, to)) = c.onboarding {
+        let n = push(&mut params, to.as_str().into());
+        sets.push(format!("onboarding_status = ?{n}"));
+        let n = push(&mut params, from.as_str().into());
+        guards.push(format!("onboarding_status = ?{n}"));
+    }
+    let mut sql = format!(
+        "UPDATE merchants SET {} WHERE institution_id = ?1 AND id = ?2",
+        sets.join(", ")
+    );
+    for guard in guards {
+        sql.push_str(" AND ");
+        sql.push_str(&guard);
+    }
+    match run(db, &sql, &params).await {
+        Ok(0) => Ok(Edited::NotWritten),
+        Ok(_) => Ok(Edited::Done),
+        Err(err) if err.to_string().contains("UNIQUE") => Ok(Edited::ReferenceTaken),
+        Err(err) => Err(err),
+    }
+}
+
+/// Replaces the publishable key, only if it is still `old`; the old one keeps working until
+/// `grace_until` (Unix seconds; `None`: stops now). False if nothing was written.
+pub async fn roll_key(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+    old: &str,
+    new: &str,
+    grace_until: Option<i64>,
+    now_text: &str,
+) -> DbResult<bool> {
+    let changed = run(
+        db,
+        "UPDATE merchants SET public_key = ?4, previous_public_key = ?5, \
+         previous_key_expires_at = ?6, updated_at = ?7 \
+         WHERE institution_id = ?1 AND id = ?2 AND public_key = ?3",
+        &[
+            institution_id.into(),
+            id.into(),
+            old.into(),
+            new.into(),
+            grace_until.map(|_| old).into(),
+            grace_until.into(),
+            now_text.into(),
+        ],
+    )
+    .await?;
+    Ok(changed > 0)
 }

@@ -15,10 +15,12 @@ pub mod endpoints;
 pub mod events;
 pub mod merchants;
 pub mod notifications;
+pub mod origins;
 pub mod portal;
 pub mod sessions;
 pub mod throttle;
 pub mod transactions;
+pub mod wallets;
 
 #[cfg(test)]
 mod plan_tests;

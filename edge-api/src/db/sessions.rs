@@ -135,6 +135,8 @@ pub struct SessionView {
     pub id: String,
     /// The transaction.
     pub transaction_id: i64,
+    /// The merchant.
+    pub merchant_id: i64,
     /// Merchant display name.
     pub merchant_name: String,
     /// Order title.
@@ -169,7 +171,7 @@ pub struct SessionView {
 pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
     first(
         db,
-        "SELECT s.id, s.transaction_id, m.name AS merchant_name, s.title, \
+        "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, s.title, \
          t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
          s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
          t.version \

@@ -6,7 +6,7 @@ use serde_json::json;
 use shared_types::ErrorCode;
 use worker::{Method, Request, Response, Url};
 
-use super::{deliveries, ops, with_cookie, Cookie, Csrf, Portal};
+use super::{deliveries, merchants, ops, with_cookie, Cookie, Csrf, Portal};
 use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
@@ -37,10 +37,27 @@ struct Rotate {
     grace_period_seconds: Option<i64>,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WalletBody {
+    address: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OriginsBody {
+    return_origins: Vec<String>,
+}
+
 /// The methods `/portal/api/{rest}` answers (`None`: no such path).
 pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
-    use Method::{Delete, Get, Patch, Post};
+    use Method::{Delete, Get, Patch, Post, Put};
     Some(match rest {
+        ["merchants"] => &[Get, Post],
+        ["merchants", _] => &[Get, Patch],
+        ["merchants", _, "wallets", _] => &[Put, Delete],
+        ["merchants", _, "return-origins"] => &[Put],
+        ["merchants", _, "roll-key"] => &[Post],
         ["login"] | ["logout"] => &[Post],
         ["session"] | ["notifications"] => &[Get],
         ["clients"] | ["webhook-endpoints"] => &[Get, Post],
@@ -200,13 +217,72 @@ pub async fn handle(
         (Method::Post, ["deliveries", id, "resend"]) => {
             ok(201, to_json(&deliveries::resend(&portal, id).await?)?)
         }
+        (Method::Get, ["merchants"]) => ok(
+            200,
+            to_json(&merchants::list(&portal, url.query().unwrap_or("")).await?)?,
+        ),
+        (Method::Post, ["merchants"]) => {
+            let new: merchants::NewMerchantBody = from_json(&json_body(&mut req).await?)?;
+            ok(201, to_json(&merchants::create(&portal, &new).await?)?)
+        }
+        (Method::Get, ["merchants", id]) => {
+            let id = merchants::merchant_id(id)?;
+            ok(200, to_json(&merchants::detail(&portal, id).await?)?)
+        }
+        (Method::Patch, ["merchants", id]) => {
+            let id = merchants::merchant_id(id)?;
+            let patch: merchants::MerchantPatch = from_json(&json_body(&mut req).await?)?;
+            ok(
+                200,
+                to_json(&merchants::update(&portal, id, &patch).await?)?,
+            )
+        }
+        (Method::Put, ["merchants", id, "wallets", network]) => {
+            let id = merchants::merchant_id(id)?;
+            let WalletBody { address } = from_json(&json_body(&mut req).await?)?;
+            ok(
+                200,
+                to_json(&merchants::set_wallet(&portal, id, network, Some(&address)).await?)?,
+            )
+        }
+        (Method::Delete, ["merchants", id, "wallets", network]) => {
+            let id = merchants::merchant_id(id)?;
+            ok(
+                200,
+                to_json(&merchants::set_wallet(&portal, id, network, None).await?)?,
+            )
+        }
+        (Method::Put, ["merchants", id, "return-origins"]) => {
+            let id = merchants::merchant_id(id)?;
+            let OriginsBody { return_origins } = from_json(&json_body(&mut req).await?)?;
+            ok(
+                200,
+                to_json(&merchants::set_origins(&portal, id, &return_origins).await?)?,
+            )
+        }
+        (Method::Post, ["merchants", id, "roll-key"]) => {
+            let id = merchants::merchant_id(id)?;
+            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
+            let Rotate {
+                grace_period_seconds,
+            } = if body.trim().is_empty() {
+                Rotate::default()
+            } else {
+                from_json(&body)?
+            };
+            ok(
+                200,
+                to_json(&merchants::roll_key(&portal, id, grace_period_seconds).await?)?,
+            )
+        }
         (Method::Get, ["notifications"]) => {
             let list = deliveries::list_notifications(&portal).await?;
             ok(200, json!({"object": "list", "data": list}))
         }
         (
             _,
-            ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications", ..],
+            ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications"
+            | "merchants", ..],
         ) => Err(not_allowed()),
         _ => Err(ApiError::not_found(format!(
             "no such endpoint: {}",

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod deliveries;
+pub mod merchants;
 pub mod ops;
 pub mod pages;
 

@@ -11,11 +11,11 @@ use worker::{Method, Request, Response, Url};
 
 use super::hosted_page;
 use crate::ctx::{timestamp, Ctx};
-use crate::db::merchants;
 use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
 use crate::db::transactions::{self, NewPayment};
+use crate::db::{merchants, origins, wallets};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
-use crate::{chain, crypto, db, http, payments};
+use crate::{chain, crypto, db, http, payments, throttle};
 
 /// How long a checkout stays payable.
 pub const SESSION_SECONDS: i64 = 60 * 60;
@@ -105,16 +105,18 @@ fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
     let body = http::body_of_type(req, "application/json", http::CHECKOUT_BODY_MAX).await?;
     let options = parse_options(&body)?;
-    let Some(&method) = chain::methods(ctx).first() else {
+    if chain::methods(ctx).is_empty() {
         return Err(ApiError::new(
             ErrorCode::PaymentsUnavailable,
             "payments are unavailable: this deployment does not watch any chain yet, so it \
              offers no way to pay",
         ));
-    };
+    }
+    throttle::count_checkout(ctx, &options.public_key).await?;
     let database = &ctx.db;
+    let now = ctx.now();
 
-    let merchant = merchants::gate_by_key(database, &options.public_key)
+    let merchant = merchants::gate_by_key(database, &options.public_key, now)
         .await
         .or_internal("read merchant")?
         .ok_or_else(|| {
@@ -126,8 +128,31 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
             format!("this merchant cannot take payments: {why}"),
         ));
     }
+    let offered = offered_methods(ctx, merchant.id).await?;
+    let Some(&method) = offered.first() else {
+        return Err(ApiError::new(
+            ErrorCode::MerchantUnavailable,
+            "this merchant cannot take payments: it has no settlement wallet on a network \
+             Payrail offers",
+        ));
+    };
+    // The hosted page is ours: it may only send the customer back to the merchant's own sites.
+    let origin = Url::parse(&options.redirect_url)
+        .map(|u| u.origin().ascii_serialization())
+        .or_internal("parse redirectUrl")?;
+    if !origins::allows(database, merchant.id, &origin)
+        .await
+        .or_internal("read origins")?
+    {
+        return Err(ApiError::new(
+            ErrorCode::RedirectNotAllowed,
+            format!(
+                "redirectUrl must point at one of this merchant's allowed return origins; \
+                 {origin} is not one (add it in the portal)"
+            ),
+        ));
+    }
 
-    let now = ctx.now();
     let fingerprint = fingerprint(&options)?;
     let replay = |stored: StoredKey| {
         if stored.fingerprint == fingerprint {
@@ -240,11 +265,12 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
         None => hosted_page::respond(404, hosted_page::not_found()),
         Some(session) => {
             let status = if notice.is_some() { 409 } else { 200 };
+            let offered = offered_methods(ctx, session.merchant_id).await?;
             hosted_page::respond(
                 status,
                 hosted_page::checkout(
                     &session,
-                    chain::methods(ctx),
+                    &offered,
                     ctx.sandbox(),
                     ctx.now(),
                     notice.as_deref(),
@@ -252,6 +278,17 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
             )
         }
     }
+}
+
+/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
+async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
+    let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
+        .await
+        .or_internal("read wallets")?
+        .into_iter()
+        .map(|w| w.network)
+        .collect();
+    Ok(chain::methods_for(ctx, &networks))
 }
 
 async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
@@ -281,13 +318,14 @@ pub async fn choose_method(
         .find(|(k, _)| k == "method")
         .map(|(_, v)| v)
         .unwrap_or_default();
+    let session = session(ctx, id).await?;
+    let offered = offered_methods(ctx, session.merchant_id).await?;
     let method = chosen
         .split_once(':')
-        .and_then(|(asset, network)| chain::method(ctx, asset, network))
+        .and_then(|(asset, network)| chain::method(&offered, asset, network))
         .ok_or_else(|| {
             ApiError::invalid_request("method must be one of the offered ways to pay")
         })?;
-    let session = session(ctx, id).await?;
     let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
     let crypto_amount = quote::crypto_amount(amount, &session.currency, method)
         .ok_or("no rate")

@@ -1,0 +1,53 @@
+//! The origins a merchant's checkouts may return the customer to.
+
+use serde::Deserialize;
+use worker::D1Database;
+
+use super::{batch, bind, strings, DbResult};
+
+/// The merchant's allowed return origins.
+pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
+    strings(
+        db,
+        "SELECT origin FROM merchant_origins WHERE merchant_id = ?1 ORDER BY origin",
+        &[merchant_id.into()],
+    )
+    .await
+}
+
+/// Replaces the whole list, atomically.
+pub async fn replace(
+    db: &D1Database,
+    merchant_id: i64,
+    origins: &[String],
+    now_text: &str,
+) -> DbResult<()> {
+    let mut statements = vec![bind(
+        db,
+        "DELETE FROM merchant_origins WHERE merchant_id = ?1",
+        &[merchant_id.into()],
+    )?];
+    for origin in origins {
+        statements.push(bind(
+            db,
+            "INSERT INTO merchant_origins (merchant_id, origin, created_at) VALUES (?1, ?2, ?3)",
+            &[merchant_id.into(), origin.as_str().into(), now_text.into()],
+        )?);
+    }
+    batch(db, statements).await.map(drop)
+}
+
+/// Whether `origin` is one of the merchant's.
+pub async fn allows(db: &D1Database, merchant_id: i64, origin: &str) -> DbResult<bool> {
+    #[derive(Deserialize)]
+    struct Found {
+        found: i64,
+    }
+    let row: Option<Found> = super::first(
+        db,
+        "SELECT 1 AS found FROM merchant_origins WHERE merchant_id = ?1 AND origin = ?2",
+        &[merchant_id.into(), origin.into()],
+    )
+    .await?;
+    Ok(row.is_some_and(|r| r.found == 1))
+}

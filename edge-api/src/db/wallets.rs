@@ -1,0 +1,114 @@
+//! Merchants' settlement wallets and the log of every change to them (who, when, old, new): the
+//! most attacked field in payments, so nothing about it is ever overwritten without a trace.
+
+use serde::{Deserialize, Serialize};
+use worker::D1Database;
+
+use super::{all, batch, bind, changed, DbResult};
+
+/// A settlement wallet.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Wallet {
+    /// Network it is paid out on.
+    pub network: String,
+    /// External address.
+    pub address: String,
+    /// Last change.
+    pub updated_at: String,
+}
+
+/// The merchant's wallets, by network.
+pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Wallet>> {
+    all(
+        db,
+        "SELECT network, address, updated_at FROM merchant_wallets WHERE merchant_id = ?1 \
+         ORDER BY network",
+        &[merchant_id.into()],
+    )
+    .await
+}
+
+/// One recorded change.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Change {
+    /// Network.
+    pub network: String,
+    /// The address before (`None`: there was none).
+    pub old_address: Option<String>,
+    /// The address after (`None`: removed).
+    pub new_address: Option<String>,
+    /// The admin who changed it.
+    pub changed_by: String,
+    /// When.
+    pub changed_at: String,
+}
+
+/// The merchant's wallet changes, newest first (at most 100).
+pub async fn changes(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Change>> {
+    all(
+        db,
+        "SELECT network, old_address, new_address, changed_by, changed_at FROM wallet_changes \
+         WHERE merchant_id = ?1 ORDER BY id DESC LIMIT 100",
+        &[merchant_id.into()],
+    )
+    .await
+}
+
+/// Sets (`Some`) or removes (`None`) the wallet of `network`, only if it is still `old` (what
+/// the caller read), and records the change in the same batch. False if it changed meanwhile.
+pub async fn replace(
+    db: &D1Database,
+    merchant_id: i64,
+    network: &str,
+    old: Option<&str>,
+    new: Option<&str>,
+    changed_by: &str,
+    now_text: &str,
+) -> DbResult<bool> {
+    let write = match (old, new) {
+        (None, Some(new)) => bind(
+            db,
+            "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at) \
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (merchant_id, network) DO NOTHING",
+            &[
+                merchant_id.into(),
+                network.into(),
+                new.into(),
+                now_text.into(),
+            ],
+        )?,
+        (Some(old), Some(new)) => bind(
+            db,
+            "UPDATE merchant_wallets SET address = ?4, updated_at = ?5 \
+             WHERE merchant_id = ?1 AND network = ?2 AND address = ?3",
+            &[
+                merchant_id.into(),
+                network.into(),
+                old.into(),
+                new.into(),
+                now_text.into(),
+            ],
+        )?,
+        (Some(old), None) => bind(
+            db,
+            "DELETE FROM merchant_wallets WHERE merchant_id = ?1 AND network = ?2 AND address = ?3",
+            &[merchant_id.into(), network.into(), old.into()],
+        )?,
+        (None, None) => return Ok(true),
+    };
+    let record = bind(
+        db,
+        "INSERT INTO wallet_changes (merchant_id, network, old_address, new_address, \
+         changed_by, changed_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1",
+        &[
+            merchant_id.into(),
+            network.into(),
+            old.into(),
+            new.into(),
+            changed_by.into(),
+            now_text.into(),
+        ],
+    )?;
+    let results = batch(db, vec![write, record]).await?;
+    Ok(changed(&results, 0))
+}

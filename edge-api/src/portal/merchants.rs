@@ -1,0 +1,548 @@
+//! Merchant onboarding, shared by the pages and the JSON API: create and edit merchants, move
+//! them through onboarding and account states (only the moves `shared-types` allows), set their
+//! settlement wallets (every change recorded), their allowed return origins, and roll their
+//! publishable key. Every function is scoped to the session's institution: another
+//! institution's merchant is `not_found`, like an unknown one.
+
+use serde::{Deserialize, Serialize};
+use shared_types::{ErrorCode, List, MerchantStatus, OnboardingStatus};
+use worker::Url;
+
+use super::Portal;
+use crate::ctx::{timestamp, Ctx};
+use crate::db::merchants::{self, Changes, Edited, NewMerchant, PortalRow};
+use crate::db::wallets::{self, Wallet};
+use crate::db::{origins, wallets::Change};
+use crate::error::{ApiError, OrInternal};
+use crate::query::{parse_id, MerchantSearch};
+use crate::{chain, crypto, wallet_address};
+
+/// Most return origins a merchant may list.
+pub const MAX_ORIGINS: usize = 10;
+/// Default grace period of a rolled publishable key: a day to update the merchant's pages.
+pub const DEFAULT_KEY_GRACE_SECONDS: i64 = 24 * 60 * 60;
+/// Longest grace period of a rolled key.
+pub const MAX_KEY_GRACE_SECONDS: i64 = 7 * 24 * 60 * 60;
+
+/// A merchant as the portal shows it.
+#[derive(Debug, Serialize)]
+pub struct Merchant {
+    /// Always `merchant`.
+    pub object: &'static str,
+    /// Merchant id.
+    pub id: i64,
+    /// Display name.
+    pub name: String,
+    /// Registered name.
+    pub legal_name: String,
+    /// Contact e-mail.
+    pub email: String,
+    /// Current publishable key.
+    pub public_key: String,
+    /// The institution's own reference.
+    pub psp_reference_id: String,
+    /// Account status.
+    pub status: MerchantStatus,
+    /// Where the account status may go next.
+    pub status_next: &'static [MerchantStatus],
+    /// Onboarding status.
+    pub onboarding_status: OnboardingStatus,
+    /// Whether onboarding is complete.
+    pub onboarding_complete: bool,
+    /// Where onboarding may go next.
+    pub onboarding_next: &'static [OnboardingStatus],
+    /// Whether crypto payments are on.
+    pub crypto_enabled: bool,
+    /// Whether a checkout can be created for it now (and if not, why).
+    pub can_take_payments: bool,
+    /// Why it cannot, when it cannot.
+    pub cannot_take_payments_because: Option<String>,
+    /// Settlement wallets, by network.
+    pub wallets: Vec<Wallet>,
+    /// Allowed return origins.
+    pub return_origins: Vec<String>,
+    /// While the previous key still works after a roll: until when.
+    pub previous_key_expires_at: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: Option<String>,
+}
+
+/// A merchant with the log of its settlement wallet changes.
+#[derive(Debug, Serialize)]
+pub struct MerchantDetail {
+    /// The merchant.
+    #[serde(flatten)]
+    pub merchant: Merchant,
+    /// Every wallet change, newest first.
+    pub wallet_changes: Vec<Change>,
+}
+
+fn no_merchant() -> ApiError {
+    ApiError::not_found("no such merchant")
+}
+
+/// A merchant id from a path segment (an id that cannot exist reads like an unknown one).
+pub fn merchant_id(text: &str) -> Result<i64, ApiError> {
+    parse_id(text).ok_or_else(no_merchant)
+}
+
+async fn view(ctx: &Ctx, row: PortalRow, now: i64) -> Result<Merchant, ApiError> {
+    let wallets = wallets::list(&ctx.db, row.id)
+        .await
+        .or_internal("read wallets")?;
+    let return_origins = origins::list(&ctx.db, row.id)
+        .await
+        .or_internal("read origins")?;
+    let networks: Vec<String> = wallets.iter().map(|w| w.network.clone()).collect();
+    let because = merchants::refusal(row.status, row.onboarding_status, row.crypto_enabled != 0)
+        .or_else(|| {
+            if chain::methods(ctx).is_empty() {
+                Some("this deployment offers no way to pay yet".to_owned())
+            } else if chain::methods_for(ctx, &networks).is_empty() {
+                Some("it has no settlement wallet on a network Payrail offers".to_owned())
+            } else if return_origins.is_empty() {
+                Some("it has no allowed return origin".to_owned())
+            } else {
+                None
+            }
+        });
+    Ok(Merchant {
+        object: "merchant",
+        id: row.id,
+        name: row.name,
+        legal_name: row.legal_name,
+        email: row.email,
+        public_key: row.public_key,
+        psp_reference_id: row.psp_reference_id,
+        status: row.status,
+        status_next: row.status.next(),
+        onboarding_status: row.onboarding_status,
+        onboarding_complete: row.onboarding_status.is_complete(),
+        onboarding_next: row.onboarding_status.next(),
+        crypto_enabled: row.crypto_enabled != 0,
+        can_take_payments: because.is_none(),
+        cannot_take_payments_because: because,
+        wallets,
+        return_origins,
+        previous_key_expires_at: row
+            .previous_key_expires_at
+            .filter(|end| *end > now)
+            .and_then(shared_types::time::format_unix),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+async fn row(portal: &Portal<'_>, id: i64) -> Result<PortalRow, ApiError> {
+    merchants::portal_get(portal.db(), portal.institution_id(), id)
+        .await
+        .or_internal("read merchant")?
+        .ok_or_else(no_merchant)
+}
+
+/// One merchant.
+pub async fn get(portal: &Portal<'_>, id: i64) -> Result<Merchant, ApiError> {
+    view(portal.ctx, row(portal, id).await?, portal.now).await
+}
+
+/// One merchant with its wallet change log.
+pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<MerchantDetail, ApiError> {
+    let merchant = get(portal, id).await?;
+    let wallet_changes = wallets::changes(portal.db(), id)
+        .await
+        .or_internal("read wallet changes")?;
+    Ok(MerchantDetail {
+        merchant,
+        wallet_changes,
+    })
+}
+
+/// A page of the institution's merchants: `q` (a name prefix or an exact `psp_reference_id`),
+/// `limit`, `starting_after`.
+pub async fn list(portal: &Portal<'_>, query: &str) -> Result<List<Merchant>, ApiError> {
+    let q = MerchantSearch::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
+    let rows = merchants::portal_page(
+        portal.db(),
+        portal.institution_id(),
+        q.q.as_deref(),
+        q.starting_after,
+        q.limit,
+    )
+    .await
+    .or_internal("list merchants")?;
+    let mut views = Vec::with_capacity(rows.len());
+    for row in rows {
+        views.push(view(portal.ctx, row, portal.now).await?);
+    }
+    Ok(List::from_overfetch(views, q.limit as usize, |m| m.id))
+}
+
+fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > max {
+        return Err(ApiError::invalid_request(format!(
+            "{field} must be 1 to {max} characters"
+        )));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::invalid_request(format!(
+            "{field} must not contain control characters"
+        )));
+    }
+    Ok(value.to_owned())
+}
+
+fn email(value: &str) -> Result<String, ApiError> {
+    let value = value.trim();
+    let ok = value.len() <= 254
+        && value.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        })
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::invalid_request(
+            "email must be an e-mail address such as payments@shop.example",
+        ))
+    }
+}
+
+fn reference(value: &str) -> Result<String, ApiError> {
+    let value = value.trim();
+    if (1..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::invalid_request(
+            "psp_reference_id must be 1 to 64 letters, digits, dots, colons, hyphens or \
+             underscores",
+        ))
+    }
+}
+
+fn taken(reference: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        format!("psp_reference_id {reference:?} is already used by another of your merchants"),
+    )
+}
+
+/// A new publishable key: `pk_live_` (`pk_test_` in sandbox) and 24 random letters and digits.
+fn new_key(ctx: &Ctx) -> Result<String, ApiError> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let bytes = crypto::random_bytes::<24>().or_internal("generate key")?;
+    // 256 is not a multiple of 62: draw again rather than bias the first letters.
+    let mut key = String::from(if ctx.sandbox() {
+        "pk_test_"
+    } else {
+        "pk_live_"
+    });
+    for b in bytes {
+        let mut b = b;
+        while b >= 248 {
+            b = crypto::random_bytes::<1>().or_internal("generate key")?[0];
+        }
+        key.push(ALPHABET[usize::from(b) % ALPHABET.len()] as char);
+    }
+    Ok(key)
+}
+
+/// What creating a merchant takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMerchantBody {
+    /// Display name (what customers see on the hosted page).
+    pub name: String,
+    /// Registered name.
+    pub legal_name: String,
+    /// Contact e-mail.
+    pub email: String,
+    /// The institution's own reference, unique among its merchants.
+    pub psp_reference_id: String,
+    /// Whether crypto payments are on (default true).
+    #[serde(default)]
+    pub crypto_enabled: Option<bool>,
+}
+
+/// Creates a merchant: active, onboarding pending, with a new publishable key.
+pub async fn create(portal: &Portal<'_>, new: &NewMerchantBody) -> Result<Merchant, ApiError> {
+    let name = text("name", &new.name, 100)?;
+    let legal_name = text("legal_name", &new.legal_name, 200)?;
+    let email = email(&new.email)?;
+    let psp_reference_id = reference(&new.psp_reference_id)?;
+    let key = new_key(portal.ctx)?;
+    let id = merchants::insert(
+        portal.db(),
+        &NewMerchant {
+            institution_id: portal.institution_id(),
+            name: &name,
+            legal_name: &legal_name,
+            email: &email,
+            psp_reference_id: &psp_reference_id,
+            public_key: &key,
+            crypto_enabled: new.crypto_enabled.unwrap_or(true),
+            now_text: &timestamp(portal.now)?,
+        },
+    )
+    .await
+    .or_internal("create merchant")?
+    .ok_or_else(|| taken(&psp_reference_id))?;
+    get(portal, id).await
+}
+
+/// Changes to a merchant; absent fields stay as they are.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MerchantPatch {
+    /// Display name.
+    pub name: Option<String>,
+    /// Registered name.
+    pub legal_name: Option<String>,
+    /// Contact e-mail.
+    pub email: Option<String>,
+    /// The institution's own reference.
+    pub psp_reference_id: Option<String>,
+    /// Crypto payments on or off.
+    pub crypto_enabled: Option<bool>,
+    /// Account status: `active`, `suspended` or `disabled` (only the moves allowed from the
+    /// current one).
+    pub status: Option<String>,
+    /// Onboarding status (only the moves allowed from the current one).
+    pub onboarding_status: Option<String>,
+}
+
+fn refused_move(what: &str, from: &str, to: &str, allowed: Vec<&str>) -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        if allowed.is_empty() {
+            format!("{what} cannot change from {from}: it is final")
+        } else {
+            format!(
+                "{what} cannot move from {from} to {to}; from {from} it can move to {}",
+                allowed.join(" or ")
+            )
+        },
+    )
+}
+
+/// Applies a patch, writing only the fields it names; status and onboarding moves are checked
+/// against the allowed moves and guarded on the state they were checked against.
+pub async fn update(
+    portal: &Portal<'_>,
+    id: i64,
+    patch: &MerchantPatch,
+) -> Result<Merchant, ApiError> {
+    let current = row(portal, id).await?;
+    let mut changes = Changes {
+        name: patch
+            .name
+            .as_deref()
+            .map(|v| text("name", v, 100))
+            .transpose()?,
+        legal_name: patch
+            .legal_name
+            .as_deref()
+            .map(|v| text("legal_name", v, 200))
+            .transpose()?,
+        email: patch.email.as_deref().map(email).transpose()?,
+        psp_reference_id: patch
+            .psp_reference_id
+            .as_deref()
+            .map(reference)
+            .transpose()?,
+        crypto_enabled: patch.crypto_enabled,
+        ..Changes::default()
+    };
+    if let Some(to) = &patch.status {
+        let to: MerchantStatus = to.parse().map_err(|_| {
+            ApiError::invalid_request(format!(
+                "status must be active, suspended or disabled; got {to:?}"
+            ))
+        })?;
+        if to != current.status {
+            if !current.status.next().contains(&to) {
+                return Err(refused_move(
+                    "status",
+                    current.status.as_str(),
+                    to.as_str(),
+                    current.status.next().iter().map(|s| s.as_str()).collect(),
+                ));
+            }
+            changes.status = Some((current.status, to));
+        }
+    }
+    if let Some(to) = &patch.onboarding_status {
+        let to: OnboardingStatus = to.parse().map_err(|_| {
+            ApiError::invalid_request(format!(
+                "onboarding_status must be pending, in_review, completed or rejected; got {to:?}"
+            ))
+        })?;
+        if to != current.onboarding_status {
+            let next = current.onboarding_status.next();
+            if !next.contains(&to) {
+                return Err(refused_move(
+                    "onboarding",
+                    current.onboarding_status.as_str(),
+                    to.as_str(),
+                    next.iter().map(|s| s.as_str()).collect(),
+                ));
+            }
+            changes.onboarding = Some((current.onboarding_status, to));
+        }
+    }
+    match merchants::update(
+        portal.db(),
+        portal.institution_id(),
+        id,
+        &changes,
+        &timestamp(portal.now)?,
+    )
+    .await
+    .or_internal("update merchant")?
+    {
+        Edited::Done => get(portal, id).await,
+        Edited::ReferenceTaken => Err(taken(changes.psp_reference_id.as_deref().unwrap_or(""))),
+        Edited::NotWritten => Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the merchant changed while this request ran; read it again and retry",
+        )),
+    }
+}
+
+/// Sets the settlement wallet of `network` (`None`: removes it), recording who changed it.
+pub async fn set_wallet(
+    portal: &Portal<'_>,
+    id: i64,
+    network: &str,
+    address: Option<&str>,
+) -> Result<Merchant, ApiError> {
+    row(portal, id).await?;
+    if !wallet_address::NETWORKS.contains(&network) {
+        return Err(ApiError::not_found(format!(
+            "no such network {network:?}; networks are {}",
+            wallet_address::NETWORKS.join(", ")
+        )));
+    }
+    let address = address
+        .map(|a| wallet_address::check(network, a))
+        .transpose()
+        .map_err(ApiError::invalid_request)?;
+    let old = wallets::list(portal.db(), id)
+        .await
+        .or_internal("read wallets")?
+        .into_iter()
+        .find(|w| w.network == network)
+        .map(|w| w.address);
+    if old == address {
+        return get(portal, id).await;
+    }
+    if !wallets::replace(
+        portal.db(),
+        id,
+        network,
+        old.as_deref(),
+        address.as_deref(),
+        &portal.session.email,
+        &timestamp(portal.now)?,
+    )
+    .await
+    .or_internal("set wallet")?
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the wallet changed while this request ran; read it again and retry",
+        ));
+    }
+    get(portal, id).await
+}
+
+/// An origin as stored: `scheme://host[:port]`, https (http only for localhost and 127.0.0.1
+/// in sandbox).
+pub fn origin(ctx: &Ctx, text: &str) -> Result<String, ApiError> {
+    let bad = || {
+        ApiError::invalid_request(format!(
+            "return origins must be like https://shop.example (scheme and host, no path); got \
+             {text:?}"
+        ))
+    };
+    let url = Url::parse(text.trim()).map_err(|_| bad())?;
+    let origin = url.origin().ascii_serialization();
+    let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1"));
+    let scheme_ok = url.scheme() == "https" || (url.scheme() == "http" && local && ctx.sandbox());
+    if !scheme_ok || !url.username().is_empty() || url.password().is_some() {
+        return Err(bad());
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad());
+    }
+    Ok(origin)
+}
+
+/// Replaces the allowed return origins.
+pub async fn set_origins(
+    portal: &Portal<'_>,
+    id: i64,
+    list: &[String],
+) -> Result<Merchant, ApiError> {
+    row(portal, id).await?;
+    if list.len() > MAX_ORIGINS {
+        return Err(ApiError::invalid_request(format!(
+            "return_origins may list at most {MAX_ORIGINS} origins"
+        )));
+    }
+    let mut clean: Vec<String> = Vec::new();
+    for text in list {
+        let o = origin(portal.ctx, text)?;
+        if !clean.contains(&o) {
+            clean.push(o);
+        }
+    }
+    origins::replace(portal.db(), id, &clean, &timestamp(portal.now)?)
+        .await
+        .or_internal("set origins")?;
+    get(portal, id).await
+}
+
+/// Issues a new publishable key; the old one keeps creating sessions for `grace_seconds`.
+pub async fn roll_key(
+    portal: &Portal<'_>,
+    id: i64,
+    grace_seconds: Option<i64>,
+) -> Result<Merchant, ApiError> {
+    let grace = grace_seconds.unwrap_or(DEFAULT_KEY_GRACE_SECONDS);
+    if !(0..=MAX_KEY_GRACE_SECONDS).contains(&grace) {
+        return Err(ApiError::invalid_request(format!(
+            "grace_period_seconds must be from 0 to {MAX_KEY_GRACE_SECONDS} (7 days)"
+        )));
+    }
+    let current = row(portal, id).await?;
+    let key = new_key(portal.ctx)?;
+    let until = (grace > 0).then_some(portal.now + grace);
+    if !merchants::roll_key(
+        portal.db(),
+        portal.institution_id(),
+        id,
+        &current.public_key,
+        &key,
+        until,
+        &timestamp(portal.now)?,
+    )
+    .await
+    .or_internal("roll key")?
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the key was rolled by another request meanwhile; read the merchant again",
+        ));
+    }
+    get(portal, id).await
+}
