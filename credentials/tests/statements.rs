@@ -8,7 +8,7 @@ use payrail_credentials::sql::{
 use payrail_credentials::{client_secret, hash_password, sha256_hex, verify_password};
 use rusqlite::{params, Connection};
 
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: &[&str] = &[
     include_str!("../../edge-api/migrations/0001_partner_api.sql"),
     include_str!("../../edge-api/migrations/0002_checkout.sql"),
     include_str!("../../edge-api/migrations/0003_portal.sql"),

@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
         "query",
         "crypto",
         "webhook_url",
+        "wallet_address",
     ],
     &["db"],
     &["auth", "throttle", "payments", "webhooks", "chain"],

@@ -6,9 +6,10 @@ use shared_types::{ErrorCode, Scope};
 use worker::{Method, Request, Response, Url};
 
 mod layout;
+mod merchants;
 mod webhooks;
 
-use layout::{csrf_field, error_box, layout, page, secret_box};
+use layout::{csrf_field, error_box, layout, page, secret_box, Form};
 use webhooks::{delivery_page, endpoint_page};
 
 use super::deliveries;
@@ -18,36 +19,15 @@ use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 use crate::http::see_other;
 
-/// A parsed form body.
-struct Form(Vec<(String, String)>);
-
-impl Form {
-    async fn read(req: &mut Request) -> Result<Form, ApiError> {
-        let body = crate::http::body(req, crate::http::PORTAL_BODY_MAX).await?;
-        Ok(Form(crate::http::form_fields(&body)?))
-    }
-
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, name: &str) -> Vec<String> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .collect()
-    }
-}
-
 /// The methods `/portal/{rest}` answers (`None`: no such page).
 pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
     use Method::{Get, Post};
     Some(match rest {
-        [] | [""] | ["developers"] => &[Get],
+        [] | [""] | ["developers"] | ["merchants", _] => &[Get],
+        ["merchants"] => &[Get, Post],
+        ["merchants", _, "edit" | "status" | "onboarding" | "wallets" | "origins" | "roll-key"] => {
+            &[Post]
+        }
         ["login"] | ["webhooks"] | ["webhooks", _] => &[Get, Post],
         ["logout"] | ["developers", "clients"] => &[Post],
         ["developers", "clients", _, "rotate" | "delete"] => &[Post],
@@ -148,6 +128,17 @@ pub async fn handle(
 async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, ApiError> {
     match rest {
         ["developers"] => developers(portal, None, None).await,
+        ["merchants"] => merchants::list(portal, url, None, None).await,
+        ["merchants", id] => {
+            merchants::detail(
+                portal,
+                url,
+                crate::portal::merchants::merchant_id(id)?,
+                None,
+                200,
+            )
+            .await
+        }
         ["webhooks"] => webhooks::webhooks(portal, None, None).await,
         ["webhooks", id] => endpoint_page(portal, ops::endpoint_id(id)?, None, None, 200).await,
         ["deliveries", id] => delivery_page(portal, id).await,
@@ -162,6 +153,7 @@ async fn post(
     form: &Form,
 ) -> Result<Response, ApiError> {
     match rest {
+        ["merchants", rest @ ..] => merchants::post(portal, url, rest, form).await,
         ["logout"] => {
             super::logout(portal).await?;
             with_cookie(see_other(url, "/portal/login")?, Cookie::End)

@@ -1,8 +1,8 @@
 //! What every portal page shares: the style, the layout with its navigation, and the small
-//! pieces (CSRF field, error and secret boxes).
+//! pieces (CSRF field, error and secret boxes, the form reader).
 
 use maud::{html, Markup};
-use worker::Response;
+use worker::{Request, Response};
 
 use crate::error::ApiError;
 use crate::portal::Portal;
@@ -27,6 +27,10 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 .secret{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.75rem 1rem}
 .error{background:#fdecec;border:1px solid #e8a1a1;border-radius:8px;padding:.75rem 1rem}
 .muted{color:#5b6677}
+.ok{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.5rem 1rem}
+.warn{background:#fff4d6;border:1px solid #e0c060;border-radius:8px;padding:.5rem 1rem}
+textarea{font:13px ui-monospace,monospace;width:100%;box-sizing:border-box}
+dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.fields dd{margin:0}
 ";
 
 pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {
@@ -43,6 +47,7 @@ pub(super) fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Mark
                 strong { "Payrail portal" }
                 @if let Some(p) = portal {
                     nav {
+                        a href="/portal/merchants" { "Merchants" } " · "
                         a href="/portal/developers" { "Developers" } " · "
                         a href="/portal/webhooks" { "Webhooks" }
                     }
@@ -73,5 +78,30 @@ pub(super) fn secret_box(label: &str, secret: &str, note: &str) -> Markup {
             code #revealed-secret { (secret) } br;
             span.muted { (note) }
         }
+    }
+}
+
+/// A parsed form body.
+pub(super) struct Form(Vec<(String, String)>);
+
+impl Form {
+    pub(super) async fn read(req: &mut Request) -> Result<Form, ApiError> {
+        let body = crate::http::body(req, crate::http::PORTAL_BODY_MAX).await?;
+        Ok(Form(crate::http::form_fields(&body)?))
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(super) fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 }

@@ -1,0 +1,392 @@
+//! The merchant pages: the list with search and a "new merchant" form, and one merchant's page
+//! with its onboarding and account moves, publishable key and embed snippet, settlement wallets
+//! and their change log, and return origins. Plain forms; every change goes through the same
+//! operations as the JSON API.
+
+use maud::html;
+use shared_types::ErrorCode;
+use worker::{Response, Url};
+
+use super::layout::{csrf_field, error_box, layout, page, Form};
+use crate::error::ApiError;
+use crate::http::see_other;
+use crate::portal::merchants::{self, Merchant, MerchantDetail, MerchantPatch, NewMerchantBody};
+use crate::portal::Portal;
+use crate::wallet_address::NETWORKS;
+
+/// An error a form can show next to itself (a refusal of the user's input), rather than fail.
+fn shown(err: &ApiError) -> bool {
+    matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict)
+}
+
+/// `GET /portal/merchants`: search, one page, and the form for a new merchant.
+pub(super) async fn list(
+    portal: &Portal<'_>,
+    url: &Url,
+    error: Option<&str>,
+    draft: Option<&NewMerchantBody>,
+) -> Result<Response, ApiError> {
+    let query = url.query().unwrap_or("");
+    let found = merchants::list(portal, query).await?;
+    let search = url
+        .query_pairs()
+        .find(|(k, _)| k == "q")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let next = found.next_cursor.map(|cursor| {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if !search.is_empty() {
+            query.append_pair("q", &search);
+        }
+        query.append_pair("starting_after", &cursor.to_string());
+        format!("/portal/merchants?{}", query.finish())
+    });
+    let value = |f: fn(&NewMerchantBody) -> &str| draft.map_or("", f).to_owned();
+    page(
+        if error.is_some() { 400 } else { 200 },
+        layout(
+            "Merchants",
+            Some(portal),
+            html! {
+                section {
+                    h1 { "Merchants" }
+                    form method="get" action="/portal/merchants" {
+                        label for="q" { "Search by name or PSP reference" }
+                        input #q type="text" name="q" value=(search);
+                        " " button type="submit" { "Search" }
+                    }
+                    @if found.data.is_empty() { p { "No merchants found." } } @else {
+                        table {
+                            thead { tr { th { "Name" } th { "PSP reference" } th { "Status" } th { "Onboarding" } th { "Payments" } } }
+                            tbody {
+                                @for m in &found.data {
+                                    tr data-merchant=(m.id) {
+                                        td { a href=(format!("/portal/merchants/{}", m.id)) { (m.name) } }
+                                        td { code { (m.psp_reference_id) } }
+                                        td { (m.status.as_str()) }
+                                        td { (m.onboarding_status.as_str()) }
+                                        td { @if m.can_take_payments { "ready" } @else { span.muted { "not yet" } } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @if let Some(next) = next { p { a href=(next) { "Next page →" } } }
+                }
+                section {
+                    h2 { "New merchant" }
+                    (error_box(error))
+                    form method="post" action="/portal/merchants" {
+                        (csrf_field(portal))
+                        label for="name" { "Name (shown to customers)" }
+                        input #name type="text" name="name" required maxlength="100" value=(value(|d| &d.name));
+                        label for="legal_name" { "Legal name" }
+                        input #legal_name type="text" name="legal_name" required maxlength="200" value=(value(|d| &d.legal_name));
+                        label for="email" { "E-mail" }
+                        input #email type="email" name="email" required value=(value(|d| &d.email));
+                        label for="psp_reference_id" { "Your reference (unique)" }
+                        input #psp_reference_id type="text" name="psp_reference_id" required maxlength="64" value=(value(|d| &d.psp_reference_id));
+                        fieldset { label { input type="checkbox" name="crypto_enabled" value="true" checked; " Crypto payments enabled" } }
+                        button type="submit" { "Create merchant" }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+/// The snippet a merchant pastes into its page: the script and one `Payrail.checkout` call.
+pub fn embed_snippet(base: &str, m: &Merchant) -> String {
+    let redirect = m
+        .return_origins
+        .first()
+        .map_or("https://your-shop.example/thanks".to_owned(), |o| {
+            format!("{o}/thanks")
+        });
+    format!(
+        "<script src=\"{base}/checkout.js\"></script>\n\
+         <button id=\"pay-with-crypto\">Pay with crypto</button>\n\
+         <script>\n\
+         \x20 Payrail.checkout({{\n\
+         \x20   publicKey: \"{key}\",\n\
+         \x20   amount: 19.99,\n\
+         \x20   currency: \"EUR\",\n\
+         \x20   title: \"Order 1001\",\n\
+         \x20   externalReference: \"1001\",\n\
+         \x20   redirectUrl: \"{redirect}\",\n\
+         \x20   allowCrypto: true\n\
+         \x20 }}, \"#pay-with-crypto\");\n\
+         </script>",
+        key = m.public_key,
+    )
+}
+
+/// `GET /portal/merchants/{id}`.
+pub(super) async fn detail(
+    portal: &Portal<'_>,
+    url: &Url,
+    id: i64,
+    error: Option<&str>,
+    status: u16,
+) -> Result<Response, ApiError> {
+    let MerchantDetail {
+        merchant: m,
+        wallet_changes,
+    } = merchants::detail(portal, id).await?;
+    let base = url.origin().ascii_serialization();
+    let action = |path: &str| format!("/portal/merchants/{}/{path}", m.id);
+    let wallet_of = |network: &str| {
+        m.wallets
+            .iter()
+            .find(|w| w.network == network)
+            .map(|w| w.address.clone())
+    };
+    page(
+        status,
+        layout(
+            &m.name,
+            Some(portal),
+            html! {
+                section {
+                    p { a href="/portal/merchants" { "← Merchants" } }
+                    h1 { (m.name) }
+                    (error_box(error))
+                    @if m.can_take_payments {
+                        p.ok role="status" #payments-ready { "Ready to take payments." }
+                    } @else {
+                        p.warn role="status" #payments-blocked {
+                            "Cannot take payments yet: " (m.cannot_take_payments_because.as_deref().unwrap_or(""))
+                        }
+                    }
+                    dl.fields {
+                        dt { "Account" } dd #status { (m.status.as_str()) }
+                        dt { "Onboarding" } dd #onboarding { (m.onboarding_status.as_str()) }
+                        dt { "Crypto payments" } dd { @if m.crypto_enabled { "enabled" } @else { "disabled" } }
+                        dt { "Created" } dd { (m.created_at) }
+                    }
+                    @if !m.onboarding_next.is_empty() {
+                        form method="post" action=(action("onboarding")) {
+                            (csrf_field(portal))
+                            "Move onboarding to: "
+                            @for next in m.onboarding_next {
+                                button type="submit" name="onboarding_status" value=(next.as_str()) { (next.as_str()) } " "
+                            }
+                        }
+                    }
+                    @if !m.status_next.is_empty() {
+                        form method="post" action=(action("status")) {
+                            (csrf_field(portal))
+                            "Change account to: "
+                            @for next in m.status_next {
+                                @let danger = next.as_str() == "disabled";
+                                button.danger[danger] type="submit" name="status" value=(next.as_str()) { (next.as_str()) } " "
+                            }
+                        }
+                    }
+                }
+                section {
+                    h2 { "Details" }
+                    form method="post" action=(action("edit")) {
+                        (csrf_field(portal))
+                        label for="name" { "Name (shown to customers)" }
+                        input #name type="text" name="name" required maxlength="100" value=(m.name);
+                        label for="legal_name" { "Legal name" }
+                        input #legal_name type="text" name="legal_name" required maxlength="200" value=(m.legal_name);
+                        label for="email" { "E-mail" }
+                        input #email type="email" name="email" required value=(m.email);
+                        label for="psp_reference_id" { "Your reference (unique)" }
+                        input #psp_reference_id type="text" name="psp_reference_id" required maxlength="64" value=(m.psp_reference_id);
+                        fieldset { label { input type="checkbox" name="crypto_enabled" value="true" checked[m.crypto_enabled]; " Crypto payments enabled" } }
+                        button type="submit" { "Save" }
+                    }
+                }
+                section {
+                    h2 { "Publishable key and embed snippet" }
+                    p { "Publishable key: " code #public-key { (m.public_key) } }
+                    @if let Some(until) = &m.previous_key_expires_at {
+                        p.muted { "The previous key keeps working until " (until) "." }
+                    }
+                    label for="snippet" { "Paste this into the merchant's page (select it all to copy):" }
+                    textarea #snippet rows="12" readonly { (embed_snippet(&base, &m)) }
+                    form method="post" action=(action("roll-key")) {
+                        (csrf_field(portal))
+                        label for="grace_hours" { "Roll the key; the old one keeps working for (hours, 0 to 168)" }
+                        input #grace_hours type="number" name="grace_hours" min="0" max="168" value="24";
+                        " " button.danger type="submit" { "Roll key" }
+                    }
+                }
+                section {
+                    h2 { "Settlement wallets" }
+                    p.muted { "Where the merchant is paid out, one address per network. Every change is recorded below." }
+                    table {
+                        thead { tr { th { "Network" } th { "Address" } th {} } }
+                        tbody {
+                            @for network in NETWORKS {
+                                @let current = wallet_of(network);
+                                tr data-network=(network) {
+                                    td { (network) }
+                                    td {
+                                        form method="post" action=(action("wallets")) {
+                                            (csrf_field(portal))
+                                            input type="hidden" name="network" value=(network);
+                                            input type="text" name="address" value=(current.clone().unwrap_or_default()) aria-label=(format!("{network} address"));
+                                            " " button type="submit" { "Save" }
+                                        }
+                                    }
+                                    td {
+                                        @if current.is_some() {
+                                            form method="post" action=(action("wallets")) {
+                                                (csrf_field(portal))
+                                                input type="hidden" name="network" value=(network);
+                                                input type="hidden" name="address" value="";
+                                                button.danger type="submit" { "Remove" }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    h3 { "Wallet changes" }
+                    @if wallet_changes.is_empty() { p.muted { "No changes yet." } } @else {
+                        table #wallet-changes {
+                            thead { tr { th { "When" } th { "Who" } th { "Network" } th { "Old" } th { "New" } } }
+                            tbody {
+                                @for c in &wallet_changes {
+                                    tr {
+                                        td { (c.changed_at) }
+                                        td { (c.changed_by) }
+                                        td { (c.network) }
+                                        td { code { (c.old_address.as_deref().unwrap_or("—")) } }
+                                        td { code { (c.new_address.as_deref().unwrap_or("removed")) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                section {
+                    h2 { "Allowed return origins" }
+                    p.muted { "A checkout may send the customer back only to these sites (its redirectUrl's origin)." }
+                    form method="post" action=(action("origins")) {
+                        (csrf_field(portal))
+                        label for="origins" { "One per line, like https://shop.example" }
+                        textarea #origins name="origins" rows="4" { (m.return_origins.join("\n")) }
+                        button type="submit" { "Save origins" }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+/// `POST /portal/merchants[/{id}/{action}]`.
+pub(super) async fn post(
+    portal: &Portal<'_>,
+    url: &Url,
+    rest: &[&str],
+    form: &Form,
+) -> Result<Response, ApiError> {
+    let field = |name: &str| form.get(name).unwrap_or_default().to_owned();
+    if rest.is_empty() {
+        let new = NewMerchantBody {
+            name: field("name"),
+            legal_name: field("legal_name"),
+            email: field("email"),
+            psp_reference_id: field("psp_reference_id"),
+            crypto_enabled: Some(form.get("crypto_enabled").is_some()),
+        };
+        return match merchants::create(portal, &new).await {
+            Ok(m) => see_other(url, &format!("/portal/merchants/{}", m.id)),
+            Err(err) if shown(&err) => list(portal, url, Some(&err.description), Some(&new)).await,
+            Err(err) => Err(err),
+        };
+    }
+    let [id, action] = rest else {
+        return Err(ApiError::not_found(format!("no such page: {}", url.path())));
+    };
+    let id = merchants::merchant_id(id)?;
+    let done = match *action {
+        "edit" => merchants::update(
+            portal,
+            id,
+            &MerchantPatch {
+                name: Some(field("name")),
+                legal_name: Some(field("legal_name")),
+                email: Some(field("email")),
+                psp_reference_id: Some(field("psp_reference_id")),
+                crypto_enabled: Some(form.get("crypto_enabled").is_some()),
+                ..MerchantPatch::default()
+            },
+        )
+        .await
+        .map(drop),
+        "status" => merchants::update(
+            portal,
+            id,
+            &MerchantPatch {
+                status: Some(field("status")),
+                ..MerchantPatch::default()
+            },
+        )
+        .await
+        .map(drop),
+        "onboarding" => merchants::update(
+            portal,
+            id,
+            &MerchantPatch {
+                onboarding_status: Some(field("onboarding_status")),
+                ..MerchantPatch::default()
+            },
+        )
+        .await
+        .map(drop),
+        "wallets" => {
+            let address = field("address");
+            let address = address.trim();
+            merchants::set_wallet(
+                portal,
+                id,
+                &field("network"),
+                (!address.is_empty()).then_some(address),
+            )
+            .await
+            .map(drop)
+        }
+        "origins" => {
+            let origins: Vec<String> = field("origins")
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect();
+            merchants::set_origins(portal, id, &origins).await.map(drop)
+        }
+        "roll-key" => {
+            let hours = field("grace_hours");
+            match hours.trim().parse::<i64>() {
+                Ok(h) if (0..=168).contains(&h) => merchants::roll_key(portal, id, Some(h * 3600))
+                    .await
+                    .map(drop),
+                _ => Err(ApiError::invalid_request(
+                    "the grace period must be a whole number of hours from 0 to 168",
+                )),
+            }
+        }
+        _ => return Err(ApiError::not_found(format!("no such page: {}", url.path()))),
+    };
+    match done {
+        Ok(()) => see_other(url, &format!("/portal/merchants/{id}")),
+        Err(err) if shown(&err) => {
+            detail(
+                portal,
+                url,
+                id,
+                Some(&err.description),
+                err.code.http_status(),
+            )
+            .await
+        }
+        Err(err) => Err(err),
+    }
+}
