@@ -126,6 +126,14 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/portal/api/deliveries/{id}"),
     ("post", "/portal/api/deliveries/{id}/resend"),
     ("get", "/portal/api/notifications"),
+    ("get", "/portal/api/merchants"),
+    ("post", "/portal/api/merchants"),
+    ("get", "/portal/api/merchants/{id}"),
+    ("patch", "/portal/api/merchants/{id}"),
+    ("put", "/portal/api/merchants/{id}/wallets/{network}"),
+    ("delete", "/portal/api/merchants/{id}/wallets/{network}"),
+    ("put", "/portal/api/merchants/{id}/return-origins"),
+    ("post", "/portal/api/merchants/{id}/roll-key"),
 ];
 
 /// The document describes the portal's JSON API, and only what it has: each operation tagged

@@ -30,6 +30,7 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 .ok{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.5rem 1rem}
 .warn{background:#fff4d6;border:1px solid #e0c060;border-radius:8px;padding:.5rem 1rem}
 textarea{font:13px ui-monospace,monospace;width:100%;box-sizing:border-box}
+form.wallet{display:flex;gap:.5rem}form.wallet input[type=text]{flex:1;max-width:none}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.fields dd{margin:0}
 ";
 

@@ -226,7 +226,7 @@ pub(super) async fn detail(
                                 tr data-network=(network) {
                                     td { (network) }
                                     td {
-                                        form method="post" action=(action("wallets")) {
+                                        form.wallet method="post" action=(action("wallets")) {
                                             (csrf_field(portal))
                                             input type="hidden" name="network" value=(network);
                                             input type="text" name="address" value=(current.clone().unwrap_or_default()) aria-label=(format!("{network} address"));
