@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../edge-api/migrations/0004_webhooks.sql"),
     include_str!("../../edge-api/migrations/0005_hardening.sql"),
     include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
+    include_str!("../../edge-api/migrations/0007_payments_view.sql"),
 ];
 
 const NOW: &str = "2026-11-21T04:35:27Z";

@@ -134,6 +134,9 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("delete", "/portal/api/merchants/{id}/wallets/{network}"),
     ("put", "/portal/api/merchants/{id}/return-origins"),
     ("post", "/portal/api/merchants/{id}/roll-key"),
+    ("get", "/portal/api/payments"),
+    ("get", "/portal/api/payments/{id}"),
+    ("get", "/portal/api/overview"),
 ];
 
 /// The document describes the portal's JSON API, and only what it has: each operation tagged

@@ -703,6 +703,7 @@ mod tests {
             include_str!("../../edge-api/migrations/0004_webhooks.sql"),
             include_str!("../../edge-api/migrations/0005_hardening.sql"),
             include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
+            include_str!("../../edge-api/migrations/0007_payments_view.sql"),
         ] {
             conn.execute_batch(migration).unwrap();
         }

@@ -297,6 +297,25 @@ pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Opt
     .await
 }
 
+/// The deliveries of every event of one of the institution's transactions, oldest first (at
+/// most 500).
+pub async fn of_transaction(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Vec<DeliveryRow>> {
+    all(
+        db,
+        "SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, \
+         d.next_attempt_at, d.last_attempt_at, d.redelivery_of, d.created_at \
+         FROM events e JOIN deliveries d ON d.event_id = e.id \
+         WHERE e.transaction_id = ?1 AND e.institution_id = ?2 \
+         ORDER BY d.created_at, d.id LIMIT 500",
+        &[transaction_id.into(), institution_id.into()],
+    )
+    .await
+}
+
 /// One attempt, as the log shows it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct AttemptRow {

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, DbResult};
+use super::{all, bind, first, DbResult};
 
 /// An event to write.
 pub struct OutboxEvent<'a> {
@@ -67,4 +67,31 @@ pub async fn payload(db: &D1Database, event_id: &str) -> DbResult<Option<String>
     )
     .await?;
     Ok(row.map(|r| r.payload))
+}
+
+/// An event as a payment's timeline shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventRow {
+    /// `evt_…`.
+    pub id: String,
+    /// Event type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// The events of one of the institution's transactions, oldest first (at most 200).
+pub async fn of_transaction(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Vec<EventRow>> {
+    all(
+        db,
+        "SELECT id, type, created FROM events WHERE transaction_id = ?1 AND institution_id = ?2 \
+         ORDER BY created, id LIMIT 200",
+        &[transaction_id.into(), institution_id.into()],
+    )
+    .await
 }

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_webhooks.sql"),
     include_str!("../../migrations/0005_hardening.sql"),
     include_str!("../../migrations/0006_merchant_onboarding.sql"),
+    include_str!("../../migrations/0007_payments_view.sql"),
 ];
 
 fn database() -> Connection {
@@ -80,6 +81,22 @@ fn every_transaction_filter_combination_is_an_index_range_scan() {
         };
         assert_indexed(&conn, &transactions::list_query(1, &filter));
     }
+}
+
+#[test]
+fn the_overview_reads_one_range_of_a_covering_index() {
+    let conn = database();
+    let steps = plan(
+        &conn,
+        &transactions::volume_query(1, "2026-11-01T00:00:00Z"),
+    );
+    assert!(
+        steps[0].starts_with("SEARCH")
+            && steps[0].contains("COVERING INDEX transactions_by_institution_created")
+            && steps[0].contains("institution_id=? AND created_at>?"),
+        "{steps:?}"
+    );
+    assert!(!steps.iter().any(|s| s.starts_with("SCAN")), "{steps:?}");
 }
 
 #[test]

@@ -193,6 +193,39 @@ pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Opti
     Ok(list(db, institution_id, &filter).await?.into_iter().next())
 }
 
+/// Count and gross volume of one status and currency.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Volume {
+    /// Normalized status.
+    pub status: Status,
+    /// Order currency.
+    pub currency: Option<String>,
+    /// Transactions.
+    pub count: i64,
+    /// Sum of `amount.gross` in minor units (cents; yen for JPY).
+    pub gross_minor: i64,
+}
+
+/// The overview's statement: the institution's transactions created since `since` (canonical
+/// text), counted and summed per status and currency, from one range scan of a covering index.
+/// Amounts are summed in minor units as integers, so the sum is exact.
+pub fn volume_query(institution_id: i64, since: &str) -> Query {
+    Query {
+        sql: "SELECT status, currency, count(*) AS count, \
+              coalesce(sum(CAST(round(CAST(amount_gross AS REAL) * \
+              CASE currency WHEN 'JPY' THEN 1 ELSE 100 END) AS INTEGER)), 0) AS gross_minor \
+              FROM transactions INDEXED BY transactions_by_institution_created \
+              WHERE institution_id = ?1 AND created_at >= ?2 GROUP BY status, currency"
+            .to_owned(),
+        params: vec![institution_id.into(), since.into()],
+    }
+}
+
+/// Volume per status and currency since `since`.
+pub async fn volume(db: &D1Database, institution_id: i64, since: &str) -> DbResult<Vec<Volume>> {
+    volume_query(institution_id, since).all(db).await
+}
+
 /// The institution's newest transaction id (a sample for test events).
 pub async fn newest_id(db: &D1Database, institution_id: i64) -> DbResult<Option<i64>> {
     #[derive(Deserialize)]

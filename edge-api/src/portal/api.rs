@@ -6,7 +6,7 @@ use serde_json::json;
 use shared_types::ErrorCode;
 use worker::{Method, Request, Response, Url};
 
-use super::{deliveries, merchants, ops, with_cookie, Cookie, Csrf, Portal};
+use super::{deliveries, merchants, ops, payments, with_cookie, Cookie, Csrf, Portal};
 use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
@@ -59,7 +59,7 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
         ["merchants", _, "return-origins"] => &[Put],
         ["merchants", _, "roll-key"] => &[Post],
         ["login"] | ["logout"] => &[Post],
-        ["session"] | ["notifications"] => &[Get],
+        ["session"] | ["notifications"] | ["overview"] | ["payments"] | ["payments", _] => &[Get],
         ["clients"] | ["webhook-endpoints"] => &[Get, Post],
         ["clients", _] => &[Delete],
         ["clients", _, "rotate"] => &[Post],
@@ -275,6 +275,15 @@ pub async fn handle(
                 to_json(&merchants::roll_key(&portal, id, grace_period_seconds).await?)?,
             )
         }
+        (Method::Get, ["payments"]) => ok(
+            200,
+            to_json(&payments::list(&portal, url.query().unwrap_or("")).await?)?,
+        ),
+        (Method::Get, ["payments", id]) => ok(
+            200,
+            to_json(&payments::detail(&portal, payments::payment_id(id)?).await?)?,
+        ),
+        (Method::Get, ["overview"]) => ok(200, to_json(&payments::overview(&portal).await?)?),
         (Method::Get, ["notifications"]) => {
             let list = deliveries::list_notifications(&portal).await?;
             ok(200, json!({"object": "list", "data": list}))
@@ -282,7 +291,7 @@ pub async fn handle(
         (
             _,
             ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications"
-            | "merchants", ..],
+            | "merchants" | "payments" | "overview", ..],
         ) => Err(not_allowed()),
         _ => Err(ApiError::not_found(format!(
             "no such endpoint: {}",

@@ -12,6 +12,7 @@ pub mod deliveries;
 pub mod merchants;
 pub mod ops;
 pub mod pages;
+pub mod payments;
 
 use shared_types::ErrorCode;
 use worker::{Request, Response, Url};

@@ -7,6 +7,7 @@ use worker::{Method, Request, Response, Url};
 
 mod layout;
 mod merchants;
+mod payments;
 mod webhooks;
 
 use layout::{csrf_field, error_box, layout, page, secret_box, Form};
@@ -23,7 +24,7 @@ use crate::http::see_other;
 pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
     use Method::{Get, Post};
     Some(match rest {
-        [] | [""] | ["developers"] | ["merchants", _] => &[Get],
+        [] | [""] | ["developers"] | ["merchants", _] | ["payments"] | ["payments", _] => &[Get],
         ["merchants"] => &[Get, Post],
         ["merchants", _, "edit" | "status" | "onboarding" | "wallets" | "origins" | "roll-key"] => {
             &[Post]
@@ -47,7 +48,6 @@ pub async fn handle(
 ) -> Result<Response, ApiError> {
     let method = req.method();
     match (method.clone(), rest) {
-        (Method::Get, [] | [""]) => see_other(url, "/portal/developers"),
         (Method::Get, ["login"]) => {
             if super::authenticate(&req, ctx, url, Csrf::NotNeeded)
                 .await
@@ -127,6 +127,12 @@ pub async fn handle(
 
 async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, ApiError> {
     match rest {
+        [] | [""] => payments::overview(portal).await,
+        ["payments"] => payments::list(portal, url).await,
+        ["payments", "export.csv"] => payments::export(portal, url),
+        ["payments", id] => {
+            payments::detail(portal, crate::portal::payments::payment_id(id)?).await
+        }
         ["developers"] => developers(portal, None, None).await,
         ["merchants"] => merchants::list(portal, url, None, None).await,
         ["merchants", id] => {

@@ -48,6 +48,8 @@ pub(super) fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Mark
                 strong { "Payrail portal" }
                 @if let Some(p) = portal {
                     nav {
+                        a href="/portal/" { "Overview" } " · "
+                        a href="/portal/payments" { "Payments" } " · "
                         a href="/portal/merchants" { "Merchants" } " · "
                         a href="/portal/developers" { "Developers" } " · "
                         a href="/portal/webhooks" { "Webhooks" }

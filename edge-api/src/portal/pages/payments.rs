@@ -1,0 +1,225 @@
+//! The payments pages: the overview (the portal's first page), the payments list with the
+//! partner API's filters, one payment with its timeline, and the CSV export.
+
+use maud::html;
+use shared_types::Status;
+use worker::{Response, Url};
+
+use super::layout::{csrf_field, layout, page};
+use crate::error::{ApiError, OrInternal};
+use crate::portal::payments::{self, PaymentDetail};
+use crate::portal::Portal;
+
+/// `GET /portal/`: counts and gross volume per status and currency, last 7 and 30 days.
+pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> {
+    let overview = payments::overview(portal).await?;
+    page(
+        200,
+        layout(
+            "Overview",
+            Some(portal),
+            html! {
+                section {
+                    h1 { "Overview" }
+                    p.muted { "Payments created in the period, by status and currency. Gross is what customers paid." }
+                    @for period in &overview.periods {
+                        h2 { "Last " (period.days) " days" }
+                        @if period.lines.is_empty() { p { "No payments." } } @else {
+                            table data-days=(period.days) {
+                                thead { tr { th { "Status" } th { "Currency" } th { "Payments" } th { "Gross" } } }
+                                tbody {
+                                    @for line in &period.lines {
+                                        tr {
+                                            td { a href=(format!("/portal/payments?status={}", line.status.as_str())) { (line.status.as_str()) } }
+                                            td { (line.currency.as_deref().unwrap_or("—")) }
+                                            td { (line.count) }
+                                            td { (line.gross) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+/// `GET /portal/payments`: the filters, one page, the next page and the export.
+pub(super) async fn list(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiError> {
+    let query = url.query().unwrap_or("");
+    let found = payments::list(portal, query).await?;
+    let given = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default()
+    };
+    // The same filters without the cursor, for the next page and the export.
+    let mut filters = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in url.query_pairs() {
+        if k != "starting_after" && k != "limit" && !v.is_empty() {
+            filters.append_pair(&k, &v);
+        }
+    }
+    let filters = filters.finish();
+    let next = found.next_cursor.map(|cursor| {
+        let sep = if filters.is_empty() { "" } else { "&" };
+        format!("/portal/payments?{filters}{sep}starting_after={cursor}")
+    });
+    let status = given("status");
+    page(
+        200,
+        layout(
+            "Payments",
+            Some(portal),
+            html! {
+                section {
+                    h1 { "Payments" }
+                    form method="get" action="/portal/payments" {
+                        label for="status" { "Status" }
+                        select #status name="status" {
+                            option value="" { "any" }
+                            @for s in Status::ALL {
+                                option value=(s.as_str()) selected[status == s.as_str()] { (s.as_str()) }
+                            }
+                        }
+                        label for="merchant_id" { "Merchant id" }
+                        input #merchant_id type="text" name="merchant_id" value=(given("merchant_id"));
+                        label for="external_reference" { "External reference" }
+                        input #external_reference type="text" name="external_reference" value=(given("external_reference"));
+                        label for="id" { "Payment id" }
+                        input #id type="text" name="id" value=(given("id"));
+                        label for="created_after" { "Created from (date or date-time)" }
+                        input #created_after type="text" name="created_after" value=(given("created_after")) placeholder="2026-11-01";
+                        label for="created_before" { "Created before" }
+                        input #created_before type="text" name="created_before" value=(given("created_before")) placeholder="2026-12-01";
+                        p { button type="submit" { "Filter" } " " a href=(format!("/portal/payments/export.csv?{filters}")) #export { "Export CSV" } }
+                    }
+                }
+                section {
+                    @if found.data.is_empty() { p { "No payments match." } } @else {
+                        table #payments {
+                            thead { tr { th { "Id" } th { "Created" } th { "Merchant" } th { "Status" } th { "Expected" } th { "Gross" } th { "Reference" } } }
+                            tbody {
+                                @for t in &found.data {
+                                    tr data-payment=(t.id) {
+                                        td { a href=(format!("/portal/payments/{}", t.id)) { (t.id) } }
+                                        td { (t.created_at.as_deref().unwrap_or("")) }
+                                        td { (t.merchant_id) }
+                                        td { (t.status.as_str()) }
+                                        td { (t.amount.expected.map(|d| d.to_string()).unwrap_or_default()) " " (t.currency.as_deref().unwrap_or("")) }
+                                        td { (t.amount.gross.map(|d| d.to_string()).unwrap_or_default()) }
+                                        td { code { (t.external_reference.as_deref().unwrap_or("")) } }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @if let Some(next) = next { p { a href=(next) { "Next page →" } } }
+                }
+            },
+        ),
+    )
+}
+
+/// `GET /portal/payments/{id}`: every field and the timeline.
+pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, ApiError> {
+    let PaymentDetail {
+        transaction: t,
+        timeline,
+    } = payments::detail(portal, id).await?;
+    let money =
+        |d: Option<rust_decimal::Decimal>| d.map(|d| d.to_string()).unwrap_or_else(|| "—".into());
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
+    page(
+        200,
+        layout(
+            &format!("Payment {}", t.id),
+            Some(portal),
+            html! {
+                section {
+                    p { a href="/portal/payments" { "← Payments" } }
+                    h1 { "Payment " (t.id) }
+                    dl.fields {
+                        dt { "Status" } dd #status { (t.status.as_str()) " (" (t.raw_status.as_str()) ")" }
+                        dt { "Merchant" } dd { (t.merchant_id) }
+                        dt { "External reference" } dd { code { (text(&t.external_reference)) } }
+                        dt { "Expected" } dd { (money(t.amount.expected)) " " (text(&t.currency)) }
+                        dt { "Gross" } dd { (money(t.amount.gross)) }
+                        dt { "Amount status" } dd { (t.amount_status.map(|s| s.as_str()).unwrap_or("—")) }
+                        dt { "PSP fee" } dd { (money(t.amount.psp_fee)) }
+                        dt { "Gas fee" } dd { (money(t.amount.gas_fee)) }
+                        dt { "Bridge fee" } dd { (money(t.amount.bridge_fee)) }
+                        dt { "Net" } dd { (money(t.amount.net)) }
+                        dt { "Asset" } dd { (text(&t.asset)) }
+                        dt { "Payment network" } dd { (text(&t.networks.payment)) }
+                        dt { "Settlement network" } dd { (text(&t.networks.settlement)) }
+                        dt { "Source hash" } dd { code { (text(&t.tx_hashes.source)) } }
+                        dt { "Settlement hash" } dd { code { (text(&t.tx_hashes.settlement)) } }
+                        dt { "Bridge hash" } dd { code { (text(&t.tx_hashes.bridge)) } }
+                        dt { "Customer e-mail" } dd { (text(&t.customer_email)) }
+                        dt { "Created" } dd { (text(&t.created_at)) }
+                        dt { "Paid" } dd { (text(&t.paid_at)) }
+                    }
+                }
+                section {
+                    h2 { "Timeline" }
+                    ol #timeline {
+                        @for entry in &timeline {
+                            li {
+                                strong { (entry.what) } " · " (entry.at.as_deref().unwrap_or(""))
+                                @if let Some(event) = &entry.event_id { " · " code { (event) } }
+                                @if !entry.deliveries.is_empty() {
+                                    table {
+                                        thead { tr { th { "Endpoint" } th { "Delivery" } th { "Attempts" } th {} } }
+                                        tbody {
+                                            @for d in &entry.deliveries {
+                                                tr {
+                                                    td { code { (d.delivery.endpoint_id) } }
+                                                    td { a href=(format!("/portal/deliveries/{}", d.delivery.id)) { (d.delivery.status.as_str()) } }
+                                                    td {
+                                                        @for a in &d.attempt_log {
+                                                            (a.attempt) ". " (a.outcome.as_str())
+                                                            @if let Some(code) = a.status_code { " " (code) }
+                                                            " · " (a.started_at.as_deref().unwrap_or("")) br;
+                                                        }
+                                                    }
+                                                    td {
+                                                        form method="post" action=(format!("/portal/deliveries/{}/resend", d.delivery.id)) {
+                                                            (csrf_field(portal)) button type="submit" { "Resend" }
+                                                        }
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+/// `GET /portal/payments/export.csv`: every matching payment, streamed.
+pub(super) fn export(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiError> {
+    let stream = payments::export(portal, url.query().unwrap_or(""))?;
+    let response = Response::from_stream(stream).or_internal("build export")?;
+    let headers = response.headers();
+    for (name, value) in [
+        ("Content-Type", "text/csv; charset=utf-8"),
+        (
+            "Content-Disposition",
+            "attachment; filename=\"payments.csv\"",
+        ),
+        ("Cache-Control", "no-store"),
+        ("X-Content-Type-Options", "nosniff"),
+    ] {
+        headers.set(name, value).or_internal("set header")?;
+    }
+    Ok(response)
+}

@@ -1,0 +1,287 @@
+//! The payments view, shared by the pages and the JSON API: the institution's transactions with
+//! the partner API's filters and index-backed pages, one payment's timeline (its events, their
+//! deliveries per endpoint and every attempt), a CSV export of a filtered list streamed page by
+//! page, and the overview's counts and gross volume per status and currency.
+
+use futures_util::stream::{self, Stream};
+use serde::Serialize;
+use shared_types::checkout::currency_digits;
+use shared_types::{List, Status, Transaction};
+
+use super::deliveries::{Attempt, Delivery};
+use super::Portal;
+use crate::ctx::timestamp;
+use crate::db::{deliveries, events, transactions};
+use crate::error::{ApiError, OrInternal};
+use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
+
+/// One page of the institution's payments, filtered exactly as `GET /v1/transactions` is.
+pub async fn list(portal: &Portal<'_>, query: &str) -> Result<List<Transaction>, ApiError> {
+    let filter = TransactionFilter::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
+    let rows = transactions::list(portal.db(), portal.institution_id(), &filter)
+        .await
+        .or_internal("list payments")?;
+    Ok(List::from_overfetch(rows, filter.limit as usize, |t| t.id))
+}
+
+/// A delivery of one of the payment's events, with its attempts.
+#[derive(Debug, Serialize)]
+pub struct TimelineDelivery {
+    /// The delivery.
+    #[serde(flatten)]
+    pub delivery: Delivery,
+    /// Every attempt, in order.
+    pub attempt_log: Vec<Attempt>,
+}
+
+/// One moment of a payment's life.
+#[derive(Debug, Serialize)]
+pub struct TimelineEntry {
+    /// When.
+    pub at: Option<String>,
+    /// What happened (`created`, or an event type).
+    pub what: String,
+    /// The event, for an event.
+    pub event_id: Option<String>,
+    /// Its deliveries, for an event.
+    pub deliveries: Vec<TimelineDelivery>,
+}
+
+/// A payment with its timeline.
+#[derive(Debug, Serialize)]
+pub struct PaymentDetail {
+    /// The transaction, as the partner API shows it.
+    pub transaction: Transaction,
+    /// What happened to it, oldest first.
+    pub timeline: Vec<TimelineEntry>,
+}
+
+fn no_payment() -> ApiError {
+    ApiError::not_found("no such payment")
+}
+
+/// A payment id from a path segment.
+pub fn payment_id(text: &str) -> Result<i64, ApiError> {
+    parse_id(text).ok_or_else(no_payment)
+}
+
+/// One payment and its timeline.
+pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiError> {
+    let institution = portal.institution_id();
+    let transaction = transactions::get(portal.db(), institution, id)
+        .await
+        .or_internal("read payment")?
+        .ok_or_else(no_payment)?;
+    let events = events::of_transaction(portal.db(), institution, id)
+        .await
+        .or_internal("read events")?;
+    let mut sent = deliveries::of_transaction(portal.db(), institution, id)
+        .await
+        .or_internal("read deliveries")?;
+    let mut timeline = vec![TimelineEntry {
+        at: transaction.created_at.clone(),
+        what: "created".to_owned(),
+        event_id: None,
+        deliveries: Vec::new(),
+    }];
+    for event in events {
+        let (mine, rest): (Vec<_>, Vec<_>) = sent.into_iter().partition(|d| d.event_id == event.id);
+        sent = rest;
+        let mut with_attempts = Vec::with_capacity(mine.len());
+        for delivery in mine {
+            let attempt_log = deliveries::attempts(portal.db(), &delivery.id)
+                .await
+                .or_internal("read attempts")?
+                .into_iter()
+                .map(Attempt::from)
+                .collect();
+            with_attempts.push(TimelineDelivery {
+                delivery: Delivery::from(delivery),
+                attempt_log,
+            });
+        }
+        timeline.push(TimelineEntry {
+            at: Some(timestamp(event.created)?),
+            what: event.kind,
+            event_id: Some(event.id),
+            deliveries: with_attempts,
+        });
+    }
+    Ok(PaymentDetail {
+        transaction,
+        timeline,
+    })
+}
+
+/// Count and gross volume of one status and currency over a period.
+#[derive(Debug, Serialize)]
+pub struct VolumeLine {
+    /// Normalized status.
+    pub status: Status,
+    /// Order currency.
+    pub currency: Option<String>,
+    /// Transactions.
+    pub count: i64,
+    /// Sum of `amount.gross`, decimal text in the currency's digits.
+    pub gross: String,
+}
+
+/// The overview of one period.
+#[derive(Debug, Serialize)]
+pub struct Period {
+    /// Days back from now.
+    pub days: i64,
+    /// One line per status and currency seen.
+    pub lines: Vec<VolumeLine>,
+}
+
+/// The overview: the last 7 and 30 days.
+#[derive(Debug, Serialize)]
+pub struct Overview {
+    /// Always `overview`.
+    pub object: &'static str,
+    /// 7 days, then 30.
+    pub periods: Vec<Period>,
+}
+
+/// Counts and gross volume per status and currency for the last 7 and 30 days.
+pub async fn overview(portal: &Portal<'_>) -> Result<Overview, ApiError> {
+    let mut periods = Vec::new();
+    for days in [7, 30] {
+        let since = timestamp(portal.now - days * 86_400)?;
+        let mut lines: Vec<VolumeLine> =
+            transactions::volume(portal.db(), portal.institution_id(), &since)
+                .await
+                .or_internal("read volume")?
+                .into_iter()
+                .map(|v| {
+                    let digits = v.currency.as_deref().and_then(currency_digits).unwrap_or(2);
+                    VolumeLine {
+                        status: v.status,
+                        gross: rust_decimal::Decimal::new(v.gross_minor, digits).to_string(),
+                        currency: v.currency,
+                        count: v.count,
+                    }
+                })
+                .collect();
+        lines.sort_by(|a, b| {
+            (a.status.as_str(), &a.currency).cmp(&(b.status.as_str(), &b.currency))
+        });
+        periods.push(Period { days, lines });
+    }
+    Ok(Overview {
+        object: "overview",
+        periods,
+    })
+}
+
+/// The CSV header: every field of a transaction, flattened.
+const CSV_HEADER: &[&str] = &[
+    "id",
+    "created_at",
+    "paid_at",
+    "merchant_id",
+    "status",
+    "raw_status",
+    "amount_status",
+    "currency",
+    "amount_expected",
+    "amount_gross",
+    "psp_fee",
+    "gas_fee",
+    "bridge_fee",
+    "amount_net",
+    "asset",
+    "network_payment",
+    "network_settlement",
+    "tx_hash_source",
+    "tx_hash_bridge",
+    "tx_hash_settlement",
+    "external_reference",
+    "customer_email",
+];
+
+fn csv_rows(rows: &[Transaction], header: bool) -> Result<Vec<u8>, String> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    if header {
+        out.write_record(CSV_HEADER).map_err(|e| e.to_string())?;
+    }
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let decimal = |v: &Option<rust_decimal::Decimal>| v.map(|d| d.to_string()).unwrap_or_default();
+    for t in rows {
+        out.write_record([
+            t.id.to_string(),
+            text(&t.created_at),
+            text(&t.paid_at),
+            t.merchant_id.to_string(),
+            t.status.as_str().to_owned(),
+            t.raw_status.as_str().to_owned(),
+            t.amount_status
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
+            text(&t.currency),
+            decimal(&t.amount.expected),
+            decimal(&t.amount.gross),
+            decimal(&t.amount.psp_fee),
+            decimal(&t.amount.gas_fee),
+            decimal(&t.amount.bridge_fee),
+            decimal(&t.amount.net),
+            text(&t.asset),
+            text(&t.networks.payment),
+            text(&t.networks.settlement),
+            text(&t.tx_hashes.source),
+            text(&t.tx_hashes.bridge),
+            text(&t.tx_hashes.settlement),
+            text(&t.external_reference),
+            text(&t.customer_email),
+        ])
+        .map_err(|e| e.to_string())?;
+    }
+    out.into_inner().map_err(|e| e.to_string())
+}
+
+/// Every payment matching the filters (`limit` and `starting_after` are ignored), as CSV, read
+/// and written one index-backed page of 100 at a time while the response streams.
+pub fn export(
+    portal: &Portal<'_>,
+    query: &str,
+) -> Result<impl Stream<Item = Result<Vec<u8>, worker::Error>> + 'static, ApiError> {
+    let mut filter = TransactionFilter::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
+    filter.limit = MAX_LIMIT;
+    filter.starting_after = None;
+    let env = portal.ctx.env.clone();
+    let institution = portal.institution_id();
+    // State: the filter for the next page, whether the header is written, and whether the end
+    // was reached.
+    Ok(stream::unfold(
+        (Some(filter), true),
+        move |(next, first)| {
+            let env = env.clone();
+            async move {
+                let filter = next?;
+                let page = async {
+                    let db = env.d1("DB")?;
+                    let mut rows = transactions::list(&db, institution, &filter)
+                        .await
+                        .map_err(|e| worker::Error::RustError(e.to_string()))?;
+                    let more = rows.len() > filter.limit as usize;
+                    rows.truncate(filter.limit as usize);
+                    let bytes = csv_rows(&rows, first).map_err(worker::Error::RustError)?;
+                    let next = match (more, rows.last()) {
+                        (true, Some(last)) => Some(TransactionFilter {
+                            starting_after: Some(last.id),
+                            ..filter.clone()
+                        }),
+                        _ => None,
+                    };
+                    Ok::<_, worker::Error>((bytes, next))
+                };
+                match page.await {
+                    Ok((bytes, next)) => Some((Ok(bytes), (next, false))),
+                    // The error ends the stream; the client sees a cut-off download.
+                    Err(err) => Some((Err(err), (None, false))),
+                }
+            }
+        },
+    ))
+}
