@@ -29,9 +29,9 @@ pub const INSERT_PORTAL_ADMIN: &str = "INSERT INTO portal_admins \
      SELECT id, ?2, ?3, ?4, ?5 FROM institutions WHERE id = ?1";
 
 /// The punctuation [`render`] accepts in text besides ASCII letters and digits: enough for
-/// client ids, hex and PHC strings, e-mail addresses and timestamps, and nothing that can end a
-/// string literal or a statement.
-pub const SAFE_TEXT_PUNCTUATION: &str = "_-.:@+=,/$";
+/// client ids, hex and PHC strings, e-mail addresses, timestamps and names with spaces, and
+/// nothing that can end a string literal or a statement.
+pub const SAFE_TEXT_PUNCTUATION: &str = "_-.:@+=,/$ ";
 
 /// A value for [`render`] to write into a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,7 +210,6 @@ mod tests {
         for text in [
             "x' OR 1=1 --",
             "'",
-            "a b",
             "a;b",
             "a\\b",
             "a\nb",
@@ -225,6 +224,11 @@ mod tests {
                 "{text:?}"
             );
         }
+        // A space cannot end the literal: names with spaces are written as they are.
+        assert_eq!(
+            render("SELECT ?1", &[Text("Acme Payments")]).unwrap(),
+            "SELECT 'Acme Payments'"
+        );
         assert_eq!(
             render("SELECT ?1", &[Text("ops+1@globex.example")]).unwrap(),
             "SELECT 'ops+1@globex.example'"

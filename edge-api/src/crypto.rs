@@ -34,9 +34,7 @@ pub fn random_token(prefix: &str) -> Result<String, getrandom::Error> {
     ))
 }
 
-/// A PHC string for `password` with a fresh salt. (Admins are created by `xtask`, which hashes
-/// with the same shared parameters; the worker only verifies.)
-#[cfg(test)]
+/// A PHC string for `password` with a fresh salt, with the parameters `xtask` shares.
 pub fn hash_password(password: &str) -> Result<String, getrandom::Error> {
     Ok(payrail_credentials::hash_password(
         password,

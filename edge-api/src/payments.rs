@@ -116,6 +116,7 @@ pub async fn act(
         transaction_id: id,
         payload,
         created: now,
+        transaction_version: Some(row.version + 1),
     });
     // The guarded UPDATE, then (only if it wrote) the event and one delivery per subscribed
     // endpoint: all or nothing.

@@ -37,6 +37,8 @@ pub enum ErrorCode {
     RateLimited,
     /// The request conflicts with the resource's current state.
     Conflict,
+    /// Portal: the change needs an admin; the session's user is a viewer.
+    AdminRequired,
     /// A checkout's `redirectUrl` is not one of the merchant's allowed return origins.
     RedirectNotAllowed,
     /// The request body is larger than the operation accepts.
@@ -68,6 +70,7 @@ impl ErrorCode {
             Self::Conflict => "conflict",
             Self::PayloadTooLarge => "payload_too_large",
             Self::RedirectNotAllowed => "redirect_not_allowed",
+            Self::AdminRequired => "admin_required",
             Self::PaymentsUnavailable => "payments_unavailable",
             Self::ServerError => "server_error",
         }
@@ -87,7 +90,8 @@ impl ErrorCode {
             Self::InsufficientScope
             | Self::MerchantUnavailable
             | Self::CsrfFailed
-            | Self::RedirectNotAllowed => 403,
+            | Self::RedirectNotAllowed
+            | Self::AdminRequired => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::Conflict => 409,

@@ -22,5 +22,5 @@ pub use models::{
 pub use scope::{Scope, ScopeSet};
 pub use status::{
     AmountStatus, AttemptOutcome, DeliveryStatus, EndpointStatus, MerchantStatus, OnboardingStatus,
-    RawStatus, Status,
+    PortalRole, RawStatus, Status,
 };

@@ -170,6 +170,16 @@ impl MerchantStatus {
 }
 
 string_enum! {
+    /// What a portal user may do.
+    PortalRole {
+        /// Everything: merchants, credentials, webhooks, users.
+        Admin = "admin",
+        /// Reads payments, merchants and the delivery log; changes nothing, sees no secret.
+        Viewer = "viewer",
+    }
+}
+
+string_enum! {
     /// Where a webhook delivery stands (the delivery log's `status`).
     DeliveryStatus {
         /// Waiting for its next attempt.

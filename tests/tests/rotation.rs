@@ -83,3 +83,52 @@ fn a_new_admin_can_log_in_with_the_printed_password() {
         xtask::secrets::add_admin(99, "x@globex.example", &target).expect_err("no institution");
     assert!(nowhere.contains("99"), "{nowhere}");
 }
+
+#[test]
+fn a_new_institution_starts_empty_with_its_first_admin() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let worker = Worker::shared();
+    let target = xtask::secrets::Target::Local(worker.persist_to().to_path_buf());
+    let (id, password) =
+        xtask::secrets::add_institution("Initech Payments", "Admin@Initech.example", &target)
+            .expect("add institution");
+    assert!(id > 2, "{id}");
+    let reply = worker.send(
+        worker
+            .request(reqwest::Method::POST, "/portal/api/login")
+            .json(&serde_json::json!({"email": "admin@initech.example", "password": password})),
+        None,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let session = payrail_tests::PortalSession {
+        cookie: reply
+            .header("set-cookie")
+            .and_then(|c| c.split(';').next())
+            .and_then(|c| c.strip_prefix("payrail_portal="))
+            .expect("a session cookie")
+            .to_owned(),
+        csrf: reply.json()["csrf_token"].as_str().unwrap().to_owned(),
+    };
+    let me = worker.portal(
+        reqwest::Method::GET,
+        "/portal/api/session",
+        Some(&session),
+        None,
+    );
+    assert_eq!(me.json()["institution"], "Initech Payments");
+    assert_eq!(me.json()["role"], "admin");
+    let merchants = worker.portal(
+        reqwest::Method::GET,
+        "/portal/api/merchants",
+        Some(&session),
+        None,
+    );
+    assert_eq!(
+        merchants.json()["data"],
+        serde_json::json!([]),
+        "starts empty"
+    );
+    let bad = xtask::secrets::add_institution("Evil'; DROP TABLE x", "a@b.example", &target)
+        .expect_err("a name with a quote");
+    assert!(bad.contains("not a name"), "{bad}");
+}

@@ -137,6 +137,9 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/portal/api/payments"),
     ("get", "/portal/api/payments/{id}"),
     ("get", "/portal/api/overview"),
+    ("get", "/portal/api/users"),
+    ("post", "/portal/api/users"),
+    ("delete", "/portal/api/users/{id}"),
 ];
 
 /// The document describes the portal's JSON API, and only what it has: each operation tagged

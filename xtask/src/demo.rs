@@ -704,6 +704,7 @@ mod tests {
             include_str!("../../edge-api/migrations/0005_hardening.sql"),
             include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
             include_str!("../../edge-api/migrations/0007_payments_view.sql"),
+            include_str!("../../edge-api/migrations/0008_roles_and_event_order.sql"),
         ] {
             conn.execute_batch(migration).unwrap();
         }

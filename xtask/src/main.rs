@@ -5,6 +5,7 @@
 //! bulk-data     --transactions N [--persist-to DIR] [--seed N]
 //! rotate-secret CLIENT_ID (--local [--persist-to DIR] | --remote)
 //! add-admin     INSTITUTION_ID EMAIL (--local [--persist-to DIR] | --remote)
+//! add-institution NAME ADMIN_EMAIL (--local [--persist-to DIR] | --remote)
 //! ```
 
 use std::path::PathBuf;
@@ -20,9 +21,11 @@ fn main() -> ExitCode {
         Some("bulk-data") => bulk_data(&args[1..]),
         Some("rotate-secret") => rotate_secret(&args[1..]),
         Some("add-admin") => add_admin(&args[1..]),
+        Some("add-institution") => add_institution(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
-             | add-admin INSTITUTION_ID EMAIL --local|--remote"
+             | add-admin INSTITUTION_ID EMAIL --local|--remote \
+             | add-institution NAME ADMIN_EMAIL --local|--remote"
                 .to_owned(),
         ),
     };
@@ -133,6 +136,24 @@ fn add_admin(args: &[String]) -> Result<(), String> {
     // The password goes to stdout once; only its hash is stored.
     println!("{password}");
     eprintln!("added portal admin {email}; give them this password over a safe channel");
+    Ok(())
+}
+
+fn add_institution(args: &[String]) -> Result<(), String> {
+    let (name, email) = match args {
+        [name, email, ..] if !name.starts_with("--") && !email.starts_with("--") => (name, email),
+        _ => return Err("add-institution needs NAME ADMIN_EMAIL".to_owned()),
+    };
+    let target = target(&Options(args[2..].to_vec()))?;
+    let (id, password) = secrets::add_institution(name, email, &target)?;
+    // The password goes to stdout once; only its hash is stored.
+    println!("{password}");
+    eprintln!(
+        "added institution {id} ({name}) with portal admin {email}; give them this password over \
+         a safe channel.\nNext: they log in at <base_url>/portal/, create an API client \
+         (Developers), onboard a merchant (Merchants: details, onboarding, a settlement wallet, a \
+         return origin) and add a webhook endpoint (Webhooks)."
+    );
     Ok(())
 }
 

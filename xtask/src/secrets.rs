@@ -185,6 +185,32 @@ pub fn add_admin(institution_id: i64, email: &str, target: &Target) -> Result<St
     }
 }
 
+/// Creates an institution and its first portal admin (with a random password, which is
+/// returned and stored nowhere but as its Argon2id hash); returns the new institution's id and
+/// the password.
+pub fn add_institution(name: &str, email: &str, target: &Target) -> Result<(i64, String), String> {
+    let name = name.trim();
+    let valid = (1..=100).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" .,-".contains(&b));
+    if !valid {
+        return Err(format!(
+            "{name:?} is not a name this command accepts (1 to 100 letters, digits, spaces, \
+             dots, commas, hyphens)"
+        ));
+    }
+    let now = now_text()?;
+    let batch = render_batch(&[(
+        "INSERT INTO institutions (name, created_at) VALUES (?1, ?2) RETURNING id AS found",
+        &[Literal::Text(name), Literal::Text(&now)],
+    )])?;
+    let id = found(&execute(&batch, target)?)
+        .ok_or_else(|| "unexpected output from wrangler: no institution id".to_owned())?;
+    let password = add_admin(id, email, target)?;
+    Ok((id, password))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

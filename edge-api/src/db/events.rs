@@ -19,6 +19,8 @@ pub struct OutboxEvent<'a> {
     pub payload: &'a str,
     /// Unix seconds.
     pub created: i64,
+    /// The transaction's version after the change (`None` for test events).
+    pub transaction_version: Option<i64>,
 }
 
 /// Whether the event row depends on the statement before it in the batch.
@@ -40,8 +42,8 @@ pub fn insert(db: &D1Database, e: &OutboxEvent<'_>, guard: Guard) -> DbResult<D1
     bind(
         db,
         &format!(
-            "INSERT INTO events (id, institution_id, type, transaction_id, payload, created) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6{condition}"
+            "INSERT INTO events (id, institution_id, type, transaction_id, payload, created, \
+             transaction_version) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7{condition}"
         ),
         &[
             e.id.into(),
@@ -50,6 +52,7 @@ pub fn insert(db: &D1Database, e: &OutboxEvent<'_>, guard: Guard) -> DbResult<D1
             e.transaction_id.into(),
             e.payload.into(),
             e.created.into(),
+            e.transaction_version.into(),
         ],
     )
 }
@@ -90,7 +93,7 @@ pub async fn of_transaction(
     all(
         db,
         "SELECT id, type, created FROM events WHERE transaction_id = ?1 AND institution_id = ?2 \
-         ORDER BY created, id LIMIT 200",
+         ORDER BY created, transaction_version, id LIMIT 200",
         &[transaction_id.into(), institution_id.into()],
     )
     .await

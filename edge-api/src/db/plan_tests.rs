@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0005_hardening.sql"),
     include_str!("../../migrations/0006_merchant_onboarding.sql"),
     include_str!("../../migrations/0007_payments_view.sql"),
+    include_str!("../../migrations/0008_roles_and_event_order.sql"),
 ];
 
 fn database() -> Connection {

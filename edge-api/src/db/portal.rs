@@ -3,7 +3,9 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::{first, run, strings, DbResult};
+use shared_types::PortalRole;
+
+use super::{all, batch, bind, changed, first, run, strings, DbResult};
 
 /// An admin, as login needs it.
 #[derive(Debug, Deserialize)]
@@ -29,6 +31,10 @@ pub async fn admin_by_email(db: &D1Database, email: &str) -> DbResult<Option<Adm
 /// A live session and who it belongs to.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Session {
+    /// The user.
+    pub admin_id: i64,
+    /// What the user may do.
+    pub role: PortalRole,
     /// The admin's institution: every portal query is scoped to it.
     pub institution_id: i64,
     /// The session's CSRF token.
@@ -75,8 +81,8 @@ pub async fn insert_session(
 pub async fn session(db: &D1Database, token_hash: &str, now: i64) -> DbResult<Option<Session>> {
     first(
         db,
-        "SELECT s.institution_id, s.csrf_token, s.expires_at, s.absolute_expires_at, \
-         a.email, i.name AS institution_name FROM portal_sessions s \
+        "SELECT s.admin_id, a.role, s.institution_id, s.csrf_token, s.expires_at, \
+         s.absolute_expires_at, a.email, i.name AS institution_name FROM portal_sessions s \
          JOIN portal_admins a ON a.id = s.admin_id JOIN institutions i ON i.id = s.institution_id \
          WHERE s.token_hash = ?1 AND s.expires_at > ?2",
         &[token_hash.into(), now.into()],
@@ -125,4 +131,94 @@ pub async fn admin_emails(db: &D1Database, institution_id: i64) -> DbResult<Vec<
         &[institution_id.into()],
     )
     .await
+}
+
+/// A portal user as the users page lists them.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct User {
+    /// Row id.
+    pub id: i64,
+    /// Lower-cased e-mail.
+    pub email: String,
+    /// Display name.
+    pub name: String,
+    /// What they may do.
+    pub role: PortalRole,
+    /// When they were added.
+    pub created_at: String,
+}
+
+/// The institution's portal users.
+pub async fn users(db: &D1Database, institution_id: i64) -> DbResult<Vec<User>> {
+    all(
+        db,
+        "SELECT id, email, name, role, created_at FROM portal_admins WHERE institution_id = ?1 \
+         ORDER BY id",
+        &[institution_id.into()],
+    )
+    .await
+}
+
+/// Adds a user; `None` when the e-mail is taken (by any institution: e-mails log in alone).
+pub async fn insert_user(
+    db: &D1Database,
+    institution_id: i64,
+    email: &str,
+    role: PortalRole,
+    password_hash: &str,
+    now_text: &str,
+) -> DbResult<Option<i64>> {
+    #[derive(Deserialize)]
+    struct Id {
+        id: i64,
+    }
+    let row: Option<Id> = first(
+        db,
+        "INSERT INTO portal_admins (institution_id, email, name, password_hash, created_at, role) \
+         VALUES (?1, ?2, ?2, ?3, ?4, ?5) ON CONFLICT (email) DO NOTHING RETURNING id",
+        &[
+            institution_id.into(),
+            email.into(),
+            password_hash.into(),
+            now_text.into(),
+            role.as_str().into(),
+        ],
+    )
+    .await?;
+    Ok(row.map(|r| r.id))
+}
+
+/// Removes a user of the institution and ends their sessions, atomically; never the caller
+/// (`acting_id`) and never the last admin. False if nothing was removed.
+pub async fn delete_user(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+    acting_id: i64,
+) -> DbResult<bool> {
+    // Sessions go first (they refer to the user), under the same guard as the user.
+    const REMOVABLE: &str = "institution_id = ?1 AND id = ?2 AND id != ?3 \
+        AND (role = 'viewer' OR (SELECT count(*) FROM portal_admins \
+             WHERE institution_id = ?1 AND role = 'admin') > 1)";
+    let params = [institution_id.into(), id.into(), acting_id.into()];
+    let results = batch(
+        db,
+        vec![
+            bind(
+                db,
+                &format!(
+                    "DELETE FROM portal_sessions WHERE admin_id = ?2 AND EXISTS \
+                     (SELECT 1 FROM portal_admins WHERE {REMOVABLE})"
+                ),
+                &params,
+            )?,
+            bind(
+                db,
+                &format!("DELETE FROM portal_admins WHERE {REMOVABLE}"),
+                &params,
+            )?,
+        ],
+    )
+    .await?;
+    Ok(changed(&results, 1))
 }

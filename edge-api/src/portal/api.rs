@@ -6,7 +6,7 @@ use serde_json::json;
 use shared_types::ErrorCode;
 use worker::{Method, Request, Response, Url};
 
-use super::{deliveries, merchants, ops, payments, with_cookie, Cookie, Csrf, Portal};
+use super::{deliveries, merchants, ops, payments, users, with_cookie, Cookie, Csrf, Portal};
 use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
@@ -60,6 +60,8 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
         ["merchants", _, "roll-key"] => &[Post],
         ["login"] | ["logout"] => &[Post],
         ["session"] | ["notifications"] | ["overview"] | ["payments"] | ["payments", _] => &[Get],
+        ["users"] => &[Get, Post],
+        ["users", _] => &[Delete],
         ["clients"] | ["webhook-endpoints"] => &[Get, Post],
         ["clients", _] => &[Delete],
         ["clients", _, "rotate"] => &[Post],
@@ -284,6 +286,18 @@ pub async fn handle(
             to_json(&payments::detail(&portal, payments::payment_id(id)?).await?)?,
         ),
         (Method::Get, ["overview"]) => ok(200, to_json(&payments::overview(&portal).await?)?),
+        (Method::Get, ["users"]) => {
+            let list = users::list(&portal).await?;
+            ok(200, json!({"object": "list", "data": list}))
+        }
+        (Method::Post, ["users"]) => {
+            let invite: users::Invite = from_json(&json_body(&mut req).await?)?;
+            ok(201, to_json(&users::invite(&portal, &invite).await?)?)
+        }
+        (Method::Delete, ["users", id]) => {
+            users::remove(&portal, id).await?;
+            ok(200, json!({"deleted": true, "id": id}))
+        }
         (Method::Get, ["notifications"]) => {
             let list = deliveries::list_notifications(&portal).await?;
             ok(200, json!({"object": "list", "data": list}))
@@ -291,7 +305,7 @@ pub async fn handle(
         (
             _,
             ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications"
-            | "merchants" | "payments" | "overview", ..],
+            | "merchants" | "payments" | "overview" | "users", ..],
         ) => Err(not_allowed()),
         _ => Err(ApiError::not_found(format!(
             "no such endpoint: {}",
@@ -304,6 +318,7 @@ pub async fn handle(
 fn session_json(portal: &Portal<'_>) -> serde_json::Value {
     json!({
         "email": portal.session.email,
+        "role": portal.session.role,
         "institution": portal.session.institution_name,
         "csrf_token": portal.session.csrf_token,
         "expires_at": shared_types::time::format_unix(portal.session.expires_at),

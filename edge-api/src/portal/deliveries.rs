@@ -269,6 +269,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         transaction_id: sample_id,
         payload: &payload,
         created: portal.now,
+        transaction_version: None,
     };
     db::batch(
         portal.db(),

@@ -13,8 +13,9 @@ pub mod merchants;
 pub mod ops;
 pub mod pages;
 pub mod payments;
+pub mod users;
 
-use shared_types::ErrorCode;
+use shared_types::{ErrorCode, PortalRole};
 use worker::{Request, Response, Url};
 
 use crate::crypto;
@@ -41,7 +42,24 @@ pub struct Portal<'a> {
     pub now: i64,
 }
 
+/// The refusal of a change (or a secret) to a viewer.
+pub fn admin_required() -> ApiError {
+    ApiError::new(
+        ErrorCode::AdminRequired,
+        "only an admin of the institution may do this; ask one",
+    )
+}
+
 impl Portal<'_> {
+    /// Refuses a viewer (for reads that show secrets).
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.session.role == PortalRole::Admin {
+            Ok(())
+        } else {
+            Err(admin_required())
+        }
+    }
+
     /// The database.
     pub fn db(&self) -> &worker::D1Database {
         &self.ctx.db
@@ -137,6 +155,10 @@ pub async fn authenticate<'a>(
                 ErrorCode::CsrfFailed,
                 "the CSRF token is missing or wrong; reload the page and try again",
             ));
+        }
+        // A viewer changes nothing but its own session.
+        if session.role != PortalRole::Admin && !url.path().ends_with("/logout") {
+            return Err(admin_required());
         }
     }
 

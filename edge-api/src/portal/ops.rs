@@ -499,6 +499,7 @@ pub struct Secret {
 
 /// Reveals the current signing secret.
 pub async fn reveal_secret(portal: &Portal<'_>, id: &str) -> Result<Secret, ApiError> {
+    portal.require_admin()?;
     let row = endpoint_row(portal, id).await?;
     Ok(Secret {
         signing_secret: crypto::open(&portal.ctx.sealing_key()?, &row.id, &row.secret_encrypted)

@@ -8,6 +8,7 @@ use worker::{Method, Request, Response, Url};
 mod layout;
 mod merchants;
 mod payments;
+mod users;
 mod webhooks;
 
 use layout::{csrf_field, error_box, layout, page, secret_box, Form};
@@ -25,7 +26,8 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
     use Method::{Get, Post};
     Some(match rest {
         [] | [""] | ["developers"] | ["merchants", _] | ["payments"] | ["payments", _] => &[Get],
-        ["merchants"] => &[Get, Post],
+        ["merchants"] | ["users"] => &[Get, Post],
+        ["users", _, "remove"] => &[Post],
         ["merchants", _, "edit" | "status" | "onboarding" | "wallets" | "origins" | "roll-key"] => {
             &[Post]
         }
@@ -101,7 +103,10 @@ pub async fn handle(
                 Err(err) if err.code == ErrorCode::LoginRequired => {
                     return see_other(url, "/portal/login")
                 }
-                Err(err) if err.code == ErrorCode::CsrfFailed => {
+                Err(err)
+                    if err.code == ErrorCode::CsrfFailed
+                        || err.code == ErrorCode::AdminRequired =>
+                {
                     return page(
                         403,
                         layout(
@@ -134,6 +139,7 @@ async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, 
             payments::detail(portal, crate::portal::payments::payment_id(id)?).await
         }
         ["developers"] => developers(portal, None, None).await,
+        ["users"] => users::list(portal, None, None).await,
         ["merchants"] => merchants::list(portal, url, None, None).await,
         ["merchants", id] => {
             merchants::detail(
@@ -160,6 +166,7 @@ async fn post(
 ) -> Result<Response, ApiError> {
     match rest {
         ["merchants", rest @ ..] => merchants::post(portal, url, rest, form).await,
+        ["users", rest @ ..] => users::post(portal, url, rest, form).await,
         ["logout"] => {
             super::logout(portal).await?;
             with_cookie(see_other(url, "/portal/login")?, Cookie::End)

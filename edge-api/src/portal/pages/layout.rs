@@ -52,7 +52,8 @@ pub(super) fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Mark
                         a href="/portal/payments" { "Payments" } " · "
                         a href="/portal/merchants" { "Merchants" } " · "
                         a href="/portal/developers" { "Developers" } " · "
-                        a href="/portal/webhooks" { "Webhooks" }
+                        a href="/portal/webhooks" { "Webhooks" } " · "
+                        a href="/portal/users" { "Users" }
                     }
                     span.who { (p.session.email) " · " (p.session.institution_name) }
                     form method="post" action="/portal/logout" {
