@@ -53,6 +53,13 @@ fn the_list_is_the_partner_apis_list() {
     let html = page(worker, &session, "/portal/payments?status=paid");
     assert_eq!(html.status, 200);
     assert!(html.text.contains("id=\"payments\""));
+    // The filter form sends its empty fields too: they filter nothing.
+    let form = page(
+        worker,
+        &session,
+        "/portal/payments?status=&merchant_id=&external_reference=&id=&created_after=&created_before=",
+    );
+    assert_eq!(form.status, 200, "{}", form.text);
 }
 
 #[test]

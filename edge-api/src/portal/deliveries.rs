@@ -9,6 +9,36 @@ use super::Portal;
 use crate::db::deliveries::{self, AttemptRow, DeliveryRow};
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::notifications::{self, NotificationRow};
+
+/// A notification as the portal shows it, its time as a timestamp like every other.
+#[derive(Debug, Serialize)]
+pub struct Notification {
+    /// Id.
+    pub id: i64,
+    /// `endpoint_disabled`.
+    pub kind: String,
+    /// Subject line.
+    pub subject: String,
+    /// Text.
+    pub body: String,
+    /// sent, not_configured, no_recipients, failed.
+    pub email_status: String,
+    /// When.
+    pub created_at: Option<String>,
+}
+
+impl From<NotificationRow> for Notification {
+    fn from(n: NotificationRow) -> Self {
+        Notification {
+            id: n.id,
+            kind: n.kind,
+            subject: n.subject,
+            body: n.body,
+            email_status: n.email_status,
+            created_at: time::format_unix(n.created_at),
+        }
+    }
+}
 use crate::db::{endpoints, transactions};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_time_bound, DeliveryLogQuery};
@@ -304,8 +334,11 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
 }
 
 /// The institution's notifications.
-pub async fn list_notifications(portal: &Portal<'_>) -> Result<Vec<NotificationRow>, ApiError> {
-    notifications::list(portal.db(), portal.institution_id())
+pub async fn list_notifications(portal: &Portal<'_>) -> Result<Vec<Notification>, ApiError> {
+    Ok(notifications::list(portal.db(), portal.institution_id())
         .await
-        .or_internal("read notifications")
+        .or_internal("read notifications")?
+        .into_iter()
+        .map(Notification::from)
+        .collect())
 }

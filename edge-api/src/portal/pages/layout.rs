@@ -9,7 +9,7 @@ use crate::portal::Portal;
 
 const STYLE: &str = "
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f9}
-header{background:#1c2430;color:#fff;padding:.6rem 1.5rem;display:flex;gap:1.5rem;align-items:center}
+header{background:#1c2430;color:#fff;padding:.6rem 1.5rem;display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:center}
 header a{color:#fff}header .who{margin-left:auto;opacity:.8}header form{display:inline}
 header button{background:none;border:1px solid #8893a3;color:#fff}
 main{max-width:60rem;margin:1.5rem auto;padding:0 1.5rem}

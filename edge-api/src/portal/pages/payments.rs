@@ -48,8 +48,14 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
 
 /// `GET /portal/payments`: the filters, one page, the next page and the export.
 pub(super) async fn list(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiError> {
-    let query = url.query().unwrap_or("");
-    let found = payments::list(portal, query).await?;
+    // The filter form sends every field, empty ones too: an empty field means no filter.
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in url.query_pairs() {
+        if !v.is_empty() {
+            query.append_pair(&k, &v);
+        }
+    }
+    let found = payments::list(portal, &query.finish()).await?;
     let given = |name: &str| {
         url.query_pairs()
             .find(|(k, _)| k == name)

@@ -63,7 +63,7 @@ pub(super) async fn webhooks(
                             div.error {
                                 strong { (n.subject) } br;
                                 (n.body) br;
-                                span.muted { (shared_types::time::format_unix(n.created_at).unwrap_or_default())
+                                span.muted { (n.created_at.as_deref().unwrap_or_default())
                                     " · e-mail: " (n.email_status) }
                             }
                         }
