@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
     include_str!("../../edge-api/migrations/0007_payments_view.sql"),
     include_str!("../../edge-api/migrations/0008_roles_and_event_order.sql"),
+    include_str!("../../edge-api/migrations/0009_deposit_addresses.sql"),
 ];
 
 const NOW: &str = "2026-11-21T04:35:27Z";

@@ -31,6 +31,9 @@ pub struct Ctx {
     pub webhook_time_scale: u64,
     /// The caller's address (`CF-Connecting-IP`), for throttling; `None` outside requests.
     caller_address: Option<String>,
+    /// The extended public key deposit addresses on EVM networks derive from
+    /// (`PAYRAIL_EVM_XPUB`), when configured. Public: custody keeps the private keys.
+    pub evm_xpub: Option<String>,
 }
 
 impl Ctx {
@@ -58,7 +61,14 @@ impl Ctx {
             .and_then(|v| v.parse().ok())
             .filter(|s| *s >= 1)
             .unwrap_or(1);
+        let evm_xpub = env
+            .secret("PAYRAIL_EVM_XPUB")
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| var("PAYRAIL_EVM_XPUB"))
+            .filter(|x| !x.trim().is_empty());
         Ok(Ctx {
+            evm_xpub,
             env,
             db,
             mode,

@@ -75,6 +75,11 @@ impl Worker {
     /// Starts a new worker with `PAYRAIL_MODE` = `mode` and `PAYRAIL_WEBHOOK_TIME_SCALE` =
     /// `time_scale`: migrations, demo data and fixtures, `wrangler dev`.
     pub fn start_with(mode: &str, time_scale: u64) -> Worker {
+        Worker::start_with_vars(mode, time_scale, &[])
+    }
+
+    /// The same with more `--var NAME:value` settings (values of letters, digits and `+/=_-`).
+    pub fn start_with_vars(mode: &str, time_scale: u64, vars: &[(&str, &str)]) -> Worker {
         let root = root();
         let port = free_port();
         let base_url = format!("http://127.0.0.1:{port}");
@@ -102,10 +107,22 @@ impl Worker {
         let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY").expect(
             "PAYRAIL_DEV_ENCRYPTION_KEY is set by scripts/env.sh (run through scripts/test)",
         );
+        let extra: String = vars
+            .iter()
+            .map(|(name, value)| {
+                assert!(
+                    value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+/=_-".contains(&b)),
+                    "{name} must be shell-safe"
+                );
+                format!(" --var {name}:{value}")
+            })
+            .collect();
         let script = format!(
             "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
              --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} \
-             --var PAYRAIL_WEBHOOK_TIME_SCALE:{time_scale} --test-scheduled \
+             --var PAYRAIL_WEBHOOK_TIME_SCALE:{time_scale}{extra} --test-scheduled \
              --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
              wait $w",
             free_port(),

@@ -705,6 +705,7 @@ mod tests {
             include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
             include_str!("../../edge-api/migrations/0007_payments_view.sql"),
             include_str!("../../edge-api/migrations/0008_roles_and_event_order.sql"),
+            include_str!("../../edge-api/migrations/0009_deposit_addresses.sql"),
         ] {
             conn.execute_batch(migration).unwrap();
         }

@@ -11,6 +11,7 @@
 
 pub mod clients;
 pub mod deliveries;
+pub mod deposits;
 pub mod endpoints;
 pub mod events;
 pub mod merchants;

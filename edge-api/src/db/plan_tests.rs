@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0006_merchant_onboarding.sql"),
     include_str!("../../migrations/0007_payments_view.sql"),
     include_str!("../../migrations/0008_roles_and_event_order.sql"),
+    include_str!("../../migrations/0009_deposit_addresses.sql"),
 ];
 
 fn database() -> Connection {

@@ -76,6 +76,8 @@ pub struct NewSession<'a> {
     pub deposit_address: &'a str,
     /// What to send.
     pub crypto_amount: &'a str,
+    /// The BIP32 index the address was derived at, when it was.
+    pub deposit_index: Option<i64>,
     /// Unix seconds.
     pub now: i64,
     /// Session lifetime end, Unix seconds.
@@ -87,8 +89,8 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
     bind(
         db,
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
-         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         asset, network, deposit_address, crypto_amount, created_at, expires_at, deposit_index) \
+         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         &[
             s.id.into(),
             s.merchant_id.into(),
@@ -100,6 +102,7 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
             s.crypto_amount.into(),
             s.now.into(),
             s.expires_at.into(),
+            s.deposit_index.into(),
         ],
     )
 }
@@ -190,18 +193,20 @@ pub fn change_method(
     asset: &str,
     network: &str,
     deposit_address: &str,
+    deposit_index: Option<i64>,
     crypto_amount: &str,
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "UPDATE checkout_sessions SET asset = ?1, network = ?2, deposit_address = ?3, \
-         crypto_amount = ?4 WHERE id = ?5 AND changes() = 1",
+         crypto_amount = ?4, deposit_index = ?6 WHERE id = ?5 AND changes() = 1",
         &[
             asset.into(),
             network.into(),
             deposit_address.into(),
             crypto_amount.into(),
             id.into(),
+            deposit_index.into(),
         ],
     )
 }

@@ -192,7 +192,7 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         .ok_or("no rate")
         .or_internal("quote")?;
     let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
-    let deposit_address = chain::deposit_address(method.network).or_internal("generate address")?;
+    let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     let now_text = timestamp(now)?;
     let crypto_amount = crypto_amount.to_string();
     let payment = NewPayment {
@@ -213,6 +213,7 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         asset: method.asset,
         network: method.network,
         deposit_address: &deposit_address,
+        deposit_index,
         crypto_amount: &crypto_amount,
         now,
         expires_at: now + SESSION_SECONDS,
@@ -330,7 +331,7 @@ pub async fn choose_method(
     let crypto_amount = quote::crypto_amount(amount, &session.currency, method)
         .ok_or("no rate")
         .or_internal("quote")?;
-    let address = chain::deposit_address(method.network).or_internal("generate address")?;
+    let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     let now = ctx.now();
     if session.raw_status != RawStatus::Pending || session.expires_at <= now {
         return page(ctx, id, Some(CLOSED.to_owned())).await;
@@ -354,6 +355,7 @@ pub async fn choose_method(
                 method.asset,
                 method.network,
                 &address,
+                deposit_index,
                 &crypto_amount.to_string(),
             )
             .or_internal("change method")?,

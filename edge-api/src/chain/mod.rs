@@ -6,10 +6,13 @@
 //! way to pay, simulated: deposit addresses and transaction hashes shaped like each network's,
 //! from random bytes, with no chain behind them.
 
+pub mod deposit;
+
 use shared_types::quote::{self, Method};
 
 use crate::crypto;
 use crate::ctx::Ctx;
+use crate::error::{ApiError, OrInternal};
 
 /// The ways to pay this deployment offers, in the order the hosted page lists them.
 pub fn methods(ctx: &Ctx) -> &'static [Method] {
@@ -48,8 +51,28 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
         .collect()
 }
 
-/// A deposit address in the network's format.
-pub fn deposit_address(network: &str) -> Result<String, getrandom::Error> {
+/// The EVM networks, whose addresses all derive from one key.
+pub const EVM_NETWORKS: &[&str] = &["ethereum", "polygon", "base", "arbitrum"];
+
+/// A fresh deposit address for a session paying on `network`, and the index it was derived at.
+/// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly
+/// allocated index (never reused); otherwise, in sandbox, a simulated one.
+pub async fn deposit_address(ctx: &Ctx, network: &str) -> Result<(String, Option<i64>), ApiError> {
+    if let (Some(xpub), true) = (&ctx.evm_xpub, EVM_NETWORKS.contains(&network)) {
+        let key = deposit::parse_xpub(xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
+        let index = crate::db::deposits::allocate(&ctx.db, "evm")
+            .await
+            .or_internal("allocate deposit index")?;
+        let address =
+            deposit::evm_address(&key, index).map_err(|e| ApiError::internal("derive", e.0))?;
+        return Ok((address, Some(index)));
+    }
+    let address = simulated_address(network).or_internal("generate address")?;
+    Ok((address, None))
+}
+
+/// A simulated deposit address in the network's format (sandbox only: nothing watches it).
+fn simulated_address(network: &str) -> Result<String, getrandom::Error> {
     let bytes = crypto::random_bytes::<44>()?;
     Ok(match network {
         "bitcoin" => format!("bc1q{}", pick(BECH32, &bytes[..38])),
