@@ -235,12 +235,14 @@ impl Worker {
     /// Logs the admin of demo institution `index` into the portal through the JSON API.
     pub fn portal_login(&self, index: usize) -> PortalSession {
         let institution = &self.credentials.institutions[index];
+        self.portal_login_as(&institution.admin_email, &institution.admin_password)
+    }
+
+    /// Logs a portal user in through the JSON API; asserts it worked.
+    pub fn portal_login_as(&self, email: &str, password: &str) -> PortalSession {
         let reply = self.send(
             self.request(reqwest::Method::POST, "/portal/api/login")
-                .json(&serde_json::json!({
-                    "email": institution.admin_email,
-                    "password": institution.admin_password,
-                })),
+                .json(&serde_json::json!({ "email": email, "password": password })),
             None,
         );
         assert_eq!(reply.status, 200, "{}", reply.text);

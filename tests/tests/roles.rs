@@ -3,28 +3,9 @@
 //! admin removes users (never itself, never the last admin), which ends their sessions.
 
 use payrail_tests::hooks::endpoint;
-use payrail_tests::{PortalSession, Worker};
+use payrail_tests::Worker;
 use reqwest::Method;
 use serde_json::json;
-
-fn login(worker: &Worker, email: &str, password: &str) -> PortalSession {
-    let reply = worker.send(
-        worker
-            .request(Method::POST, "/portal/api/login")
-            .json(&json!({"email": email, "password": password})),
-        None,
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    PortalSession {
-        cookie: reply
-            .header("set-cookie")
-            .and_then(|c| c.split(';').next())
-            .and_then(|c| c.strip_prefix("payrail_portal="))
-            .expect("a session cookie")
-            .to_owned(),
-        csrf: reply.json()["csrf_token"].as_str().unwrap().to_owned(),
-    }
-}
 
 #[test]
 fn a_viewer_reads_but_changes_nothing_and_sees_no_secret() {
@@ -41,8 +22,7 @@ fn a_viewer_reads_but_changes_nothing_and_sees_no_secret() {
     let invited = invited.json();
     assert_eq!(invited["email"], "viewer@northwind.example");
     assert_eq!(invited["role"], "viewer");
-    let viewer = login(
-        worker,
+    let viewer = worker.portal_login_as(
         "viewer@northwind.example",
         invited["password"].as_str().unwrap(),
     );
@@ -112,8 +92,7 @@ fn admins_remove_users_but_never_themselves_or_the_last_admin() {
             Some(&json!({"email": "second@globex.example", "role": "admin"})),
         )
         .json();
-    let second = login(
-        worker,
+    let second = worker.portal_login_as(
         "second@globex.example",
         invited["password"].as_str().unwrap(),
     );

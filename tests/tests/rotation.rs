@@ -93,22 +93,7 @@ fn a_new_institution_starts_empty_with_its_first_admin() {
         xtask::secrets::add_institution("Initech Payments", "Admin@Initech.example", &target)
             .expect("add institution");
     assert!(id > 2, "{id}");
-    let reply = worker.send(
-        worker
-            .request(reqwest::Method::POST, "/portal/api/login")
-            .json(&serde_json::json!({"email": "admin@initech.example", "password": password})),
-        None,
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let session = payrail_tests::PortalSession {
-        cookie: reply
-            .header("set-cookie")
-            .and_then(|c| c.split(';').next())
-            .and_then(|c| c.strip_prefix("payrail_portal="))
-            .expect("a session cookie")
-            .to_owned(),
-        csrf: reply.json()["csrf_token"].as_str().unwrap().to_owned(),
-    };
+    let session = worker.portal_login_as("admin@initech.example", &password);
     let me = worker.portal(
         reqwest::Method::GET,
         "/portal/api/session",

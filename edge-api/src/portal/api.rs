@@ -176,14 +176,9 @@ pub async fn handle(
         ),
         (Method::Post, ["webhook-endpoints", id, "rotate-secret"]) => {
             let id = ops::endpoint_id(id)?;
-            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
             let Rotate {
                 grace_period_seconds,
-            } = if body.trim().is_empty() {
-                Rotate::default()
-            } else {
-                from_json(&body)?
-            };
+            } = optional_json(&mut req).await?;
             ok(
                 200,
                 to_json(&ops::rotate_secret(&portal, id, grace_period_seconds).await?)?,
@@ -198,14 +193,9 @@ pub async fn handle(
         }
         (Method::Post, ["webhook-endpoints", id, "enable"]) => {
             let id = ops::endpoint_id(id)?;
-            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
             let Enable {
                 resend_failed_since,
-            } = if body.trim().is_empty() {
-                Enable::default()
-            } else {
-                from_json(&body)?
-            };
+            } = optional_json(&mut req).await?;
             ok(
                 200,
                 deliveries::enable(&portal, id, resend_failed_since.as_deref()).await?,
@@ -264,14 +254,9 @@ pub async fn handle(
         }
         (Method::Post, ["merchants", id, "roll-key"]) => {
             let id = merchants::merchant_id(id)?;
-            let body = http::json_body(&mut req, http::PORTAL_BODY_MAX).await?;
             let Rotate {
                 grace_period_seconds,
-            } = if body.trim().is_empty() {
-                Rotate::default()
-            } else {
-                from_json(&body)?
-            };
+            } = optional_json(&mut req).await?;
             ok(
                 200,
                 to_json(&merchants::roll_key(&portal, id, grace_period_seconds).await?)?,
@@ -323,6 +308,18 @@ fn session_json(portal: &Portal<'_>) -> serde_json::Value {
         "csrf_token": portal.session.csrf_token,
         "expires_at": shared_types::time::format_unix(portal.session.expires_at),
     })
+}
+
+/// An optional JSON body: an empty one reads as the default.
+async fn optional_json<T: Default + serde::de::DeserializeOwned>(
+    req: &mut Request,
+) -> Result<T, ApiError> {
+    let body = http::json_body(req, http::PORTAL_BODY_MAX).await?;
+    if body.trim().is_empty() {
+        Ok(T::default())
+    } else {
+        from_json(&body)
+    }
 }
 
 /// A JSON body: the content type must say so.
