@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::{batch, bind, strings, DbResult};
+use super::{batch, bind, strings, DbResult, Value};
 
 /// The merchant's allowed return origins.
 pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
@@ -13,6 +13,34 @@ pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
         &[merchant_id.into()],
     )
     .await
+}
+
+/// The origins of several merchants (at most 100), as (merchant id, origin).
+pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, String)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        merchant_id: i64,
+        origin: String,
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("?{n}")).collect();
+    let params: Vec<Value> = ids.iter().map(|id| Value::from(*id)).collect();
+    let rows: Vec<Row> = super::all(
+        db,
+        &format!(
+            "SELECT merchant_id, origin FROM merchant_origins WHERE merchant_id IN ({}) \
+             ORDER BY merchant_id, origin",
+            placeholders.join(", ")
+        ),
+        &params,
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.merchant_id, r.origin))
+        .collect())
 }
 
 /// Replaces the whole list, atomically.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use worker::D1Database;
 
-use super::{all, batch, bind, changed, DbResult};
+use super::{all, batch, bind, changed, DbResult, Value};
 
 /// A settlement wallet.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -26,6 +26,46 @@ pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Wallet>> {
         &[merchant_id.into()],
     )
     .await
+}
+
+/// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a
+/// whole page of merchants.
+pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wallet)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        merchant_id: i64,
+        network: String,
+        address: String,
+        updated_at: String,
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let placeholders: Vec<String> = (1..=ids.len()).map(|n| format!("?{n}")).collect();
+    let params: Vec<Value> = ids.iter().map(|id| Value::from(*id)).collect();
+    let rows: Vec<Row> = all(
+        db,
+        &format!(
+            "SELECT merchant_id, network, address, updated_at FROM merchant_wallets \
+             WHERE merchant_id IN ({}) ORDER BY merchant_id, network",
+            placeholders.join(", ")
+        ),
+        &params,
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            (
+                r.merchant_id,
+                Wallet {
+                    network: r.network,
+                    address: r.address,
+                    updated_at: r.updated_at,
+                },
+            )
+        })
+        .collect())
 }
 
 /// One recorded change.
