@@ -34,6 +34,8 @@ pub struct Ctx {
     /// The extended public key deposit addresses on EVM networks derive from
     /// (`PAYRAIL_EVM_XPUB`), when configured. Public: custody keeps the private keys.
     pub evm_xpub: Option<String>,
+    /// The EVM networks' nodes (`PAYRAIL_CHAINS`, JSON; a secret, as URLs may carry keys).
+    pub chains: Option<String>,
 }
 
 impl Ctx {
@@ -67,7 +69,14 @@ impl Ctx {
             .ok()
             .or_else(|| var("PAYRAIL_EVM_XPUB"))
             .filter(|x| !x.trim().is_empty());
+        let chains = env
+            .secret("PAYRAIL_CHAINS")
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| var("PAYRAIL_CHAINS"))
+            .filter(|x| !x.trim().is_empty());
         Ok(Ctx {
+            chains,
             evm_xpub,
             env,
             db,

@@ -152,6 +152,28 @@ pub fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
     Ok(response)
 }
 
+/// At most the first `max` bytes of a fetched response's body; the rest is cancelled unread, so
+/// an answer that streams without end costs one small buffer.
+pub async fn read_prefix(response: Response, max: usize) -> Vec<u8> {
+    let raw: web_sys::Response = response.into();
+    let Some(body) = raw.body() else {
+        return Vec::new();
+    };
+    let mut stream = wasm_streams::ReadableStream::from_raw(body).into_stream();
+    let mut bytes = Vec::new();
+    while bytes.len() < max {
+        let Some(Ok(chunk)) = stream.next().await else {
+            break;
+        };
+        let chunk = js_sys::Uint8Array::new(&chunk);
+        let wanted = (max - bytes.len()).min(chunk.length() as usize);
+        bytes.extend(chunk.subarray(0, wanted as u32).to_vec());
+    }
+    // Whatever is left is never read.
+    let _ = stream.cancel().await;
+    bytes
+}
+
 /// The caller's address (`CF-Connecting-IP`, set by Cloudflare), when known, as throttles key
 /// it: an IPv6 caller by its /64, since one subscriber holds a whole /64.
 pub fn caller_address(req: &Request) -> Option<String> {

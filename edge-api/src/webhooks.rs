@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use futures_util::future::{select, Either};
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use shared_types::webhook::{self, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
@@ -219,7 +218,8 @@ async fn post(
     let exchange = async {
         let response = Fetch::Request(request).send_with_signal(&signal).await?;
         let status = response.status_code();
-        Ok::<_, worker::Error>((status, body_prefix(response).await))
+        let kept = crate::http::read_prefix(response, BODY_KEPT).await;
+        Ok::<_, worker::Error>((status, String::from_utf8_lossy(&kept).into_owned()))
     };
     let outcome = select(Box::pin(exchange), Box::pin(Delay::from(DEADLINE))).await;
     let latency = (js_sys::Date::now() - started) as i64;
@@ -240,28 +240,6 @@ async fn post(
             (None, AttemptOutcome::Timeout, None, latency)
         }
     })
-}
-
-/// The first [`BODY_KEPT`] bytes of a receiver's answer; the rest is cancelled unread, so a
-/// receiver that streams without end costs one small buffer.
-async fn body_prefix(response: worker::Response) -> String {
-    let raw: web_sys::Response = response.into();
-    let Some(body) = raw.body() else {
-        return String::new();
-    };
-    let mut stream = wasm_streams::ReadableStream::from_raw(body).into_stream();
-    let mut bytes = Vec::new();
-    while bytes.len() < BODY_KEPT {
-        let Some(Ok(chunk)) = stream.next().await else {
-            break;
-        };
-        let chunk = js_sys::Uint8Array::new(&chunk);
-        let wanted = (BODY_KEPT - bytes.len()).min(chunk.length() as usize);
-        bytes.extend(chunk.subarray(0, wanted as u32).to_vec());
-    }
-    // Whatever is left is never read.
-    let _ = stream.cancel().await;
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Records the failure that disables the endpoint: the endpoint off, its pending deliveries

@@ -140,6 +140,7 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/portal/api/users"),
     ("post", "/portal/api/users"),
     ("delete", "/portal/api/users/{id}"),
+    ("get", "/portal/api/networks"),
 ];
 
 /// The document describes the portal's JSON API, and only what it has: each operation tagged

@@ -129,7 +129,7 @@ fn a_failing_receiver_gets_retries_in_schedule_order_and_everything_once_it_reco
     let id = payment(worker, 1, "WH-RETRY-1");
     act(worker, 1, id, "pay", json!({"amount": "40.00"}));
     // Other tests' events may reach this endpoint too: look only at this transaction's.
-    let failures = eventually("five failed attempts", Duration::from_secs(40), || {
+    let failures = eventually("five failed attempts", Duration::from_secs(90), || {
         let mine = of_transaction(&receiver.received(), id);
         (mine.len() >= 5).then_some(mine)
     });

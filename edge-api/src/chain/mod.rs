@@ -6,7 +6,9 @@
 //! way to pay, simulated: deposit addresses and transaction hashes shaped like each network's,
 //! from random bytes, with no chain behind them.
 
+pub mod config;
 pub mod deposit;
+pub mod rpc;
 
 use shared_types::quote::{self, Method};
 

@@ -6,7 +6,9 @@ use serde_json::json;
 use shared_types::ErrorCode;
 use worker::{Method, Request, Response, Url};
 
-use super::{deliveries, merchants, ops, payments, users, with_cookie, Cookie, Csrf, Portal};
+use super::{
+    deliveries, merchants, networks, ops, payments, users, with_cookie, Cookie, Csrf, Portal,
+};
 use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
@@ -61,6 +63,7 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
         ["login"] | ["logout"] => &[Post],
         ["session"] | ["notifications"] | ["overview"] | ["payments"] | ["payments", _] => &[Get],
         ["users"] => &[Get, Post],
+        ["networks"] => &[Get],
         ["users", _] => &[Delete],
         ["clients"] | ["webhook-endpoints"] => &[Get, Post],
         ["clients", _] => &[Delete],
@@ -271,6 +274,10 @@ pub async fn handle(
             to_json(&payments::detail(&portal, payments::payment_id(id)?).await?)?,
         ),
         (Method::Get, ["overview"]) => ok(200, to_json(&payments::overview(&portal).await?)?),
+        (Method::Get, ["networks"]) => {
+            let list = networks::status(&portal).await?;
+            ok(200, json!({"object": "list", "data": list}))
+        }
         (Method::Get, ["users"]) => {
             let list = users::list(&portal).await?;
             ok(200, json!({"object": "list", "data": list}))
@@ -290,7 +297,7 @@ pub async fn handle(
         (
             _,
             ["session" | "logout" | "clients" | "webhook-endpoints" | "deliveries" | "notifications"
-            | "merchants" | "payments" | "overview" | "users", ..],
+            | "merchants" | "payments" | "overview" | "users" | "networks", ..],
         ) => Err(not_allowed()),
         _ => Err(ApiError::not_found(format!(
             "no such endpoint: {}",

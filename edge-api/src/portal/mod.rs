@@ -10,6 +10,7 @@
 pub mod api;
 pub mod deliveries;
 pub mod merchants;
+pub mod networks;
 pub mod ops;
 pub mod pages;
 pub mod payments;

@@ -1,0 +1,110 @@
+//! The configured EVM networks as the portal shows them, against a real local node (anvil): the
+//! chain id the node reports, its newest block as blocks are mined, a node on the wrong chain,
+//! and one that cannot be reached, without the node's URL ever being shown.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use payrail_tests::{eventually, free_port, root, Worker};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// A local EVM node on a free port, stopped when dropped.
+struct Anvil {
+    url: String,
+    child: Child,
+}
+
+impl Anvil {
+    fn start() -> Anvil {
+        let port = free_port();
+        let binary = root().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
+        let child = Command::new(&binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--host",
+                "127.0.0.1",
+                "--silent",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {} (run scripts/setup): {e}", binary.display()));
+        let anvil = Anvil {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while anvil.rpc("eth_chainId", json!([])).is_none() {
+            assert!(Instant::now() < deadline, "anvil did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        anvil
+    }
+
+    fn rpc(&self, method: &str, params: Value) -> Option<Value> {
+        let reply: Value = reqwest::blocking::Client::new()
+            .post(&self.url)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .ok()?
+            .json()
+            .ok()?;
+        reply.get("result").cloned()
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_portal_shows_each_networks_node() {
+    let anvil = Anvil::start();
+    let chains = json!({
+        "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": 2},
+        "arbitrum": {"rpc_url": anvil.url, "chain_id": 42161},
+        "base": {"rpc_url": "http://127.0.0.1:1/secret-key-in-url", "chain_id": 8453}
+    });
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[("PAYRAIL_CHAINS", &chains.to_string())],
+    );
+    let session = worker.portal_login(0);
+    let read = || {
+        let reply = worker.portal(Method::GET, "/portal/api/networks", Some(&session), None);
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert!(!reply.text.contains("secret-key-in-url"), "{}", reply.text);
+        assert!(!reply.text.contains(&anvil.url), "{}", reply.text);
+        reply.json()["data"].as_array().unwrap().clone()
+    };
+    let by_name =
+        |list: &[Value], name: &str| list.iter().find(|n| n["network"] == name).unwrap().clone();
+    let first = read();
+    let polygon = by_name(&first, "polygon");
+    assert_eq!(polygon["status"], "ok", "{polygon}");
+    assert_eq!(polygon["node_chain_id"], 31337);
+    assert_eq!(polygon["confirmations"], 2);
+    let head = polygon["head_block"].as_u64().unwrap();
+    assert_eq!(by_name(&first, "arbitrum")["status"], "wrong_chain");
+    assert_eq!(
+        by_name(&first, "arbitrum")["confirmations"],
+        12,
+        "the default depth"
+    );
+    let base = by_name(&first, "base");
+    assert_eq!(base["status"], "unreachable", "{base}");
+    assert!(base["error"].as_str().unwrap().contains("unreachable"));
+
+    // Five new blocks: the newest block follows.
+    anvil.rpc("anvil_mine", json!(["0x5"])).expect("mine");
+    eventually("the new head", Duration::from_secs(10), || {
+        let now = by_name(&read(), "polygon")["head_block"].as_u64().unwrap();
+        (now >= head + 5).then_some(())
+    });
+}
