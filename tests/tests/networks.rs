@@ -101,6 +101,22 @@ fn the_portal_shows_each_networks_node() {
     assert_eq!(base["status"], "unreachable", "{base}");
     assert!(base["error"].as_str().unwrap().contains("unreachable"));
 
+    // The overview page shows the same, without the URL.
+    let page = worker.send(
+        worker
+            .request(Method::GET, "/portal/")
+            .header("Cookie", format!("payrail_portal={}", session.cookie)),
+        None,
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text.contains("data-network=\"polygon\""),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("wrong_chain"));
+    assert!(!page.text.contains("secret-key-in-url"));
+
     // Five new blocks: the newest block follows.
     anvil.rpc("anvil_mine", json!(["0x5"])).expect("mine");
     eventually("the new head", Duration::from_secs(10), || {

@@ -7,12 +7,14 @@ use worker::{Response, Url};
 
 use super::layout::{csrf_field, layout, page};
 use crate::error::{ApiError, OrInternal};
+use crate::portal::networks;
 use crate::portal::payments::{self, PaymentDetail};
 use crate::portal::Portal;
 
 /// `GET /portal/`: counts and gross volume per status and currency, last 7 and 30 days.
 pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> {
     let overview = payments::overview(portal).await?;
+    let networks = networks::status(portal).await?;
     page(
         200,
         layout(
@@ -35,6 +37,29 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                                             td { (line.count) }
                                             td { (line.gross) }
                                         }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if !networks.is_empty() {
+                    section {
+                        h2 { "Networks" }
+                        p.muted { "The nodes this deployment reads its EVM networks from." }
+                        table #networks {
+                            thead { tr { th { "Network" } th { "Chain id" } th { "Confirmations" } th { "Node" } th { "Newest block" } } }
+                            tbody {
+                                @for n in &networks {
+                                    tr data-network=(n.network) {
+                                        td { (n.network) }
+                                        td { (n.chain_id) }
+                                        td { (n.confirmations) }
+                                        td {
+                                            @if n.status == "ok" { span.ok { "ok" } }
+                                            @else { span.warn { (n.status) ": " (n.error.as_deref().unwrap_or("")) } }
+                                        }
+                                        td { (n.head_block.map(|b| b.to_string()).unwrap_or_else(|| "—".into())) }
                                     }
                                 }
                             }
