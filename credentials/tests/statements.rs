@@ -8,25 +8,22 @@ use payrail_credentials::sql::{
 use payrail_credentials::{client_secret, hash_password, sha256_hex, verify_password};
 use rusqlite::{params, Connection};
 
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../edge-api/migrations/0001_partner_api.sql"),
-    include_str!("../../edge-api/migrations/0002_checkout.sql"),
-    include_str!("../../edge-api/migrations/0003_portal.sql"),
-    include_str!("../../edge-api/migrations/0004_webhooks.sql"),
-    include_str!("../../edge-api/migrations/0005_hardening.sql"),
-    include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
-    include_str!("../../edge-api/migrations/0007_payments_view.sql"),
-    include_str!("../../edge-api/migrations/0008_roles_and_event_order.sql"),
-    include_str!("../../edge-api/migrations/0009_deposit_addresses.sql"),
-];
-
 const NOW: &str = "2026-11-21T04:35:27Z";
 
 /// Two institutions, one client each, two tokens per client.
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
-    for migration in MIGRATIONS {
-        conn.execute_batch(migration).unwrap();
+    // The worker's real schema, every migration in file-name order as wrangler applies them.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../edge-api/migrations");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    for file in files {
+        conn.execute_batch(&std::fs::read_to_string(file).unwrap())
+            .unwrap();
     }
     for (id, client) in [(1, "cli_acme"), (2, "cli_globex")] {
         conn.execute(

@@ -47,34 +47,27 @@ impl Ctx {
             Some("sandbox") => Mode::Sandbox,
             _ => Mode::Production,
         };
-        let sealing_key = env
-            .secret("PAYRAIL_ENCRYPTION_KEY")
-            .map(|s| s.to_string())
-            .ok()
-            .or_else(|| var("PAYRAIL_ENCRYPTION_KEY"))
-            .and_then(|text| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(text.trim())
-                    .ok()?
-                    .try_into()
-                    .ok()
-            });
+        // A secret (production) or, for local runs, a plain variable; empty reads as unset.
+        let secret = |name: &str| {
+            env.secret(name)
+                .map(|s| s.to_string())
+                .ok()
+                .or_else(|| var(name))
+                .filter(|text| !text.trim().is_empty())
+        };
+        let sealing_key = secret("PAYRAIL_ENCRYPTION_KEY").and_then(|text| {
+            base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .ok()?
+                .try_into()
+                .ok()
+        });
         let webhook_time_scale = var("PAYRAIL_WEBHOOK_TIME_SCALE")
             .and_then(|v| v.parse().ok())
             .filter(|s| *s >= 1)
             .unwrap_or(1);
-        let evm_xpub = env
-            .secret("PAYRAIL_EVM_XPUB")
-            .map(|s| s.to_string())
-            .ok()
-            .or_else(|| var("PAYRAIL_EVM_XPUB"))
-            .filter(|x| !x.trim().is_empty());
-        let chains = env
-            .secret("PAYRAIL_CHAINS")
-            .map(|s| s.to_string())
-            .ok()
-            .or_else(|| var("PAYRAIL_CHAINS"))
-            .filter(|x| !x.trim().is_empty());
+        let evm_xpub = secret("PAYRAIL_EVM_XPUB");
+        let chains = secret("PAYRAIL_CHAINS");
         Ok(Ctx {
             chains,
             evm_xpub,

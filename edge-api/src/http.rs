@@ -1,9 +1,12 @@
 //! Building responses: JSON bodies, headers, and errors in the spec's shape.
 
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use serde::Serialize;
 use shared_types::ErrorCode;
-use worker::{Request, Response, Url};
+use worker::{AbortController, Delay, Fetch, Request, Response, Url};
 
 use crate::error::{ApiError, OrInternal};
 
@@ -48,21 +51,28 @@ pub async fn body_of_type(
     media_type: &str,
     max: usize,
 ) -> Result<String, ApiError> {
+    require_media_type(req, media_type)?;
+    body(req, max).await
+}
+
+/// Refuses the request unless its `Content-Type` names `media_type` (parameters allowed).
+fn require_media_type(req: &Request, media_type: &str) -> Result<(), ApiError> {
     let content_type = req
         .headers()
         .get("Content-Type")
         .or_internal("read header")?
         .unwrap_or_default();
-    if !content_type
+    if content_type
         .split(';')
         .next()
         .is_some_and(|t| t.trim().eq_ignore_ascii_case(media_type))
     {
-        return Err(ApiError::invalid_request(format!(
+        Ok(())
+    } else {
+        Err(ApiError::invalid_request(format!(
             "Content-Type must be {media_type}"
-        )));
+        )))
     }
-    body(req, max).await
 }
 
 /// A JSON body of at most `max` bytes, or an empty one (`Content-Type` must say JSON when it is
@@ -70,20 +80,7 @@ pub async fn body_of_type(
 pub async fn json_body(req: &mut Request, max: usize) -> Result<String, ApiError> {
     let text = body(req, max).await?;
     if !text.trim().is_empty() {
-        let has_type = req
-            .headers()
-            .get("Content-Type")
-            .or_internal("read header")?
-            .is_some_and(|t| {
-                t.split(';')
-                    .next()
-                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-            });
-        if !has_type {
-            return Err(ApiError::invalid_request(
-                "Content-Type must be application/json",
-            ));
-        }
+        require_media_type(req, "application/json")?;
     }
     Ok(text)
 }
@@ -152,9 +149,44 @@ pub fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
     Ok(response)
 }
 
+/// Why an outbound request got no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchFailure {
+    /// Refused connection, DNS failure, reset: Workers report them alike.
+    Unreachable,
+    /// No answer within the deadline (the request is aborted).
+    Timeout,
+}
+
+/// Sends `request` with a deadline; answers its status and at most the first `max` bytes of its
+/// body. Every outbound request (webhook deliveries, chain nodes, DNS checks) goes through here,
+/// so none can hang or read without bound.
+pub async fn fetch(
+    request: Request,
+    deadline: Duration,
+    max: usize,
+) -> Result<(u16, Vec<u8>), FetchFailure> {
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let exchange = async {
+        let response = Fetch::Request(request).send_with_signal(&signal).await?;
+        let status = response.status_code();
+        Ok::<_, worker::Error>((status, read_prefix(response, max).await))
+    };
+    let outcome = select(Box::pin(exchange), Box::pin(Delay::from(deadline))).await;
+    match outcome {
+        Either::Left((Ok(answer), _)) => Ok(answer),
+        Either::Left((Err(_), _)) => Err(FetchFailure::Unreachable),
+        Either::Right(_) => {
+            controller.abort();
+            Err(FetchFailure::Timeout)
+        }
+    }
+}
+
 /// At most the first `max` bytes of a fetched response's body; the rest is cancelled unread, so
 /// an answer that streams without end costs one small buffer.
-pub async fn read_prefix(response: Response, max: usize) -> Vec<u8> {
+async fn read_prefix(response: Response, max: usize) -> Vec<u8> {
     let raw: web_sys::Response = response.into();
     let Some(body) = raw.body() else {
         return Vec::new();

@@ -4,19 +4,17 @@
 
 use std::time::Duration;
 
-use futures_util::future::{select, Either};
 use serde::{Deserialize, Serialize};
 use shared_types::webhook::{self, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
-use worker::{
-    AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect,
-};
+use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries::{self, Attempt, Due};
 use crate::db::notifications::{self, NewNotification};
 use crate::db::{endpoints, portal};
 use crate::error::{ApiError, OrInternal};
+use crate::http::{self, FetchFailure};
 use crate::{crypto, db};
 
 /// The queue binding.
@@ -213,32 +211,17 @@ async fn post(
         .or_internal("build delivery request")?;
 
     let started = js_sys::Date::now();
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let exchange = async {
-        let response = Fetch::Request(request).send_with_signal(&signal).await?;
-        let status = response.status_code();
-        let kept = crate::http::read_prefix(response, BODY_KEPT).await;
-        Ok::<_, worker::Error>((status, String::from_utf8_lossy(&kept).into_owned()))
-    };
-    let outcome = select(Box::pin(exchange), Box::pin(Delay::from(DEADLINE))).await;
+    let outcome = http::fetch(request, DEADLINE, BODY_KEPT).await;
     let latency = (js_sys::Date::now() - started) as i64;
     Ok(match outcome {
-        Either::Left((Ok((status, text)), _)) => {
-            let kept: String = text.chars().take(BODY_KEPT).collect();
-            (
-                Some(status),
-                AttemptOutcome::of_status(status),
-                Some(kept),
-                latency,
-            )
-        }
-        // Refused connection, DNS failure, reset: Workers report them alike.
-        Either::Left((Err(_), _)) => (None, AttemptOutcome::Connection, None, latency),
-        Either::Right(_) => {
-            controller.abort();
-            (None, AttemptOutcome::Timeout, None, latency)
-        }
+        Ok((status, kept)) => (
+            Some(status),
+            AttemptOutcome::of_status(status),
+            Some(String::from_utf8_lossy(&kept).into_owned()),
+            latency,
+        ),
+        Err(FetchFailure::Unreachable) => (None, AttemptOutcome::Connection, None, latency),
+        Err(FetchFailure::Timeout) => (None, AttemptOutcome::Timeout, None, latency),
     })
 }
 

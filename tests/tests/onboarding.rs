@@ -530,3 +530,132 @@ fn the_merchant_list_searches_and_pages() {
     api(worker, &session, Method::GET, "/merchants?colour=red", None)
         .assert_error(400, "invalid_request");
 }
+
+/// Runs `count` requests at once; returns their replies.
+fn in_parallel(count: usize, request: impl Fn(usize) -> Reply + Sync) -> Vec<Reply> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..count)
+            .map(|i| {
+                let request = &request;
+                scope.spawn(move || request(i))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+#[test]
+fn racing_merchant_writes_each_apply_once() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(1);
+    let m = create(worker, &session, "ONB-RACE-1");
+    let id = m["id"].as_i64().unwrap();
+    assert_eq!(
+        patch(
+            worker,
+            &session,
+            id,
+            json!({"onboarding_status": "in_review"})
+        )
+        .status,
+        200
+    );
+
+    // Approve and reject at once: one decision wins, the other is told the merchant changed.
+    let decisions = in_parallel(6, |i| {
+        let to = if i % 2 == 0 { "completed" } else { "rejected" };
+        patch(worker, &session, id, json!({ "onboarding_status": to }))
+    });
+    let won: Vec<String> = decisions
+        .iter()
+        .filter(|r| r.status == 200)
+        .map(|r| r.json()["onboarding_status"].as_str().unwrap().to_owned())
+        .collect();
+    for r in decisions.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let now = api(
+        worker,
+        &session,
+        Method::GET,
+        &format!("/merchants/{id}"),
+        None,
+    )
+    .json();
+    assert!(!won.is_empty());
+    // Every later success moved on from the earlier one (completed is final, rejected may only
+    // go back to review), so the stored state is the last success.
+    assert_eq!(
+        now["onboarding_status"],
+        won.last().unwrap().as_str(),
+        "{won:?}"
+    );
+
+    // Six different first wallets at once: one is stored, and exactly it is in the log.
+    let addresses = [
+        "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+        "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",
+        "0xdbF03B407c01E7cD3CBea99509d93f8DDDC8C6FB",
+        "0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb",
+        "0x52908400098527886E0F7030069857D2E4169EE7",
+        "0x8617E340B3D01FA5F11F306F4090FD50E238070D",
+    ];
+    let set = in_parallel(6, |i| {
+        api(
+            worker,
+            &session,
+            Method::PUT,
+            &format!("/merchants/{id}/wallets/ethereum"),
+            Some(json!({ "address": addresses[i] })),
+        )
+    });
+    let ok = set.iter().filter(|r| r.status == 200).count();
+    assert!(ok >= 1);
+    for r in set.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let detail = api(
+        worker,
+        &session,
+        Method::GET,
+        &format!("/merchants/{id}"),
+        None,
+    )
+    .json();
+    let changes = detail["wallet_changes"].as_array().unwrap();
+    assert_eq!(
+        changes.len(),
+        ok,
+        "one log line per stored change: {detail}"
+    );
+    assert_eq!(
+        detail["wallets"][0]["address"], changes[0]["new_address"],
+        "the newest change is what is stored"
+    );
+
+    // Rolling the key from several tabs at once: one new key, the rest refused.
+    let rolls = in_parallel(4, |_| {
+        api(
+            worker,
+            &session,
+            Method::POST,
+            &format!("/merchants/{id}/roll-key"),
+            Some(json!({"grace_period_seconds": 0})),
+        )
+    });
+    let winners: Vec<&Reply> = rolls.iter().filter(|r| r.status == 200).collect();
+    assert!(!winners.is_empty());
+    for r in rolls.iter().filter(|r| r.status != 200) {
+        r.assert_error(409, "conflict");
+    }
+    let key = api(
+        worker,
+        &session,
+        Method::GET,
+        &format!("/merchants/{id}"),
+        None,
+    )
+    .json()["public_key"]
+        .clone();
+    assert!(winners.iter().any(|r| r.json()["public_key"] == key));
+}

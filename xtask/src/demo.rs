@@ -696,19 +696,7 @@ mod tests {
     #[test]
     fn seeded_admins_log_in_with_their_demo_passwords() {
         let mut conn = Connection::open_in_memory().unwrap();
-        for migration in [
-            include_str!("../../edge-api/migrations/0001_partner_api.sql"),
-            include_str!("../../edge-api/migrations/0002_checkout.sql"),
-            include_str!("../../edge-api/migrations/0003_portal.sql"),
-            include_str!("../../edge-api/migrations/0004_webhooks.sql"),
-            include_str!("../../edge-api/migrations/0005_hardening.sql"),
-            include_str!("../../edge-api/migrations/0006_merchant_onboarding.sql"),
-            include_str!("../../edge-api/migrations/0007_payments_view.sql"),
-            include_str!("../../edge-api/migrations/0008_roles_and_event_order.sql"),
-            include_str!("../../edge-api/migrations/0009_deposit_addresses.sql"),
-        ] {
-            conn.execute_batch(migration).unwrap();
-        }
+        crate::localdb::apply_migrations(&conn).unwrap();
         seed(&mut conn, "http://127.0.0.1:8787").unwrap();
         for institution in INSTITUTIONS {
             let (email, password) = institution.admin;

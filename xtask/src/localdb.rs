@@ -23,3 +23,21 @@ pub fn database_file(persist_to: &Path) -> Result<PathBuf, String> {
         )),
     }
 }
+
+/// Applies every migration of the worker (`edge-api/migrations/*.sql`, in file-name order, as
+/// wrangler does) to `conn`: for tests that need the real schema in a SQLite of their own.
+pub fn apply_migrations(conn: &rusqlite::Connection) -> Result<(), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../edge-api/migrations");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    for file in files {
+        let sql = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        conn.execute_batch(&sql)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(())
+}

@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use futures_util::future::{select, Either};
 use serde_json::{json, Value};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
+use worker::{Headers, Method, Request, RequestInit};
 
-use crate::http::read_prefix;
+use crate::http::{self, FetchFailure};
 
 /// A node must answer within this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
@@ -27,22 +26,14 @@ pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, Strin
         .with_body(Some(body.to_string().into()));
     let request =
         Request::new_with_init(url, &init).map_err(|_| "the node URL is not usable".to_owned())?;
-    let controller = AbortController::default();
-    let signal = controller.signal();
-    let exchange = async {
-        let response = Fetch::Request(request).send_with_signal(&signal).await?;
-        let status = response.status_code();
-        Ok::<_, worker::Error>((status, read_prefix(response, MAX_ANSWER + 1).await))
-    };
-    let (status, bytes) = match select(Box::pin(exchange), Box::pin(Delay::from(DEADLINE))).await {
-        Either::Left((Ok(answer), _)) => answer,
-        Either::Left((Err(_), _)) => return Err("the node is unreachable".to_owned()),
-        Either::Right(_) => {
-            controller.abort();
+    let (status, bytes) = match http::fetch(request, DEADLINE, MAX_ANSWER + 1).await {
+        Ok(answer) => answer,
+        Err(FetchFailure::Unreachable) => return Err("the node is unreachable".to_owned()),
+        Err(FetchFailure::Timeout) => {
             return Err(format!(
                 "the node did not answer within {} s",
                 DEADLINE.as_secs()
-            ));
+            ))
         }
     };
     if bytes.len() > MAX_ANSWER {

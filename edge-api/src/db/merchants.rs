@@ -8,25 +8,36 @@ use super::{all, first, run, DbResult, Query, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
-                       onboarding_status, crypto_enabled, created_at";
+                       onboarding_status, crypto_enabled, created_at, updated_at, \
+                       previous_key_expires_at";
 
-/// A merchants row as D1 returns it.
-#[derive(Debug, Deserialize)]
-struct Row {
-    id: i64,
+/// A merchants row as D1 returns it: the partner API's merchant, and what the portal adds.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Row {
+    /// Merchant id.
+    pub id: i64,
     name: String,
     legal_name: String,
     email: String,
-    public_key: String,
+    /// Current publishable key.
+    pub public_key: String,
     psp_reference_id: String,
-    status: MerchantStatus,
-    onboarding_status: OnboardingStatus,
-    crypto_enabled: i64,
+    /// Account status.
+    pub status: MerchantStatus,
+    /// Onboarding status.
+    pub onboarding_status: OnboardingStatus,
+    /// 0 or 1.
+    pub crypto_enabled: i64,
     created_at: String,
+    /// Last change (merchants made before the portal could edit them have none).
+    pub updated_at: Option<String>,
+    /// End of the previous key's grace period after a roll, Unix seconds.
+    pub previous_key_expires_at: Option<i64>,
 }
 
 impl Row {
-    fn into_merchant(self) -> Merchant {
+    /// The merchant as the partner API shows it.
+    pub fn into_merchant(self) -> Merchant {
         Merchant {
             object: MerchantObject::Merchant,
             id: self.id,
@@ -148,38 +159,6 @@ pub async fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResul
     .await
 }
 
-/// A merchant as the portal shows and edits it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct PortalRow {
-    /// Merchant id.
-    pub id: i64,
-    /// Display name.
-    pub name: String,
-    /// Registered name.
-    pub legal_name: String,
-    /// Contact e-mail.
-    pub email: String,
-    /// Current publishable key.
-    pub public_key: String,
-    /// The institution's own reference.
-    pub psp_reference_id: String,
-    /// Account status.
-    pub status: MerchantStatus,
-    /// Onboarding status.
-    pub onboarding_status: OnboardingStatus,
-    /// 0 or 1.
-    pub crypto_enabled: i64,
-    /// Creation time.
-    pub created_at: String,
-    /// Last change.
-    pub updated_at: Option<String>,
-    /// End of the previous key's grace period, Unix seconds.
-    pub previous_key_expires_at: Option<i64>,
-}
-
-const PORTAL_COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
-    onboarding_status, crypto_enabled, created_at, updated_at, previous_key_expires_at";
-
 /// One page of the institution's merchants for the portal, newest first, one row over `limit`;
 /// `search` matches a name prefix (any case) or a `psp_reference_id` exactly.
 pub async fn portal_page(
@@ -188,8 +167,8 @@ pub async fn portal_page(
     search: Option<&str>,
     starting_after: Option<i64>,
     limit: u32,
-) -> DbResult<Vec<PortalRow>> {
-    let mut sql = format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1");
+) -> DbResult<Vec<Row>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1");
     let mut params = vec![Value::Int(institution_id)];
     if let Some(search) = search {
         let prefix = format!(
@@ -217,14 +196,10 @@ pub async fn portal_page(
 }
 
 /// One merchant of the institution, as the portal shows it.
-pub async fn portal_get(
-    db: &D1Database,
-    institution_id: i64,
-    id: i64,
-) -> DbResult<Option<PortalRow>> {
+pub async fn portal_get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Row>> {
     first(
         db,
-        &format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
+        &format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
         &[institution_id.into(), id.into()],
     )
     .await

@@ -6,24 +6,9 @@ use rusqlite::Connection;
 use super::{merchants, transactions, Query, Value};
 use crate::query::{MerchantFilter, TransactionFilter};
 
-/// Every migration, in order.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/0001_partner_api.sql"),
-    include_str!("../../migrations/0002_checkout.sql"),
-    include_str!("../../migrations/0003_portal.sql"),
-    include_str!("../../migrations/0004_webhooks.sql"),
-    include_str!("../../migrations/0005_hardening.sql"),
-    include_str!("../../migrations/0006_merchant_onboarding.sql"),
-    include_str!("../../migrations/0007_payments_view.sql"),
-    include_str!("../../migrations/0008_roles_and_event_order.sql"),
-    include_str!("../../migrations/0009_deposit_addresses.sql"),
-];
-
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
-    for migration in MIGRATIONS {
-        conn.execute_batch(migration).unwrap();
-    }
+    xtask::localdb::apply_migrations(&conn).unwrap();
     conn
 }
 

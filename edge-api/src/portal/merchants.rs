@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use shared_types::{ErrorCode, List, MerchantStatus, OnboardingStatus};
 use worker::Url;
 
+use super::ops::{check_email, check_text};
 use super::Portal;
 use crate::ctx::{timestamp, Ctx};
-use crate::db::merchants::{self, Changes, Edited, NewMerchant, PortalRow};
+use crate::db::merchants::{self, Changes, Edited, NewMerchant, Row};
 use crate::db::wallets::{self, Wallet};
 use crate::db::{origins, wallets::Change};
 use crate::error::{ApiError, OrInternal};
@@ -29,33 +30,14 @@ pub const MAX_KEY_GRACE_SECONDS: i64 = 7 * 24 * 60 * 60;
 /// A merchant as the portal shows it.
 #[derive(Debug, Serialize)]
 pub struct Merchant {
-    /// Always `merchant`.
-    pub object: &'static str,
-    /// Merchant id.
-    pub id: i64,
-    /// Display name.
-    pub name: String,
-    /// Registered name.
-    pub legal_name: String,
-    /// Contact e-mail.
-    pub email: String,
-    /// Current publishable key.
-    pub public_key: String,
-    /// The institution's own reference.
-    pub psp_reference_id: String,
-    /// Account status.
-    pub status: MerchantStatus,
+    /// Every member the partner API shows.
+    #[serde(flatten)]
+    pub merchant: shared_types::Merchant,
     /// Where the account status may go next.
     pub status_next: &'static [MerchantStatus],
-    /// Onboarding status.
-    pub onboarding_status: OnboardingStatus,
-    /// Whether onboarding is complete.
-    pub onboarding_complete: bool,
     /// Where onboarding may go next.
     pub onboarding_next: &'static [OnboardingStatus],
-    /// Whether crypto payments are on.
-    pub crypto_enabled: bool,
-    /// Whether a checkout can be created for it now (and if not, why).
+    /// Whether a checkout can be created for it now.
     pub can_take_payments: bool,
     /// Why it cannot, when it cannot.
     pub cannot_take_payments_because: Option<String>,
@@ -65,8 +47,6 @@ pub struct Merchant {
     pub return_origins: Vec<String>,
     /// While the previous key still works after a roll: until when.
     pub previous_key_expires_at: Option<String>,
-    /// Creation time.
-    pub created_at: String,
     /// Last change.
     pub updated_at: Option<String>,
 }
@@ -93,7 +73,7 @@ pub fn merchant_id(text: &str) -> Result<i64, ApiError> {
 /// A merchant as shown, from its row, its wallets and its return origins.
 fn view(
     ctx: &Ctx,
-    row: PortalRow,
+    row: Row,
     wallets: Vec<Wallet>,
     return_origins: Vec<String>,
     now: i64,
@@ -112,19 +92,8 @@ fn view(
             }
         });
     Merchant {
-        object: "merchant",
-        id: row.id,
-        name: row.name,
-        legal_name: row.legal_name,
-        email: row.email,
-        public_key: row.public_key,
-        psp_reference_id: row.psp_reference_id,
-        status: row.status,
         status_next: row.status.next(),
-        onboarding_status: row.onboarding_status,
-        onboarding_complete: row.onboarding_status.is_complete(),
         onboarding_next: row.onboarding_status.next(),
-        crypto_enabled: row.crypto_enabled != 0,
         can_take_payments: because.is_none(),
         cannot_take_payments_because: because,
         wallets,
@@ -133,12 +102,12 @@ fn view(
             .previous_key_expires_at
             .filter(|end| *end > now)
             .and_then(shared_types::time::format_unix),
-        created_at: row.created_at,
-        updated_at: row.updated_at,
+        updated_at: row.updated_at.clone(),
+        merchant: row.into_merchant(),
     }
 }
 
-async fn row(portal: &Portal<'_>, id: i64) -> Result<PortalRow, ApiError> {
+async fn row(portal: &Portal<'_>, id: i64) -> Result<Row, ApiError> {
     merchants::portal_get(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read merchant")?
@@ -216,40 +185,6 @@ pub async fn list(portal: &Portal<'_>, query: &str) -> Result<List<Merchant>, Ap
     })
 }
 
-fn text(field: &str, value: &str, max: usize) -> Result<String, ApiError> {
-    let value = value.trim();
-    if value.is_empty() || value.chars().count() > max {
-        return Err(ApiError::invalid_request(format!(
-            "{field} must be 1 to {max} characters"
-        )));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(ApiError::invalid_request(format!(
-            "{field} must not contain control characters"
-        )));
-    }
-    Ok(value.to_owned())
-}
-
-fn email(value: &str) -> Result<String, ApiError> {
-    let value = value.trim();
-    let ok = value.len() <= 254
-        && value.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        })
-        && !value.chars().any(|c| c.is_whitespace() || c.is_control());
-    if ok {
-        Ok(value.to_owned())
-    } else {
-        Err(ApiError::invalid_request(
-            "email must be an e-mail address such as payments@shop.example",
-        ))
-    }
-}
-
 fn reference(value: &str) -> Result<String, ApiError> {
     let value = value.trim();
     if (1..=64).contains(&value.len())
@@ -312,9 +247,9 @@ pub struct NewMerchantBody {
 
 /// Creates a merchant: active, onboarding pending, with a new publishable key.
 pub async fn create(portal: &Portal<'_>, new: &NewMerchantBody) -> Result<Merchant, ApiError> {
-    let name = text("name", &new.name, 100)?;
-    let legal_name = text("legal_name", &new.legal_name, 200)?;
-    let email = email(&new.email)?;
+    let name = check_text("name", &new.name, 1, 100)?;
+    let legal_name = check_text("legal_name", &new.legal_name, 1, 200)?;
+    let email = check_email(&new.email)?;
     let psp_reference_id = reference(&new.psp_reference_id)?;
     let key = new_key(portal.ctx)?;
     let id = merchants::insert(
@@ -383,14 +318,14 @@ pub async fn update(
         name: patch
             .name
             .as_deref()
-            .map(|v| text("name", v, 100))
+            .map(|v| check_text("name", v, 1, 100))
             .transpose()?,
         legal_name: patch
             .legal_name
             .as_deref()
-            .map(|v| text("legal_name", v, 200))
+            .map(|v| check_text("legal_name", v, 1, 200))
             .transpose()?,
-        email: patch.email.as_deref().map(email).transpose()?,
+        email: patch.email.as_deref().map(check_email).transpose()?,
         psp_reference_id: patch
             .psp_reference_id
             .as_deref()

@@ -19,6 +19,9 @@ use crate::{crypto, db};
 pub const DEFAULT_GRACE_SECONDS: i64 = 24 * 60 * 60;
 /// Longest grace period.
 pub const MAX_GRACE_SECONDS: i64 = 7 * 24 * 60 * 60;
+/// A DNS-over-HTTPS answer must come within this, and is read up to this many bytes.
+const DNS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+const DNS_ANSWER_MAX: usize = 64 * 1024;
 /// Most webhook endpoints an institution may have (each event fans out to every one).
 pub const MAX_ENDPOINTS: i64 = 20;
 
@@ -103,7 +106,9 @@ impl Endpoint {
     }
 }
 
-fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String, ApiError> {
+/// Trimmed text of `min` to `max` characters and no control characters, or a refusal naming
+/// `field`.
+pub fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String, ApiError> {
     let trimmed = text.trim();
     let count = trimmed.chars().count();
     if count < min || count > max {
@@ -119,6 +124,27 @@ fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String,
         )));
     }
     Ok(trimmed.to_owned())
+}
+
+/// A trimmed e-mail address (one `@`, a dotted domain, no spaces, at most 254 bytes), or a
+/// refusal naming `email`.
+pub fn check_email(value: &str) -> Result<String, ApiError> {
+    let value = value.trim();
+    let ok = value.len() <= 254
+        && value.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        })
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(value.to_owned())
+    } else {
+        Err(ApiError::invalid_request(
+            "email must be an e-mail address such as payments@shop.example",
+        ))
+    }
 }
 
 /// The institution's API clients, newest first.
@@ -283,11 +309,10 @@ async fn resolve_public(host: &str) -> Result<(), ApiError> {
         let request =
             worker::Request::new_with_init(&url, worker::RequestInit::new().with_headers(headers))
                 .or_internal("build dns request")?;
-        let mut response = worker::Fetch::Request(request)
-            .send()
+        let (_, bytes) = crate::http::fetch(request, DNS_DEADLINE, DNS_ANSWER_MAX)
             .await
             .map_err(|_| ApiError::invalid_request(format!("url: could not resolve {host}")))?;
-        let body: serde_json::Value = response.json().await.unwrap_or_default();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         for answer in body["Answer"].as_array().into_iter().flatten() {
             if let Some(ip) = answer["data"]
                 .as_str()

@@ -89,7 +89,8 @@ pub async fn handle(
             Err(err) if err.code == ErrorCode::LoginRequired => see_other(url, "/portal/login"),
             Err(err) => Err(err),
         },
-        (Method::Post, _) => {
+        // The router has checked the method against `methods`: the rest are changes (POST).
+        _ => {
             let form = Form::read(&mut req).await?;
             let portal = match super::authenticate(
                 &req,
@@ -123,10 +124,6 @@ pub async fn handle(
             };
             post(&portal, url, rest, &form).await
         }
-        _ => Err(ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!("{method} {} is not supported", url.path()),
-        )),
     }
 }
 

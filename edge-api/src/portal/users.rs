@@ -41,17 +41,7 @@ pub async fn list(portal: &Portal<'_>) -> Result<Vec<User>, ApiError> {
 /// Adds a user with a random password (shown once).
 pub async fn invite(portal: &Portal<'_>, invite: &Invite) -> Result<Invited, ApiError> {
     portal.require_admin()?;
-    let email = invite.email.trim().to_ascii_lowercase();
-    let valid = email.len() <= 254
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty() && domain.contains('.') && !domain.starts_with('.')
-        })
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
-    if !valid {
-        return Err(ApiError::invalid_request(
-            "email must be an e-mail address such as ops@psp.example",
-        ));
-    }
+    let email = super::ops::check_email(&invite.email)?.to_ascii_lowercase();
     let role: PortalRole = invite.role.parse().map_err(|_| {
         ApiError::invalid_request(format!(
             "role must be admin or viewer; got {:?}",

@@ -60,11 +60,11 @@ pub(super) async fn list(
                             thead { tr { th { "Name" } th { "PSP reference" } th { "Status" } th { "Onboarding" } th { "Payments" } } }
                             tbody {
                                 @for m in &found.data {
-                                    tr data-merchant=(m.id) {
-                                        td { a href=(format!("/portal/merchants/{}", m.id)) { (m.name) } }
-                                        td { code { (m.psp_reference_id) } }
-                                        td { (m.status.as_str()) }
-                                        td { (m.onboarding_status.as_str()) }
+                                    tr data-merchant=(m.merchant.id) {
+                                        td { a href=(format!("/portal/merchants/{}", m.merchant.id)) { (m.merchant.name) } }
+                                        td { code { (m.merchant.psp_reference_id) } }
+                                        td { (m.merchant.status.as_str()) }
+                                        td { (m.merchant.onboarding_status.as_str()) }
                                         td { @if m.can_take_payments { "ready" } @else { span.muted { "not yet" } } }
                                     }
                                 }
@@ -117,7 +117,7 @@ pub fn embed_snippet(base: &str, m: &Merchant) -> String {
          \x20   allowCrypto: true\n\
          \x20 }}, \"#pay-with-crypto\");\n\
          </script>",
-        key = m.public_key,
+        key = m.merchant.public_key,
     )
 }
 
@@ -134,7 +134,7 @@ pub(super) async fn detail(
         wallet_changes,
     } = merchants::detail(portal, id).await?;
     let base = url.origin().ascii_serialization();
-    let action = |path: &str| format!("/portal/merchants/{}/{path}", m.id);
+    let action = |path: &str| format!("/portal/merchants/{}/{path}", m.merchant.id);
     let wallet_of = |network: &str| {
         m.wallets
             .iter()
@@ -144,12 +144,12 @@ pub(super) async fn detail(
     page(
         status,
         layout(
-            &m.name,
+            &m.merchant.name,
             Some(portal),
             html! {
                 section {
                     p { a href="/portal/merchants" { "← Merchants" } }
-                    h1 { (m.name) }
+                    h1 { (m.merchant.name) }
                     (error_box(error))
                     @if m.can_take_payments {
                         p.ok role="status" #payments-ready { "Ready to take payments." }
@@ -159,10 +159,10 @@ pub(super) async fn detail(
                         }
                     }
                     dl.fields {
-                        dt { "Account" } dd #status { (m.status.as_str()) }
-                        dt { "Onboarding" } dd #onboarding { (m.onboarding_status.as_str()) }
-                        dt { "Crypto payments" } dd { @if m.crypto_enabled { "enabled" } @else { "disabled" } }
-                        dt { "Created" } dd { (m.created_at) }
+                        dt { "Account" } dd #status { (m.merchant.status.as_str()) }
+                        dt { "Onboarding" } dd #onboarding { (m.merchant.onboarding_status.as_str()) }
+                        dt { "Crypto payments" } dd { @if m.merchant.crypto_enabled { "enabled" } @else { "disabled" } }
+                        dt { "Created" } dd { (m.merchant.created_at) }
                     }
                     @if !m.onboarding_next.is_empty() {
                         form method="post" action=(action("onboarding")) {
@@ -189,20 +189,20 @@ pub(super) async fn detail(
                     form method="post" action=(action("edit")) {
                         (csrf_field(portal))
                         label for="name" { "Name (shown to customers)" }
-                        input #name type="text" name="name" required maxlength="100" value=(m.name);
+                        input #name type="text" name="name" required maxlength="100" value=(m.merchant.name);
                         label for="legal_name" { "Legal name" }
-                        input #legal_name type="text" name="legal_name" required maxlength="200" value=(m.legal_name);
+                        input #legal_name type="text" name="legal_name" required maxlength="200" value=(m.merchant.legal_name);
                         label for="email" { "E-mail" }
-                        input #email type="email" name="email" required value=(m.email);
+                        input #email type="email" name="email" required value=(m.merchant.email);
                         label for="psp_reference_id" { "Your reference (unique)" }
-                        input #psp_reference_id type="text" name="psp_reference_id" required maxlength="64" value=(m.psp_reference_id);
-                        fieldset { label { input type="checkbox" name="crypto_enabled" value="true" checked[m.crypto_enabled]; " Crypto payments enabled" } }
+                        input #psp_reference_id type="text" name="psp_reference_id" required maxlength="64" value=(m.merchant.psp_reference_id);
+                        fieldset { label { input type="checkbox" name="crypto_enabled" value="true" checked[m.merchant.crypto_enabled]; " Crypto payments enabled" } }
                         button type="submit" { "Save" }
                     }
                 }
                 section {
                     h2 { "Publishable key and embed snippet" }
-                    p { "Publishable key: " code #public-key { (m.public_key) } }
+                    p { "Publishable key: " code #public-key { (m.merchant.public_key) } }
                     @if let Some(until) = &m.previous_key_expires_at {
                         p.muted { "The previous key keeps working until " (until) "." }
                     }
@@ -297,7 +297,7 @@ pub(super) async fn post(
             crypto_enabled: Some(form.get("crypto_enabled").is_some()),
         };
         return match merchants::create(portal, &new).await {
-            Ok(m) => see_other(url, &format!("/portal/merchants/{}", m.id)),
+            Ok(m) => see_other(url, &format!("/portal/merchants/{}", m.merchant.id)),
             Err(err) if shown(&err) => list(portal, url, Some(&err.description), Some(&new)).await,
             Err(err) => Err(err),
         };
