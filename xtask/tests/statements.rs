@@ -14,17 +14,7 @@ const NOW: &str = "2026-11-21T04:35:27Z";
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
     // The worker's real schema, every migration in file-name order as wrangler applies them.
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../edge-api/migrations");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
-        .collect();
-    files.sort();
-    for file in files {
-        conn.execute_batch(&std::fs::read_to_string(file).unwrap())
-            .unwrap();
-    }
+    xtask::localdb::apply_migrations(&conn).unwrap();
     for (id, client) in [(1, "cli_acme"), (2, "cli_globex")] {
         conn.execute(
             "INSERT INTO institutions (id, name, created_at) VALUES (?1, ?1, ?2)",
