@@ -1,9 +1,13 @@
 //! Which EVM networks this deployment can reach, from `PAYRAIL_CHAINS` (a secret: node providers
 //! put API keys in their URLs): a JSON object from network name to its JSON-RPC URL, its chain
-//! id and the confirmation depth a payment on it needs. Pure; tested natively.
+//! id, the confirmation depth a payment on it needs, the token contracts customers may pay with
+//! and the price feeds rates are read from. Pure; tested natively.
 //!
 //! ```json
-//! {"polygon": {"rpc_url": "https://polygon.example/KEY", "chain_id": 137, "confirmations": 64}}
+//! {"polygon": {"rpc_url": "https://polygon.example/KEY", "chain_id": 137, "confirmations": 64,
+//!   "tokens": {"USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}},
+//!   "feeds": {"EUR/USD": {"address": "0x73366Fe0AA0Ded304479862808e02506FE556a98",
+//!                         "max_age_seconds": 86400}}}}
 //! ```
 
 use std::collections::BTreeMap;
@@ -11,11 +15,22 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::EVM_NETWORKS;
+use crate::wallet_address;
 
 /// Confirmations when a network's configuration names none.
 pub const DEFAULT_CONFIRMATIONS: u64 = 12;
 /// Most confirmations a network may ask for.
 pub const MAX_CONFIRMATIONS: u64 = 1000;
+/// The tokens a network may take payments in.
+pub const TOKENS: &[&str] = &["USDC", "USDT"];
+/// A token's decimals when its configuration names none (USDC's and USDT's on these networks).
+pub const DEFAULT_TOKEN_DECIMALS: u32 = 6;
+/// The pairs a price feed may quote: each currency Payrail prices orders in, against USD.
+pub const FEED_PAIRS: &[&str] = &["EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD"];
+/// How old a feed's answer may be when its configuration names no limit.
+pub const DEFAULT_FEED_AGE_SECONDS: u64 = 3600;
+/// Most blocks one `eth_getLogs` request may span when the configuration names no limit.
+pub const DEFAULT_LOG_RANGE: u64 = 2000;
 
 /// One network's node and rules.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -28,21 +43,64 @@ pub struct Network {
     /// Blocks on top of a payment's block before it counts.
     #[serde(default = "default_confirmations")]
     pub confirmations: u64,
+    /// The tokens customers may pay with, by asset code ([`TOKENS`]).
+    #[serde(default)]
+    pub tokens: BTreeMap<String, Token>,
+    /// Price feeds (Chainlink's `AggregatorV3Interface`) by pair ([`FEED_PAIRS`]).
+    #[serde(default)]
+    pub feeds: BTreeMap<String, Feed>,
+    /// Most blocks one `eth_getLogs` request spans (providers cap it).
+    #[serde(default = "default_log_range")]
+    pub log_range: u64,
+}
+
+/// A token contract.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Token {
+    /// The contract's address.
+    pub address: String,
+    /// Its decimals.
+    #[serde(default = "default_token_decimals")]
+    pub decimals: u32,
+}
+
+/// A price feed contract.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Feed {
+    /// The aggregator's address.
+    pub address: String,
+    /// An answer older than this is stale: the ways to pay that need it are not offered.
+    #[serde(default = "default_feed_age")]
+    pub max_age_seconds: u64,
 }
 
 fn default_confirmations() -> u64 {
     DEFAULT_CONFIRMATIONS
 }
 
+fn default_token_decimals() -> u32 {
+    DEFAULT_TOKEN_DECIMALS
+}
+
+fn default_feed_age() -> u64 {
+    DEFAULT_FEED_AGE_SECONDS
+}
+
+fn default_log_range() -> u64 {
+    DEFAULT_LOG_RANGE
+}
+
 /// Reads the configuration; the error names what is wrong without echoing URLs.
 pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
-    let networks: BTreeMap<String, Network> = serde_json::from_str(text).map_err(|e| {
+    let mut networks: BTreeMap<String, Network> = serde_json::from_str(text).map_err(|e| {
         format!(
             "PAYRAIL_CHAINS is not a JSON object of networks: {}",
             e.classify_name()
         )
     })?;
-    for (name, network) in &networks {
+    for (name, network) in &mut networks {
         if !EVM_NETWORKS.contains(&name.as_str()) {
             return Err(format!(
                 "PAYRAIL_CHAINS: {name:?} is not an EVM network Payrail knows ({})",
@@ -63,6 +121,43 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
             return Err(format!(
                 "PAYRAIL_CHAINS: {name}.confirmations must be from 1 to {MAX_CONFIRMATIONS}"
             ));
+        }
+        if !(1..=100_000).contains(&network.log_range) {
+            return Err(format!(
+                "PAYRAIL_CHAINS: {name}.log_range must be from 1 to 100000"
+            ));
+        }
+        let contract = |what: String, address: &str| {
+            wallet_address::check(name, address)
+                .map_err(|_| format!("PAYRAIL_CHAINS: {what} is not a contract address (0x…)"))
+        };
+        for (asset, token) in &mut network.tokens {
+            if !TOKENS.contains(&asset.as_str()) {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.tokens.{asset} is not a token Payrail takes ({})",
+                    TOKENS.join(", ")
+                ));
+            }
+            token.address = contract(format!("{name}.tokens.{asset}.address"), &token.address)?;
+            if token.decimals > 30 {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.tokens.{asset}.decimals must be at most 30"
+                ));
+            }
+        }
+        for (pair, feed) in &mut network.feeds {
+            if !FEED_PAIRS.contains(&pair.as_str()) {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.feeds.{pair} is not a pair Payrail reads ({})",
+                    FEED_PAIRS.join(", ")
+                ));
+            }
+            feed.address = contract(format!("{name}.feeds.{pair}.address"), &feed.address)?;
+            if feed.max_age_seconds == 0 {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.feeds.{pair}.max_age_seconds must be positive"
+                ));
+            }
         }
     }
     Ok(networks)
@@ -99,6 +194,18 @@ mod tests {
         .unwrap();
         assert_eq!(networks["polygon"].confirmations, DEFAULT_CONFIRMATIONS);
         assert_eq!(networks["base"].chain_id, 31337);
+        assert!(networks["base"].tokens.is_empty());
+        assert_eq!(networks["base"].log_range, DEFAULT_LOG_RANGE);
+        let with_tokens = parse(
+            r#"{"polygon": {"rpc_url": "https://p.example", "chain_id": 137,
+                "tokens": {"USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}},
+                "feeds": {"EUR/USD": {"address": "0x73366Fe0AA0Ded304479862808e02506FE556a98",
+                                      "max_age_seconds": 86400}}}}"#,
+        )
+        .unwrap();
+        let polygon = &with_tokens["polygon"];
+        assert_eq!(polygon.tokens["USDC"].decimals, DEFAULT_TOKEN_DECIMALS);
+        assert_eq!(polygon.feeds["EUR/USD"].max_age_seconds, 86400);
     }
 
     #[test]
@@ -125,6 +232,21 @@ mod tests {
                 "missing",
             ),
             ("not json", "not JSON"),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "tokens": {"DAI": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
+                "DAI",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "tokens": {"USDC": {"address": "0x12"}}}}"#,
+                "polygon.tokens.USDC.address",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "feeds": {"BTC/EUR": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
+                "BTC/EUR",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.contains(named), "{text}: {err}");

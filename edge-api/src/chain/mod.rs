@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod deposit;
+pub mod evm;
 pub mod rpc;
 
 use shared_types::quote::{self, Method};
