@@ -1,11 +1,12 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
-//! portal sessions and idempotency keys past their retention; close checkouts that ended unpaid;
+//! portal sessions and idempotency keys past their retention; read the watched chains and credit
+//! what arrived; close checkouts that ended unpaid;
 //! and send deliveries whose queue message was lost back to the queue.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
 use crate::error::{ApiError, OrInternal};
-use crate::{payments, throttle, webhooks};
+use crate::{chain, payments, throttle, webhooks};
 
 /// Runs every task. They are independent, so each runs even if one before it failed; the first
 /// failure is reported.
@@ -20,6 +21,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .await
             .or_internal("purge throttle windows")
             .map(drop),
+        // Chains first: a payment that arrived is credited before its checkout could expire.
+        chain::watch::sweep(ctx).await,
         payments::expire_ended(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)

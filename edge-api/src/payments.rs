@@ -21,12 +21,33 @@ const EXPIRE_PER_RUN: i64 = 200;
 
 /// Applies `action` to transaction `id`, with its webhook event in the same write, then queues
 /// the event's deliveries. With `institution_id`, a transaction of another institution is not
-/// found, exactly like an unknown one.
+/// found, exactly like an unknown one. A sandbox payment gets a simulated source hash.
 pub async fn act(
     ctx: &Ctx,
     id: i64,
     institution_id: Option<i64>,
     action: &Action,
+) -> Result<(), ApiError> {
+    apply(ctx, id, institution_id, action, None).await
+}
+
+/// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
+/// the transaction `source_hash`.
+pub async fn credit(
+    ctx: &Ctx,
+    id: i64,
+    action: &Action,
+    source_hash: &str,
+) -> Result<(), ApiError> {
+    apply(ctx, id, None, action, Some(source_hash)).await
+}
+
+async fn apply(
+    ctx: &Ctx,
+    id: i64,
+    institution_id: Option<i64>,
+    action: &Action,
+    source_hash: Option<&str>,
 ) -> Result<(), ApiError> {
     let now = ctx.now();
     let database = &ctx.db;
@@ -45,8 +66,11 @@ pub async fn act(
     };
     let raw_status = row.raw_status;
     // An ended checkout is closed even before the cron marks it: nothing but the expiry itself
-    // may change a pending payment past its end.
-    if raw_status == RawStatus::Pending && !matches!(action, Action::Expire) {
+    // may change a pending payment past its end, except money the chain shows arrived in time.
+    if raw_status == RawStatus::Pending
+        && !matches!(action, Action::Expire)
+        && source_hash.is_none()
+    {
         if let Some(end) = row.expires_at.filter(|end| *end <= now) {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
@@ -79,9 +103,11 @@ pub async fn act(
 
     let network = row.network_payment.as_deref().unwrap_or("ethereum");
     let hash = |network: &str| chain::tx_hash(network).or_internal("generate hash");
-    let source_hash = matches!(action, Action::Pay { .. })
-        .then(|| hash(network))
-        .transpose()?;
+    let source_hash = match (action, source_hash) {
+        (Action::Pay { .. } | Action::PayLate { .. }, Some(known)) => Some(known.to_owned()),
+        (Action::Pay { .. }, None) => Some(hash(network)?),
+        _ => None,
+    };
     let settlement_hash = change.settlement_network.as_deref().map(hash).transpose()?;
     let bridge_hash = change.bridged.then(|| hash(network)).transpose()?;
     let now_text = timestamp(now)?;

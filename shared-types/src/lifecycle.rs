@@ -4,11 +4,14 @@
 //!
 //! ```text
 //! pending ──pay──► succeeded ──settle──► paid
-//!    │                 │                  │
-//!    ├──fail──► failed  └──refund──┐       └──refund──┐
-//!    └──expire─► expired          ▼                  ▼
+//!    │                 ▲  │                 │
+//!    ├──fail──► failed │  └──refund──┐      └──refund──┐
+//!    └──expire─► expired ─pay_late─┘ ▼                  ▼
 //!                     partially_refunded ──refund──► refunded
 //! ```
+//!
+//! `pay_late` is a payment found on chain after its checkout expired: money the customer sent,
+//! credited like any other (only the chain watcher does it).
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
@@ -38,6 +41,11 @@ pub enum Action {
         /// Amount paid, in the order currency.
         amount: Decimal,
     },
+    /// A payment of `amount` landed after the checkout expired (still the customer's money).
+    PayLate {
+        /// Amount paid, in the order currency.
+        amount: Decimal,
+    },
     /// The funds were transferred to the merchant's wallet on `network` (the payment network
     /// when `None`; another network means a bridge).
     Settle {
@@ -60,6 +68,7 @@ impl Action {
     pub fn name(&self) -> &'static str {
         match self {
             Action::Pay { .. } => "pay",
+            Action::PayLate { .. } => "pay_late",
             Action::Settle { .. } => "settle",
             Action::Refund { .. } => "refund",
             Action::Fail => "fail",
@@ -204,7 +213,7 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
     };
     let digits = payment.currency_digits;
     match (action, payment.raw_status) {
-        (Action::Pay { amount }, S::Pending) => {
+        (Action::Pay { amount }, S::Pending) | (Action::PayLate { amount }, S::Expired) => {
             check_amount(*amount, digits)?;
             let amount_status = match amount.cmp(&payment.expected) {
                 std::cmp::Ordering::Less => AmountStatus::Underpaid,
@@ -321,6 +330,20 @@ mod tests {
             assert_eq!(change.raw_status, Some(RawStatus::Succeeded));
             assert_eq!(change.event, Some(EventType::PaymentSucceeded));
         }
+    }
+
+    #[test]
+    fn only_an_expired_payment_is_paid_late() {
+        let expired = Payment {
+            raw_status: RawStatus::Expired,
+            ..pending()
+        };
+        let late = Action::PayLate { amount: d("100") };
+        let change = apply(&expired, &late).unwrap();
+        assert_eq!(change.raw_status, Some(RawStatus::Succeeded));
+        assert_eq!(change.event, Some(EventType::PaymentSucceeded));
+        assert!(apply(&pending(), &late).is_err());
+        assert!(apply(&expired, &Action::Pay { amount: d("100") }).is_err());
     }
 
     #[test]

@@ -14,8 +14,10 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::EVM_NETWORKS;
 use crate::wallet_address;
+
+/// The EVM networks, whose addresses all derive from one key.
+pub const EVM_NETWORKS: &[&str] = &["ethereum", "polygon", "base", "arbitrum"];
 
 /// Confirmations when a network's configuration names none.
 pub const DEFAULT_CONFIRMATIONS: u64 = 12;

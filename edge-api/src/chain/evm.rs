@@ -101,6 +101,11 @@ fn word(data: &str) -> Option<Option<u128>> {
     Some(u128::from_str_radix(low, 16).ok())
 }
 
+/// A call's result read as one unsigned word, if it fits 128 bits.
+pub fn uint(result: &Value) -> Option<u128> {
+    result.as_str().and_then(word).flatten()
+}
+
 /// A price feed's latest answer: the price and when it was updated (Unix seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoundData {

@@ -1,39 +1,83 @@
-//! The ways to pay a deployment offers, and the sandbox's on-chain artefacts.
+//! The ways to pay a deployment offers, their quotes, and the sandbox's simulated artefacts.
 //!
-//! A way to pay is offered only where something watches its chain. No network has a chain adapter
-//! yet, so production offers none (checkout answers 503 and the hosted page says payments are
-//! unavailable: a customer must never be shown an address nobody watches). Sandbox offers every
-//! way to pay, simulated: deposit addresses and transaction hashes shaped like each network's,
-//! from random bytes, with no chain behind them.
+//! A way to pay is offered only where something watches its chain: a token configured on an EVM
+//! network in `PAYRAIL_CHAINS`, with `PAYRAIL_EVM_XPUB` to derive its deposit addresses. The
+//! [`watch`] module reads those chains and credits what arrives. Production offers nothing else
+//! (with nothing configured, checkout answers 503 and the hosted page says payments are
+//! unavailable: a customer is never shown an address nobody watches). Sandbox also offers every
+//! other way to pay, simulated: addresses and hashes shaped like each network's, from random
+//! bytes, with indicative rates and no chain behind them.
+//!
+//! Another chain family (Bitcoin, Solana, Tron) joins as a module beside `evm`, `rates` and
+//! `watch` that derives its addresses, quotes and reads its chain; the rest of the worker sees
+//! only [`methods`], [`quote`] and [`watch`].
 
 pub mod config;
 pub mod deposit;
 pub mod evm;
+pub mod rates;
 pub mod rpc;
+pub mod watch;
 
+use std::collections::BTreeMap;
+
+use rust_decimal::{Decimal, RoundingStrategy};
 use shared_types::quote::{self, Method};
+
+pub use config::EVM_NETWORKS;
 
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 
-/// The ways to pay this deployment offers, in the order the hosted page lists them.
-pub fn methods(ctx: &Ctx) -> &'static [Method] {
-    if ctx.sandbox() {
-        quote::METHODS
-    } else {
-        &[]
+/// The configured networks, when deposit addresses can be derived for them (an unreadable
+/// configuration is a logged 500 naming the problem).
+pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError> {
+    match (&ctx.chains, &ctx.evm_xpub) {
+        (Some(text), Some(_)) => {
+            config::parse(text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))
+        }
+        _ => Ok(BTreeMap::new()),
     }
+}
+
+/// The ways to pay this deployment offers, in the order the hosted page lists them: the watched
+/// ones first, then (sandbox only) the simulated ones on networks without a node.
+pub fn methods(ctx: &Ctx) -> Result<Vec<Method>, ApiError> {
+    let networks = networks(ctx)?;
+    let mut out = Vec::new();
+    for name in EVM_NETWORKS {
+        let Some(network) = networks.get(*name) else {
+            continue;
+        };
+        for asset in config::TOKENS {
+            if let Some(token) = network.tokens.get(*asset) {
+                out.push(Method {
+                    asset,
+                    network: name,
+                    decimals: token.decimals,
+                });
+            }
+        }
+    }
+    if ctx.sandbox() {
+        out.extend(
+            quote::METHODS
+                .iter()
+                .filter(|m| !networks.contains_key(m.network))
+                .copied(),
+        );
+    }
+    Ok(out)
 }
 
 /// The offered ways to pay on the networks where the merchant has a settlement wallet: a
 /// payment is taken only where it can also be paid out.
-pub fn methods_for(ctx: &Ctx, wallet_networks: &[String]) -> Vec<Method> {
-    methods(ctx)
-        .iter()
-        .copied()
+pub fn methods_for(ctx: &Ctx, wallet_networks: &[String]) -> Result<Vec<Method>, ApiError> {
+    Ok(methods(ctx)?
+        .into_iter()
         .filter(|m| wallet_networks.iter().any(|n| n == m.network))
-        .collect()
+        .collect())
 }
 
 /// The offered way to pay with this asset and network among `offered`, if it is one.
@@ -42,6 +86,76 @@ pub fn method(offered: &[Method], asset: &str, network: &str) -> Option<Method> 
         .iter()
         .copied()
         .find(|m| m.asset == asset && m.network == network)
+}
+
+/// What a customer is asked to send.
+#[derive(Debug, Clone)]
+pub struct Quote {
+    /// The amount of the asset, rounded up to its decimals.
+    pub crypto_amount: Decimal,
+    /// Units of the order currency one unit of the asset is worth.
+    pub rate: Decimal,
+    /// Where the rate came from.
+    pub rate_source: String,
+    /// On a watched network: what the watch needs.
+    pub watched: Option<WatchedQuote>,
+}
+
+/// The chain side of a quote on a watched network.
+#[derive(Debug, Clone)]
+pub struct WatchedQuote {
+    /// Token contract.
+    pub token: String,
+    /// Its decimals.
+    pub decimals: u32,
+    /// The crypto amount in base units.
+    pub base_units: u128,
+    /// The newest block when quoted.
+    pub head_block: u64,
+}
+
+/// Quotes `amount` of `currency` in `method`: on a watched network from a real rate and the
+/// node's newest block; simulated (sandbox) from the indicative rates. An error says why the
+/// way to pay cannot be offered now.
+pub async fn quote(
+    ctx: &Ctx,
+    method: Method,
+    amount: Decimal,
+    currency: &str,
+) -> Result<Quote, String> {
+    let networks = networks(ctx).map_err(|e| e.description)?;
+    let Some(network) = networks.get(method.network) else {
+        let crypto_amount = quote::crypto_amount(amount, currency, method)
+            .ok_or_else(|| format!("no indicative rate for {} in {currency}", method.asset))?;
+        return Ok(Quote {
+            crypto_amount,
+            rate: amount / crypto_amount,
+            rate_source: "indicative (sandbox)".to_owned(),
+            watched: None,
+        });
+    };
+    let token = network
+        .tokens
+        .get(method.asset)
+        .ok_or_else(|| format!("{} is not configured on {}", method.asset, method.network))?;
+    let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
+    let head = rpc::quantity(&rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?)?;
+    let crypto_amount = (amount / rate.per_unit)
+        .round_dp_with_strategy(token.decimals, RoundingStrategy::AwayFromZero)
+        .normalize();
+    let base_units = evm::to_units(crypto_amount, token.decimals)
+        .ok_or_else(|| "the amount does not fit the token".to_owned())?;
+    Ok(Quote {
+        crypto_amount,
+        rate: rate.per_unit,
+        rate_source: rate.source,
+        watched: Some(WatchedQuote {
+            token: token.address.clone(),
+            decimals: token.decimals,
+            base_units,
+            head_block: head,
+        }),
+    })
 }
 
 const BASE58: &[u8] = b"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -54,8 +168,6 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The EVM networks, whose addresses all derive from one key.
-pub const EVM_NETWORKS: &[&str] = &["ethereum", "polygon", "base", "arbitrum"];
 
 /// A fresh deposit address for a session paying on `network`, and the index it was derived at.
 /// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly

@@ -22,6 +22,7 @@ pub mod sessions;
 pub mod throttle;
 pub mod transactions;
 pub mod wallets;
+pub mod watches;
 
 #[cfg(test)]
 mod plan_tests;

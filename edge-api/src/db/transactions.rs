@@ -311,7 +311,8 @@ pub fn change_method(
     )
 }
 
-/// Pending transactions whose checkout has ended, at most `limit`. Only open checkouts are
+/// Pending transactions whose checkout has ended with no transfer seen on chain (those the chain
+/// watcher credits or holds), at most `limit`. Only open checkouts are
 /// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
 /// look-back window that could strand an old session.
 pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
@@ -323,7 +324,9 @@ pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult
         db,
         "SELECT t.id FROM transactions t INDEXED BY transactions_pending \
          JOIN checkout_sessions s ON s.transaction_id = t.id \
-         WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 ORDER BY t.id LIMIT ?2",
+         WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 \
+         AND NOT EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
+         AND c.kind = 'payment') ORDER BY t.id LIMIT ?2",
         &[now.into(), limit.into()],
     )
     .await?;

@@ -79,11 +79,16 @@ fn view(
     now: i64,
 ) -> Merchant {
     let networks: Vec<String> = wallets.iter().map(|w| w.network.clone()).collect();
+    // An unreadable chain configuration reads as nothing offered (the worker's log names it).
+    let offered = chain::methods(ctx).unwrap_or_default();
     let because = merchants::refusal(row.status, row.onboarding_status, row.crypto_enabled != 0)
         .or_else(|| {
-            if chain::methods(ctx).is_empty() {
+            if offered.is_empty() {
                 Some("this deployment offers no way to pay yet".to_owned())
-            } else if chain::methods_for(ctx, &networks).is_empty() {
+            } else if !offered
+                .iter()
+                .any(|m| networks.iter().any(|n| n == m.network))
+            {
                 Some("it has no settlement wallet on a network Payrail offers".to_owned())
             } else if return_origins.is_empty() {
                 Some("it has no allowed return origin".to_owned())

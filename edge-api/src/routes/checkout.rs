@@ -13,12 +13,14 @@ use super::hosted_page;
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
 use crate::db::transactions::{self, NewPayment};
+use crate::db::watches::{self, NewWatch};
 use crate::db::{merchants, origins, wallets};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::{chain, crypto, db, http, payments, throttle};
 
-/// How long a checkout stays payable.
-pub const SESSION_SECONDS: i64 = 60 * 60;
+/// How long a checkout stays payable: its quote's window, shown as a countdown (as BTCPay's
+/// invoices, fifteen minutes).
+pub const SESSION_SECONDS: i64 = 15 * 60;
 /// Why the way to pay cannot change any more.
 const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
                       cannot change";
@@ -104,7 +106,7 @@ fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
     let body = http::body_of_type(req, "application/json", http::CHECKOUT_BODY_MAX).await?;
     let options = parse_options(&body)?;
-    if chain::methods(ctx).is_empty() {
+    if chain::methods(ctx)?.is_empty() {
         return Err(ApiError::new(
             ErrorCode::PaymentsUnavailable,
             "payments are unavailable: this deployment does not watch any chain yet, so it \
@@ -128,13 +130,13 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         ));
     }
     let offered = offered_methods(ctx, merchant.id).await?;
-    let Some(&method) = offered.first() else {
+    if offered.is_empty() {
         return Err(ApiError::new(
             ErrorCode::MerchantUnavailable,
             "this merchant cannot take payments: it has no settlement wallet on a network \
              Payrail offers",
         ));
-    };
+    }
     // The hosted page is ours: it may only send the customer back to the merchant's own sites.
     let origin = Url::parse(&options.redirect_url)
         .map(|u| u.origin().ascii_serialization())
@@ -187,13 +189,31 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
     let mut amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
     amount.rescale(shared_types::checkout::currency_digits(&options.currency).unwrap_or(2));
     let amount_text = amount.to_string();
-    let crypto_amount = quote::crypto_amount(amount, &options.currency, method)
-        .ok_or("no rate")
-        .or_internal("quote")?;
+    // The first way to pay that can be quoted now is the default; none: no payment is taken.
+    let mut unavailable = Vec::new();
+    let mut chosen = None;
+    for method in &offered {
+        match chain::quote(ctx, *method, amount, &options.currency).await {
+            Ok(quote) => {
+                chosen = Some((*method, quote));
+                break;
+            }
+            Err(why) => unavailable.push(why),
+        }
+    }
+    let Some((method, quote)) = chosen else {
+        return Err(ApiError::new(
+            ErrorCode::PaymentsUnavailable,
+            format!(
+                "payments are unavailable right now: no way to pay can be quoted ({})",
+                unavailable.join("; ")
+            ),
+        ));
+    };
     let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
     let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     let now_text = timestamp(now)?;
-    let crypto_amount = crypto_amount.to_string();
+    let crypto_amount = quote.crypto_amount.to_string();
     let payment = NewPayment {
         institution_id: merchant.institution_id,
         merchant_id: merchant.id,
@@ -223,6 +243,11 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         transactions::insert_pending(database, &payment).or_internal("create session")?,
         sessions::insert(database, &session).or_internal("create session")?,
     ];
+    if let Some(watch) =
+        watch_statement(ctx, &session_id, method, &deposit_address, &quote, now + SESSION_SECONDS)?
+    {
+        statements.push(watch);
+    }
     if let Some(key) = &options.idempotency_key {
         statements.push(
             sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
@@ -266,6 +291,7 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
         Some(session) => {
             let status = if notice.is_some() { 409 } else { 200 };
             let offered = offered_methods(ctx, session.merchant_id).await?;
+            let request = payment_request(ctx, &session).await?;
             hosted_page::respond(
                 status,
                 hosted_page::checkout(
@@ -274,10 +300,41 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
                     ctx.sandbox(),
                     ctx.now(),
                     notice.as_deref(),
+                    request.as_ref(),
                 ),
             )
         }
     }
+}
+
+/// The payment request of the session's current deposit address, when a chain watches it.
+async fn payment_request(
+    ctx: &Ctx,
+    session: &sessions::SessionView,
+) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
+    let address = session.deposit_address.to_ascii_lowercase();
+    let watch = watches::of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read watches")?
+        .into_iter()
+        .find(|w| w.address == address);
+    let Some(watch) = watch else {
+        return Ok(None);
+    };
+    let networks = chain::networks(ctx)?;
+    let Some(network) = networks.get(&watch.network) else {
+        return Ok(None);
+    };
+    let token = network
+        .tokens
+        .get(&watch.asset)
+        .map_or_else(|| watch.token.clone(), |t| t.address.clone());
+    Ok(Some(hosted_page::PaymentRequest {
+        token,
+        chain_id: network.chain_id,
+        base_units: watch.base_units.parse().or_internal("read base units")?,
+        confirmations: network.confirmations,
+    }))
 }
 
 /// The ways to pay the deployment offers on the networks where the merchant has a wallet.
@@ -288,7 +345,42 @@ async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Metho
         .into_iter()
         .map(|w| w.network)
         .collect();
-    Ok(chain::methods_for(ctx, &networks))
+    chain::methods_for(ctx, &networks)
+}
+
+/// The watch of a deposit address quoted on a watched network, for the batch that gives the
+/// address to the session; `None` for a simulated one.
+fn watch_statement(
+    ctx: &Ctx,
+    session_id: &str,
+    method: quote::Method,
+    address: &str,
+    quote: &chain::Quote,
+    checkout_end: i64,
+) -> Result<Option<worker::D1PreparedStatement>, ApiError> {
+    let Some(watched) = &quote.watched else {
+        return Ok(None);
+    };
+    let statement = watches::insert(
+        &ctx.db,
+        &NewWatch {
+            address,
+            session_id,
+            network: method.network,
+            asset: method.asset,
+            token: &watched.token,
+            decimals: watched.decimals,
+            crypto_amount: &quote.crypto_amount.to_string(),
+            base_units: &watched.base_units.to_string(),
+            rate: &quote.rate.normalize().to_string(),
+            rate_source: &quote.rate_source,
+            from_block: watched.head_block,
+            now: ctx.now(),
+            watch_until: checkout_end + chain::watch::LATE_WINDOW_SECONDS,
+        },
+    )
+    .or_internal("watch deposit")?;
+    Ok(Some(statement))
 }
 
 async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
@@ -298,10 +390,25 @@ async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError>
         .ok_or_else(|| ApiError::not_found("no such checkout"))
 }
 
-/// `GET /checkout/{id}/status`: what the hosted page's script polls.
+/// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it
+/// reads the chain first (at most once per watch every couple of seconds), so a payment shows
+/// within seconds of its block.
 pub async fn status(ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
-    let session = session(ctx, id).await?;
-    let body = serde_json::json!({ "status": hosted_page::shown_status(&session, ctx.now()) });
+    let mut session = session(ctx, id).await?;
+    let chain = chain::watch::check_session(ctx, &session, chain::watch::POLL_GAP_SECONDS).await?;
+    if matches!(
+        chain,
+        Some(chain::watch::ChainState {
+            verdict: chain::watch::Verdict::Credit { .. },
+            ..
+        })
+    ) {
+        session = self::session(ctx, id).await?;
+    }
+    let body = serde_json::json!({
+        "status": hosted_page::shown_status(&session, ctx.now()),
+        "chain": chain,
+    });
     http::json(200, &body).or_internal("build response")
 }
 
@@ -326,15 +433,23 @@ pub async fn choose_method(
         .ok_or_else(|| {
             ApiError::invalid_request("method must be one of the offered ways to pay")
         })?;
-    let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
-    let crypto_amount = quote::crypto_amount(amount, &session.currency, method)
-        .ok_or("no rate")
-        .or_internal("quote")?;
-    let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     let now = ctx.now();
     if session.raw_status != RawStatus::Pending || session.expires_at <= now {
         return page(ctx, id, Some(CLOSED.to_owned())).await;
     }
+    let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let quote = match chain::quote(ctx, method, amount, &session.currency).await {
+        Ok(quote) => quote,
+        Err(why) => {
+            let notice = format!(
+                "{} on {} cannot be offered right now: {why}. Choose another way to pay, or try \
+                 again in a moment.",
+                method.asset, method.network
+            );
+            return page(ctx, id, Some(notice)).await;
+        }
+    };
+    let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     // The session follows only if the transaction was still pending at the version read.
     let results = db::batch(
         &ctx.db,
@@ -355,10 +470,20 @@ pub async fn choose_method(
                 method.network,
                 &address,
                 deposit_index,
-                &crypto_amount.to_string(),
+                &quote.crypto_amount.to_string(),
             )
             .or_internal("change method")?,
-        ],
+        ]
+        .into_iter()
+        .chain(watch_statement(
+            ctx,
+            &session.id,
+            method,
+            &address,
+            &quote,
+            session.expires_at,
+        )?)
+        .collect(),
     )
     .await
     .or_internal("change method")?;
@@ -382,6 +507,17 @@ pub async fn sandbox_control(
         )));
     }
     let session = session(ctx, id).await?;
+    if control.starts_with("pay-") || control == "fail" {
+        let watched = !watches::of_session(&ctx.db, &session.id)
+            .await
+            .or_internal("read watches")?
+            .is_empty();
+        if watched {
+            let notice = "this checkout's network is watched: its payment is made on chain \
+                          (the simulated payments are for networks without a node)";
+            return page(ctx, id, Some(notice.to_owned())).await;
+        }
+    }
     let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);

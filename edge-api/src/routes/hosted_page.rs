@@ -1,6 +1,6 @@
 //! The hosted checkout page, server-rendered (maud escapes every interpolated value).
 
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 use shared_types::{quote, RawStatus};
 use worker::Response;
 
@@ -31,7 +31,42 @@ cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0
 .methods button[aria-pressed=true]{border-color:#1d4ed8;background:#e8efff;font-weight:600}
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
 .simulated{border:2px dashed #c59b00;border-radius:6px;padding:.4rem .8rem;font-size:.9rem}
+.qr{display:block;width:13rem;height:13rem;margin:.5rem auto}.qr svg{width:100%;height:100%}
+.copy{font-size:.8rem;padding:.15rem .6rem;margin-left:.4rem}.countdown{font-weight:600}
+@media (max-width:34rem){main{margin:0;border-radius:0;padding:1rem 1.1rem}
+dl{grid-template-columns:1fr}dt{margin-top:.4rem}.amount{font-size:1.6rem}}
 ";
+
+/// What a wallet needs to pay a watched deposit address: the EIP-681 request the QR code holds.
+#[derive(Debug, Clone)]
+pub struct PaymentRequest {
+    /// The token contract (EIP-55).
+    pub token: String,
+    /// The network's chain id.
+    pub chain_id: u64,
+    /// The quoted amount in the token's base units.
+    pub base_units: u128,
+    /// The confirmations the network needs.
+    pub confirmations: u64,
+}
+
+impl PaymentRequest {
+    /// `ethereum:<token>@<chain id>/transfer?address=<deposit>&uint256=<base units>`.
+    pub fn uri(&self, deposit: &str) -> String {
+        crate::chain::evm::payment_uri(&self.token, self.chain_id, deposit, self.base_units)
+    }
+}
+
+/// The request as a QR code, an SVG drawn here (no third-party script or image).
+fn qr_svg(uri: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(uri.as_bytes()).ok()?;
+    Some(
+        code.render::<qrcode::render::svg::Color<'_>>()
+            .min_dimensions(208, 208)
+            .quiet_zone(true)
+            .build(),
+    )
+}
 
 /// A page response: the referrer is never sent.
 pub fn respond(status: u16, markup: Markup) -> Result<Response, ApiError> {
@@ -80,6 +115,7 @@ pub fn checkout(
     sandbox: bool,
     now: i64,
     notice: Option<&str>,
+    request: Option<&PaymentRequest>,
 ) -> Markup {
     let raw = shown_status(session, now);
     let pending = raw == RawStatus::Pending;
@@ -88,6 +124,8 @@ pub fn checkout(
         RawStatus::Succeeded | RawStatus::Paid | RawStatus::Refunded | RawStatus::PartiallyRefunded
     );
     let action = |path: &str| format!("/checkout/{}/{path}", session.id);
+    // The simulated payments are for networks nobody watches; a watched one is paid on chain.
+    let simulated_pending = pending && request.is_none();
     let head = html! {
         @if pending {
             noscript { meta http-equiv="refresh" content=(REFRESH_SECONDS); }
@@ -114,7 +152,7 @@ pub fn checkout(
                 }
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
             } @else if pending {
-                @if sandbox {
+                @if sandbox && request.is_none() {
                     p.simulated role="note" {
                         strong { "Sandbox" } ": simulated networks. Do not send real funds to this address."
                     }
@@ -131,13 +169,31 @@ pub fn checkout(
                         }
                     }
                 }
+                @if let Some(request) = request {
+                    @let uri = request.uri(&session.deposit_address);
+                    @if let Some(svg) = qr_svg(&uri) {
+                        a.qr #payment-qr href=(uri) data-uri=(uri) aria-label="Payment request for your wallet (EIP-681)" {
+                            (PreEscaped(svg))
+                        }
+                    }
+                }
                 dl {
                     dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
                     dt { "Network" } dd #network { (network_name(&session.network)) }
-                    dt { "To address" } dd { code #deposit-address { (session.deposit_address) } }
+                    @if let Some(request) = request {
+                        dt { "Token contract" } dd { code #token-contract { (request.token) } }
+                    }
+                    dt { "To address" } dd {
+                        code #deposit-address { (session.deposit_address) }
+                        button.copy type="button" #copy-address data-copy=(session.deposit_address) hidden { "Copy" }
+                    }
+                    dt { "Time left" } dd.countdown #countdown data-expires-at=(session.expires_at) {
+                        (format!("{}:{:02}", (session.expires_at - now).max(0) / 60, (session.expires_at - now).max(0) % 60))
+                    }
                 }
-                p.status #status data-status="pending" {
-                    "Waiting for your payment. This page updates by itself."
+                p.status #status data-status="pending" data-confirmations=[request.map(|r| r.confirmations)] {
+                    span #chain-state { "Waiting for your payment." }
+                    " This page updates by itself."
                 }
             } @else if received {
                 p.status.ok #status data-status=(session.raw_status.as_str()) {
@@ -156,10 +212,10 @@ pub fn checkout(
                     h2 { "Sandbox" }
                     p { "No real chain here: act out what the customer and the network would do." }
                     @for (control, label, allowed) in [
-                        ("pay-exact", "Pay exactly", pending),
-                        ("pay-under", "Underpay (90 %)", pending),
-                        ("pay-over", "Overpay (110 %)", pending),
-                        ("fail", "Fail", pending),
+                        ("pay-exact", "Pay exactly", simulated_pending),
+                        ("pay-under", "Underpay (90 %)", simulated_pending),
+                        ("pay-over", "Overpay (110 %)", simulated_pending),
+                        ("fail", "Fail", simulated_pending),
                         ("settle", "Settle to merchant", raw == RawStatus::Succeeded),
                         ("refund", "Refund the rest", received && raw != RawStatus::Refunded),
                     ] {

@@ -1,0 +1,110 @@
+//! Rates for quotes on watched networks: what one unit of an asset is worth in the order's
+//! currency, and where that figure came from. USDC and USDT are taken at their US-dollar peg; an
+//! order in another currency needs that currency's price feed (Chainlink's
+//! `AggregatorV3Interface`, read with `eth_call` on the same node), and a feed answer older than
+//! its configured age is refused. No rate means the way to pay is not offered: never a made-up
+//! price.
+
+use rust_decimal::Decimal;
+use serde_json::json;
+
+use super::config::Network;
+use super::{evm, rpc};
+
+/// A rate and its provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rate {
+    /// Units of the order currency one unit of the asset is worth.
+    pub per_unit: Decimal,
+    /// Where it came from, for the record (`peg`, or the feed and its round's time).
+    pub source: String,
+}
+
+/// The rate of a USD-pegged `asset` in `currency` on `network`, as of `now` (Unix seconds).
+pub async fn rate(
+    network: &Network,
+    network_name: &str,
+    asset: &str,
+    currency: &str,
+    now: i64,
+) -> Result<Rate, String> {
+    if currency == "USD" {
+        return Ok(Rate {
+            per_unit: Decimal::ONE,
+            source: format!("peg: 1 {asset} = 1 USD"),
+        });
+    }
+    let pair = format!("{currency}/USD");
+    let feed = network
+        .feeds
+        .get(&pair)
+        .ok_or_else(|| format!("no {pair} price feed is configured on {network_name}"))?;
+    let call = |data: &str| {
+        rpc::call(
+            &network.rpc_url,
+            "eth_call",
+            json!([{"to": feed.address, "data": data}, "latest"]),
+        )
+    };
+    let round = evm::round_data(&call(evm::LATEST_ROUND_DATA).await?)?;
+    let decimals = evm::uint(&call(evm::DECIMALS).await?)
+        .and_then(|d| u64::try_from(d).ok())
+        .ok_or_else(|| format!("the {pair} price feed's decimals() is not a number"))?;
+    per_unit(&pair, round, decimals, now, feed.max_age_seconds)
+        .map(|per_unit| Rate {
+            per_unit,
+            source: format!(
+                "{pair} feed {} updated at {}",
+                feed.address,
+                shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
+            ),
+        })
+}
+
+/// Order-currency units per US dollar from a `CUR/USD` answer (US dollars per unit of the
+/// currency), refusing an answer that is not positive or older than `max_age` seconds. Pure.
+pub fn per_unit(
+    pair: &str,
+    round: evm::RoundData,
+    decimals: u64,
+    now: i64,
+    max_age: u64,
+) -> Result<Decimal, String> {
+    let age = now.saturating_sub(i64::try_from(round.updated_at).unwrap_or(i64::MAX));
+    if age > i64::try_from(max_age).unwrap_or(i64::MAX) {
+        return Err(format!(
+            "the {pair} price feed is stale: its answer is {age} s old (at most {max_age} s)"
+        ));
+    }
+    let scale = u32::try_from(decimals).ok().filter(|d| *d <= 28);
+    let usd_per_unit = scale
+        .filter(|_| round.answer > 0)
+        .and_then(|scale| Decimal::try_from_i128_with_scale(round.answer, scale).ok())
+        .ok_or_else(|| format!("the {pair} price feed's answer is not a price"))?;
+    Ok(Decimal::ONE / usd_per_unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    #[test]
+    fn a_fresh_feed_gives_the_inverse_rate_and_a_stale_one_none() {
+        let round = evm::RoundData {
+            answer: 125_000_000,
+            updated_at: 1_000,
+        };
+        assert_eq!(
+            per_unit("EUR/USD", round, 8, 1_500, 3600).unwrap(),
+            Decimal::from_str("0.8").unwrap()
+        );
+        let stale = per_unit("EUR/USD", round, 8, 1_000 + 3601, 3600).unwrap_err();
+        assert!(stale.contains("stale"), "{stale}");
+        let negative = evm::RoundData {
+            answer: -1,
+            updated_at: 1_000,
+        };
+        assert!(per_unit("EUR/USD", negative, 8, 1_000, 3600).is_err());
+    }
+}

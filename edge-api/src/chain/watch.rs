@@ -1,0 +1,476 @@
+//! The chain watcher: reads each watched deposit address's ERC-20 transfers from its network's
+//! node, stores them (confirmed once at the network's depth; unconfirmed ones replaced at every
+//! check, so a reorg's lost transfer disappears), and credits the payment once the confirmed
+//! transfers cover it, through the lifecycle and the outbox like every other change.
+//!
+//! It runs from the cron for every open watch (oldest check first, a bounded number per run)
+//! and on demand when the hosted page polls a session's status (at most one check per watch
+//! every [`POLL_GAP_SECONDS`]), so a customer sees their payment within seconds of its block.
+//!
+//! Rules ([`verdict`], pure):
+//! - several transfers to a session's addresses add up, each converted to the order currency at
+//!   the quote its address was given under;
+//! - while the checkout is open it is credited as soon as the confirmed sum covers the order
+//!   (`EXACT`, or `OVERPAID`); less is shown as received so far, and the customer may send the
+//!   rest;
+//! - at its end, a confirmed part payment is credited as `UNDERPAID`; a transfer still
+//!   confirming holds the end until it is final;
+//! - after the end, a transfer is still the customer's money: it is credited late (`expired` →
+//!   `succeeded`), and recorded as after the end;
+//! - a transfer of another token is recorded for review, never credited or dropped;
+//! - the amount status tolerates rounding dust: the converted sum is rounded to the currency's
+//!   minor unit before it is compared with the order.
+
+use std::str::FromStr;
+
+use rust_decimal::{Decimal, RoundingStrategy};
+use serde::Serialize;
+use serde_json::json;
+use shared_types::lifecycle::Action;
+use shared_types::{ErrorCode, RawStatus};
+
+use super::config::Network;
+use super::{evm, networks, rpc};
+use crate::ctx::Ctx;
+use crate::db::sessions::SessionView;
+use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
+use crate::error::{ApiError, OrInternal};
+use crate::{db, payments};
+
+/// Least time between two on-demand checks of one watch.
+pub const POLL_GAP_SECONDS: i64 = 2;
+/// Least time between two cron checks of one watch.
+const SWEEP_GAP_SECONDS: i64 = 5;
+/// Most watches one cron run checks (each takes two to four node requests).
+const SWEEP_PER_RUN: i64 = 25;
+/// Most `eth_getLogs` requests one check makes; a longer way behind is caught up next time.
+const MAX_LOG_REQUESTS: u64 = 5;
+/// How long after its checkout ends an address is still watched for late payments.
+pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
+
+/// What a session's transfers mean for its payment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Nothing seen yet; `received` is what confirmed transfers covered so far (order
+    /// currency), less than the order.
+    Waiting {
+        /// Confirmed so far, in the order currency.
+        received: Decimal,
+    },
+    /// A transfer is in a block that is not yet deep enough.
+    Confirming {
+        /// The least-confirmed transfer's confirmations.
+        confirmations: u64,
+        /// The depth the network needs.
+        required: u64,
+    },
+    /// Credit the payment.
+    Credit {
+        /// Sum of the confirmed transfers, in the order currency.
+        gross: Decimal,
+        /// The first confirmed transfer's transaction.
+        source_hash: String,
+        /// After the checkout expired.
+        late: bool,
+    },
+    /// Nothing to do (already credited, failed, or ended with nothing received).
+    Settled,
+}
+
+/// A watch's quote, for converting its transfers.
+#[derive(Debug, Clone)]
+pub struct Quoted {
+    /// Deposit address, lower case.
+    pub address: String,
+    /// Token decimals.
+    pub decimals: u32,
+    /// The crypto amount the order was quoted at.
+    pub crypto_amount: Decimal,
+    /// The newest block at its last check.
+    pub head_block: i64,
+}
+
+/// The payment's state after the transfers seen: pure.
+pub fn verdict(
+    raw_status: RawStatus,
+    ended: bool,
+    expected: Decimal,
+    digits: u32,
+    quotes: &[Quoted],
+    transfers: &[StoredTransfer],
+    depth: u64,
+) -> Verdict {
+    if !matches!(raw_status, RawStatus::Pending | RawStatus::Expired) {
+        return Verdict::Settled;
+    }
+    let mut confirmed = Decimal::ZERO;
+    let mut source = None;
+    let mut least = None::<u64>;
+    for t in transfers.iter().filter(|t| t.kind == "payment") {
+        let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
+            continue;
+        };
+        if t.confirmed == 0 {
+            let confirmations = u64::try_from(quote.head_block - t.block_number + 1).unwrap_or(0);
+            least = Some(least.map_or(confirmations, |l| l.min(confirmations)));
+            continue;
+        }
+        let units = t.amount.as_deref().and_then(|a| u128::from_str(a).ok());
+        let Some(amount) = units.and_then(|u| evm::from_units(u, quote.decimals)) else {
+            continue; // beyond any real amount: left for review
+        };
+        if quote.crypto_amount > Decimal::ZERO {
+            confirmed += amount * expected / quote.crypto_amount;
+            source.get_or_insert_with(|| t.tx_hash.clone());
+        }
+    }
+    let gross = confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    let confirming = least.map(|confirmations| Verdict::Confirming {
+        confirmations: confirmations.min(depth.saturating_sub(1)),
+        required: depth,
+    });
+    let credit = |late| match &source {
+        Some(hash) if gross > Decimal::ZERO => Some(Verdict::Credit {
+            gross,
+            source_hash: hash.clone(),
+            late,
+        }),
+        _ => None,
+    };
+    match (raw_status, ended) {
+        (RawStatus::Pending, false) if gross >= expected => credit(false),
+        (RawStatus::Pending, false) => confirming.or(Some(Verdict::Waiting { received: gross })),
+        (RawStatus::Pending, true) => confirming.or_else(|| credit(false)),
+        _ => confirming.or_else(|| credit(true)),
+    }
+    .unwrap_or(Verdict::Settled)
+}
+
+/// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
+/// bad answer) is recorded on the watch and returned; nothing else changes.
+async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String> {
+    let url = &network.rpc_url;
+    let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
+    let from = u64::try_from(watch.scanned_to + 1).unwrap_or(0);
+    let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
+    // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
+    let final_to = (until + 1).saturating_sub(network.confirmations);
+    let mut found = Vec::new();
+    let mut start = from;
+    while start <= until {
+        let end = until.min(start + network.log_range - 1);
+        let logs = rpc::call(url, "eth_getLogs", evm::transfers_to(&watch.address, start, end))
+            .await?;
+        found.extend(evm::transfers(&logs)?);
+        start = end + 1;
+    }
+    let mut times = std::collections::BTreeMap::new();
+    for t in &found {
+        if let std::collections::btree_map::Entry::Vacant(slot) = times.entry(t.block_number) {
+            let block = rpc::call(
+                url,
+                "eth_getBlockByNumber",
+                json!([format!("{:#x}", t.block_number), false]),
+            )
+            .await?;
+            slot.insert(rpc::quantity(&block["timestamp"])?);
+        }
+    }
+    let seen: Vec<SeenTransfer<'_>> = found
+        .iter()
+        .filter(|t| t.to == watch.address)
+        .map(|t| SeenTransfer {
+            tx_hash: &t.tx_hash,
+            log_index: t.log_index,
+            token: &t.token,
+            amount: t.amount.map(|a| a.to_string()),
+            block_number: t.block_number,
+            confirmed: t.block_number <= final_to,
+            kind: if t.token == watch.token {
+                "payment"
+            } else {
+                "unexpected_token"
+            },
+            after_expiry: times
+                .get(&t.block_number)
+                .is_some_and(|at| i64::try_from(*at).unwrap_or(i64::MAX) >= watch.expires_at),
+        })
+        .collect();
+    let statements = watches::record(
+        &ctx.db,
+        watch,
+        &seen,
+        final_to.min(until).max(from.saturating_sub(1)),
+        head,
+        ctx.now(),
+    )
+    .map_err(|e| e.to_string())?;
+    db::batch(&ctx.db, statements)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
+async fn check(
+    ctx: &Ctx,
+    networks: &std::collections::BTreeMap<String, Network>,
+    watch: &Watch,
+    checked_before: i64,
+) -> Result<(), ApiError> {
+    let claimed = watches::claim(&ctx.db, &watch.address, checked_before, ctx.now())
+        .await
+        .or_internal("claim watch")?;
+    if !claimed {
+        return Ok(());
+    }
+    let outcome = match networks.get(&watch.network) {
+        Some(network) => read(ctx, network, watch).await,
+        None => Err(format!("{} is no longer configured", watch.network)),
+    };
+    if let Err(error) = outcome {
+        worker::console_warn!("watch of a {} deposit: {error}", watch.network);
+        watches::failed(&ctx.db, &watch.address, &error)
+            .await
+            .or_internal("record node failure")?;
+    }
+    Ok(())
+}
+
+/// What the hosted page shows of a session's chain: its verdict and whether the node answered
+/// at the last check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainState {
+    /// The payment's state on chain.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The last check could not read the node (the page says it is checking).
+    pub node_unreachable: bool,
+}
+
+/// Checks every watch of `session` (throttled) and credits its payment when the transfers cover
+/// it. `None` when the session has no watched address.
+pub async fn check_session(
+    ctx: &Ctx,
+    session: &SessionView,
+    gap: i64,
+) -> Result<Option<ChainState>, ApiError> {
+    let list = watches::of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read watches")?;
+    if list.is_empty() {
+        return Ok(None);
+    }
+    let networks = networks(ctx)?;
+    let now = ctx.now();
+    if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
+        for watch in &list {
+            check(ctx, &networks, watch, now - gap).await?;
+        }
+    }
+    evaluate(ctx, session, &networks).await.map(Some)
+}
+
+async fn evaluate(
+    ctx: &Ctx,
+    session: &SessionView,
+    networks: &std::collections::BTreeMap<String, Network>,
+) -> Result<ChainState, ApiError> {
+    let list = watches::of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read watches")?;
+    let transfers = watches::transfers_of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read transfers")?;
+    let quotes: Vec<Quoted> = list
+        .iter()
+        .map(|w| Quoted {
+            address: w.address.clone(),
+            decimals: w.decimals,
+            crypto_amount: Decimal::from_str(&w.crypto_amount).unwrap_or_default(),
+            head_block: w.head_block,
+        })
+        .collect();
+    let depth = list
+        .iter()
+        .filter_map(|w| networks.get(&w.network))
+        .map(|n| n.confirmations)
+        .max()
+        .unwrap_or(super::config::DEFAULT_CONFIRMATIONS);
+    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
+    let verdict = verdict(
+        session.raw_status,
+        session.expires_at <= ctx.now(),
+        expected,
+        digits,
+        &quotes,
+        &transfers,
+        depth,
+    );
+    if let Verdict::Credit {
+        gross,
+        source_hash,
+        late,
+    } = &verdict
+    {
+        let action = if *late {
+            Action::PayLate { amount: *gross }
+        } else {
+            Action::Pay { amount: *gross }
+        };
+        match payments::credit(ctx, session.transaction_id, &action, source_hash).await {
+            Ok(()) => {}
+            // Credited or expired meanwhile: the next check sees the new state.
+            Err(err) if err.code == ErrorCode::Conflict => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(ChainState {
+        verdict,
+        node_unreachable: list.iter().any(|w| w.node_error.is_some()),
+    })
+}
+
+/// The cron's part: checks the open watches whose last check is oldest, and settles their
+/// sessions' payments.
+pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let due = watches::due(&ctx.db, now, now - SWEEP_GAP_SECONDS, SWEEP_PER_RUN)
+        .await
+        .or_internal("read due watches")?;
+    if due.is_empty() {
+        return Ok(());
+    }
+    let networks = networks(ctx)?;
+    let mut sessions = std::collections::BTreeSet::new();
+    for watch in &due {
+        check(ctx, &networks, watch, now - SWEEP_GAP_SECONDS).await?;
+        sessions.insert(watch.session_id.clone());
+    }
+    for id in sessions {
+        if let Some(session) = crate::db::sessions::get(&ctx.db, &id)
+            .await
+            .or_internal("read session")?
+        {
+            evaluate(ctx, &session, &networks).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(text: &str) -> Decimal {
+        Decimal::from_str(text).unwrap()
+    }
+
+    fn quote() -> Quoted {
+        Quoted {
+            address: "0xabc".into(),
+            decimals: 6,
+            crypto_amount: d("10.869566"),
+            head_block: 100,
+        }
+    }
+
+    fn transfer(hash: &str, units: &str, block: i64, confirmed: bool, kind: &str) -> StoredTransfer {
+        StoredTransfer {
+            tx_hash: hash.into(),
+            log_index: 0,
+            address: "0xabc".into(),
+            token: "0xtoken".into(),
+            amount: Some(units.into()),
+            block_number: block,
+            confirmed: i64::from(confirmed),
+            kind: kind.into(),
+            after_expiry: 0,
+        }
+    }
+
+    fn judge(raw: RawStatus, ended: bool, transfers: &[StoredTransfer]) -> Verdict {
+        verdict(raw, ended, d("10.00"), 2, &[quote()], transfers, 3)
+    }
+
+    #[test]
+    fn an_exact_confirmed_payment_is_credited_at_the_order_amount() {
+        let exact = [transfer("0x1", "10869566", 90, true, "payment")];
+        assert_eq!(
+            judge(RawStatus::Pending, false, &exact),
+            Verdict::Credit {
+                gross: d("10.00"),
+                source_hash: "0x1".into(),
+                late: false
+            }
+        );
+    }
+
+    #[test]
+    fn parts_add_up_and_a_shortfall_waits_for_the_end() {
+        let half = transfer("0x1", "5434783", 90, true, "payment");
+        assert_eq!(
+            judge(RawStatus::Pending, false, std::slice::from_ref(&half)),
+            Verdict::Waiting {
+                received: d("5.00")
+            }
+        );
+        let rest = transfer("0x2", "5434783", 95, true, "payment");
+        assert!(matches!(
+            judge(RawStatus::Pending, false, &[half.clone(), rest]),
+            Verdict::Credit { gross, ref source_hash, .. } if gross == d("10.00") && source_hash == "0x1"
+        ));
+        // At the end, the part is credited (underpaid).
+        assert!(matches!(
+            judge(RawStatus::Pending, true, std::slice::from_ref(&half)),
+            Verdict::Credit { gross, late: false, .. } if gross == d("5.00")
+        ));
+    }
+
+    #[test]
+    fn unconfirmed_transfers_show_their_depth_and_hold_the_end() {
+        let fresh = [transfer("0x1", "10869566", 99, false, "payment")];
+        let confirming = Verdict::Confirming {
+            confirmations: 2,
+            required: 3,
+        };
+        assert_eq!(judge(RawStatus::Pending, false, &fresh), confirming);
+        assert_eq!(judge(RawStatus::Pending, true, &fresh), confirming);
+        assert_eq!(judge(RawStatus::Expired, true, &fresh), confirming);
+    }
+
+    #[test]
+    fn late_money_is_credited_and_other_tokens_never_are() {
+        let late = [transfer("0x9", "10869566", 99, true, "payment")];
+        assert!(matches!(
+            judge(RawStatus::Expired, true, &late),
+            Verdict::Credit { late: true, .. }
+        ));
+        let other = [transfer("0x9", "10869566", 90, true, "unexpected_token")];
+        assert_eq!(
+            judge(RawStatus::Pending, false, &other),
+            Verdict::Waiting {
+                received: Decimal::ZERO
+            }
+        );
+        assert_eq!(judge(RawStatus::Expired, true, &other), Verdict::Settled);
+        assert_eq!(judge(RawStatus::Succeeded, false, &late), Verdict::Settled);
+    }
+
+    #[test]
+    fn overpayment_and_dust() {
+        let over = [transfer("0x1", "12000000", 90, true, "payment")];
+        assert!(matches!(
+            judge(RawStatus::Pending, false, &over),
+            Verdict::Credit { gross, .. } if gross == d("11.04")
+        ));
+        // One base unit short rounds to the order amount: dust, not an underpayment.
+        let dust = [transfer("0x1", "10869565", 90, true, "payment")];
+        assert!(matches!(
+            judge(RawStatus::Pending, false, &dust),
+            Verdict::Credit { gross, .. } if gross == d("10.00")
+        ));
+    }
+}

@@ -1,0 +1,268 @@
+//! Deposit watches (one per deposit address given out, with its quote and how far its chain was
+//! read) and the chain transfers seen to them.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, bind, run, DbResult};
+
+/// A watch to create, in the batch that gives the address to its session.
+pub struct NewWatch<'a> {
+    /// The deposit address (any case; stored lower case).
+    pub address: &'a str,
+    /// Its session.
+    pub session_id: &'a str,
+    /// Network name.
+    pub network: &'a str,
+    /// Asset code.
+    pub asset: &'a str,
+    /// Token contract (any case; stored lower case).
+    pub token: &'a str,
+    /// Token decimals.
+    pub decimals: u32,
+    /// The quoted amount, decimal text.
+    pub crypto_amount: &'a str,
+    /// The same in base units.
+    pub base_units: &'a str,
+    /// Order currency per unit of the asset, decimal text.
+    pub rate: &'a str,
+    /// Where the rate came from.
+    pub rate_source: &'a str,
+    /// The newest block when quoted: logs are read from it.
+    pub from_block: u64,
+    /// Unix seconds.
+    pub now: i64,
+    /// Watched until then.
+    pub watch_until: i64,
+}
+
+/// The watch row, for the batch that stores its session (or the session's new way to pay).
+pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement> {
+    let block = i64::try_from(w.from_block).unwrap_or(i64::MAX);
+    bind(
+        db,
+        "INSERT INTO deposit_watches (address, session_id, transaction_id, network, asset, token, \
+         decimals, crypto_amount, base_units, rate, rate_source, quoted_at, from_block, \
+         scanned_to, head_block, watch_until, created_at) \
+         SELECT lower(?1), ?2, s.transaction_id, ?3, ?4, lower(?5), ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+         ?12 - 1, ?12, ?13, ?11 FROM checkout_sessions s WHERE s.id = ?2",
+        &[
+            w.address.into(),
+            w.session_id.into(),
+            w.network.into(),
+            w.asset.into(),
+            w.token.into(),
+            i64::from(w.decimals).into(),
+            w.crypto_amount.into(),
+            w.base_units.into(),
+            w.rate.into(),
+            w.rate_source.into(),
+            w.now.into(),
+            block.into(),
+            w.watch_until.into(),
+        ],
+    )
+}
+
+/// A watch as the watcher reads it, with its session's state.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Watch {
+    /// Deposit address, lower case.
+    pub address: String,
+    /// Its session.
+    pub session_id: String,
+    /// Network name.
+    pub network: String,
+    /// Asset code.
+    pub asset: String,
+    /// Token contract, lower case.
+    pub token: String,
+    /// Token decimals.
+    pub decimals: u32,
+    /// The quoted amount, decimal text.
+    pub crypto_amount: String,
+    /// The same in base units.
+    pub base_units: String,
+    /// Every block up to this one has been read and its transfers stored as final.
+    pub scanned_to: i64,
+    /// The newest block at the last check.
+    pub head_block: i64,
+    /// Why the last check could not read the node.
+    pub node_error: Option<String>,
+    /// The checkout's end, Unix seconds.
+    pub expires_at: i64,
+}
+
+const WATCH: &str = "SELECT w.address, w.session_id, w.network, w.asset, w.token, w.decimals, \
+                     w.crypto_amount, w.base_units, w.scanned_to, w.head_block, w.node_error, \
+                     s.expires_at \
+                     FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id";
+
+/// The watches still open whose last check is oldest, at most `limit`, skipping those checked
+/// since `checked_before`.
+pub async fn due(
+    db: &D1Database,
+    now: i64,
+    checked_before: i64,
+    limit: i64,
+) -> DbResult<Vec<Watch>> {
+    all(
+        db,
+        &format!(
+            "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < ?2 \
+             ORDER BY w.checked_at LIMIT ?3"
+        ),
+        &[now.into(), checked_before.into(), limit.into()],
+    )
+    .await
+}
+
+/// Every watch of a session, oldest first.
+pub async fn of_session(db: &D1Database, session_id: &str) -> DbResult<Vec<Watch>> {
+    all(
+        db,
+        &format!("{WATCH} WHERE w.session_id = ?1 ORDER BY w.created_at, w.address"),
+        &[session_id.into()],
+    )
+    .await
+}
+
+/// Takes the watch's next check, unless it was checked after `checked_before` (by a
+/// concurrent poll or the cron): at most one reader per watch at a time.
+pub async fn claim(
+    db: &D1Database,
+    address: &str,
+    checked_before: i64,
+    now: i64,
+) -> DbResult<bool> {
+    run(
+        db,
+        "UPDATE deposit_watches SET checked_at = ?3 WHERE address = ?1 AND checked_at < ?2",
+        &[address.into(), checked_before.into(), now.into()],
+    )
+    .await
+    .map(|changed| changed == 1)
+}
+
+/// Records that the node could not be read (the text never holds its URL).
+pub async fn failed(db: &D1Database, address: &str, error: &str) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE deposit_watches SET node_error = ?2 WHERE address = ?1",
+        &[address.into(), error.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// One transfer as the watcher found it.
+pub struct SeenTransfer<'a> {
+    /// Transaction hash, lower case.
+    pub tx_hash: &'a str,
+    /// Log index.
+    pub log_index: u64,
+    /// Token contract, lower case.
+    pub token: &'a str,
+    /// Base units, decimal text (`None`: beyond 128 bits).
+    pub amount: Option<String>,
+    /// Its block.
+    pub block_number: u64,
+    /// At the confirmation depth.
+    pub confirmed: bool,
+    /// `payment` or `unexpected_token`.
+    pub kind: &'a str,
+    /// Its block came after the checkout's end.
+    pub after_expiry: bool,
+}
+
+/// The statements that store one check of `watch`: the unconfirmed transfers it found replace
+/// the ones stored before (a transfer reorged away disappears), confirmed ones are kept for
+/// good, and the watch moves on to `scanned_to` and `head`. One batch.
+pub fn record(
+    db: &D1Database,
+    watch: &Watch,
+    seen: &[SeenTransfer<'_>],
+    scanned_to: u64,
+    head: u64,
+    now: i64,
+) -> DbResult<Vec<D1PreparedStatement>> {
+    let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
+    let mut statements = vec![bind(
+        db,
+        "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0",
+        &[watch.address.as_str().into()],
+    )?];
+    for t in seen {
+        statements.push(bind(
+            db,
+            "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, token, \
+             amount, block_number, confirmed, kind, after_expiry, seen_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET \
+             confirmed = max(confirmed, excluded.confirmed), block_number = excluded.block_number",
+            &[
+                watch.network.as_str().into(),
+                t.tx_hash.into(),
+                block(t.log_index).into(),
+                watch.address.as_str().into(),
+                watch.session_id.as_str().into(),
+                t.token.into(),
+                t.amount.clone().into(),
+                block(t.block_number).into(),
+                i64::from(t.confirmed).into(),
+                t.kind.into(),
+                i64::from(t.after_expiry).into(),
+                now.into(),
+            ],
+        )?);
+    }
+    statements.push(bind(
+        db,
+        "UPDATE deposit_watches SET scanned_to = max(scanned_to, ?2), \
+         head_block = max(head_block, ?3), node_error = NULL WHERE address = ?1",
+        &[
+            watch.address.as_str().into(),
+            block(scanned_to).into(),
+            block(head).into(),
+        ],
+    )?);
+    Ok(statements)
+}
+
+/// A stored transfer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StoredTransfer {
+    /// Transaction hash.
+    pub tx_hash: String,
+    /// Log index.
+    pub log_index: i64,
+    /// The watched address.
+    pub address: String,
+    /// Token contract.
+    pub token: String,
+    /// Base units, decimal text.
+    pub amount: Option<String>,
+    /// Its block.
+    pub block_number: i64,
+    /// 1 once final.
+    pub confirmed: i64,
+    /// `payment` or `unexpected_token`.
+    pub kind: String,
+    /// 1 when after the checkout's end.
+    pub after_expiry: i64,
+}
+
+/// Every transfer seen for a session, in chain order.
+pub async fn transfers_of_session(
+    db: &D1Database,
+    session_id: &str,
+) -> DbResult<Vec<StoredTransfer>> {
+    all(
+        db,
+        "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
+         after_expiry FROM chain_transfers WHERE session_id = ?1 \
+         ORDER BY block_number, log_index",
+        &[session_id.into()],
+    )
+    .await
+}
