@@ -1,5 +1,5 @@
 // Compiles contracts/*.sol with solc-js (offline: the compiler ships inside the npm package)
-// into .cache/contracts/<Name>.json ({abi, bytecode}), again only when a source changed.
+// into .cache/contracts/<Name>.json ({abi, bytecode, selectors}), again only when a source changed.
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -27,7 +27,7 @@ const input = {
   settings: {
     optimizer: { enabled: true, runs: 200 },
     evmVersion: "cancun",
-    outputSelection: { "*": { "*": ["abi", "evm.bytecode.object"] } },
+    outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.methodIdentifiers"] } },
   },
 };
 const output = JSON.parse(solc.compile(JSON.stringify(input)));
@@ -39,7 +39,11 @@ if (errors.length) {
 fs.mkdirSync(outDir, { recursive: true });
 for (const file of Object.keys(output.contracts)) {
   for (const [name, contract] of Object.entries(output.contracts[file])) {
-    const artefact = { abi: contract.abi, bytecode: "0x" + contract.evm.bytecode.object };
+    const artefact = {
+      abi: contract.abi,
+      bytecode: "0x" + contract.evm.bytecode.object,
+      selectors: contract.evm.methodIdentifiers,
+    };
     fs.writeFileSync(path.join(outDir, name + ".json"), JSON.stringify(artefact));
   }
 }

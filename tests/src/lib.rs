@@ -11,6 +11,7 @@
 //! answers. The items tests use most are re-exported here.
 
 pub mod browser;
+pub mod chain;
 pub mod fixtures;
 pub mod hooks;
 pub mod http;

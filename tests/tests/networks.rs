@@ -2,65 +2,12 @@
 //! chain id the node reports, its newest block as blocks are mined, a node on the wrong chain,
 //! and one that cannot be reached, without the node's URL ever being shown.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use payrail_tests::{eventually, free_port, root, Worker};
+use payrail_tests::chain::Anvil;
+use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
-
-/// A local EVM node on a free port, stopped when dropped.
-struct Anvil {
-    url: String,
-    child: Child,
-}
-
-impl Anvil {
-    fn start() -> Anvil {
-        let port = free_port();
-        let binary = root().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
-        let child = Command::new(&binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--host",
-                "127.0.0.1",
-                "--silent",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {} (run scripts/setup): {e}", binary.display()));
-        let anvil = Anvil {
-            url: format!("http://127.0.0.1:{port}"),
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while anvil.rpc("eth_chainId", json!([])).is_none() {
-            assert!(Instant::now() < deadline, "anvil did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        anvil
-    }
-
-    fn rpc(&self, method: &str, params: Value) -> Option<Value> {
-        let reply: Value = reqwest::blocking::Client::new()
-            .post(&self.url)
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-            .send()
-            .ok()?
-            .json()
-            .ok()?;
-        reply.get("result").cloned()
-    }
-}
-
-impl Drop for Anvil {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn the_portal_shows_each_networks_node() {
@@ -118,7 +65,7 @@ fn the_portal_shows_each_networks_node() {
     assert!(!page.text.contains("secret-key-in-url"));
 
     // Five new blocks: the newest block follows.
-    anvil.rpc("anvil_mine", json!(["0x5"])).expect("mine");
+    anvil.mine(5);
     eventually("the new head", Duration::from_secs(10), || {
         let now = by_name(&read(), "polygon")["head_block"].as_u64().unwrap();
         (now >= head + 5).then_some(())

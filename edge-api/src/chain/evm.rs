@@ -223,7 +223,10 @@ mod tests {
             }]
         );
         let huge = format!("0x1{}", "0".repeat(63));
-        assert_eq!(transfers(&json!([log(&huge, false)])).unwrap()[0].amount, None);
+        assert_eq!(
+            transfers(&json!([log(&huge, false)])).unwrap()[0].amount,
+            None
+        );
         assert!(transfers(&json!([log("0x12", false)])).is_err());
         assert!(transfers(&json!({"not": "a list"})).is_err());
         let mut approval = log(&amount, false);

@@ -139,7 +139,9 @@ pub async fn quote(
         .get(method.asset)
         .ok_or_else(|| format!("{} is not configured on {}", method.asset, method.network))?;
     let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
-    let head = rpc::quantity(&rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?)?;
+    let head = rpc::quantity(
+        &rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?,
+    )?;
     let crypto_amount = (amount / rate.per_unit)
         .round_dp_with_strategy(token.decimals, RoundingStrategy::AwayFromZero)
         .normalize();
@@ -167,7 +169,6 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
         .map(|b| alphabet[usize::from(*b) % alphabet.len()] as char)
         .collect()
 }
-
 
 /// A fresh deposit address for a session paying on `network`, and the index it was derived at.
 /// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly

@@ -50,15 +50,14 @@ pub async fn rate(
     let decimals = evm::uint(&call(evm::DECIMALS).await?)
         .and_then(|d| u64::try_from(d).ok())
         .ok_or_else(|| format!("the {pair} price feed's decimals() is not a number"))?;
-    per_unit(&pair, round, decimals, now, feed.max_age_seconds)
-        .map(|per_unit| Rate {
-            per_unit,
-            source: format!(
-                "{pair} feed {} updated at {}",
-                feed.address,
-                shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
-            ),
-        })
+    per_unit(&pair, round, decimals, now, feed.max_age_seconds).map(|per_unit| Rate {
+        per_unit,
+        source: format!(
+            "{pair} feed {} updated at {}",
+            feed.address,
+            shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
+        ),
+    })
 }
 
 /// Order-currency units per US dollar from a `CUR/USD` answer (US dollars per unit of the

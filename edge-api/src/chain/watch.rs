@@ -160,8 +160,12 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
     let mut start = from;
     while start <= until {
         let end = until.min(start + network.log_range - 1);
-        let logs = rpc::call(url, "eth_getLogs", evm::transfers_to(&watch.address, start, end))
-            .await?;
+        let logs = rpc::call(
+            url,
+            "eth_getLogs",
+            evm::transfers_to(&watch.address, start, end),
+        )
+        .await?;
         found.extend(evm::transfers(&logs)?);
         start = end + 1;
     }
@@ -377,7 +381,13 @@ mod tests {
         }
     }
 
-    fn transfer(hash: &str, units: &str, block: i64, confirmed: bool, kind: &str) -> StoredTransfer {
+    fn transfer(
+        hash: &str,
+        units: &str,
+        block: i64,
+        confirmed: bool,
+        kind: &str,
+    ) -> StoredTransfer {
         StoredTransfer {
             tx_hash: hash.into(),
             log_index: 0,

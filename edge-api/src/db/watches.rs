@@ -252,6 +252,58 @@ pub struct StoredTransfer {
     pub after_expiry: i64,
 }
 
+/// A deposit address given out for a transaction, with its quote and watch state.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Deposit {
+    /// Deposit address, lower case.
+    pub address: String,
+    /// Network name.
+    pub network: String,
+    /// Asset code.
+    pub asset: String,
+    /// Token contract, lower case.
+    pub token: String,
+    /// Token decimals.
+    pub decimals: u32,
+    /// The quoted amount, decimal text.
+    pub crypto_amount: String,
+    /// Order currency per unit of the asset.
+    pub rate: String,
+    /// Where the rate came from.
+    pub rate_source: String,
+    /// When quoted, Unix seconds.
+    pub quoted_at: i64,
+    /// The newest block at the last check.
+    pub head_block: i64,
+    /// Why the last check could not read the node.
+    pub node_error: Option<String>,
+}
+
+/// The deposit addresses given out for transaction `id`, oldest first.
+pub async fn deposits_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<Deposit>> {
+    all(
+        db,
+        "SELECT address, network, asset, token, decimals, crypto_amount, rate, rate_source, \
+         quoted_at, head_block, node_error FROM deposit_watches WHERE transaction_id = ?1 \
+         ORDER BY created_at, address",
+        &[id.into()],
+    )
+    .await
+}
+
+/// Every transfer seen to the deposit addresses of transaction `id`, in chain order.
+pub async fn transfers_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<StoredTransfer>> {
+    all(
+        db,
+        "SELECT c.tx_hash, c.log_index, c.address, c.token, c.amount, c.block_number, \
+         c.confirmed, c.kind, c.after_expiry FROM chain_transfers c \
+         JOIN deposit_watches w ON w.address = c.address WHERE w.transaction_id = ?1 \
+         ORDER BY c.block_number, c.log_index",
+        &[id.into()],
+    )
+    .await
+}
+
 /// Every transfer seen for a session, in chain order.
 pub async fn transfers_of_session(
     db: &D1Database,

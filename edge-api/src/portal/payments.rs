@@ -10,8 +10,9 @@ use shared_types::{List, Status, Transaction};
 
 use super::deliveries::{Attempt, Delivery};
 use super::Portal;
+use crate::chain;
 use crate::ctx::timestamp;
-use crate::db::{deliveries, events, transactions};
+use crate::db::{deliveries, events, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 
@@ -47,6 +48,57 @@ pub struct TimelineEntry {
     pub deliveries: Vec<TimelineDelivery>,
 }
 
+/// A deposit address given out for the payment, with the quote it was given under.
+#[derive(Debug, Serialize)]
+pub struct DepositView {
+    /// Network.
+    pub network: String,
+    /// Asset.
+    pub asset: String,
+    /// The deposit address.
+    pub address: String,
+    /// The token contract.
+    pub token: String,
+    /// What the customer was asked to send.
+    pub crypto_amount: String,
+    /// Order currency per unit of the asset.
+    pub rate: String,
+    /// Where the rate came from.
+    pub rate_source: String,
+    /// When the quote was taken.
+    pub quoted_at: String,
+    /// The newest block at the last check.
+    pub head_block: i64,
+    /// Why the last check could not read the network's node, if it could not.
+    pub node_error: Option<String>,
+}
+
+/// A transfer seen on chain to one of the payment's deposit addresses.
+#[derive(Debug, Serialize)]
+pub struct TransferView {
+    /// Transaction hash.
+    pub tx_hash: String,
+    /// Its log's index.
+    pub log_index: i64,
+    /// The deposit address it went to.
+    pub address: String,
+    /// The token contract that moved.
+    pub token: String,
+    /// Amount in the quoted asset's units (`null` when it is not the quoted token, or beyond any
+    /// real amount).
+    pub amount: Option<String>,
+    /// Amount in the token's base units.
+    pub base_units: Option<String>,
+    /// Its block.
+    pub block_number: i64,
+    /// At the network's confirmation depth.
+    pub confirmed: bool,
+    /// `payment` (the quoted token, counted) or `unexpected_token` (for review: never credited).
+    pub kind: String,
+    /// In a block after the checkout's end (credited late).
+    pub after_expiry: bool,
+}
+
 /// A payment with its timeline.
 #[derive(Debug, Serialize)]
 pub struct PaymentDetail {
@@ -54,6 +106,10 @@ pub struct PaymentDetail {
     pub transaction: Transaction,
     /// What happened to it, oldest first.
     pub timeline: Vec<TimelineEntry>,
+    /// The deposit addresses given out for it, with their quotes (none for simulated ones).
+    pub deposits: Vec<DepositView>,
+    /// Every transfer seen to them, in chain order.
+    pub chain_transfers: Vec<TransferView>,
 }
 
 fn no_payment() -> ApiError {
@@ -107,9 +163,56 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             deliveries: with_attempts,
         });
     }
+    let found = watches::deposits_of_transaction(portal.db(), id)
+        .await
+        .or_internal("read deposits")?;
+    let chain_transfers = watches::transfers_of_transaction(portal.db(), id)
+        .await
+        .or_internal("read transfers")?
+        .into_iter()
+        .map(|t| {
+            let deposit = found.iter().find(|d| d.address == t.address);
+            let amount = deposit
+                .filter(|d| t.kind == "payment" && d.token == t.token)
+                .zip(t.amount.as_deref().and_then(|a| a.parse::<u128>().ok()))
+                .and_then(|(d, units)| chain::evm::from_units(units, d.decimals))
+                .map(|a| a.to_string());
+            TransferView {
+                tx_hash: t.tx_hash,
+                log_index: t.log_index,
+                address: t.address,
+                token: t.token,
+                amount,
+                base_units: t.amount,
+                block_number: t.block_number,
+                confirmed: t.confirmed == 1,
+                kind: t.kind,
+                after_expiry: t.after_expiry == 1,
+            }
+        })
+        .collect();
+    let deposits = found
+        .into_iter()
+        .map(|d| {
+            Ok(DepositView {
+                quoted_at: timestamp(d.quoted_at)?,
+                network: d.network,
+                asset: d.asset,
+                address: d.address,
+                token: d.token,
+                crypto_amount: d.crypto_amount,
+                rate: d.rate,
+                rate_source: d.rate_source,
+                head_block: d.head_block,
+                node_error: d.node_error,
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
     Ok(PaymentDetail {
         transaction,
         timeline,
+        deposits,
+        chain_transfers,
     })
 }
 

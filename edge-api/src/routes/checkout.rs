@@ -243,9 +243,14 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         transactions::insert_pending(database, &payment).or_internal("create session")?,
         sessions::insert(database, &session).or_internal("create session")?,
     ];
-    if let Some(watch) =
-        watch_statement(ctx, &session_id, method, &deposit_address, &quote, now + SESSION_SECONDS)?
-    {
+    if let Some(watch) = watch_statement(
+        ctx,
+        &session_id,
+        method,
+        &deposit_address,
+        &quote,
+        now + SESSION_SECONDS,
+    )? {
         statements.push(watch);
     }
     if let Some(key) = &options.idempotency_key {

@@ -160,6 +160,8 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
     let PaymentDetail {
         transaction: t,
         timeline,
+        deposits,
+        chain_transfers,
     } = payments::detail(portal, id).await?;
     let money =
         |d: Option<rust_decimal::Decimal>| d.map(|d| d.to_string()).unwrap_or_else(|| "—".into());
@@ -193,6 +195,51 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                         dt { "Customer e-mail" } dd { (text(&t.customer_email)) }
                         dt { "Created" } dd { (text(&t.created_at)) }
                         dt { "Paid" } dd { (text(&t.paid_at)) }
+                    }
+                }
+                @if !deposits.is_empty() {
+                    section #on-chain {
+                        h2 { "On chain" }
+                        table {
+                            thead { tr { th { "Deposit address" } th { "Quote" } th { "Rate" } th { "Node" } } }
+                            tbody {
+                                @for d in &deposits {
+                                    tr {
+                                        td { code { (d.address) } br; (d.asset) " · " (d.network) }
+                                        td { (d.crypto_amount) " " (d.asset) br; small { (d.quoted_at) } }
+                                        td { (d.rate) br; small { (d.rate_source) } }
+                                        td {
+                                            @if let Some(error) = &d.node_error { span.bad { (error) } }
+                                            @else { "block " (d.head_block) }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        @if chain_transfers.is_empty() {
+                            p { "No transfer seen yet." }
+                        } @else {
+                            table #chain-transfers {
+                                thead { tr { th { "Transaction" } th { "Amount" } th { "Block" } th { "State" } } }
+                                tbody {
+                                    @for c in &chain_transfers {
+                                        tr data-kind=(c.kind) {
+                                            td { code { (c.tx_hash) } }
+                                            td {
+                                                @if let Some(amount) = &c.amount { (amount) }
+                                                @else { (c.base_units.as_deref().unwrap_or("—")) " base units of " code { (c.token) } }
+                                            }
+                                            td { (c.block_number) }
+                                            td {
+                                                (if c.confirmed { "confirmed" } else { "confirming" })
+                                                @if c.kind == "unexpected_token" { " · " strong { "another token: for review" } }
+                                                @if c.after_expiry { " · after the checkout ended" }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
                 section {

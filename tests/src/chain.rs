@@ -1,0 +1,310 @@
+//! A real local EVM node for the chain tests: `anvil` on a free port, the test contracts
+//! (compiled from `contracts/` by `scripts/contracts.js`) deployed on it, and real transactions
+//! sent from its funded accounts (anvil signs them with the account's key). Also a switchable
+//! TCP relay in front of it, to take the node away and bring it back.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::{eventually, free_port, root};
+
+/// `m/44'/60'/0'/0` of BIP39's "abandon … about" test mnemonic: the deposit key of the tests
+/// (its child 0 is the widely published `0x9858EfFD232B4033E47d90003D41EC34EcaEda94`).
+pub const TEST_XPUB: &str = "xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr";
+
+/// A local EVM node, stopped when dropped.
+pub struct Anvil {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    child: Child,
+    http: reqwest::blocking::Client,
+}
+
+impl Anvil {
+    /// Starts anvil (chain id 31337, automining one block per transaction).
+    pub fn start() -> Anvil {
+        let port = free_port();
+        let binary = root().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
+        let child = Command::new(&binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--host",
+                "127.0.0.1",
+                "--silent",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {} (run scripts/setup): {e}", binary.display()));
+        let anvil = Anvil {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+            http: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("http client"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while anvil.try_rpc("eth_chainId", json!([])).is_none() {
+            assert!(Instant::now() < deadline, "anvil did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        anvil
+    }
+
+    /// A JSON-RPC call's result, or `None` when the node did not give one.
+    pub fn try_rpc(&self, method: &str, params: Value) -> Option<Value> {
+        let reply: Value = self
+            .http
+            .post(&self.url)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+            .send()
+            .ok()?
+            .json()
+            .ok()?;
+        reply.get("result").cloned()
+    }
+
+    /// A JSON-RPC call's result; panics naming the call otherwise.
+    pub fn rpc(&self, method: &str, params: Value) -> Value {
+        self.try_rpc(method, params.clone())
+            .unwrap_or_else(|| panic!("{method} {params} failed"))
+    }
+
+    /// The funded account `index` (anvil's default accounts).
+    pub fn account(&self, index: usize) -> String {
+        self.rpc("eth_accounts", json!([]))[index]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The newest block's number.
+    pub fn head(&self) -> u64 {
+        quantity(&self.rpc("eth_blockNumber", json!([])))
+    }
+
+    /// Mines `n` blocks.
+    pub fn mine(&self, n: u64) {
+        self.rpc("anvil_mine", json!([format!("{n:#x}")]));
+    }
+
+    /// Sends a transaction from `from` (signed by the node with the account's key) and waits
+    /// for its receipt; returns the receipt.
+    pub fn send(&self, from: &str, to: Option<&str>, data: &str) -> Value {
+        let mut tx = json!({"from": from, "data": data, "gas": "0x2dc6c0"});
+        if let Some(to) = to {
+            tx["to"] = json!(to);
+        }
+        let hash = self.rpc("eth_sendTransaction", json!([tx]));
+        let receipt = eventually("a receipt", Duration::from_secs(20), || {
+            self.try_rpc("eth_getTransactionReceipt", json!([hash]))
+                .filter(|r| !r.is_null())
+        });
+        assert_eq!(receipt["status"], "0x1", "reverted: {receipt}");
+        receipt
+    }
+
+    /// Deploys contract `name` from `contracts/` with ABI-encoded constructor `args`; returns its
+    /// address.
+    pub fn deploy(&self, name: &str, args: &str) -> String {
+        let code = format!("{}{args}", artefact(name)["bytecode"].as_str().unwrap());
+        let receipt = self.send(&self.account(0), None, &code);
+        receipt["contractAddress"].as_str().unwrap().to_owned()
+    }
+
+    /// A new `TestToken` with 6 decimals.
+    pub fn token(&self, name: &str, symbol: &str) -> String {
+        // constructor(string name, string symbol, uint8 decimals)
+        let args = format!(
+            "{}{}{}{}{}",
+            word(0x60),
+            word(0xa0),
+            word(6),
+            abi_string(name),
+            abi_string(symbol)
+        );
+        self.deploy("TestToken", &args)
+    }
+
+    /// Mints `units` of `token` to `to`.
+    pub fn mint(&self, token: &str, to: &str, units: u128) {
+        let mint = selector("TestToken", "mint(address,uint256)");
+        let data = format!("0x{mint}{}{}", address_word(to), word(units));
+        self.send(&self.account(0), Some(token), &data);
+    }
+
+    /// Transfers `units` of `token` from `from` to `to`; returns the transaction hash.
+    pub fn transfer(&self, token: &str, from: &str, to: &str, units: u128) -> String {
+        let transfer = selector("TestToken", "transfer(address,uint256)");
+        let data = format!("0x{transfer}{}{}", address_word(to), word(units));
+        let receipt = self.send(from, Some(token), &data);
+        receipt["transactionHash"].as_str().unwrap().to_owned()
+    }
+
+    /// A new `TestPriceFeed` with 8 decimals answering `answer` as of `updated_at`.
+    pub fn feed(&self, description: &str, answer: u128, updated_at: u64) -> String {
+        // constructor(uint8 decimals, string description)
+        let args = format!("{}{}{}", word(8), word(0x40), abi_string(description));
+        let feed = self.deploy("TestPriceFeed", &args);
+        // set(int256 answer, uint256 updatedAt)
+        let set = selector("TestPriceFeed", "set(int256,uint256)");
+        let data = format!("0x{set}{}{}", word(answer), word(updated_at.into()));
+        self.send(&self.account(0), Some(&feed), &data);
+        feed
+    }
+
+    /// Takes a snapshot of the chain; [`Anvil::revert`] goes back to it (a reorg).
+    pub fn snapshot(&self) -> Value {
+        self.rpc("evm_snapshot", json!([]))
+    }
+
+    /// Goes back to `snapshot`: every block after it is gone.
+    pub fn revert(&self, snapshot: Value) {
+        assert_eq!(self.rpc("evm_revert", json!([snapshot])), json!(true));
+    }
+
+    /// The unix time of the newest block.
+    pub fn time(&self) -> u64 {
+        let block = self.rpc("eth_getBlockByNumber", json!(["latest", false]));
+        quantity(&block["timestamp"])
+    }
+}
+
+impl Drop for Anvil {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The worker's `PAYRAIL_CHAINS` for one network on `url` with `tokens` (asset, contract),
+/// `feeds` (pair, contract) and `confirmations`.
+pub fn chains(
+    network: &str,
+    url: &str,
+    confirmations: u64,
+    tokens: &[(&str, &str)],
+    feeds: &[(&str, &str)],
+) -> String {
+    let tokens: serde_json::Map<String, Value> = tokens
+        .iter()
+        .map(|(asset, address)| ((*asset).to_owned(), json!({"address": address})))
+        .collect();
+    let feeds: serde_json::Map<String, Value> = feeds
+        .iter()
+        .map(|(pair, address)| ((*pair).to_owned(), json!({"address": address})))
+        .collect();
+    json!({network: {"rpc_url": url, "chain_id": 31337, "confirmations": confirmations,
+        "tokens": tokens, "feeds": feeds}})
+    .to_string()
+}
+
+fn quantity(value: &Value) -> u64 {
+    u64::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+fn word(value: u128) -> String {
+    format!("{value:064x}")
+}
+
+fn address_word(address: &str) -> String {
+    format!(
+        "{:0>64}",
+        address.trim_start_matches("0x").to_ascii_lowercase()
+    )
+}
+
+fn abi_string(text: &str) -> String {
+    let mut bytes = hex(text.as_bytes());
+    while !bytes.len().is_multiple_of(64) || bytes.is_empty() {
+        bytes.push('0');
+    }
+    format!("{}{bytes}", word(text.len() as u128))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A compiled contract of `contracts/` (`.cache/contracts/<name>.json`).
+fn artefact(name: &str) -> Value {
+    let path = root().join(format!(".cache/contracts/{name}.json"));
+    serde_json::from_slice(
+        &std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{} (run scripts/test): {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// A function's selector, as solc computed it.
+fn selector(contract: &str, signature: &str) -> String {
+    artefact(contract)["selectors"][signature]
+        .as_str()
+        .unwrap_or_else(|| panic!("{contract} has no {signature}"))
+        .to_owned()
+}
+
+/// A TCP relay to `target` that can be switched off: while off, connections are closed at
+/// once (the node looks unreachable).
+pub struct Relay {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    up: Arc<AtomicBool>,
+}
+
+impl Relay {
+    /// Relays a free port to `target` (`http://host:port`), on.
+    pub fn start(target: &str) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind relay");
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let target = target.trim_start_matches("http://").to_owned();
+        let up = Arc::new(AtomicBool::new(true));
+        let on = up.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming().map_while(Result::ok) {
+                if !on.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                pipe(
+                    client.try_clone().unwrap(),
+                    server.try_clone().unwrap(),
+                    on.clone(),
+                );
+                pipe(server, client, on.clone());
+            }
+        });
+        Relay { url, up }
+    }
+
+    /// Takes the node away, or brings it back.
+    pub fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::SeqCst);
+    }
+}
+
+/// Copies `from` to `to` while the relay is up; switched off, it cuts the connection (kept-alive
+/// connections included).
+fn pipe(mut from: TcpStream, mut to: TcpStream, up: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 16 * 1024];
+        while let Ok(n) = from.read(&mut buffer) {
+            if n == 0 || !up.load(Ordering::SeqCst) || to.write_all(&buffer[..n]).is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}

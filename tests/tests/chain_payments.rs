@@ -1,0 +1,419 @@
+//! Real payments on a real local chain, in production mode: the worker derives a deposit address,
+//! quotes it from the peg or a price feed, and a funded anvil account pays it with real token
+//! transfers. Detection, confirmations, amounts adding up, over- and underpayment, late money,
+//! a reorg, another token, a stale rate and a node that goes away.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use payrail_tests::chain::{chains, Anvil, Relay, TEST_XPUB};
+use payrail_tests::{eventually, Worker};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// A chain with USDC, another token and price feeds, and a production worker watching it.
+struct Setup {
+    anvil: Anvil,
+    usdc: String,
+    other: String,
+    customer: String,
+    worker: Worker,
+}
+
+/// Confirmations the tests' network asks for.
+const DEPTH: u64 = 3;
+
+fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
+    let usdc = anvil.token("USD Coin", "USDC");
+    let other = anvil.token("Other Coin", "OTHER");
+    let customer = anvil.account(1);
+    anvil.mint(&usdc, &customer, 1_000_000_000);
+    anvil.mint(&other, &customer, 1_000_000_000);
+    let now = anvil.time();
+    // 1 EUR = 1.25 USD, fresh; 1 GBP = 1.30 USD, two hours old (stale: the default limit is 1 h).
+    let eur = anvil.feed("EUR / USD", 125_000_000, now);
+    let gbp = anvil.feed("GBP / USD", 130_000_000, now - 7200);
+    let config = chains(
+        "polygon",
+        rpc_url.unwrap_or(&anvil.url),
+        DEPTH,
+        &[("USDC", &usdc)],
+        &[("EUR/USD", &eur), ("GBP/USD", &gbp)],
+    );
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[("PAYRAIL_EVM_XPUB", TEST_XPUB), ("PAYRAIL_CHAINS", &config)],
+    );
+    Setup {
+        anvil,
+        usdc,
+        other,
+        customer,
+        worker,
+    }
+}
+
+fn shared() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| start(Anvil::start(), None))
+}
+
+/// A checkout of `amount` `currency` for the first merchant: (session id, transaction id).
+fn checkout(worker: &Worker, amount: &str, currency: &str, reference: &str) -> (String, i64) {
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": amount, "currency": currency, "title": "On chain",
+        "externalReference": reference, "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    (
+        session["id"].as_str().unwrap().to_owned(),
+        session["transaction_id"].as_i64().unwrap(),
+    )
+}
+
+/// The session's deposit address and the base units it asks for.
+fn deposit(worker: &Worker, session: &str) -> (String, u128) {
+    let (address, units): (String, String) = worker
+        .database()
+        .query_row(
+            "SELECT s.deposit_address, w.base_units FROM checkout_sessions s \
+             JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    (address, units.parse().unwrap())
+}
+
+fn status(worker: &Worker, session: &str) -> Value {
+    let reply = worker.send(
+        worker.request(Method::GET, &format!("/checkout/{session}/status")),
+        Some("/checkout/{id}/status"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()
+}
+
+/// Polls the status until `done` holds.
+fn until(worker: &Worker, session: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, Duration::from_secs(20), || {
+        Some(status(worker, session)).filter(|s| done(s))
+    })
+}
+
+#[test]
+fn an_exact_payment_is_detected_confirmed_and_credited() {
+    let s = shared();
+    let (session, id) = checkout(&s.worker, "12.50", "USD", "CHAIN-EXACT");
+    let (address, units) = deposit(&s.worker, &session);
+    assert_eq!(units, 12_500_000, "12.50 USD at the USDC peg");
+    let waiting = status(&s.worker, &session);
+    assert_eq!(waiting["status"], "pending");
+    assert_eq!(waiting["chain"]["state"], "waiting", "{waiting}");
+
+    let hash = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    let seen = until(&s.worker, &session, "the transfer to be seen", |st| {
+        st["chain"]["state"] == "confirming"
+    });
+    assert_eq!(seen["chain"]["required"], DEPTH);
+    assert_eq!(seen["chain"]["confirmations"], 1);
+    assert_eq!(seen["status"], "pending", "not credited before its depth");
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
+
+    s.anvil.mine(DEPTH - 1);
+    until(&s.worker, &session, "the payment to be credited", |st| {
+        st["status"] == "succeeded"
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["raw_status"], "succeeded");
+    assert_eq!(t["amount_status"], "EXACT");
+    assert_eq!(t["amount"]["gross"], "12.50");
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    assert_eq!(t["networks"]["payment"], "polygon");
+    assert!(t["paid_at"].is_string());
+    // The event is in the outbox, describing the credited payment.
+    let payload: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT payload FROM events WHERE transaction_id = ?1 AND type = 'payment.succeeded'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let event: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(event["data"]["tx_hashes"]["source"], json!(hash));
+    assert_eq!(event["data"]["amount"]["gross"], "12.50");
+}
+
+#[test]
+fn transfers_add_up_and_more_is_overpaid() {
+    let s = shared();
+    let (session, id) = checkout(&s.worker, "20.00", "USD", "CHAIN-PARTS");
+    let (address, units) = deposit(&s.worker, &session);
+    let first = s.anvil.transfer(&s.usdc, &s.customer, &address, units / 2);
+    s.anvil.mine(DEPTH);
+    let part = until(&s.worker, &session, "the first half", |st| {
+        st["chain"]["state"] == "waiting" && st["chain"]["received"] == "10.00"
+    });
+    assert_eq!(part["status"], "pending", "half is not enough while open");
+    s.anvil
+        .transfer(&s.usdc, &s.customer, &address, units / 2 + 5_000_000);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &session, "the sum to be credited", |st| {
+        st["status"] == "succeeded"
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "25.00");
+    assert_eq!(t["amount_status"], "OVERPAID");
+    assert_eq!(t["tx_hashes"]["source"], json!(first), "the first transfer");
+}
+
+#[test]
+fn another_token_is_recorded_for_review_and_never_credited() {
+    let s = shared();
+    let (session, id) = checkout(&s.worker, "5.00", "USD", "CHAIN-OTHER");
+    let (address, units) = deposit(&s.worker, &session);
+    let hash = s.anvil.transfer(&s.other, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    eventually("the other token recorded", Duration::from_secs(20), || {
+        status(&s.worker, &session);
+        s.worker
+            .database()
+            .query_row(
+                "SELECT kind, confirmed FROM chain_transfers WHERE tx_hash = ?1",
+                [&hash],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
+            )
+            .ok()
+            .filter(|(_, confirmed)| *confirmed == 1)
+    });
+    let kind: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT kind FROM chain_transfers WHERE tx_hash = ?1",
+            [&hash],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kind, "unexpected_token");
+    assert_eq!(status(&s.worker, &session)["chain"]["state"], "waiting");
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
+
+    // The institution sees it on the payment, for review, with the quote the address was given.
+    let portal = s.worker.portal_login(0);
+    let detail = s.worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{id}"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(detail.status, 200, "{}", detail.text);
+    let detail = detail.json();
+    let seen = &detail["chain_transfers"][0];
+    assert_eq!(seen["tx_hash"], json!(hash));
+    assert_eq!(seen["kind"], "unexpected_token");
+    assert_eq!(
+        seen["amount"],
+        Value::Null,
+        "not counted as the quoted asset"
+    );
+    assert_eq!(seen["base_units"], json!(units.to_string()));
+    assert_eq!(seen["token"], json!(s.other.to_ascii_lowercase()));
+    let quote = &detail["deposits"][0];
+    assert_eq!(quote["address"], json!(address.to_ascii_lowercase()));
+    assert_eq!(quote["crypto_amount"], "5");
+    assert_eq!(quote["rate"], "1");
+    assert!(quote["rate_source"].as_str().unwrap().starts_with("peg"));
+    // Another institution does not see it.
+    let stranger = s.worker.portal_login(1);
+    let hidden = s.worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{id}"),
+        Some(&stranger),
+        None,
+    );
+    assert_eq!(hidden.status, 404);
+}
+
+#[test]
+fn orders_in_other_currencies_take_a_fresh_feed_and_a_stale_one_offers_nothing() {
+    let s = shared();
+    // 1 EUR = 1.25 USD: 40.00 EUR is 50 USDC.
+    let (session, _) = checkout(&s.worker, "40.00", "EUR", "CHAIN-EUR");
+    let (_, units) = deposit(&s.worker, &session);
+    assert_eq!(units, 50_000_000);
+    let source: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT rate_source FROM deposit_watches WHERE session_id = ?1",
+            [&session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(source.starts_with("EUR/USD feed 0x"), "{source}");
+
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let stale = s.worker.post_json(
+        "/checkout/sessions",
+        &json!({
+            "publicKey": key, "amount": "10.00", "currency": "GBP", "title": "Stale",
+            "externalReference": "CHAIN-GBP", "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }),
+        None,
+        "/checkout/sessions",
+    );
+    let why = stale.assert_error(503, "payments_unavailable");
+    assert!(why.contains("GBP/USD price feed is stale"), "{why}");
+}
+
+#[test]
+fn a_transfer_reorged_away_before_its_depth_returns_the_checkout_to_waiting() {
+    let s = start(Anvil::start(), None);
+    let (session, id) = checkout(&s.worker, "7.00", "USD", "CHAIN-REORG");
+    let (address, units) = deposit(&s.worker, &session);
+    let before = s.anvil.snapshot();
+    let hash = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    until(&s.worker, &session, "the transfer to be seen", |st| {
+        st["chain"]["state"] == "confirming"
+    });
+    s.anvil.revert(before);
+    s.anvil.mine(DEPTH + 1);
+    until(&s.worker, &session, "the checkout to wait again", |st| {
+        st["chain"]["state"] == "waiting"
+    });
+    let left: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM chain_transfers WHERE tx_hash = ?1",
+            [&hash],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0, "the reorged transfer is gone");
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
+    // Paid again on the new chain: credited once.
+    let again = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &session, "the new transfer credited", |st| {
+        st["status"] == "succeeded"
+    });
+    assert_eq!(
+        s.worker.transaction(0, id)["tx_hashes"]["source"],
+        json!(again)
+    );
+}
+
+#[test]
+fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
+    let s = start(Anvil::start(), None);
+    let db_end = |session: &str| {
+        // Only while no request is in flight: the worker does not wait on SQLite's lock.
+        s.worker
+            .database()
+            .execute(
+                "UPDATE checkout_sessions SET expires_at = unixepoch() - 1 WHERE id = ?1",
+                [session],
+            )
+            .unwrap();
+    };
+    let cron = || {
+        let reply = s.worker.send(
+            s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
+            None,
+        );
+        assert_eq!(reply.status, 200);
+    };
+
+    // 90 % paid and confirmed while open: waiting; at the end, credited as underpaid.
+    let (short, short_id) = checkout(&s.worker, "10.00", "USD", "CHAIN-UNDER");
+    let (address, units) = deposit(&s.worker, &short);
+    s.anvil
+        .transfer(&s.usdc, &s.customer, &address, units * 9 / 10);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &short, "the part payment", |st| {
+        st["chain"]["received"] == "9.00"
+    });
+    db_end(&short);
+    cron();
+    // The page's poll (or the cron's next check of the address) credits what arrived.
+    let t = eventually("the underpayment credited", Duration::from_secs(20), || {
+        status(&s.worker, &short);
+        Some(s.worker.transaction(0, short_id)).filter(|t| t["raw_status"] == "succeeded")
+    });
+    assert_eq!(t["amount_status"], "UNDERPAID");
+    assert_eq!(t["amount"]["gross"], "9.00");
+
+    // Nothing paid by the end: expired. Money that comes later is still credited.
+    let (late, late_id) = checkout(&s.worker, "3.00", "USD", "CHAIN-LATE");
+    let (address, units) = deposit(&s.worker, &late);
+    db_end(&late);
+    cron();
+    eventually("the checkout to expire", Duration::from_secs(20), || {
+        Some(s.worker.transaction(0, late_id)).filter(|t| t["raw_status"] == "expired")
+    });
+    let hash = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    let t = eventually("the late payment credited", Duration::from_secs(20), || {
+        cron();
+        Some(s.worker.transaction(0, late_id)).filter(|t| t["raw_status"] == "succeeded")
+    });
+    assert_eq!(t["amount_status"], "EXACT");
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    let after: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT after_expiry FROM chain_transfers WHERE tx_hash = ?1",
+            [&hash],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(after, 1, "recorded as after the end");
+}
+
+#[test]
+fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
+    let anvil = Anvil::start();
+    let relay = Relay::start(&anvil.url);
+    let s = start(anvil, Some(&relay.url));
+    let (session, id) = checkout(&s.worker, "4.00", "USD", "CHAIN-DOWN");
+    let (address, units) = deposit(&s.worker, &session);
+    relay.set_up(false);
+    let down = until(&s.worker, &session, "the node to be missed", |st| {
+        st["chain"]["node_unreachable"] == true
+    });
+    assert_eq!(down["status"], "pending");
+    // No new checkout can be quoted meanwhile; the error names the node, never its URL.
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let refused = s.worker.post_json(
+        "/checkout/sessions",
+        &json!({
+            "publicKey": key, "amount": "1.00", "currency": "USD", "title": "Down",
+            "externalReference": "CHAIN-DOWN-2", "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }),
+        None,
+        "/checkout/sessions",
+    );
+    let why = refused.assert_error(503, "payments_unavailable");
+    assert!(why.contains("unreachable"), "{why}");
+    assert!(!why.contains(&relay.url), "{why}");
+
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    relay.set_up(true);
+    until(
+        &s.worker,
+        &session,
+        "the payment once the node is back",
+        |st| st["status"] == "succeeded",
+    );
+    assert_eq!(s.worker.transaction(0, id)["amount_status"], "EXACT");
+}
