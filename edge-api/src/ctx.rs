@@ -36,6 +36,9 @@ pub struct Ctx {
     pub evm_xpub: Option<String>,
     /// The EVM networks' nodes (`PAYRAIL_CHAINS`, JSON; a secret, as URLs may carry keys).
     pub chains: Option<String>,
+    /// Sandbox on a local development node only: an account the node signs for
+    /// (`PAYRAIL_DEMO_WALLET`), which the hosted page's sandbox panel pays from.
+    pub demo_wallet: Option<String>,
 }
 
 impl Ctx {
@@ -68,7 +71,9 @@ impl Ctx {
             .unwrap_or(1);
         let evm_xpub = secret("PAYRAIL_EVM_XPUB");
         let chains = secret("PAYRAIL_CHAINS");
+        let demo_wallet = var("PAYRAIL_DEMO_WALLET").filter(|w| !w.trim().is_empty());
         Ok(Ctx {
+            demo_wallet,
             chains,
             evm_xpub,
             env,

@@ -166,6 +166,26 @@ impl Browser {
             .expect("switch tab");
     }
 
+    /// A PNG of the element matching `css`, as the screen shows it.
+    pub fn element_png(&self, css: &str) -> Vec<u8> {
+        self.runtime
+            .block_on(async {
+                self.client()
+                    .find(Locator::Css(css))
+                    .await?
+                    .screenshot()
+                    .await
+            })
+            .unwrap_or_else(|e| panic!("screenshot of {css}: {e}"))
+    }
+
+    /// Resizes the window (a phone is about 390 × 844).
+    pub fn resize(&self, width: u32, height: u32) {
+        self.runtime
+            .block_on(self.client().set_window_size(width, height))
+            .expect("resize window");
+    }
+
     /// Saves a screenshot of the current tab under `tests/artifacts/`.
     pub fn screenshot(&self, name: &str) -> PathBuf {
         let png = self

@@ -161,6 +161,11 @@ pub fn to_units(amount: Decimal, decimals: u32) -> Option<u128> {
     u128::try_from(scaled.trunc()).ok()
 }
 
+/// The call data of ERC-20 `transfer(to, units)`.
+pub fn transfer_call(to: &str, units: u128) -> String {
+    format!("0xa9059cbb{}{units:064x}", &address_topic(to)[2..])
+}
+
 /// The EIP-681 request to pay `units` of the `token` contract to `to` on chain `chain_id`:
 /// what the hosted page's QR code holds.
 pub fn payment_uri(token: &str, chain_id: u64, to: &str, units: u128) -> String {
@@ -264,6 +269,19 @@ mod tests {
         assert_eq!(from_units(12_500_000, 6), Some(d("12.5")));
         assert_eq!(from_units(1, 18), Some(d("0.000000000000000001")));
         assert_eq!(from_units(u128::MAX, 6), None);
+    }
+
+    #[test]
+    fn encodes_a_transfer_call() {
+        let hash = |s: &str| hex::encode(Keccak256::digest(s.as_bytes()));
+        assert!(hash("transfer(address,uint256)").starts_with("a9059cbb"));
+        assert_eq!(
+            transfer_call("0x9858EfFD232B4033E47d90003D41EC34EcaEda94", 25_500_000),
+            format!(
+                "0xa9059cbb{}{:064x}",
+                "0000000000000000000000009858effd232b4033e47d90003d41ec34ecaeda94", 25_500_000
+            )
+        );
     }
 
     #[test]

@@ -170,6 +170,39 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Sandbox on a local development node: pays `units` of `token` to `deposit` from the demo
+/// wallet (`PAYRAIL_DEMO_WALLET`, an account the node itself signs for, as anvil's are), with a
+/// real transaction on that chain. Returns its hash.
+pub async fn pay_from_demo_wallet(
+    ctx: &Ctx,
+    network: &str,
+    token: &str,
+    deposit: &str,
+    units: u128,
+) -> Result<String, String> {
+    let wallet = match (&ctx.demo_wallet, ctx.sandbox()) {
+        (Some(wallet), true) => wallet,
+        _ => return Err("no demo wallet is configured".to_owned()),
+    };
+    let networks = networks(ctx).map_err(|e| e.description)?;
+    let node = networks
+        .get(network)
+        .ok_or_else(|| format!("{network} is not configured"))?;
+    let hash = rpc::call(
+        &node.rpc_url,
+        "eth_sendTransaction",
+        serde_json::json!([{
+            "from": wallet,
+            "to": token,
+            "data": evm::transfer_call(deposit, units),
+        }]),
+    )
+    .await?;
+    hash.as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| "the node's answer is not a transaction hash".to_owned())
+}
+
 /// A fresh deposit address for a session paying on `network`, and the index it was derived at.
 /// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly
 /// allocated index (never reused); otherwise, in sandbox, a simulated one.

@@ -306,8 +306,43 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
                     ctx.now(),
                     notice.as_deref(),
                     request.as_ref(),
+                    ctx.demo_wallet.is_some(),
                 ),
             )
+        }
+    }
+}
+
+/// The sandbox panel's "pay from the demo wallet": a real transfer on the local chain of exactly
+/// what the page asks, then back to the page, which sees it arrive like any other payment.
+async fn pay_from_demo_wallet(
+    ctx: &Ctx,
+    url: &Url,
+    session: &sessions::SessionView,
+) -> Result<Response, ApiError> {
+    let request = payment_request(ctx, session).await?;
+    let outcome = match (&request, session.raw_status) {
+        (Some(request), RawStatus::Pending) if session.expires_at > ctx.now() => {
+            chain::pay_from_demo_wallet(
+                ctx,
+                &session.network,
+                &request.token,
+                &session.deposit_address,
+                request.base_units,
+            )
+            .await
+        }
+        _ => Err("this checkout is not waiting for a payment on a watched network".to_owned()),
+    };
+    match outcome {
+        Ok(_) => http::see_other(url, &hosted_path(&session.id)),
+        Err(why) => {
+            page(
+                ctx,
+                &session.id,
+                Some(format!("The demo wallet could not pay: {why}")),
+            )
+            .await
         }
     }
 }
@@ -512,6 +547,9 @@ pub async fn sandbox_control(
         )));
     }
     let session = session(ctx, id).await?;
+    if control == "pay-from-demo-wallet" {
+        return pay_from_demo_wallet(ctx, url, &session).await;
+    }
     if control.starts_with("pay-") || control == "fail" {
         let watched = !watches::of_session(&ctx.db, &session.id)
             .await

@@ -116,6 +116,7 @@ pub fn checkout(
     now: i64,
     notice: Option<&str>,
     request: Option<&PaymentRequest>,
+    demo_wallet: bool,
 ) -> Markup {
     let raw = shown_status(session, now);
     let pending = raw == RawStatus::Pending;
@@ -208,20 +209,28 @@ pub fn checkout(
                 p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
             }
             @if sandbox {
-                section.sandbox aria-label="Sandbox controls" {
-                    h2 { "Sandbox" }
-                    p { "No real chain here: act out what the customer and the network would do." }
-                    @for (control, label, allowed) in [
-                        ("pay-exact", "Pay exactly", simulated_pending),
-                        ("pay-under", "Underpay (90 %)", simulated_pending),
-                        ("pay-over", "Overpay (110 %)", simulated_pending),
-                        ("fail", "Fail", simulated_pending),
-                        ("settle", "Settle to merchant", raw == RawStatus::Succeeded),
-                        ("refund", "Refund the rest", received && raw != RawStatus::Refunded),
-                    ] {
-                        @if allowed {
-                            form method="post" action=(action(&format!("sandbox/{control}"))) {
-                                button type="submit" name="control" value=(control) { (label) }
+                @let controls = [
+                    ("pay-from-demo-wallet", "Pay from the demo wallet", pending && request.is_some() && demo_wallet),
+                    ("pay-exact", "Pay exactly", simulated_pending),
+                    ("pay-under", "Underpay (90 %)", simulated_pending),
+                    ("pay-over", "Overpay (110 %)", simulated_pending),
+                    ("fail", "Fail", simulated_pending),
+                    ("settle", "Settle to merchant", raw == RawStatus::Succeeded),
+                    ("refund", "Refund the rest", received && raw != RawStatus::Refunded),
+                ];
+                @if controls.iter().any(|(_, _, allowed)| *allowed) {
+                    section.sandbox aria-label="Sandbox controls" {
+                        h2 { "Sandbox" }
+                        @if request.is_some() {
+                            p { "This checkout is paid on the local chain. Settlement and refunds are still acted out here." }
+                        } @else {
+                            p { "No real chain here: act out what the customer and the network would do." }
+                        }
+                        @for (control, label, allowed) in controls {
+                            @if allowed {
+                                form method="post" action=(action(&format!("sandbox/{control}"))) {
+                                    button type="submit" name="control" value=(control) { (label) }
+                                }
                             }
                         }
                     }

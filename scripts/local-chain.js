@@ -1,0 +1,93 @@
+// Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
+// (the TestToken contract, 6 decimals) and price feeds for the order currencies (TestPriceFeed,
+// Chainlink's interface), funds the demo customer wallet with both tokens, and prints the
+// worker's PAYRAIL_CHAINS for that node on stdout. Everything is local: a fresh anvil gets the
+// same contract addresses every time (same deployer, same nonces).
+"use strict";
+const fs = require("fs");
+const path = require("path");
+
+const node = process.argv[2];
+const network = process.argv[3] || "polygon";
+const contracts = path.resolve(__dirname, "..", ".cache", "contracts");
+// Demo rates (USD per unit of the currency, 8 decimals): the local chain's feeds, not a market.
+const FEEDS = { "EUR/USD": 108000000n, "GBP/USD": 127000000n, "CHF/USD": 113000000n, "JPY/USD": 670000n };
+const MINTED = 1000000n * 1000000n; // one million of each token, 6 decimals
+
+let id = 0;
+async function rpc(method, params) {
+  const response = await fetch(node, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params }),
+  });
+  const body = await response.json();
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+const word = (n) => BigInt(n).toString(16).padStart(64, "0");
+const addressWord = (a) => a.toLowerCase().replace(/^0x/, "").padStart(64, "0");
+function string(text) {
+  const hex = Buffer.from(text, "utf8").toString("hex");
+  return word(text.length) + hex.padEnd(Math.max(64, Math.ceil(hex.length / 64) * 64), "0");
+}
+const artefact = (name) => JSON.parse(fs.readFileSync(path.join(contracts, `${name}.json`), "utf8"));
+
+async function send(from, to, data) {
+  const tx = { from, data, gas: "0x2dc6c0" };
+  if (to) tx.to = to;
+  const hash = await rpc("eth_sendTransaction", [tx]);
+  for (let i = 0; i < 100; i++) {
+    const receipt = await rpc("eth_getTransactionReceipt", [hash]);
+    if (receipt) {
+      if (receipt.status !== "0x1") throw new Error(`transaction ${hash} reverted`);
+      return receipt;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no receipt for ${hash}`);
+}
+
+async function main() {
+  // The node was just started: give it up to ten seconds to answer.
+  for (let i = 0; ; i++) {
+    try {
+      await rpc("eth_chainId", []);
+      break;
+    } catch (err) {
+      if (i >= 100) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const [deployer, customer] = await rpc("eth_accounts", []);
+  const token = artefact("TestToken");
+  const feed = artefact("TestPriceFeed");
+  const tokens = {};
+  for (const [symbol, name] of [["USDC", "USD Coin (local)"], ["USDT", "Tether USD (local)"]]) {
+    const args = word(0x60) + word(0xa0) + word(6) + string(name) + string(symbol);
+    const receipt = await send(deployer, null, token.bytecode + args);
+    tokens[symbol] = { address: receipt.contractAddress };
+    const mint = token.selectors["mint(address,uint256)"];
+    await send(deployer, receipt.contractAddress, "0x" + mint + addressWord(customer) + word(MINTED));
+  }
+  const block = await rpc("eth_getBlockByNumber", ["latest", false]);
+  const now = BigInt(block.timestamp);
+  const feeds = {};
+  for (const [pair, answer] of Object.entries(FEEDS)) {
+    const receipt = await send(deployer, null, feed.bytecode + word(8) + word(0x40) + string(pair));
+    const set = feed.selectors["set(int256,uint256)"];
+    await send(deployer, receipt.contractAddress, "0x" + set + word(answer) + word(now));
+    // The demo's feeds are set once: let them count for thirty days.
+    feeds[pair] = { address: receipt.contractAddress, max_age_seconds: 30 * 86400 };
+  }
+  const chains = {
+    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds },
+  };
+  process.stdout.write(JSON.stringify({ chains, customer }) + "\n");
+}
+
+main().catch((err) => {
+  console.error(`local chain set-up failed: ${err.message}`);
+  process.exit(1);
+});
