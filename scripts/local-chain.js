@@ -1,8 +1,9 @@
 // Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
 // (the TestToken contract, 6 decimals) and price feeds for the order currencies (TestPriceFeed,
-// Chainlink's interface), funds the demo customer wallet with both tokens, and prints the
-// worker's PAYRAIL_CHAINS for that node on stdout. Everything is local: a fresh anvil gets the
-// same contract addresses every time (same deployer, same nonces).
+// Chainlink's interface), funds the demo customer wallet with both tokens, switches the node to
+// a block every two seconds, and prints the worker's PAYRAIL_CHAINS for that node and the demo
+// wallet on stdout. Everything is local: a fresh anvil gets the same contract addresses every
+// time (same deployer, same nonces).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -81,6 +82,9 @@ async function main() {
     // The demo's feeds are set once: let them count for thirty days.
     feeds[pair] = { address: receipt.contractAddress, max_age_seconds: 30 * 86400 };
   }
+  // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
+  // themselves.
+  await rpc("evm_setIntervalMining", [2]);
   const chains = {
     [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds },
   };

@@ -112,6 +112,11 @@ pub struct PaymentDetail {
     pub chain_transfers: Vec<TransferView>,
 }
 
+/// A stored lower-case EVM address as people read it (EIP-55).
+fn checksummed(address: &str) -> String {
+    crate::wallet_address::eip55(address.trim_start_matches("0x"))
+}
+
 fn no_payment() -> ApiError {
     ApiError::not_found("no such payment")
 }
@@ -180,8 +185,8 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             TransferView {
                 tx_hash: t.tx_hash,
                 log_index: t.log_index,
-                address: t.address,
-                token: t.token,
+                address: checksummed(&t.address),
+                token: checksummed(&t.token),
                 amount,
                 base_units: t.amount,
                 block_number: t.block_number,
@@ -198,8 +203,8 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                 quoted_at: timestamp(d.quoted_at)?,
                 network: d.network,
                 asset: d.asset,
-                address: d.address,
-                token: d.token,
+                address: checksummed(&d.address),
+                token: checksummed(&d.token),
                 crypto_amount: d.crypto_amount,
                 rate: d.rate,
                 rate_source: d.rate_source,

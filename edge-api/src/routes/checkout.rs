@@ -412,7 +412,8 @@ fn watch_statement(
             decimals: watched.decimals,
             crypto_amount: &quote.crypto_amount.to_string(),
             base_units: &watched.base_units.to_string(),
-            rate: &quote.rate.normalize().to_string(),
+            // Recorded to 12 places (the conversion itself uses the quoted amounts).
+            rate: &quote.rate.round_dp(12).normalize().to_string(),
             rate_source: &quote.rate_source,
             from_block: watched.head_block,
             now: ctx.now(),

@@ -207,7 +207,7 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                                     tr {
                                         td { code { (d.address) } br; (d.asset) " · " (d.network) }
                                         td { (d.crypto_amount) " " (d.asset) br; small { (d.quoted_at) } }
-                                        td { (d.rate) br; small { (d.rate_source) } }
+                                        td { "1 " (d.asset) " = " (d.rate) " " (text(&t.currency)) br; small { (d.rate_source) } }
                                         td {
                                             @if let Some(error) = &d.node_error { span.bad { (error) } }
                                             @else { "block " (d.head_block) }
@@ -226,7 +226,7 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                                         tr data-kind=(c.kind) {
                                             td { code { (c.tx_hash) } }
                                             td {
-                                                @if let Some(amount) = &c.amount { (amount) }
+                                                @if let Some(amount) = &c.amount { (amount) " " (text(&t.asset)) }
                                                 @else { (c.base_units.as_deref().unwrap_or("—")) " base units of " code { (c.token) } }
                                             }
                                             td { (c.block_number) }
