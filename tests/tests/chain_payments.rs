@@ -227,7 +227,11 @@ fn another_token_is_recorded_for_review_and_never_credited() {
         s.other.to_ascii_lowercase()
     );
     let quote = &detail["deposits"][0];
-    assert_eq!(quote["address"], json!(address), "EIP-55, as the page shows it");
+    assert_eq!(
+        quote["address"],
+        json!(address),
+        "EIP-55, as the page shows it"
+    );
     assert_eq!(quote["crypto_amount"], "5");
     assert_eq!(quote["rate"], "1");
     assert!(quote["rate_source"].as_str().unwrap().starts_with("peg"));
