@@ -4,8 +4,10 @@
 -- not (never silently lost).
 
 CREATE TABLE deposit_watches (
-    -- The deposit address, lower-case hex: what transfer logs name.
+    -- The deposit address, lower-case hex: what transfer logs name, and the BIP32 index of
+    -- the custody key it was derived at.
     address         TEXT PRIMARY KEY,
+    derivation_index INTEGER NOT NULL,
     session_id      TEXT NOT NULL REFERENCES checkout_sessions (id),
     transaction_id  INTEGER NOT NULL REFERENCES transactions (id),
     network         TEXT NOT NULL,

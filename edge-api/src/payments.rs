@@ -32,14 +32,15 @@ pub async fn act(
 }
 
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
-/// the transaction `source_hash`.
+/// the transaction `source_hash`, of `asset` on `network`.
 pub async fn credit(
     ctx: &Ctx,
     id: i64,
     action: &Action,
     source_hash: &str,
+    (asset, network): (&str, &str),
 ) -> Result<(), ApiError> {
-    apply(ctx, id, None, action, Some(source_hash)).await
+    apply(ctx, id, None, action, Some((source_hash, asset, network))).await
 }
 
 async fn apply(
@@ -47,9 +48,10 @@ async fn apply(
     id: i64,
     institution_id: Option<i64>,
     action: &Action,
-    source_hash: Option<&str>,
+    found_on_chain: Option<(&str, &str, &str)>,
 ) -> Result<(), ApiError> {
     let now = ctx.now();
+    let source_hash = found_on_chain.map(|(hash, _, _)| hash);
     let database = &ctx.db;
     let not_found = || ApiError::not_found("no such transaction");
     let row = transactions::payment(database, id)
@@ -116,6 +118,12 @@ async fn apply(
         source_hash: source_hash.as_deref(),
         settlement_hash: settlement_hash.as_deref(),
         bridge_hash: bridge_hash.as_deref(),
+        paid_with: found_on_chain
+            .map(|(_, asset, network)| (asset, network))
+            .filter(|(asset, network)| {
+                row.asset.as_deref() != Some(*asset)
+                    || row.network_payment.as_deref() != Some(*network)
+            }),
     };
     let event = match change.event {
         None => None,
@@ -225,6 +233,10 @@ fn updated(mut t: Transaction, change: &Change, stamps: &Stamps<'_>) -> Transact
     }
     if change.settlement_network.is_some() {
         t.networks.settlement = change.settlement_network.clone();
+    }
+    if let Some((asset, network)) = stamps.paid_with {
+        t.asset = Some(asset.to_owned());
+        t.networks.payment = Some(network.to_owned());
     }
     for (field, value) in [
         (&mut t.tx_hashes.source, stamps.source_hash),

@@ -3,7 +3,7 @@
 //! transfers. Detection, confirmations, amounts adding up, over- and underpayment, late money,
 //! a reorg, another token, a stale rate and a node that goes away.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use payrail_tests::chain::{chains, Anvil, Relay, TEST_XPUB};
@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 struct Setup {
     anvil: Anvil,
     usdc: String,
+    usdt: String,
     other: String,
     customer: String,
     worker: Worker,
@@ -25,9 +26,11 @@ const DEPTH: u64 = 3;
 
 fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
     let usdc = anvil.token("USD Coin", "USDC");
+    let usdt = anvil.token("Tether USD", "USDT");
     let other = anvil.token("Other Coin", "OTHER");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000);
+    anvil.mint(&usdt, &customer, 1_000_000_000);
     anvil.mint(&other, &customer, 1_000_000_000);
     let now = anvil.time();
     // 1 EUR = 1.25 USD, fresh; 1 GBP = 1.30 USD, two hours old (stale: the default limit is 1 h).
@@ -37,7 +40,7 @@ fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
         "polygon",
         rpc_url.unwrap_or(&anvil.url),
         DEPTH,
-        &[("USDC", &usdc)],
+        &[("USDC", &usdc), ("USDT", &usdt)],
         &[("EUR/USD", &eur), ("GBP/USD", &gbp)],
     );
     let worker = Worker::start_with_vars(
@@ -48,15 +51,20 @@ fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
     Setup {
         anvil,
         usdc,
+        usdt,
         other,
         customer,
         worker,
     }
 }
 
-fn shared() -> &'static Setup {
+/// The shared chain and worker, for one test at a time: each counts blocks (confirming 1/3),
+/// which another test's mining would change under it.
+fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
     static SETUP: OnceLock<Setup> = OnceLock::new();
-    SETUP.get_or_init(|| start(Anvil::start(), None))
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    (guard, SETUP.get_or_init(|| start(Anvil::start(), None)))
 }
 
 /// A checkout of `amount` `currency` for the first merchant: (session id, transaction id).
@@ -105,7 +113,7 @@ fn until(worker: &Worker, session: &str, what: &str, done: impl Fn(&Value) -> bo
 
 #[test]
 fn an_exact_payment_is_detected_confirmed_and_credited() {
-    let s = shared();
+    let (_one, s) = shared();
     let (session, id) = checkout(&s.worker, "12.50", "USD", "CHAIN-EXACT");
     let (address, units) = deposit(&s.worker, &session);
     assert_eq!(units, 12_500_000, "12.50 USD at the USDC peg");
@@ -150,7 +158,7 @@ fn an_exact_payment_is_detected_confirmed_and_credited() {
 
 #[test]
 fn transfers_add_up_and_more_is_overpaid() {
-    let s = shared();
+    let (_one, s) = shared();
     let (session, id) = checkout(&s.worker, "20.00", "USD", "CHAIN-PARTS");
     let (address, units) = deposit(&s.worker, &session);
     let first = s.anvil.transfer(&s.usdc, &s.customer, &address, units / 2);
@@ -173,7 +181,7 @@ fn transfers_add_up_and_more_is_overpaid() {
 
 #[test]
 fn another_token_is_recorded_for_review_and_never_credited() {
-    let s = shared();
+    let (_one, s) = shared();
     let (session, id) = checkout(&s.worker, "5.00", "USD", "CHAIN-OTHER");
     let (address, units) = deposit(&s.worker, &session);
     let hash = s.anvil.transfer(&s.other, &s.customer, &address, units);
@@ -248,7 +256,7 @@ fn another_token_is_recorded_for_review_and_never_credited() {
 
 #[test]
 fn orders_in_other_currencies_take_a_fresh_feed_and_a_stale_one_offers_nothing() {
-    let s = shared();
+    let (_one, s) = shared();
     // 1 EUR = 1.25 USD: 40.00 EUR is 50 USDC.
     let (session, _) = checkout(&s.worker, "40.00", "EUR", "CHAIN-EUR");
     let (_, units) = deposit(&s.worker, &session);
@@ -423,4 +431,104 @@ fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
         |st| st["status"] == "succeeded",
     );
     assert_eq!(s.worker.transaction(0, id)["amount_status"], "EXACT");
+}
+
+#[test]
+fn racing_polls_and_cron_runs_credit_a_payment_once() {
+    let (_one, s) = shared();
+    let (session, id) = checkout(&s.worker, "8.00", "USD", "CHAIN-RACE");
+    let (address, units) = deposit(&s.worker, &session);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    // Sixteen polls and four cron runs at once, all finding the payment at its depth.
+    std::thread::scope(|scope| {
+        for i in 0..20 {
+            let session = &session;
+            scope.spawn(move || {
+                if i % 5 == 0 {
+                    let reply = s.worker.send(
+                        s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
+                        None,
+                    );
+                    assert_eq!(reply.status, 200);
+                } else {
+                    status(&s.worker, session);
+                }
+            });
+        }
+    });
+    until(&s.worker, &session, "the credit", |st| {
+        st["status"] == "succeeded"
+    });
+    let events: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(events, 1, "one payment.succeeded");
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "8.00");
+}
+
+#[test]
+fn a_way_to_pay_chosen_again_keeps_its_address_and_every_address_stays_watched() {
+    let (_one, s) = shared();
+    let (session, id) = checkout(&s.worker, "6.00", "USD", "CHAIN-SWITCH");
+    let (first, units) = deposit(&s.worker, &session);
+    let choose = |method: &str| {
+        let reply = s.worker.send(
+            s.worker
+                .request(Method::POST, &format!("/checkout/{session}/method"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(format!("method={method}")),
+            None,
+        );
+        assert_eq!(reply.status, 303, "{}", reply.text);
+        deposit(&s.worker, &session).0
+    };
+    let second = choose("USDT:polygon");
+    assert_ne!(second, first, "a fresh address for another way to pay");
+    assert_eq!(
+        choose("USDC:polygon"),
+        first,
+        "the first way to pay's own address"
+    );
+    assert_eq!(choose("USDT:polygon"), second);
+    let watches: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM deposit_watches WHERE session_id = ?1",
+            [&session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(watches, 2);
+    // The page now asks for USDT; the customer pays the USDC address it showed before.
+    let hash = s.anvil.transfer(&s.usdc, &s.customer, &first, units);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &session, "the earlier address's payment", |st| {
+        st["status"] == "succeeded"
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    assert_eq!(t["amount_status"], "EXACT");
+    assert_eq!(
+        t["asset"], "USDC",
+        "the asset it was paid in, not the one shown last"
+    );
+    let usdt_watch: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT token FROM deposit_watches WHERE session_id = ?1 AND asset = 'USDT'",
+            [&session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(usdt_watch, s.usdt.to_ascii_lowercase());
 }

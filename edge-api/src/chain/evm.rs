@@ -44,12 +44,15 @@ pub struct Transfer {
     pub log_index: u64,
     /// The block it is in.
     pub block_number: u64,
-    /// Amount in the token's base units; `None` when it exceeds 128 bits (recorded for review,
-    /// never credited).
+    /// Amount in the token's base units; `None` when it is not an ERC-20 amount or exceeds 128
+    /// bits (recorded for review, never credited).
     pub amount: Option<u128>,
 }
 
-/// Reads an `eth_getLogs` answer; logs the node marks `removed` (reorged away) are left out.
+/// Reads an `eth_getLogs` answer; logs the node marks `removed` (reorged away) are left out. A
+/// `Transfer` that is not a well-formed ERC-20 one (an ERC-721 token id in a fourth topic, an
+/// empty amount) is kept with no amount: recorded for review, never credited, and never a reason
+/// to stop reading the address (anyone can send one).
 pub fn transfers(logs: &Value) -> Result<Vec<Transfer>, String> {
     let logs = logs
         .as_array()
@@ -67,21 +70,26 @@ pub fn transfers(logs: &Value) -> Result<Vec<Transfer>, String> {
         };
         let topics = log["topics"]
             .as_array()
-            .filter(|t| t.len() == 3 && t[0] == TRANSFER_TOPIC)
-            .ok_or_else(|| "a log is not an ERC-20 transfer".to_owned())?;
+            .filter(|t| t.len() >= 3 && t[0] == TRANSFER_TOPIC)
+            .ok_or_else(|| "a log is not a transfer".to_owned())?;
         let to = topics[2]
             .as_str()
             .and_then(|t| t.strip_prefix("0x"))
             .filter(|t| t.len() == 64)
             .map(|t| format!("0x{}", &t[24..].to_ascii_lowercase()))
             .ok_or_else(|| "a transfer's receiver is not an address".to_owned())?;
+        let amount = if topics.len() == 3 {
+            log["data"].as_str().and_then(word).flatten()
+        } else {
+            None
+        };
         out.push(Transfer {
             token: text("address")?,
             to,
             tx_hash: text("transactionHash")?,
             log_index: rpc::quantity(&log["logIndex"])?,
             block_number: rpc::quantity(&log["blockNumber"])?,
-            amount: word(&text("data")?).ok_or_else(|| "a transfer has no amount".to_owned())?,
+            amount,
         });
     }
     Ok(out)
@@ -232,7 +240,18 @@ mod tests {
             transfers(&json!([log(&huge, false)])).unwrap()[0].amount,
             None
         );
-        assert!(transfers(&json!([log("0x12", false)])).is_err());
+        // Not an ERC-20 amount: kept, with none.
+        assert_eq!(
+            transfers(&json!([log("0x12", false)])).unwrap()[0].amount,
+            None
+        );
+        let mut nft = log("0x", false);
+        nft["topics"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(format!("0x{:064x}", 7)));
+        let read = transfers(&json!([nft])).unwrap();
+        assert_eq!((read.len(), read[0].amount), (1, None));
         assert!(transfers(&json!({"not": "a list"})).is_err());
         let mut approval = log(&amount, false);
         approval["topics"][0] = json!("0x8c5be1e5");

@@ -8,6 +8,11 @@ use worker::{Headers, Method, Request, RequestInit};
 
 use crate::http::{self, FetchFailure};
 
+/// The error of an answer larger than [`MAX_ANSWER`].
+pub const TOO_LARGE: &str = "the node's answer is too large";
+/// The start of the error of a JSON-RPC error answer.
+pub const REFUSED: &str = "the node refused";
+
 /// A node must answer within this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
 /// Largest answer read (a page of logs fits well within it).
@@ -37,7 +42,7 @@ pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, Strin
         }
     };
     if bytes.len() > MAX_ANSWER {
-        return Err("the node's answer is too large".to_owned());
+        return Err(TOO_LARGE.to_owned());
     }
     if !(200..300).contains(&status) {
         return Err(format!("the node answered HTTP {status}"));
@@ -52,7 +57,7 @@ pub fn answer(bytes: &[u8]) -> Result<Value, String> {
     if let Some(error) = value.get("error") {
         let message = error["message"].as_str().unwrap_or("no message");
         let message: String = message.chars().take(200).collect();
-        return Err(format!("the node refused: {message}"));
+        return Err(format!("{REFUSED}: {message}"));
     }
     value
         .get("result")

@@ -45,6 +45,8 @@ const SWEEP_GAP_SECONDS: i64 = 5;
 const SWEEP_PER_RUN: i64 = 25;
 /// Most `eth_getLogs` requests one check makes; a longer way behind is caught up next time.
 const MAX_LOG_REQUESTS: u64 = 5;
+/// Most blocks whose time one check reads.
+const MAX_BLOCK_TIMES: usize = 16;
 /// How long after its checkout ends an address is still watched for late payments.
 pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
 
@@ -73,6 +75,9 @@ pub enum Verdict {
         source_hash: String,
         /// After the checkout expired.
         late: bool,
+        /// The asset and network of that transfer's address.
+        #[serde(skip)]
+        paid_with: (String, String),
     },
     /// Nothing to do (already credited, failed, or ended with nothing received).
     Settled,
@@ -83,6 +88,10 @@ pub enum Verdict {
 pub struct Quoted {
     /// Deposit address, lower case.
     pub address: String,
+    /// Its asset.
+    pub asset: String,
+    /// Its network.
+    pub network: String,
     /// Token decimals.
     pub decimals: u32,
     /// The crypto amount the order was quoted at.
@@ -105,7 +114,7 @@ pub fn verdict(
         return Verdict::Settled;
     }
     let mut confirmed = Decimal::ZERO;
-    let mut source = None;
+    let mut source: Option<(String, (String, String))> = None;
     let mut least = None::<u64>;
     for t in transfers.iter().filter(|t| t.kind == "payment") {
         let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
@@ -122,7 +131,12 @@ pub fn verdict(
         };
         if quote.crypto_amount > Decimal::ZERO {
             confirmed += amount * expected / quote.crypto_amount;
-            source.get_or_insert_with(|| t.tx_hash.clone());
+            source.get_or_insert_with(|| {
+                (
+                    t.tx_hash.clone(),
+                    (quote.asset.clone(), quote.network.clone()),
+                )
+            });
         }
     }
     let gross = confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
@@ -131,10 +145,11 @@ pub fn verdict(
         required: depth,
     });
     let credit = |late| match &source {
-        Some(hash) if gross > Decimal::ZERO => Some(Verdict::Credit {
+        Some((hash, paid_with)) if gross > Decimal::ZERO => Some(Verdict::Credit {
             gross,
             source_hash: hash.clone(),
             late,
+            paid_with: paid_with.clone(),
         }),
         _ => None,
     };
@@ -154,23 +169,56 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
     let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
     let from = u64::try_from(watch.scanned_to + 1).unwrap_or(0);
     let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
-    // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
-    let final_to = (until + 1).saturating_sub(network.confirmations);
+    // Read in ranges of `log_range` blocks; an answer too large (or refused: providers cap the
+    // results) is asked again for half the range, down to one block. What the request budget
+    // does not reach is read at the next check.
     let mut found = Vec::new();
-    let mut start = from;
-    while start <= until {
-        let end = until.min(start + network.log_range - 1);
-        let logs = rpc::call(
+    let mut read_to = from.checked_sub(1);
+    let mut span = network.log_range;
+    let mut requests = 0;
+    while read_to.map_or(0, |r| r + 1) <= until && requests < MAX_LOG_REQUESTS * 2 {
+        let start = read_to.map_or(0, |r| r + 1);
+        let end = until.min(start + span - 1);
+        requests += 1;
+        match rpc::call(
             url,
             "eth_getLogs",
             evm::transfers_to(&watch.address, start, end),
         )
-        .await?;
-        found.extend(evm::transfers(&logs)?);
-        start = end + 1;
+        .await
+        {
+            Ok(logs) => {
+                found.extend(evm::transfers(&logs)?);
+                read_to = Some(end);
+            }
+            Err(e) if span > 1 && (e == rpc::TOO_LARGE || e.starts_with(rpc::REFUSED)) => {
+                span = (span / 2).max(1);
+            }
+            Err(e) => return Err(e),
+        }
     }
+    let Some(read_to) = read_to.filter(|r| *r >= from) else {
+        // Nothing new read (the node is behind what was read, or no range could be read):
+        // only the head moves; what was seen stays until a read says otherwise.
+        return watches::touch(&ctx.db, &watch.address, head)
+            .await
+            .map_err(|e| e.to_string());
+    };
+    // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
+    let final_to = (head + 1)
+        .saturating_sub(network.confirmations)
+        .min(read_to);
+    // The block time says whether a transfer came after the checkout's end; read for the
+    // expected token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are
+    // judged by the time they were seen.
     let mut times = std::collections::BTreeMap::new();
-    for t in &found {
+    for t in found
+        .iter()
+        .filter(|t| t.token == watch.token && t.to == watch.address)
+    {
+        if times.len() >= MAX_BLOCK_TIMES {
+            break;
+        }
         if let std::collections::btree_map::Entry::Vacant(slot) = times.entry(t.block_number) {
             let block = rpc::call(
                 url,
@@ -181,6 +229,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
             slot.insert(rpc::quantity(&block["timestamp"])?);
         }
     }
+    let now = ctx.now();
     let seen: Vec<SeenTransfer<'_>> = found
         .iter()
         .filter(|t| t.to == watch.address)
@@ -198,16 +247,18 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
             },
             after_expiry: times
                 .get(&t.block_number)
-                .is_some_and(|at| i64::try_from(*at).unwrap_or(i64::MAX) >= watch.expires_at),
+                .map_or(now, |at| i64::try_from(*at).unwrap_or(i64::MAX))
+                >= watch.expires_at,
         })
         .collect();
     let statements = watches::record(
         &ctx.db,
         watch,
         &seen,
-        final_to.min(until).max(from.saturating_sub(1)),
+        (from, read_to),
+        final_to.max(from.saturating_sub(1)),
         head,
-        ctx.now(),
+        now,
     )
     .map_err(|e| e.to_string())?;
     db::batch(&ctx.db, statements)
@@ -291,6 +342,8 @@ async fn evaluate(
         .iter()
         .map(|w| Quoted {
             address: w.address.clone(),
+            asset: w.asset.clone(),
+            network: w.network.clone(),
             decimals: w.decimals,
             crypto_amount: Decimal::from_str(&w.crypto_amount).unwrap_or_default(),
             head_block: w.head_block,
@@ -317,6 +370,7 @@ async fn evaluate(
         gross,
         source_hash,
         late,
+        paid_with: (asset, network),
     } = &verdict
     {
         let action = if *late {
@@ -324,7 +378,8 @@ async fn evaluate(
         } else {
             Action::Pay { amount: *gross }
         };
-        match payments::credit(ctx, session.transaction_id, &action, source_hash).await {
+        let paid_with = (asset.as_str(), network.as_str());
+        match payments::credit(ctx, session.transaction_id, &action, source_hash, paid_with).await {
             Ok(()) => {}
             // Credited or expired meanwhile: the next check sees the new state.
             Err(err) if err.code == ErrorCode::Conflict => {}
@@ -375,6 +430,8 @@ mod tests {
     fn quote() -> Quoted {
         Quoted {
             address: "0xabc".into(),
+            asset: "USDC".into(),
+            network: "polygon".into(),
             decimals: 6,
             crypto_amount: d("10.869566"),
             head_block: 100,
@@ -413,7 +470,8 @@ mod tests {
             Verdict::Credit {
                 gross: d("10.00"),
                 source_hash: "0x1".into(),
-                late: false
+                late: false,
+                paid_with: ("USDC".into(), "polygon".into()),
             }
         );
     }

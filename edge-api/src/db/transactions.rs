@@ -350,6 +350,8 @@ pub struct PaymentRow {
     pub currency: Option<String>,
     /// Payment network.
     pub network_payment: Option<String>,
+    /// The asset paid with.
+    pub asset: Option<String>,
     /// Row version: every write is guarded on the one it read.
     pub version: i64,
     /// When its checkout ends (Unix seconds), for a transaction made by checkout.
@@ -361,7 +363,7 @@ pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
     first(
         db,
         "SELECT t.institution_id, t.raw_status, t.amount_expected, t.amount_gross, \
-         t.amount_refunded, t.currency, t.network_payment, t.version, s.expires_at \
+         t.amount_refunded, t.currency, t.network_payment, t.asset, t.version, s.expires_at \
          FROM transactions t LEFT JOIN checkout_sessions s ON s.transaction_id = t.id \
          WHERE t.id = ?1",
         &[id.into()],
@@ -379,6 +381,9 @@ pub struct Stamps<'a> {
     pub settlement_hash: Option<&'a str>,
     /// Bridge hash, on a bridged settlement.
     pub bridge_hash: Option<&'a str>,
+    /// The asset and network a payment found on chain came in, when they are not the checkout's
+    /// current way to pay (the customer switched after paying an earlier address).
+    pub paid_with: Option<(&'a str, &'a str)>,
 }
 
 /// A lifecycle change as one UPDATE guarded by the row version it was computed from: if anything
@@ -418,6 +423,10 @@ pub fn apply_change(
         stamps.settlement_hash.map(str::to_owned),
     );
     text("tx_hash_bridge", stamps.bridge_hash.map(str::to_owned));
+    if let Some((asset, network)) = stamps.paid_with {
+        text("asset", Some(asset.to_owned()));
+        text("network_payment", Some(network.to_owned()));
+    }
     if change.gross.is_some() {
         text("paid_at", Some(stamps.now_text.to_owned()));
     }

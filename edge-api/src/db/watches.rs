@@ -10,6 +10,8 @@ use super::{all, bind, run, DbResult};
 pub struct NewWatch<'a> {
     /// The deposit address (any case; stored lower case).
     pub address: &'a str,
+    /// The BIP32 index it was derived at.
+    pub derivation_index: i64,
     /// Its session.
     pub session_id: &'a str,
     /// Network name.
@@ -43,9 +45,9 @@ pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement
         db,
         "INSERT INTO deposit_watches (address, session_id, transaction_id, network, asset, token, \
          decimals, crypto_amount, base_units, rate, rate_source, quoted_at, from_block, \
-         scanned_to, head_block, watch_until, created_at) \
+         scanned_to, head_block, watch_until, created_at, derivation_index) \
          SELECT lower(?1), ?2, s.transaction_id, ?3, ?4, lower(?5), ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-         ?12 - 1, ?12, ?13, ?11 FROM checkout_sessions s WHERE s.id = ?2",
+         ?12 - 1, ?12, ?13, ?11, ?14 FROM checkout_sessions s WHERE s.id = ?2",
         &[
             w.address.into(),
             w.session_id.into(),
@@ -60,6 +62,7 @@ pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement
             w.now.into(),
             block.into(),
             w.watch_until.into(),
+            w.derivation_index.into(),
         ],
     )
 }
@@ -69,6 +72,8 @@ pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement
 pub struct Watch {
     /// Deposit address, lower case.
     pub address: String,
+    /// The BIP32 index it was derived at.
+    pub derivation_index: i64,
     /// Its session.
     pub session_id: String,
     /// Network name.
@@ -93,7 +98,8 @@ pub struct Watch {
     pub expires_at: i64,
 }
 
-const WATCH: &str = "SELECT w.address, w.session_id, w.network, w.asset, w.token, w.decimals, \
+const WATCH: &str =
+    "SELECT w.address, w.derivation_index, w.session_id, w.network, w.asset, w.token, w.decimals, \
                      w.crypto_amount, w.base_units, w.scanned_to, w.head_block, w.node_error, \
                      s.expires_at \
                      FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id";
@@ -144,6 +150,20 @@ pub async fn claim(
     .map(|changed| changed == 1)
 }
 
+/// Records a check that read no new block: the node's head, and that it answered.
+pub async fn touch(db: &D1Database, address: &str, head: u64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE deposit_watches SET head_block = ?2, node_error = NULL WHERE address = ?1",
+        &[
+            address.into(),
+            i64::try_from(head).unwrap_or(i64::MAX).into(),
+        ],
+    )
+    .await
+    .map(drop)
+}
+
 /// Records that the node could not be read (the text never holds its URL).
 pub async fn failed(db: &D1Database, address: &str, error: &str) -> DbResult<()> {
     run(
@@ -175,13 +195,15 @@ pub struct SeenTransfer<'a> {
     pub after_expiry: bool,
 }
 
-/// The statements that store one check of `watch`: the unconfirmed transfers it found replace
-/// the ones stored before (a transfer reorged away disappears), confirmed ones are kept for
-/// good, and the watch moves on to `scanned_to` and `head`. One batch.
+/// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
+/// unconfirmed transfers it found there replace the ones stored there before (a transfer
+/// reorged away disappears), confirmed ones are kept for good, and the watch moves on to
+/// `scanned_to` and `head`. One batch.
 pub fn record(
     db: &D1Database,
     watch: &Watch,
     seen: &[SeenTransfer<'_>],
+    read: (u64, u64),
     scanned_to: u64,
     head: u64,
     now: i64,
@@ -189,8 +211,13 @@ pub fn record(
     let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
     let mut statements = vec![bind(
         db,
-        "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0",
-        &[watch.address.as_str().into()],
+        "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0 \
+         AND block_number BETWEEN ?2 AND ?3",
+        &[
+            watch.address.as_str().into(),
+            block(read.0).into(),
+            block(read.1).into(),
+        ],
     )?];
     for t in seen {
         statements.push(bind(

@@ -247,7 +247,7 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
         ctx,
         &session_id,
         method,
-        &deposit_address,
+        (&deposit_address, deposit_index),
         &quote,
         now + SESSION_SECONDS,
     )? {
@@ -394,17 +394,21 @@ fn watch_statement(
     ctx: &Ctx,
     session_id: &str,
     method: quote::Method,
-    address: &str,
+    (address, derivation_index): (&str, Option<i64>),
     quote: &chain::Quote,
     checkout_end: i64,
 ) -> Result<Option<worker::D1PreparedStatement>, ApiError> {
     let Some(watched) = &quote.watched else {
         return Ok(None);
     };
+    let derivation_index = derivation_index
+        .ok_or("a watched address must be derived")
+        .or_internal("watch deposit")?;
     let statement = watches::insert(
         &ctx.db,
         &NewWatch {
             address,
+            derivation_index,
             session_id,
             network: method.network,
             asset: method.asset,
@@ -478,19 +482,50 @@ pub async fn choose_method(
     if session.raw_status != RawStatus::Pending || session.expires_at <= now {
         return page(ctx, id, Some(CLOSED.to_owned())).await;
     }
-    let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
-    let quote = match chain::quote(ctx, method, amount, &session.currency).await {
-        Ok(quote) => quote,
-        Err(why) => {
-            let notice = format!(
-                "{} on {} cannot be offered right now: {why}. Choose another way to pay, or try \
-                 again in a moment.",
-                method.asset, method.network
-            );
-            return page(ctx, id, Some(notice)).await;
+    // A way to pay chosen before on a watched network keeps its address and quote: the customer
+    // may have paid it already, and a session never gets more addresses than ways to pay.
+    let earlier = watches::of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read watches")?
+        .into_iter()
+        .find(|w| w.network == method.network && w.asset == method.asset);
+    let (address, deposit_index, crypto_amount, watch) = match earlier {
+        Some(w) => (
+            crate::wallet_address::eip55(w.address.trim_start_matches("0x")),
+            Some(w.derivation_index),
+            w.crypto_amount,
+            None,
+        ),
+        None => {
+            let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+            let quote = match chain::quote(ctx, method, amount, &session.currency).await {
+                Ok(quote) => quote,
+                Err(why) => {
+                    let notice = format!(
+                        "{} on {} cannot be offered right now: {why}. Choose another way to pay, \
+                         or try again in a moment.",
+                        method.asset, method.network
+                    );
+                    return page(ctx, id, Some(notice)).await;
+                }
+            };
+            let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
+            let watch = watch_statement(
+                ctx,
+                &session.id,
+                method,
+                (&address, deposit_index),
+                &quote,
+                session.expires_at,
+            )?;
+            (
+                address,
+                deposit_index,
+                quote.crypto_amount.to_string(),
+                watch,
+            )
         }
     };
-    let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     // The session follows only if the transaction was still pending at the version read.
     let results = db::batch(
         &ctx.db,
@@ -511,19 +546,12 @@ pub async fn choose_method(
                 method.network,
                 &address,
                 deposit_index,
-                &quote.crypto_amount.to_string(),
+                &crypto_amount,
             )
             .or_internal("change method")?,
         ]
         .into_iter()
-        .chain(watch_statement(
-            ctx,
-            &session.id,
-            method,
-            &address,
-            &quote,
-            session.expires_at,
-        )?)
+        .chain(watch)
         .collect(),
     )
     .await
