@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use payrail_tests::browser::{exclusive, Browser, Site};
-use payrail_tests::chain::{chains, Anvil, TEST_XPUB};
+use payrail_tests::chain::{chains, Anvil, Relay, TEST_XPUB};
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
 use payrail_tests::receiver::Receiver;
 use payrail_tests::{eventually, Worker};
@@ -30,6 +30,8 @@ fn decode_qr(png: &[u8]) -> String {
 fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
     let _one = exclusive();
     let anvil = Anvil::start();
+    // The worker reaches the node through a relay the test can switch off.
+    let relay = Relay::start(&anvil.url);
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000);
@@ -40,7 +42,7 @@ fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
             ("PAYRAIL_EVM_XPUB", TEST_XPUB),
             (
                 "PAYRAIL_CHAINS",
-                &chains("polygon", &anvil.url, 3, &[("USDC", &usdc)], &[]),
+                &chains("polygon", &relay.url, 3, &[("USDC", &usdc)], &[]),
             ),
             ("PAYRAIL_DEMO_WALLET", &customer),
         ],
@@ -130,6 +132,25 @@ fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
     );
     assert_eq!(refused.status, 409);
     assert!(refused.text.contains("made on chain"), "{}", refused.text);
+
+    // The node goes away for a moment: the page says it is checking, and carries on after.
+    relay.set_up(false);
+    let checking = eventually("the page to miss the node", Duration::from_secs(20), || {
+        browser
+            .text("#chain-state")
+            .filter(|t| t.contains("Checking the network"))
+    });
+    assert!(checking.contains("for your payment"), "{checking}");
+    relay.set_up(true);
+    eventually(
+        "the page to reach the node again",
+        Duration::from_secs(20),
+        || {
+            browser
+                .text("#chain-state")
+                .filter(|t| t.starts_with("Waiting for your payment"))
+        },
+    );
 
     let hash = anvil.transfer(&usdc, &customer, to, units);
     let confirming = eventually(
