@@ -12,8 +12,14 @@ use serde_json::{json, Value};
 #[test]
 fn the_portal_shows_each_networks_node() {
     let anvil = Anvil::start();
+    let usdc = anvil.token("USD Coin", "USDC");
+    let now = anvil.time();
+    let eur = anvil.feed("EUR / USD", 108_000_000, now);
+    let gbp = anvil.feed("GBP / USD", 127_000_000, now - 7200);
     let chains = json!({
-        "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": 2},
+        "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": 2,
+            "tokens": {"USDC": {"address": usdc}},
+            "feeds": {"EUR/USD": {"address": eur}, "GBP/USD": {"address": gbp}}},
         "arbitrum": {"rpc_url": anvil.url, "chain_id": 42161},
         "base": {"rpc_url": "http://127.0.0.1:1/secret-key-in-url", "chain_id": 8453}
     });
@@ -38,6 +44,31 @@ fn the_portal_shows_each_networks_node() {
     assert_eq!(polygon["node_chain_id"], 31337);
     assert_eq!(polygon["confirmations"], 2);
     let head = polygon["head_block"].as_u64().unwrap();
+    assert_eq!(polygon["tokens"][0]["asset"], "USDC");
+    assert_eq!(
+        polygon["tokens"][0]["address"]
+            .as_str()
+            .unwrap()
+            .to_ascii_lowercase(),
+        usdc.to_ascii_lowercase()
+    );
+    let feed = |pair: &str| {
+        polygon["feeds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["pair"] == pair)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(feed("EUR/USD")["status"], "ok", "{polygon}");
+    assert_eq!(feed("EUR/USD")["answer"], "1.08");
+    assert_eq!(feed("GBP/USD")["status"], "stale");
+    let why = feed("GBP/USD")["error"].as_str().unwrap().to_owned();
+    assert!(
+        why.contains("stale") && why.contains("at most 3600 s"),
+        "{why}"
+    );
     assert_eq!(by_name(&first, "arbitrum")["status"], "wrong_chain");
     assert_eq!(
         by_name(&first, "arbitrum")["confirmations"],
@@ -62,6 +93,11 @@ fn the_portal_shows_each_networks_node() {
         page.text
     );
     assert!(page.text.contains("wrong_chain"));
+    assert!(
+        page.text.contains("data-feed=\"polygon:GBP/USD\""),
+        "{}",
+        page.text
+    );
     assert!(!page.text.contains("secret-key-in-url"));
 
     // Five new blocks: the newest block follows.

@@ -8,7 +8,7 @@
 use rust_decimal::Decimal;
 use serde_json::json;
 
-use super::config::Network;
+use super::config::{Feed, Network};
 use super::{evm, rpc};
 
 /// A rate and its provenance.
@@ -39,6 +39,23 @@ pub async fn rate(
         .feeds
         .get(&pair)
         .ok_or_else(|| format!("no {pair} price feed is configured on {network_name}"))?;
+    let (round, decimals) = read_feed(network, &pair, feed).await?;
+    per_unit(&pair, round, decimals, now, feed.max_age_seconds).map(|per_unit| Rate {
+        per_unit,
+        source: format!(
+            "{pair} feed {} updated at {}",
+            feed.address,
+            shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
+        ),
+    })
+}
+
+/// A feed's latest round and its decimals, read with `eth_call`.
+pub async fn read_feed(
+    network: &Network,
+    pair: &str,
+    feed: &Feed,
+) -> Result<(evm::RoundData, u64), String> {
     let call = |data: &str| {
         rpc::call(
             &network.rpc_url,
@@ -50,14 +67,7 @@ pub async fn rate(
     let decimals = evm::uint(&call(evm::DECIMALS).await?)
         .and_then(|d| u64::try_from(d).ok())
         .ok_or_else(|| format!("the {pair} price feed's decimals() is not a number"))?;
-    per_unit(&pair, round, decimals, now, feed.max_age_seconds).map(|per_unit| Rate {
-        per_unit,
-        source: format!(
-            "{pair} feed {} updated at {}",
-            feed.address,
-            shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
-        ),
-    })
+    Ok((round, decimals))
 }
 
 /// Order-currency units per US dollar from a `CUR/USD` answer (US dollars per unit of the

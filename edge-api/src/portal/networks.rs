@@ -6,7 +6,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Portal;
-use crate::chain::{config, rpc};
+use rust_decimal::Decimal;
+
+use crate::chain::{config, rates, rpc};
 use crate::error::ApiError;
 
 /// One network as its node answers now.
@@ -24,6 +26,41 @@ pub struct NetworkStatus {
     pub node_chain_id: Option<u64>,
     /// The node's newest block.
     pub head_block: Option<u64>,
+    /// Why it cannot be used, when it cannot.
+    pub error: Option<String>,
+    /// The tokens customers may pay with on it.
+    pub tokens: Vec<TokenView>,
+    /// Its price feeds, as they answer now.
+    pub feeds: Vec<FeedStatus>,
+}
+
+/// A configured token.
+#[derive(Debug, Serialize)]
+pub struct TokenView {
+    /// Asset code.
+    pub asset: String,
+    /// The contract.
+    pub address: String,
+    /// Its decimals.
+    pub decimals: u32,
+}
+
+/// A price feed as it answers now.
+#[derive(Debug, Serialize)]
+pub struct FeedStatus {
+    /// `CUR/USD`.
+    pub pair: String,
+    /// The aggregator.
+    pub address: String,
+    /// `ok`, `stale` (older than allowed: the ways to pay that need it are not offered) or
+    /// `unreadable`.
+    pub status: &'static str,
+    /// US dollars per unit of the currency, when read.
+    pub answer: Option<String>,
+    /// When the answer was last updated.
+    pub updated_at: Option<String>,
+    /// How old an answer may be.
+    pub max_age_seconds: u64,
     /// Why it cannot be used, when it cannot.
     pub error: Option<String>,
 }
@@ -56,6 +93,51 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             ),
             Err(err) => ("unreachable", None, None, Some(err)),
         };
+        let tokens = network
+            .tokens
+            .iter()
+            .map(|(asset, token)| TokenView {
+                asset: asset.clone(),
+                address: token.address.clone(),
+                decimals: token.decimals,
+            })
+            .collect();
+        let mut feeds = Vec::new();
+        for (pair, feed) in &network.feeds {
+            let read = if status == "ok" {
+                rates::read_feed(&network, pair, feed).await
+            } else {
+                Err("the node cannot be used".to_owned())
+            };
+            let (status, answer, updated_at, error) = match read {
+                Ok((round, decimals)) => {
+                    let fresh =
+                        rates::per_unit(pair, round, decimals, portal.now, feed.max_age_seconds);
+                    let answer = u32::try_from(decimals)
+                        .ok()
+                        .and_then(|d| Decimal::try_from_i128_with_scale(round.answer, d).ok())
+                        .map(|d| d.normalize().to_string());
+                    let updated = i64::try_from(round.updated_at)
+                        .ok()
+                        .and_then(shared_types::time::format_unix);
+                    match fresh {
+                        Ok(_) => ("ok", answer, updated, None),
+                        Err(why) if why.contains("stale") => ("stale", answer, updated, Some(why)),
+                        Err(why) => ("unreadable", answer, updated, Some(why)),
+                    }
+                }
+                Err(why) => ("unreadable", None, None, Some(why)),
+            };
+            feeds.push(FeedStatus {
+                pair: pair.clone(),
+                address: feed.address.clone(),
+                status,
+                answer,
+                updated_at,
+                max_age_seconds: feed.max_age_seconds,
+                error,
+            });
+        }
         out.push(NetworkStatus {
             network: name,
             chain_id: network.chain_id,
@@ -64,6 +146,8 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             node_chain_id,
             head_block,
             error,
+            tokens,
+            feeds,
         });
     }
     Ok(out)

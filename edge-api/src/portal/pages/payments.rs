@@ -48,7 +48,7 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                         h2 { "Networks" }
                         p.muted { "The nodes this deployment reads its EVM networks from." }
                         table #networks {
-                            thead { tr { th { "Network" } th { "Chain id" } th { "Confirmations" } th { "Node" } th { "Newest block" } } }
+                            thead { tr { th { "Network" } th { "Chain id" } th { "Confirmations" } th { "Node" } th { "Newest block" } th { "Tokens" } } }
                             tbody {
                                 @for n in &networks {
                                     tr data-network=(n.network) {
@@ -60,6 +60,33 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                                             @else { span.warn { (n.status) ": " (n.error.as_deref().unwrap_or("")) } }
                                         }
                                         td { (n.head_block.map(|b| b.to_string()).unwrap_or_else(|| "—".into())) }
+                                        td {
+                                            @if n.tokens.is_empty() { "none: no way to pay is offered" }
+                                            @for t in &n.tokens { (t.asset) " " code { (t.address) } br; }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        @if networks.iter().any(|n| !n.feeds.is_empty()) {
+                            h3 { "Price feeds" }
+                            p.muted { "Orders in other currencies than USD are quoted from these; a stale or unreadable feed withdraws the ways to pay that need it." }
+                            table #feeds {
+                                thead { tr { th { "Network" } th { "Pair" } th { "State" } th { "Answer (USD)" } th { "Updated" } } }
+                                tbody {
+                                    @for n in &networks {
+                                        @for f in &n.feeds {
+                                            tr data-feed=(format!("{}:{}", n.network, f.pair)) {
+                                                td { (n.network) }
+                                                td { (f.pair) br; code { (f.address) } }
+                                                td {
+                                                    @if f.status == "ok" { span.ok { "ok" } }
+                                                    @else { span.warn { (f.status) ": " (f.error.as_deref().unwrap_or("")) } }
+                                                }
+                                                td { (f.answer.as_deref().unwrap_or("—")) }
+                                                td { (f.updated_at.as_deref().unwrap_or("—")) br; small { "at most " (f.max_age_seconds) " s old" } }
+                                            }
+                                        }
                                     }
                                 }
                             }
