@@ -8,10 +8,15 @@
   var status = document.getElementById("status");
   if (!status || status.getAttribute("data-status") !== "pending") return;
   var state = document.getElementById("chain-state");
+  var countdown = document.getElementById("countdown");
+  var end = countdown ? Number(countdown.getAttribute("data-expires-at")) * 1000 : Infinity;
   var url = location.pathname.replace(/\/$/, "") + "/status";
 
   function describe(chain) {
-    if (!chain) return "Waiting for your payment.";
+    var waiting = Date.now() >= end
+      ? "The time to pay is up. Checking the network for a payment sent before the end."
+      : "Waiting for your payment.";
+    if (!chain) return waiting;
     if (chain.node_unreachable && chain.state !== "confirming") {
       return "Checking the network for your payment…";
     }
@@ -22,7 +27,7 @@
       return "Received part of the amount (worth " + chain.received +
         "). Send the rest to the same address.";
     }
-    return "Waiting for your payment.";
+    return waiting;
   }
 
   var timer = setInterval(function () {
@@ -42,9 +47,7 @@
       .catch(function () { /* try again at the next tick */ });
   }, 2000);
 
-  var countdown = document.getElementById("countdown");
   if (countdown) {
-    var end = Number(countdown.getAttribute("data-expires-at")) * 1000;
     var tick = function () {
       var left = Math.max(0, Math.floor((end - Date.now()) / 1000));
       var seconds = left % 60;

@@ -27,14 +27,17 @@ CREATE TABLE deposit_watches (
     from_block      INTEGER NOT NULL,
     scanned_to      INTEGER NOT NULL,
     head_block      INTEGER NOT NULL,
-    -- The last check (Unix seconds) and, when it could not read the node, why.
+    -- The last check taken (Unix seconds), the last one that read the chain, and, when the
+    -- last check could not read it, why.
     checked_at      INTEGER NOT NULL DEFAULT 0,
+    read_at         INTEGER NOT NULL DEFAULT 0,
     node_error      TEXT,
     -- Watched until then: the checkout's end plus the window for late payments.
     watch_until     INTEGER NOT NULL,
     created_at      INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX deposit_watches_by_session ON deposit_watches (session_id);
+-- One address per way to pay of a session: a concurrent second one fails its batch.
+CREATE UNIQUE INDEX deposit_watches_by_session ON deposit_watches (session_id, network, asset);
 CREATE INDEX deposit_watches_due ON deposit_watches (watch_until, checked_at);
 
 CREATE TABLE chain_transfers (
@@ -52,7 +55,9 @@ CREATE TABLE chain_transfers (
     -- 1 once the block is at the network's confirmation depth: final, never deleted. Rows still
     -- at 0 are replaced at every check, so a transfer reorged away disappears.
     confirmed       INTEGER NOT NULL,
-    -- `payment` (the quoted token) or `unexpected_token` (recorded for review, not credited).
+    -- `payment` (the quoted token, a positive amount: counted), `no_value` (the quoted token
+    -- with a zero or unreadable amount, as address-poisoning spam sends) or `unexpected_token`
+    -- (another contract); only payments are credited, the rest is recorded for review.
     kind            TEXT NOT NULL,
     -- 1 when its block came after the checkout's end.
     after_expiry    INTEGER NOT NULL,

@@ -208,6 +208,26 @@ fn another_token_is_recorded_for_review_and_never_credited() {
         )
         .unwrap();
     assert_eq!(kind, "unexpected_token");
+    // A zero-value transfer of the quoted token (address-poisoning spam) is recorded, not
+    // counted.
+    let zero = s.anvil.transfer(&s.usdc, &s.customer, &address, 0);
+    s.anvil.mine(DEPTH);
+    let zero_kind = eventually(
+        "the zero transfer recorded",
+        Duration::from_secs(20),
+        || {
+            status(&s.worker, &session);
+            s.worker
+                .database()
+                .query_row(
+                    "SELECT kind FROM chain_transfers WHERE tx_hash = ?1 AND confirmed = 1",
+                    [&zero],
+                    |r| r.get::<_, String>(0),
+                )
+                .ok()
+        },
+    );
+    assert_eq!(zero_kind, "no_value");
     assert_eq!(status(&s.worker, &session)["chain"]["state"], "waiting");
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
 
@@ -333,7 +353,8 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
         s.worker
             .database()
             .execute(
-                "UPDATE checkout_sessions SET expires_at = unixepoch() - 1 WHERE id = ?1",
+                // Ended two minutes ago: a read now is past the end and its grace.
+                "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
                 [session],
             )
             .unwrap();
@@ -375,8 +396,10 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
     });
     let hash = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
     s.anvil.mine(DEPTH);
+    // Whoever asks for its status (the customer reloading, say) has it read at once; the cron
+    // gets to recently expired checkouts every minute.
     let t = eventually("the late payment credited", Duration::from_secs(20), || {
-        cron();
+        status(&s.worker, &late);
         Some(s.worker.transaction(0, late_id)).filter(|t| t["raw_status"] == "succeeded")
     });
     assert_eq!(t["amount_status"], "EXACT");
@@ -391,6 +414,25 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
         )
         .unwrap();
     assert_eq!(after, 1, "recorded as after the end");
+
+    // Only a zero-value transfer by the end: expired like any unpaid checkout, not held.
+    let (zero, zero_id) = checkout(&s.worker, "2.00", "USD", "CHAIN-ZERO");
+    let (address, _) = deposit(&s.worker, &zero);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, 0);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &zero, "the zero transfer read", |st| {
+        st["chain"]["state"] == "waiting"
+    });
+    db_end(&zero);
+    let t = eventually(
+        "the zero-only checkout to expire",
+        Duration::from_secs(20),
+        || {
+            cron();
+            Some(s.worker.transaction(0, zero_id)).filter(|t| t["raw_status"] == "expired")
+        },
+    );
+    assert_eq!(t["amount"]["gross"], Value::Null);
 }
 
 #[test]
@@ -431,6 +473,50 @@ fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
         |st| st["status"] == "succeeded",
     );
     assert_eq!(s.worker.transaction(0, id)["amount_status"], "EXACT");
+
+    // A checkout that ends while the node is away is not decided on a guess: it stays pending
+    // (not expired, no underpayment credited) until its address is read after the end.
+    let (late, late_id) = checkout(&s.worker, "5.00", "USD", "CHAIN-DOWN-END");
+    let (address, units) = deposit(&s.worker, &late);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units / 2);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &late, "the half payment", |st| {
+        st["chain"]["received"] == "2.50"
+    });
+    relay.set_up(false);
+    until(&s.worker, &late, "the node to be missed", |st| {
+        st["chain"]["node_unreachable"] == true
+    });
+    // The worker is idle between requests: the end moves two minutes into the past.
+    s.worker
+        .database()
+        .execute(
+            "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
+            [&late],
+        )
+        .unwrap();
+    let cron = s.worker.send(
+        s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
+        None,
+    );
+    assert_eq!(cron.status, 200);
+    let held = status(&s.worker, &late);
+    assert_eq!(held["status"], "pending", "{held}");
+    assert_eq!(s.worker.transaction(0, late_id)["raw_status"], "pending");
+    // The rest was sent in time too; the node comes back and the whole is credited.
+    s.anvil
+        .transfer(&s.usdc, &s.customer, &address, units - units / 2);
+    s.anvil.mine(DEPTH);
+    relay.set_up(true);
+    until(
+        &s.worker,
+        &late,
+        "the payment after the node is back",
+        |st| st["status"] == "succeeded",
+    );
+    let t = s.worker.transaction(0, late_id);
+    assert_eq!(t["amount_status"], "EXACT", "{t}");
+    assert_eq!(t["amount"]["gross"], "5.00");
 }
 
 #[test]
@@ -490,7 +576,15 @@ fn a_way_to_pay_chosen_again_keeps_its_address_and_every_address_stays_watched()
         assert_eq!(reply.status, 303, "{}", reply.text);
         deposit(&s.worker, &session).0
     };
-    let second = choose("USDT:polygon");
+    let second = std::thread::scope(|scope| {
+        // Eight at once: one address for the way to pay, whoever wins.
+        let handles: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| choose("USDT:polygon")))
+            .collect();
+        let seen: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(seen.iter().all(|a| *a == seen[0]), "{seen:?}");
+        seen[0].clone()
+    });
     assert_ne!(second, first, "a fresh address for another way to pay");
     assert_eq!(
         choose("USDC:polygon"),

@@ -141,9 +141,9 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
                 ));
             }
             token.address = contract(format!("{name}.tokens.{asset}.address"), &token.address)?;
-            if token.decimals > 30 {
+            if token.decimals > 28 {
                 return Err(format!(
-                    "PAYRAIL_CHAINS: {name}.tokens.{asset}.decimals must be at most 30"
+                    "PAYRAIL_CHAINS: {name}.tokens.{asset}.decimals must be at most 28"
                 ));
             }
         }

@@ -21,14 +21,18 @@ pub fn address_topic(address: &str) -> String {
     format!("0x{hex:0>64}")
 }
 
-/// The `eth_getLogs` filter for every ERC-20 transfer to `to` in blocks `from..=until`, of any
-/// token contract: a transfer of an unexpected token is found too, so it can be recorded.
-pub fn transfers_to(to: &str, from: u64, until: u64) -> Value {
-    json!([{
+/// The `eth_getLogs` filter for every ERC-20 transfer to `to` in blocks `from..=until`, of the
+/// `token` contract, or of any contract (to find unexpected tokens too).
+pub fn transfers_to(to: &str, from: u64, until: u64, token: Option<&str>) -> Value {
+    let mut filter = json!({
         "fromBlock": format!("{from:#x}"),
         "toBlock": format!("{until:#x}"),
         "topics": [TRANSFER_TOPIC, null, address_topic(to)],
-    }])
+    });
+    if let Some(token) = token {
+        filter["address"] = json!(token);
+    }
+    json!([filter])
 }
 
 /// One ERC-20 transfer as a node reports it.
@@ -196,7 +200,7 @@ mod tests {
 
     #[test]
     fn filters_by_the_padded_receiver() {
-        let filter = transfers_to("0x9858EfFD232B4033E47d90003D41EC34EcaEda94", 16, 255);
+        let filter = transfers_to("0x9858EfFD232B4033E47d90003D41EC34EcaEda94", 16, 255, None);
         assert_eq!(filter[0]["fromBlock"], "0x10");
         assert_eq!(filter[0]["toBlock"], "0xff");
         assert_eq!(
@@ -204,6 +208,14 @@ mod tests {
             "0x0000000000000000000000009858effd232b4033e47d90003d41ec34ecaeda94"
         );
         assert_eq!(filter[0]["topics"][1], Value::Null);
+        assert_eq!(filter[0].get("address"), None, "any contract");
+        let one = transfers_to(
+            "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",
+            1,
+            2,
+            Some("0xabc"),
+        );
+        assert_eq!(one[0]["address"], "0xabc");
     }
 
     fn log(data: &str, removed: bool) -> Value {

@@ -123,6 +123,28 @@ pub async fn quote(
     amount: Decimal,
     currency: &str,
 ) -> Result<Quote, String> {
+    quote_from_chain(ctx, method, amount, currency)
+        .await
+        .map_err(|why| {
+            worker::console_warn!("no quote for {} on {}: {why}", method.asset, method.network);
+            public_reason(&why)
+        })
+}
+
+/// A reason a customer or merchant may read: what a node said in its refusal stays in the log.
+fn public_reason(why: &str) -> String {
+    match why.find(rpc::REFUSED) {
+        Some(at) => format!("{}{} a request", &why[..at], rpc::REFUSED),
+        None => why.to_owned(),
+    }
+}
+
+async fn quote_from_chain(
+    ctx: &Ctx,
+    method: Method,
+    amount: Decimal,
+    currency: &str,
+) -> Result<Quote, String> {
     let networks = networks(ctx).map_err(|e| e.description)?;
     let Some(network) = networks.get(method.network) else {
         let crypto_amount = quote::crypto_amount(amount, currency, method)
@@ -239,4 +261,19 @@ pub fn tx_hash(network: &str) -> Result<String, getrandom::Error> {
         "solana" => pick(BASE58, &bytes[..88]),
         _ => format!("0x{}", hex::encode(&bytes[..32])),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_nodes_own_words_stay_out_of_public_reasons() {
+        assert_eq!(
+            super::public_reason("the node refused: rate limit for key abc123 exceeded"),
+            "the node refused a request"
+        );
+        assert_eq!(
+            super::public_reason("the node is unreachable"),
+            "the node is unreachable"
+        );
+    }
 }

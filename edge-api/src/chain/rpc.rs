@@ -20,6 +20,17 @@ pub const MAX_ANSWER: usize = 1024 * 1024;
 
 /// Calls `method` with `params`; the result, or why there is none.
 pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, String> {
+    call_capped(url, method, params, MAX_ANSWER).await
+}
+
+/// The same, reading at most `max` bytes of answer (logs of a crowded block need more than
+/// [`MAX_ANSWER`]).
+pub async fn call_capped(
+    url: &str,
+    method: &str,
+    params: Value,
+    max: usize,
+) -> Result<Value, String> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let headers = Headers::new();
     headers
@@ -31,7 +42,7 @@ pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, Strin
         .with_body(Some(body.to_string().into()));
     let request =
         Request::new_with_init(url, &init).map_err(|_| "the node URL is not usable".to_owned())?;
-    let (status, bytes) = match http::fetch(request, DEADLINE, MAX_ANSWER + 1).await {
+    let (status, bytes) = match http::fetch(request, DEADLINE, max + 1).await {
         Ok(answer) => answer,
         Err(FetchFailure::Unreachable) => return Err("the node is unreachable".to_owned()),
         Err(FetchFailure::Timeout) => {
@@ -41,7 +52,7 @@ pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, Strin
             ))
         }
     };
-    if bytes.len() > MAX_ANSWER {
+    if bytes.len() > max {
         return Err(TOO_LARGE.to_owned());
     }
     if !(200..300).contains(&status) {

@@ -21,6 +21,8 @@
 //! - the amount status tolerates rounding dust: the converted sum is rounded to the currency's
 //!   minor unit before it is compared with the order.
 
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -39,14 +41,18 @@ use crate::{db, payments};
 
 /// Least time between two on-demand checks of one watch.
 pub const POLL_GAP_SECONDS: i64 = 2;
-/// Least time between two cron checks of one watch.
-const SWEEP_GAP_SECONDS: i64 = 5;
-/// Most watches one cron run checks (each takes two to four node requests).
+/// Most watches one cron run checks (each takes three or more node requests).
 const SWEEP_PER_RUN: i64 = 25;
+pub use watches::END_GRACE_SECONDS;
 /// Most `eth_getLogs` requests one check makes; a longer way behind is caught up next time.
 const MAX_LOG_REQUESTS: u64 = 5;
 /// Most blocks whose time one check reads.
 const MAX_BLOCK_TIMES: usize = 16;
+/// Largest answer read for one block's logs (a block's gas limit bounds how many transfers
+/// to one address it can hold).
+const MAX_BLOCK_LOGS: usize = 8 * 1024 * 1024;
+/// Most transfers of other contracts one check records.
+const MAX_OTHER_TRANSFERS: usize = 50;
 /// How long after its checkout ends an address is still watched for late payments.
 pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
 
@@ -163,63 +169,85 @@ pub fn verdict(
 }
 
 /// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
-/// bad answer) is recorded on the watch and returned; nothing else changes.
+/// bad answer, a range that cannot be read) is returned, and the caller records it on the
+/// watch; nothing else changes.
 async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String> {
     let url = &network.rpc_url;
     let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
-    let from = u64::try_from(watch.scanned_to + 1).unwrap_or(0);
+    let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
+    // Blocks from the last one read as final, and `confirmations` more below it again: a node
+    // behind a load balancer may have answered from a backend that lagged.
+    let from = (scanned_to + 1).saturating_sub(network.confirmations);
     let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
-    // Read in ranges of `log_range` blocks; an answer too large (or refused: providers cap the
-    // results) is asked again for half the range, down to one block. What the request budget
-    // does not reach is read at the next check.
+    if head <= scanned_to {
+        // Nothing new (the node is not past what was read): only its head is recorded.
+        return watches::touch(&ctx.db, &watch.address, head, ctx.now())
+            .await
+            .map_err(|e| e.to_string());
+    }
+    // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
+    // refused: providers cap results) is asked again for half the range, down to one block,
+    // whose answer may be larger (a block's gas limit bounds its logs). Only this token's logs
+    // are asked for, so nobody can crowd them out with another contract's.
     let mut found = Vec::new();
-    let mut read_to = from.checked_sub(1);
+    let mut next = from;
     let mut span = network.log_range;
     let mut requests = 0;
-    while read_to.map_or(0, |r| r + 1) <= until && requests < MAX_LOG_REQUESTS * 2 {
-        let start = read_to.map_or(0, |r| r + 1);
-        let end = until.min(start + span - 1);
+    while next <= until && requests < MAX_LOG_REQUESTS + 20 {
+        let end = until.min(next + span - 1);
         requests += 1;
-        match rpc::call(
-            url,
-            "eth_getLogs",
-            evm::transfers_to(&watch.address, start, end),
-        )
-        .await
-        {
+        let filter = evm::transfers_to(&watch.address, next, end, Some(&watch.token));
+        let cap = if span == 1 {
+            MAX_BLOCK_LOGS
+        } else {
+            rpc::MAX_ANSWER
+        };
+        match rpc::call_capped(url, "eth_getLogs", filter, cap).await {
             Ok(logs) => {
                 found.extend(evm::transfers(&logs)?);
-                read_to = Some(end);
+                next = end + 1;
             }
             Err(e) if span > 1 && (e == rpc::TOO_LARGE || e.starts_with(rpc::REFUSED)) => {
                 span = (span / 2).max(1);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(format!("blocks {next} to {end}: {e}")),
         }
     }
-    let Some(read_to) = read_to.filter(|r| *r >= from) else {
-        // Nothing new read (the node is behind what was read, or no range could be read):
-        // only the head moves; what was seen stays until a read says otherwise.
-        return watches::touch(&ctx.db, &watch.address, head)
-            .await
-            .map_err(|e| e.to_string());
+    let Some(read_to) = next.checked_sub(1).filter(|r| *r >= from) else {
+        return Err(format!(
+            "blocks from {from} could not be read in {requests} requests"
+        ));
     };
+    // Other contracts' transfers to the address, for review: best effort, one request (they
+    // are never credited, so they never hold up the payment's own reading).
+    match rpc::call(
+        url,
+        "eth_getLogs",
+        evm::transfers_to(&watch.address, from, read_to, None),
+    )
+    .await
+    .and_then(|logs| evm::transfers(&logs))
+    {
+        Ok(all) => found.extend(
+            all.into_iter()
+                .filter(|t| t.token != watch.token)
+                .take(MAX_OTHER_TRANSFERS),
+        ),
+        Err(e) => worker::console_warn!("other tokens to a {} deposit: {e}", watch.network),
+    }
     // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
     let final_to = (head + 1)
         .saturating_sub(network.confirmations)
         .min(read_to);
     // The block time says whether a transfer came after the checkout's end; read for the
-    // expected token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are
-    // judged by the time they were seen.
-    let mut times = std::collections::BTreeMap::new();
-    for t in found
-        .iter()
-        .filter(|t| t.token == watch.token && t.to == watch.address)
-    {
+    // quoted token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are judged
+    // by the time they were seen.
+    let mut times = BTreeMap::new();
+    for t in found.iter().filter(|t| t.token == watch.token) {
         if times.len() >= MAX_BLOCK_TIMES {
             break;
         }
-        if let std::collections::btree_map::Entry::Vacant(slot) = times.entry(t.block_number) {
+        if let Entry::Vacant(slot) = times.entry(t.block_number) {
             let block = rpc::call(
                 url,
                 "eth_getBlockByNumber",
@@ -240,10 +268,10 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
             amount: t.amount.map(|a| a.to_string()),
             block_number: t.block_number,
             confirmed: t.block_number <= final_to,
-            kind: if t.token == watch.token {
-                "payment"
-            } else {
-                "unexpected_token"
+            kind: match (t.token == watch.token, t.amount) {
+                (true, Some(units)) if units > 0 => "payment",
+                (true, _) => "no_value",
+                (false, _) => "unexpected_token",
             },
             after_expiry: times
                 .get(&t.block_number)
@@ -256,7 +284,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
         watch,
         &seen,
         (from, read_to),
-        final_to.max(from.saturating_sub(1)),
+        final_to.max(scanned_to),
         head,
         now,
     )
@@ -270,7 +298,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
 async fn check(
     ctx: &Ctx,
-    networks: &std::collections::BTreeMap<String, Network>,
+    networks: &BTreeMap<String, Network>,
     watch: &Watch,
     checked_before: i64,
 ) -> Result<(), ApiError> {
@@ -330,7 +358,7 @@ pub async fn check_session(
 async fn evaluate(
     ctx: &Ctx,
     session: &SessionView,
-    networks: &std::collections::BTreeMap<String, Network>,
+    networks: &BTreeMap<String, Network>,
 ) -> Result<ChainState, ApiError> {
     let list = watches::of_session(&ctx.db, &session.id)
         .await
@@ -359,7 +387,7 @@ async fn evaluate(
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let verdict = verdict(
         session.raw_status,
-        session.expires_at <= ctx.now(),
+        end_read(session.expires_at, &list, ctx.now()),
         expected,
         digits,
         &quotes,
@@ -392,20 +420,31 @@ async fn evaluate(
     })
 }
 
-/// The cron's part: checks the open watches whose last check is oldest, and settles their
-/// sessions' payments.
+/// Whether a checkout's end is known on chain: its time is up, and every address of it was
+/// read without error at least [`END_GRACE_SECONDS`] after it (so a transfer sent just before
+/// the end is in a block that was read). Until then nothing is decided on the end: no
+/// underpayment credited, no expiry.
+pub fn end_read(expires_at: i64, watches: &[Watch], now: i64) -> bool {
+    expires_at <= now
+        && watches
+            .iter()
+            .all(|w| w.node_error.is_none() && w.read_at >= expires_at + END_GRACE_SECONDS)
+}
+
+/// The cron's part: checks the open watches that are due (pending payments first), and settles
+/// their sessions' payments.
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    let due = watches::due(&ctx.db, now, now - SWEEP_GAP_SECONDS, SWEEP_PER_RUN)
+    let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
         .await
         .or_internal("read due watches")?;
     if due.is_empty() {
         return Ok(());
     }
     let networks = networks(ctx)?;
-    let mut sessions = std::collections::BTreeSet::new();
+    let mut sessions = BTreeSet::new();
     for watch in &due {
-        check(ctx, &networks, watch, now - SWEEP_GAP_SECONDS).await?;
+        check(ctx, &networks, watch, now - watches::sweep_gap(watch, now)).await?;
         sessions.insert(watch.session_id.clone());
     }
     for id in sessions {

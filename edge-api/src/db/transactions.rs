@@ -16,7 +16,7 @@ use shared_types::{
 };
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, DbError, DbResult, Query, Value};
+use super::{all, bind, first, watches, DbError, DbResult, Query, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -312,7 +312,8 @@ pub fn change_method(
 }
 
 /// Pending transactions whose checkout has ended with no transfer seen on chain (those the chain
-/// watcher credits or holds), at most `limit`. Only open checkouts are
+/// watcher credits or holds), and whose every watched address was read without error after the
+/// end and its grace (so the end is known), at most `limit`. Only open checkouts are
 /// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
 /// look-back window that could strand an old session.
 pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
@@ -326,8 +327,11 @@ pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult
          JOIN checkout_sessions s ON s.transaction_id = t.id \
          WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 \
          AND NOT EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
-         AND c.kind = 'payment') ORDER BY t.id LIMIT ?2",
-        &[now.into(), limit.into()],
+         AND c.kind = 'payment') \
+         AND NOT EXISTS (SELECT 1 FROM deposit_watches w WHERE w.session_id = s.id \
+         AND (w.node_error IS NOT NULL OR w.read_at < s.expires_at + ?3)) \
+         ORDER BY t.id LIMIT ?2",
+        &[now.into(), limit.into(), watches::END_GRACE_SECONDS.into()],
     )
     .await?;
     Ok(rows.into_iter().map(|r| r.id).collect())

@@ -2,6 +2,7 @@
 //! read) and the chain transfers seen to them.
 
 use serde::Deserialize;
+use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, run, DbResult};
@@ -94,31 +95,60 @@ pub struct Watch {
     pub head_block: i64,
     /// Why the last check could not read the node.
     pub node_error: Option<String>,
+    /// The last check that read the chain, Unix seconds.
+    pub read_at: i64,
     /// The checkout's end, Unix seconds.
     pub expires_at: i64,
+    /// The payment's status.
+    pub raw_status: RawStatus,
 }
 
-const WATCH: &str =
-    "SELECT w.address, w.derivation_index, w.session_id, w.network, w.asset, w.token, w.decimals, \
-                     w.crypto_amount, w.base_units, w.scanned_to, w.head_block, w.node_error, \
-                     s.expires_at \
-                     FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id";
+const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.network, w.asset, \
+                     w.token, w.decimals, w.crypto_amount, w.base_units, w.scanned_to, \
+                     w.head_block, w.node_error, w.read_at, s.expires_at, t.raw_status \
+                     FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id \
+                     JOIN transactions t ON t.id = w.transaction_id";
 
-/// The watches still open whose last check is oldest, at most `limit`, skipping those checked
-/// since `checked_before`.
-pub async fn due(
-    db: &D1Database,
-    now: i64,
-    checked_before: i64,
-    limit: i64,
-) -> DbResult<Vec<Watch>> {
+/// How long after a checkout's end its addresses must have been read before the end is
+/// decided (an underpayment credited, or the checkout expired): time for a transfer sent at the
+/// last second to be in a block that was read.
+pub const END_GRACE_SECONDS: i64 = 60;
+
+/// Seconds between the cron's checks of a watch whose payment is pending, expired within the
+/// hour (late money is likeliest then), or anything else (credited or long expired: only extra
+/// transfers to record).
+pub const SWEEP_GAPS: [i64; 3] = [5, 60, 1800];
+
+/// The gap between the cron's checks of `watch` (see [`SWEEP_GAPS`]).
+pub fn sweep_gap(watch: &Watch, now: i64) -> i64 {
+    match watch.raw_status {
+        RawStatus::Pending => SWEEP_GAPS[0],
+        RawStatus::Expired if watch.expires_at > now - 3600 => SWEEP_GAPS[1],
+        _ => SWEEP_GAPS[2],
+    }
+}
+
+/// The open watches due a cron check: pending payments first, then recently expired ones, then
+/// the rest, each oldest check first; at most `limit`.
+pub async fn due(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
     all(
         db,
         &format!(
-            "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < ?2 \
-             ORDER BY w.checked_at LIMIT ?3"
+            "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
+             WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
+             WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
+             ELSE ?1 - ?4 END \
+             ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
+             WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
+             w.checked_at LIMIT ?5"
         ),
-        &[now.into(), checked_before.into(), limit.into()],
+        &[
+            now.into(),
+            SWEEP_GAPS[0].into(),
+            SWEEP_GAPS[1].into(),
+            SWEEP_GAPS[2].into(),
+            limit.into(),
+        ],
     )
     .await
 }
@@ -134,7 +164,8 @@ pub async fn of_session(db: &D1Database, session_id: &str) -> DbResult<Vec<Watch
 }
 
 /// Takes the watch's next check, unless it was checked after `checked_before` (by a
-/// concurrent poll or the cron): at most one reader per watch at a time.
+/// concurrent poll or the cron). (Two checks may still overlap when one outlasts the gap:
+/// [`record`] then keeps only the first to finish.)
 pub async fn claim(
     db: &D1Database,
     address: &str,
@@ -150,14 +181,17 @@ pub async fn claim(
     .map(|changed| changed == 1)
 }
 
-/// Records a check that read no new block: the node's head, and that it answered.
-pub async fn touch(db: &D1Database, address: &str, head: u64) -> DbResult<()> {
+/// Records a check that found nothing new to read (the node is not past what was read): its
+/// head, and that it answered.
+pub async fn touch(db: &D1Database, address: &str, head: u64, now: i64) -> DbResult<()> {
     run(
         db,
-        "UPDATE deposit_watches SET head_block = ?2, node_error = NULL WHERE address = ?1",
+        "UPDATE deposit_watches SET head_block = ?2, node_error = NULL, read_at = ?3 \
+         WHERE address = ?1",
         &[
             address.into(),
             i64::try_from(head).unwrap_or(i64::MAX).into(),
+            now.into(),
         ],
     )
     .await
@@ -189,7 +223,7 @@ pub struct SeenTransfer<'a> {
     pub block_number: u64,
     /// At the confirmation depth.
     pub confirmed: bool,
-    /// `payment` or `unexpected_token`.
+    /// `payment`, `no_value` or `unexpected_token` (see the migration).
     pub kind: &'a str,
     /// Its block came after the checkout's end.
     pub after_expiry: bool,
@@ -198,7 +232,9 @@ pub struct SeenTransfer<'a> {
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
 /// unconfirmed transfers it found there replace the ones stored there before (a transfer
 /// reorged away disappears), confirmed ones are kept for good, and the watch moves on to
-/// `scanned_to` and `head`. One batch.
+/// `scanned_to` and `head`. One batch, in which every statement applies only if the watch is
+/// still where this check found it: of two overlapping checks, the later to finish writes
+/// nothing.
 pub fn record(
     db: &D1Database,
     watch: &Watch,
@@ -209,29 +245,36 @@ pub fn record(
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
+    let unchanged = "(SELECT scanned_to FROM deposit_watches WHERE address = ?1) = ?4";
     let mut statements = vec![bind(
         db,
-        "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0 \
-         AND block_number BETWEEN ?2 AND ?3",
+        &format!(
+            "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0 \
+             AND block_number BETWEEN ?2 AND ?3 AND {unchanged}"
+        ),
         &[
             watch.address.as_str().into(),
             block(read.0).into(),
             block(read.1).into(),
+            watch.scanned_to.into(),
         ],
     )?];
     for t in seen {
         statements.push(bind(
             db,
-            "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, token, \
-             amount, block_number, confirmed, kind, after_expiry, seen_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-             ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET \
-             confirmed = max(confirmed, excluded.confirmed), block_number = excluded.block_number",
+            &format!(
+                "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
+                 token, amount, block_number, confirmed, kind, after_expiry, seen_at) \
+                 SELECT ?13, ?2, ?3, ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE {unchanged} \
+                 ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET \
+                 confirmed = max(confirmed, excluded.confirmed), \
+                 block_number = excluded.block_number"
+            ),
             &[
-                watch.network.as_str().into(),
+                watch.address.as_str().into(),
                 t.tx_hash.into(),
                 block(t.log_index).into(),
-                watch.address.as_str().into(),
+                watch.scanned_to.into(),
                 watch.session_id.as_str().into(),
                 t.token.into(),
                 t.amount.clone().into(),
@@ -240,17 +283,21 @@ pub fn record(
                 t.kind.into(),
                 i64::from(t.after_expiry).into(),
                 now.into(),
+                watch.network.as_str().into(),
             ],
         )?);
     }
     statements.push(bind(
         db,
         "UPDATE deposit_watches SET scanned_to = max(scanned_to, ?2), \
-         head_block = max(head_block, ?3), node_error = NULL WHERE address = ?1",
+         head_block = max(head_block, ?3), node_error = NULL, read_at = ?5 \
+         WHERE address = ?1 AND scanned_to = ?4",
         &[
             watch.address.as_str().into(),
             block(scanned_to).into(),
             block(head).into(),
+            watch.scanned_to.into(),
+            now.into(),
         ],
     )?);
     Ok(statements)
@@ -273,7 +320,7 @@ pub struct StoredTransfer {
     pub block_number: i64,
     /// 1 once final.
     pub confirmed: i64,
-    /// `payment` or `unexpected_token`.
+    /// `payment`, `no_value` or `unexpected_token`.
     pub kind: String,
     /// 1 when after the checkout's end.
     pub after_expiry: i64,

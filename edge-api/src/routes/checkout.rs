@@ -451,7 +451,7 @@ pub async fn status(ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
         session = self::session(ctx, id).await?;
     }
     let body = serde_json::json!({
-        "status": hosted_page::shown_status(&session, ctx.now()),
+        "status": hosted_page::shown_status(&session, ctx.now(), chain.is_some()),
         "chain": chain,
     });
     http::json(200, &body).or_internal("build response")
@@ -554,8 +554,23 @@ pub async fn choose_method(
         .chain(watch)
         .collect(),
     )
-    .await
-    .or_internal("change method")?;
+    .await;
+    let results = match results {
+        Ok(results) => results,
+        Err(err) => {
+            // A concurrent choice of the same way to pay gave it its address first (one address
+            // per way to pay): show the page as that left it.
+            let taken = watches::of_session(&ctx.db, &session.id)
+                .await
+                .or_internal("read watches")?
+                .iter()
+                .any(|w| w.network == method.network && w.asset == method.asset);
+            if taken {
+                return http::see_other(url, &hosted_path(id));
+            }
+            return Err(ApiError::internal("change method", err));
+        }
+    };
     if !db::changed(&results, 0) {
         return page(ctx, id, Some(CLOSED.to_owned())).await;
     }

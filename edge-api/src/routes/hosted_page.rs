@@ -98,9 +98,10 @@ fn network_name(network: &str) -> String {
 }
 
 /// The status the page shows: the raw status, or `expired` for a pending checkout past its end
-/// that the cron has not marked yet.
-pub fn shown_status(session: &SessionView, now: i64) -> RawStatus {
-    if session.raw_status == RawStatus::Pending && session.expires_at <= now {
+/// that the cron has not marked yet. On a `watched` network the page waits for the watcher to
+/// decide instead: a transfer sent before the end may still be on its way.
+pub fn shown_status(session: &SessionView, now: i64, watched: bool) -> RawStatus {
+    if session.raw_status == RawStatus::Pending && session.expires_at <= now && !watched {
         RawStatus::Expired
     } else {
         session.raw_status
@@ -118,8 +119,9 @@ pub fn checkout(
     request: Option<&PaymentRequest>,
     demo_wallet: bool,
 ) -> Markup {
-    let raw = shown_status(session, now);
+    let raw = shown_status(session, now, request.is_some());
     let pending = raw == RawStatus::Pending;
+    let time_up = session.expires_at <= now;
     let received = matches!(
         raw,
         RawStatus::Succeeded | RawStatus::Paid | RawStatus::Refunded | RawStatus::PartiallyRefunded
@@ -160,13 +162,15 @@ pub fn checkout(
                 }
                 // One button per way to pay: a click switches at once, so the page's own
                 // refresh never loses a half-made choice.
-                form.methods method="post" action=(action("method")) {
-                    p.label { "Pay with" }
-                    @for m in methods {
-                        @let value = format!("{}:{}", m.asset, m.network);
-                        @let chosen = m.asset == session.asset && m.network == session.network;
-                        button type="submit" name="method" value=(value) aria-pressed=(chosen) {
-                            (m.asset) " · " (network_name(m.network))
+                @if !time_up {
+                    form.methods method="post" action=(action("method")) {
+                        p.label { "Pay with" }
+                        @for m in methods {
+                            @let value = format!("{}:{}", m.asset, m.network);
+                            @let chosen = m.asset == session.asset && m.network == session.network;
+                            button type="submit" name="method" value=(value) aria-pressed=(chosen) {
+                                (m.asset) " · " (network_name(m.network))
+                            }
                         }
                     }
                 }
@@ -193,7 +197,13 @@ pub fn checkout(
                     }
                 }
                 p.status #status data-status="pending" data-confirmations=[request.map(|r| r.confirmations)] {
-                    span #chain-state { "Waiting for your payment." }
+                    span #chain-state {
+                        @if time_up {
+                            "The time to pay is up. Checking the network for a payment sent before the end."
+                        } @else {
+                            "Waiting for your payment."
+                        }
+                    }
                     " This page updates by itself."
                 }
             } @else if received {
@@ -210,7 +220,7 @@ pub fn checkout(
             }
             @if sandbox {
                 @let controls = [
-                    ("pay-from-demo-wallet", "Pay from the demo wallet", pending && request.is_some() && demo_wallet),
+                    ("pay-from-demo-wallet", "Pay from the demo wallet", pending && request.is_some() && demo_wallet && !time_up),
                     ("pay-exact", "Pay exactly", simulated_pending),
                     ("pay-under", "Underpay (90 %)", simulated_pending),
                     ("pay-over", "Overpay (110 %)", simulated_pending),
