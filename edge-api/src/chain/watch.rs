@@ -3,8 +3,8 @@
 //! check, so a reorg's lost transfer disappears), and credits the payment once the confirmed
 //! transfers cover it, through the lifecycle and the outbox like every other change.
 //!
-//! It runs from the cron for every open watch (oldest check first, a bounded number per run)
-//! and on demand when the hosted page polls a session's status (at most one check per watch
+//! It runs from the cron for the open watches (pending payments first, a bounded number per
+//! run) and on demand when the hosted page polls a session's status (at most one check per watch
 //! every [`POLL_GAP_SECONDS`]), so a customer sees their payment within seconds of its block.
 //!
 //! Rules ([`verdict`], pure):
@@ -13,11 +13,13 @@
 //! - while the checkout is open it is credited as soon as the confirmed sum covers the order
 //!   (`EXACT`, or `OVERPAID`); less is shown as received so far, and the customer may send the
 //!   rest;
-//! - at its end, a confirmed part payment is credited as `UNDERPAID`; a transfer still
-//!   confirming holds the end until it is final;
-//! - after the end, a transfer is still the customer's money: it is credited late (`expired` →
-//!   `succeeded`), and recorded as after the end;
-//! - a transfer of another token is recorded for review, never credited or dropped;
+//! - the end is decided only once it is known on chain ([`end_read`]: every address read without
+//!   error a grace period after it); then a confirmed part payment is credited as `UNDERPAID`,
+//!   and a transfer still confirming holds the end until it is final;
+//! - a transfer after the payment was marked expired is still the customer's money: it is
+//!   credited late (`expired` → `succeeded`);
+//! - a transfer of another token, or of the quoted one with no value, is recorded for review,
+//!   never credited or dropped;
 //! - the amount status tolerates rounding dust: the converted sum is rounded to the currency's
 //!   minor unit before it is compared with the order.
 
