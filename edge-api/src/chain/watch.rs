@@ -53,7 +53,8 @@ const MAX_BLOCK_TIMES: usize = 16;
 /// Largest answer read for one block's logs (a block's gas limit bounds how many transfers
 /// to one address it can hold).
 const MAX_BLOCK_LOGS: usize = 8 * 1024 * 1024;
-/// Most transfers of other contracts one check records.
+/// Most transfers of other contracts, and most zero-value ones of the quoted token, one check
+/// records.
 const MAX_OTHER_TRANSFERS: usize = 50;
 /// How long after its checkout ends an address is still watched for late payments.
 pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
@@ -260,9 +261,16 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
         }
     }
     let now = ctx.now();
+    // Zero-value spam of the quoted token is recorded too, but at most this many a check.
+    let mut no_value = 0;
     let seen: Vec<SeenTransfer<'_>> = found
         .iter()
         .filter(|t| t.to == watch.address)
+        .filter(|t| {
+            let spam = t.token == watch.token && t.amount.is_none_or(|a| a == 0);
+            no_value += usize::from(spam);
+            !spam || no_value <= MAX_OTHER_TRANSFERS
+        })
         .map(|t| SeenTransfer {
             tx_hash: &t.tx_hash,
             log_index: t.log_index,
@@ -566,6 +574,48 @@ mod tests {
         );
         assert_eq!(judge(RawStatus::Expired, true, &other), Verdict::Settled);
         assert_eq!(judge(RawStatus::Succeeded, false, &late), Verdict::Settled);
+    }
+
+    fn watch(read_at: i64, node_error: Option<&str>) -> Watch {
+        Watch {
+            address: "0xabc".into(),
+            derivation_index: 0,
+            session_id: "cs_1".into(),
+            network: "polygon".into(),
+            asset: "USDC".into(),
+            token: "0xtoken".into(),
+            decimals: 6,
+            crypto_amount: "10".into(),
+            base_units: "10000000".into(),
+            scanned_to: 99,
+            head_block: 100,
+            node_error: node_error.map(str::to_owned),
+            read_at,
+            expires_at: 1_000,
+            raw_status: RawStatus::Pending,
+        }
+    }
+
+    #[test]
+    fn the_end_is_known_only_once_every_address_was_read_after_it() {
+        let after = 1_000 + END_GRACE_SECONDS;
+        assert!(end_read(1_000, &[watch(after, None)], after));
+        assert!(
+            !end_read(1_000, &[watch(after, None)], 999),
+            "not yet ended"
+        );
+        assert!(
+            !end_read(1_000, &[watch(after - 1, None)], after + 100),
+            "read too soon after the end"
+        );
+        assert!(
+            !end_read(
+                1_000,
+                &[watch(after, None), watch(after, Some("unreachable"))],
+                after
+            ),
+            "one address could not be read"
+        );
     }
 
     #[test]

@@ -572,7 +572,14 @@ pub async fn choose_method(
         }
     };
     if !db::changed(&results, 0) {
-        return page(ctx, id, Some(CLOSED.to_owned())).await;
+        // The payment changed since it was read: closed (paid, expired), or only another choice
+        // made meanwhile, after which the page simply shows where it stands.
+        let now_open = self::session(ctx, id)
+            .await
+            .is_ok_and(|s| s.raw_status == RawStatus::Pending && s.expires_at > ctx.now());
+        if !now_open {
+            return page(ctx, id, Some(CLOSED.to_owned())).await;
+        }
     }
     http::see_other(url, &hosted_path(id))
 }
