@@ -1,15 +1,16 @@
 // The hosted checkout page's one script. While the payment is pending it asks for the status
 // every two seconds (which also reads the chain), shows what the chain says (waiting, received
 // so far, confirming n/N, or checking while the node cannot be reached) and reloads the page when
-// the status changes; it counts the quote's time down, and lets the address be copied. The page
-// works without it: a <noscript> refresh takes its place.
+// the status changes; it counts the quote's time down (reloading when it is up, so the address
+// is no longer shown), and lets the address be copied. The page works without it: a <noscript>
+// refresh takes its place.
 (function () {
   "use strict";
   var status = document.getElementById("status");
   if (!status || status.getAttribute("data-status") !== "pending") return;
   var state = document.getElementById("chain-state");
   var countdown = document.getElementById("countdown");
-  var end = countdown ? Number(countdown.getAttribute("data-expires-at")) * 1000 : Infinity;
+  var end = Number(status.getAttribute("data-expires-at")) * 1000;
   var url = location.pathname.replace(/\/$/, "") + "/status";
 
   function describe(chain) {
@@ -52,6 +53,8 @@
       var left = Math.max(0, Math.floor((end - Date.now()) / 1000));
       var seconds = left % 60;
       countdown.textContent = Math.floor(left / 60) + ":" + (seconds < 10 ? "0" : "") + seconds;
+      // Time is up: the page without the address, which only waits for the chain.
+      if (left === 0) location.reload();
     };
     tick();
     setInterval(tick, 1000);

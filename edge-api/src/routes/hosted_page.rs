@@ -174,29 +174,32 @@ pub fn checkout(
                         }
                     }
                 }
-                @if let Some(request) = request {
-                    @let uri = request.uri(&session.deposit_address);
-                    @if let Some(svg) = qr_svg(&uri) {
-                        a.qr #payment-qr href=(uri) data-uri=(uri) aria-label="Payment request for your wallet (EIP-681)" {
-                            (PreEscaped(svg))
+                // Past the end nothing more should be sent: the page only waits for the chain.
+                @if !time_up {
+                    @if let Some(request) = request {
+                        @let uri = request.uri(&session.deposit_address);
+                        @if let Some(svg) = qr_svg(&uri) {
+                            a.qr #payment-qr href=(uri) data-uri=(uri) aria-label="Payment request for your wallet (EIP-681)" {
+                                (PreEscaped(svg))
+                            }
+                        }
+                    }
+                    dl {
+                        dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
+                        dt { "Network" } dd #network { (network_name(&session.network)) }
+                        @if let Some(request) = request {
+                            dt { "Token contract" } dd { code #token-contract { (request.token) } }
+                        }
+                        dt { "To address" } dd {
+                            code #deposit-address { (session.deposit_address) }
+                            button.copy type="button" #copy-address data-copy=(session.deposit_address) hidden { "Copy" }
+                        }
+                        dt { "Time left" } dd.countdown #countdown data-expires-at=(session.expires_at) {
+                            (format!("{}:{:02}", (session.expires_at - now).max(0) / 60, (session.expires_at - now).max(0) % 60))
                         }
                     }
                 }
-                dl {
-                    dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
-                    dt { "Network" } dd #network { (network_name(&session.network)) }
-                    @if let Some(request) = request {
-                        dt { "Token contract" } dd { code #token-contract { (request.token) } }
-                    }
-                    dt { "To address" } dd {
-                        code #deposit-address { (session.deposit_address) }
-                        button.copy type="button" #copy-address data-copy=(session.deposit_address) hidden { "Copy" }
-                    }
-                    dt { "Time left" } dd.countdown #countdown data-expires-at=(session.expires_at) {
-                        (format!("{}:{:02}", (session.expires_at - now).max(0) / 60, (session.expires_at - now).max(0) % 60))
-                    }
-                }
-                p.status #status data-status="pending" data-confirmations=[request.map(|r| r.confirmations)] {
+                p.status #status data-status="pending" data-expires-at=(session.expires_at) data-confirmations=[request.map(|r| r.confirmations)] {
                     span #chain-state {
                         @if time_up {
                             "The time to pay is up. Checking the network for a payment sent before the end."
