@@ -5,9 +5,9 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -18,11 +18,12 @@ use crate::{eventually, free_port, root};
 /// (its child 0 is the widely published `0x9858EfFD232B4033E47d90003D41EC34EcaEda94`).
 pub const TEST_XPUB: &str = "xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr";
 
-/// A local EVM node, stopped when dropped.
+/// A local EVM node, stopped when dropped, or when the test process ends however it ends (a
+/// shared node in a static is never dropped): a watchdog shell stops it when its stdin closes.
 pub struct Anvil {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
-    child: Child,
+    watchdog: Mutex<(Child, Option<ChildStdin>)>,
     http: reqwest::blocking::Client,
 }
 
@@ -31,21 +32,25 @@ impl Anvil {
     pub fn start() -> Anvil {
         let port = free_port();
         let binary = root().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
-        let child = Command::new(&binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--host",
-                "127.0.0.1",
-                "--silent",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        assert!(
+            binary.is_file(),
+            "{} is missing (run scripts/setup)",
+            binary.display()
+        );
+        let script = format!(
+            "'{}' --port {port} --host 127.0.0.1 --silent >/dev/null 2>&1 & a=$!; \
+             cat >/dev/null; kill $a; wait $a",
+            binary.display()
+        );
+        let mut child = Command::new("bash")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("start {} (run scripts/setup): {e}", binary.display()));
+            .expect("start anvil's watchdog");
+        let stdin = child.stdin.take().expect("piped stdin");
         let anvil = Anvil {
             url: format!("http://127.0.0.1:{port}"),
-            child,
+            watchdog: Mutex::new((child, Some(stdin))),
             http: reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(30))
                 .build()
@@ -180,8 +185,10 @@ impl Anvil {
 
 impl Drop for Anvil {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Closing the pipe makes the watchdog stop the node.
+        let (child, stdin) = self.watchdog.get_mut().unwrap_or_else(|e| e.into_inner());
+        drop(stdin.take());
+        let _ = child.wait();
     }
 }
 
