@@ -1,8 +1,9 @@
 // Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
-// (the TestToken contract, 6 decimals) and price feeds for the order currencies (TestPriceFeed,
-// Chainlink's interface), funds the demo customer wallet with both tokens, switches the node to
-// a block every two seconds, and prints the worker's PAYRAIL_CHAINS for that node and the demo
-// wallet on stdout. Everything is local: a fresh anvil gets the same contract addresses every
+// (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
+// (TestPriceFeed, Chainlink's interface), funds the demo customer wallet with both tokens,
+// switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS and
+// the demo wallet on stdout. The node serves two networks: argv[3] (default polygon) takes the
+// tokens, argv[4] (default base) takes ether (anvil's accounts hold 10,000 each). Everything is local: a fresh anvil gets the same contract addresses every
 // time (same deployer, same nonces).
 "use strict";
 const fs = require("fs");
@@ -10,9 +11,16 @@ const path = require("path");
 
 const node = process.argv[2];
 const network = process.argv[3] || "polygon";
+const etherNetwork = process.argv[4] || "base";
 const contracts = path.resolve(__dirname, "..", ".cache", "contracts");
 // Demo rates (USD per unit of the currency, 8 decimals): the local chain's feeds, not a market.
-const FEEDS = { "EUR/USD": 108000000n, "GBP/USD": 127000000n, "CHF/USD": 113000000n, "JPY/USD": 670000n };
+const FEEDS = {
+  "EUR/USD": 108000000n,
+  "GBP/USD": 127000000n,
+  "CHF/USD": 113000000n,
+  "JPY/USD": 670000n,
+  "ETH/USD": 300000000000n,
+};
 const MINTED = 1000000n * 1000000n; // one million of each token, 6 decimals
 
 let id = 0;
@@ -85,8 +93,10 @@ async function main() {
   // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
   // themselves.
   await rpc("evm_setIntervalMining", [2]);
+  const fiat = Object.fromEntries(Object.entries(feeds).filter(([pair]) => pair !== "ETH/USD"));
   const chains = {
-    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds },
+    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: fiat },
+    [etherNetwork]: { rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
   };
   process.stdout.write(JSON.stringify({ chains, customer }) + "\n");
 }

@@ -104,7 +104,13 @@ impl Anvil {
     /// Sends a transaction from `from` (signed by the node with the account's key) and waits
     /// for its receipt; returns the receipt.
     pub fn send(&self, from: &str, to: Option<&str>, data: &str) -> Value {
-        let mut tx = json!({"from": from, "data": data, "gas": "0x2dc6c0"});
+        self.send_value(from, to, data, 0)
+    }
+
+    /// The same, carrying `wei` of ether.
+    pub fn send_value(&self, from: &str, to: Option<&str>, data: &str, wei: u128) -> Value {
+        let mut tx = json!({"from": from, "data": data, "gas": "0x2dc6c0",
+            "value": format!("{wei:#x}")});
         if let Some(to) = to {
             tx["to"] = json!(to);
         }
@@ -152,6 +158,20 @@ impl Anvil {
         let data = format!("0x{transfer}{}{}", address_word(to), word(units));
         let receipt = self.send(from, Some(token), &data);
         receipt["transactionHash"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends `wei` of ether from `from` to `to` in a transaction of its own; returns its hash.
+    pub fn pay_ether(&self, from: &str, to: &str, wei: u128) -> String {
+        let receipt = self.send_value(from, Some(to), "0x", wei);
+        receipt["transactionHash"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends `wei` of ether from `from` to `to` from inside a call to a `TestForwarder`
+    /// contract (an internal transfer); returns the receipt.
+    pub fn forward_ether(&self, forwarder: &str, from: &str, to: &str, wei: u128) -> Value {
+        let forward = selector("TestForwarder", "forward(address)");
+        let data = format!("0x{forward}{}", address_word(to));
+        self.send_value(from, Some(forwarder), &data, wei)
     }
 
     /// A new `TestPriceFeed` with 8 decimals answering `answer` as of `updated_at`.

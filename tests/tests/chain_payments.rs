@@ -17,6 +17,7 @@ struct Setup {
     usdc: String,
     usdt: String,
     other: String,
+    forwarder: String,
     customer: String,
     worker: Worker,
 }
@@ -36,23 +37,34 @@ fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
     // 1 EUR = 1.25 USD, fresh; 1 GBP = 1.30 USD, two hours old (stale: the default limit is 1 h).
     let eur = anvil.feed("EUR / USD", 125_000_000, now);
     let gbp = anvil.feed("GBP / USD", 130_000_000, now - 7200);
-    let config = chains(
+    let eth = anvil.feed("ETH / USD", 300_000_000_000, now);
+    let forwarder = anvil.deploy("TestForwarder", "");
+    let url = rpc_url.unwrap_or(&anvil.url);
+    let mut config: Value = serde_json::from_str(&chains(
         "polygon",
-        rpc_url.unwrap_or(&anvil.url),
+        url,
         DEPTH,
         &[("USDC", &usdc), ("USDT", &usdt)],
         &[("EUR/USD", &eur), ("GBP/USD", &gbp)],
-    );
+    ))
+    .unwrap();
+    // Base on the same node, taking ether.
+    config["base"] = json!({"rpc_url": url, "chain_id": 31337, "confirmations": DEPTH,
+        "native": "ETH", "feeds": {"ETH/USD": {"address": eth}, "EUR/USD": {"address": eur}}});
     let worker = Worker::start_with_vars(
         "production",
         3600,
-        &[("PAYRAIL_EVM_XPUB", TEST_XPUB), ("PAYRAIL_CHAINS", &config)],
+        &[
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            ("PAYRAIL_CHAINS", &config.to_string()),
+        ],
     );
     Setup {
         anvil,
         usdc,
         usdt,
         other,
+        forwarder,
         customer,
         worker,
     }
@@ -93,6 +105,19 @@ fn deposit(worker: &Worker, session: &str) -> (String, u128) {
         )
         .unwrap();
     (address, units.parse().unwrap())
+}
+
+/// Chooses another way to pay (`ASSET:network`) on the hosted page; its deposit and units.
+fn choose(worker: &Worker, session: &str, method: &str) -> (String, u128) {
+    let reply = worker.send(
+        worker
+            .request(Method::POST, &format!("/checkout/{session}/method"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("method={method}")),
+        None,
+    );
+    assert_eq!(reply.status, 303, "{}", reply.text);
+    deposit(worker, session)
 }
 
 fn status(worker: &Worker, session: &str) -> Value {
@@ -290,7 +315,10 @@ fn orders_in_other_currencies_take_a_fresh_feed_and_a_stale_one_offers_nothing()
             |r| r.get(0),
         )
         .unwrap();
-    assert!(source.starts_with("EUR/USD feed 0x"), "{source}");
+    assert!(
+        source.starts_with("peg: 1 USDC = 1 USD; EUR/USD feed 0x"),
+        "{source}"
+    );
 
     let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
     let stale = s.worker.post_json(
@@ -312,37 +340,53 @@ fn a_transfer_reorged_away_before_its_depth_returns_the_checkout_to_waiting() {
     let s = start(Anvil::start(), None);
     let (session, id) = checkout(&s.worker, "7.00", "USD", "CHAIN-REORG");
     let (address, units) = deposit(&s.worker, &session);
+    // The same in ether, read from balances.
+    let (ether_session, ether_id) = checkout(&s.worker, "9.00", "USD", "CHAIN-REORG-ETH");
+    let (ether_address, wei) = choose(&s.worker, &ether_session, "ETH:base");
     let before = s.anvil.snapshot();
     let hash = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
-    until(&s.worker, &session, "the transfer to be seen", |st| {
-        st["chain"]["state"] == "confirming"
-    });
+    let ether_hash = s.anvil.pay_ether(&s.customer, &ether_address, wei);
+    for session in [&session, &ether_session] {
+        until(&s.worker, session, "the payment to be seen", |st| {
+            st["chain"]["state"] == "confirming"
+        });
+    }
     s.anvil.revert(before);
     s.anvil.mine(DEPTH + 1);
-    until(&s.worker, &session, "the checkout to wait again", |st| {
-        st["chain"]["state"] == "waiting"
-    });
-    let left: i64 = s
-        .worker
-        .database()
-        .query_row(
-            "SELECT count(*) FROM chain_transfers WHERE tx_hash = ?1",
-            [&hash],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(left, 0, "the reorged transfer is gone");
+    for session in [&session, &ether_session] {
+        until(&s.worker, session, "the checkout to wait again", |st| {
+            st["chain"]["state"] == "waiting"
+        });
+    }
+    for hash in [&hash, &ether_hash] {
+        let left: i64 = s
+            .worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM chain_transfers WHERE tx_hash = ?1",
+                [hash],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0, "the reorged payment is gone");
+    }
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
+    assert_eq!(s.worker.transaction(0, ether_id)["raw_status"], "pending");
     // Paid again on the new chain: credited once.
     let again = s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    let ether_again = s.anvil.pay_ether(&s.customer, &ether_address, wei);
     s.anvil.mine(DEPTH);
-    until(&s.worker, &session, "the new transfer credited", |st| {
-        st["status"] == "succeeded"
-    });
-    assert_eq!(
-        s.worker.transaction(0, id)["tx_hashes"]["source"],
-        json!(again)
-    );
+    for (session, id, hash) in [
+        (&session, id, again),
+        (&ether_session, ether_id, ether_again),
+    ] {
+        until(&s.worker, session, "the new payment credited", |st| {
+            st["status"] == "succeeded"
+        });
+        let t = s.worker.transaction(0, id);
+        assert_eq!(t["tx_hashes"]["source"], json!(hash));
+        assert_eq!(t["amount_status"], "EXACT");
+    }
 }
 
 #[test]
@@ -565,17 +609,7 @@ fn a_way_to_pay_chosen_again_keeps_its_address_and_every_address_stays_watched()
     let (_one, s) = shared();
     let (session, id) = checkout(&s.worker, "6.00", "USD", "CHAIN-SWITCH");
     let (first, units) = deposit(&s.worker, &session);
-    let choose = |method: &str| {
-        let reply = s.worker.send(
-            s.worker
-                .request(Method::POST, &format!("/checkout/{session}/method"))
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .body(format!("method={method}")),
-            None,
-        );
-        assert_eq!(reply.status, 303, "{}", reply.text);
-        deposit(&s.worker, &session).0
-    };
+    let choose = |method: &str| choose(&s.worker, &session, method).0;
     let second = std::thread::scope(|scope| {
         // Eight at once: one address for the way to pay, whoever wins.
         let handles: Vec<_> = (0..8)
@@ -625,4 +659,78 @@ fn a_way_to_pay_chosen_again_keeps_its_address_and_every_address_stays_watched()
         )
         .unwrap();
     assert_eq!(usdt_watch, s.usdt.to_ascii_lowercase());
+}
+
+#[test]
+fn ether_sent_directly_and_from_inside_a_contract_call_adds_up_and_is_credited() {
+    let (_one, s) = shared();
+    let (session, id) = checkout(&s.worker, "30.00", "EUR", "CHAIN-ETHER");
+    let (address, wei) = choose(&s.worker, &session, "ETH:base");
+    // 30 EUR at 1.25 USD each is 37.50 USD; at 3,000 USD an ether, 0.0125 ETH.
+    assert_eq!(wei, 12_500_000_000_000_000);
+    let page = s.worker.send(
+        s.worker
+            .request(Method::GET, &format!("/checkout/{session}")),
+        None,
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text
+            .contains(&format!("ethereum:{address}@31337?value={wei}")),
+        "the EIP-681 request for ether: {}",
+        page.text
+    );
+    assert!(page.text.contains("0.0125 ETH"));
+    assert!(
+        !page.text.contains("token-contract"),
+        "ether has no contract"
+    );
+
+    let direct = s.anvil.pay_ether(&s.customer, &address, wei / 2);
+    let seen = until(&s.worker, &session, "the first half to be seen", |st| {
+        st["chain"]["state"] == "confirming"
+    });
+    assert_eq!(seen["chain"]["confirmations"], 1, "{seen}");
+    let inside = s
+        .anvil
+        .forward_ether(&s.forwarder, &s.customer, &address, wei - wei / 2);
+    s.anvil.mine(DEPTH);
+    until(&s.worker, &session, "the ether to be credited", |st| {
+        st["status"] == "succeeded"
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount_status"], "EXACT", "{t}");
+    assert_eq!(t["amount"]["gross"], "30.00");
+    assert_eq!(t["asset"], "ETH");
+    assert_eq!(t["networks"]["payment"], "base");
+    assert_eq!(t["tx_hashes"]["source"], json!(direct));
+    let transfers: Vec<(String, String, String, i64)> = s
+        .worker
+        .database()
+        .prepare(
+            "SELECT tx_hash, amount, kind, confirmed FROM chain_transfers \
+             WHERE address = lower(?1) ORDER BY block_number",
+        )
+        .unwrap()
+        .query_map([&address], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let half = (wei / 2).to_string();
+    let rest = (wei - wei / 2).to_string();
+    assert_eq!(
+        transfers,
+        vec![
+            (direct, half, "payment".to_owned(), 1),
+            (
+                // An internal transfer: recorded under its block's hash.
+                inside["blockHash"].as_str().unwrap().to_owned(),
+                rest,
+                "payment".to_owned(),
+                1
+            ),
+        ]
+    );
 }

@@ -1,7 +1,8 @@
 //! Which EVM networks this deployment can reach, from `PAYRAIL_CHAINS` (a secret: node providers
 //! put API keys in their URLs): a JSON object from network name to its JSON-RPC URL, its chain
 //! id, the confirmation depth a payment on it needs, the token contracts customers may pay with
-//! and the price feeds rates are read from. Pure; tested natively.
+//! and the price feeds rates are read from, and whether customers may pay in the network's own
+//! coin (`"native": "ETH"`, on the networks whose coin ether is). Pure; tested natively.
 //!
 //! ```json
 //! {"polygon": {"rpc_url": "https://polygon.example/KEY", "chain_id": 137, "confirmations": 64,
@@ -28,7 +29,16 @@ pub const TOKENS: &[&str] = &["USDC", "USDT"];
 /// A token's decimals when its configuration names none (USDC's and USDT's on these networks).
 pub const DEFAULT_TOKEN_DECIMALS: u32 = 6;
 /// The pairs a price feed may quote: each currency Payrail prices orders in, against USD.
-pub const FEED_PAIRS: &[&str] = &["EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD"];
+/// `ETH/USD` prices ether, the others the order currencies.
+pub const FEED_PAIRS: &[&str] = &["EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD", "ETH/USD"];
+/// The coin customers may pay with natively, and the networks whose own coin it is.
+pub const NATIVE_ASSET: &str = "ETH";
+/// The networks whose coin is ether (Polygon's is POL, which Payrail does not take).
+pub const ETHER_NETWORKS: &[&str] = &["ethereum", "base", "arbitrum"];
+/// Ether's decimals (wei).
+pub const NATIVE_DECIMALS: u32 = 18;
+/// What stands for the token contract of a native payment in watches and transfers.
+pub const NATIVE_TOKEN: &str = "native";
 /// How old a feed's answer may be when its configuration names no limit.
 pub const DEFAULT_FEED_AGE_SECONDS: u64 = 3600;
 /// Most blocks one `eth_getLogs` request may span when the configuration names no limit.
@@ -54,6 +64,16 @@ pub struct Network {
     /// Most blocks one `eth_getLogs` request spans (providers cap it).
     #[serde(default = "default_log_range")]
     pub log_range: u64,
+    /// [`NATIVE_ASSET`] when customers may pay in the network's own coin.
+    #[serde(default)]
+    pub native: Option<String>,
+}
+
+impl Network {
+    /// Whether `asset` is paid in the network's own coin here.
+    pub fn is_native(&self, asset: &str) -> bool {
+        self.native.as_deref() == Some(asset)
+    }
 }
 
 /// A token contract.
@@ -147,6 +167,14 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
                 ));
             }
         }
+        if let Some(native) = &network.native {
+            if native != NATIVE_ASSET || !ETHER_NETWORKS.contains(&name.as_str()) {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.native must be {NATIVE_ASSET:?}, on {} only",
+                    ETHER_NETWORKS.join(", ")
+                ));
+            }
+        }
         for (pair, feed) in &mut network.feeds {
             if !FEED_PAIRS.contains(&pair.as_str()) {
                 return Err(format!(
@@ -198,6 +226,11 @@ mod tests {
         assert_eq!(networks["base"].chain_id, 31337);
         assert!(networks["base"].tokens.is_empty());
         assert_eq!(networks["base"].log_range, DEFAULT_LOG_RANGE);
+        assert!(!networks["base"].is_native("ETH"));
+        let ether = parse(
+            r#"{"base": {"rpc_url": "http://n.example", "chain_id": 8453, "native": "ETH"}}"#,
+        );
+        assert!(ether.unwrap()["base"].is_native("ETH"));
         let with_tokens = parse(
             r#"{"polygon": {"rpc_url": "https://p.example", "chain_id": 137,
                 "tokens": {"USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}},
@@ -234,6 +267,14 @@ mod tests {
                 "missing",
             ),
             ("not json", "not JSON"),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1, "native": "ETH"}}"#,
+                "polygon.native",
+            ),
+            (
+                r#"{"base": {"rpc_url": "https://x.example", "chain_id": 1, "native": "BTC"}}"#,
+                "base.native",
+            ),
             (
                 r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
                     "tokens": {"DAI": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,

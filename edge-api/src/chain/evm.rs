@@ -184,6 +184,11 @@ pub fn payment_uri(token: &str, chain_id: u64, to: &str, units: u128) -> String 
     format!("ethereum:{token}@{chain_id}/transfer?address={to}&uint256={units}")
 }
 
+/// The EIP-681 request to pay `wei` of the chain's own coin to `to` on chain `chain_id`.
+pub fn native_payment_uri(chain_id: u64, to: &str, wei: u128) -> String {
+    format!("ethereum:{to}@{chain_id}?value={wei}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +331,14 @@ mod tests {
             ),
             "ethereum:0x5FbDB2315678afecb367f032d93F642f64180aa3@137/transfer?\
              address=0x9858EfFD232B4033E47d90003D41EC34EcaEda94&uint256=12500000"
+        );
+        assert_eq!(
+            native_payment_uri(
+                8453,
+                "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",
+                2_014_000_000_000_000_000
+            ),
+            "ethereum:0x9858EfFD232B4033E47d90003D41EC34EcaEda94@8453?value=2014000000000000000"
         );
     }
 }

@@ -1,7 +1,8 @@
 //! The ways to pay a deployment offers, their quotes, and the sandbox's simulated artefacts.
 //!
-//! A way to pay is offered only where something watches its chain: a token configured on an EVM
-//! network in `PAYRAIL_CHAINS`, with `PAYRAIL_EVM_XPUB` to derive its deposit addresses. The
+//! A way to pay is offered only where something watches its chain: a token, or the network's own
+//! coin, configured on an EVM network in `PAYRAIL_CHAINS`, with `PAYRAIL_EVM_XPUB` to derive its
+//! deposit addresses. The
 //! [`watch`] module reads those chains and credits what arrives. Production offers nothing else
 //! (with nothing configured, checkout answers 503 and the hosted page says payments are
 //! unavailable: a customer is never shown an address nobody watches). Sandbox also offers every
@@ -15,6 +16,7 @@
 pub mod config;
 pub mod deposit;
 pub mod evm;
+pub mod native;
 pub mod rates;
 pub mod rpc;
 pub mod watch;
@@ -59,6 +61,13 @@ pub fn methods(ctx: &Ctx) -> Result<Vec<Method>, ApiError> {
                 });
             }
         }
+        if network.is_native(config::NATIVE_ASSET) {
+            out.push(Method {
+                asset: config::NATIVE_ASSET,
+                network: name,
+                decimals: NATIVE_QUOTE_DECIMALS,
+            });
+        }
     }
     if ctx.sandbox() {
         out.extend(
@@ -88,6 +97,10 @@ pub fn method(offered: &[Method], asset: &str, network: &str) -> Option<Method> 
         .find(|m| m.asset == asset && m.network == network)
 }
 
+/// Decimal places an amount of ether is quoted to (one unit of the last is a tiny fraction of a
+/// cent; the full 18 would only make the amount harder to read and type).
+pub const NATIVE_QUOTE_DECIMALS: u32 = 8;
+
 /// What a customer is asked to send.
 #[derive(Debug, Clone)]
 pub struct Quote {
@@ -104,9 +117,9 @@ pub struct Quote {
 /// The chain side of a quote on a watched network.
 #[derive(Debug, Clone)]
 pub struct WatchedQuote {
-    /// Token contract.
+    /// Token contract, or [`config::NATIVE_TOKEN`] for the network's own coin.
     pub token: String,
-    /// Its decimals.
+    /// Its decimals (18 for ether).
     pub decimals: u32,
     /// The crypto amount in base units.
     pub base_units: u128,
@@ -156,26 +169,37 @@ async fn quote_from_chain(
             watched: None,
         });
     };
-    let token = network
-        .tokens
-        .get(method.asset)
-        .ok_or_else(|| format!("{} is not configured on {}", method.asset, method.network))?;
+    // The contract (or `native`), its decimals, and the places the amount is quoted to.
+    let (token, decimals, places) = if network.is_native(method.asset) {
+        let decimals = config::NATIVE_DECIMALS;
+        (
+            config::NATIVE_TOKEN.to_owned(),
+            decimals,
+            NATIVE_QUOTE_DECIMALS,
+        )
+    } else {
+        let token = network
+            .tokens
+            .get(method.asset)
+            .ok_or_else(|| format!("{} is not configured on {}", method.asset, method.network))?;
+        (token.address.clone(), token.decimals, token.decimals)
+    };
     let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
     let head = rpc::quantity(
         &rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?,
     )?;
     let crypto_amount = (amount / rate.per_unit)
-        .round_dp_with_strategy(token.decimals, RoundingStrategy::AwayFromZero)
+        .round_dp_with_strategy(places, RoundingStrategy::AwayFromZero)
         .normalize();
-    let base_units = evm::to_units(crypto_amount, token.decimals)
+    let base_units = evm::to_units(crypto_amount, decimals)
         .ok_or_else(|| "the amount does not fit the token".to_owned())?;
     Ok(Quote {
         crypto_amount,
         rate: rate.per_unit,
         rate_source: rate.source,
         watched: Some(WatchedQuote {
-            token: token.address.clone(),
-            decimals: token.decimals,
+            token,
+            decimals,
             base_units,
             head_block: head,
         }),
@@ -192,9 +216,10 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Sandbox on a local development node: pays `units` of `token` to `deposit` from the demo
-/// wallet (`PAYRAIL_DEMO_WALLET`, an account the node itself signs for, as anvil's are), with a
-/// real transaction on that chain. Returns its hash.
+/// Sandbox on a local development node: pays `units` of `token` (or of the network's coin, for
+/// [`config::NATIVE_TOKEN`]) to `deposit` from the demo wallet (`PAYRAIL_DEMO_WALLET`, an
+/// account the node itself signs for, as anvil's are), with a real transaction on that chain.
+/// Returns its hash.
 pub async fn pay_from_demo_wallet(
     ctx: &Ctx,
     network: &str,
@@ -210,14 +235,15 @@ pub async fn pay_from_demo_wallet(
     let node = networks
         .get(network)
         .ok_or_else(|| format!("{network} is not configured"))?;
+    let transaction = if token == config::NATIVE_TOKEN {
+        serde_json::json!({"from": wallet, "to": deposit, "value": format!("{units:#x}")})
+    } else {
+        serde_json::json!({"from": wallet, "to": token, "data": evm::transfer_call(deposit, units)})
+    };
     let hash = rpc::call(
         &node.rpc_url,
         "eth_sendTransaction",
-        serde_json::json!([{
-            "from": wallet,
-            "to": token,
-            "data": evm::transfer_call(deposit, units),
-        }]),
+        serde_json::json!([transaction]),
     )
     .await?;
     hash.as_str()

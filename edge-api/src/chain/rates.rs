@@ -1,9 +1,9 @@
 //! Rates for quotes on watched networks: what one unit of an asset is worth in the order's
-//! currency, and where that figure came from. USDC and USDT are taken at their US-dollar peg; an
-//! order in another currency needs that currency's price feed (Chainlink's
-//! `AggregatorV3Interface`, read with `eth_call` on the same node), and a feed answer older than
-//! its configured age is refused. No rate means the way to pay is not offered: never a made-up
-//! price.
+//! currency, and where that figure came from. USDC and USDT are taken at their US-dollar peg,
+//! ether at the `ETH/USD` price feed; an order in another currency also needs that currency's
+//! feed (`CUR/USD`). Feeds are Chainlink's `AggregatorV3Interface`, read with `eth_call` on the
+//! same node, and an answer older than its configured age is refused. No rate means the way to
+//! pay is not offered: never a made-up price.
 
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -20,7 +20,8 @@ pub struct Rate {
     pub source: String,
 }
 
-/// The rate of a USD-pegged `asset` in `currency` on `network`, as of `now` (Unix seconds).
+/// The rate of `asset` (a USD-pegged token, or ether) in `currency` on `network`, as of `now`
+/// (Unix seconds).
 pub async fn rate(
     network: &Network,
     network_name: &str,
@@ -28,26 +29,45 @@ pub async fn rate(
     currency: &str,
     now: i64,
 ) -> Result<Rate, String> {
+    let (asset_usd, asset_source) = if network.is_native(asset) {
+        feed_price(network, network_name, &format!("{asset}/USD"), now).await?
+    } else {
+        (Decimal::ONE, format!("peg: 1 {asset} = 1 USD"))
+    };
     if currency == "USD" {
         return Ok(Rate {
-            per_unit: Decimal::ONE,
-            source: format!("peg: 1 {asset} = 1 USD"),
+            per_unit: asset_usd,
+            source: asset_source,
         });
     }
-    let pair = format!("{currency}/USD");
+    let (currency_usd, currency_source) =
+        feed_price(network, network_name, &format!("{currency}/USD"), now).await?;
+    Ok(Rate {
+        per_unit: asset_usd / currency_usd,
+        source: format!("{asset_source}; {currency_source}"),
+    })
+}
+
+/// US dollars per unit of `pair`'s base (its feed's fresh answer), and where it came from.
+async fn feed_price(
+    network: &Network,
+    network_name: &str,
+    pair: &str,
+    now: i64,
+) -> Result<(Decimal, String), String> {
     let feed = network
         .feeds
-        .get(&pair)
+        .get(pair)
         .ok_or_else(|| format!("no {pair} price feed is configured on {network_name}"))?;
-    let (round, decimals) = read_feed(network, &pair, feed).await?;
-    per_unit(&pair, round, decimals, now, feed.max_age_seconds).map(|per_unit| Rate {
-        per_unit,
-        source: format!(
-            "{pair} feed {} updated at {}",
-            feed.address,
-            shared_types::time::format_unix(round.updated_at as i64).unwrap_or_default()
-        ),
-    })
+    let (round, decimals) = read_feed(network, pair, feed).await?;
+    let price = usd_price(pair, round, decimals, now, feed.max_age_seconds)?;
+    let source = format!(
+        "{pair} feed {} updated at {}",
+        feed.address,
+        shared_types::time::format_unix(i64::try_from(round.updated_at).unwrap_or(i64::MAX))
+            .unwrap_or_default()
+    );
+    Ok((price, source))
 }
 
 /// A feed's latest round and its decimals, read with `eth_call`.
@@ -70,9 +90,9 @@ pub async fn read_feed(
     Ok((round, decimals))
 }
 
-/// Order-currency units per US dollar from a `CUR/USD` answer (US dollars per unit of the
-/// currency), refusing an answer that is not positive or older than `max_age` seconds. Pure.
-pub fn per_unit(
+/// US dollars per unit of the pair's base from a feed's `XXX/USD` answer, refusing an answer
+/// that is not positive or older than `max_age` seconds. Pure.
+pub fn usd_price(
     pair: &str,
     round: evm::RoundData,
     decimals: u64,
@@ -86,11 +106,10 @@ pub fn per_unit(
         ));
     }
     let scale = u32::try_from(decimals).ok().filter(|d| *d <= 28);
-    let usd_per_unit = scale
+    scale
         .filter(|_| round.answer > 0)
         .and_then(|scale| Decimal::try_from_i128_with_scale(round.answer, scale).ok())
-        .ok_or_else(|| format!("the {pair} price feed's answer is not a price"))?;
-    Ok(Decimal::ONE / usd_per_unit)
+        .ok_or_else(|| format!("the {pair} price feed's answer is not a price"))
 }
 
 #[cfg(test)]
@@ -99,21 +118,21 @@ mod tests {
     use std::str::FromStr;
 
     #[test]
-    fn a_fresh_feed_gives_the_inverse_rate_and_a_stale_one_none() {
+    fn a_fresh_feed_gives_its_price_and_a_stale_one_none() {
         let round = evm::RoundData {
             answer: 125_000_000,
             updated_at: 1_000,
         };
         assert_eq!(
-            per_unit("EUR/USD", round, 8, 1_500, 3600).unwrap(),
-            Decimal::from_str("0.8").unwrap()
+            usd_price("EUR/USD", round, 8, 1_500, 3600).unwrap(),
+            Decimal::from_str("1.25").unwrap()
         );
-        let stale = per_unit("EUR/USD", round, 8, 1_000 + 3601, 3600).unwrap_err();
+        let stale = usd_price("EUR/USD", round, 8, 1_000 + 3601, 3600).unwrap_err();
         assert!(stale.contains("stale"), "{stale}");
         let negative = evm::RoundData {
             answer: -1,
             updated_at: 1_000,
         };
-        assert!(per_unit("EUR/USD", negative, 8, 1_000, 3600).is_err());
+        assert!(usd_price("EUR/USD", negative, 8, 1_000, 3600).is_err());
     }
 }

@@ -1,4 +1,5 @@
-//! The chain watcher: reads each watched deposit address's ERC-20 transfers from its network's
+//! The chain watcher: reads each watched deposit address's ERC-20 transfers (or, for a payment
+//! in the network's own coin, what its balance grew by: [`super::native`]) from its network's
 //! node, stores them (confirmed once at the network's depth; unconfirmed ones replaced at every
 //! check, so a reorg's lost transfer disappears), and credits the payment once the confirmed
 //! transfers cover it, through the lifecycle and the outbox like every other change.
@@ -33,8 +34,8 @@ use serde_json::json;
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
-use super::config::Network;
-use super::{evm, networks, rpc};
+use super::config::{Network, NATIVE_TOKEN};
+use super::{evm, native, networks, rpc};
 use crate::ctx::Ctx;
 use crate::db::sessions::SessionView;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
@@ -181,45 +182,23 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
     // Blocks from the last one read as final, and `confirmations` more below it again: a node
     // behind a load balancer may have answered from a backend that lagged.
     let from = (scanned_to + 1).saturating_sub(network.confirmations);
-    let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
     if head <= scanned_to {
         // Nothing new (the node is not past what was read): only its head is recorded.
         return watches::touch(&ctx.db, &watch.address, head, ctx.now())
             .await
             .map_err(|e| e.to_string());
     }
-    // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
-    // refused: providers cap results) is asked again for half the range, down to one block,
-    // whose answer may be larger (a block's gas limit bounds its logs). Only this token's logs
-    // are asked for, so nobody can crowd them out with another contract's.
-    let mut found = Vec::new();
-    let mut next = from;
-    let mut span = network.log_range;
-    let mut requests = 0;
-    while next <= until && requests < MAX_LOG_REQUESTS + 20 {
-        let end = until.min(next + span - 1);
-        requests += 1;
-        let filter = evm::transfers_to(&watch.address, next, end, Some(&watch.token));
-        let cap = if span == 1 {
-            MAX_BLOCK_LOGS
-        } else {
-            rpc::MAX_ANSWER
-        };
-        match rpc::call_capped(url, "eth_getLogs", filter, cap).await {
-            Ok(logs) => {
-                found.extend(evm::transfers(&logs)?);
-                next = end + 1;
-            }
-            Err(e) if span > 1 && (e == rpc::TOO_LARGE || e.starts_with(rpc::REFUSED)) => {
-                span = (span / 2).max(1);
-            }
-            Err(e) => return Err(format!("blocks {next} to {end}: {e}")),
+    let (mut found, read_to, mut times) = if watch.token == NATIVE_TOKEN {
+        let native = native::read(url, &watch.address, from.max(1), head).await?;
+        if native.read_to < from.max(1) {
+            return Err(format!(
+                "blocks from {from} could not be accounted for in one check"
+            ));
         }
-    }
-    let Some(read_to) = next.checked_sub(1).filter(|r| *r >= from) else {
-        return Err(format!(
-            "blocks from {from} could not be read in {requests} requests"
-        ));
+        (native.transfers, native.read_to, native.times)
+    } else {
+        let (found, read_to) = token_transfers(network, watch, from, head).await?;
+        (found, read_to, BTreeMap::new())
     };
     // Other contracts' transfers to the address, for review: best effort, one request (they
     // are never credited, so they never hold up the payment's own reading).
@@ -245,7 +224,6 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
     // The block time says whether a transfer came after the checkout's end; read for the
     // quoted token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are judged
     // by the time they were seen.
-    let mut times = BTreeMap::new();
     for t in found.iter().filter(|t| t.token == watch.token) {
         if times.len() >= MAX_BLOCK_TIMES {
             break;
@@ -303,6 +281,52 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
         .await
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The quoted token's transfers to the watch's address in blocks `from..` up to `head`, and the
+/// last block read.
+async fn token_transfers(
+    network: &Network,
+    watch: &Watch,
+    from: u64,
+    head: u64,
+) -> Result<(Vec<evm::Transfer>, u64), String> {
+    let url = &network.rpc_url;
+    let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
+    // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
+    // refused: providers cap results) is asked again for half the range, down to one block,
+    // whose answer may be larger (a block's gas limit bounds its logs). Only this token's logs
+    // are asked for, so nobody can crowd them out with another contract's.
+    let mut found = Vec::new();
+    let mut next = from;
+    let mut span = network.log_range;
+    let mut requests = 0;
+    while next <= until && requests < MAX_LOG_REQUESTS + 20 {
+        let end = until.min(next + span - 1);
+        requests += 1;
+        let filter = evm::transfers_to(&watch.address, next, end, Some(&watch.token));
+        let cap = if span == 1 {
+            MAX_BLOCK_LOGS
+        } else {
+            rpc::MAX_ANSWER
+        };
+        match rpc::call_capped(url, "eth_getLogs", filter, cap).await {
+            Ok(logs) => {
+                found.extend(evm::transfers(&logs)?);
+                next = end + 1;
+            }
+            Err(e) if span > 1 && (e == rpc::TOO_LARGE || e.starts_with(rpc::REFUSED)) => {
+                span = (span / 2).max(1);
+            }
+            Err(e) => return Err(format!("blocks {next} to {end}: {e}")),
+        }
+    }
+    let Some(read_to) = next.checked_sub(1).filter(|r| *r >= from) else {
+        return Err(format!(
+            "blocks from {from} could not be read in {requests} requests"
+        ));
+    };
+    Ok((found, read_to))
 }
 
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.

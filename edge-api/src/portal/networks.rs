@@ -39,7 +39,7 @@ pub struct NetworkStatus {
 pub struct TokenView {
     /// Asset code.
     pub asset: String,
-    /// The contract.
+    /// The contract, or `native` for the network's own coin.
     pub address: String,
     /// Its decimals.
     pub decimals: u32,
@@ -101,6 +101,11 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
                 address: token.address.clone(),
                 decimals: token.decimals,
             })
+            .chain(network.native.iter().map(|asset| TokenView {
+                asset: asset.clone(),
+                address: config::NATIVE_TOKEN.to_owned(),
+                decimals: config::NATIVE_DECIMALS,
+            }))
             .collect();
         let mut feeds = Vec::new();
         for (pair, feed) in &network.feeds {
@@ -112,7 +117,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             let (status, answer, updated_at, error) = match read {
                 Ok((round, decimals)) => {
                     let fresh =
-                        rates::per_unit(pair, round, decimals, portal.now, feed.max_age_seconds);
+                        rates::usd_price(pair, round, decimals, portal.now, feed.max_age_seconds);
                     let answer = u32::try_from(decimals)
                         .ok()
                         .and_then(|d| Decimal::try_from_i128_with_scale(round.answer, d).ok())

@@ -112,8 +112,12 @@ pub struct PaymentDetail {
     pub chain_transfers: Vec<TransferView>,
 }
 
-/// A stored lower-case EVM address as people read it (EIP-55).
+/// A stored lower-case EVM address as people read it (EIP-55); `native` (the network's own
+/// coin, in place of a token contract) as it is.
 fn checksummed(address: &str) -> String {
+    if address == crate::chain::config::NATIVE_TOKEN {
+        return address.to_owned();
+    }
     crate::wallet_address::eip55(address.trim_start_matches("0x"))
 }
 

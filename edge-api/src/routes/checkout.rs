@@ -326,7 +326,10 @@ async fn pay_from_demo_wallet(
             chain::pay_from_demo_wallet(
                 ctx,
                 &session.network,
-                &request.token,
+                request
+                    .token
+                    .as_deref()
+                    .unwrap_or(chain::config::NATIVE_TOKEN),
                 &session.deposit_address,
                 request.base_units,
             )
@@ -365,10 +368,13 @@ async fn payment_request(
     let Some(network) = networks.get(&watch.network) else {
         return Ok(None);
     };
-    let token = network
-        .tokens
-        .get(&watch.asset)
-        .map_or_else(|| watch.token.clone(), |t| t.address.clone());
+    let token = match network.tokens.get(&watch.asset) {
+        Some(token) => Some(token.address.clone()),
+        None if watch.token == chain::config::NATIVE_TOKEN => None,
+        None => Some(crate::wallet_address::eip55(
+            watch.token.trim_start_matches("0x"),
+        )),
+    };
     Ok(Some(hosted_page::PaymentRequest {
         token,
         chain_id: network.chain_id,

@@ -40,8 +40,8 @@ dl{grid-template-columns:1fr}dt{margin-top:.4rem}.amount{font-size:1.6rem}}
 /// What a wallet needs to pay a watched deposit address: the EIP-681 request the QR code holds.
 #[derive(Debug, Clone)]
 pub struct PaymentRequest {
-    /// The token contract (EIP-55).
-    pub token: String,
+    /// The token contract (EIP-55); `None` for the network's own coin.
+    pub token: Option<String>,
     /// The network's chain id.
     pub chain_id: u64,
     /// The quoted amount in the token's base units.
@@ -51,9 +51,15 @@ pub struct PaymentRequest {
 }
 
 impl PaymentRequest {
-    /// `ethereum:<token>@<chain id>/transfer?address=<deposit>&uint256=<base units>`.
+    /// `ethereum:<token>@<chain id>/transfer?address=<deposit>&uint256=<base units>`, or for
+    /// the network's coin `ethereum:<deposit>@<chain id>?value=<wei>`.
     pub fn uri(&self, deposit: &str) -> String {
-        crate::chain::evm::payment_uri(&self.token, self.chain_id, deposit, self.base_units)
+        match &self.token {
+            Some(token) => {
+                crate::chain::evm::payment_uri(token, self.chain_id, deposit, self.base_units)
+            }
+            None => crate::chain::evm::native_payment_uri(self.chain_id, deposit, self.base_units),
+        }
     }
 }
 
@@ -187,8 +193,8 @@ pub fn checkout(
                     dl {
                         dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
                         dt { "Network" } dd #network { (network_name(&session.network)) }
-                        @if let Some(request) = request {
-                            dt { "Token contract" } dd { code #token-contract { (request.token) } }
+                        @if let Some(token) = request.and_then(|r| r.token.as_ref()) {
+                            dt { "Token contract" } dd { code #token-contract { (token) } }
                         }
                         dt { "To address" } dd {
                             code #deposit-address { (session.deposit_address) }

@@ -62,7 +62,12 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                                         td { (n.head_block.map(|b| b.to_string()).unwrap_or_else(|| "—".into())) }
                                         td {
                                             @if n.tokens.is_empty() { "none: no way to pay is offered" }
-                                            @for t in &n.tokens { (t.asset) " " code { (t.address) } br; }
+                                            @for t in &n.tokens {
+                                                (t.asset) " "
+                                                @if t.address == crate::chain::config::NATIVE_TOKEN { "(the network's own coin)" }
+                                                @else { code { (t.address) } }
+                                                br;
+                                            }
                                         }
                                     }
                                 }
