@@ -1,12 +1,14 @@
 //! Credential rules in one place, shared by the worker (`edge-api`, built for wasm32) and the
 //! operator commands (`xtask`, native), so that the two cannot drift apart: what client secrets
 //! and access tokens look like, the hash under which they are stored, the Argon2id parameters of
-//! portal passwords, and the SQL that rotates a client secret or adds a portal admin.
+//! portal passwords, the SQL that rotates a client secret or adds a portal admin, and sealing
+//! (AES-256-GCM) of what must be kept in clear somewhere, like the treasury key.
 //!
 //! Nothing here draws randomness. Callers pass random bytes in (the worker from Web Crypto
 //! through getrandom, xtask from the OS), which keeps the crate free of platform code.
 
 mod password;
+pub mod sealed;
 pub mod sql;
 mod token;
 

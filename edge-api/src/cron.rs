@@ -1,7 +1,7 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
 //! portal sessions and idempotency keys past their retention; read the watched chains and credit
-//! what arrived; close checkouts that ended unpaid;
-//! and send deliveries whose queue message was lost back to the queue.
+//! what arrived; close checkouts that ended unpaid; settle what is held in custody to the
+//! merchants (and follow those transactions); and send deliveries whose queue message was lost back to the queue.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
@@ -24,6 +24,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         // Chains first: a payment that arrived is credited before its checkout could expire.
         chain::watch::sweep(ctx).await,
         payments::expire_ended(ctx).await,
+        // Then what is held in custody goes to the merchants.
+        chain::settle::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
             .await

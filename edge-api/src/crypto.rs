@@ -3,9 +3,6 @@
 //! the two cannot drift; this module feeds them random bytes from Web Crypto and keeps what only
 //! the worker needs (sealing webhook signing secrets with AES-256-GCM).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-
 /// Lower-case hex SHA-256 of a secret, the stored form of client secrets, tokens and session
 /// cookies.
 pub use payrail_credentials::sha256_hex;
@@ -45,6 +42,8 @@ pub fn hash_password(password: &str) -> Result<String, getrandom::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
 
     #[test]
     fn tokens_are_the_prefix_and_32_random_bytes() {
@@ -63,66 +62,18 @@ mod tests {
     }
 }
 
-/// Encrypts `plaintext` with AES-256-GCM under `key`, bound to `context` (associated data).
-/// Output: `v1.` + base64url(nonce ‖ ciphertext ‖ tag).
+/// Encrypts `plaintext` with AES-256-GCM under `key` and a fresh nonce, bound to `context`.
 pub fn seal(key: &[u8; 32], context: &str, plaintext: &str) -> Result<String, String> {
-    use aes_gcm::aead::{Aead, KeyInit, Payload};
-    let cipher = aes_gcm::Aes256Gcm::new(key.into());
     let nonce = random_bytes::<12>().map_err(|e| e.to_string())?;
-    let sealed = cipher
-        .encrypt(
-            (&nonce).into(),
-            Payload {
-                msg: plaintext.as_bytes(),
-                aad: context.as_bytes(),
-            },
-        )
-        .map_err(|_| "encryption failed".to_owned())?;
-    let mut out = nonce.to_vec();
-    out.extend_from_slice(&sealed);
-    Ok(format!("v1.{}", URL_SAFE_NO_PAD.encode(out)))
+    payrail_credentials::sealed::seal(key, nonce, context, plaintext)
 }
 
 /// Decrypts what [`seal`] produced with the same key and context.
-pub fn open(key: &[u8; 32], context: &str, sealed: &str) -> Result<String, String> {
-    use aes_gcm::aead::{Aead, KeyInit, Payload};
-    let bytes = sealed
-        .strip_prefix("v1.")
-        .and_then(|b| URL_SAFE_NO_PAD.decode(b).ok())
-        .filter(|b| b.len() > 12)
-        .ok_or("not a sealed value")?;
-    let (nonce, ciphertext) = bytes.split_at(12);
-    let cipher = aes_gcm::Aes256Gcm::new(key.into());
-    let plain = cipher
-        .decrypt(
-            nonce.into(),
-            Payload {
-                msg: ciphertext,
-                aad: context.as_bytes(),
-            },
-        )
-        .map_err(|_| "decryption failed (wrong key or context)".to_owned())?;
-    String::from_utf8(plain).map_err(|e| e.to_string())
-}
+pub use payrail_credentials::sealed::open;
 
 #[cfg(test)]
 mod sealed_tests {
     use super::*;
-
-    #[test]
-    fn seal_round_trips_and_binds_the_context() {
-        let key = [7u8; 32];
-        let sealed = seal(&key, "ep_1", "whsec_abc").unwrap();
-        assert!(sealed.starts_with("v1."));
-        assert_eq!(open(&key, "ep_1", &sealed).unwrap(), "whsec_abc");
-        assert!(open(&key, "ep_2", &sealed).is_err());
-        assert!(open(&[8u8; 32], "ep_1", &sealed).is_err());
-        assert_ne!(
-            seal(&key, "ep_1", "whsec_abc").unwrap(),
-            sealed,
-            "fresh nonce"
-        );
-    }
 
     #[test]
     fn passwords_verify_and_the_dummy_matches_nothing() {

@@ -39,6 +39,9 @@ pub struct Ctx {
     /// Sandbox on a local development node only: an account the node signs for
     /// (`PAYRAIL_DEMO_WALLET`), which the hosted page's sandbox panel pays from.
     pub demo_wallet: Option<String>,
+    /// The treasury's signing key, sealed under the encryption key (`PAYRAIL_TREASURY_KEY`, a
+    /// secret): it signs settlements and refunds. Opened only to sign, never logged or shown.
+    pub treasury_key: Option<String>,
 }
 
 impl Ctx {
@@ -72,7 +75,9 @@ impl Ctx {
         let evm_xpub = secret("PAYRAIL_EVM_XPUB");
         let chains = secret("PAYRAIL_CHAINS");
         let demo_wallet = var("PAYRAIL_DEMO_WALLET").filter(|w| !w.trim().is_empty());
+        let treasury_key = secret("PAYRAIL_TREASURY_KEY");
         Ok(Ctx {
+            treasury_key,
             demo_wallet,
             chains,
             evm_xpub,

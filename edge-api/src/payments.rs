@@ -13,6 +13,7 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries;
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::transactions::{self, Stamps};
+use crate::db::watches;
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, db, webhooks};
 
@@ -28,7 +29,17 @@ pub async fn act(
     institution_id: Option<i64>,
     action: &Action,
 ) -> Result<(), ApiError> {
-    apply(ctx, id, institution_id, action, None).await
+    if matches!(action, Action::Settle { .. })
+        && watches::paid_on_chain(&ctx.db, id)
+            .await
+            .or_internal("read watches")?
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "this payment was made on chain: the treasury settles it on chain by itself",
+        ));
+    }
+    apply(ctx, id, institution_id, action, OnChain::Nothing).await
 }
 
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
@@ -40,7 +51,38 @@ pub async fn credit(
     source_hash: &str,
     (asset, network): (&str, &str),
 ) -> Result<(), ApiError> {
-    apply(ctx, id, None, action, Some((source_hash, asset, network))).await
+    let found = OnChain::Payment {
+        hash: source_hash,
+        asset,
+        network,
+    };
+    apply(ctx, id, None, action, found).await
+}
+
+/// Marks a payment settled by the confirmed transaction `settlement_hash` (an
+/// [`Action::SettleOnChain`]).
+pub async fn settle(
+    ctx: &Ctx,
+    id: i64,
+    action: &Action,
+    settlement_hash: &str,
+) -> Result<(), ApiError> {
+    apply(ctx, id, None, action, OnChain::Settlement(settlement_hash)).await
+}
+
+/// What the chain says about a change, when it was read there (sandbox changes get simulated
+/// hashes instead).
+#[derive(Clone, Copy)]
+enum OnChain<'a> {
+    Nothing,
+    /// The customer's payment: its transaction, asset and network.
+    Payment {
+        hash: &'a str,
+        asset: &'a str,
+        network: &'a str,
+    },
+    /// The settlement's transaction.
+    Settlement(&'a str),
 }
 
 async fn apply(
@@ -48,10 +90,13 @@ async fn apply(
     id: i64,
     institution_id: Option<i64>,
     action: &Action,
-    found_on_chain: Option<(&str, &str, &str)>,
+    on_chain: OnChain<'_>,
 ) -> Result<(), ApiError> {
     let now = ctx.now();
-    let source_hash = found_on_chain.map(|(hash, _, _)| hash);
+    let source_hash = match on_chain {
+        OnChain::Payment { hash, .. } => Some(hash),
+        _ => None,
+    };
     let database = &ctx.db;
     let not_found = || ApiError::not_found("no such transaction");
     let row = transactions::payment(database, id)
@@ -110,7 +155,10 @@ async fn apply(
         (Action::Pay { .. }, None) => Some(hash(network)?),
         _ => None,
     };
-    let settlement_hash = change.settlement_network.as_deref().map(hash).transpose()?;
+    let settlement_hash = match on_chain {
+        OnChain::Settlement(known) => Some(known.to_owned()),
+        _ => change.settlement_network.as_deref().map(hash).transpose()?,
+    };
     let bridge_hash = change.bridged.then(|| hash(network)).transpose()?;
     let now_text = timestamp(now)?;
     let stamps = Stamps {
@@ -118,12 +166,13 @@ async fn apply(
         source_hash: source_hash.as_deref(),
         settlement_hash: settlement_hash.as_deref(),
         bridge_hash: bridge_hash.as_deref(),
-        paid_with: found_on_chain
-            .map(|(_, asset, network)| (asset, network))
-            .filter(|(asset, network)| {
-                row.asset.as_deref() != Some(*asset)
-                    || row.network_payment.as_deref() != Some(*network)
-            }),
+        paid_with: match on_chain {
+            OnChain::Payment { asset, network, .. } => Some((asset, network)),
+            _ => None,
+        }
+        .filter(|(asset, network)| {
+            row.asset.as_deref() != Some(*asset) || row.network_payment.as_deref() != Some(*network)
+        }),
     };
     let event = match change.event {
         None => None,

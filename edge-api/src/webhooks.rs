@@ -272,6 +272,34 @@ async fn disable(
     .await
 }
 
+/// Tells an institution's admins: the notification is recorded (the portal lists it) after
+/// trying the e-mail.
+pub async fn notify(
+    ctx: &Ctx,
+    institution_id: i64,
+    kind: &str,
+    subject: &str,
+    body: &str,
+) -> Result<(), ApiError> {
+    let recipients = portal::admin_emails(&ctx.db, institution_id)
+        .await
+        .or_internal("read admins")?;
+    let email_status = send_email(ctx, &recipients, subject, body).await;
+    let notification = NewNotification {
+        institution_id,
+        subject,
+        body,
+        email_status,
+        created_at: ctx.now(),
+    };
+    let statement =
+        notifications::insert(&ctx.db, kind, &notification).or_internal("record notification")?;
+    crate::db::batch(&ctx.db, vec![statement])
+        .await
+        .or_internal("record notification")
+        .map(drop)
+}
+
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
 /// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
 async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> &'static str {

@@ -52,6 +52,14 @@ pub enum Action {
         /// Settlement network.
         network: Option<String>,
     },
+    /// The funds were transferred on chain to the merchant's wallet on the payment network, at
+    /// these fees (order currency): the net is what is left of the gross.
+    SettleOnChain {
+        /// The PSP's fee.
+        psp_fee: Decimal,
+        /// The settlement transaction's gas (its share of a batch).
+        gas_fee: Decimal,
+    },
     /// `amount` (order currency) went back to the customer.
     Refund {
         /// Amount refunded.
@@ -69,7 +77,7 @@ impl Action {
         match self {
             Action::Pay { .. } => "pay",
             Action::PayLate { .. } => "pay_late",
-            Action::Settle { .. } => "settle",
+            Action::Settle { .. } | Action::SettleOnChain { .. } => "settle",
             Action::Refund { .. } => "refund",
             Action::Fail => "fail",
             Action::Expire => "expire",
@@ -249,6 +257,31 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
                 ..Change::default()
             })
         }
+        (Action::SettleOnChain { psp_fee, gas_fee }, S::Succeeded) => {
+            let gross = payment.gross.ok_or_else(illegal)?;
+            for (name, fee) in [("psp_fee", psp_fee), ("gas_fee", gas_fee)] {
+                if *fee < Decimal::ZERO || fee.normalize().scale() > digits {
+                    return Err(Refusal::BadAmount(format!(
+                        "{name} must be a non-negative amount with at most {digits} decimal places"
+                    )));
+                }
+            }
+            let net = gross - psp_fee - gas_fee;
+            if net <= Decimal::ZERO {
+                return Err(Refusal::BadAmount(
+                    "the fees leave nothing to settle".into(),
+                ));
+            }
+            Ok(Change {
+                raw_status: Some(S::Paid),
+                psp_fee: Some(*psp_fee),
+                gas_fee: Some(*gas_fee),
+                net: Some(net),
+                settlement_network: payment.payment_network.clone(),
+                event: Some(EventType::PaymentPaid),
+                ..Change::default()
+            })
+        }
         (Action::Refund { amount }, S::Succeeded | S::Paid | S::PartiallyRefunded) => {
             check_amount(*amount, digits)?;
             let gross = payment.gross.ok_or_else(illegal)?;
@@ -316,6 +349,38 @@ mod tests {
             amount: d("100.00"),
         };
         after(&pending(), &apply(&pending(), &pay).unwrap())
+    }
+
+    #[test]
+    fn an_on_chain_settlement_keeps_net_plus_fees_equal_to_gross() {
+        let settle = Action::SettleOnChain {
+            psp_fee: d("1.00"),
+            gas_fee: d("0.03"),
+        };
+        let change = apply(&paid_in_full(), &settle).unwrap();
+        assert_eq!(change.raw_status, Some(RawStatus::Paid));
+        assert_eq!(change.net, Some(d("98.97")));
+        assert_eq!(change.bridge_fee, None);
+        assert!(!change.bridged);
+        assert_eq!(change.settlement_network.as_deref(), Some("polygon"));
+        assert_eq!(change.event, Some(EventType::PaymentPaid));
+        let too_much = Action::SettleOnChain {
+            psp_fee: d("60"),
+            gas_fee: d("40"),
+        };
+        assert!(matches!(
+            apply(&paid_in_full(), &too_much),
+            Err(Refusal::BadAmount(_))
+        ));
+        let fine = Action::SettleOnChain {
+            psp_fee: d("1.001"),
+            gas_fee: d("0"),
+        };
+        assert!(
+            apply(&paid_in_full(), &fine).is_err(),
+            "beyond the minor unit"
+        );
+        assert!(apply(&pending(), &settle).is_err());
     }
 
     #[test]

@@ -186,6 +186,24 @@ impl Anvil {
         feed
     }
 
+    /// `owner`'s balance of `token` (ERC-20 `balanceOf`).
+    pub fn balance_of(&self, token: &str, owner: &str) -> u128 {
+        let data = format!("0x70a08231{}", address_word(owner));
+        let word = self.rpc("eth_call", json!([{"to": token, "data": data}, "latest"]));
+        u128::from_str_radix(word.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// `owner`'s balance of ether, in wei.
+    pub fn ether_balance(&self, owner: &str) -> u128 {
+        let wei = self.rpc("eth_getBalance", json!([owner, "latest"]));
+        u128::from_str_radix(wei.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// A mined transaction's receipt.
+    pub fn receipt(&self, hash: &str) -> Value {
+        self.rpc("eth_getTransactionReceipt", json!([hash]))
+    }
+
     /// Takes a snapshot of the chain; [`Anvil::revert`] goes back to it (a reorg).
     pub fn snapshot(&self) -> Value {
         self.rpc("evm_snapshot", json!([]))

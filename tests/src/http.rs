@@ -220,6 +220,15 @@ impl Worker {
         reply.json()
     }
 
+    /// Runs the cron trigger's work once (`wrangler dev --test-scheduled`); asserts it succeeded.
+    pub fn cron(&self) {
+        let reply = self.send(
+            self.request(reqwest::Method::GET, "/__scheduled?cron=*+*+*+*+*"),
+            None,
+        );
+        assert_eq!(reply.status, 200, "the cron run failed: {}", reply.text);
+    }
+
     /// The transaction `id` as institution `institution` reads it through `/v1/transactions`.
     pub fn transaction(&self, institution: usize, id: i64) -> Value {
         let token = self.institution_token(institution);

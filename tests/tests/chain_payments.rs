@@ -403,13 +403,7 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
             )
             .unwrap();
     };
-    let cron = || {
-        let reply = s.worker.send(
-            s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
-            None,
-        );
-        assert_eq!(reply.status, 200);
-    };
+    let cron = || s.worker.cron();
 
     // 90 % paid and confirmed while open: waiting; at the end, credited as underpaid.
     let (short, short_id) = checkout(&s.worker, "10.00", "USD", "CHAIN-UNDER");
@@ -539,11 +533,7 @@ fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
             [&late],
         )
         .unwrap();
-    let cron = s.worker.send(
-        s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
-        None,
-    );
-    assert_eq!(cron.status, 200);
+    s.worker.cron();
     let held = status(&s.worker, &late);
     assert_eq!(held["status"], "pending", "{held}");
     assert_eq!(s.worker.transaction(0, late_id)["raw_status"], "pending");
@@ -576,11 +566,7 @@ fn racing_polls_and_cron_runs_credit_a_payment_once() {
             let session = &session;
             scope.spawn(move || {
                 if i % 5 == 0 {
-                    let reply = s.worker.send(
-                        s.worker.request(Method::GET, "/__scheduled?cron=*+*+*+*+*"),
-                        None,
-                    );
-                    assert_eq!(reply.status, 200);
+                    s.worker.cron();
                 } else {
                     status(&s.worker, session);
                 }

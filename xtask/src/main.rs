@@ -6,6 +6,8 @@
 //! rotate-secret CLIENT_ID (--local [--persist-to DIR] | --remote)
 //! add-admin     INSTITUTION_ID EMAIL (--local [--persist-to DIR] | --remote)
 //! add-institution NAME ADMIN_EMAIL (--local [--persist-to DIR] | --remote)
+//! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
+//!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
 //! ```
 
 use std::path::PathBuf;
@@ -22,10 +24,11 @@ fn main() -> ExitCode {
         Some("rotate-secret") => rotate_secret(&args[1..]),
         Some("add-admin") => add_admin(&args[1..]),
         Some("add-institution") => add_institution(&args[1..]),
+        Some("seal-treasury-key") => seal_treasury_key(),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
-             | add-institution NAME ADMIN_EMAIL --local|--remote"
+             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key"
                 .to_owned(),
         ),
     };
@@ -168,5 +171,18 @@ fn rotate_secret(args: &[String]) -> Result<(), String> {
     eprintln!(
         "rotated {client_id}: the old secret and every token issued under it stop working now"
     );
+    Ok(())
+}
+
+/// Reads the treasury key from stdin (never from the command line, where the shell's history
+/// and the process list would keep it) and prints it sealed.
+fn seal_treasury_key() -> Result<(), String> {
+    let encryption_key = std::env::var("PAYRAIL_ENCRYPTION_KEY")
+        .map_err(|_| "PAYRAIL_ENCRYPTION_KEY is not set".to_owned())?;
+    let mut key = String::new();
+    std::io::stdin()
+        .read_line(&mut key)
+        .map_err(|e| format!("read the key from stdin: {e}"))?;
+    println!("{}", secrets::seal_treasury_key(&encryption_key, &key)?);
     Ok(())
 }

@@ -27,6 +27,27 @@ pub fn password_hash(password: &str) -> String {
     payrail_credentials::hash_password(password, &os_random())
 }
 
+/// The treasury's signing key (64 hex digits) sealed under the deployment's encryption key
+/// (`PAYRAIL_ENCRYPTION_KEY`, base64): the value of the `PAYRAIL_TREASURY_KEY` secret.
+pub fn seal_treasury_key(encryption_key: &str, key_hex: &str) -> Result<String, String> {
+    use base64::Engine;
+    let key: [u8; 32] = base64::engine::general_purpose::STANDARD
+        .decode(encryption_key.trim())
+        .ok()
+        .and_then(|k| k.try_into().ok())
+        .ok_or("PAYRAIL_ENCRYPTION_KEY is not 32 bytes of base64")?;
+    let hex_key = key_hex.trim().trim_start_matches("0x");
+    if hex_key.len() != 64 || !hex_key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("the treasury key must be 64 hex digits".to_owned());
+    }
+    payrail_credentials::sealed::seal(
+        &key,
+        os_random(),
+        payrail_credentials::sealed::TREASURY_KEY_CONTEXT,
+        &hex_key.to_ascii_lowercase(),
+    )
+}
+
 /// Whether the rotation found the client: its stored hash is now the new secret's.
 const ROTATED_CLIENTS: &str =
     "SELECT count(*) AS found FROM api_clients WHERE client_id = ?1 AND secret_hash = ?2";

@@ -29,8 +29,11 @@ pub const TOKENS: &[&str] = &["USDC", "USDT"];
 /// A token's decimals when its configuration names none (USDC's and USDT's on these networks).
 pub const DEFAULT_TOKEN_DECIMALS: u32 = 6;
 /// The pairs a price feed may quote: each currency Payrail prices orders in, against USD.
-/// `ETH/USD` prices ether, the others the order currencies.
-pub const FEED_PAIRS: &[&str] = &["EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD", "ETH/USD"];
+/// `ETH/USD` prices ether and `POL/USD` Polygon's coin (payments and settlement gas), the others
+/// the order currencies.
+pub const FEED_PAIRS: &[&str] = &[
+    "EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD", "ETH/USD", "POL/USD",
+];
 /// The coin customers may pay with natively, and the networks whose own coin it is.
 pub const NATIVE_ASSET: &str = "ETH";
 /// The networks whose coin is ether (Polygon's is POL, which Payrail does not take).
@@ -67,6 +70,15 @@ pub struct Network {
     /// [`NATIVE_ASSET`] when customers may pay in the network's own coin.
     #[serde(default)]
     pub native: Option<String>,
+}
+
+/// The coin a network's gas is paid in: ether, or POL on Polygon.
+pub fn coin(network: &str) -> &'static str {
+    if network == "polygon" {
+        "POL"
+    } else {
+        NATIVE_ASSET
+    }
 }
 
 impl Network {

@@ -9,9 +9,12 @@
 //! other way to pay, simulated: addresses and hashes shaped like each network's, from random
 //! bytes, with indicative rates and no chain behind them.
 //!
+//! What arrives is settled to the merchant from the treasury by [`settle`], with transactions
+//! signed here ([`tx`]).
+//!
 //! Another chain family (Bitcoin, Solana, Tron) joins as a module beside `evm`, `rates` and
 //! `watch` that derives its addresses, quotes and reads its chain; the rest of the worker sees
-//! only [`methods`], [`quote`] and [`watch`].
+//! only [`methods`], [`quote`], [`watch`] and [`settle`].
 
 pub mod config;
 pub mod deposit;
@@ -19,6 +22,8 @@ pub mod evm;
 pub mod native;
 pub mod rates;
 pub mod rpc;
+pub mod settle;
+pub mod tx;
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -145,7 +150,7 @@ pub async fn quote(
 }
 
 /// A reason a customer or merchant may read: what a node said in its refusal stays in the log.
-fn public_reason(why: &str) -> String {
+pub(crate) fn public_reason(why: &str) -> String {
     match why.find(rpc::REFUSED) {
         Some(at) => format!("{}{} a request", &why[..at], rpc::REFUSED),
         None => why.to_owned(),

@@ -29,22 +29,45 @@ pub async fn rate(
     currency: &str,
     now: i64,
 ) -> Result<Rate, String> {
-    let (asset_usd, asset_source) = if network.is_native(asset) {
-        feed_price(network, network_name, &format!("{asset}/USD"), now).await?
-    } else {
-        (Decimal::ONE, format!("peg: 1 {asset} = 1 USD"))
-    };
+    if network.is_native(asset) {
+        return coin_rate(network, network_name, asset, currency, now).await;
+    }
+    let peg = (Decimal::ONE, format!("peg: 1 {asset} = 1 USD"));
+    in_currency(network, network_name, peg, currency, now).await
+}
+
+/// The rate of a coin priced by its `COIN/USD` feed (ether; Polygon's POL, which pays its gas)
+/// in `currency`.
+pub async fn coin_rate(
+    network: &Network,
+    network_name: &str,
+    coin: &str,
+    currency: &str,
+    now: i64,
+) -> Result<Rate, String> {
+    let price = feed_price(network, network_name, &format!("{coin}/USD"), now).await?;
+    in_currency(network, network_name, price, currency, now).await
+}
+
+/// A US-dollar price (and its source) in `currency`, through its `CUR/USD` feed.
+async fn in_currency(
+    network: &Network,
+    network_name: &str,
+    (usd, source): (Decimal, String),
+    currency: &str,
+    now: i64,
+) -> Result<Rate, String> {
     if currency == "USD" {
         return Ok(Rate {
-            per_unit: asset_usd,
-            source: asset_source,
+            per_unit: usd,
+            source,
         });
     }
     let (currency_usd, currency_source) =
         feed_price(network, network_name, &format!("{currency}/USD"), now).await?;
     Ok(Rate {
-        per_unit: asset_usd / currency_usd,
-        source: format!("{asset_source}; {currency_source}"),
+        per_unit: usd / currency_usd,
+        source: format!("{source}; {currency_source}"),
     })
 }
 

@@ -1,4 +1,5 @@
-//! Notifications to an institution's admins (an endpoint disabled for continuous failure).
+//! Notifications to an institution's admins (an endpoint disabled for continuous failure, payments
+//! held from settlement).
 
 use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
@@ -24,16 +25,26 @@ pub fn insert_endpoint_disabled(
     db: &D1Database,
     n: &NewNotification<'_>,
 ) -> DbResult<D1PreparedStatement> {
+    insert(db, "endpoint_disabled", n)
+}
+
+/// Records a notification of `kind` (`endpoint_disabled`, `settlement_held`).
+pub fn insert(
+    db: &D1Database,
+    kind: &str,
+    n: &NewNotification<'_>,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "INSERT INTO notifications (institution_id, kind, subject, body, email_status, \
-         created_at) VALUES (?1, 'endpoint_disabled', ?2, ?3, ?4, ?5)",
+         created_at) VALUES (?1, ?6, ?2, ?3, ?4, ?5)",
         &[
             n.institution_id.into(),
             n.subject.into(),
             n.body.into(),
             n.email_status.into(),
             n.created_at.into(),
+            kind.into(),
         ],
     )
 }
@@ -43,7 +54,7 @@ pub fn insert_endpoint_disabled(
 pub struct NotificationRow {
     /// Row id.
     pub id: i64,
-    /// endpoint_disabled.
+    /// endpoint_disabled, settlement_held.
     pub kind: String,
     /// Subject line.
     pub subject: String,

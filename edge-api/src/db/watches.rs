@@ -198,6 +198,20 @@ pub async fn touch(db: &D1Database, address: &str, head: u64, now: i64) -> DbRes
     .map(drop)
 }
 
+/// Whether the transaction was paid to a watched deposit address (its money is on chain, in
+/// custody: it settles on chain, never by a simulated control).
+pub async fn paid_on_chain(db: &D1Database, transaction_id: i64) -> DbResult<bool> {
+    let rows = super::strings(
+        db,
+        "SELECT 'yes' FROM deposit_watches w JOIN transactions t ON t.id = w.transaction_id \
+         WHERE w.transaction_id = ?1 AND w.network = t.network_payment AND w.asset = t.asset \
+         LIMIT 1",
+        &[transaction_id.into()],
+    )
+    .await?;
+    Ok(!rows.is_empty())
+}
+
 /// Records that the node could not be read (the text never holds its URL).
 pub async fn failed(db: &D1Database, address: &str, error: &str) -> DbResult<()> {
     run(

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::Portal;
 use rust_decimal::Decimal;
 
-use crate::chain::{config, rates, rpc};
+use crate::chain::{self, config, rates, rpc, settle};
 use crate::error::ApiError;
 
 /// One network as its node answers now.
@@ -32,6 +32,26 @@ pub struct NetworkStatus {
     pub tokens: Vec<TokenView>,
     /// Its price feeds, as they answer now.
     pub feeds: Vec<FeedStatus>,
+    /// The treasury's balances here, when a treasury key is configured.
+    pub treasury: Option<TreasuryView>,
+}
+
+/// The treasury on one network: the hot wallet settlements and refunds are paid from.
+#[derive(Debug, Serialize)]
+pub struct TreasuryView {
+    /// Its address (EIP-55).
+    pub address: String,
+    /// What it holds of the network's coin (gas) and of each configured token.
+    pub balances: Vec<BalanceView>,
+}
+
+/// One balance.
+#[derive(Debug, Serialize)]
+pub struct BalanceView {
+    /// Asset code (the network's coin: ETH, or POL on Polygon).
+    pub asset: String,
+    /// The amount, or `null` when the node could not say.
+    pub amount: Option<String>,
 }
 
 /// A configured token.
@@ -71,6 +91,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
         return Ok(Vec::new());
     };
     let networks = config::parse(text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))?;
+    let treasury = settle::treasury(portal.ctx)?.map(|t| t.address);
     let mut out = Vec::new();
     for (name, network) in networks {
         let node = async {
@@ -143,7 +164,12 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
                 error,
             });
         }
+        let treasury = match &treasury {
+            Some(address) if status == "ok" => Some(treasury_view(&name, &network, address).await),
+            _ => None,
+        };
         out.push(NetworkStatus {
+            treasury,
             network: name,
             chain_id: network.chain_id,
             confirmations: network.confirmations,
@@ -156,4 +182,30 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
         });
     }
     Ok(out)
+}
+
+/// The treasury's balances on `network`.
+async fn treasury_view(name: &str, network: &config::Network, address: &str) -> TreasuryView {
+    let mut balances = vec![BalanceView {
+        asset: config::coin(name).to_owned(),
+        amount: settle::balance(&network.rpc_url, address, config::NATIVE_TOKEN)
+            .await
+            .ok()
+            .and_then(|wei| chain::evm::from_units(wei, config::NATIVE_DECIMALS))
+            .map(|a| a.to_string()),
+    }];
+    for (asset, token) in &network.tokens {
+        balances.push(BalanceView {
+            asset: asset.clone(),
+            amount: settle::balance(&network.rpc_url, address, &token.address)
+                .await
+                .ok()
+                .and_then(|units| chain::evm::from_units(units, token.decimals))
+                .map(|a| a.to_string()),
+        });
+    }
+    TreasuryView {
+        address: crate::wallet_address::eip55(address.trim_start_matches("0x")),
+        balances,
+    }
 }

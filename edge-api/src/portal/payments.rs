@@ -12,7 +12,7 @@ use super::deliveries::{Attempt, Delivery};
 use super::Portal;
 use crate::chain;
 use crate::ctx::timestamp;
-use crate::db::{deliveries, events, transactions, watches};
+use crate::db::{deliveries, events, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 
@@ -110,6 +110,53 @@ pub struct PaymentDetail {
     pub deposits: Vec<DepositView>,
     /// Every transfer seen to them, in chain order.
     pub chain_transfers: Vec<TransferView>,
+    /// Why it is held in custody instead of settling, when it is.
+    pub settlement_hold: Option<HoldView>,
+    /// Every transaction the treasury signed to settle it, oldest first.
+    pub settlement_transactions: Vec<SettlementSendView>,
+}
+
+/// Why a payment is not settling.
+#[derive(Debug, Serialize)]
+pub struct HoldView {
+    /// The reason.
+    pub reason: String,
+    /// Since when.
+    pub since: String,
+}
+
+/// A transaction the treasury signed to settle a payment (alone or in a batch).
+#[derive(Debug, Serialize)]
+pub struct SettlementSendView {
+    /// Its hash.
+    pub tx_hash: String,
+    /// `live` (out, not yet at depth), `replaced` (by one with the same nonce at a higher
+    /// price), `confirmed`, `failed` (reverted), `dropped` (its nonce went to another).
+    pub state: String,
+    /// The treasury's nonce.
+    pub nonce: i64,
+    /// Wei per gas (fixed when signed).
+    pub gas_price: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+    /// Gas used, once mined.
+    pub gas_used: Option<String>,
+    /// Its block, once mined.
+    pub block_number: Option<i64>,
+    /// Why it failed, or why its last broadcast did.
+    pub error: Option<String>,
+    /// What the gas was converted to the order currency with.
+    pub rate_source: String,
+    /// This payment's share of its gas, in the order currency.
+    pub gas_fee: String,
+    /// What it pays the merchant for this payment, in the order currency.
+    pub net: String,
+    /// The same in the asset's base units.
+    pub net_base_units: String,
+    /// The merchant wallet it pays (EIP-55).
+    pub wallet: String,
+    /// When it was signed.
+    pub created_at: String,
 }
 
 /// A stored lower-case EVM address as people read it (EIP-55); `native` (the network's own
@@ -217,11 +264,46 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .collect::<Result<_, ApiError>>()?;
+    let settlement_hold = settlements::hold_of(portal.db(), id)
+        .await
+        .or_internal("read settlement hold")?
+        .map(|h| {
+            Ok::<_, ApiError>(HoldView {
+                reason: h.reason,
+                since: timestamp(h.since)?,
+            })
+        })
+        .transpose()?;
+    let settlement_transactions = settlements::sends_of(portal.db(), id)
+        .await
+        .or_internal("read settlement transactions")?
+        .into_iter()
+        .map(|c| {
+            Ok(SettlementSendView {
+                created_at: timestamp(c.created_at)?,
+                tx_hash: c.tx_hash,
+                state: c.state,
+                nonce: c.nonce,
+                gas_price: c.gas_price,
+                gas_limit: c.gas_limit,
+                gas_used: c.gas_used,
+                block_number: c.block_number,
+                error: c.error,
+                rate_source: c.rate_source,
+                gas_fee: c.gas_fee,
+                net: c.net,
+                net_base_units: c.units,
+                wallet: checksummed(&c.wallet),
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
     Ok(PaymentDetail {
         transaction,
         timeline,
         deposits,
         chain_transfers,
+        settlement_hold,
+        settlement_transactions,
     })
 }
 

@@ -96,6 +96,28 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                                 }
                             }
                         }
+                        @if networks.iter().any(|n| n.treasury.is_some()) {
+                            h3 { "Treasury" }
+                            p.muted { "The hot wallet settlements are paid from: each network's coin pays the gas. Deposits reach it through custody's sweep." }
+                            table #treasury {
+                                thead { tr { th { "Network" } th { "Address" } th { "Holds" } } }
+                                tbody {
+                                    @for n in &networks {
+                                        @if let Some(t) = &n.treasury {
+                                            tr data-network=(n.network) {
+                                                td { (n.network) }
+                                                td { code { (t.address) } }
+                                                td {
+                                                    @for b in &t.balances {
+                                                        (b.amount.as_deref().unwrap_or("—")) " " (b.asset) br;
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             },
@@ -194,6 +216,8 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
         timeline,
         deposits,
         chain_transfers,
+        settlement_hold,
+        settlement_transactions,
     } = payments::detail(portal, id).await?;
     let money =
         |d: Option<rust_decimal::Decimal>| d.map(|d| d.to_string()).unwrap_or_else(|| "—".into());
@@ -266,6 +290,41 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                                                 (if c.confirmed { "confirmed" } else { "confirming" })
                                                 @if c.kind == "unexpected_token" { " · " strong { "another token: for review" } }
                                                 @if c.after_expiry { " · after the checkout ended" }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if settlement_hold.is_some() || !settlement_transactions.is_empty() {
+                    section #settlement {
+                        h2 { "Settlement" }
+                        @if let Some(hold) = &settlement_hold {
+                            p.bad #settlement-hold {
+                                strong { "Held in custody: " } (hold.reason) " (since " (hold.since) "). "
+                                "It settles by itself once this is fixed."
+                            }
+                        }
+                        @if !settlement_transactions.is_empty() {
+                            table #settlement-transactions {
+                                thead { tr { th { "Transaction" } th { "Pays" } th { "Gas" } th { "State" } } }
+                                tbody {
+                                    @for c in &settlement_transactions {
+                                        tr data-state=(c.state) {
+                                            td { code { (c.tx_hash) } br; small { "nonce " (c.nonce) " · " (c.created_at) } }
+                                            td { (c.net) " " (text(&t.currency)) " to " code { (c.wallet) } br; small { (c.net_base_units) " base units" } }
+                                            td {
+                                                (c.gas_fee) " " (text(&t.currency)) br;
+                                                small { (c.gas_limit) " gas at " (c.gas_price) " wei"
+                                                    @if let Some(used) = &c.gas_used { " · used " (used) } }
+                                                br; small { (c.rate_source) }
+                                            }
+                                            td {
+                                                (c.state)
+                                                @if let Some(block) = c.block_number { " · block " (block) }
+                                                @if let Some(error) = &c.error { br; span.bad { (error) } }
                                             }
                                         }
                                     }

@@ -1,0 +1,507 @@
+//! Settlement on a real local chain, in production mode: payments held in custody are paid to
+//! the merchant's wallet by transactions the worker signs with the treasury key, followed to
+//! their depth before `payment.paid`; fees add up to the gross; a batch is one transfer; a
+//! missing wallet or an empty treasury holds the payment with a reason until it is fixed; a
+//! stuck transaction is replaced; racing cron runs send one transaction per payment.
+
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use payrail_tests::chain::{Anvil, TEST_XPUB};
+use payrail_tests::{eventually, Worker};
+use reqwest::Method;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use xtask::demo::DEMO_WALLETS;
+
+/// The tests' treasury key (web3.js's documentation example: funded by nobody else).
+const TREASURY_KEY: &str = "4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
+/// Confirmations on the tests' network.
+const DEPTH: u64 = 2;
+/// 2,000 USD per POL (8 decimals): dear enough that the gas shows in cents.
+const POL_USD: u128 = 200_000_000_000;
+
+struct Setup {
+    anvil: Anvil,
+    usdc: String,
+    customer: String,
+    treasury: String,
+    worker: Worker,
+}
+
+fn start(fund: bool) -> Setup {
+    let anvil = Anvil::start();
+    let usdc = anvil.token("USD Coin", "USDC");
+    let customer = anvil.account(1);
+    anvil.mint(&usdc, &customer, 1_000_000_000_000);
+    let now = anvil.time();
+    let pol = anvil.feed("POL / USD", POL_USD, now);
+    let eur = anvil.feed("EUR / USD", 125_000_000, now);
+    let config = json!({"polygon": {"rpc_url": anvil.url, "chain_id": 31337,
+        "confirmations": DEPTH, "tokens": {"USDC": {"address": usdc}},
+        "feeds": {"POL/USD": {"address": pol}, "EUR/USD": {"address": eur}}}});
+    let encryption_key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
+        .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
+    let sealed = xtask::secrets::seal_treasury_key(&encryption_key, TREASURY_KEY).unwrap();
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            ("PAYRAIL_CHAINS", &config.to_string()),
+            ("PAYRAIL_TREASURY_KEY", &sealed),
+        ],
+    );
+    let portal = worker.portal_login(0);
+    let networks = worker.portal(Method::GET, "/portal/api/networks", Some(&portal), None);
+    assert_eq!(networks.status, 200, "{}", networks.text);
+    let treasury = networks.json()["data"][0]["treasury"]["address"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the treasury is shown: {}", networks.text))
+        .to_owned();
+    let setup = Setup {
+        anvil,
+        usdc,
+        customer,
+        treasury,
+        worker,
+    };
+    if fund {
+        setup.fund_treasury();
+    }
+    setup
+}
+
+impl Setup {
+    /// Gas money and a float of USDC for the treasury.
+    fn fund_treasury(&self) {
+        self.anvil
+            .pay_ether(&self.anvil.account(0), &self.treasury, 10u128.pow(19));
+        self.anvil
+            .mint(&self.usdc, &self.treasury, 1_000_000_000_000);
+    }
+
+    /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
+    /// credited: its transaction id.
+    fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+        let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
+        let session = self.worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": currency, "title": "Settle",
+            "externalReference": format!("SETTLE-{amount}"),
+            "redirectUrl": "https://shop.example/done", "allowCrypto": true
+        }));
+        let id = session["transaction_id"].as_i64().unwrap();
+        let session = session["id"].as_str().unwrap().to_owned();
+        let (address, units): (String, String) = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT w.address, w.base_units FROM checkout_sessions s \
+                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
+                [&session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        self.anvil
+            .transfer(&self.usdc, &self.customer, &address, units.parse().unwrap());
+        self.anvil.mine(DEPTH);
+        eventually(
+            "the payment to be credited",
+            Duration::from_secs(20),
+            || {
+                let reply = self.worker.send(
+                    self.worker
+                        .request(Method::GET, &format!("/checkout/{session}/status")),
+                    None,
+                );
+                (reply.json()["status"] == "succeeded").then_some(())
+            },
+        );
+        id
+    }
+
+    fn raw_status(&self, id: i64) -> String {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT raw_status FROM transactions WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// Runs the cron and mines a block until every one of `ids` is paid.
+    fn settle(&self, ids: &[i64]) {
+        eventually(
+            "the payments to be settled",
+            Duration::from_secs(60),
+            || {
+                self.worker.cron();
+                self.anvil.mine(1);
+                ids.iter()
+                    .all(|id| self.raw_status(*id) == "paid")
+                    .then_some(())
+            },
+        );
+    }
+
+    /// The payment as the portal shows it.
+    fn detail(&self, id: i64) -> Value {
+        let portal = self.worker.portal_login(0);
+        let reply = self.worker.portal(
+            Method::GET,
+            &format!("/portal/api/payments/{id}"),
+            Some(&portal),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()
+    }
+
+    /// How many transactions the treasury signed for `id`, by state.
+    fn sends(&self, id: i64) -> Vec<(String, String)> {
+        let db = self.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT c.tx_hash, c.state FROM settlement_items i \
+                 JOIN chain_sends c ON c.id = i.send_id WHERE i.transaction_id = ?1 \
+                 ORDER BY c.created_at, c.sent_block",
+            )
+            .unwrap();
+        statement
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+}
+
+fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    (guard, SETUP.get_or_init(|| start(true)))
+}
+
+fn wallet() -> &'static str {
+    DEMO_WALLETS
+        .iter()
+        .find(|(network, _)| *network == "polygon")
+        .unwrap()
+        .1
+}
+
+fn d(value: &Value) -> Decimal {
+    Decimal::from_str(
+        value
+            .as_str()
+            .unwrap_or_else(|| panic!("an amount: {value}")),
+    )
+    .unwrap()
+}
+
+/// The order-currency value of `wei` of POL at the tests' feed, to the cent.
+fn pol_in_usd(wei: u128) -> Decimal {
+    let pol = Decimal::from_i128_with_scale(i128::try_from(wei).unwrap(), 18);
+    (pol * Decimal::from(2000))
+        .round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
+}
+
+fn quantity(value: &Value) -> u128 {
+    u128::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn a_paid_checkout_settles_its_net_to_the_merchants_wallet() {
+    let (_one, s) = shared();
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let id = s.paid(0, "12.50", "USD");
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["raw_status"], "paid", "{t}");
+    assert_eq!(t["status"], "paid");
+    assert_eq!(t["networks"]["settlement"], "polygon");
+    assert!(t["tx_hashes"]["bridge"].is_null());
+    assert!(t["amount"]["bridge_fee"].is_null());
+    let amount = &t["amount"];
+    assert_eq!(amount["psp_fee"], "0.13", "1 % of 12.50, to the cent");
+    assert_eq!(
+        d(&amount["net"]) + d(&amount["psp_fee"]) + d(&amount["gas_fee"]),
+        d(&amount["gross"]),
+        "{amount}"
+    );
+    // The settlement transaction is real, succeeded, and paid exactly the net.
+    let hash = t["tx_hashes"]["settlement"].as_str().unwrap();
+    let receipt = s.anvil.receipt(hash);
+    assert_eq!(receipt["status"], "0x1", "{receipt}");
+    assert_eq!(
+        receipt["to"].as_str().unwrap().to_lowercase(),
+        s.usdc.to_lowercase()
+    );
+    assert_eq!(
+        receipt["from"].as_str().unwrap().to_lowercase(),
+        s.treasury.to_lowercase()
+    );
+    let net_units = (d(&amount["net"]) * Decimal::from(1_000_000))
+        .to_string()
+        .parse::<Decimal>()
+        .unwrap();
+    assert_eq!(
+        Decimal::from(s.anvil.balance_of(&s.usdc, wallet()) - before),
+        net_units,
+        "the merchant's balance rose by exactly the net"
+    );
+    // The gas fee is what the transaction cost: gas used at its price, at the POL/USD feed.
+    let cost = quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"]);
+    assert_eq!(d(&amount["gas_fee"]), pol_in_usd(cost), "{receipt}");
+    assert!(d(&amount["gas_fee"]) > Decimal::ZERO);
+    // payment.paid is in the outbox with the same figures and hash.
+    let payload: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT payload FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let event: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(event["data"]["tx_hashes"]["settlement"], json!(hash));
+    assert_eq!(event["data"]["amount"], t["amount"]);
+    assert_eq!(event["data"]["status"], "paid");
+    // The portal shows the transaction; the simulated settle control is refused.
+    let detail = s.detail(id);
+    let sends = detail["settlement_transactions"].as_array().unwrap();
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0]["state"], "confirmed");
+    assert_eq!(sends[0]["tx_hash"], json!(hash));
+    assert!(detail["settlement_hold"].is_null());
+}
+
+#[test]
+fn a_batch_pays_several_payments_in_one_transfer() {
+    let (_one, s) = shared();
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let ids = [
+        s.paid(0, "3.00", "USD"),
+        s.paid(0, "4.00", "USD"),
+        s.paid(0, "10.00", "EUR"),
+    ];
+    s.settle(&ids);
+    let ts: Vec<Value> = ids.iter().map(|id| s.worker.transaction(0, *id)).collect();
+    let hash = &ts[0]["tx_hashes"]["settlement"];
+    assert!(
+        ts.iter().all(|t| &t["tx_hashes"]["settlement"] == hash),
+        "one transfer: {ts:?}"
+    );
+    // Its gas is shared: the shares add up to what it cost, each at its currency's rate.
+    let receipt = s.anvil.receipt(hash.as_str().unwrap());
+    let cost = quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"]);
+    let usd_shares = d(&ts[0]["amount"]["gas_fee"]) + d(&ts[1]["amount"]["gas_fee"]);
+    let whole = pol_in_usd(cost);
+    // The EUR payment's share is converted at 1.25 USD per EUR.
+    let eur_share_in_usd = d(&ts[2]["amount"]["gas_fee"]) * Decimal::new(125, 2);
+    let total = usd_shares + eur_share_in_usd;
+    assert!(
+        (total - whole).abs() <= Decimal::new(2, 2),
+        "shares {total} of {whole}"
+    );
+    // The merchant received every net, at each payment's quote (USDC: 1 USD, or 1.25 per EUR).
+    let mut expected_units = Decimal::ZERO;
+    for t in &ts {
+        let net = d(&t["amount"]["net"]);
+        let in_usdc = if t["currency"] == "EUR" {
+            net * Decimal::new(125, 2)
+        } else {
+            net
+        };
+        assert_eq!(
+            d(&t["amount"]["net"]) + d(&t["amount"]["psp_fee"]) + d(&t["amount"]["gas_fee"]),
+            d(&t["amount"]["gross"])
+        );
+        expected_units += (in_usdc * Decimal::from(1_000_000)).trunc();
+    }
+    assert_eq!(
+        Decimal::from(s.anvil.balance_of(&s.usdc, wallet()) - before),
+        expected_units
+    );
+}
+
+#[test]
+fn a_payment_without_a_wallet_on_its_network_waits_until_one_is_added() {
+    let (_one, s) = shared();
+    let merchant = &s.worker.credentials.institutions[0].merchants[1];
+    let id = s.paid(1, "6.00", "USD");
+    // The merchant's Polygon wallet is removed after the payment arrived.
+    let portal = s.worker.portal_login(0);
+    let path = format!("/portal/api/merchants/{}/wallets/polygon", merchant.id);
+    let removed = s.worker.portal(Method::DELETE, &path, Some(&portal), None);
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    eventually("the payment to be held", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.detail(id)["settlement_hold"]["reason"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    let detail = s.detail(id);
+    let reason = detail["settlement_hold"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no settlement wallet on polygon"),
+        "{reason}"
+    );
+    assert_eq!(s.raw_status(id), "succeeded");
+    assert!(s.sends(id).is_empty(), "nothing was sent");
+    // The institution was told.
+    let told: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM notifications WHERE kind = 'settlement_held' \
+             AND body LIKE '%' || ?1 || '%'",
+            [id.to_string()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(told, 1);
+    // The wallet is added back through the portal: the payment settles by itself.
+    let put = s.worker.portal(
+        Method::PUT,
+        &path,
+        Some(&portal),
+        Some(&json!({"address": wallet()})),
+    );
+    assert_eq!(put.status, 200, "{}", put.text);
+    s.settle(&[id]);
+    assert!(
+        s.detail(id)["settlement_hold"].is_null(),
+        "the hold is cleared"
+    );
+    assert_eq!(s.sends(id).len(), 1);
+}
+
+#[test]
+fn racing_cron_runs_send_one_transaction_per_payment() {
+    let (_one, s) = shared();
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let ids = [s.paid(2, "5.00", "USD"), s.paid(2, "7.00", "USD")];
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    s.settle(&ids);
+    for id in ids {
+        let sends = s.sends(id);
+        assert_eq!(
+            sends.len(),
+            1,
+            "one transaction for payment {id}: {sends:?}"
+        );
+        assert_eq!(sends[0].1, "confirmed");
+    }
+    let nets: Decimal = ids
+        .iter()
+        .map(|id| d(&s.worker.transaction(0, *id)["amount"]["net"]))
+        .sum();
+    assert_eq!(
+        Decimal::from(s.anvil.balance_of(&s.usdc, wallet()) - before),
+        nets * Decimal::from(1_000_000),
+        "paid once"
+    );
+}
+
+#[test]
+fn an_empty_treasury_holds_payments_until_it_is_funded() {
+    let s = start(false);
+    let id = s.paid(0, "9.00", "USD");
+    eventually("the payment to be held", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.detail(id)["settlement_hold"]["reason"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    let reason = s.detail(id)["settlement_hold"]["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(reason.contains("treasury holds no USDC"), "{reason}");
+    // Tokens but no gas money: held again, with the new reason.
+    s.anvil.mint(&s.usdc, &s.treasury, 1_000_000_000);
+    let gas_reason = eventually("the gas reason", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.detail(id)["settlement_hold"]["reason"]
+            .as_str()
+            .filter(|r| r.contains("for gas"))
+            .map(str::to_owned)
+    });
+    assert!(
+        gas_reason.contains("POL on polygon for gas"),
+        "{gas_reason}"
+    );
+    assert_eq!(s.raw_status(id), "succeeded");
+    s.anvil
+        .pay_ether(&s.anvil.account(0), &s.treasury, 10u128.pow(19));
+    s.settle(&[id]);
+    let shown = s.worker.portal(
+        Method::GET,
+        "/portal/api/networks",
+        Some(&s.worker.portal_login(0)),
+        None,
+    );
+    let balances = &shown.json()["data"][0]["treasury"]["balances"];
+    assert_eq!(balances[0]["asset"], "POL", "{balances}");
+    assert_eq!(balances[1]["asset"], "USDC");
+}
+
+#[test]
+fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
+    let s = start(true);
+    let id = s.paid(0, "20.00", "USD");
+    // From now on the base fee (5 gwei) is above what the worker offers (a quarter over the
+    // newest block's, which is below 1 gwei, plus the node's 1 gwei tip): nothing it signs is
+    // mined.
+    s.anvil
+        .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+    s.anvil.mine(1);
+    let first = eventually("a first transaction", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.sends(id).first().map(|(hash, _)| hash.clone())
+    });
+    // Blocks go by without it; the worker replaces it, priced at the new base fee.
+    let replaced = eventually("a replacement", Duration::from_secs(60), || {
+        s.anvil
+            .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+        s.anvil.mine(2);
+        s.worker.cron();
+        let sends = s.sends(id);
+        (sends.len() >= 2).then_some(sends)
+    });
+    assert_eq!(replaced[0], (first.clone(), "replaced".to_owned()));
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    let hash = t["tx_hashes"]["settlement"].as_str().unwrap();
+    assert_ne!(hash, first, "the replacement was mined");
+    assert!(s
+        .anvil
+        .try_rpc("eth_getTransactionReceipt", json!([first]))
+        .is_none_or(|r| r.is_null()));
+    let receipt = s.anvil.receipt(hash);
+    let cost = quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"]);
+    assert_eq!(
+        d(&t["amount"]["gas_fee"]),
+        pol_in_usd(cost),
+        "charged what it cost"
+    );
+    assert_eq!(
+        d(&t["amount"]["net"]) + d(&t["amount"]["psp_fee"]) + d(&t["amount"]["gas_fee"]),
+        d(&t["amount"]["gross"])
+    );
+    let states: Vec<String> = s.sends(id).into_iter().map(|(_, state)| state).collect();
+    assert_eq!(
+        states.iter().filter(|st| *st == "confirmed").count(),
+        1,
+        "{states:?}"
+    );
+}
