@@ -459,17 +459,15 @@ fn an_empty_treasury_holds_payments_until_it_is_funded() {
 fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
     let s = start(true);
     let id = s.paid(0, "20.00", "USD");
-    // From now on the base fee (5 gwei) is above what the worker offers (a quarter over the
-    // newest block's, which is below 1 gwei, plus the node's 1 gwei tip): nothing it signs is
-    // mined.
-    s.anvil
-        .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
-    s.anvil.mine(1);
+    // Blocks are mined only when asked from now on, and the worker signs at the newest block's
+    // base fee (below 1 gwei by now) plus a quarter, plus the node's 1 gwei tip.
+    s.anvil.rpc("evm_setAutomine", json!([false]));
     let first = eventually("a first transaction", Duration::from_secs(30), || {
         s.worker.cron();
         s.sends(id).first().map(|(hash, _)| hash.clone())
     });
-    // Blocks go by without it; the worker replaces it, priced at the new base fee.
+    // Then the base fee rises to 5 gwei: blocks go by without it, and the worker replaces it,
+    // priced at the new base fee.
     let replaced = eventually("a replacement", Duration::from_secs(60), || {
         s.anvil
             .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
