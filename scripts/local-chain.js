@@ -1,6 +1,7 @@
 // Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
 // (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
-// (TestPriceFeed, Chainlink's interface), funds the demo customer wallet with both tokens,
+// (TestPriceFeed, Chainlink's interface), funds the demo customer wallet and the treasury
+// (anvil's accounts 1 and 2) with both tokens,
 // switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS and
 // the demo wallet on stdout. The node serves two networks: argv[3] (default polygon) takes the
 // tokens, argv[4] (default base) takes ether (anvil's accounts hold 10,000 each). Everything is local: a fresh anvil gets the same contract addresses every
@@ -20,6 +21,7 @@ const FEEDS = {
   "CHF/USD": 113000000n,
   "JPY/USD": 670000n,
   "ETH/USD": 300000000000n,
+  "POL/USD": 50000000n,
 };
 const MINTED = 1000000n * 1000000n; // one million of each token, 6 decimals
 
@@ -69,7 +71,7 @@ async function main() {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  const [deployer, customer] = await rpc("eth_accounts", []);
+  const [deployer, customer, treasury] = await rpc("eth_accounts", []);
   const token = artefact("TestToken");
   const feed = artefact("TestPriceFeed");
   const tokens = {};
@@ -78,7 +80,8 @@ async function main() {
     const receipt = await send(deployer, null, token.bytecode + args);
     tokens[symbol] = { address: receipt.contractAddress };
     const mint = token.selectors["mint(address,uint256)"];
-    await send(deployer, receipt.contractAddress, "0x" + mint + addressWord(customer) + word(MINTED));
+    for (const holder of [customer, treasury])
+      await send(deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
   }
   const block = await rpc("eth_getBlockByNumber", ["latest", false]);
   const now = BigInt(block.timestamp);
@@ -93,9 +96,9 @@ async function main() {
   // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
   // themselves.
   await rpc("evm_setIntervalMining", [2]);
-  const fiat = Object.fromEntries(Object.entries(feeds).filter(([pair]) => pair !== "ETH/USD"));
+  const tokenFeeds = Object.fromEntries(Object.entries(feeds).filter(([pair]) => pair !== "ETH/USD"));
   const chains = {
-    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: fiat },
+    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
     [etherNetwork]: { rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
   };
   process.stdout.write(JSON.stringify({ chains, customer }) + "\n");

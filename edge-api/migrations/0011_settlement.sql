@@ -1,5 +1,6 @@
--- Settlement on chain: the treasury pays each merchant the net of its payments, in the asset
--- and on the network they were paid in, with transactions it signs itself.
+-- Settlement and refunds on chain: the treasury pays each merchant the net of its payments, in
+-- the asset and on the network they were paid in, and customers their refunds, with
+-- transactions it signs itself.
 
 -- The PSP fee per institution, in basis points of the gross (100 = 1 %, the former flat rate).
 ALTER TABLE institutions ADD COLUMN psp_fee_bps INTEGER NOT NULL DEFAULT 100
@@ -37,10 +38,45 @@ CREATE TABLE settlement_claims (
 );
 CREATE INDEX settlement_claims_by_settlement ON settlement_claims (settlement_id);
 
--- Every transaction the treasury signed, as signed (the raw bytes, to broadcast again).
+-- A refund to a customer: an amount of the order currency, paid in the payment's asset on its
+-- network at the payment's own quote, to an address the customer gave.
+CREATE TABLE refunds (
+    id              TEXT PRIMARY KEY,
+    institution_id  INTEGER NOT NULL REFERENCES institutions (id),
+    transaction_id  INTEGER NOT NULL REFERENCES transactions (id),
+    -- The request's Idempotency-Key: the same key again is the same refund.
+    idempotency_key TEXT NOT NULL,
+    -- Order currency (decimal text), and the same in minor units (what the guards add up).
+    amount          TEXT NOT NULL,
+    amount_minor    INTEGER NOT NULL CHECK (amount_minor > 0),
+    network         TEXT NOT NULL,
+    asset           TEXT NOT NULL,
+    -- The token contract (lower-case hex) or 'native', its decimals, and the base units sent.
+    token           TEXT NOT NULL,
+    decimals        INTEGER NOT NULL,
+    units           TEXT NOT NULL,
+    -- Order currency per unit of the asset: the payment's quote.
+    rate            TEXT NOT NULL,
+    to_address      TEXT NOT NULL,
+    -- sending: a transaction is or is about to be out; confirmed: at depth; done: the payment
+    -- shows it and payment.refunded was written; failed: three transactions failed, given up.
+    state           TEXT NOT NULL CHECK (state IN ('sending', 'confirmed', 'done', 'failed')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    error           TEXT,
+    requested_by    TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX refunds_by_key ON refunds (institution_id, idempotency_key);
+CREATE INDEX refunds_by_transaction ON refunds (transaction_id);
+CREATE INDEX refunds_by_state ON refunds (state);
+
+-- Every transaction the treasury signed, as signed (the raw bytes, to broadcast again), for a
+-- settlement or a refund.
 CREATE TABLE chain_sends (
     id              TEXT PRIMARY KEY,
-    settlement_id   TEXT NOT NULL REFERENCES settlements (id),
+    settlement_id   TEXT REFERENCES settlements (id),
+    refund_id       TEXT REFERENCES refunds (id),
     network         TEXT NOT NULL,
     -- The treasury address (lower-case hex) and its nonce.
     sender          TEXT NOT NULL,
@@ -67,13 +103,15 @@ CREATE TABLE chain_sends (
     gas_used        TEXT,
     error           TEXT,
     created_at      INTEGER NOT NULL,
-    updated_at      INTEGER NOT NULL
+    updated_at      INTEGER NOT NULL,
+    CHECK ((settlement_id IS NULL) <> (refund_id IS NULL))
 ) WITHOUT ROWID;
 -- The nonce allocator: a nonce is taken by the batch that stores its signed transaction (so
 -- none is ever skipped), and never by two transactions that can both be mined.
 CREATE UNIQUE INDEX chain_sends_nonce ON chain_sends (network, sender, nonce)
     WHERE state IN ('live', 'confirmed', 'failed');
 CREATE INDEX chain_sends_by_state ON chain_sends (state, settlement_id);
+CREATE INDEX chain_sends_by_refund ON chain_sends (refund_id, state);
 
 -- What each payment of a transaction's transfer was charged and paid (amounts in the order
 -- currency as decimal text; units in the asset's base units).

@@ -29,14 +29,21 @@ pub async fn act(
     institution_id: Option<i64>,
     action: &Action,
 ) -> Result<(), ApiError> {
-    if matches!(action, Action::Settle { .. })
+    if matches!(action, Action::Settle { .. } | Action::Refund { .. })
         && watches::paid_on_chain(&ctx.db, id)
             .await
             .or_internal("read watches")?
     {
         return Err(ApiError::new(
             ErrorCode::Conflict,
-            "this payment was made on chain: the treasury settles it on chain by itself",
+            format!(
+                "this payment was made on chain: the treasury {} on chain",
+                if matches!(action, Action::Settle { .. }) {
+                    "settles it by itself"
+                } else {
+                    "refunds it (portal: the payment's refund form)"
+                }
+            ),
         ));
     }
     apply(ctx, id, institution_id, action, OnChain::Nothing).await
@@ -70,6 +77,19 @@ pub async fn settle(
     apply(ctx, id, None, action, OnChain::Settlement(settlement_hash)).await
 }
 
+/// Records a refund confirmed on chain (an [`Action::Refund`]): its `payment.refunded` event
+/// takes an id derived from the refund's, so the refund can never be recorded twice (a second
+/// write fails whole on the event's key).
+pub async fn refund(ctx: &Ctx, id: i64, action: &Action, refund_id: &str) -> Result<(), ApiError> {
+    let event_id = refund_event_id(refund_id);
+    apply(ctx, id, None, action, OnChain::Refund(&event_id)).await
+}
+
+/// The id of the `payment.refunded` event of a refund.
+pub fn refund_event_id(refund_id: &str) -> String {
+    format!("evt_{refund_id}")
+}
+
 /// What the chain says about a change, when it was read there (sandbox changes get simulated
 /// hashes instead).
 #[derive(Clone, Copy)]
@@ -83,6 +103,8 @@ enum OnChain<'a> {
     },
     /// The settlement's transaction.
     Settlement(&'a str),
+    /// A refund's: the id its event must have.
+    Refund(&'a str),
 }
 
 async fn apply(
@@ -182,8 +204,12 @@ async fn apply(
                 .or_internal("read transaction")?
                 .ok_or("transaction vanished")
                 .or_internal("read transaction")?;
+            let id = match on_chain {
+                OnChain::Refund(event_id) => event_id.to_owned(),
+                _ => crypto::random_token("evt_").or_internal("generate event id")?,
+            };
             let envelope = Event {
-                id: crypto::random_token("evt_").or_internal("generate event id")?,
+                id,
                 kind: kind.as_str().to_owned(),
                 created: now,
                 data: updated(before, &change, &stamps),

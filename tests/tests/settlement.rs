@@ -503,3 +503,135 @@ fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
         "{states:?}"
     );
 }
+
+impl Setup {
+    /// Asks for a refund through the portal's JSON API (`preview`, or made under `key`).
+    fn refund(
+        &self,
+        id: i64,
+        amount: &str,
+        address: &str,
+        key: Option<&str>,
+    ) -> payrail_tests::Reply {
+        let portal = self.worker.portal_login(0);
+        let path = match key {
+            Some(_) => format!("/portal/api/payments/{id}/refunds"),
+            None => format!("/portal/api/payments/{id}/refunds/preview"),
+        };
+        let mut request = self
+            .worker
+            .request(Method::POST, &path)
+            .header("Cookie", format!("payrail_portal={}", portal.cookie))
+            .header("X-CSRF-Token", &portal.csrf)
+            .json(&json!({"amount": amount, "address": address}));
+        if let Some(key) = key {
+            request = request.header("Idempotency-Key", key);
+        }
+        self.worker.send(request, None)
+    }
+
+    /// Runs the cron and mines until every refund of `id` is recorded on it.
+    fn refunds_done(&self, id: i64) -> Value {
+        eventually("the refunds to be done", Duration::from_secs(60), || {
+            self.worker.cron();
+            self.anvil.mine(1);
+            let detail = self.detail(id);
+            let refunds = detail["refunds"].as_array().unwrap().clone();
+            refunds
+                .iter()
+                .all(|r| r["state"] == "done")
+                .then_some(detail)
+        })
+    }
+}
+
+#[test]
+fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
+    let (_one, s) = shared();
+    let customer = s.anvil.account(5);
+    let id = s.paid(0, "20.00", "USD");
+    s.settle(&[id]);
+    // What a refund sends is shown first, at the payment's own quote.
+    let preview = s.refund(id, "5.00", &customer, None);
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    let preview = preview.json();
+    assert_eq!(preview["crypto_amount"], "5");
+    assert_eq!(preview["base_units"], "5000000");
+    assert_eq!(preview["rate"], "1");
+    assert_eq!(preview["refundable"], "20.00");
+    let bad = s.refund(id, "5.00", "0x1234", None);
+    assert_eq!(bad.status, 400);
+    assert!(bad.text.contains("address"), "{}", bad.text);
+
+    let first = s.refund(id, "5.00", &customer, Some("refund-1"));
+    assert_eq!(first.status, 201, "{}", first.text);
+    let again = s.refund(id, "5.00", &customer, Some("refund-1"));
+    assert_eq!(again.status, 200, "the same key is the same refund");
+    assert_eq!(again.json()["id"], first.json()["id"]);
+    let reused = s.refund(id, "6.00", &customer, Some("refund-1"));
+    assert_eq!(reused.status, 409, "{}", reused.text);
+    let detail = s.refunds_done(id);
+    assert_eq!(detail["transaction"]["raw_status"], "partially_refunded");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 5_000_000);
+    let hash = detail["refunds"][0]["tx_hash"].as_str().unwrap().to_owned();
+    assert_eq!(s.anvil.receipt(&hash)["status"], "0x1");
+
+    // More than is left: refused, naming what is left.
+    let beyond = s.refund(id, "15.01", &customer, Some("refund-beyond"));
+    assert_eq!(beyond.status, 409);
+    assert!(beyond.text.contains("15.00"), "{}", beyond.text);
+    // Six refunds of 6.00 at once: only two fit in the 15.00 left.
+    let made: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let customer = &customer;
+                scope.spawn(move || {
+                    s.refund(id, "6.00", customer, Some(&format!("race-{i}")))
+                        .status
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(made.iter().filter(|st| **st == 201).count(), 2, "{made:?}");
+    assert!(made.iter().all(|st| *st == 201 || *st == 409), "{made:?}");
+    let rest = s.refund(id, "3.00", &customer, Some("refund-rest"));
+    assert_eq!(rest.status, 201, "{}", rest.text);
+    let detail = s.refunds_done(id);
+    assert_eq!(detail["transaction"]["raw_status"], "refunded");
+    assert_eq!(detail["refunds"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &customer),
+        20_000_000,
+        "exactly the gross, once"
+    );
+    let events: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.refunded'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(events, 4, "one payment.refunded per refund");
+    let nothing = s.refund(id, "0.01", &customer, Some("refund-more"));
+    assert_eq!(nothing.status, 409);
+}
+
+#[test]
+fn a_payment_not_yet_settled_is_refunded_in_full_and_then_never_settled() {
+    let (_one, s) = shared();
+    let customer = s.anvil.account(6);
+    let id = s.paid(1, "8.00", "USD");
+    let part = s.refund(id, "3.00", &customer, None);
+    assert_eq!(part.status, 409, "{}", part.text);
+    assert!(part.text.contains("in full"), "{}", part.text);
+    let full = s.refund(id, "8.00", &customer, Some("refund-unsettled"));
+    assert_eq!(full.status, 201, "{}", full.text);
+    let detail = s.refunds_done(id);
+    assert_eq!(detail["transaction"]["raw_status"], "refunded");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 8_000_000);
+    s.worker.cron();
+    assert!(s.sends(id).is_empty(), "a refunded payment is not settled");
+}

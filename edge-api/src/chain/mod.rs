@@ -21,6 +21,7 @@ pub mod deposit;
 pub mod evm;
 pub mod native;
 pub mod rates;
+pub mod refund;
 pub mod rpc;
 pub mod settle;
 pub mod tx;

@@ -41,7 +41,7 @@ use shared_types::ErrorCode;
 use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::{evm, native, networks, rates, rpc, tx};
 use crate::ctx::Ctx;
-use crate::db::settlements::{self, Due, Item, NewSend, NewSettlement, Send};
+use crate::db::settlements::{self, Due, Item, NewSend, NewSettlement, Purpose, Send};
 use crate::db::{self, wallets};
 use crate::error::{ApiError, OrInternal};
 use crate::{crypto, payments};
@@ -92,7 +92,8 @@ pub fn stuck_after(network: &Network) -> u64 {
     (3 * network.confirmations).max(10)
 }
 
-/// The cron's part: follow, finish, start.
+/// The cron's part: follow every transaction out (settlements' and refunds'), finish what is
+/// confirmed, send the refunds that need a transaction, start new settlements.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let Some(treasury) = treasury(ctx)? else {
         return Ok(());
@@ -100,6 +101,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let networks = networks(ctx)?;
     follow(ctx, &networks, &treasury).await?;
     finish(ctx).await?;
+    super::refund::run(ctx, &networks, &treasury).await?;
     start(ctx, &networks, &treasury).await
 }
 
@@ -207,7 +209,7 @@ fn part(
 
 /// The price per gas to sign with now: 5/4 of the newest block's base fee (room for two blocks
 /// of its rise) plus the node's suggested tip; fixed (max fee = tip), so it is what is paid.
-async fn gas_price(url: &str) -> Result<u128, String> {
+pub(super) async fn gas_price(url: &str) -> Result<u128, String> {
     let block = rpc::call(url, "eth_getBlockByNumber", json!(["latest", false])).await?;
     let base = native::wei(&block["baseFeePerGas"]).ok_or("the node's block has no base fee")?;
     let tip = native::wei(&rpc::call(url, "eth_maxPriorityFeePerGas", json!([])).await?)
@@ -224,7 +226,7 @@ fn payment_call(token: &str, to: &str, units: u128) -> Result<([u8; 20], u128, S
     }
 }
 
-async fn estimate(
+pub(super) async fn estimate(
     url: &str,
     from: &str,
     token: &str,
@@ -254,7 +256,7 @@ pub async fn balance(url: &str, owner: &str, token: &str) -> Result<u128, String
 }
 
 /// Signs the transfer of `units` at `price` with `nonce`.
-fn sign(
+pub(super) fn sign(
     treasury: &Treasury,
     network: &Network,
     (token, wallet): (&str, &str),
@@ -485,7 +487,7 @@ async fn settle_group(
     let rate_source = sources.join("; ");
     let send = NewSend {
         id: &send_id,
-        settlement_id: &settlement_id,
+        purpose: Purpose::Settlement(&settlement_id),
         network: name,
         sender: &treasury.address,
         nonce,
@@ -521,7 +523,7 @@ async fn settle_group(
 
 /// Sends the signed bytes to the node and records the outcome; a failure is retried by
 /// [`follow`].
-async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
+pub(super) async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
     let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
         .await
         .err()
@@ -580,7 +582,7 @@ async fn follow_one(
     // The live transaction, or one it replaced, may be the one mined.
     let mut candidates = vec![send.clone()];
     candidates.extend(
-        settlements::replaced(&ctx.db, &send.settlement_id, send.nonce)
+        settlements::replaced(&ctx.db, send)
             .await
             .map_err(|e| e.to_string())?,
     );
@@ -643,8 +645,9 @@ async fn follow_one(
     Ok(())
 }
 
-/// Replaces a stuck transaction: the same nonce, the same payments, priced again at a price at
-/// least a quarter above the old one (nodes want a tenth more to replace).
+/// Replaces a stuck transaction: the same nonce, at a price at least a quarter above the old one
+/// (nodes want a tenth more to replace); a settlement's payments are priced again at it (their
+/// fees are what it costs), a refund sends the same amount (its gas is the PSP's).
 async fn replace(
     ctx: &Ctx,
     network: &Network,
@@ -655,7 +658,60 @@ async fn replace(
     let url = &network.rpc_url;
     let old_price = u128::from_str(&send.gas_price).map_err(|_| "bad gas price")?;
     let price = gas_price(url).await?.max(old_price + old_price / 4 + 1);
-    let due = settlements::claimed(&ctx.db, &send.settlement_id)
+    let gas = u64::try_from(send.gas_limit).map_err(|_| "bad gas limit")?;
+    let (units, items, rate_source) = match send.purpose() {
+        Purpose::Settlement(settlement_id) => {
+            let (priced, source) = reprice(ctx, network, send, settlement_id, gas, price).await?;
+            (priced.units, priced.items, source)
+        }
+        Purpose::Refund(_) => {
+            let units = u128::from_str(&send.units).map_err(|_| "bad units")?;
+            (units, Vec::new(), String::new())
+        }
+    };
+    let nonce = u64::try_from(send.nonce).map_err(|_| "bad nonce")?;
+    let signed = sign(
+        treasury,
+        network,
+        (&send.token, &send.wallet),
+        (nonce, gas, price),
+        units,
+    )?;
+    let send_id = crypto::random_token("snd_").map_err(|e| e.to_string())?;
+    let new = NewSend {
+        id: &send_id,
+        purpose: send.purpose(),
+        network: &send.network,
+        sender: &send.sender,
+        nonce,
+        gas_limit: gas,
+        gas_price: price,
+        rate_source: &rate_source,
+        units,
+        tx_hash: &signed.hash,
+        raw: &signed.raw,
+        head,
+        now: ctx.now(),
+    };
+    let statements =
+        settlements::replace(&ctx.db, &send.id, &new, &items).map_err(|e| e.to_string())?;
+    db::batch(&ctx.db, statements)
+        .await
+        .map_err(|e| format!("replacement not stored ({e}): another run replaced it"))?;
+    broadcast(ctx, url, &send_id, &signed.raw, head).await;
+    Ok(())
+}
+
+/// A settlement's payments priced again at `price` per gas, and the feeds that priced it.
+async fn reprice(
+    ctx: &Ctx,
+    network: &Network,
+    send: &Send,
+    settlement_id: &str,
+    gas: u64,
+    price: u128,
+) -> Result<(Plan, String), String> {
+    let due = settlements::claimed(&ctx.db, settlement_id)
         .await
         .map_err(|e| e.to_string())?;
     if due.is_empty() {
@@ -672,7 +728,6 @@ async fn replace(
             sources.push(rate.source);
         }
     }
-    let gas = u64::try_from(send.gas_limit).map_err(|_| "bad gas limit")?;
     let priced = plan(&due, u128::from(gas) * price, &coin_rates);
     if !priced.held.is_empty() {
         // At this price some payment's fees would eat it: keep waiting at the old one.
@@ -680,38 +735,7 @@ async fn replace(
             "a replacement at {price} wei per gas leaves a payment nothing"
         ));
     }
-    let nonce = u64::try_from(send.nonce).map_err(|_| "bad nonce")?;
-    let signed = sign(
-        treasury,
-        network,
-        (&send.token, &send.wallet),
-        (nonce, gas, price),
-        priced.units,
-    )?;
-    let send_id = crypto::random_token("snd_").map_err(|e| e.to_string())?;
-    let rate_source = sources.join("; ");
-    let new = NewSend {
-        id: &send_id,
-        settlement_id: &send.settlement_id,
-        network: &send.network,
-        sender: &send.sender,
-        nonce,
-        gas_limit: gas,
-        gas_price: price,
-        rate_source: &rate_source,
-        units: priced.units,
-        tx_hash: &signed.hash,
-        raw: &signed.raw,
-        head,
-        now: ctx.now(),
-    };
-    let statements =
-        settlements::replace(&ctx.db, &send.id, &new, &priced.items).map_err(|e| e.to_string())?;
-    db::batch(&ctx.db, statements)
-        .await
-        .map_err(|e| format!("replacement not stored ({e}): another run replaced it"))?;
-    broadcast(ctx, url, &send_id, &signed.raw, head).await;
-    Ok(())
+    Ok((priced, sources.join("; ")))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ pub mod merchants;
 pub mod notifications;
 pub mod origins;
 pub mod portal;
+pub mod refunds;
 pub mod sessions;
 pub mod settlements;
 pub mod throttle;

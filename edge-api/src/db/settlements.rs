@@ -1,6 +1,6 @@
 //! Settlements (transfers of payments' net to merchant wallets), the claims that keep a payment
-//! in one of them, every transaction the treasury signed for them, what each payment was
-//! charged, and why a payment is held. See migration 0011.
+//! in one of them, every transaction the treasury signed (for them and for refunds), what each
+//! payment was charged, and why a payment is held. See migration 0011.
 
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
@@ -44,14 +44,16 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.me
           AND w.asset = t.asset \
      JOIN institutions i ON i.id = t.institution_id";
 
-/// Payments paid on a watched chain, held in custody (`succeeded`) and in no settlement, oldest
-/// first.
+/// Payments paid on a watched chain, held in custody (`succeeded`), in no settlement and with
+/// no refund on its way, oldest first.
 pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Due>> {
     all(
         db,
         &format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
              AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id) \
+             AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
+                             AND r.state IN ('sending', 'confirmed')) \
              ORDER BY t.id LIMIT ?1"
         ),
         &[limit.into()],
@@ -117,8 +119,8 @@ pub async fn next_nonce(db: &D1Database, network: &str, sender: &str) -> DbResul
 pub struct NewSend<'a> {
     /// Its id.
     pub id: &'a str,
-    /// Its settlement.
-    pub settlement_id: &'a str,
+    /// What it pays: a settlement or a refund.
+    pub purpose: Purpose<'a>,
     /// Network.
     pub network: &'a str,
     /// The treasury address, lower case.
@@ -180,15 +182,39 @@ fn big(n: u64) -> Value {
     i64::try_from(n).unwrap_or(i64::MAX).into()
 }
 
-fn send_statement(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement> {
+/// What a signed transaction pays.
+#[derive(Debug, Clone, Copy)]
+pub enum Purpose<'a> {
+    /// A settlement, by id.
+    Settlement(&'a str),
+    /// A refund, by id.
+    Refund(&'a str),
+}
+
+impl Purpose<'_> {
+    fn ids(self) -> (Value, Value) {
+        match self {
+            Purpose::Settlement(id) => (id.into(), Value::Null),
+            Purpose::Refund(id) => (Value::Null, id.into()),
+        }
+    }
+}
+
+/// The statement storing a signed transaction, live: its nonce unique among those that can be
+/// mined (a second one with the nonce fails its batch), and, for a refund, only if the refund
+/// has no other transaction out or mined (it changes no row then, and nothing may be sent).
+pub fn send_statement(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement> {
+    let (settlement, refund) = s.purpose.ids();
     bind(
         db,
         "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, gas_price, \
-         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13)",
+         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14 \
+         WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
+                           AND state IN ('live', 'confirmed'))",
         &[
             s.id.into(),
-            s.settlement_id.into(),
+            settlement,
             s.network.into(),
             s.sender.into(),
             big(s.nonce),
@@ -200,6 +226,7 @@ fn send_statement(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatem
             s.raw.into(),
             big(s.head),
             s.now.into(),
+            refund,
         ],
     )
 }
@@ -259,7 +286,9 @@ pub fn start(
         statements.push(bind(
             db,
             "INSERT INTO settlement_claims (transaction_id, settlement_id) VALUES (?1, \
-             (SELECT ?2 FROM transactions WHERE id = ?1 AND raw_status = 'succeeded'))",
+             (SELECT ?2 FROM transactions WHERE id = ?1 AND raw_status = 'succeeded' \
+              AND NOT EXISTS (SELECT 1 FROM refunds WHERE transaction_id = ?1 \
+                              AND state IN ('sending', 'confirmed'))))",
             &[item.transaction_id.into(), settlement.id.into()],
         )?);
         statements.push(bind(
@@ -298,8 +327,10 @@ pub fn replace(
 pub struct Send {
     /// Its id.
     pub id: String,
-    /// Its settlement.
-    pub settlement_id: String,
+    /// Its settlement, when it pays one.
+    pub settlement_id: Option<String>,
+    /// Its refund, when it pays one.
+    pub refund_id: Option<String>,
     /// Network.
     pub network: String,
     /// Treasury address.
@@ -310,29 +341,42 @@ pub struct Send {
     pub gas_limit: i64,
     /// Wei per gas (decimal text).
     pub gas_price: String,
+    /// Base units transferred (decimal text).
+    pub units: String,
     /// Hash.
     pub tx_hash: String,
     /// Raw signed bytes.
     pub raw: String,
     /// The newest block when it was last broadcast.
     pub sent_block: i64,
-    /// The settlement's token contract or `native`.
+    /// The token contract or `native`.
     pub token: String,
-    /// The merchant wallet it pays.
+    /// The address it pays (the merchant's wallet, or the customer's refund address).
     pub wallet: String,
 }
 
-const SEND_COLUMNS: &str = "c.id, c.settlement_id, c.network, c.sender, c.nonce, c.gas_limit, \
-     c.gas_price, c.tx_hash, c.raw, c.sent_block, s.token, s.wallet";
+impl Send {
+    /// What it pays.
+    pub fn purpose(&self) -> Purpose<'_> {
+        match (&self.settlement_id, &self.refund_id) {
+            (Some(id), _) => Purpose::Settlement(id),
+            (None, Some(id)) => Purpose::Refund(id),
+            (None, None) => Purpose::Settlement(""),
+        }
+    }
+}
+
+const SEND_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
+     c.nonce, c.gas_limit, c.gas_price, c.units, c.tx_hash, c.raw, c.sent_block, \
+     COALESCE(s.token, r.token) AS token, COALESCE(s.wallet, r.to_address) AS wallet \
+     FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
+     LEFT JOIN refunds r ON r.id = c.refund_id";
 
 /// Transactions out and not yet at depth, oldest first.
 pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Send>> {
     all(
         db,
-        &format!(
-            "SELECT {SEND_COLUMNS} FROM chain_sends c JOIN settlements s ON s.id = c.settlement_id \
-             WHERE c.state = 'live' ORDER BY c.created_at, c.nonce LIMIT ?1"
-        ),
+        &format!("{SEND_FROM} WHERE c.state = 'live' ORDER BY c.created_at, c.nonce LIMIT ?1"),
         &[limit.into()],
     )
     .await
@@ -340,14 +384,18 @@ pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Send>> {
 
 /// The transactions a live one replaced (the same nonce, a lower price): one of them may be
 /// the one that is mined.
-pub async fn replaced(db: &D1Database, settlement_id: &str, nonce: i64) -> DbResult<Vec<Send>> {
+pub async fn replaced(db: &D1Database, live: &Send) -> DbResult<Vec<Send>> {
     all(
         db,
         &format!(
-            "SELECT {SEND_COLUMNS} FROM chain_sends c JOIN settlements s ON s.id = c.settlement_id \
-             WHERE c.settlement_id = ?1 AND c.nonce = ?2 AND c.state = 'replaced'"
+            "{SEND_FROM} WHERE c.network = ?1 AND c.sender = ?2 AND c.nonce = ?3 \
+             AND c.state = 'replaced'"
         ),
-        &[settlement_id.into(), nonce.into()],
+        &[
+            live.network.as_str().into(),
+            live.sender.as_str().into(),
+            live.nonce.into(),
+        ],
     )
     .await
 }
@@ -402,14 +450,21 @@ pub fn confirm(
             db,
             "UPDATE settlements SET state = 'confirmed', error = NULL, updated_at = ?2 \
              WHERE id = ?1 AND state = 'sending'",
-            &[send.settlement_id.as_str().into(), now.into()],
+            &[send.settlement_id.clone().into(), now.into()],
+        )?,
+        bind(
+            db,
+            "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
+             WHERE id = ?1 AND state = 'sending'",
+            &[send.refund_id.clone().into(), now.into()],
         )?,
     ])
 }
 
-/// The batch that records a transaction that will never settle (`failed`: mined and reverted;
-/// `dropped`: its nonce went to another transaction): its settlement fails and lets go of its
-/// payments, which settle again in a new one.
+/// The batch that records a transaction that will never pay (`failed`: mined and reverted;
+/// `dropped`: its nonce went to another transaction): a settlement fails and lets go of its
+/// payments, which settle again in a new one; a refund is signed again, up to
+/// [`REFUND_ATTEMPTS`] transactions, then fails.
 pub fn fail(
     db: &D1Database,
     send: &Send,
@@ -436,16 +491,31 @@ pub fn fail(
             db,
             "UPDATE settlements SET state = 'failed', error = ?2, updated_at = ?3 \
              WHERE id = ?1 AND state = 'sending'",
-            &[send.settlement_id.as_str().into(), error.into(), now.into()],
+            &[send.settlement_id.clone().into(), error.into(), now.into()],
         )?,
         bind(
             db,
             "DELETE FROM settlement_claims WHERE settlement_id = ?1 \
              AND (SELECT state FROM settlements WHERE id = ?1) = 'failed'",
-            &[send.settlement_id.as_str().into()],
+            &[send.settlement_id.clone().into()],
+        )?,
+        bind(
+            db,
+            "UPDATE refunds SET attempts = attempts + 1, error = ?2, updated_at = ?3, \
+             state = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE state END \
+             WHERE id = ?1 AND state = 'sending'",
+            &[
+                send.refund_id.clone().into(),
+                error.into(),
+                now.into(),
+                REFUND_ATTEMPTS.into(),
+            ],
         )?,
     ])
 }
+
+/// Transactions a refund may take before it is given up.
+pub const REFUND_ATTEMPTS: i64 = 3;
 
 /// A payment of a confirmed settlement still to be marked paid.
 #[derive(Debug, Clone, Deserialize)]

@@ -8,6 +8,7 @@ use worker::{Method, Request, Response, Url};
 use super::{
     deliveries, merchants, networks, ops, payments, users, with_cookie, Cookie, Csrf, Portal,
 };
+use crate::chain::refund;
 use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::http;
@@ -46,6 +47,13 @@ struct WalletBody {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RefundBody {
+    amount: String,
+    address: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct OriginsBody {
     return_origins: Vec<String>,
 }
@@ -61,6 +69,7 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
         ["merchants", _, "roll-key"] => &[Post],
         ["login"] | ["logout"] => &[Post],
         ["session"] | ["notifications"] | ["overview"] | ["payments"] | ["payments", _] => &[Get],
+        ["payments", _, "refunds"] | ["payments", _, "refunds", "preview"] => &[Post],
         ["users"] => &[Get, Post],
         ["networks"] => &[Get],
         ["users", _] => &[Delete],
@@ -264,6 +273,39 @@ pub async fn handle(
             200,
             to_json(&payments::detail(&portal, payments::payment_id(id)?).await?)?,
         ),
+        (Method::Post, ["payments", id, "refunds", "preview"]) => {
+            let id = payments::payment_id(id)?;
+            let RefundBody { amount, address } = from_json(&json_body(&mut req).await?)?;
+            let request = refund::RefundRequest {
+                amount: &amount,
+                address: &address,
+            };
+            let preview = refund::preview(ctx, portal.institution_id(), id, &request).await?;
+            ok(200, to_json(&preview)?)
+        }
+        (Method::Post, ["payments", id, "refunds"]) => {
+            let id = payments::payment_id(id)?;
+            let key = req
+                .headers()
+                .get("Idempotency-Key")
+                .or_internal("read header")?
+                .unwrap_or_default();
+            let RefundBody { amount, address } = from_json(&json_body(&mut req).await?)?;
+            let request = refund::RefundRequest {
+                amount: &amount,
+                address: &address,
+            };
+            let (view, created) = refund::request(
+                ctx,
+                portal.institution_id(),
+                id,
+                &request,
+                &key,
+                &portal.session.email,
+            )
+            .await?;
+            ok(if created { 201 } else { 200 }, to_json(&view)?)
+        }
         (Method::Get, ["overview"]) => ok(200, to_json(&payments::overview(&portal).await?)?),
         (Method::Get, ["networks"]) => {
             let list = networks::status(&portal).await?;

@@ -37,6 +37,7 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
         ["webhooks", _, "reveal" | "rotate" | "delete" | "enable" | "test"] => &[Post],
         ["deliveries", _] => &[Get],
         ["deliveries", _, "resend"] => &[Post],
+        ["payments", _, "refund"] => &[Post],
         _ => return None,
     })
 }
@@ -163,6 +164,10 @@ async fn post(
 ) -> Result<Response, ApiError> {
     match rest {
         ["merchants", rest @ ..] => merchants::post(portal, url, rest, form).await,
+        ["payments", id, "refund"] => {
+            let id = crate::portal::payments::payment_id(id)?;
+            payments::refund(portal, url, id, form).await
+        }
         ["users", rest @ ..] => users::post(portal, url, rest, form).await,
         ["logout"] => {
             super::logout(portal).await?;

@@ -11,8 +11,9 @@ use shared_types::{List, Status, Transaction};
 use super::deliveries::{Attempt, Delivery};
 use super::Portal;
 use crate::chain;
+use crate::chain::refund::RefundView;
 use crate::ctx::timestamp;
-use crate::db::{deliveries, events, settlements, transactions, watches};
+use crate::db::{deliveries, events, refunds, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 
@@ -114,6 +115,8 @@ pub struct PaymentDetail {
     pub settlement_hold: Option<HoldView>,
     /// Every transaction the treasury signed to settle it, oldest first.
     pub settlement_transactions: Vec<SettlementSendView>,
+    /// Its refunds on chain, oldest first.
+    pub refunds: Vec<RefundView>,
 }
 
 /// Why a payment is not settling.
@@ -297,6 +300,12 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .collect::<Result<_, ApiError>>()?;
+    let refunds = refunds::of_transaction(portal.db(), id)
+        .await
+        .or_internal("read refunds")?
+        .into_iter()
+        .map(RefundView::of)
+        .collect::<Result<_, ApiError>>()?;
     Ok(PaymentDetail {
         transaction,
         timeline,
@@ -304,6 +313,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         chain_transfers,
         settlement_hold,
         settlement_transactions,
+        refunds,
     })
 }
 

@@ -5,11 +5,15 @@ use maud::html;
 use shared_types::Status;
 use worker::{Response, Url};
 
-use super::layout::{csrf_field, layout, page};
+use super::layout::{csrf_field, error_box, layout, page, Form};
+use crate::chain::refund::{self, RefundRequest};
+
 use crate::error::{ApiError, OrInternal};
+use crate::http::see_other;
 use crate::portal::networks;
 use crate::portal::payments::{self, PaymentDetail};
 use crate::portal::Portal;
+use shared_types::{ErrorCode, PortalRole, RawStatus};
 
 /// `GET /portal/`: counts and gross volume per status and currency, last 7 and 30 days.
 pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> {
@@ -218,7 +222,23 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
         chain_transfers,
         settlement_hold,
         settlement_transactions,
+        refunds,
     } = payments::detail(portal, id).await?;
+    let refundable = t.amount.gross.map(|gross| {
+        gross
+            - refunds
+                .iter()
+                .filter(|r| r.state != "failed")
+                .filter_map(|r| r.amount.parse::<rust_decimal::Decimal>().ok())
+                .sum::<rust_decimal::Decimal>()
+    });
+    let may_refund = portal.session.role == PortalRole::Admin
+        && !deposits.is_empty()
+        && matches!(
+            t.raw_status,
+            RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded
+        )
+        && refundable.is_some_and(|r| r > rust_decimal::Decimal::ZERO);
     let money =
         |d: Option<rust_decimal::Decimal>| d.map(|d| d.to_string()).unwrap_or_else(|| "—".into());
     let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
@@ -333,6 +353,47 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                         }
                     }
                 }
+                @if may_refund || !refunds.is_empty() {
+                    section #refunds {
+                        h2 { "Refunds" }
+                        @if !refunds.is_empty() {
+                            table #refund-list {
+                                thead { tr { th { "Amount" } th { "Sent" } th { "To" } th { "State" } } }
+                                tbody {
+                                    @for r in &refunds {
+                                        tr data-state=(r.state) {
+                                            td { (r.amount) " " (text(&t.currency)) br; small { "by " (r.requested_by) " · " (r.created_at) } }
+                                            td { (r.crypto_amount) " " (r.asset) " on " (r.network) br; small { "at 1 " (r.asset) " = " (r.rate) " " (text(&t.currency)) } }
+                                            td { code { (r.address) } }
+                                            td {
+                                                (r.state)
+                                                @if let Some(hash) = &r.tx_hash { br; code { (hash) } }
+                                                @if let Some(error) = &r.error { br; span.bad { (error) } }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        @if may_refund {
+                            form.refund method="post" action=(format!("/portal/payments/{}/refund", t.id)) {
+                                (csrf_field(portal))
+                                input type="hidden" name="step" value="preview";
+                                p.muted {
+                                    "Sent from the treasury in " (text(&t.asset)) " on " (text(&t.networks.payment))
+                                    ", at the payment's own quote, to an address the customer gave. "
+                                    @if t.raw_status == RawStatus::Succeeded { "Not yet settled: it is refunded in full. " }
+                                    "You see what is sent before confirming."
+                                }
+                                label { "Amount (" (text(&t.currency)) ")"
+                                    input name="amount" required inputmode="decimal" value=(money(refundable)); }
+                                label { "Customer's address"
+                                    input name="address" required autocomplete="off" spellcheck="false" placeholder="0x…"; }
+                                button type="submit" { "Review the refund" }
+                            }
+                        }
+                    }
+                }
                 section {
                     h2 { "Timeline" }
                     ol #timeline {
@@ -391,4 +452,80 @@ pub(super) fn export(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiErro
         headers.set(name, value).or_internal("set header")?;
     }
     Ok(response)
+}
+
+/// `POST /portal/payments/{id}/refund`: `step=preview` shows what the refund sends (amount,
+/// asset, rate, address) and asks to confirm; `step=confirm` makes it, under the key the preview
+/// drew (a second submit is the same refund), and returns to the payment.
+pub(super) async fn refund(
+    portal: &Portal<'_>,
+    url: &Url,
+    id: i64,
+    form: &Form,
+) -> Result<Response, ApiError> {
+    let request = RefundRequest {
+        amount: form.get("amount").unwrap_or_default(),
+        address: form.get("address").unwrap_or_default(),
+    };
+    let institution = portal.institution_id();
+    let outcome = match form.get("step") {
+        Some("confirm") => {
+            let key = form.get("key").unwrap_or_default();
+            let made = refund::request(
+                portal.ctx,
+                institution,
+                id,
+                &request,
+                key,
+                &portal.session.email,
+            )
+            .await;
+            match made {
+                Ok(_) => return see_other(url, &format!("/portal/payments/{id}#refunds")),
+                Err(err) => Err(err),
+            }
+        }
+        _ => refund::preview(portal.ctx, institution, id, &request).await,
+    };
+    let (preview, error) = match outcome {
+        Ok(preview) => (Some(preview), None),
+        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict) => {
+            (None, Some(err.description))
+        }
+        Err(err) => return Err(err),
+    };
+    let key = crate::crypto::random_token("rfk_").or_internal("draw a refund key")?;
+    page(
+        if error.is_some() { 400 } else { 200 },
+        layout(
+            "Refund",
+            Some(portal),
+            html! {
+                section #refund-review {
+                    p { a href=(format!("/portal/payments/{id}")) { "← Payment " (id) } }
+                    h1 { "Refund" }
+                    (error_box(error.as_deref()))
+                    @if let Some(p) = &preview {
+                        dl.fields {
+                            dt { "Refund" } dd #refund-amount { strong { (p.amount) " " (p.currency) } " of " (p.refundable) " left" }
+                            dt { "Sends" } dd #refund-crypto { strong { (p.crypto_amount) " " (p.asset) } " on " (p.network) br; small { (p.base_units) " base units" } }
+                            dt { "Rate" } dd { "1 " (p.asset) " = " (p.rate) " " (p.currency) br; small { (p.rate_source) } }
+                            dt { "To" } dd { code #refund-address { (p.address) } }
+                        }
+                        form method="post" action=(format!("/portal/payments/{id}/refund")) {
+                            (csrf_field(portal))
+                            input type="hidden" name="step" value="confirm";
+                            input type="hidden" name="key" value=(key);
+                            input type="hidden" name="amount" value=(p.amount);
+                            input type="hidden" name="address" value=(p.address);
+                            button.danger type="submit" { "Confirm and send the refund" }
+                            " " a href=(format!("/portal/payments/{id}")) { "Cancel" }
+                        }
+                    } @else {
+                        p { a href=(format!("/portal/payments/{id}#refunds")) { "Back to the payment" } }
+                    }
+                }
+            },
+        ),
+    )
 }

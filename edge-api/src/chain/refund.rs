@@ -1,0 +1,508 @@
+//! Refunds on chain: an institution admin refunds a payment made on chain, in full or in part,
+//! to an address the customer gave. The amount is in the order currency and is paid in the
+//! payment's asset on its network at the payment's own quote (the rate the customer paid at,
+//! shown before confirming), from the treasury, with a transaction signed and followed like a
+//! settlement ([`super::settle`]); `payment.refunded` is written once it is at depth.
+//!
+//! Limits, all checked again by the one guarded insert ([`refunds::insert`]): refunds never add
+//! up to more than the gross (whatever runs at once); a payment not yet settled is refunded in
+//! full only (a part refunded before settlement would leave a rest that cannot settle), and not
+//! while a settlement of it is out. The same Idempotency-Key again is the same refund.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use rust_decimal::{Decimal, RoundingStrategy};
+use serde::Serialize;
+use serde_json::json;
+use shared_types::checkout::currency_digits;
+use shared_types::lifecycle::Action;
+use shared_types::{ErrorCode, RawStatus};
+
+use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::settle::{self, Treasury};
+use super::{evm, rpc};
+use crate::ctx::{timestamp, Ctx};
+use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
+use crate::db::settlements::{self, NewSend, Purpose};
+use crate::db::{self, events, transactions};
+use crate::error::{ApiError, OrInternal};
+use crate::{crypto, payments, wallet_address};
+
+/// Most refunds a run signs, and most it records on their payments.
+const PER_RUN: i64 = 20;
+/// Longest Idempotency-Key.
+const MAX_KEY: usize = 255;
+
+/// What an admin asks for.
+pub struct RefundRequest<'a> {
+    /// Order currency, decimal text.
+    pub amount: &'a str,
+    /// The customer's address on the payment's network.
+    pub address: &'a str,
+}
+
+/// What a refund will send, shown before confirming.
+#[derive(Debug, Serialize)]
+pub struct Preview {
+    /// The amount, in the order currency.
+    pub amount: String,
+    /// The order currency.
+    pub currency: String,
+    /// What is left to refund before this one.
+    pub refundable: String,
+    /// The asset sent.
+    pub asset: String,
+    /// The network it is sent on.
+    pub network: String,
+    /// The amount of the asset.
+    pub crypto_amount: String,
+    /// The same in base units.
+    pub base_units: String,
+    /// Order currency per unit of the asset.
+    pub rate: String,
+    /// Where the rate comes from.
+    pub rate_source: String,
+    /// The address it is sent to (checksummed).
+    pub address: String,
+}
+
+/// A refund as the portal shows it.
+#[derive(Debug, Serialize)]
+pub struct RefundView {
+    /// Its id.
+    pub id: String,
+    /// The payment.
+    pub transaction_id: i64,
+    /// The amount, in the order currency.
+    pub amount: String,
+    /// The asset sent.
+    pub asset: String,
+    /// The network.
+    pub network: String,
+    /// The amount of the asset.
+    pub crypto_amount: String,
+    /// The same in base units.
+    pub base_units: String,
+    /// Order currency per unit of the asset (the payment's quote).
+    pub rate: String,
+    /// The customer's address (checksummed).
+    pub address: String,
+    /// `sending` (its transaction is out or about to be), `confirmed` (at depth), `done` (the
+    /// payment shows it; `payment.refunded` was written) or `failed` (three transactions
+    /// failed).
+    pub state: String,
+    /// Its newest transaction's hash, once signed.
+    pub tx_hash: Option<String>,
+    /// Why its last transaction failed, or why none could be sent yet.
+    pub error: Option<String>,
+    /// Who asked.
+    pub requested_by: String,
+    /// When.
+    pub created_at: String,
+}
+
+impl RefundView {
+    /// The view of a stored refund.
+    pub fn of(r: Refund) -> Result<RefundView, ApiError> {
+        let units = u128::from_str(&r.units).or_internal("read refund units")?;
+        Ok(RefundView {
+            created_at: timestamp(r.created_at)?,
+            crypto_amount: evm::from_units(units, r.decimals)
+                .map_or_else(|| r.units.clone(), |a| a.to_string()),
+            address: wallet_address::eip55(r.to_address.trim_start_matches("0x")),
+            id: r.id,
+            transaction_id: r.transaction_id,
+            amount: r.amount,
+            asset: r.asset,
+            network: r.network,
+            base_units: r.units,
+            rate: r.rate,
+            state: r.state,
+            tx_hash: r.tx_hash,
+            error: r.error,
+            requested_by: r.requested_by,
+        })
+    }
+}
+
+fn conflict(text: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::Conflict, text)
+}
+
+/// A checked request: the payment, its quote, and what is to be sent.
+struct Checked {
+    quote: PaymentQuote,
+    preview: Preview,
+    amount: Decimal,
+    digits: u32,
+    units: u128,
+}
+
+async fn check(
+    ctx: &Ctx,
+    institution_id: i64,
+    transaction_id: i64,
+    request: &RefundRequest<'_>,
+) -> Result<Checked, ApiError> {
+    let t = transactions::get(&ctx.db, institution_id, transaction_id)
+        .await
+        .or_internal("read payment")?
+        .ok_or_else(|| ApiError::not_found("no such payment"))?;
+    let quote = refunds::quote_of(&ctx.db, transaction_id)
+        .await
+        .or_internal("read the payment's quote")?
+        .ok_or_else(|| {
+            conflict("this payment was not made on a watched chain: nothing to send back")
+        })?;
+    if !matches!(
+        t.raw_status,
+        RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded
+    ) {
+        return Err(conflict(format!(
+            "cannot refund a payment whose raw_status is {}",
+            t.raw_status
+        )));
+    }
+    let currency = t.currency.clone().unwrap_or_default();
+    let digits = currency_digits(&currency).unwrap_or(2);
+    let amount = Decimal::from_str(request.amount.trim()).map_err(|_| {
+        ApiError::invalid_request("amount must be a decimal string, like \"12.50\"")
+    })?;
+    if amount <= Decimal::ZERO || amount.normalize().scale() > digits {
+        return Err(ApiError::invalid_request(format!(
+            "amount must be greater than zero with at most {digits} decimal places"
+        )));
+    }
+    let address = wallet_address::check(&quote.network, request.address)
+        .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
+    let gross = t.amount.gross.unwrap_or_default();
+    let taken: Decimal = refunds::of_transaction(&ctx.db, transaction_id)
+        .await
+        .or_internal("read refunds")?
+        .iter()
+        .filter(|r| r.state != "failed")
+        .filter_map(|r| Decimal::from_str(&r.amount).ok())
+        .sum();
+    let left = gross - taken;
+    if amount > left {
+        return Err(conflict(format!(
+            "amount exceeds what is left to refund ({left} {currency})"
+        )));
+    }
+    if t.raw_status == RawStatus::Succeeded && amount != left {
+        return Err(conflict(format!(
+            "a payment not yet settled is refunded in full ({left} {currency}); refund a part \
+             once it is paid"
+        )));
+    }
+    let number = |text: &str| Decimal::from_str(text).or_internal("read the payment's quote");
+    let (crypto_amount, expected) = (number(&quote.crypto_amount)?, number(&quote.expected)?);
+    if crypto_amount <= Decimal::ZERO || expected <= Decimal::ZERO {
+        return Err(conflict("the payment's quote has no amount"));
+    }
+    let asset_amount = (amount * crypto_amount / expected)
+        .round_dp_with_strategy(quote.decimals, RoundingStrategy::ToZero);
+    let units = evm::to_units(asset_amount, quote.decimals)
+        .filter(|u| *u > 0)
+        .ok_or_else(|| ApiError::invalid_request("amount is less than one unit of the asset"))?;
+    let rate = (expected / crypto_amount).round_dp(12).normalize();
+    let preview = Preview {
+        amount: amount.to_string(),
+        currency,
+        refundable: left.to_string(),
+        asset: quote.asset.clone(),
+        network: quote.network.clone(),
+        crypto_amount: asset_amount.normalize().to_string(),
+        base_units: units.to_string(),
+        rate: rate.to_string(),
+        rate_source: format!(
+            "the payment's quote of {}",
+            timestamp(quote.quoted_at).unwrap_or_default()
+        ),
+        address,
+    };
+    Ok(Checked {
+        quote,
+        preview,
+        amount,
+        digits,
+        units,
+    })
+}
+
+/// What refunding `request` would send, without sending it.
+pub async fn preview(
+    ctx: &Ctx,
+    institution_id: i64,
+    transaction_id: i64,
+    request: &RefundRequest<'_>,
+) -> Result<Preview, ApiError> {
+    check(ctx, institution_id, transaction_id, request)
+        .await
+        .map(|c| c.preview)
+}
+
+/// Refunds `request` under the Idempotency-Key `key`: the refund, and whether it is new (the
+/// same key again answers the refund it made, when asked the same).
+pub async fn request(
+    ctx: &Ctx,
+    institution_id: i64,
+    transaction_id: i64,
+    request: &RefundRequest<'_>,
+    key: &str,
+    requested_by: &str,
+) -> Result<(RefundView, bool), ApiError> {
+    if key.is_empty() || key.len() > MAX_KEY || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid_request(format!(
+            "an Idempotency-Key header of 1 to {MAX_KEY} printable characters is required"
+        )));
+    }
+    let same = |r: &Refund| {
+        r.transaction_id == transaction_id
+            && Decimal::from_str(&r.amount).ok() == Decimal::from_str(request.amount.trim()).ok()
+            && wallet_address::check(&r.network, request.address)
+                .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))
+    };
+    if let Some(existing) = refunds::by_key(&ctx.db, institution_id, key)
+        .await
+        .or_internal("read refund")?
+    {
+        return if same(&existing) {
+            Ok((RefundView::of(existing)?, false))
+        } else {
+            Err(conflict(
+                "this Idempotency-Key was used for another refund; use a new key",
+            ))
+        };
+    }
+    let checked = check(ctx, institution_id, transaction_id, request).await?;
+    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
+    let factor = 10i64.pow(checked.digits);
+    let minor = (checked.amount * Decimal::from(factor))
+        .trunc()
+        .to_string()
+        .parse::<i64>()
+        .or_internal("amount in minor units")?;
+    let units = checked.units.to_string();
+    let statement = refunds::insert(
+        &ctx.db,
+        &NewRefund {
+            id: &id,
+            institution_id,
+            transaction_id,
+            key,
+            amount: &checked.preview.amount,
+            amount_minor: minor,
+            minor_per_major: factor,
+            quote: &checked.quote,
+            units: &units,
+            rate: &checked.preview.rate,
+            to_address: &checked.preview.address.to_ascii_lowercase(),
+            requested_by,
+            now: ctx.now(),
+        },
+    )
+    .or_internal("write refund")?;
+    let inserted = match db::batch(&ctx.db, vec![statement]).await {
+        Ok(results) => db::changed(&results, 0),
+        // The key was taken meanwhile: the other request's refund answers.
+        Err(_) => {
+            let existing = refunds::by_key(&ctx.db, institution_id, key)
+                .await
+                .or_internal("read refund")?
+                .ok_or("refund vanished")
+                .or_internal("write refund")?;
+            return if same(&existing) {
+                Ok((RefundView::of(existing)?, false))
+            } else {
+                Err(conflict("this Idempotency-Key was used for another refund"))
+            };
+        }
+    };
+    if !inserted {
+        // Checked a moment ago: what changed is another refund, or a settlement, in between.
+        return Err(conflict(
+            "the payment changed while this refund was checked (another refund or its \
+             settlement); read it again and retry",
+        ));
+    }
+    // Signed and sent now when the treasury can; otherwise the cron tries again.
+    if let Some(treasury) = settle::treasury(ctx)? {
+        let networks = super::networks(ctx)?;
+        send_due(ctx, &networks, &treasury).await;
+    }
+    let stored = refunds::by_key(&ctx.db, institution_id, key)
+        .await
+        .or_internal("read refund")?
+        .ok_or("refund vanished")
+        .or_internal("read refund")?;
+    Ok((RefundView::of(stored)?, true))
+}
+
+/// The cron's part: signs the refunds that need a transaction, and records the confirmed ones
+/// on their payments.
+pub async fn run(
+    ctx: &Ctx,
+    networks: &BTreeMap<String, Network>,
+    treasury: &Treasury,
+) -> Result<(), ApiError> {
+    send_due(ctx, networks, treasury).await;
+    finish(ctx).await
+}
+
+/// Signs and sends a transaction for every refund that needs one; a refund that cannot be sent
+/// now says why (the portal shows it) and is tried again.
+async fn send_due(ctx: &Ctx, networks: &BTreeMap<String, Network>, treasury: &Treasury) {
+    let due = match refunds::to_send(&ctx.db, PER_RUN).await {
+        Ok(due) => due,
+        Err(e) => {
+            worker::console_warn!("read refunds to send: {e}");
+            return;
+        }
+    };
+    for refund in due {
+        if let Err(why) = send(ctx, networks, treasury, &refund).await {
+            worker::console_warn!("refund {} not sent: {why}", refund.id);
+            if let Err(e) = refunds::note(&ctx.db, &refund.id, &why, ctx.now()).await {
+                worker::console_warn!("record why refund {} waits: {e}", refund.id);
+            }
+        }
+    }
+}
+
+async fn send(
+    ctx: &Ctx,
+    networks: &BTreeMap<String, Network>,
+    treasury: &Treasury,
+    refund: &Refund,
+) -> Result<(), String> {
+    let name = refund.network.as_str();
+    let network = networks
+        .get(name)
+        .ok_or_else(|| format!("{name} is no longer configured"))?;
+    let url = &network.rpc_url;
+    let node = |e: String| format!("the {name} node: {}", super::public_reason(&e));
+    let units = u128::from_str(&refund.units).map_err(|_| "bad units")?;
+    let head = rpc::quantity(
+        &rpc::call(url, "eth_blockNumber", json!([]))
+            .await
+            .map_err(node)?,
+    )
+    .map_err(node)?;
+    let price = settle::gas_price(url).await.map_err(node)?;
+    let token = refund.token.as_str();
+    let have = settle::balance(url, &treasury.address, token)
+        .await
+        .map_err(node)?;
+    let coins = settle::balance(url, &treasury.address, NATIVE_TOKEN)
+        .await
+        .map_err(node)?;
+    if have < units || coins == 0 {
+        return Err(format!(
+            "the treasury holds {} {} and {} of the coin for gas on {name}; the refund needs {}",
+            evm::from_units(have, refund.decimals).unwrap_or_default(),
+            refund.asset,
+            evm::from_units(coins, NATIVE_DECIMALS).unwrap_or_default(),
+            evm::from_units(units, refund.decimals).unwrap_or_default(),
+        ));
+    }
+    let gas = settle::estimate(url, &treasury.address, token, &refund.to_address, units)
+        .await
+        .map_err(|e| format!("the treasury cannot send it: {}", super::public_reason(&e)))?;
+    let cost = u128::from(gas) * price;
+    if coins < cost + if token == NATIVE_TOKEN { units } else { 0 } {
+        return Err(format!(
+            "the treasury holds too little of the coin for gas on {name}"
+        ));
+    }
+    let pending = rpc::quantity(
+        &rpc::call(
+            url,
+            "eth_getTransactionCount",
+            json!([treasury.address, "pending"]),
+        )
+        .await
+        .map_err(node)?,
+    )
+    .map_err(node)?;
+    let stored = settlements::next_nonce(&ctx.db, name, &treasury.address)
+        .await
+        .map_err(|e| e.to_string())?;
+    let nonce = pending.max(stored);
+    let signed = settle::sign(
+        treasury,
+        network,
+        (token, &refund.to_address),
+        (nonce, gas, price),
+        units,
+    )?;
+    let send_id = crypto::random_token("snd_").map_err(|e| e.to_string())?;
+    let new = NewSend {
+        id: &send_id,
+        purpose: Purpose::Refund(&refund.id),
+        network: name,
+        sender: &treasury.address,
+        nonce,
+        gas_limit: gas,
+        gas_price: price,
+        rate_source: "",
+        units,
+        tx_hash: &signed.hash,
+        raw: &signed.raw,
+        head,
+        now: ctx.now(),
+    };
+    let statement = settlements::send_statement(&ctx.db, &new).map_err(|e| e.to_string())?;
+    let stored = db::batch(&ctx.db, vec![statement])
+        .await
+        .map_err(|e| format!("not stored ({e}): another run took the nonce"))?;
+    if db::changed(&stored, 0) {
+        settle::broadcast(ctx, url, &send_id, &signed.raw, head).await;
+    }
+    Ok(())
+}
+
+/// Records every confirmed refund on its payment (`payment.refunded`), once: the event's id is
+/// the refund's.
+async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
+    for refund in refunds::confirmed(&ctx.db, PER_RUN)
+        .await
+        .or_internal("read confirmed refunds")?
+    {
+        let amount = Decimal::from_str(&refund.amount).or_internal("read refund amount")?;
+        let outcome = payments::refund(
+            ctx,
+            refund.transaction_id,
+            &Action::Refund { amount },
+            &refund.id,
+        )
+        .await;
+        let recorded = match outcome {
+            Ok(()) => true,
+            // Recorded by another run meanwhile (its event exists), or refused: say which.
+            Err(err) => {
+                let event = payments::refund_event_id(&refund.id);
+                let exists = events::payload(&ctx.db, &event)
+                    .await
+                    .or_internal("read event")?
+                    .is_some();
+                if !exists {
+                    worker::console_warn!(
+                        "refund {} not recorded on payment {}: {}",
+                        refund.id,
+                        refund.transaction_id,
+                        err.description
+                    );
+                }
+                exists
+            }
+        };
+        if recorded {
+            refunds::done(&ctx.db, &refund.id, ctx.now())
+                .await
+                .or_internal("mark refund done")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! Refunds on chain: what an admin asked for (amount, address, idempotency key), the payment's
+//! quote it is paid at, and its state. Their transactions are `chain_sends` rows (see
+//! `db::settlements`). See migration 0011.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, bind, first, run, DbResult};
+
+/// What a payment made on chain was quoted at: what a refund of it is paid at.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PaymentQuote {
+    /// Network it was paid on.
+    pub network: String,
+    /// Asset it was paid in.
+    pub asset: String,
+    /// Token contract (lower case) or `native`.
+    pub token: String,
+    /// The asset's decimals.
+    pub decimals: u32,
+    /// The asset amount the order was quoted at (decimal text).
+    pub crypto_amount: String,
+    /// The order amount (decimal text).
+    pub expected: String,
+    /// When the quote was taken (Unix seconds).
+    pub quoted_at: i64,
+}
+
+/// The quote of the deposit address `transaction_id` was paid to, when it was paid on chain.
+pub async fn quote_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<PaymentQuote>> {
+    first(
+        db,
+        "SELECT w.network, w.asset, w.token, w.decimals, w.crypto_amount, \
+         t.amount_expected AS expected, w.quoted_at \
+         FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
+         AND w.network = t.network_payment AND w.asset = t.asset WHERE t.id = ?1",
+        &[transaction_id.into()],
+    )
+    .await
+}
+
+/// A refund to store.
+pub struct NewRefund<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// The institution.
+    pub institution_id: i64,
+    /// The payment.
+    pub transaction_id: i64,
+    /// The Idempotency-Key.
+    pub key: &'a str,
+    /// Order currency, decimal text.
+    pub amount: &'a str,
+    /// The same in minor units.
+    pub amount_minor: i64,
+    /// Minor units per major unit of the currency (100, or 1 for JPY).
+    pub minor_per_major: i64,
+    /// The payment's quote.
+    pub quote: &'a PaymentQuote,
+    /// Base units sent.
+    pub units: &'a str,
+    /// Order currency per unit of the asset.
+    pub rate: &'a str,
+    /// The customer's address, lower case.
+    pub to_address: &'a str,
+    /// Who asked.
+    pub requested_by: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// The guarded insert of a refund: it stores nothing unless the payment may be refunded this
+/// amount now — held or settled (`succeeded`, `paid`, `partially_refunded`), not being settled,
+/// the amount within what is left after every refund not failed (so concurrent requests can
+/// never exceed the gross), and, before settlement, the whole of it (a part refunded before
+/// settlement would leave the rest unsettleable). One statement: D1 runs it alone.
+pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
+         amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
+         requested_by, created_at, updated_at) \
+         SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15 \
+         FROM transactions t, \
+         (SELECT CAST(round(CAST(amount_gross AS REAL) * ?16) AS INTEGER) AS gross_minor \
+          FROM transactions WHERE id = ?3) g, \
+         (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
+          WHERE transaction_id = ?3 AND state <> 'failed') r \
+         WHERE t.id = ?3 AND t.institution_id = ?2 \
+         AND t.raw_status IN ('succeeded', 'paid', 'partially_refunded') \
+         AND ?6 <= g.gross_minor - r.taken \
+         AND (t.raw_status <> 'succeeded' OR ?6 = g.gross_minor - r.taken) \
+         AND NOT EXISTS (SELECT 1 FROM settlement_claims c JOIN settlements s \
+                         ON s.id = c.settlement_id \
+                         WHERE c.transaction_id = t.id AND s.state <> 'failed' \
+                         AND t.raw_status = 'succeeded')",
+        &[
+            r.id.into(),
+            r.institution_id.into(),
+            r.transaction_id.into(),
+            r.key.into(),
+            r.amount.into(),
+            r.amount_minor.into(),
+            r.quote.network.as_str().into(),
+            r.quote.asset.as_str().into(),
+            r.quote.token.as_str().into(),
+            i64::from(r.quote.decimals).into(),
+            r.units.into(),
+            r.rate.into(),
+            r.to_address.into(),
+            r.requested_by.into(),
+            r.now.into(),
+            r.minor_per_major.into(),
+        ],
+    )
+}
+
+/// A refund as stored, with its newest transaction.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Refund {
+    /// Its id.
+    pub id: String,
+    /// The payment.
+    pub transaction_id: i64,
+    /// Order currency, decimal text.
+    pub amount: String,
+    /// Network.
+    pub network: String,
+    /// Asset.
+    pub asset: String,
+    /// Token contract or `native`.
+    pub token: String,
+    /// The asset's decimals.
+    pub decimals: u32,
+    /// Base units sent.
+    pub units: String,
+    /// Order currency per unit of the asset.
+    pub rate: String,
+    /// The customer's address, lower case.
+    pub to_address: String,
+    /// sending, confirmed, done, failed.
+    pub state: String,
+    /// Why the last transaction failed, or why none could be sent.
+    pub error: Option<String>,
+    /// Who asked.
+    pub requested_by: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// The newest transaction's hash, once one was signed.
+    pub tx_hash: Option<String>,
+}
+
+const REFUND_FROM: &str = "SELECT f.id, f.transaction_id, f.amount, f.network, f.asset, \
+     f.token, f.decimals, f.units, f.rate, f.to_address, f.state, f.error, f.requested_by, \
+     f.created_at, \
+     (SELECT c.tx_hash FROM chain_sends c WHERE c.refund_id = f.id \
+      ORDER BY c.created_at DESC, c.sent_block DESC LIMIT 1) AS tx_hash \
+     FROM refunds f";
+
+/// The institution's refund asked with `key`, if any.
+pub async fn by_key(db: &D1Database, institution_id: i64, key: &str) -> DbResult<Option<Refund>> {
+    first(
+        db,
+        &format!("{REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2"),
+        &[institution_id.into(), key.into()],
+    )
+    .await
+}
+
+/// A payment's refunds, oldest first.
+pub async fn of_transaction(db: &D1Database, transaction_id: i64) -> DbResult<Vec<Refund>> {
+    all(
+        db,
+        &format!("{REFUND_FROM} WHERE f.transaction_id = ?1 ORDER BY f.created_at, f.id"),
+        &[transaction_id.into()],
+    )
+    .await
+}
+
+/// Refunds with no transaction out or mined: to sign (a new one, or again after a failure).
+pub async fn to_send(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
+    all(
+        db,
+        &format!(
+            "{REFUND_FROM} WHERE f.state = 'sending' AND NOT EXISTS (SELECT 1 FROM chain_sends c \
+             WHERE c.refund_id = f.id AND c.state IN ('live', 'confirmed')) \
+             ORDER BY f.created_at LIMIT ?1"
+        ),
+        &[limit.into()],
+    )
+    .await
+}
+
+/// Refunds confirmed on chain that the payment does not show yet.
+pub async fn confirmed(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
+    all(
+        db,
+        &format!("{REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1"),
+        &[limit.into()],
+    )
+    .await
+}
+
+/// Records why no transaction could be sent for the refund now (it is tried again).
+pub async fn note(db: &D1Database, id: &str, error: &str, now: i64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE refunds SET error = ?2, updated_at = ?3 WHERE id = ?1",
+        &[id.into(), error.into(), now.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// Marks a confirmed refund shown on its payment.
+pub async fn done(db: &D1Database, id: &str, now: i64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE id = ?1 AND state = 'confirmed'",
+        &[id.into(), now.into()],
+    )
+    .await
+    .map(drop)
+}
