@@ -26,6 +26,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         payments::expire_ended(ctx).await,
         // Then what is held in custody goes to the merchants.
         chain::settle::run(ctx).await,
+        chain::refund::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
             .await

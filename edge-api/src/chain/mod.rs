@@ -24,6 +24,7 @@ pub mod rates;
 pub mod refund;
 pub mod rpc;
 pub mod settle;
+pub mod treasury;
 pub mod tx;
 pub mod watch;
 

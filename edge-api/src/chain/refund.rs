@@ -20,7 +20,7 @@ use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
 use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::settle::{self, Treasury};
+use super::treasury::{self, Treasury};
 use super::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
@@ -328,7 +328,7 @@ pub async fn request(
         ));
     }
     // Signed and sent now when the treasury can; otherwise the cron tries again.
-    if let Some(treasury) = settle::treasury(ctx)? {
+    if let Some(treasury) = treasury::treasury(ctx)? {
         let networks = super::networks(ctx)?;
         send_due(ctx, &networks, &treasury).await;
     }
@@ -340,14 +340,14 @@ pub async fn request(
     Ok((RefundView::of(stored)?, true))
 }
 
-/// The cron's part: signs the refunds that need a transaction, and records the confirmed ones
-/// on their payments.
-pub async fn run(
-    ctx: &Ctx,
-    networks: &BTreeMap<String, Network>,
-    treasury: &Treasury,
-) -> Result<(), ApiError> {
-    send_due(ctx, networks, treasury).await;
+/// The cron's part (after the settlement's, which follows every transaction out): signs the
+/// refunds that need a transaction, and records the confirmed ones on their payments.
+pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
+    let Some(treasury) = treasury::treasury(ctx)? else {
+        return Ok(());
+    };
+    let networks = super::networks(ctx)?;
+    send_due(ctx, &networks, &treasury).await;
     finish(ctx).await
 }
 
@@ -390,12 +390,12 @@ async fn send(
             .map_err(node)?,
     )
     .map_err(node)?;
-    let price = settle::gas_price(url).await.map_err(node)?;
+    let price = treasury::gas_price(url).await.map_err(node)?;
     let token = refund.token.as_str();
-    let have = settle::balance(url, &treasury.address, token)
+    let have = treasury::balance(url, &treasury.address, token)
         .await
         .map_err(node)?;
-    let coins = settle::balance(url, &treasury.address, NATIVE_TOKEN)
+    let coins = treasury::balance(url, &treasury.address, NATIVE_TOKEN)
         .await
         .map_err(node)?;
     if have < units || coins == 0 {
@@ -407,7 +407,7 @@ async fn send(
             evm::from_units(units, refund.decimals).unwrap_or_default(),
         ));
     }
-    let gas = settle::estimate(url, &treasury.address, token, &refund.to_address, units)
+    let gas = treasury::estimate(url, &treasury.address, token, &refund.to_address, units)
         .await
         .map_err(|e| format!("the treasury cannot send it: {}", super::public_reason(&e)))?;
     let cost = u128::from(gas) * price;
@@ -430,7 +430,7 @@ async fn send(
         .await
         .map_err(|e| e.to_string())?;
     let nonce = pending.max(stored);
-    let signed = settle::sign(
+    let signed = treasury::sign(
         treasury,
         network,
         (token, &refund.to_address),
@@ -458,7 +458,7 @@ async fn send(
         .await
         .map_err(|e| format!("not stored ({e}): another run took the nonce"))?;
     if db::changed(&stored, 0) {
-        settle::broadcast(ctx, url, &send_id, &signed.raw, head).await;
+        treasury::broadcast(ctx, url, &send_id, &signed.raw, head).await;
     }
     Ok(())
 }

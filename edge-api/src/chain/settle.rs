@@ -31,7 +31,6 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use k256::ecdsa::SigningKey;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
 use shared_types::checkout::currency_digits;
@@ -39,7 +38,8 @@ use shared_types::lifecycle::Action;
 use shared_types::ErrorCode;
 
 use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::{evm, native, networks, rates, rpc, tx};
+use super::treasury::{self, balance, broadcast, estimate, gas_price, sign, Treasury};
+use super::{evm, native, networks, rates, rpc};
 use crate::ctx::Ctx;
 use crate::db::settlements::{self, Due, Item, NewSend, NewSettlement, Purpose, Send};
 use crate::db::{self, wallets};
@@ -57,51 +57,21 @@ const FINISH_PER_RUN: i64 = 100;
 /// Most payments in one batch.
 const BATCH_LIMIT: usize = 50;
 
-/// The treasury: the hot wallet settlements and refunds are paid from.
-pub struct Treasury {
-    key: SigningKey,
-    /// Its address, lower case.
-    pub address: String,
-}
-
-/// The treasury, when `PAYRAIL_TREASURY_KEY` is configured. The key is opened with the
-/// encryption key; no error names or shows it.
-pub fn treasury(ctx: &Ctx) -> Result<Option<Treasury>, ApiError> {
-    let Some(sealed) = &ctx.treasury_key else {
-        return Ok(None);
-    };
-    let opened = crypto::open(
-        &ctx.sealing_key()?,
-        payrail_credentials::sealed::TREASURY_KEY_CONTEXT,
-        sealed,
-    )
-    .map_err(|_| {
-        ApiError::internal(
-            "PAYRAIL_TREASURY_KEY",
-            "cannot be opened with PAYRAIL_ENCRYPTION_KEY (seal it with xtask seal-treasury-key)",
-        )
-    })?;
-    let key = tx::parse_key(&opened).map_err(|e| ApiError::internal("PAYRAIL_TREASURY_KEY", e))?;
-    let address = tx::address_of(key.verifying_key());
-    Ok(Some(Treasury { key, address }))
-}
-
 /// Blocks after its broadcast that a transaction may stay unmined before it is replaced at a
 /// higher price.
 pub fn stuck_after(network: &Network) -> u64 {
     (3 * network.confirmations).max(10)
 }
 
-/// The cron's part: follow every transaction out (settlements' and refunds'), finish what is
-/// confirmed, send the refunds that need a transaction, start new settlements.
+/// The cron's part: follow every transaction out (settlements' and refunds'), finish the
+/// confirmed settlements, start new ones.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
-    let Some(treasury) = treasury(ctx)? else {
+    let Some(treasury) = treasury::treasury(ctx)? else {
         return Ok(());
     };
     let networks = networks(ctx)?;
     follow(ctx, &networks, &treasury).await?;
     finish(ctx).await?;
-    super::refund::run(ctx, &networks, &treasury).await?;
     start(ctx, &networks, &treasury).await
 }
 
@@ -205,80 +175,6 @@ fn part(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The chain side
-
-/// The price per gas to sign with now: 5/4 of the newest block's base fee (room for two blocks
-/// of its rise) plus the node's suggested tip; fixed (max fee = tip), so it is what is paid.
-pub(super) async fn gas_price(url: &str) -> Result<u128, String> {
-    let block = rpc::call(url, "eth_getBlockByNumber", json!(["latest", false])).await?;
-    let base = native::wei(&block["baseFeePerGas"]).ok_or("the node's block has no base fee")?;
-    let tip = native::wei(&rpc::call(url, "eth_maxPriorityFeePerGas", json!([])).await?)
-        .ok_or("the node's tip is not a quantity")?;
-    Ok(base + base / 4 + tip)
-}
-
-/// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
-fn payment_call(token: &str, to: &str, units: u128) -> Result<([u8; 20], u128, String), String> {
-    if token == NATIVE_TOKEN {
-        Ok((tx::address_bytes(to)?, units, "0x".to_owned()))
-    } else {
-        Ok((tx::address_bytes(token)?, 0, evm::transfer_call(to, units)))
-    }
-}
-
-pub(super) async fn estimate(
-    url: &str,
-    from: &str,
-    token: &str,
-    to: &str,
-    units: u128,
-) -> Result<u64, String> {
-    let (receiver, value, data) = payment_call(token, to, units)?;
-    let call = json!({
-        "from": from,
-        "to": format!("0x{}", hex::encode(receiver)),
-        "value": format!("{value:#x}"),
-        "data": data,
-    });
-    rpc::quantity(&rpc::call(url, "eth_estimateGas", json!([call])).await?)
-}
-
-/// The treasury's balance of the asset (`token`, or the coin) on the node.
-pub async fn balance(url: &str, owner: &str, token: &str) -> Result<u128, String> {
-    let answer = if token == NATIVE_TOKEN {
-        rpc::call(url, "eth_getBalance", json!([owner, "latest"])).await?
-    } else {
-        let call = json!({"to": token, "data": evm::balance_of_call(owner)});
-        let word = rpc::call(url, "eth_call", json!([call, "latest"])).await?;
-        return evm::uint(&word).ok_or_else(|| "the token's balance is unreadable".to_owned());
-    };
-    native::wei(&answer).ok_or_else(|| "the node's balance is not a quantity".to_owned())
-}
-
-/// Signs the transfer of `units` at `price` with `nonce`.
-pub(super) fn sign(
-    treasury: &Treasury,
-    network: &Network,
-    (token, wallet): (&str, &str),
-    (nonce, gas_limit, price): (u64, u64, u128),
-    units: u128,
-) -> Result<tx::Signed, String> {
-    let (to, value, data) = payment_call(token, wallet, units)?;
-    let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| "bad call data")?;
-    tx::Eip1559 {
-        chain_id: network.chain_id,
-        nonce,
-        max_priority_fee_per_gas: price,
-        max_fee_per_gas: price,
-        gas_limit,
-        to,
-        value,
-        data,
-    }
-    .sign(&treasury.key)
-}
-
-// ---------------------------------------------------------------------------------------------
 // Step 3: start
 
 /// Why a group does not settle now.
@@ -316,6 +212,9 @@ async fn start(
             }
         }
     }
+    // Never held first, then the least recently held.
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_by_key(|(_, group)| group.iter().map(|d| d.held_at).max().unwrap_or(0));
     for ((merchant_id, network, asset), group) in groups.into_iter().take(GROUPS_PER_RUN) {
         match settle_group(ctx, networks, treasury, &group).await {
             Ok(()) | Err(NotNow::Raced) => {}
@@ -521,23 +420,6 @@ async fn settle_group(
     Ok(())
 }
 
-/// Sends the signed bytes to the node and records the outcome; a failure is retried by
-/// [`follow`].
-pub(super) async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
-    let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
-        .await
-        .err()
-        .map(|e| super::public_reason(&e));
-    if let Some(e) = &error {
-        worker::console_warn!("broadcast of {send_id}: {e}");
-    }
-    if let Err(e) =
-        settlements::broadcast(&ctx.db, send_id, head, error.as_deref(), ctx.now()).await
-    {
-        worker::console_warn!("record the broadcast of {send_id}: {e}");
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Step 1: follow
 
@@ -565,8 +447,16 @@ async fn follow(
     Ok(())
 }
 
-fn receipt_of(value: Value) -> Option<Value> {
-    Some(value).filter(|r| !r.is_null())
+/// The first of `candidates` (one nonce's transactions) that has a receipt, with it.
+async fn mined<'a>(url: &str, candidates: &'a [Send]) -> Result<Option<(&'a Send, Value)>, String> {
+    for candidate in candidates {
+        let answer =
+            rpc::call(url, "eth_getTransactionReceipt", json!([candidate.tx_hash])).await?;
+        if !answer.is_null() {
+            return Ok(Some((candidate, answer)));
+        }
+    }
+    Ok(None)
 }
 
 async fn follow_one(
@@ -586,12 +476,7 @@ async fn follow_one(
             .await
             .map_err(|e| e.to_string())?,
     );
-    for candidate in &candidates {
-        let answer =
-            rpc::call(url, "eth_getTransactionReceipt", json!([candidate.tx_hash])).await?;
-        let Some(receipt) = receipt_of(answer) else {
-            continue;
-        };
+    if let Some((candidate, receipt)) = mined(url, &candidates).await? {
         let block = rpc::quantity(&receipt["blockNumber"])?;
         let statements = if rpc::quantity(&receipt["status"])? == 1 {
             if head + 1 < block + network.confirmations {
@@ -609,16 +494,18 @@ async fn follow_one(
             .map_err(|e| e.to_string())?;
         return Ok(());
     }
-    let mined_count = rpc::quantity(
+    // The nonce used at the confirmation depth, and still none of ours has a receipt (asked
+    // again after the count, so one mined meanwhile is not missed): another transaction took it.
+    let deep = (head + 1).saturating_sub(network.confirmations);
+    let used_deep = rpc::quantity(
         &rpc::call(
             url,
             "eth_getTransactionCount",
-            json!([send.sender, "latest"]),
+            json!([send.sender, format!("{deep:#x}")]),
         )
         .await?,
     )?;
-    if mined_count > nonce {
-        // None of ours was mined with this nonce, yet it is used.
+    if used_deep > nonce && mined(url, &candidates).await?.is_none() {
         let why = format!("nonce {nonce} was used by another transaction");
         let statements = settlements::fail(&ctx.db, send, "dropped", None, &why, now)
             .map_err(|e| e.to_string())?;
@@ -783,6 +670,7 @@ mod tests {
             decimals: 6,
             crypto_amount: gross.into(),
             psp_fee_bps: 100,
+            held_at: 0,
         }
     }
 

@@ -34,11 +34,16 @@ pub struct Due {
     pub crypto_amount: String,
     /// The institution's PSP fee, in basis points.
     pub psp_fee_bps: u32,
+    /// When it was last found unable to settle (Unix seconds; 0: never): the least recently
+    /// held go first, so held payments cannot crowd out the rest.
+    pub held_at: i64,
 }
 
 const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.merchant_id, \
      t.currency, t.amount_gross AS gross, t.amount_expected AS expected, t.asset, \
-     t.network_payment AS network, w.token, w.decimals, w.crypto_amount, i.psp_fee_bps \
+     t.network_payment AS network, w.token, w.decimals, w.crypto_amount, i.psp_fee_bps, \
+     COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id), 0) \
+     AS held_at \
      FROM transactions t \
      JOIN deposit_watches w ON w.transaction_id = t.id AND w.network = t.network_payment \
           AND w.asset = t.asset \
@@ -545,11 +550,20 @@ pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
     .await
 }
 
-/// Records why each of `ids` is not settling; returns the ids whose reason is new (for the
-/// alert).
+/// Records why each of `ids` is not settling (now, so it goes behind the others next time);
+/// returns the ids whose reason is new (for the alert).
 pub async fn hold(db: &D1Database, ids: &[i64], reason: &str, now: i64) -> DbResult<Vec<i64>> {
     let mut new = Vec::new();
     for id in ids {
+        let same = run(
+            db,
+            "UPDATE settlement_holds SET updated_at = ?3 WHERE transaction_id = ?1 AND reason = ?2",
+            &[(*id).into(), reason.into(), now.into()],
+        )
+        .await?;
+        if same > 0 {
+            continue;
+        }
         let changed = run(
             db,
             "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at) \

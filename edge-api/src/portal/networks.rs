@@ -8,7 +8,7 @@ use serde_json::json;
 use super::Portal;
 use rust_decimal::Decimal;
 
-use crate::chain::{self, config, rates, rpc, settle};
+use crate::chain::{self, config, rates, rpc, treasury};
 use crate::error::ApiError;
 
 /// One network as its node answers now.
@@ -91,7 +91,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
         return Ok(Vec::new());
     };
     let networks = config::parse(text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))?;
-    let treasury = settle::treasury(portal.ctx)?.map(|t| t.address);
+    let treasury = treasury::treasury(portal.ctx)?.map(|t| t.address);
     let mut out = Vec::new();
     for (name, network) in networks {
         let node = async {
@@ -188,7 +188,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
 async fn treasury_view(name: &str, network: &config::Network, address: &str) -> TreasuryView {
     let mut balances = vec![BalanceView {
         asset: config::coin(name).to_owned(),
-        amount: settle::balance(&network.rpc_url, address, config::NATIVE_TOKEN)
+        amount: treasury::balance(&network.rpc_url, address, config::NATIVE_TOKEN)
             .await
             .ok()
             .and_then(|wei| chain::evm::from_units(wei, config::NATIVE_DECIMALS))
@@ -197,7 +197,7 @@ async fn treasury_view(name: &str, network: &config::Network, address: &str) -> 
     for (asset, token) in &network.tokens {
         balances.push(BalanceView {
             asset: asset.clone(),
-            amount: settle::balance(&network.rpc_url, address, &token.address)
+            amount: treasury::balance(&network.rpc_url, address, &token.address)
                 .await
                 .ok()
                 .and_then(|units| chain::evm::from_units(units, token.decimals))

@@ -1,0 +1,131 @@
+//! The treasury: the hot wallet settlements and refunds are paid from, and what paying from it
+//! takes on an EVM chain — its key (sealed in `PAYRAIL_TREASURY_KEY`, opened only to sign), the
+//! price per gas, the gas a transfer needs, balances, signing a transfer, and broadcasting it.
+//! Used by [`super::settle`] and [`super::refund`].
+
+use k256::ecdsa::SigningKey;
+use serde_json::json;
+
+use super::config::{Network, NATIVE_TOKEN};
+use super::{evm, native, rpc, tx};
+use crate::crypto;
+use crate::ctx::Ctx;
+use crate::db::settlements;
+use crate::error::ApiError;
+
+/// The treasury: the hot wallet settlements and refunds are paid from.
+pub struct Treasury {
+    key: SigningKey,
+    /// Its address, lower case.
+    pub address: String,
+}
+
+/// The treasury, when `PAYRAIL_TREASURY_KEY` is configured. The key is opened with the
+/// encryption key; no error names or shows it.
+pub fn treasury(ctx: &Ctx) -> Result<Option<Treasury>, ApiError> {
+    let Some(sealed) = &ctx.treasury_key else {
+        return Ok(None);
+    };
+    let opened = crypto::open(
+        &ctx.sealing_key()?,
+        payrail_credentials::sealed::TREASURY_KEY_CONTEXT,
+        sealed,
+    )
+    .map_err(|_| {
+        ApiError::internal(
+            "PAYRAIL_TREASURY_KEY",
+            "cannot be opened with PAYRAIL_ENCRYPTION_KEY (seal it with xtask seal-treasury-key)",
+        )
+    })?;
+    let key = tx::parse_key(&opened).map_err(|e| ApiError::internal("PAYRAIL_TREASURY_KEY", e))?;
+    let address = tx::address_of(key.verifying_key());
+    Ok(Some(Treasury { key, address }))
+}
+
+/// The price per gas to sign with now: 5/4 of the newest block's base fee (room for two blocks
+/// of its rise) plus the node's suggested tip; fixed (max fee = tip), so it is what is paid.
+pub async fn gas_price(url: &str) -> Result<u128, String> {
+    let block = rpc::call(url, "eth_getBlockByNumber", json!(["latest", false])).await?;
+    let base = native::wei(&block["baseFeePerGas"]).ok_or("the node's block has no base fee")?;
+    let tip = native::wei(&rpc::call(url, "eth_maxPriorityFeePerGas", json!([])).await?)
+        .ok_or("the node's tip is not a quantity")?;
+    Ok(base + base / 4 + tip)
+}
+
+/// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
+fn payment_call(token: &str, to: &str, units: u128) -> Result<([u8; 20], u128, String), String> {
+    if token == NATIVE_TOKEN {
+        Ok((tx::address_bytes(to)?, units, "0x".to_owned()))
+    } else {
+        Ok((tx::address_bytes(token)?, 0, evm::transfer_call(to, units)))
+    }
+}
+
+pub async fn estimate(
+    url: &str,
+    from: &str,
+    token: &str,
+    to: &str,
+    units: u128,
+) -> Result<u64, String> {
+    let (receiver, value, data) = payment_call(token, to, units)?;
+    let call = json!({
+        "from": from,
+        "to": format!("0x{}", hex::encode(receiver)),
+        "value": format!("{value:#x}"),
+        "data": data,
+    });
+    rpc::quantity(&rpc::call(url, "eth_estimateGas", json!([call])).await?)
+}
+
+/// The treasury's balance of the asset (`token`, or the coin) on the node.
+pub async fn balance(url: &str, owner: &str, token: &str) -> Result<u128, String> {
+    let answer = if token == NATIVE_TOKEN {
+        rpc::call(url, "eth_getBalance", json!([owner, "latest"])).await?
+    } else {
+        let call = json!({"to": token, "data": evm::balance_of_call(owner)});
+        let word = rpc::call(url, "eth_call", json!([call, "latest"])).await?;
+        return evm::uint(&word).ok_or_else(|| "the token's balance is unreadable".to_owned());
+    };
+    native::wei(&answer).ok_or_else(|| "the node's balance is not a quantity".to_owned())
+}
+
+/// Signs the transfer of `units` at `price` with `nonce`.
+pub fn sign(
+    treasury: &Treasury,
+    network: &Network,
+    (token, wallet): (&str, &str),
+    (nonce, gas_limit, price): (u64, u64, u128),
+    units: u128,
+) -> Result<tx::Signed, String> {
+    let (to, value, data) = payment_call(token, wallet, units)?;
+    let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| "bad call data")?;
+    tx::Eip1559 {
+        chain_id: network.chain_id,
+        nonce,
+        max_priority_fee_per_gas: price,
+        max_fee_per_gas: price,
+        gas_limit,
+        to,
+        value,
+        data,
+    }
+    .sign(&treasury.key)
+}
+
+/// Sends the signed bytes to the node and records the outcome; a failure is retried by the
+/// settlement's follow step.
+pub async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
+    let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
+        .await
+        .err()
+        .map(|e| super::public_reason(&e));
+    if let Some(e) = &error {
+        worker::console_warn!("broadcast of {send_id}: {e}");
+    }
+    if let Err(e) =
+        settlements::broadcast(&ctx.db, send_id, head, error.as_deref(), ctx.now()).await
+    {
+        worker::console_warn!("record the broadcast of {send_id}: {e}");
+    }
+}
