@@ -72,7 +72,7 @@ pub fn seal(key: &[u8; 32], context: &str, plaintext: &str) -> Result<String, St
 pub use payrail_credentials::sealed::open;
 
 #[cfg(test)]
-mod sealed_tests {
+mod password_tests {
     use super::*;
 
     #[test]

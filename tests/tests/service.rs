@@ -136,6 +136,8 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("post", "/portal/api/merchants/{id}/roll-key"),
     ("get", "/portal/api/payments"),
     ("get", "/portal/api/payments/{id}"),
+    ("post", "/portal/api/payments/{id}/refunds/preview"),
+    ("post", "/portal/api/payments/{id}/refunds"),
     ("get", "/portal/api/overview"),
     ("get", "/portal/api/users"),
     ("post", "/portal/api/users"),

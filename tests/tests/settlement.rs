@@ -441,9 +441,25 @@ fn an_empty_treasury_holds_payments_until_it_is_funded() {
         "{gas_reason}"
     );
     assert_eq!(s.raw_status(id), "succeeded");
+    // The institution's fee schedule is its own: 2.5 % from now on.
+    let target = xtask::secrets::Target::Local(s.worker.persist_to().to_owned());
+    let institution: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT institution_id FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    xtask::secrets::set_psp_fee(institution, 250, &target).unwrap();
+    assert!(xtask::secrets::set_psp_fee(institution, 9000, &target).is_err());
     s.anvil
         .pay_ether(&s.anvil.account(0), &s.treasury, 10u128.pow(19));
     s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["psp_fee"], "0.23", "2.5 % of 9.00, to the cent");
+    assert!(s.detail(id)["settlement_hold"].is_null());
     let shown = s.worker.portal(
         Method::GET,
         "/portal/api/networks",

@@ -6,6 +6,7 @@
 //! rotate-secret CLIENT_ID (--local [--persist-to DIR] | --remote)
 //! add-admin     INSTITUTION_ID EMAIL (--local [--persist-to DIR] | --remote)
 //! add-institution NAME ADMIN_EMAIL (--local [--persist-to DIR] | --remote)
+//! set-psp-fee INSTITUTION_ID BASIS_POINTS (--local [--persist-to DIR] | --remote)
 //! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
 //! ```
@@ -25,10 +26,11 @@ fn main() -> ExitCode {
         Some("add-admin") => add_admin(&args[1..]),
         Some("add-institution") => add_institution(&args[1..]),
         Some("seal-treasury-key") => seal_treasury_key(),
+        Some("set-psp-fee") => set_psp_fee(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
-             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key"
+             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote"
                 .to_owned(),
         ),
     };
@@ -184,5 +186,21 @@ fn seal_treasury_key() -> Result<(), String> {
         .read_line(&mut key)
         .map_err(|e| format!("read the key from stdin: {e}"))?;
     println!("{}", secrets::seal_treasury_key(&encryption_key, &key)?);
+    Ok(())
+}
+
+fn set_psp_fee(args: &[String]) -> Result<(), String> {
+    let (institution, bps) = match args {
+        [institution, bps, ..] if !institution.starts_with("--") && !bps.starts_with("--") => {
+            (institution, bps)
+        }
+        _ => return Err("set-psp-fee needs INSTITUTION_ID BASIS_POINTS".to_owned()),
+    };
+    let institution: i64 = institution
+        .parse()
+        .map_err(|_| "INSTITUTION_ID must be a number")?;
+    let bps: i64 = bps.parse().map_err(|_| "BASIS_POINTS must be a number")?;
+    secrets::set_psp_fee(institution, bps, &target(&Options(args[2..].to_vec()))?)?;
+    eprintln!("institution {institution} now pays {bps} basis points of each settled payment");
     Ok(())
 }

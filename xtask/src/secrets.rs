@@ -159,6 +159,36 @@ fn execute(sql: &str, target: &Target) -> Result<String, String> {
     Ok(stdout)
 }
 
+/// Sets an institution's PSP fee (basis points of each payment's gross, 0 to 5000) for the
+/// settlements that start from now on.
+pub fn set_psp_fee(institution_id: i64, basis_points: i64, target: &Target) -> Result<(), String> {
+    if !(0..=5000).contains(&basis_points) {
+        return Err("the fee must be 0 to 5000 basis points (0 % to 50 %)".to_owned());
+    }
+    let batch = render_batch(&[
+        (
+            "UPDATE institutions SET psp_fee_bps = ?2 WHERE id = ?1",
+            &[
+                Literal::Integer(institution_id),
+                Literal::Integer(basis_points),
+            ],
+        ),
+        (
+            "SELECT count(*) AS found FROM institutions WHERE id = ?1 AND psp_fee_bps = ?2",
+            &[
+                Literal::Integer(institution_id),
+                Literal::Integer(basis_points),
+            ],
+        ),
+    ])?;
+    let stdout = execute(&batch, target)?;
+    match found(&stdout) {
+        Some(1) => Ok(()),
+        Some(_) => Err(format!("no institution {institution_id}; nothing changed")),
+        None => Err(format!("unexpected output from wrangler:\n{stdout}")),
+    }
+}
+
 /// Adds a portal admin to institution `institution_id` with a new random password, which is
 /// returned (and stored nowhere but as its Argon2id hash).
 pub fn add_admin(institution_id: i64, email: &str, target: &Target) -> Result<String, String> {
