@@ -79,7 +79,7 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
                         }
                         @if networks.iter().any(|n| !n.feeds.is_empty()) {
                             h3 { "Price feeds" }
-                            p.muted { "Orders in other currencies than USD are quoted from these; a stale or unreadable feed withdraws the ways to pay that need it." }
+                            p.muted { "Quotes in ether and in other currencies than USD, and settlement gas, are priced from these; a stale or unreadable feed withdraws the ways to pay that need it and holds the settlements that need it." }
                             table #feeds {
                                 thead { tr { th { "Network" } th { "Pair" } th { "State" } th { "Answer (USD)" } th { "Updated" } } }
                                 tbody {
@@ -322,7 +322,7 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                     section #settlement {
                         h2 { "Settlement" }
                         @if let Some(hold) = &settlement_hold {
-                            p.bad #settlement-hold {
+                            p.warn #settlement-hold {
                                 strong { "Held in custody: " } (hold.reason) " (since " (hold.since) "). "
                                 "It settles by itself once this is fixed."
                             }
@@ -385,11 +385,11 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
                                     @if t.raw_status == RawStatus::Succeeded { "Not yet settled: it is refunded in full. " }
                                     "You see what is sent before confirming."
                                 }
-                                label { "Amount (" (text(&t.currency)) ")"
-                                    input name="amount" required inputmode="decimal" value=(money(refundable)); }
-                                label { "Customer's address"
-                                    input name="address" required autocomplete="off" spellcheck="false" placeholder="0x…"; }
-                                button type="submit" { "Review the refund" }
+                                label for="refund-amount-input" { "Amount (" (text(&t.currency)) ")" }
+                                input #refund-amount-input type="text" name="amount" required inputmode="decimal" value=(money(refundable));
+                                label for="refund-address-input" { "Customer's address" }
+                                input #refund-address-input type="text" name="address" required autocomplete="off" spellcheck="false" placeholder="0x…";
+                                p { button type="submit" { "Review the refund" } }
                             }
                         }
                     }
