@@ -9,6 +9,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use payrail_tests::chain::{Anvil, TEST_XPUB};
+use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
+use payrail_tests::receiver::Receiver;
 use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
@@ -31,6 +33,10 @@ struct Setup {
 }
 
 fn start(fund: bool) -> Setup {
+    start_in("production", fund)
+}
+
+fn start_in(mode: &str, fund: bool) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
@@ -45,7 +51,7 @@ fn start(fund: bool) -> Setup {
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
     let sealed = xtask::secrets::seal_treasury_key(&encryption_key, TREASURY_KEY).unwrap();
     let worker = Worker::start_with_vars(
-        "production",
+        mode,
         3600,
         &[
             ("PAYRAIL_EVM_XPUB", TEST_XPUB),
@@ -650,4 +656,76 @@ fn a_payment_not_yet_settled_is_refunded_in_full_and_then_never_settled() {
     assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 8_000_000);
     s.worker.cron();
     assert!(s.sends(id).is_empty(), "a refunded payment is not settled");
+}
+
+/// Sandbox mode only because production refuses loopback webhook receivers; the chain side is
+/// the same in both.
+#[test]
+fn payment_paid_and_payment_refunded_arrive_signed_with_the_real_figures() {
+    let s = start_in("sandbox", true);
+    let receiver = Receiver::start();
+    let portal = s.worker.portal_login(0);
+    let types = ["payment.paid", "payment.refunded"];
+    let (_, secret) = endpoint(&s.worker, &portal, &receiver.url("/hooks"), Some(&types));
+    let id = s.paid(0, "11.00", "USD");
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    let paid = of_transaction(&wait_for(&receiver, "payment.paid", 1), id);
+    assert_eq!(paid.len(), 1);
+    let event = paid[0].json();
+    assert_eq!(event["type"], "payment.paid");
+    assert_eq!(event["data"]["status"], "paid");
+    assert_eq!(
+        event["data"]["tx_hashes"]["settlement"],
+        t["tx_hashes"]["settlement"]
+    );
+    assert_eq!(event["data"]["amount"], t["amount"]);
+    assert_signed(&paid[0], &secret);
+    // The simulated controls are refused for a payment made on chain.
+    let simulated = s.worker.post_json(
+        &format!("/sandbox/transactions/{id}/refund"),
+        &json!({"amount": "1.00"}),
+        Some(&s.worker.sandbox_token(0)),
+        "/sandbox/transactions/{id}/{action}",
+    );
+    assert_eq!(simulated.status, 409, "{}", simulated.text);
+    assert!(simulated.text.contains("on chain"), "{}", simulated.text);
+    let customer = s.anvil.account(7);
+    let refund = s.refund(id, "11.00", &customer, Some("signed-refund"));
+    assert_eq!(refund.status, 201, "{}", refund.text);
+    s.refunds_done(id);
+    let refunded: Vec<_> = of_transaction(&wait_for(&receiver, "payment.refunded", 2), id)
+        .into_iter()
+        .filter(|r| r.json()["type"] == "payment.refunded")
+        .collect();
+    assert_eq!(refunded.len(), 1);
+    assert_eq!(refunded[0].json()["data"]["status"], "refunded");
+    assert_signed(&refunded[0], &secret);
+}
+
+#[test]
+fn a_settlement_the_node_dropped_is_sent_again_and_mined_once() {
+    let s = start(true);
+    let id = s.paid(0, "15.00", "USD");
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    let hash = eventually("a transaction", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.sends(id).first().map(|(hash, _)| hash.clone())
+    });
+    // The node forgets it (a restart, an eviction): nothing is mined, nothing is known.
+    s.anvil.rpc("anvil_dropTransaction", json!([hash]));
+    let known = |hash: &str| {
+        s.anvil
+            .try_rpc("eth_getTransactionByHash", json!([hash]))
+            .is_some_and(|t| !t.is_null())
+    };
+    assert!(!known(&hash));
+    // The next run sends the same bytes again.
+    s.worker.cron();
+    assert!(known(&hash), "broadcast again");
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["tx_hashes"]["settlement"], json!(hash));
+    assert_eq!(s.sends(id), vec![(hash, "confirmed".to_owned())]);
 }
