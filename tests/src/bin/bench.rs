@@ -1,122 +1,486 @@
-//! Prints list-endpoint latencies against a running worker, per filter shape.
+//! `scripts/bench`'s driver: latencies of Payrail's hot paths against a plain JavaScript Worker
+//! doing the same on the same local D1 (`bench/reference`), measured interleaved so noise hits
+//! both alike, each as a ratio to the floor (a route that touches no D1) and to the reference;
+//! then checkout.js's size and its time to `Payrail.ready` in headless Chromium.
 //!
-//! `scripts/bench` starts the worker on the local D1 and runs this; after
-//! `xtask bulk-data --transactions 1000000` the figures show whether a page's cost grows with the
-//! table (it should not).
-//!
-//! Usage: `bench <base_url> [persist_dir]`.
+//! Usage:
+//! - `bench latency <ours> <reference> <persist_dir> <out.json>`: measures, prints a table,
+//!   writes the p50s;
+//! - `bench checkout <ours> <out.json>`: size (raw, gzip -9) and time to ready;
+//! - `bench summary <small.json> [<large.json>] <checkout.json> [<webhooks.json>]`: one line per
+//!   goal.
 
+use std::collections::BTreeMap;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use reqwest::blocking::Client;
-use serde_json::Value;
+use reqwest::blocking::{Client, RequestBuilder};
+use serde_json::{json, Value};
 use xtask::demo::INSTITUTIONS;
 
-const ROUNDS: usize = 40;
-
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let base = args
-        .next()
-        .unwrap_or_else(|| "http://127.0.0.1:8788".to_owned());
-    let persist = args.next().unwrap_or_else(|| ".wrangler/state".to_owned());
-    let http = Client::builder()
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    match arg(0).as_str() {
+        "latency" => latency(&arg(1), &arg(2), &arg(3), &arg(4), rounds()),
+        "checkout" => checkout(&arg(1), &arg(2)),
+        "summary" => summary(&args[1..]),
+        _ => panic!("usage: bench latency|checkout|summary …"),
+    }
+}
+
+/// Rounds per operation (`BENCH_ROUNDS`, default 60).
+fn rounds() -> usize {
+    std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|r| *r >= 5)
+        .unwrap_or(60)
+}
+
+fn http() -> Client {
+    Client::builder()
         .timeout(Duration::from_secs(30))
+        .pool_max_idle_per_host(4)
         .build()
-        .expect("http client");
+        .expect("http client")
+}
 
-    let conn = rusqlite::Connection::open(
-        xtask::localdb::database_file(std::path::Path::new(&persist)).expect("local database"),
-    )
-    .expect("open local database");
-    let (total, mine, oldest, merchant): (i64, i64, i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT count(*) FROM transactions), \
-                    (SELECT count(*) FROM transactions WHERE institution_id = 1), \
-                    (SELECT min(id) FROM transactions WHERE institution_id = 1), \
-                    (SELECT merchant_id FROM transactions WHERE institution_id = 1 \
-                     ORDER BY id DESC LIMIT 1)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )
-        .expect("counts");
-    // A one-day window and an early bound inside the data, whatever its dates.
-    let (middle, early): (String, String) = conn
-        .query_row(
-            "SELECT (SELECT created_at FROM transactions WHERE institution_id = 1 \
-                     ORDER BY id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM transactions \
-                     WHERE institution_id = 1)), \
-                    (SELECT created_at FROM transactions WHERE institution_id = 1 \
-                     ORDER BY id LIMIT 1 OFFSET 200)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .expect("dates");
-    let day_after = shared_types::time::format_unix(
-        shared_types::time::parse_unix(&middle).expect("timestamp") + 86_400,
-    )
-    .expect("in range");
-    let reference: String = conn
-        .query_row(
-            "SELECT external_reference FROM transactions WHERE institution_id = 1 \
-             AND external_reference IS NOT NULL ORDER BY id LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .expect("a reference");
-    drop(conn);
+/// Makes one request of an operation.
+type MakeRequest = Box<dyn Fn(&Client) -> RequestBuilder>;
 
+/// One measured operation: how to make its request on ours, and on the reference when it has
+/// one.
+struct Operation {
+    name: String,
+    ours: MakeRequest,
+    reference: Option<MakeRequest>,
+    /// Part of the "lists and bearer check ≤ 1.0× the reference" goal.
+    list_goal: bool,
+}
+
+fn p(times: &mut [f64], q: usize) -> f64 {
+    times.sort_by(|a, b| a.total_cmp(b));
+    times[(times.len() * q / 100).min(times.len() - 1)]
+}
+
+fn timed(request: RequestBuilder, what: &str) -> f64 {
+    let started = Instant::now();
+    let response = request.send().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = response.status();
+    let body = response.bytes().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    assert!(
+        status.is_success() || status.as_u16() == 404 || status.as_u16() == 303,
+        "{what}: {status} {}",
+        String::from_utf8_lossy(&body)
+    );
+    ms
+}
+
+fn token(http: &Client, base: &str) -> String {
     let client = &INSTITUTIONS[0].client;
-    let token: Value = http
+    let reply: Value = http
         .post(format!("{base}/oauth/token"))
         .basic_auth(client.client_id, Some(client.client_secret))
         .form(&[("grant_type", "client_credentials")])
         .send()
         .and_then(|r| r.json())
         .expect("token");
-    let token = token["access_token"]
+    reply["access_token"]
         .as_str()
-        .expect("access_token")
-        .to_owned();
+        .unwrap_or_else(|| panic!("no token from {base}: {reply}"))
+        .to_owned()
+}
 
-    println!("transactions: {total} in all, {mine} for the measured institution");
-    println!(
-        "{:<78} {:>8} {:>8} {:>8}",
-        "GET /v1/transactions?…", "p50 ms", "p95 ms", "rows"
-    );
-    let deep = oldest + 50;
-    let shapes = [
-        "limit=100".to_owned(),
-        "limit=100&status=refunded".to_owned(),
-        format!("limit=100&merchant_id={merchant}"),
-        format!("limit=100&merchant_id={merchant}&status=paid"),
-        format!("limit=100&starting_after={deep}"),
-        format!("limit=100&created_after={middle}&created_before={day_after}"),
-        format!("external_reference={reference}"),
-        format!("limit=100&status=pending&created_before={early}"),
-    ];
-    for query in shapes {
-        let url = format!("{base}/v1/transactions?{query}");
-        let mut times = Vec::with_capacity(ROUNDS);
-        let mut rows = 0;
-        for _ in 0..ROUNDS {
-            let started = Instant::now();
-            let body: Value = http
-                .get(&url)
-                .bearer_auth(&token)
+fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize) {
+    let http = http();
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    let q = |sql: &str| -> String {
+        conn.query_row(sql, [], |r| {
+            Ok(match r.get_ref(0)? {
+                rusqlite::types::ValueRef::Integer(n) => n.to_string(),
+                rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                _ => String::new(),
+            })
+        })
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    };
+    let total = q("SELECT count(*) FROM transactions");
+    let institution =
+        q("SELECT institution_id FROM api_clients WHERE client_id = 'cli_demo_northwind'");
+    let mine = q(&format!(
+        "SELECT count(*) FROM transactions WHERE institution_id = {institution}"
+    ));
+    let newest = q(&format!(
+        "SELECT max(id) FROM transactions WHERE institution_id = {institution}"
+    ));
+    let oldest = q(&format!(
+        "SELECT min(id) FROM transactions WHERE institution_id = {institution}"
+    ));
+    let merchant = q(&format!(
+        "SELECT merchant_id FROM transactions WHERE institution_id = {institution} ORDER BY id DESC LIMIT 1"
+    ));
+    let middle = q(&format!(
+        "SELECT created_at FROM transactions WHERE institution_id = {institution} ORDER BY id \
+         LIMIT 1 OFFSET {}",
+        mine.parse::<i64>().unwrap_or(0) / 2
+    ));
+    let reference_id = q(&format!(
+        "SELECT external_reference FROM transactions WHERE institution_id = {institution} \
+         AND external_reference IS NOT NULL ORDER BY id LIMIT 1"
+    ));
+    let merchant_id = q(&format!(
+        "SELECT id FROM merchants WHERE institution_id = {institution} ORDER BY id LIMIT 1"
+    ));
+    let public_key = q(&format!(
+        "SELECT public_key FROM merchants WHERE institution_id = {institution} \
+         AND status = 'active' AND onboarding_status = 'completed' AND crypto_enabled = 1 \
+         ORDER BY id LIMIT 1"
+    ));
+    drop(conn);
+    let day_after = shared_types::time::format_unix(
+        shared_types::time::parse_unix(&middle).expect("timestamp") + 86_400,
+    )
+    .expect("in range");
+    let deep = oldest.parse::<i64>().unwrap_or(1) + 60;
+    let ours_token = token(&http, ours);
+    let reference_token = token(&http, reference);
+    // The same database and the same shapes: a page reads the same on both.
+    for path in [
+        "/v1/transactions?limit=100&status=paid".to_owned(),
+        format!("/v1/merchants/{merchant_id}"),
+    ] {
+        let get = |base: &str, token: &str| -> Value {
+            http.get(format!("{base}{path}"))
+                .bearer_auth(token)
                 .send()
-                .and_then(|r| r.error_for_status())
                 .and_then(|r| r.json())
-                .unwrap_or_else(|e| panic!("{query}: {e}"));
-            times.push(started.elapsed());
-            rows = body["data"].as_array().map_or(0, Vec::len);
-        }
-        times.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        println!(
-            "{query:<78} {:>8.2} {:>8.2} {rows:>8}",
-            ms(times[ROUNDS / 2]),
-            ms(times[ROUNDS * 95 / 100])
+                .expect("a page")
+        };
+        assert_eq!(
+            get(ours, &ours_token),
+            get(reference, &reference_token),
+            "{path} differs between Payrail and the reference"
         );
+    }
+
+    let mut ops: Vec<Operation> = Vec::new();
+    let list = |name: String, path: String, list_goal: bool| {
+        let (o, r) = (format!("{ours}{path}"), format!("{reference}{path}"));
+        let (ot, rt) = (ours_token.clone(), reference_token.clone());
+        Operation {
+            name,
+            ours: Box::new(move |h: &Client| h.get(&o).bearer_auth(&ot)),
+            reference: Some(Box::new(move |h: &Client| h.get(&r).bearer_auth(&rt))),
+            list_goal,
+        }
+    };
+    let client = &INSTITUTIONS[0].client;
+    let token_request = |base: String| {
+        move |h: &Client| {
+            h.post(format!("{base}/oauth/token"))
+                .basic_auth(client.client_id, Some(client.client_secret))
+                .form(&[("grant_type", "client_credentials")])
+        }
+    };
+    ops.push(Operation {
+        name: "token issue".into(),
+        ours: Box::new(token_request(ours.to_owned())),
+        reference: Some(Box::new(token_request(reference.to_owned()))),
+        list_goal: false,
+    });
+    ops.push(list(
+        "bearer check + id= lookup".into(),
+        format!("/v1/transactions?id={newest}"),
+        true,
+    ));
+    for limit in [25, 100] {
+        for (shape, query) in [
+            ("all", String::new()),
+            ("status", "&status=paid".to_owned()),
+            ("merchant", format!("&merchant_id={merchant}")),
+            (
+                "merchant+status",
+                format!("&merchant_id={merchant}&status=paid"),
+            ),
+            (
+                "created window",
+                format!("&created_after={middle}&created_before={day_after}"),
+            ),
+            ("deep cursor", format!("&starting_after={deep}")),
+        ] {
+            ops.push(list(
+                format!("transactions {shape}, limit {limit}"),
+                format!("/v1/transactions?limit={limit}{query}"),
+                true,
+            ));
+        }
+    }
+    ops.push(list(
+        "transactions external_reference".into(),
+        format!("/v1/transactions?external_reference={reference_id}"),
+        true,
+    ));
+    ops.push(list(
+        "merchants list".into(),
+        "/v1/merchants?limit=25".into(),
+        true,
+    ));
+    ops.push(list(
+        "merchant lookup".into(),
+        format!("/v1/merchants/{merchant_id}"),
+        true,
+    ));
+    // Ours only: checkout and the hosted page (a session made once for the page and the poll).
+    let session: Value = http
+        .post(format!("{ours}/checkout/sessions"))
+        .json(&checkout_options(&public_key))
+        .send()
+        .and_then(|r| r.json())
+        .expect("checkout session");
+    let session_id = session["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{session}"))
+        .to_owned();
+    let (o, key) = (ours.to_owned(), public_key.clone());
+    ops.push(Operation {
+        name: "checkout session create".into(),
+        ours: Box::new(move |h: &Client| {
+            h.post(format!("{o}/checkout/sessions"))
+                .json(&checkout_options(&key))
+        }),
+        reference: None,
+        list_goal: false,
+    });
+    let page = format!("{ours}/checkout/{session_id}");
+    ops.push(Operation {
+        name: "hosted page render".into(),
+        ours: Box::new(move |h: &Client| h.get(&page)),
+        reference: None,
+        list_goal: false,
+    });
+    let poll = format!("{ours}/checkout/{session_id}/status");
+    ops.push(Operation {
+        name: "status poll".into(),
+        ours: Box::new(move |h: &Client| h.get(&poll)),
+        reference: None,
+        list_goal: false,
+    });
+
+    let floor_ours = format!("{ours}/v1/no-such-route");
+    let floor_reference = format!("{reference}/v1/no-such-route");
+    // Warm both sides (JIT, connections, SQLite pages).
+    for op in &ops {
+        for _ in 0..3 {
+            timed((op.ours)(&http), &op.name);
+            if let Some(r) = &op.reference {
+                timed(r(&http), &op.name);
+            }
+        }
+    }
+    let mut floors = (Vec::new(), Vec::new());
+    let mut samples: Vec<(Vec<f64>, Vec<f64>)> =
+        ops.iter().map(|_| (Vec::new(), Vec::new())).collect();
+    for round in 0..rounds {
+        floors.0.push(timed(http.get(&floor_ours), "floor"));
+        floors.1.push(timed(http.get(&floor_reference), "floor"));
+        for (op, (o, r)) in ops.iter().zip(samples.iter_mut()) {
+            // Alternate which side goes first, so neither always meets a warmer cache.
+            let mut ours_then_reference = || {
+                o.push(timed((op.ours)(&http), &op.name));
+                if let Some(reference) = &op.reference {
+                    r.push(timed(reference(&http), &op.name));
+                }
+            };
+            if round % 2 == 0 || op.reference.is_none() {
+                ours_then_reference();
+            } else {
+                if let Some(reference) = &op.reference {
+                    r.push(timed(reference(&http), &op.name));
+                }
+                o.push(timed((op.ours)(&http), &op.name));
+            }
+        }
+    }
+    let floor = p(&mut floors.0, 50);
+    let floor_reference = p(&mut floors.1, 50);
+    println!(
+        "transactions: {total} in all, {mine} for the measured institution; {rounds} rounds, \
+         interleaved; floor (a 404 that reads no D1): ours {floor:.2} ms, reference \
+         {floor_reference:.2} ms"
+    );
+    println!(
+        "{:<42} {:>8} {:>8} {:>7} {:>8} {:>8} {:>8}",
+        "operation", "p50 ms", "p95 ms", "×floor", "JS p50", "JS p95", "×JS"
+    );
+    let mut results = BTreeMap::new();
+    for (op, (o, r)) in ops.iter().zip(samples.iter_mut()) {
+        let (p50, p95) = (p(o, 50), p(o, 95));
+        let js = (!r.is_empty()).then(|| (p(r, 50), p(r, 95)));
+        println!(
+            "{:<42} {p50:>8.2} {p95:>8.2} {:>7.2} {:>8} {:>8} {:>8}",
+            op.name,
+            p50 / floor,
+            js.map_or("—".to_owned(), |j| format!("{:.2}", j.0)),
+            js.map_or("—".to_owned(), |j| format!("{:.2}", j.1)),
+            js.map_or("—".to_owned(), |j| format!("{:.2}", p50 / j.0)),
+        );
+        results.insert(
+            op.name.clone(),
+            json!({"p50": p50, "p95": p95, "floor": floor, "js_p50": js.map(|j| j.0),
+                   "list_goal": op.list_goal}),
+        );
+    }
+    let doc = json!({"rows": total, "floor": floor, "operations": results});
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+fn checkout_options(public_key: &str) -> Value {
+    json!({
+        "publicKey": public_key, "amount": "19.90", "currency": "EUR", "title": "Bench",
+        "externalReference": "BENCH", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    })
+}
+
+/// checkout.js and its wasm, raw and gzipped, and the median time from the script's load to
+/// `Payrail.ready` over several fresh loads in headless Chromium.
+fn checkout(ours: &str, out: &str) {
+    let root = payrail_tests::root();
+    let mut sizes = BTreeMap::new();
+    for file in ["checkout.js", "checkout_bg.wasm"] {
+        let path = root.join("www").join(file);
+        let raw = std::fs::metadata(&path).expect("built file").len();
+        let gz = Command::new("gzip")
+            .args(["-9c"])
+            .arg(&path)
+            .output()
+            .expect("gzip")
+            .stdout
+            .len();
+        sizes.insert(file, (raw, gz as u64));
+    }
+    let (raw, gz) = sizes
+        .values()
+        .fold((0, 0), |(r, g), (raw, gz)| (r + raw, g + gz));
+    let browser = payrail_tests::browser::Browser::start();
+    browser.goto(&format!("{ours}/shop/"));
+    let mut times: Vec<f64> = (0..15)
+        .map(|i| {
+            let script = format!(
+                "return new Promise(function (done) {{
+                   delete window.Payrail;
+                   var s = document.createElement('script');
+                   s.src = '/checkout.js?load={i}';
+                   s.onload = function () {{
+                     var t0 = performance.now();
+                     window.Payrail.ready.then(function () {{ done(performance.now() - t0); }});
+                   }};
+                   document.head.appendChild(s);
+                 }});"
+            );
+            browser.eval(&script).as_f64().expect("a time")
+        })
+        .collect();
+    let ready = p(&mut times, 50);
+    println!("{:<22} {:>10} {:>10}", "file", "raw", "gzip -9");
+    for (file, (raw, gz)) in &sizes {
+        println!("{file:<22} {raw:>10} {gz:>10}");
+    }
+    println!("{:<22} {raw:>10} {gz:>10}", "total");
+    println!("script loaded → Payrail.ready, median of 15 loads: {ready:.1} ms");
+    let doc = json!({"raw": raw, "gzip": gz, "ready_ms": ready});
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+fn read(path: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}")))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn verdict(holds: bool) -> &'static str {
+    if holds {
+        "holds"
+    } else {
+        "MISSED"
+    }
+}
+
+/// One line per goal of the performance issue.
+fn summary(files: &[String]) {
+    let docs: Vec<Value> = files.iter().map(|f| read(f)).collect();
+    let latency: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d.get("operations").is_some())
+        .collect();
+    println!("summary (goal: figure → verdict)");
+    if let Some(small) = latency.first() {
+        let ops = small["operations"].as_object().unwrap();
+        let worst = ops
+            .iter()
+            .filter(|(_, v)| v["list_goal"] == true)
+            .filter_map(|(k, v)| Some((k, v["p50"].as_f64()? / v["js_p50"].as_f64()?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((name, ratio)) = worst {
+            println!(
+                "lists and bearer check ≤ 1.0× the JS reference (p50): worst {ratio:.2}× ({name}) → {}",
+                verdict(ratio <= 1.0)
+            );
+        }
+        let token = &ops["token issue"];
+        let vs_js = token["p50"].as_f64().unwrap() / token["js_p50"].as_f64().unwrap();
+        let vs_floor = token["p50"].as_f64().unwrap() / token["floor"].as_f64().unwrap();
+        println!(
+            "token issue ≤ 1.0× the JS reference and ≤ 2× the floor: {vs_js:.2}× and {vs_floor:.2}× → {}",
+            verdict(vs_js <= 1.0 && vs_floor <= 2.0)
+        );
+    }
+    if let [small, large] = latency[..] {
+        let worst = small["operations"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| v["list_goal"] == true)
+            .filter_map(|(k, v)| {
+                Some((
+                    k,
+                    large["operations"][k]["p50"].as_f64()? / v["p50"].as_f64()?,
+                ))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((name, ratio)) = worst {
+            println!(
+                "{} rows vs {} rows ≤ 1.2× on every shape: worst {ratio:.2}× ({name}) → {}",
+                large["rows"],
+                small["rows"],
+                verdict(ratio <= 1.2)
+            );
+        }
+    }
+    for d in &docs {
+        if let Some(gz) = d.get("gzip").and_then(Value::as_u64) {
+            println!(
+                "checkout.js + wasm ≤ 20 KB gzipped: {:.1} KB → {}",
+                gz as f64 / 1024.0,
+                verdict(gz <= 20 * 1024)
+            );
+            let ready = d["ready_ms"].as_f64().unwrap_or(f64::MAX);
+            println!(
+                "ready ≤ 50 ms after load (median): {ready:.1} ms → {}",
+                verdict(ready <= 50.0)
+            );
+        }
+        if let Some(rate) = d.get("events_per_second").and_then(Value::as_f64) {
+            println!(
+                "webhooks ≥ 200 events/s delivered, none lost: {rate:.0}/s, {} lost, {} duplicates → {}",
+                d["lost"],
+                d["duplicates"],
+                verdict(rate >= 200.0 && d["lost"] == 0)
+            );
+        }
     }
 }
