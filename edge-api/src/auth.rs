@@ -172,11 +172,12 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
             err
         }
     };
-    throttle::check(ctx, &creds.client_id, &CLIENT_AUTH).await?;
-
-    let client = clients::find(&ctx.db, &creds.client_id)
-        .await
-        .or_internal("read client")?;
+    // The client and its failure count in one read.
+    let (client, failures) =
+        clients::find_with_failures(&ctx.db, &creds.client_id, ctx.caller_address())
+            .await
+            .or_internal("read client")?;
+    throttle::refuse_over(failures.as_ref(), &CLIENT_AUTH, ctx.now())?;
     let presented = crypto::sha256_hex(&creds.client_secret);
     // Compare against a stand-in for unknown clients too, so timing says nothing about which
     // client ids exist.
@@ -261,6 +262,20 @@ pub struct Caller {
 
 /// Authenticates `Authorization: Bearer` and checks that the token carries `needed`.
 pub async fn authorize(ctx: &Ctx, headers: &Headers, needed: Scope) -> Result<Caller, ApiError> {
+    let hash = bearer_hash(headers)?;
+    let found = clients::find_token(&ctx.db, &hash, ctx.now())
+        .await
+        .or_internal("read token")?;
+    allowed(found.as_ref().map(|t| t.scopes.as_str()), needed)?;
+    let found = found.ok_or_else(invalid_token)?;
+    Ok(Caller {
+        institution_id: found.institution_id,
+    })
+}
+
+/// The hash of the request's bearer token (what `access_tokens` stores), before it is looked
+/// up: a missing, malformed or foreign token is refused here.
+pub fn bearer_hash(headers: &Headers) -> Result<String, ApiError> {
     // Spec §7: the body says invalid_client for a missing or bad token; the challenge follows
     // RFC 6750 §3.
     let missing = || {
@@ -279,24 +294,28 @@ pub async fn authorize(ctx: &Ctx, headers: &Headers, needed: Scope) -> Result<Ca
         Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
         _ => return Err(missing()),
     };
-    let invalid = || {
-        ApiError::new(
-            ErrorCode::InvalidClient,
-            "the access token is invalid, expired or revoked; request a new one",
-        )
-        .with_challenge(format!(
-            "{BEARER_REALM}, error=\"invalid_token\", error_description=\"the access token is \
-             invalid, expired or revoked\""
-        ))
-    };
     if !token.starts_with(TOKEN_PREFIX) {
-        return Err(invalid());
+        return Err(invalid_token());
     }
-    let found = clients::find_token(&ctx.db, &crypto::sha256_hex(token), ctx.now())
-        .await
-        .or_internal("read token")?
-        .ok_or_else(invalid)?;
-    let scopes = ScopeSet::parse(&found.scopes).or_internal("parse token scopes")?;
+    Ok(crypto::sha256_hex(token))
+}
+
+fn invalid_token() -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidClient,
+        "the access token is invalid, expired or revoked; request a new one",
+    )
+    .with_challenge(format!(
+        "{BEARER_REALM}, error=\"invalid_token\", error_description=\"the access token is \
+         invalid, expired or revoked\""
+    ))
+}
+
+/// Whether a token with `scopes` (`None`: no live token had the hash) may do what needs
+/// `needed`.
+pub fn allowed(scopes: Option<&str>, needed: Scope) -> Result<(), ApiError> {
+    let scopes =
+        ScopeSet::parse(scopes.ok_or_else(invalid_token)?).or_internal("parse token scopes")?;
     if !scopes.contains(needed) {
         return Err(ApiError::new(
             ErrorCode::InsufficientScope,
@@ -307,9 +326,7 @@ pub async fn authorize(ctx: &Ctx, headers: &Headers, needed: Scope) -> Result<Ca
             needed.as_str()
         )));
     }
-    Ok(Caller {
-        institution_id: found.institution_id,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

@@ -17,6 +17,15 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> worker::Result<Response> {
     Ok(response)
 }
 
+/// A response of JSON text built elsewhere (by SQLite, for the partner API's lists).
+pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
+    let response = Response::from_bytes(body.into_bytes())?.with_status(status);
+    let headers = response.headers();
+    headers.set("Content-Type", "application/json")?;
+    headers.set("Cache-Control", "no-store")?;
+    Ok(response)
+}
+
 /// The error's status, body and headers.
 pub fn error(err: &ApiError) -> worker::Result<Response> {
     let response = json(err.code.http_status(), &err.body())?;

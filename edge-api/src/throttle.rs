@@ -48,13 +48,13 @@ const EVERY_ADDRESS: &str = "*";
 /// The longest window: the cron forgets windows older than this.
 pub const LONGEST_WINDOW_SECONDS: i64 = 15 * 60;
 
-/// Refuses with 429 and `Retry-After` when `subject` has used up its failures from the caller.
-pub async fn check(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(), ApiError> {
-    let now = ctx.now();
-    if let Some(f) = db::failures(&ctx.db, subject, ctx.caller_address())
-        .await
-        .or_internal("read failures")?
-    {
+/// The refusal when `failures` (already read) are over `limit` at `now`.
+pub fn refuse_over(
+    failures: Option<&db::Failures>,
+    limit: &Limit,
+    now: i64,
+) -> Result<(), ApiError> {
+    if let Some(f) = failures {
         let window_end = f.window_start + limit.window_seconds;
         if f.failures >= limit.max_failures && window_end > now {
             return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)

@@ -18,14 +18,48 @@ pub struct Client {
     pub scopes: String,
 }
 
-/// The client with this public `client_id`.
-pub async fn find(db: &D1Database, client_id: &str) -> DbResult<Option<Client>> {
-    first(
+/// The client with this public `client_id` and the failures recorded for it from `source`, read
+/// together (token issue's one read).
+pub async fn find_with_failures(
+    db: &D1Database,
+    client_id: &str,
+    source: &str,
+) -> DbResult<(Option<Client>, Option<super::throttle::Failures>)> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: Option<i64>,
+        secret_hash: Option<String>,
+        scopes: Option<String>,
+        window_start: Option<i64>,
+        failures: Option<i64>,
+    }
+    let row: Option<Row> = first(
         db,
-        "SELECT id, secret_hash, scopes FROM api_clients WHERE client_id = ?1",
-        &[client_id.into()],
+        "SELECT c.id, c.secret_hash, c.scopes, f.window_start, f.failures FROM (SELECT 1) \
+         LEFT JOIN api_clients c ON c.client_id = ?1 \
+         LEFT JOIN auth_failures f ON f.client_id = ?1 AND f.source = ?2",
+        &[client_id.into(), source.into()],
     )
-    .await
+    .await?;
+    let Some(row) = row else {
+        return Ok((None, None));
+    };
+    let client = match (row.id, row.secret_hash, row.scopes) {
+        (Some(id), Some(secret_hash), Some(scopes)) => Some(Client {
+            id,
+            secret_hash,
+            scopes,
+        }),
+        _ => None,
+    };
+    let failures = match (row.window_start, row.failures) {
+        (Some(window_start), Some(failures)) => Some(super::throttle::Failures {
+            window_start,
+            failures,
+        }),
+        _ => None,
+    };
+    Ok((client, failures))
 }
 
 /// A token to store: only its hash, never the token.

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
-use super::{all, first, run, DbResult, Query, Value};
+use super::{all, first, run, DbResult, Owner, Query, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -56,9 +56,10 @@ impl Row {
 }
 
 /// The query for one page of an institution's merchants, newest first, one row over `limit`.
-pub fn list_query(institution_id: i64, filter: &MerchantFilter) -> Query {
-    let mut params = vec![Value::Int(institution_id)];
-    let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1");
+pub fn list_query(owner: Owner<'_>, filter: &MerchantFilter) -> Query {
+    let (institution, param) = owner.sql();
+    let mut params = vec![param];
+    let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = {institution}");
     let mut and = |clause: &str, value: Value| {
         params.push(value);
         sql.push_str(&format!(" AND {clause} ?{}", params.len()));
@@ -78,24 +79,57 @@ pub fn list_query(institution_id: i64, filter: &MerchantFilter) -> Query {
 }
 
 /// One page of merchants, with one extra row when a further page exists.
-pub async fn list(
+/// A merchant row as the partner API's JSON object (spec §2.3), built by SQLite.
+const MERCHANT_JSON: &str = "json_object('object', 'merchant', 'id', id, 'name', name, \
+     'legal_name', legal_name, 'email', email, 'public_key', public_key, \
+     'psp_reference_id', psp_reference_id, 'status', status, \
+     'onboarding_status', onboarding_status, \
+     'crypto_enabled', json(CASE WHEN crypto_enabled THEN 'true' ELSE 'false' END), \
+     'onboarding_complete', json(CASE WHEN onboarding_status = 'completed' THEN 'true' \
+        ELSE 'false' END), \
+     'created_at', created_at)";
+
+/// One page of merchants as the partner API's JSON, built by SQLite.
+pub async fn list_json(
     db: &D1Database,
-    institution_id: i64,
+    owner: Owner<'_>,
     filter: &MerchantFilter,
-) -> DbResult<Vec<Merchant>> {
-    let rows: Vec<Row> = list_query(institution_id, filter).all(db).await?;
-    Ok(rows.into_iter().map(Row::into_merchant).collect())
+) -> DbResult<super::JsonPage> {
+    super::json_page(
+        db,
+        owner,
+        list_query(owner, filter),
+        filter.limit,
+        MERCHANT_JSON,
+    )
+    .await
 }
 
-/// One merchant of the institution, or `None`: another institution's merchant is not found.
-pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Merchant>> {
+/// One merchant of the token's institution as the partner API's JSON, built by SQLite, and
+/// the token's scopes (`None`: not a live token), in one statement.
+pub async fn get_json(
+    db: &D1Database,
+    token_hash: &str,
+    id: i64,
+) -> DbResult<(Option<String>, Option<String>)> {
+    #[derive(Deserialize)]
+    struct Row {
+        merchant: Option<String>,
+        scopes: Option<String>,
+    }
+    let owner = Owner::Token(token_hash);
+    let (institution, param) = owner.sql();
     let row: Option<Row> = first(
         db,
-        &format!("SELECT {COLUMNS} FROM merchants WHERE id = ?1 AND institution_id = ?2"),
-        &[id.into(), institution_id.into()],
+        &format!(
+            "SELECT (SELECT {MERCHANT_JSON} FROM merchants WHERE id = ?2 \
+             AND institution_id = {institution}) AS merchant, {} AS scopes",
+            owner.scopes_sql()
+        ),
+        &[param, id.into()],
     )
     .await?;
-    Ok(row.map(Row::into_merchant))
+    Ok(row.map_or((None, None), |r| (r.merchant, r.scopes)))
 }
 
 /// What session creation needs to know about a merchant.

@@ -66,7 +66,15 @@ fn every_transaction_filter_combination_is_an_index_range_scan() {
             created_after: on(5).then(|| "2026-01-01T00:00:00Z".to_owned()),
             created_before: on(6).then(|| "2026-06-01T00:00:00Z".to_owned()),
         };
-        assert_indexed(&conn, &transactions::list_query(1, &filter));
+        assert_indexed(
+            &conn,
+            &transactions::list_query(super::Owner::Institution(1), &filter),
+        );
+        // The partner API's form: the institution is the bearer token's, in the same statement.
+        assert_indexed(
+            &conn,
+            &transactions::list_query(super::Owner::Token("ab12"), &filter),
+        );
     }
 }
 
@@ -97,7 +105,10 @@ fn every_merchant_filter_combination_is_an_index_range_scan() {
             id: on(1).then_some(4),
             psp_reference_id: on(2).then(|| "m-1".to_owned()),
         };
-        assert_indexed(&conn, &merchants::list_query(1, &filter));
+        assert_indexed(
+            &conn,
+            &merchants::list_query(super::Owner::Institution(1), &filter),
+        );
     }
 }
 
@@ -110,7 +121,10 @@ fn transaction_pages_use_the_index_of_their_filters() {
         status: Some(shared_types::Status::Refunded),
         ..Default::default()
     };
-    let steps = plan(&conn, &transactions::list_query(1, &filter));
+    let steps = plan(
+        &conn,
+        &transactions::list_query(super::Owner::Institution(1), &filter),
+    );
     assert!(
         steps[0].contains("transactions_by_merchant_status")
             && steps[0].contains("merchant_id=?")
@@ -128,7 +142,10 @@ fn date_bounds_and_cursor_bound_the_id_range() {
         status: Some(shared_types::Status::Paid),
         ..Default::default()
     };
-    let steps = plan(&conn, &transactions::list_query(1, &filter));
+    let steps = plan(
+        &conn,
+        &transactions::list_query(super::Owner::Institution(1), &filter),
+    );
     assert!(
         steps[0].contains("transactions_by_status") && steps[0].contains("id>? AND id<?"),
         "{steps:?}"

@@ -15,16 +15,6 @@ pub struct Failures {
     pub failures: i64,
 }
 
-/// The failure count of `subject` from `source`, if any is recorded.
-pub async fn failures(db: &D1Database, subject: &str, source: &str) -> DbResult<Option<Failures>> {
-    first(
-        db,
-        "SELECT window_start, failures FROM auth_failures WHERE client_id = ?1 AND source = ?2",
-        &[subject.into(), source.into()],
-    )
-    .await
-}
-
 /// Counts one failure, opening a new window when the last one has closed.
 pub async fn record_failure(
     db: &D1Database,

@@ -16,7 +16,7 @@ use shared_types::{
 };
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, watches, DbError, DbResult, Query, Value};
+use super::{all, bind, first, watches, DbError, DbResult, Owner, Query, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -125,13 +125,14 @@ fn index_for(filter: &TransactionFilter) -> Option<&'static str> {
 }
 
 /// The query for one page of an institution's transactions, newest first, one row over `limit`.
-pub fn list_query(institution_id: i64, filter: &TransactionFilter) -> Query {
+pub fn list_query(owner: Owner<'_>, filter: &TransactionFilter) -> Query {
     let mut sql = format!("SELECT {COLUMNS} FROM transactions");
     if let Some(index) = index_for(filter) {
         sql.push_str(&format!(" INDEXED BY {index}"));
     }
-    sql.push_str(" WHERE institution_id = ?1");
-    let mut params = vec![Value::Int(institution_id)];
+    let (institution, param) = owner.sql();
+    sql.push_str(&format!(" WHERE institution_id = {institution}"));
+    let mut params = vec![param];
     let mut and = |clause: &dyn Fn(usize) -> String, value: Value| {
         params.push(value);
         sql.push_str(" AND ");
@@ -172,13 +173,45 @@ pub fn list_query(institution_id: i64, filter: &TransactionFilter) -> Query {
     Query { sql, params }
 }
 
+/// A transaction row as the partner API's JSON object (spec §2.2), built by SQLite. Amounts
+/// are stored as the canonical decimal text the typed path would print.
+const TRANSACTION_JSON: &str = "json_object('object', 'transaction', 'id', id, \
+     'merchant_id', merchant_id, 'status', status, 'raw_status', raw_status, \
+     'amount_status', amount_status, 'asset', asset, 'currency', currency, \
+     'amount', json_object('gross', amount_gross, 'net', amount_net, \
+        'expected', amount_expected, 'psp_fee', psp_fee, 'gas_fee', gas_fee, \
+        'bridge_fee', bridge_fee), \
+     'networks', json_object('payment', network_payment, 'settlement', network_settlement), \
+     'tx_hashes', json_object('source', tx_hash_source, 'bridge', tx_hash_bridge, \
+        'settlement', tx_hash_settlement), \
+     'customer_email', customer_email, 'external_reference', external_reference, \
+     'created_at', created_at, 'paid_at', paid_at)";
+
+/// One page of transactions as the partner API's JSON, built by SQLite.
+pub async fn list_json(
+    db: &D1Database,
+    owner: Owner<'_>,
+    filter: &TransactionFilter,
+) -> DbResult<super::JsonPage> {
+    super::json_page(
+        db,
+        owner,
+        list_query(owner, filter),
+        filter.limit,
+        TRANSACTION_JSON,
+    )
+    .await
+}
+
 /// One page of transactions, with one extra row when a further page exists.
 pub async fn list(
     db: &D1Database,
     institution_id: i64,
     filter: &TransactionFilter,
 ) -> DbResult<Vec<Transaction>> {
-    let rows: Vec<Row> = list_query(institution_id, filter).all(db).await?;
+    let rows: Vec<Row> = list_query(Owner::Institution(institution_id), filter)
+        .all(db)
+        .await?;
     rows.into_iter().map(Row::into_transaction).collect()
 }
 

@@ -1,36 +1,45 @@
 //! `GET /v1/merchants` and `GET /v1/merchants/{id}` (spec §4.3, §4.4).
 
-use shared_types::{List, Scope};
+use shared_types::Scope;
 use worker::{Request, Response, Url};
 
 use crate::auth;
 use crate::ctx::Ctx;
-use crate::db::merchants;
+use crate::db::{merchants, Owner};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::query::{parse_id, MerchantFilter};
 
-/// One page of the caller's merchants.
+/// One page of the caller's merchants: the token's check and the page in one statement.
 pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
-    let caller = auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
-    let filter = MerchantFilter::parse(url.query().unwrap_or(""))
-        .map_err(|e| ApiError::invalid_request(e.0))?;
-    let rows = merchants::list(&ctx.db, caller.institution_id, &filter)
+    let hash = auth::bearer_hash(req.headers())?;
+    let filter = match MerchantFilter::parse(url.query().unwrap_or("")) {
+        Ok(filter) => filter,
+        Err(e) => {
+            // A bad token is refused before a bad parameter, as for every route.
+            auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
+            return Err(ApiError::invalid_request(e.0));
+        }
+    };
+    let page = merchants::list_json(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list merchants")?;
-    let page = List::from_overfetch(rows, filter.limit as usize, |m| m.id);
-    http::json(200, &page).or_internal("build response")
+    auth::allowed(page.scopes.as_deref(), Scope::MerchantsRead)?;
+    http::json_text(200, page.envelope(filter.limit)).or_internal("build response")
 }
 
-/// One of the caller's merchants.
+/// One of the caller's merchants: the token's check and the read in one statement.
 pub async fn get(req: &Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
-    let caller = auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
+    let hash = auth::bearer_hash(req.headers())?;
     // An id that cannot exist and another institution's merchant read exactly like an unknown one.
     let not_found = || ApiError::not_found("no such merchant");
-    let id = parse_id(id).ok_or_else(not_found)?;
-    let merchant = merchants::get(&ctx.db, caller.institution_id, id)
+    let Some(id) = parse_id(id) else {
+        auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
+        return Err(not_found());
+    };
+    let (merchant, scopes) = merchants::get_json(&ctx.db, &hash, id)
         .await
-        .or_internal("read merchant")?
-        .ok_or_else(not_found)?;
-    http::json(200, &merchant).or_internal("build response")
+        .or_internal("read merchant")?;
+    auth::allowed(scopes.as_deref(), Scope::MerchantsRead)?;
+    http::json_text(200, merchant.ok_or_else(not_found)?).or_internal("build response")
 }
