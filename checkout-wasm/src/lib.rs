@@ -16,6 +16,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, Window};
 
+// Talc instead of the default dlmalloc: a fraction of its size in the module, for a script
+// that allocates little.
+#[cfg(target_family = "wasm")]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 const PREFIX: &str = "Payrail checkout: ";
 
 fn log_error(message: &str) {
@@ -41,8 +47,8 @@ fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), S
     let document = window.document().ok_or("no document")?;
     let button = document
         .query_selector(&selector)
-        .map_err(|_| format!("\"{selector}\" is not a valid CSS selector"))?
-        .ok_or_else(|| format!("no element matches \"{selector}\""))?;
+        .map_err(|_| ["\"", &selector, "\" is not a valid CSS selector"].concat())?
+        .ok_or_else(|| ["no element matches \"", &selector, "\""].concat())?;
 
     let busy = Rc::new(Cell::new(false));
     let target = button.clone();
@@ -114,25 +120,65 @@ fn release(button: &Element, busy: &Cell<bool>) {
     busy.set(false);
 }
 
+/// The options as the session endpoint's JSON body (the spec's camelCase names), built with
+/// the browser's own JSON: serde would cost more bytes than the rest of the script.
+fn options_json(o: &CheckoutOptions) -> Option<String> {
+    let object = js_sys::Object::new();
+    let set = |name: &str, value: JsValue| {
+        js_sys::Reflect::set(&object, &JsValue::from_str(name), &value).is_ok()
+    };
+    let text = |value: &str| JsValue::from_str(value);
+    let all_set = set("publicKey", text(&o.public_key))
+        && set("amount", text(&o.amount))
+        && set("currency", text(&o.currency))
+        && set("title", text(&o.title))
+        && set("externalReference", text(&o.external_reference))
+        && o.idempotency_key
+            .as_deref()
+            .is_none_or(|key| set("idempotencyKey", text(key)))
+        && set("redirectUrl", text(&o.redirect_url))
+        && set("openInNewTab", JsValue::from_bool(o.open_in_new_tab))
+        && set("allowCrypto", JsValue::from_bool(o.allow_crypto));
+    if !all_set {
+        return None;
+    }
+    js_sys::JSON::stringify(&object).ok()?.as_string()
+}
+
 /// Creates the session; returns the hosted page's URL or a message for the console.
 async fn create_session(base_url: &str, options: &CheckoutOptions) -> Result<String, String> {
-    let body = serde_wasm_bindgen::to_value(options)
-        .ok()
-        .and_then(|v| js_sys::JSON::stringify(&v).ok())
-        .and_then(|s| s.as_string())
-        .ok_or("could not encode the options")?;
-    let response = gloo_net::http::Request::post(&[base_url, "/checkout/sessions"].concat())
-        .header("Content-Type", "application/json")
-        .body(body)
-        .map_err(|_| "could not build the request")?
-        .send()
-        .await
-        .map_err(|_| "could not reach Payrail; check the connection and try again")?;
+    let body = options_json(options).ok_or("could not encode the options")?;
+    let unreachable = "could not reach Payrail; check the connection and try again";
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    let headers = js_sys::Object::new();
+    js_sys::Reflect::set(
+        &headers,
+        &JsValue::from_str("Content-Type"),
+        &JsValue::from_str("application/json"),
+    )
+    .map_err(|_| "could not build the request")?;
+    init.set_headers(&headers);
+    init.set_body(&JsValue::from_str(&body));
+    let window = web_sys::window().ok_or("no window")?;
+    let url = [base_url, "/checkout/sessions"].concat();
+    let response: web_sys::Response =
+        wasm_bindgen_futures::JsFuture::from(window.fetch_with_str_and_init(&url, &init))
+            .await
+            .map_err(|_| unreachable)?
+            .dyn_into()
+            .map_err(|_| unreachable)?;
     let ok = response.ok();
-    let text = response.text().await.unwrap_or_default();
+    let text = match response.text() {
+        Ok(promise) => wasm_bindgen_futures::JsFuture::from(promise)
+            .await
+            .ok()
+            .and_then(|t| t.as_string())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
     let json = js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL);
-    // Read the one member needed rather than deserializing: serde's error paths would cost
-    // more bytes than the rest of the script.
+    // Read the one member needed rather than deserializing.
     let member = |name: &str| {
         js_sys::Reflect::get(&json, &JsValue::from_str(name))
             .ok()
@@ -156,10 +202,13 @@ fn read_options(options: &JsValue) -> Result<CheckoutOptions, String> {
     for key in js_sys::Object::keys(object).iter() {
         let key = key.as_string().unwrap_or_default();
         if !OPTION_NAMES.contains(&key.as_str()) {
-            return Err(format!(
-                "unknown option \"{key}\"; the options are {}",
-                OPTION_NAMES.join(", ")
-            ));
+            return Err([
+                "unknown option \"",
+                &key,
+                "\"; the options are ",
+                &OPTION_NAMES.join(", "),
+            ]
+            .concat());
         }
     }
     let get = |name: &str| {
@@ -169,21 +218,21 @@ fn read_options(options: &JsValue) -> Result<CheckoutOptions, String> {
     };
     let text = |name: &str, required: bool| -> Result<Option<String>, String> {
         match get(name) {
-            None if required => Err(format!("{name} is required")),
+            None if required => Err([name, " is required"].concat()),
             None => Ok(None),
             Some(v) => v
                 .as_string()
                 .map(Some)
-                .ok_or_else(|| format!("{name} must be a string")),
+                .ok_or_else(|| [name, " must be a string"].concat()),
         }
     };
     let flag = |name: &str, required: bool| -> Result<bool, String> {
         match get(name) {
-            None if required => Err(format!("{name} is required (true or false)")),
+            None if required => Err([name, " is required (true or false)"].concat()),
             None => Ok(false),
             Some(v) => v
                 .as_bool()
-                .ok_or_else(|| format!("{name} must be true or false")),
+                .ok_or_else(|| [name, " must be true or false"].concat()),
         }
     };
     let amount = match get("amount") {
