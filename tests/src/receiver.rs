@@ -19,6 +19,8 @@ pub enum Mode {
     Hang,
     /// Answers 200 and then streams a body without end (until the client hangs up, or a minute).
     Endless,
+    /// Answers 500 to about this percentage of requests, at random, 200 to the rest.
+    FailRandomly(u8),
 }
 
 /// One request as received.
@@ -30,6 +32,8 @@ pub struct Received {
     pub body: Vec<u8>,
     /// When it arrived.
     pub at: Instant,
+    /// The status it was answered with.
+    pub answered: u16,
 }
 
 impl Received {
@@ -96,6 +100,24 @@ impl Receiver {
     }
 }
 
+/// A number from 0 to 99, uniformly at random enough for a failure rate (xorshift over a shared
+/// state seeded from the clock).
+fn roll() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut x = STATE.load(Ordering::Relaxed);
+    if x == 0 {
+        x = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64 | 1);
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, Ordering::Relaxed);
+    x % 100
+}
+
 fn serve(mut stream: TcpStream, mode: &Mutex<Mode>, received: &Mutex<Vec<Received>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut data = Vec::new();
@@ -128,10 +150,17 @@ fn serve(mut stream: TcpStream, mode: &Mutex<Mode>, received: &Mutex<Vec<Receive
     }
     let body = data[head_end..].to_vec();
     let current = *mode.lock().expect("mode");
+    let status = match current {
+        Mode::Ok | Mode::Endless | Mode::Hang => 200,
+        Mode::Status(code) => code,
+        Mode::FailRandomly(percent) if roll() < u64::from(percent) => 500,
+        Mode::FailRandomly(_) => 200,
+    };
     received.lock().expect("received").push(Received {
         headers,
         body,
         at: Instant::now(),
+        answered: status,
     });
     if current == Mode::Endless {
         let _ = write!(
@@ -143,14 +172,9 @@ fn serve(mut stream: TcpStream, mode: &Mutex<Mode>, received: &Mutex<Vec<Receive
         while Instant::now() < until && stream.write_all(&chunk).is_ok() {}
         return;
     }
-    let status = match current {
-        Mode::Ok | Mode::Endless => 200,
-        Mode::Status(code) => code,
-        Mode::Hang => {
-            std::thread::sleep(Duration::from_secs(12));
-            200
-        }
-    };
+    if current == Mode::Hang {
+        std::thread::sleep(Duration::from_secs(12));
+    }
     let _ = write!(
         stream,
         "HTTP/1.1 {status} Whatever\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\
