@@ -460,8 +460,8 @@ fn summary(files: &[String]) {
         if let Some((name, ratio)) = worst {
             println!(
                 "{} rows vs {} rows ≤ 1.2× on every shape: worst {ratio:.2}× ({name}) → {}",
-                large["rows"],
-                small["rows"],
+                large["rows"].as_str().unwrap_or("?"),
+                small["rows"].as_str().unwrap_or("?"),
                 verdict(ratio <= 1.2)
             );
         }
