@@ -56,6 +56,77 @@ pub struct MerchantFilter {
     pub psp_reference_id: Option<String>,
 }
 
+/// Filters of `GET /v1/events`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EventFilter {
+    /// Page size, 1 to 100.
+    pub limit: u32,
+    /// Only events created before this one (its `evt_…` id): the next page.
+    pub starting_after: Option<String>,
+    /// One event type.
+    pub kind: Option<EventType>,
+    /// One transaction's events.
+    pub transaction_id: Option<i64>,
+    /// Created at or after (Unix seconds).
+    pub created_after: Option<i64>,
+    /// Created before (Unix seconds).
+    pub created_before: Option<i64>,
+}
+
+impl EventFilter {
+    /// Parses the raw query string (without `?`).
+    pub fn parse(query: &str) -> Result<Self, QueryError> {
+        let mut params = Params::parse(
+            query,
+            &[
+                "limit",
+                "starting_after",
+                "type",
+                "transaction_id",
+                "created_after",
+                "created_before",
+            ],
+        )?;
+        let starting_after = params
+            .take("starting_after")
+            .map(|v| {
+                let shaped = v.len() <= 64
+                    && v.strip_prefix("evt_").is_some_and(|rest| {
+                        !rest.is_empty()
+                            && rest
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                    });
+                if shaped {
+                    Ok(v)
+                } else {
+                    Err(QueryError(format!(
+                        "starting_after must be an event id (evt_…); got {v:?}"
+                    )))
+                }
+            })
+            .transpose()?;
+        Ok(EventFilter {
+            limit: params.limit()?,
+            starting_after,
+            kind: params
+                .take("type")
+                .map(|v| {
+                    EventType::parse(&v).ok_or_else(|| {
+                        QueryError(format!(
+                            "type must be one of {}; got {v:?}",
+                            one_of(EventType::ALL.iter().map(|t| t.as_str()))
+                        ))
+                    })
+                })
+                .transpose()?,
+            transaction_id: params.id("transaction_id")?,
+            created_after: params.unix("created_after")?,
+            created_before: params.unix("created_before")?,
+        })
+    }
+}
+
 impl TransactionFilter {
     /// Parses the raw query string (without `?`).
     pub fn parse(query: &str) -> Result<Self, QueryError> {

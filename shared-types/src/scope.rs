@@ -11,6 +11,8 @@ pub enum Scope {
     TransactionsRead,
     /// Read merchants.
     MerchantsRead,
+    /// Read the events feed (`GET /v1/events`).
+    EventsRead,
     /// Drive the sandbox lifecycle (`POST /sandbox/transactions/{id}/{action}`); granted only to
     /// sandbox clients.
     SandboxWrite,
@@ -18,9 +20,10 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope, in canonical order.
-    pub const ALL: [Scope; 3] = [
+    pub const ALL: [Scope; 4] = [
         Scope::TransactionsRead,
         Scope::MerchantsRead,
+        Scope::EventsRead,
         Scope::SandboxWrite,
     ];
 
@@ -29,6 +32,7 @@ impl Scope {
         match self {
             Self::TransactionsRead => "transactions:read",
             Self::MerchantsRead => "merchants:read",
+            Self::EventsRead => "events:read",
             Self::SandboxWrite => "sandbox:write",
         }
     }
@@ -38,6 +42,7 @@ impl Scope {
             Self::TransactionsRead => 1,
             Self::MerchantsRead => 2,
             Self::SandboxWrite => 4,
+            Self::EventsRead => 8,
         }
     }
 }

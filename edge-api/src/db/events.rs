@@ -3,7 +3,8 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, DbResult};
+use super::{all, bind, first, DbResult, JsonPage, Order, Owner, Query, Value};
+use crate::query::EventFilter;
 
 /// An event to write.
 pub struct OutboxEvent<'a> {
@@ -43,7 +44,8 @@ pub fn insert(db: &D1Database, e: &OutboxEvent<'_>, guard: Guard) -> DbResult<D1
         db,
         &format!(
             "INSERT INTO events (id, institution_id, type, transaction_id, payload, created, \
-             transaction_version) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7{condition}"
+             transaction_version, seq) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+             (SELECT COALESCE(max(seq), 0) + 1 FROM events){condition}"
         ),
         &[
             e.id.into(),
@@ -95,6 +97,70 @@ pub async fn of_transaction(
         "SELECT id, type, created FROM events WHERE transaction_id = ?1 AND institution_id = ?2 \
          ORDER BY created, transaction_version, id LIMIT 200",
         &[transaction_id.into(), institution_id.into()],
+    )
+    .await
+}
+
+/// The feed's order: creation order (`seq`), newest first; the cursor is the event's id.
+const FEED_ORDER: Order = Order {
+    by: "seq",
+    cursor: "id",
+};
+
+/// The index whose equality columns match the feed's filters.
+fn feed_index(filter: &EventFilter) -> &'static str {
+    match (filter.kind, filter.transaction_id) {
+        (_, Some(_)) => "events_by_institution_transaction",
+        (Some(_), None) => "events_by_type",
+        (None, None) => "events_by_institution",
+    }
+}
+
+/// The statement of one feed page of `owner`'s events, newest first, one row over `limit`.
+pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Query {
+    let (institution, param) = owner.sql();
+    let mut sql = format!(
+        "SELECT id, seq, payload FROM events INDEXED BY {} WHERE institution_id = {institution}",
+        feed_index(filter)
+    );
+    let mut params = vec![param];
+    let mut and = |clause: &dyn Fn(usize) -> String, value: Value| {
+        params.push(value);
+        sql.push_str(" AND ");
+        sql.push_str(&clause(params.len()));
+    };
+    if let Some(kind) = filter.kind {
+        and(&|n| format!("type = ?{n}"), kind.as_str().into());
+    }
+    if let Some(id) = filter.transaction_id {
+        and(&|n| format!("transaction_id = ?{n}"), id.into());
+    }
+    if let Some(cursor) = &filter.starting_after {
+        // An unknown cursor (or another institution's) reads as the end: no rows.
+        and(
+            &|n| format!("seq < COALESCE((SELECT seq FROM events WHERE id = ?{n}), 0)"),
+            cursor.as_str().into(),
+        );
+    }
+    if let Some(after) = filter.created_after {
+        and(&|n| format!("created >= ?{n}"), after.into());
+    }
+    if let Some(before) = filter.created_before {
+        and(&|n| format!("created < ?{n}"), before.into());
+    }
+    params.push(Value::Int(i64::from(filter.limit) + 1));
+    sql.push_str(&format!(" ORDER BY seq DESC LIMIT ?{}", params.len()));
+    Query { sql, params }
+}
+
+/// One page of the events feed as JSON (each event exactly as its deliveries send it).
+pub async fn feed(db: &D1Database, owner: Owner<'_>, filter: &EventFilter) -> DbResult<JsonPage> {
+    super::json_page(
+        db,
+        owner,
+        feed_query(owner, filter),
+        filter.limit,
+        ("json(payload)", FEED_ORDER),
     )
     .await
 }

@@ -100,7 +100,7 @@ pub async fn list_json(
         owner,
         list_query(owner, filter),
         filter.limit,
-        MERCHANT_JSON,
+        (MERCHANT_JSON, super::BY_ID),
     )
     .await
 }

@@ -167,8 +167,8 @@ pub struct JsonPage {
     pub data: String,
     /// How many rows the query found: one over the limit means a further page.
     pub found: i64,
-    /// The id of the page's last row when the page is full.
-    pub last: Option<i64>,
+    /// The cursor of the page's last row (its id) when the page is full.
+    pub last: Option<serde_json::Value>,
     /// With [`Owner::Token`]: the token's scopes, or `None` when it is not a live token.
     pub scopes: Option<String>,
 }
@@ -177,7 +177,7 @@ impl JsonPage {
     /// The list envelope (`object`, `data`, `has_more`, `next_cursor`) around the rows.
     pub fn envelope(&self, limit: u32) -> String {
         let has_more = self.found > i64::from(limit);
-        let cursor = match (has_more, self.last) {
+        let cursor = match (has_more, &self.last) {
             (true, Some(last)) => last.to_string(),
             _ => "null".to_owned(),
         };
@@ -188,15 +188,30 @@ impl JsonPage {
     }
 }
 
-/// Runs `page` (a list query of `owner`'s rows fetching `limit + 1` rows, newest first, its
-/// last parameter the `LIMIT`) with each row turned into JSON by `object` (a `json_object(...)`
-/// over its columns).
+/// How a list is ordered, newest first, and what its cursor is.
+#[derive(Debug, Clone, Copy)]
+pub struct Order {
+    /// The column it is ordered by, descending.
+    pub by: &'static str,
+    /// The column the next page's cursor is.
+    pub cursor: &'static str,
+}
+
+/// Lists ordered and paged by their integer id.
+pub const BY_ID: Order = Order {
+    by: "id",
+    cursor: "id",
+};
+
+/// Runs `page` (a list query of `owner`'s rows fetching `limit + 1` rows, newest first by
+/// `order`, its last parameter the `LIMIT`) with each row turned into JSON by `object` (a
+/// `json_object(...)` over its columns).
 pub async fn json_page(
     db: &D1Database,
     owner: Owner<'_>,
     page: Query,
     limit: u32,
-    object: &str,
+    (object, order): (&str, Order),
 ) -> DbResult<JsonPage> {
     let mut params = page.params;
     params.push(Value::Int(i64::from(limit)));
@@ -205,11 +220,13 @@ pub async fn json_page(
         "WITH page AS MATERIALIZED ({}) SELECT \
          (SELECT count(*) FROM page) AS found, \
          (SELECT json_group_array({object}) FROM \
-          (SELECT * FROM page ORDER BY id DESC LIMIT ?{n})) AS data, \
-         (SELECT id FROM page ORDER BY id DESC LIMIT 1 OFFSET ?{n} - 1) AS last, \
+          (SELECT * FROM page ORDER BY {by} DESC LIMIT ?{n})) AS data, \
+         (SELECT {cursor} FROM page ORDER BY {by} DESC LIMIT 1 OFFSET ?{n} - 1) AS last, \
          {} AS scopes",
         page.sql,
-        owner.scopes_sql()
+        owner.scopes_sql(),
+        by = order.by,
+        cursor = order.cursor,
     );
     first(db, &sql, &params)
         .await?

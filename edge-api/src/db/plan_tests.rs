@@ -3,8 +3,8 @@
 
 use rusqlite::Connection;
 
-use super::{merchants, transactions, Query, Value};
-use crate::query::{MerchantFilter, TransactionFilter};
+use super::{events, merchants, transactions, Owner, Query, Value};
+use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
 
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
@@ -75,6 +75,23 @@ fn every_transaction_filter_combination_is_an_index_range_scan() {
             &conn,
             &transactions::list_query(super::Owner::Token("ab12"), &filter),
         );
+    }
+}
+
+#[test]
+fn every_events_feed_filter_combination_is_an_index_range_scan() {
+    let conn = database();
+    for mask in 0u32..(1 << 5) {
+        let on = |bit: u32| mask & (1 << bit) != 0;
+        let filter = EventFilter {
+            limit: 25,
+            starting_after: on(0).then(|| "evt_abc".to_owned()),
+            kind: on(1).then_some(shared_types::lifecycle::EventType::PaymentPaid),
+            transaction_id: on(2).then_some(7),
+            created_after: on(3).then_some(1_700_000_000),
+            created_before: on(4).then_some(1_800_000_000),
+        };
+        assert_indexed(&conn, &events::feed_query(Owner::Token("ab12"), &filter));
     }
 }
 

@@ -198,7 +198,7 @@ pub async fn list_json(
         owner,
         list_query(owner, filter),
         filter.limit,
-        TRANSACTION_JSON,
+        (TRANSACTION_JSON, super::BY_ID),
     )
     .await
 }

@@ -1,6 +1,7 @@
 //! Request routing: method and path to handler, and errors to the spec's error body.
 
 mod checkout;
+mod events;
 mod hosted_page;
 mod merchants;
 mod sandbox;
@@ -31,7 +32,10 @@ fn methods(segments: &[&str], sandbox: bool) -> Option<&'static [Method]> {
     use Method::{Get, Options, Post};
     Some(match segments {
         ["oauth", "token"] => &[Post],
-        ["v1", "transactions"] | ["v1", "merchants"] | ["v1", "merchants", _] => &[Get],
+        ["v1", "transactions"]
+        | ["v1", "events"]
+        | ["v1", "merchants"]
+        | ["v1", "merchants", _] => &[Get],
         ["checkout", "sessions"] => &[Post, Options],
         ["checkout", _] | ["checkout", _, "status"] => &[Get],
         ["checkout", _, "method"] => &[Post],
@@ -66,6 +70,7 @@ async fn route(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     match segments.as_slice() {
         ["oauth", "token"] => token::handle(req, ctx, &url).await,
         ["v1", "transactions"] => transactions::list(&req, ctx, &url).await,
+        ["v1", "events"] => events::list(&req, ctx, &url).await,
         ["v1", "merchants"] => merchants::list(&req, ctx, &url).await,
         ["v1", "merchants", id] => merchants::get(&req, ctx, id).await,
         ["checkout", "sessions"] => checkout::sessions(req, ctx, &url).await,

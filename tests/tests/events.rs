@@ -1,0 +1,153 @@
+//! `GET /v1/events`, the events feed: every event of the institution, newest first, exactly as
+//! its deliveries send it; paged by cursor; filtered by type, transaction and time; its own
+//! scope; one institution never sees another's.
+
+use payrail_tests::hooks::{act, payment};
+use payrail_tests::Worker;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const SPEC: &str = "/v1/events";
+
+/// A token of a new client of institution `index` with just `events:read`.
+fn feed_token(worker: &Worker, index: usize) -> String {
+    let portal = worker.portal_login(index);
+    let reply = worker.portal(
+        Method::POST,
+        "/portal/api/clients",
+        Some(&portal),
+        Some(&json!({"name": "Event feed reader", "scopes": ["events:read"]})),
+    );
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let client = reply.json();
+    worker.token(
+        client["client_id"].as_str().unwrap(),
+        client["client_secret"].as_str().unwrap(),
+    )
+}
+
+fn feed(worker: &Worker, token: &str, query: &str) -> Value {
+    let reply = worker.get(&format!("/v1/events?{query}"), Some(token), SPEC);
+    assert_eq!(reply.status, 200, "{query}: {}", reply.text);
+    reply.json()
+}
+
+#[test]
+fn the_feed_pages_every_event_newest_first_as_delivered() {
+    let worker = Worker::shared();
+    let token = feed_token(worker, 0);
+    let id = payment(worker, 0, "FEED-1");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    act(worker, 0, id, "settle", json!({}));
+    act(worker, 0, id, "refund", json!({"amount": "5.00"}));
+
+    let all = feed(worker, &token, &format!("transaction_id={id}"));
+    let types: Vec<&str> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["payment.refunded", "payment.paid", "payment.succeeded"],
+        "newest first"
+    );
+    assert_eq!(all["has_more"], false);
+    assert!(all["next_cursor"].is_null());
+    // Each event exactly as its deliveries send it.
+    let newest = &all["data"][0];
+    let stored: String = worker
+        .database()
+        .query_row(
+            "SELECT payload FROM events WHERE id = ?1",
+            [newest["id"].as_str().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(newest, &serde_json::from_str::<Value>(&stored).unwrap());
+    assert_eq!(newest["data"]["id"], id);
+
+    // One at a time: the cursor walks the same three, none twice.
+    let mut seen = Vec::new();
+    let mut query = format!("transaction_id={id}&limit=1");
+    loop {
+        let page = feed(worker, &token, &query);
+        assert_eq!(page["data"].as_array().unwrap().len(), 1);
+        seen.push(page["data"][0]["id"].clone());
+        if page["has_more"] == false {
+            assert!(page["next_cursor"].is_null());
+            break;
+        }
+        assert_eq!(page["next_cursor"], page["data"][0]["id"]);
+        query = format!(
+            "transaction_id={id}&limit=1&starting_after={}",
+            page["next_cursor"].as_str().unwrap()
+        );
+    }
+    let ids: Vec<Value> = all["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    assert_eq!(seen, ids);
+
+    // By type, and by time: nothing of this payment before the year 2000, all of it after.
+    let paid = feed(
+        worker,
+        &token,
+        &format!("transaction_id={id}&type=payment.paid"),
+    );
+    assert_eq!(paid["data"].as_array().unwrap().len(), 1);
+    assert_eq!(paid["data"][0]["type"], "payment.paid");
+    let old = feed(
+        worker,
+        &token,
+        &format!("transaction_id={id}&created_before=2000-01-01"),
+    );
+    assert!(old["data"].as_array().unwrap().is_empty());
+    let recent = feed(
+        worker,
+        &token,
+        &format!("transaction_id={id}&created_after=2000-01-01"),
+    );
+    assert_eq!(recent["data"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn the_feed_is_the_institutions_own_behind_its_own_scope() {
+    let worker = Worker::shared();
+    let id = payment(worker, 0, "FEED-2");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    // Another institution's reader sees none of it, by id or in its whole feed.
+    let other = feed_token(worker, 1);
+    let theirs = feed(worker, &other, &format!("transaction_id={id}"));
+    assert!(theirs["data"].as_array().unwrap().is_empty());
+    let everything = feed(worker, &other, "limit=100");
+    assert!(everything["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["data"]["id"] != id));
+    // The scope is its own: a transactions reader is refused.
+    let reply = worker.get("/v1/events", Some(&worker.institution_token(0)), SPEC);
+    let why = reply.assert_error(403, "insufficient_scope");
+    assert!(why.contains("events:read"), "{why}");
+    // Bad parameters are named; a bad token is refused before them.
+    let token = feed_token(worker, 0);
+    for (query, named) in [
+        ("type=payment.lost", "type"),
+        ("starting_after=12", "starting_after"),
+        ("limit=0", "limit"),
+        ("transaction_id=abc", "transaction_id"),
+        ("created_after=yesterday", "created_after"),
+        ("colour=red", "colour"),
+    ] {
+        let reply = worker.get(&format!("/v1/events?{query}"), Some(&token), SPEC);
+        let why = reply.assert_error(400, "invalid_request");
+        assert!(why.contains(named), "{query}: {why}");
+    }
+    let reply = worker.get("/v1/events?type=payment.lost", Some("at_not-a-token"), SPEC);
+    reply.assert_error(401, "invalid_client");
+}
