@@ -416,20 +416,7 @@ async fn send(
             "the treasury holds too little of the coin for gas on {name}"
         ));
     }
-    let pending = rpc::quantity(
-        &rpc::call(
-            url,
-            "eth_getTransactionCount",
-            json!([treasury.address, "pending"]),
-        )
-        .await
-        .map_err(node)?,
-    )
-    .map_err(node)?;
-    let stored = settlements::next_nonce(&ctx.db, name, &treasury.address)
-        .await
-        .map_err(|e| e.to_string())?;
-    let nonce = pending.max(stored);
+    let nonce = treasury::next_nonce(ctx, url, name, &treasury.address).await?;
     let signed = treasury::sign(
         treasury,
         network,

@@ -360,20 +360,7 @@ async fn settle_group(
         )
         .into());
     }
-    let pending = rpc::quantity(
-        &rpc::call(
-            url,
-            "eth_getTransactionCount",
-            json!([treasury.address, "pending"]),
-        )
-        .await
-        .map_err(node)?,
-    )
-    .map_err(node)?;
-    let stored = settlements::next_nonce(&ctx.db, name, &treasury.address)
-        .await
-        .map_err(|e| format!("the nonce could not be read: {e}"))?;
-    let nonce = pending.max(stored);
+    let nonce = treasury::next_nonce(ctx, url, name, &treasury.address).await?;
     let signed = sign(
         treasury,
         network,

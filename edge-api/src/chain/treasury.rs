@@ -113,6 +113,23 @@ pub fn sign(
     .sign(&treasury.key)
 }
 
+/// The nonce the treasury's next transaction on `network` takes: the higher of the node's
+/// pending count and one past the highest stored that was or may still be mined (the batch
+/// that stores it is what takes it: see `db::settlements`).
+pub async fn next_nonce(ctx: &Ctx, url: &str, network: &str, sender: &str) -> Result<u64, String> {
+    let node = |e: String| format!("the {network} node: {}", super::public_reason(&e));
+    let pending = rpc::quantity(
+        &rpc::call(url, "eth_getTransactionCount", json!([sender, "pending"]))
+            .await
+            .map_err(node)?,
+    )
+    .map_err(node)?;
+    let stored = settlements::next_nonce(&ctx.db, network, sender)
+        .await
+        .map_err(|e| format!("the nonce could not be read: {e}"))?;
+    Ok(pending.max(stored))
+}
+
 /// Sends the signed bytes to the node and records the outcome; a failure is retried by the
 /// settlement's follow step.
 pub async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {

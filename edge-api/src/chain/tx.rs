@@ -75,22 +75,31 @@ fn list(fields: &[&dyn Encodable]) -> Vec<u8> {
 }
 
 impl Eip1559 {
-    /// The bytes its signature covers: `0x02 ‖ rlp([chain_id, nonce, tip, max fee, gas, to,
-    /// value, data, access_list])`.
-    fn signing_payload(&self) -> Vec<u8> {
-        let mut out = vec![2];
-        out.extend(list(&[
+    /// `0x02 ‖ rlp([chain_id, nonce, tip, max fee, gas, to, value, data, access_list,
+    /// …signature])`: without a signature, the bytes the signature covers; with one, the raw
+    /// transaction.
+    fn encode(&self, signature: &[&dyn Encodable]) -> Vec<u8> {
+        let (to, data) = (&self.to[..], &self.data[..]);
+        let mut fields: Vec<&dyn Encodable> = vec![
             &self.chain_id,
             &self.nonce,
             &self.max_priority_fee_per_gas,
             &self.max_fee_per_gas,
             &self.gas_limit,
-            &&self.to[..],
+            &to,
             &self.value,
-            &&self.data[..],
+            &data,
             &NoAccessList,
-        ]));
+        ];
+        fields.extend_from_slice(signature);
+        let mut out = vec![2];
+        out.extend(list(&fields));
         out
+    }
+
+    /// The bytes its signature covers.
+    fn signing_payload(&self) -> Vec<u8> {
+        self.encode(&[])
     }
 
     /// Signs it with `key`.
@@ -99,23 +108,8 @@ impl Eip1559 {
         let (signature, recovery): (Signature, RecoveryId) = key
             .sign_prehash_recoverable(&digest)
             .map_err(|_| "the transaction could not be signed".to_owned())?;
-        let r = signature.r().to_bytes();
-        let s = signature.s().to_bytes();
-        let mut raw = vec![2];
-        raw.extend(list(&[
-            &self.chain_id,
-            &self.nonce,
-            &self.max_priority_fee_per_gas,
-            &self.max_fee_per_gas,
-            &self.gas_limit,
-            &&self.to[..],
-            &self.value,
-            &&self.data[..],
-            &NoAccessList,
-            &u8::from(recovery.is_y_odd()),
-            &trimmed(&r),
-            &trimmed(&s),
-        ]));
+        let (r, s) = (signature.r().to_bytes(), signature.s().to_bytes());
+        let raw = self.encode(&[&u8::from(recovery.is_y_odd()), &trimmed(&r), &trimmed(&s)]);
         Ok(Signed {
             hash: format!("0x{}", hex::encode(Keccak256::digest(&raw))),
             raw: format!("0x{}", hex::encode(raw)),
