@@ -14,3 +14,5 @@ export WRANGLER_LOG_PATH="$ROOT/.cache/wrangler-logs"
 # Local-only key that seals webhook signing secrets under wrangler dev (production sets its own
 # with `wrangler secret put PAYRAIL_ENCRYPTION_KEY`). Never use it anywhere else.
 export PAYRAIL_DEV_ENCRYPTION_KEY="tkwOuyUeftPw6+LVbEUlY8ig2gJvzzdxfatComRB66Q="
+# A CI run builds once from a fresh clone: incremental caches would only take disk space.
+if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
