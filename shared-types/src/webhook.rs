@@ -91,10 +91,11 @@ impl std::fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
-/// Verifies deliveries for one endpoint's signing secret.
+/// Verifies deliveries for one endpoint: its signing secret, or several while a rotation is under
+/// way on the receiver's side (a delivery is accepted when any `v1` matches any secret).
 #[derive(Debug, Clone)]
 pub struct Verifier {
-    secret: String,
+    secrets: Vec<String>,
     tolerance: i64,
 }
 
@@ -102,9 +103,16 @@ impl Verifier {
     /// A verifier with the default 5-minute tolerance.
     pub fn new(secret: &str) -> Self {
         Verifier {
-            secret: secret.to_owned(),
+            secrets: vec![secret.to_owned()],
             tolerance: DEFAULT_TOLERANCE_SECONDS,
         }
+    }
+
+    /// The same, also accepting signatures made with `secret`: keep the old and the new secret
+    /// while the receiver's configuration moves from one to the other.
+    pub fn also_accept(mut self, secret: &str) -> Self {
+        self.secrets.push(secret.to_owned());
+        self
     }
 
     /// The same with another tolerance, in seconds.
@@ -140,9 +148,12 @@ impl Verifier {
         if now.abs_diff(timestamp) > self.tolerance.unsigned_abs() {
             return Err(VerifyError::TimestampOutOfTolerance);
         }
-        let expected = sign(&self.secret, timestamp, body);
-        let matched = candidates.iter().fold(false, |found, candidate| {
-            found | bool::from(candidate.as_bytes().ct_eq(expected.as_bytes()))
+        // Every pair is compared, in constant time, whatever matched first.
+        let matched = self.secrets.iter().fold(false, |found, secret| {
+            let expected = sign(secret, timestamp, body);
+            candidates.iter().fold(found, |found, candidate| {
+                found | bool::from(candidate.as_bytes().ct_eq(expected.as_bytes()))
+            })
         });
         if matched {
             Ok(())
@@ -221,6 +232,21 @@ mod tests {
         }
         let header = signature_header(&["whsec_x"], i64::MIN, body);
         assert!(verifier.verify(&header, body, i64::MIN).is_ok());
+    }
+
+    #[test]
+    fn a_verifier_with_two_secrets_accepts_either_during_a_rotation() {
+        let body = br#"{"id":"evt_1"}"#;
+        let verifier = Verifier::new("whsec_old").also_accept("whsec_new");
+        for secret in ["whsec_old", "whsec_new"] {
+            let header = signature_header(&[secret], 1000, body);
+            assert!(verifier.verify(&header, body, 1000).is_ok(), "{secret}");
+        }
+        let header = signature_header(&["whsec_other"], 1000, body);
+        assert_eq!(
+            verifier.verify(&header, body, 1000),
+            Err(VerifyError::NoMatchingSignature)
+        );
     }
 
     #[test]

@@ -1,0 +1,302 @@
+//! The client's own behaviour (token cache, refresh on 401, retries, paging) against a scripted
+//! local HTTP server: what a real deployment does only under failure, made to happen on cue.
+//! The same client against the real worker is tested in `tests/tests/sdk.rs`.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use futures_util::TryStreamExt;
+use payrail::{Client, Error, RetryPolicy, TransactionQuery};
+use serde_json::json;
+
+/// An answer the server gives: status, extra headers, body.
+type Answer = (u16, Vec<(&'static str, String)>, serde_json::Value);
+
+#[derive(Default)]
+struct Script {
+    /// Answers to `/v1/…` requests, in order; when empty, an empty page.
+    api: VecDeque<Answer>,
+    /// `expires_in` of issued tokens.
+    expires_in: u64,
+    tokens_issued: usize,
+    /// (path and query, bearer token) of every API request.
+    seen: Vec<(String, String)>,
+}
+
+struct Stub {
+    base: String,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Stub {
+    async fn start(expires_in: u64, api: Vec<Answer>) -> Stub {
+        let script = Arc::new(Mutex::new(Script {
+            api: api.into(),
+            expires_in,
+            ..Script::default()
+        }));
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Stub { base, script }
+    }
+
+    fn client(&self) -> Client {
+        Client::builder(&self.base, "cli_test", "sk_test")
+            .retry(RetryPolicy {
+                initial_backoff: Duration::from_millis(10),
+                ..RetryPolicy::default()
+            })
+            .build()
+            .unwrap()
+    }
+
+    fn tokens_issued(&self) -> usize {
+        self.script.lock().unwrap().tokens_issued
+    }
+
+    fn seen(&self) -> Vec<(String, String)> {
+        self.script.lock().unwrap().seen.clone()
+    }
+}
+
+async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> Response {
+    let mut script = script.lock().unwrap();
+    let path = request.uri().to_string();
+    let (status, headers, body) = if path == "/oauth/token" {
+        script.tokens_issued += 1;
+        let token = format!("tok_{}", script.tokens_issued);
+        (
+            200,
+            vec![],
+            json!({"access_token": token, "token_type": "Bearer",
+                   "expires_in": script.expires_in, "scope": "transactions:read"}),
+        )
+    } else {
+        let bearer = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .trim_start_matches("Bearer ")
+            .to_owned();
+        script.seen.push((path, bearer));
+        script.api.pop_front().unwrap_or((
+            200,
+            vec![],
+            json!({"object": "list", "data": [], "has_more": false, "next_cursor": null}),
+        ))
+    };
+    let mut response = Response::builder().status(status);
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    response
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn error(status: u16, code: &str) -> Answer {
+    (
+        status,
+        vec![],
+        json!({"error": code, "error_description": format!("{code} on purpose")}),
+    )
+}
+
+fn transaction(id: i64) -> serde_json::Value {
+    json!({"object":"transaction","id":id,"merchant_id":1,"status":"paid","raw_status":"paid",
+      "amount_status":"EXACT","asset":"USDC","currency":"EUR","amount":{"gross":"10.00","net":null,
+      "expected":"10.00","psp_fee":null,"gas_fee":null,"bridge_fee":null},
+      "networks":{"payment":null,"settlement":null},
+      "tx_hashes":{"source":null,"bridge":null,"settlement":null},"customer_email":null,
+      "external_reference":format!("order-{id}"),"created_at":"2026-11-21T04:35:27Z","paid_at":null})
+}
+
+fn page(ids: &[i64], next: Option<i64>) -> Answer {
+    (
+        200,
+        vec![],
+        json!({"object": "list", "data": ids.iter().map(|id| transaction(*id)).collect::<Vec<_>>(),
+               "has_more": next.is_some(), "next_cursor": next}),
+    )
+}
+
+#[tokio::test]
+async fn one_token_serves_many_calls_and_concurrent_callers_share_one_fetch() {
+    let stub = Stub::start(3600, vec![]).await;
+    let client = stub.client();
+    let calls = (0..8).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move { client.transactions_page(&TransactionQuery::new()).await })
+    });
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    client
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap();
+    assert_eq!(stub.tokens_issued(), 1);
+    assert!(stub.seen().iter().all(|(_, token)| token == "tok_1"));
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_replaced_before_use() {
+    // A token that lives 0 s is due for refresh at once: every call gets a new one.
+    let stub = Stub::start(0, vec![]).await;
+    let client = stub.client();
+    for _ in 0..3 {
+        client
+            .transactions_page(&TransactionQuery::new())
+            .await
+            .unwrap();
+    }
+    assert_eq!(stub.tokens_issued(), 3);
+    let tokens: Vec<_> = stub.seen().into_iter().map(|(_, t)| t).collect();
+    assert_eq!(tokens, ["tok_1", "tok_2", "tok_3"]);
+}
+
+#[tokio::test]
+async fn a_401_gets_one_fresh_token_and_one_more_try_only() {
+    let stub = Stub::start(3600, vec![error(401, "invalid_client"), page(&[5], None)]).await;
+    let client = stub.client();
+    let list = client
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap();
+    assert_eq!(list.data[0].id, 5);
+    let tokens: Vec<_> = stub.seen().into_iter().map(|(_, t)| t).collect();
+    assert_eq!(tokens, ["tok_1", "tok_2"]);
+
+    let stub = Stub::start(
+        3600,
+        vec![error(401, "invalid_client"), error(401, "invalid_client")],
+    )
+    .await;
+    let err = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("invalid_client"));
+    assert_eq!(stub.tokens_issued(), 2);
+    assert_eq!(stub.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn rate_limits_wait_for_retry_after_and_server_errors_back_off() {
+    let limited = (
+        429,
+        vec![("retry-after", "1".to_owned())],
+        json!({"error": "rate_limited", "error_description": "slow down"}),
+    );
+    let stub = Stub::start(
+        3600,
+        vec![limited, error(500, "server_error"), page(&[3], None)],
+    )
+    .await;
+    let started = Instant::now();
+    let list = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap();
+    assert_eq!(list.data[0].id, 3);
+    assert_eq!(stub.seen().len(), 3);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was not waited for"
+    );
+}
+
+#[tokio::test]
+async fn client_errors_are_never_retried_and_carry_the_api_error() {
+    let stub = Stub::start(3600, vec![error(400, "invalid_request")]).await;
+    let err = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Api {
+            status,
+            error,
+            description,
+            ..
+        } => {
+            assert_eq!((*status, error.as_str()), (400, "invalid_request"));
+            assert_eq!(description, "invalid_request on purpose");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(stub.seen().len(), 1);
+    assert_eq!(
+        err.to_string(),
+        "invalid_request (400): invalid_request on purpose"
+    );
+}
+
+#[tokio::test]
+async fn retries_stop_after_the_policy_and_answer_the_last_error() {
+    let stub = Stub::start(3600, (0..6).map(|_| error(503, "server_error")).collect()).await;
+    let err = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(503));
+    assert_eq!(stub.seen().len(), 4, "the first try and 3 retries");
+}
+
+#[tokio::test]
+async fn a_stream_follows_next_cursor_until_the_last_page() {
+    let stub = Stub::start(
+        3600,
+        vec![
+            page(&[9, 8], Some(8)),
+            page(&[7, 6], Some(6)),
+            page(&[5], None),
+        ],
+    )
+    .await;
+    let ids: Vec<i64> = stub
+        .client()
+        .transactions(TransactionQuery::new().limit(2).merchant_id(1))
+        .map_ok(|t| t.id)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(ids, [9, 8, 7, 6, 5]);
+    let paths: Vec<_> = stub.seen().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/transactions?limit=2&merchant_id=1",
+            "/v1/transactions?limit=2&merchant_id=1&starting_after=8",
+            "/v1/transactions?limit=2&merchant_id=1&starting_after=6",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_error_mid_stream_ends_it_with_that_error() {
+    let stub = Stub::start(
+        3600,
+        vec![page(&[9, 8], Some(8)), error(403, "insufficient_scope")],
+    )
+    .await;
+    let mut stream = Box::pin(stub.client().transactions(TransactionQuery::new()));
+    assert_eq!(stream.try_next().await.unwrap().unwrap().id, 9);
+    assert_eq!(stream.try_next().await.unwrap().unwrap().id, 8);
+    let err = stream.try_next().await.unwrap_err();
+    assert_eq!(err.code(), Some("insufficient_scope"));
+}
