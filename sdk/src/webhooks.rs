@@ -78,6 +78,11 @@ impl Event {
         }
     }
 
+    /// `created` as the API writes timestamps (`2026-11-21T04:35:27Z`).
+    pub fn created_at(&self) -> Option<String> {
+        shared_types::time::format_unix(self.created)
+    }
+
     /// The transaction the event carries, for the known types.
     pub fn transaction(&self) -> Option<&Transaction> {
         match &self.kind {

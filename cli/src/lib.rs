@@ -1,0 +1,1050 @@
+//! The `payrail` command: what a partner's developer runs on a laptop.
+//!
+//! - `payrail listen --forward-to http://localhost:3000/webhooks`: follows the events feed and
+//!   forwards each new event to a local URL, signed with a local secret it prints, so a receiver
+//!   can be built on a machine Payrail cannot reach.
+//! - `payrail trigger payment.paid`: drives a sandbox checkout to that event.
+//! - `payrail transactions|merchants list|get`, `payrail events list`, `payrail events resend`.
+//!
+//! Credentials: flags, then `PAYRAIL_API_URL` / `PAYRAIL_CLIENT_ID` / `PAYRAIL_CLIENT_SECRET`,
+//! then the config file written by `payrail configure` (mode 0600; see [`config`]).
+
+pub mod config;
+
+use std::future::Future;
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use futures_util::{StreamExt, TryStreamExt};
+use payrail::webhooks::{
+    signature_header, Event, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER,
+};
+use payrail::{
+    CheckoutRequest, Client, EventQuery, EventType, Merchant, MerchantQuery, MerchantStatus,
+    SandboxAction, Status, Transaction, TransactionQuery,
+};
+use rand::RngCore;
+use serde::Serialize;
+
+use crate::config::{Config, Env, PortalLogin};
+
+#[derive(Parser)]
+#[command(
+    name = "payrail",
+    version,
+    about = "Work with the Payrail partner API from a terminal"
+)]
+struct Cli {
+    /// API base URL (default: PAYRAIL_API_URL, then the config file).
+    #[arg(long, global = true)]
+    api_url: Option<String>,
+    /// Print JSON instead of tables, for scripts.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Save the API URL and a client's credentials in the config file (mode 0600). The client
+    /// secret is read from PAYRAIL_CLIENT_SECRET, or from standard input.
+    Configure {
+        /// The API client id, from the portal.
+        #[arg(long)]
+        client_id: String,
+    },
+    /// Log in to the portal (needed by `events resend`). The password is read from
+    /// PAYRAIL_PORTAL_PASSWORD, or from standard input.
+    Login {
+        /// The portal user's e-mail address.
+        #[arg(long)]
+        email: String,
+    },
+    /// Transactions of your institution.
+    Transactions {
+        #[command(subcommand)]
+        action: TransactionsCommand,
+    },
+    /// Merchants of your institution.
+    Merchants {
+        #[command(subcommand)]
+        action: MerchantsCommand,
+    },
+    /// The events feed, and resending deliveries.
+    Events {
+        #[command(subcommand)]
+        action: EventsCommand,
+    },
+    /// Forward new events to a local URL, signed with a local secret (Ctrl-C to stop).
+    Listen {
+        /// Where to POST each event, e.g. http://localhost:3000/webhooks.
+        #[arg(long)]
+        forward_to: String,
+        /// How often to read the events feed, in milliseconds.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(200..=60_000))]
+        interval_ms: u64,
+    },
+    /// Sandbox: create a checkout for a merchant and drive it to an event.
+    Trigger {
+        /// The event to produce.
+        event: TriggerEvent,
+        /// The merchant (default: the first that can take payments).
+        #[arg(long)]
+        merchant: Option<i64>,
+        /// The order amount.
+        #[arg(long, default_value = "25.00")]
+        amount: String,
+        /// The order currency.
+        #[arg(long, default_value = "EUR")]
+        currency: String,
+        /// The order id (default: a new `trigger-…` reference).
+        #[arg(long)]
+        reference: Option<String>,
+        /// Where the checkout returns; it must be one of the merchant's return origins
+        /// (default: the API's own origin, which the demo merchants allow).
+        #[arg(long)]
+        redirect_url: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TransactionsCommand {
+    /// List transactions, newest first.
+    List {
+        /// Only this status.
+        #[arg(long, value_parser = parse_status)]
+        status: Option<Status>,
+        /// Only this merchant's.
+        #[arg(long)]
+        merchant: Option<i64>,
+        /// Only this order's (`external_reference`).
+        #[arg(long)]
+        reference: Option<String>,
+        /// Created at or after (a date, a date-time with offset, or Unix seconds).
+        #[arg(long)]
+        created_after: Option<String>,
+        /// Created before.
+        #[arg(long)]
+        created_before: Option<String>,
+        /// How many to show.
+        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        limit: u64,
+    },
+    /// One transaction.
+    Get {
+        /// Its id.
+        id: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum MerchantsCommand {
+    /// List merchants, newest first.
+    List {
+        /// Only the merchant with your reference.
+        #[arg(long)]
+        reference: Option<String>,
+        /// How many to show.
+        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        limit: u64,
+    },
+    /// One merchant.
+    Get {
+        /// Its id.
+        id: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// List events, newest first.
+    List {
+        /// Only this type.
+        #[arg(long = "type", value_parser = parse_event_type)]
+        kind: Option<EventType>,
+        /// Only this transaction's.
+        #[arg(long)]
+        transaction: Option<i64>,
+        /// How many to show.
+        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        limit: u64,
+    },
+    /// Deliver an event again to its endpoint (a delivery id from the portal's log, `dlv_…`);
+    /// needs `payrail login`.
+    Resend {
+        /// The delivery.
+        delivery: String,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TriggerEvent {
+    #[value(name = "payment.succeeded")]
+    Succeeded,
+    #[value(name = "payment.paid")]
+    Paid,
+    #[value(name = "payment.refunded")]
+    Refunded,
+}
+
+fn parse_status(text: &str) -> Result<Status, String> {
+    text.parse().map_err(|_| {
+        let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        format!("the statuses are {}", all.join(", "))
+    })
+}
+
+fn parse_event_type(text: &str) -> Result<EventType, String> {
+    EventType::parse(text).ok_or_else(|| {
+        let all: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+        format!("the event types are {}", all.join(", "))
+    })
+}
+
+/// Where the command reads and writes.
+pub struct Io {
+    /// Results.
+    pub out: Box<dyn Write + Send>,
+    /// Progress and errors.
+    pub err: Box<dyn Write + Send>,
+    /// Secrets read from a pipe.
+    pub stdin: Box<dyn BufRead + Send>,
+    /// Whether standard input is a terminal (then secrets are prompted for without echo).
+    pub stdin_is_terminal: bool,
+}
+
+/// A failure, with the exit code it ends the command with.
+struct Failure {
+    message: String,
+    code: i32,
+}
+
+impl From<payrail::Error> for Failure {
+    fn from(err: payrail::Error) -> Self {
+        let hint = match err.code() {
+            Some("insufficient_scope") => {
+                "\nhint: give the client the scope this needs in the portal (Developers → API clients)"
+            }
+            Some("invalid_client") => "\nhint: check the client id and secret (payrail configure)",
+            _ => "",
+        };
+        Failure {
+            message: format!("{err}{hint}"),
+            code: 1,
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure { message, code: 2 }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(err: std::io::Error) -> Self {
+        Failure {
+            message: err.to_string(),
+            code: 1,
+        }
+    }
+}
+
+type Outcome = Result<(), Failure>;
+
+/// Runs the command line `args` (program name first); answers the exit code. `shutdown`
+/// ends `listen`.
+pub async fn run(
+    args: Vec<String>,
+    env: Env,
+    io: &mut Io,
+    shutdown: impl Future<Output = ()>,
+) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let text = err.render().to_string();
+            let _ = if code == 0 {
+                io.out.write_all(text.as_bytes())
+            } else {
+                io.err.write_all(text.as_bytes())
+            };
+            return code;
+        }
+    };
+    match execute(cli, &env, io, shutdown).await {
+        Ok(()) => 0,
+        Err(failure) => {
+            let _ = writeln!(io.err, "error: {}", failure.message);
+            failure.code
+        }
+    }
+}
+
+struct Context<'a> {
+    env: &'a Env,
+    path: std::path::PathBuf,
+    config: Config,
+    api_url: Option<String>,
+    json: bool,
+}
+
+impl Context<'_> {
+    fn api_url(&self) -> Result<String, Failure> {
+        self.api_url
+            .clone()
+            .or_else(|| self.env.get("PAYRAIL_API_URL").cloned())
+            .or_else(|| self.config.api_url.clone())
+            .ok_or_else(|| {
+                Failure::from(
+                    "no API URL: pass --api-url, set PAYRAIL_API_URL, or run payrail configure"
+                        .to_owned(),
+                )
+            })
+    }
+
+    fn client(&self) -> Result<Client, Failure> {
+        let id = self
+            .env
+            .get("PAYRAIL_CLIENT_ID")
+            .cloned()
+            .or_else(|| self.config.client_id.clone());
+        let secret = self
+            .env
+            .get("PAYRAIL_CLIENT_SECRET")
+            .cloned()
+            .or_else(|| self.config.client_secret.clone());
+        match (id, secret) {
+            (Some(id), Some(secret)) => Ok(Client::new(self.api_url()?, id, secret)?),
+            _ => Err(Failure::from(
+                "no client credentials: set PAYRAIL_CLIENT_ID and PAYRAIL_CLIENT_SECRET, or run payrail configure"
+                    .to_owned(),
+            )),
+        }
+    }
+
+    fn save(&self) -> Result<(), Failure> {
+        Ok(config::save(&self.path, &self.config)?)
+    }
+}
+
+async fn execute(cli: Cli, env: &Env, io: &mut Io, shutdown: impl Future<Output = ()>) -> Outcome {
+    let path = config::path(env)?;
+    let config = config::load(&path)?;
+    let mut cx = Context {
+        env,
+        path,
+        config,
+        api_url: cli.api_url,
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Configure { client_id } => configure(&mut cx, io, client_id),
+        Command::Login { email } => login(&mut cx, io, email).await,
+        Command::Transactions { action } => transactions(&cx, io, action).await,
+        Command::Merchants { action } => merchants(&cx, io, action).await,
+        Command::Events { action } => events(&cx, io, action).await,
+        Command::Listen {
+            forward_to,
+            interval_ms,
+        } => {
+            listen(
+                &mut cx,
+                io,
+                &forward_to,
+                Duration::from_millis(interval_ms),
+                shutdown,
+            )
+            .await
+        }
+        Command::Trigger {
+            event,
+            merchant,
+            amount,
+            currency,
+            reference,
+            redirect_url,
+        } => {
+            let order = Order {
+                amount,
+                currency,
+                reference,
+                redirect_url,
+            };
+            trigger(&cx, io, event, merchant, order).await
+        }
+    }
+}
+
+/// A secret from the environment, else one line of standard input (prompted for without echo
+/// on a terminal).
+fn secret(env: &Env, io: &mut Io, variable: &str, prompt: &str) -> Result<String, Failure> {
+    if let Some(value) = env.get(variable).filter(|v| !v.is_empty()) {
+        return Ok(value.clone());
+    }
+    let value = if io.stdin_is_terminal {
+        rpassword::prompt_password(prompt)?
+    } else {
+        let mut line = String::new();
+        io.stdin.read_line(&mut line)?;
+        line
+    };
+    let value = value.trim().to_owned();
+    if value.is_empty() {
+        return Err(Failure::from(format!(
+            "no secret given: set {variable} or pass it on standard input"
+        )));
+    }
+    Ok(value)
+}
+
+fn configure(cx: &mut Context<'_>, io: &mut Io, client_id: String) -> Outcome {
+    let api_url = cx.api_url()?;
+    let client_secret = secret(cx.env, io, "PAYRAIL_CLIENT_SECRET", "Client secret: ")?;
+    cx.config.api_url = Some(api_url);
+    cx.config.client_id = Some(client_id);
+    cx.config.client_secret = Some(client_secret);
+    cx.save()?;
+    writeln!(
+        io.err,
+        "Saved to {} (readable by you only).",
+        cx.path.display()
+    )?;
+    Ok(())
+}
+
+async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
+    let api_url = cx.api_url()?;
+    let password = secret(cx.env, io, "PAYRAIL_PORTAL_PASSWORD", "Portal password: ")?;
+    let http = portal_http()?;
+    let url = join(&api_url, "portal/api/login")?;
+    let response = http
+        .post(url)
+        .json(&serde_json::json!({ "email": email, "password": password }))
+        .send()
+        .await
+        .map_err(payrail::Error::from)?;
+    let status = response.status().as_u16();
+    let cookie = response
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.split(';').next()?.strip_prefix("payrail_portal="))
+        .map(str::to_owned);
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if status != 200 {
+        return Err(portal_failure(status, &body));
+    }
+    let (Some(cookie), Some(csrf)) = (cookie, body["csrf_token"].as_str()) else {
+        return Err(Failure::from(
+            "the portal answered a login without a session".to_owned(),
+        ));
+    };
+    cx.config.portal = Some(PortalLogin {
+        email: email.clone(),
+        cookie,
+        csrf: csrf.to_owned(),
+    });
+    cx.save()?;
+    writeln!(io.err, "Logged in to the portal as {email}.")?;
+    Ok(())
+}
+
+fn portal_http() -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|err| Failure::from(err.to_string()))
+}
+
+fn join(base: &str, path: &str) -> Result<reqwest::Url, Failure> {
+    let mut url = reqwest::Url::parse(base)
+        .map_err(|err| Failure::from(format!("API URL {base:?}: {err}")))?;
+    if !url.path().ends_with('/') {
+        let with_slash = format!("{}/", url.path());
+        url.set_path(&with_slash);
+    }
+    url.join(path).map_err(|err| Failure::from(err.to_string()))
+}
+
+fn portal_failure(status: u16, body: &serde_json::Value) -> Failure {
+    let code = body["error"].as_str().unwrap_or("error");
+    let description = body["error_description"].as_str().unwrap_or("");
+    let hint = match code {
+        "login_required" => "\nhint: the portal session ended; run payrail login again",
+        _ => "",
+    };
+    Failure {
+        message: format!("{code} ({status}): {description}{hint}"),
+        code: 1,
+    }
+}
+
+/// Prints `items` as JSON (an array) or as a table of `columns`.
+fn print_list<T: Serialize>(
+    cx: &Context<'_>,
+    io: &mut Io,
+    items: &[T],
+    header: &[&str],
+    row: impl Fn(&T) -> Vec<String>,
+) -> Outcome {
+    if cx.json {
+        serde_json::to_writer_pretty(&mut io.out, items)
+            .map_err(|e| Failure::from(e.to_string()))?;
+        writeln!(io.out)?;
+        return Ok(());
+    }
+    if items.is_empty() {
+        writeln!(io.err, "Nothing found.")?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = items.iter().map(row).collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    writeln!(io.out, "{}", line(&head))?;
+    for r in &rows {
+        writeln!(io.out, "{}", line(r))?;
+    }
+    Ok(())
+}
+
+fn print_one<T: Serialize>(io: &mut Io, item: &T) -> Outcome {
+    serde_json::to_writer_pretty(&mut io.out, item).map_err(|e| Failure::from(e.to_string()))?;
+    writeln!(io.out)?;
+    Ok(())
+}
+
+fn text(value: Option<impl ToString>) -> String {
+    value
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "-".to_owned())
+}
+
+fn transaction_row(t: &Transaction) -> Vec<String> {
+    vec![
+        t.id.to_string(),
+        t.status.to_string(),
+        text(t.amount.gross.or(t.amount.expected)),
+        text(t.currency.as_deref()),
+        text(t.asset.as_deref()),
+        text(t.external_reference.as_deref()),
+        text(t.created_at.as_deref()),
+    ]
+}
+
+const TRANSACTION_HEADER: [&str; 7] = [
+    "ID",
+    "STATUS",
+    "AMOUNT",
+    "CURRENCY",
+    "ASSET",
+    "REFERENCE",
+    "CREATED",
+];
+
+async fn transactions(cx: &Context<'_>, io: &mut Io, action: TransactionsCommand) -> Outcome {
+    let client = cx.client()?;
+    match action {
+        TransactionsCommand::List {
+            status,
+            merchant,
+            reference,
+            created_after,
+            created_before,
+            limit,
+        } => {
+            let mut query = TransactionQuery::new().limit(limit.min(100) as u32);
+            if let Some(status) = status {
+                query = query.status(status);
+            }
+            if let Some(merchant) = merchant {
+                query = query.merchant_id(merchant);
+            }
+            if let Some(reference) = reference {
+                query = query.external_reference(reference);
+            }
+            if let Some(bound) = created_after {
+                query = query.created_after(time_bound(bound));
+            }
+            if let Some(bound) = created_before {
+                query = query.created_before(time_bound(bound));
+            }
+            let items: Vec<Transaction> = client
+                .transactions(query)
+                .take(limit as usize)
+                .try_collect()
+                .await?;
+            print_list(cx, io, &items, &TRANSACTION_HEADER, transaction_row)
+        }
+        TransactionsCommand::Get { id } => match client.transaction(id).await? {
+            Some(t) => print_one(io, &t),
+            None => Err(not_found("transaction", id)),
+        },
+    }
+}
+
+fn not_found(what: &str, id: i64) -> Failure {
+    Failure {
+        message: format!("no {what} {id} in your institution"),
+        code: 1,
+    }
+}
+
+/// Unix seconds given as digits, else the text as the API takes it.
+fn time_bound(text: String) -> payrail::TimeBound {
+    match text.parse::<i64>() {
+        Ok(secs) => secs.into(),
+        Err(_) => text.into(),
+    }
+}
+
+fn merchant_row(m: &Merchant) -> Vec<String> {
+    vec![
+        m.id.to_string(),
+        m.name.clone(),
+        m.psp_reference_id.clone(),
+        m.status.to_string(),
+        m.onboarding_status.to_string(),
+        m.crypto_enabled.to_string(),
+        m.public_key.clone(),
+    ]
+}
+
+async fn merchants(cx: &Context<'_>, io: &mut Io, action: MerchantsCommand) -> Outcome {
+    let client = cx.client()?;
+    match action {
+        MerchantsCommand::List { reference, limit } => {
+            let mut query = MerchantQuery::new().limit(limit.min(100) as u32);
+            if let Some(reference) = reference {
+                query = query.psp_reference_id(reference);
+            }
+            let items: Vec<Merchant> = client
+                .merchants(query)
+                .take(limit as usize)
+                .try_collect()
+                .await?;
+            print_list(
+                cx,
+                io,
+                &items,
+                &[
+                    "ID",
+                    "NAME",
+                    "REFERENCE",
+                    "STATUS",
+                    "ONBOARDING",
+                    "CRYPTO",
+                    "PUBLIC KEY",
+                ],
+                merchant_row,
+            )
+        }
+        MerchantsCommand::Get { id } => match client.merchant(id).await? {
+            Some(m) => print_one(io, &m),
+            None => Err(not_found("merchant", id)),
+        },
+    }
+}
+
+async fn events(cx: &Context<'_>, io: &mut Io, action: EventsCommand) -> Outcome {
+    match action {
+        EventsCommand::List {
+            kind,
+            transaction,
+            limit,
+        } => {
+            let client = cx.client()?;
+            let mut query = EventQuery::new().limit(limit.min(100) as u32);
+            if let Some(kind) = kind {
+                query = query.kind(kind);
+            }
+            if let Some(transaction) = transaction {
+                query = query.transaction_id(transaction);
+            }
+            let items: Vec<Event> = client
+                .events(query)
+                .take(limit as usize)
+                .try_collect()
+                .await?;
+            print_list(
+                cx,
+                io,
+                &items,
+                &["ID", "TYPE", "TRANSACTION", "CREATED"],
+                |e| {
+                    vec![
+                        e.id.clone(),
+                        e.type_name().to_owned(),
+                        text(e.transaction().map(|t| t.id)),
+                        text(e.created_at()),
+                    ]
+                },
+            )
+        }
+        EventsCommand::Resend { delivery } => resend(cx, io, &delivery).await,
+    }
+}
+
+async fn resend(cx: &Context<'_>, io: &mut Io, delivery: &str) -> Outcome {
+    let valid = delivery.len() <= 64
+        && delivery.strip_prefix("dlv_").is_some_and(|rest| {
+            !rest.is_empty()
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        });
+    if !valid {
+        return Err(Failure::from(format!(
+            "{delivery:?} is not a delivery id (dlv_…)"
+        )));
+    }
+    let Some(portal) = &cx.config.portal else {
+        return Err(Failure::from(
+            "resending needs a portal session: run payrail login --email <you>".to_owned(),
+        ));
+    };
+    let url = join(
+        &cx.api_url()?,
+        &format!("portal/api/deliveries/{delivery}/resend"),
+    )?;
+    let response = portal_http()?
+        .post(url)
+        .header(
+            reqwest::header::COOKIE,
+            format!("payrail_portal={}", portal.cookie),
+        )
+        .header("X-CSRF-Token", &portal.csrf)
+        .send()
+        .await
+        .map_err(payrail::Error::from)?;
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    if !(200..300).contains(&status) {
+        return Err(portal_failure(status, &body));
+    }
+    if cx.json {
+        return print_one(io, &body);
+    }
+    writeln!(
+        io.out,
+        "Resent {} as {} ({}).",
+        body["event_id"].as_str().unwrap_or("the event"),
+        body["id"].as_str().unwrap_or("a new delivery"),
+        body["status"].as_str().unwrap_or("queued")
+    )?;
+    Ok(())
+}
+
+/// A new local signing secret: 24 random bytes, hex.
+fn new_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    format!("whsec_local_{}", hex::encode(bytes))
+}
+
+async fn listen(
+    cx: &mut Context<'_>,
+    io: &mut Io,
+    forward_to: &str,
+    interval: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> Outcome {
+    let target = reqwest::Url::parse(forward_to)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| {
+            Failure::from(format!("--forward-to {forward_to:?} is not an http(s) URL"))
+        })?;
+    let client = cx.client()?;
+    let secret = match cx.config.listen_secret.clone() {
+        Some(secret) => secret,
+        None => {
+            let secret = new_secret();
+            cx.config.listen_secret = Some(secret.clone());
+            cx.save()?;
+            secret
+        }
+    };
+    // Only what happens from now on: the newest event so far marks where to start.
+    let mut newest = client
+        .events_page(&EventQuery::new().limit(1))
+        .await?
+        .data
+        .into_iter()
+        .next()
+        .map(|e| e.id);
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|err| Failure::from(err.to_string()))?;
+    writeln!(
+        io.err,
+        "Ready. Forwarding new events to {target}\nYour local webhook signing secret is {secret}\n(Ctrl-C to stop)"
+    )?;
+    io.err.flush()?;
+    tokio::pin!(shutdown);
+    loop {
+        let fresh = tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            fresh = new_events(&client, newest.as_deref()) => fresh,
+        };
+        match fresh {
+            Ok(fresh) => {
+                if let Some(first) = fresh.first() {
+                    newest = Some(first.id.clone());
+                }
+                // Oldest first, as they happened.
+                for event in fresh.iter().rev() {
+                    let line = forward(&http, &target, &secret, event).await;
+                    writeln!(io.out, "{line}")?;
+                    io.out.flush()?;
+                }
+            }
+            Err(err) => {
+                writeln!(io.err, "reading the events feed failed (retrying): {err}")?;
+            }
+        }
+        tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            _ = tokio::time::sleep(interval) => {}
+        }
+    }
+}
+
+/// Events newer than `newest`, newest first (at most 1,000 per read).
+async fn new_events(client: &Client, newest: Option<&str>) -> payrail::Result<Vec<Event>> {
+    let mut stream = client.events(EventQuery::new().limit(25));
+    let mut fresh = Vec::new();
+    while let Some(event) = stream.try_next().await? {
+        if Some(event.id.as_str()) == newest || fresh.len() == 1000 {
+            break;
+        }
+        fresh.push(event);
+    }
+    Ok(fresh)
+}
+
+/// POSTs one event as a Payrail delivery would (same body, same headers, signed with the local
+/// secret); answers the line to print. Up to three tries when the receiver is not reachable or
+/// answers 5xx.
+async fn forward(
+    http: &reqwest::Client,
+    target: &reqwest::Url,
+    secret: &str,
+    event: &Event,
+) -> String {
+    let body = serde_json::to_vec(event).expect("an event serializes");
+    let mut last = String::new();
+    for attempt in 0..3u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let started = Instant::now();
+        let sent = http
+            .post(target.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(SIGNATURE_HEADER, signature_header(&[secret], now, &body))
+            .header(EVENT_ID_HEADER, &event.id)
+            .header(EVENT_TYPE_HEADER, event.type_name())
+            .body(body.clone())
+            .send()
+            .await;
+        let took = started.elapsed().as_millis();
+        match sent {
+            Ok(response) if !response.status().is_server_error() => {
+                return format!(
+                    "{}  {}  → {} ({} ms)",
+                    event.type_name(),
+                    event.id,
+                    response.status(),
+                    took
+                );
+            }
+            Ok(response) => last = format!("{}", response.status()),
+            Err(err) => last = format!("not delivered: {err}"),
+        }
+    }
+    format!(
+        "{}  {}  → {last} (gave up after 3 tries)",
+        event.type_name(),
+        event.id
+    )
+}
+
+/// The order `trigger` pays.
+struct Order {
+    amount: String,
+    currency: String,
+    reference: Option<String>,
+    redirect_url: Option<String>,
+}
+
+async fn trigger(
+    cx: &Context<'_>,
+    io: &mut Io,
+    event: TriggerEvent,
+    merchant: Option<i64>,
+    order: Order,
+) -> Outcome {
+    let Order {
+        amount,
+        currency,
+        reference,
+        redirect_url,
+    } = order;
+    let redirect_url = match redirect_url {
+        Some(url) => url,
+        None => join(&cx.api_url()?, "")?.to_string(),
+    };
+    let client = cx.client()?;
+    let merchant = match merchant {
+        Some(id) => client
+            .merchant(id)
+            .await?
+            .ok_or_else(|| not_found("merchant", id))?,
+        None => {
+            let mut all = client.merchants(MerchantQuery::new().limit(100));
+            let mut found = None;
+            while let Some(m) = all.try_next().await? {
+                if m.status == MerchantStatus::Active && m.crypto_enabled && m.onboarding_complete {
+                    found = Some(m);
+                    break;
+                }
+            }
+            found.ok_or_else(|| {
+                Failure::from(
+                    "no merchant can take payments: onboard one in the portal, or pass --merchant"
+                        .to_owned(),
+                )
+            })?
+        }
+    };
+    let reference = reference.unwrap_or_else(|| {
+        let mut bytes = [0u8; 4];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        format!("trigger-{}", hex::encode(bytes))
+    });
+    writeln!(
+        io.err,
+        "Creating a checkout of {amount} {currency} for {} (order {reference})…",
+        merchant.name
+    )?;
+    let session = client
+        .create_checkout(&CheckoutRequest {
+            public_key: merchant.public_key.clone(),
+            amount: amount.clone(),
+            currency,
+            title: format!("payrail trigger {}", event_name(event)),
+            external_reference: reference.clone(),
+            idempotency_key: Some(reference.clone()),
+            redirect_url,
+            allow_crypto: true,
+        })
+        .await
+        .map_err(|err| {
+            let hint = if err.code() == Some("redirect_not_allowed") {
+                "\nhint: pass --redirect-url with one of the merchant's return origins"
+            } else {
+                ""
+            };
+            Failure {
+                message: format!("{err}{hint}"),
+                code: 1,
+            }
+        })?;
+    let id = session.transaction_id;
+    let mut steps = vec![("pay", SandboxAction::Pay(amount.clone()))];
+    if event != TriggerEvent::Succeeded {
+        steps.push(("settle", SandboxAction::Settle));
+    }
+    if event == TriggerEvent::Refunded {
+        steps.push(("refund", SandboxAction::Refund(amount)));
+    }
+    let mut last = None;
+    for (name, step) in steps {
+        writeln!(io.err, "  {name} transaction {id}…")?;
+        last = Some(client.sandbox(id, &step).await.map_err(|err| {
+            if err.status() == Some(404) {
+                Failure {
+                    message: format!(
+                        "{err}\nhint: trigger drives the sandbox; this API is not in sandbox mode"
+                    ),
+                    code: 1,
+                }
+            } else {
+                Failure::from(err)
+            }
+        })?);
+    }
+    let transaction = last.expect("at least one step");
+    if cx.json {
+        return print_one(io, &transaction);
+    }
+    writeln!(
+        io.out,
+        "{} for transaction {id} (order {reference}, status {}): delivered to your endpoints and shown by payrail listen.",
+        event_name(event),
+        transaction.status
+    )?;
+    Ok(())
+}
+
+fn event_name(event: TriggerEvent) -> &'static str {
+    match event {
+        TriggerEvent::Succeeded => "payment.succeeded",
+        TriggerEvent::Paid => "payment.paid",
+        TriggerEvent::Refunded => "payment.refunded",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_checked_before_anything_runs() {
+        for bad in [
+            vec!["payrail", "transactions", "list", "--status", "lost"],
+            vec!["payrail", "trigger", "payment.lost"],
+            vec!["payrail", "listen"],
+            vec![
+                "payrail",
+                "listen",
+                "--forward-to",
+                "x",
+                "--interval-ms",
+                "5",
+            ],
+        ] {
+            assert!(Cli::try_parse_from(&bad).is_err(), "{bad:?}");
+        }
+        assert!(Cli::try_parse_from(["payrail", "trigger", "payment.paid", "--json"]).is_ok());
+    }
+}
