@@ -80,11 +80,15 @@ enum Command {
     /// Forward new events to a local URL, signed with a local secret (Ctrl-C to stop).
     Listen {
         /// Where to POST each event, e.g. http://localhost:3000/webhooks.
-        #[arg(long)]
-        forward_to: String,
+        #[arg(long, required_unless_present = "print_secret")]
+        forward_to: Option<String>,
         /// How often to read the events feed, in milliseconds.
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(200..=60_000))]
         interval_ms: u64,
+        /// Print the local signing secret (made and saved on first use) and exit: give it to the
+        /// receiver before forwarding starts.
+        #[arg(long)]
+        print_secret: bool,
     },
     /// Sandbox: create a checkout for a merchant and drive it to an event.
     Trigger {
@@ -350,16 +354,18 @@ async fn execute(cli: Cli, env: &Env, io: &mut Io, shutdown: impl Future<Output 
         Command::Listen {
             forward_to,
             interval_ms,
-        } => {
-            listen(
-                &mut cx,
-                io,
-                &forward_to,
-                Duration::from_millis(interval_ms),
-                shutdown,
-            )
-            .await
-        }
+            print_secret,
+        } => match forward_to.filter(|_| !print_secret) {
+            Some(target) => {
+                let interval = Duration::from_millis(interval_ms);
+                listen(&mut cx, io, &target, interval, shutdown).await
+            }
+            None => {
+                let secret = listen_secret(&mut cx)?;
+                writeln!(io.out, "{secret}")?;
+                Ok(())
+            }
+        },
         Command::Trigger {
             event,
             merchant,
@@ -765,6 +771,17 @@ fn new_secret() -> String {
     format!("whsec_local_{}", hex::encode(bytes))
 }
 
+/// The local signing secret: the saved one, or a new one, saved.
+fn listen_secret(cx: &mut Context<'_>) -> Result<String, Failure> {
+    if let Some(secret) = &cx.config.listen_secret {
+        return Ok(secret.clone());
+    }
+    let secret = new_secret();
+    cx.config.listen_secret = Some(secret.clone());
+    cx.save()?;
+    Ok(secret)
+}
+
 async fn listen(
     cx: &mut Context<'_>,
     io: &mut Io,
@@ -779,15 +796,7 @@ async fn listen(
             Failure::from(format!("--forward-to {forward_to:?} is not an http(s) URL"))
         })?;
     let client = cx.client()?;
-    let secret = match cx.config.listen_secret.clone() {
-        Some(secret) => secret,
-        None => {
-            let secret = new_secret();
-            cx.config.listen_secret = Some(secret.clone());
-            cx.save()?;
-            secret
-        }
-    };
+    let secret = listen_secret(cx)?;
     // Only what happens from now on: the newest event so far marks where to start.
     let mut newest = client
         .events_page(&EventQuery::new().limit(1))

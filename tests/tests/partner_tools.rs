@@ -699,6 +699,11 @@ fn listen_forwards_triggered_events_signed_with_the_local_secret() {
                 .map(str::to_owned)
         })
         .expect("the secret is printed");
+    assert_eq!(
+        cli.ok(&["listen", "--print-secret"]).trim(),
+        secret,
+        "one secret, kept"
+    );
 
     let triggered = cli.run(&[
         "trigger",
