@@ -729,3 +729,61 @@ fn a_settlement_the_node_dropped_is_sent_again_and_mined_once() {
     assert_eq!(t["tx_hashes"]["settlement"], json!(hash));
     assert_eq!(s.sends(id), vec![(hash, "confirmed".to_owned())]);
 }
+
+/// A sandbox with a watched chain (as `scripts/dev` runs): a payment the sandbox API simulates
+/// on a watched checkout brought no money on chain, so the treasury must never settle or refund
+/// it; the simulated controls handle it end to end instead.
+#[test]
+fn a_simulated_payment_on_a_watched_checkout_never_moves_treasury_money() {
+    let s = start_in("sandbox", true);
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let session = s.worker.checkout_session(&json!({
+        "publicKey": key, "amount": "20.00", "currency": "EUR", "title": "Simulated",
+        "externalReference": "SIMULATED-1", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let watched: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM deposit_watches WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        watched > 0,
+        "the checkout's address is watched on the chain"
+    );
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let sandbox = |action: &str, body: Value| {
+        s.worker.post_json(
+            &format!("/sandbox/transactions/{id}/{action}"),
+            &body,
+            Some(&s.worker.sandbox_token(0)),
+            "/sandbox/transactions/{id}/{action}",
+        )
+    };
+    let paid = sandbox("pay", json!({"amount": "20.00"}));
+    assert_eq!(paid.status, 200, "{}", paid.text);
+    s.worker.cron();
+    s.worker.cron();
+    assert!(s.sends(id).is_empty(), "no settlement was signed");
+    let refund = s.refund(id, "20.00", &s.anvil.account(7), None);
+    assert_eq!(refund.status, 409, "{}", refund.text);
+    assert!(
+        refund.text.contains("not made on a watched chain"),
+        "{}",
+        refund.text
+    );
+    // The simulated settlement and refund are the ones that apply.
+    let settled = sandbox("settle", json!({}));
+    assert_eq!(settled.status, 200, "{}", settled.text);
+    assert_eq!(settled.json()["raw_status"], "paid");
+    let refunded = sandbox("refund", json!({"amount": "20.00"}));
+    assert_eq!(refunded.status, 200, "{}", refunded.text);
+    s.worker.cron();
+    assert!(s.sends(id).is_empty());
+    assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_usdc);
+}

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult};
 
 /// What a payment made on chain was quoted at: what a refund of it is paid at.
@@ -30,10 +31,13 @@ pub struct PaymentQuote {
 pub async fn quote_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<PaymentQuote>> {
     first(
         db,
-        "SELECT w.network, w.asset, w.token, w.decimals, w.crypto_amount, \
-         t.amount_expected AS expected, w.quoted_at \
-         FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
-         AND w.network = t.network_payment AND w.asset = t.asset WHERE t.id = ?1",
+        &format!(
+            "SELECT w.network, w.asset, w.token, w.decimals, w.crypto_amount, \
+             t.amount_expected AS expected, w.quoted_at \
+             FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
+             AND w.network = t.network_payment AND w.asset = t.asset \
+             WHERE t.id = ?1 AND {CREDITED_ON_CHAIN}"
+        ),
         &[transaction_id.into()],
     )
     .await

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult, Value};
 
 /// A payment held in custody that no settlement carries yet, with what settling it needs.
@@ -56,6 +57,7 @@ pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Due>> {
         db,
         &format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
+             AND {CREDITED_ON_CHAIN} \
              AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id) \
              AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
                              AND r.state IN ('sending', 'confirmed')) \
@@ -72,7 +74,8 @@ pub async fn claimed(db: &D1Database, settlement_id: &str) -> DbResult<Vec<Due>>
         db,
         &format!(
             "{DUE_COLUMNS} JOIN settlement_claims c ON c.transaction_id = t.id \
-             WHERE c.settlement_id = ?1 AND t.raw_status = 'succeeded' ORDER BY t.id"
+             WHERE c.settlement_id = ?1 AND t.raw_status = 'succeeded' AND {CREDITED_ON_CHAIN} \
+             ORDER BY t.id"
         ),
         &[settlement_id.into()],
     )
