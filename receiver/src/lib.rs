@@ -37,6 +37,9 @@ pub use store::{Order, Outcome, Review, Store, StoreError};
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The checkpoint reconciliation starts from.
 const RECONCILED_UNTIL: &str = "reconciled_until";
+/// When the receiver first ran: reconciliation never looks further back (the shop had no
+/// orders here before).
+const FIRST_STARTED: &str = "first_started";
 
 /// The receiver: its store, its endpoint's secret(s), and an API client for reconciliation.
 pub struct Receiver {
@@ -93,7 +96,9 @@ impl Receiver {
     ) -> Result<Arc<Receiver>, StoreError> {
         // A new receiver reconciles from the moment it first started: older payments were
         // some earlier system's business.
-        store.set_checkpoint(RECONCILED_UNTIL, store::now(), true)?;
+        let now = store::now();
+        store.set_checkpoint(FIRST_STARTED, now, true)?;
+        store.set_checkpoint(RECONCILED_UNTIL, now, true)?;
         Ok(Arc::new(Receiver {
             store,
             webhooks,
@@ -179,17 +184,21 @@ impl Receiver {
     }
 
     /// One reconciliation run: every paid transaction created since the checkpoint minus the
-    /// settle window, through the same rule as `payment.paid`. The checkpoint moves to the
+    /// settle window (never before the receiver first ran), through the same rule as
+    /// `payment.paid`. The checkpoint moves to the
     /// run's start only when the whole walk succeeded.
     pub async fn reconcile(&self) -> Result<Reconciled, ReconcileError> {
         let client = self.client.as_ref().ok_or(ReconcileError::NoClient)?;
         let started = store::now();
-        let since = self
-            .store
-            .checkpoint(RECONCILED_UNTIL)
-            .map_err(ReconcileError::Store)?
-            .unwrap_or(started)
-            .saturating_sub(self.settle_window.as_secs() as i64);
+        let checkpoint = |name| {
+            self.store
+                .checkpoint(name)
+                .map_err(ReconcileError::Store)
+                .map(|value| value.unwrap_or(started))
+        };
+        let since = checkpoint(RECONCILED_UNTIL)?
+            .saturating_sub(self.settle_window.as_secs() as i64)
+            .max(checkpoint(FIRST_STARTED)?);
         let query = TransactionQuery::new()
             .status(Status::Paid)
             .created_after(since)
