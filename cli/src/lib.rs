@@ -598,11 +598,7 @@ async fn transactions(cx: &Context<'_>, io: &mut Io, action: TransactionsCommand
             if let Some(bound) = created_before {
                 query = query.created_before(time_bound(bound));
             }
-            let items: Vec<Transaction> = client
-                .transactions(query)
-                .take(limit as usize)
-                .try_collect()
-                .await?;
+            let items = first(client.transactions(query), limit).await?;
             print_list(cx, io, &items, &TRANSACTION_HEADER, transaction_row)
         }
         TransactionsCommand::Get { id } => match client.transaction(id).await? {
@@ -610,6 +606,15 @@ async fn transactions(cx: &Context<'_>, io: &mut Io, action: TransactionsCommand
             None => Err(not_found("transaction", id)),
         },
     }
+}
+
+/// The first `limit` items of a list, following its pages.
+async fn first<T>(
+    items: futures_util::stream::BoxStream<'static, payrail::Result<T>>,
+    limit: u64,
+) -> Result<Vec<T>, Failure> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok(items.take(limit).try_collect().await?)
 }
 
 fn not_found(what: &str, id: i64) -> Failure {
@@ -647,11 +652,7 @@ async fn merchants(cx: &Context<'_>, io: &mut Io, action: MerchantsCommand) -> O
             if let Some(reference) = reference {
                 query = query.psp_reference_id(reference);
             }
-            let items: Vec<Merchant> = client
-                .merchants(query)
-                .take(limit as usize)
-                .try_collect()
-                .await?;
+            let items = first(client.merchants(query), limit).await?;
             print_list(
                 cx,
                 io,
@@ -690,11 +691,7 @@ async fn events(cx: &Context<'_>, io: &mut Io, action: EventsCommand) -> Outcome
             if let Some(transaction) = transaction {
                 query = query.transaction_id(transaction);
             }
-            let items: Vec<Event> = client
-                .events(query)
-                .take(limit as usize)
-                .try_collect()
-                .await?;
+            let items = first(client.events(query), limit).await?;
             print_list(
                 cx,
                 io,

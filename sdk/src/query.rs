@@ -83,6 +83,22 @@ macro_rules! common {
     };
 }
 
+macro_rules! created {
+    () => {
+        /// Created at or after (inclusive).
+        pub fn created_after(mut self, bound: impl Into<TimeBound>) -> Self {
+            self.params.set("created_after", bound.into().to_param());
+            self
+        }
+
+        /// Created before (exclusive).
+        pub fn created_before(mut self, bound: impl Into<TimeBound>) -> Self {
+            self.params.set("created_before", bound.into().to_param());
+            self
+        }
+    };
+}
+
 /// Filters of `GET /v1/transactions` (AND), newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TransactionQuery {
@@ -121,17 +137,7 @@ impl TransactionQuery {
         self
     }
 
-    /// Created at or after (inclusive).
-    pub fn created_after(mut self, bound: impl Into<TimeBound>) -> Self {
-        self.params.set("created_after", bound.into().to_param());
-        self
-    }
-
-    /// Created before (exclusive).
-    pub fn created_before(mut self, bound: impl Into<TimeBound>) -> Self {
-        self.params.set("created_before", bound.into().to_param());
-        self
-    }
+    created!();
 }
 
 /// Filters of `GET /v1/merchants`, newest first.
@@ -181,17 +187,7 @@ impl EventQuery {
         self
     }
 
-    /// Created at or after (inclusive).
-    pub fn created_after(mut self, bound: impl Into<TimeBound>) -> Self {
-        self.params.set("created_after", bound.into().to_param());
-        self
-    }
-
-    /// Created before (exclusive).
-    pub fn created_before(mut self, bound: impl Into<TimeBound>) -> Self {
-        self.params.set("created_before", bound.into().to_param());
-        self
-    }
+    created!();
 }
 
 #[cfg(test)]

@@ -17,6 +17,14 @@ use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+/// Every scope a sandbox client can have.
+const ALL_SCOPES: &[&str] = &[
+    "transactions:read",
+    "merchants:read",
+    "events:read",
+    "sandbox:write",
+];
+
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| tokio::runtime::Runtime::new().expect("a tokio runtime"))
@@ -41,16 +49,7 @@ fn portal_client(worker: &Worker, index: usize, scopes: &[&str]) -> (String, Str
 
 /// An SDK client of institution `index` with every scope.
 fn sdk(worker: &Worker, index: usize) -> Client {
-    let (id, secret) = portal_client(
-        worker,
-        index,
-        &[
-            "transactions:read",
-            "merchants:read",
-            "events:read",
-            "sandbox:write",
-        ],
-    );
+    let (id, secret) = portal_client(worker, index, ALL_SCOPES);
     Client::new(&worker.base_url, id, secret).unwrap()
 }
 
@@ -568,16 +567,7 @@ impl Cli {
     /// A CLI configured with a new client of institution `index` with every scope.
     fn configured(worker: &Worker, index: usize) -> Cli {
         let cli = Cli::new(worker);
-        let (id, secret) = portal_client(
-            worker,
-            index,
-            &[
-                "transactions:read",
-                "merchants:read",
-                "events:read",
-                "sandbox:write",
-            ],
-        );
+        let (id, secret) = portal_client(worker, index, ALL_SCOPES);
         let ran = cli.run_with_stdin(
             &[
                 "configure",
