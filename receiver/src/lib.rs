@@ -426,3 +426,96 @@ async fn reviews(State(receiver): State<Arc<Receiver>>) -> Response {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paid(id: i64, reference: Option<&str>, gross: &str, currency: &str) -> Transaction {
+        serde_json::from_value(json!({
+            "object": "transaction", "id": id, "merchant_id": 1, "status": "paid",
+            "raw_status": "paid", "amount_status": "EXACT", "asset": "USDC",
+            "currency": currency,
+            "amount": {"gross": gross, "net": null, "expected": gross, "psp_fee": null,
+                       "gas_fee": null, "bridge_fee": null},
+            "networks": {"payment": null, "settlement": null},
+            "tx_hashes": {"source": null, "bridge": null, "settlement": null},
+            "customer_email": null, "external_reference": reference,
+            "created_at": "2026-11-22T00:00:00Z", "paid_at": null
+        }))
+        .unwrap()
+    }
+
+    fn store() -> Store {
+        let store = Store::open(std::path::Path::new(":memory:")).unwrap();
+        store.add_order("A", Decimal::new(4000, 2), "EUR").unwrap();
+        store
+    }
+
+    fn rule(store: &Store, t: &Transaction) -> Outcome {
+        store
+            .atomically(|tx| settle_paid(tx, t, "webhook"))
+            .unwrap()
+    }
+
+    #[test]
+    fn gross_covering_the_order_fulfils_once() {
+        let store = store();
+        assert_eq!(
+            rule(&store, &paid(1, Some("A"), "40.00", "EUR")),
+            Outcome::Fulfilled
+        );
+        assert_eq!(
+            rule(&store, &paid(1, Some("A"), "40.00", "EUR")),
+            Outcome::AlreadyFulfilled
+        );
+        // Even a second, different payment for the same order fulfils nothing more.
+        assert_eq!(
+            rule(&store, &paid(2, Some("A"), "41.00", "EUR")),
+            Outcome::AlreadyFulfilled
+        );
+        assert_eq!(store.fulfilment("A").unwrap(), Some((1, "webhook".into())));
+        assert_eq!(store.order("A").unwrap().unwrap().state, "fulfilled");
+    }
+
+    #[test]
+    fn anything_short_of_the_order_goes_to_review() {
+        let store = store();
+        for (t, reason) in [
+            (paid(1, Some("A"), "39.99", "EUR"), "underpaid"),
+            (paid(2, Some("A"), "40.00", "USD"), "currency_mismatch"),
+            (paid(3, Some("B"), "40.00", "EUR"), "unknown_order"),
+            (paid(4, None, "40.00", "EUR"), "no_reference"),
+        ] {
+            assert_eq!(rule(&store, &t), Outcome::Review(reason.into()));
+            // The same case twice is one review.
+            rule(&store, &t);
+        }
+        let reasons: Vec<String> = store
+            .reviews()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.reason)
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                "underpaid",
+                "currency_mismatch",
+                "unknown_order",
+                "no_reference"
+            ]
+        );
+        assert_eq!(store.fulfilment("A").unwrap(), None);
+        assert_eq!(store.order("A").unwrap().unwrap().state, "review");
+    }
+
+    #[test]
+    fn a_repeated_event_is_stored_once_and_counted() {
+        let store = store();
+        assert!(store.insert_event("evt_1", "payment.paid", b"{}").unwrap());
+        assert!(!store.insert_event("evt_1", "payment.paid", b"{}").unwrap());
+        assert_eq!(store.event_status("evt_1").unwrap(), Some((2, false)));
+        assert_eq!(store.unprocessed(10).unwrap().len(), 1);
+    }
+}
