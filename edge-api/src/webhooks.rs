@@ -70,33 +70,15 @@ pub async fn consume(ctx: &Ctx, task: Task) -> Result<(), ApiError> {
 
 async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
     let database = &ctx.db;
-    let Some(due) = deliveries::due(database, id)
-        .await
-        .or_internal("read delivery")?
-    else {
-        return Ok(());
-    };
-    if due.status != DeliveryStatus::Pending {
-        return Ok(()); // a repeated message
-    }
     let started = ctx.now();
-    if let Some(next) = due.next_attempt_at {
-        if next > started + 1 {
-            // Early (a duplicate, or a resend scheduled later): come back when it is due.
-            return enqueue(ctx, std::slice::from_ref(&due.id), (next - started) as u32).await;
-        }
-    }
-    if due.url.is_none() || due.endpoint_status != Some(EndpointStatus::Enabled) {
-        return deliveries::give_up(database, id)
-            .await
-            .or_internal("give up delivery");
-    }
-    if !deliveries::claim(database, id, due.attempts, started)
+    let stale_before = started - 2 * DEADLINE.as_secs() as i64;
+    // The common case, one round trip: due, claimed, and everything the attempt needs.
+    let Some(due) = deliveries::claim_due(database, id, started, stale_before)
         .await
         .or_internal("claim delivery")?
-    {
-        return Ok(()); // another consumer has it
-    }
+    else {
+        return not_claimed(ctx, id, started).await;
+    };
     let attempt = due.attempts + 1;
     // Claimed: from here every outcome is recorded as an attempt, even one that could not be
     // made, so it is retried on the schedule and counts toward the disable rule.
@@ -147,6 +129,30 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
     )
     .await?;
     enqueue(ctx, std::slice::from_ref(&due.id), delay as u32).await
+}
+
+/// A delivery that could not be claimed: gone or finished (a repeated message), early (a
+/// duplicate, or a resend scheduled later: come back when it is due), its endpoint deleted or
+/// disabled (given up), or in another consumer's hands.
+async fn not_claimed(ctx: &Ctx, id: &str, now: i64) -> Result<(), ApiError> {
+    let Some(due) = deliveries::due(&ctx.db, id)
+        .await
+        .or_internal("read delivery")?
+    else {
+        return Ok(());
+    };
+    if due.status != DeliveryStatus::Pending {
+        return Ok(());
+    }
+    if let Some(next) = due.next_attempt_at.filter(|next| *next > now + 1) {
+        return enqueue(ctx, std::slice::from_ref(&due.id), (next - now) as u32).await;
+    }
+    if due.url.is_none() || due.endpoint_status != Some(EndpointStatus::Enabled) {
+        return deliveries::give_up(&ctx.db, id)
+            .await
+            .or_internal("give up delivery");
+    }
+    Ok(())
 }
 
 /// Writes the attempt and what follows from it in one batch.

@@ -121,16 +121,54 @@ pub async fn due(db: &D1Database, id: &str) -> DbResult<Option<Due>> {
     .await
 }
 
-/// Takes attempt number `attempts + 1` for this worker; false if another got there first.
-pub async fn claim(db: &D1Database, id: &str, attempts: i64, now: i64) -> DbResult<bool> {
-    let changed = run(
+/// Takes the delivery's next attempt, in one statement that also reads everything the attempt
+/// needs: only while it is pending, due by `now` (or its last attempt went stale before
+/// `stale_before`: that worker is gone), and its endpoint is enabled. The guard makes the claim
+/// exclusive: a second consumer of the same message finds it in flight and gets `None`, as it
+/// does when the delivery is early, finished or its endpoint unusable ([`due`] says which).
+pub async fn claim_due(
+    db: &D1Database,
+    id: &str,
+    now: i64,
+    stale_before: i64,
+) -> DbResult<Option<Due>> {
+    first(
         db,
-        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
-         last_attempt_at = ?3 WHERE id = ?1 AND status = 'pending' AND attempts = ?2",
-        &[id.into(), attempts.into(), now.into()],
+        &claim_due_sql(),
+        &[id.into(), now.into(), stale_before.into()],
     )
-    .await?;
-    Ok(changed > 0)
+    .await
+}
+
+/// The statement of [`claim_due`]: `?1` the delivery, `?2` now, `?3` stale before.
+fn claim_due_sql() -> String {
+    // RETURNING takes the bare table name (older SQLite refuses an alias there).
+    // RETURNING takes the bare table name (older SQLite refuses an alias there).
+    let endpoint = |column: &str| {
+        format!("(SELECT e.{column} FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)")
+    };
+    format!(
+        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
+             last_attempt_at = ?2 \
+             WHERE id = ?1 AND status = 'pending' \
+             AND (next_attempt_at <= ?2 + 1 \
+                  OR (next_attempt_at IS NULL \
+                      AND (last_attempt_at IS NULL OR last_attempt_at <= ?3))) \
+             AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id \
+                         AND e.status = 'enabled' AND e.url IS NOT NULL) \
+             RETURNING id, status, attempts - 1 AS attempts, next_attempt_at, endpoint_id, \
+             institution_id, event_id, event_type, \
+             (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload, \
+             {} AS url, {} AS endpoint_status, {} AS secret_encrypted, \
+             {} AS previous_secret_encrypted, {} AS previous_secret_expires_at, \
+             {} AS first_failure_at",
+        endpoint("url"),
+        endpoint("status"),
+        endpoint("secret_encrypted"),
+        endpoint("previous_secret_encrypted"),
+        endpoint("previous_secret_expires_at"),
+        endpoint("first_failure_at"),
+    )
 }
 
 /// Gives a delivery up (its endpoint is gone or disabled).
@@ -396,4 +434,63 @@ pub async fn failed_since(
         &[institution_id.into(), endpoint_id.into(), since.into()],
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{params, Connection};
+
+    /// Runs the claim; the attempts before it, when it claimed.
+    fn claim(conn: &Connection, now: i64) -> Option<i64> {
+        let mut stmt = conn.prepare(&super::claim_due_sql()).unwrap();
+        let mut rows = stmt.query(params!["dlv_1", now, now - 20]).unwrap();
+        rows.next().unwrap().map(|row| row.get("attempts").unwrap())
+    }
+
+    fn database(next_attempt_at: i64) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        // One endpoint, event and delivery, without the institution and payment they name.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; \
+             INSERT INTO webhook_endpoints (id, institution_id, url, status, secret_encrypted, \
+             created_at, updated_at) VALUES ('ep_1', 1, 'https://x.example/h', 'enabled', 's', \
+             '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'); \
+             INSERT INTO events (id, institution_id, type, transaction_id, payload, created) \
+             VALUES ('evt_1', 1, 'payment.paid', 1, '{}', 0);",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
+             status, next_attempt_at, created_at) \
+             VALUES ('dlv_1', 'evt_1', 'ep_1', 1, 'payment.paid', 'pending', ?1, 0)",
+            [next_attempt_at],
+        )
+        .unwrap();
+        conn
+    }
+
+    #[test]
+    fn a_due_delivery_is_claimed_once_until_its_attempt_goes_stale() {
+        let conn = database(1000);
+        assert_eq!(claim(&conn, 1000), Some(0));
+        // A second message for it while the attempt is in flight.
+        assert_eq!(claim(&conn, 1005), None);
+        // Its consumer vanished without recording anything: stale after 20 s.
+        assert_eq!(claim(&conn, 1021), Some(1));
+    }
+
+    #[test]
+    fn early_finished_and_unusable_deliveries_are_not_claimed() {
+        let conn = database(1000);
+        assert_eq!(claim(&conn, 990), None, "early");
+        conn.execute("UPDATE webhook_endpoints SET status = 'disabled'", [])
+            .unwrap();
+        assert_eq!(claim(&conn, 1000), None, "endpoint disabled");
+        conn.execute("UPDATE webhook_endpoints SET status = 'enabled'", [])
+            .unwrap();
+        conn.execute("UPDATE deliveries SET status = 'succeeded'", [])
+            .unwrap();
+        assert_eq!(claim(&conn, 1000), None, "finished");
+    }
 }
