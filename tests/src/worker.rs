@@ -80,6 +80,19 @@ impl Worker {
 
     /// The same with more `--var NAME:value` settings (a value must not contain `'`).
     pub fn start_with_vars(mode: &str, time_scale: u64, vars: &[(&str, &str)]) -> Worker {
+        // A port found free can be taken by another process before wrangler binds it (the
+        // tests of a binary start their workers in parallel, and each wrangler opens ports of
+        // its own): then it starts again on other ports.
+        for _ in 0..3 {
+            if let Some(worker) = Worker::try_start(mode, time_scale, vars) {
+                return worker;
+            }
+        }
+        panic!("wrangler dev lost its port to another process three times");
+    }
+
+    /// One start; `None` when another process holds the port chosen.
+    fn try_start(mode: &str, time_scale: u64, vars: &[(&str, &str)]) -> Option<Worker> {
         let root = root();
         let port = free_port();
         let base_url = format!("http://127.0.0.1:{port}");
@@ -142,20 +155,32 @@ impl Worker {
             .expect("http client");
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
-            if http.get(format!("{base_url}/openapi.json")).send().is_ok() {
-                break;
+            // Ready when the port answers with our own OpenAPI document: any other answer is
+            // another process on the port.
+            match http.get(format!("{base_url}/openapi.json")).send() {
+                Ok(reply) if reply.status() == 200 => {
+                    if reply.text().is_ok_and(|body| body.contains("\"openapi\"")) {
+                        break;
+                    }
+                    return stop(child, stdin);
+                }
+                Ok(_) => return stop(child, stdin),
+                Err(_) => {}
+            }
+            let log_text = read_log(&log);
+            if log_text.contains("EADDRINUSE") || log_text.contains("Address already in use") {
+                return stop(child, stdin);
             }
             if let Ok(Some(exit)) = child.try_wait() {
-                panic!("wrangler dev exited ({exit}):\n{}", read_log(&log));
+                panic!("wrangler dev exited ({exit}):\n{log_text}");
             }
             assert!(
                 Instant::now() < deadline,
-                "wrangler dev not ready in 90 s:\n{}",
-                read_log(&log)
+                "wrangler dev not ready in 90 s:\n{log_text}"
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Worker {
+        Some(Worker {
             base_url,
             credentials,
             fixtures,
@@ -163,7 +188,7 @@ impl Worker {
             institution_tokens: Mutex::default(),
             persist_to,
             _watchdog: Mutex::new((child, stdin)),
-        }
+        })
     }
 
     /// Opens the worker's local D1 database directly, to check what the worker stored. Never
@@ -182,6 +207,13 @@ impl Worker {
     pub fn persist_to(&self) -> &Path {
         &self.persist_to
     }
+}
+
+/// Stops a wrangler that did not come up as ours: closing the pipe makes its watchdog kill it.
+fn stop(mut child: Child, stdin: ChildStdin) -> Option<Worker> {
+    drop(stdin);
+    let _ = child.wait();
+    None
 }
 
 fn read_log(path: &Path) -> String {
