@@ -241,6 +241,24 @@ impl Worker {
         reply.json()["data"][0].clone()
     }
 
+    /// A new API client of demo institution `index`, made by its admin in the portal with
+    /// `scopes`: (client_id, client_secret).
+    pub fn new_client(&self, index: usize, name: &str, scopes: &[&str]) -> (String, String) {
+        let portal = self.portal_login(index);
+        let reply = self.portal(
+            reqwest::Method::POST,
+            "/portal/api/clients",
+            Some(&portal),
+            Some(&serde_json::json!({ "name": name, "scopes": scopes })),
+        );
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        let client = reply.json();
+        (
+            client["client_id"].as_str().unwrap().to_owned(),
+            client["client_secret"].as_str().unwrap().to_owned(),
+        )
+    }
+
     /// Logs the admin of demo institution `index` into the portal through the JSON API.
     pub fn portal_login(&self, index: usize) -> PortalSession {
         let institution = &self.credentials.institutions[index];

@@ -4,26 +4,14 @@
 
 use payrail_tests::hooks::{act, payment};
 use payrail_tests::Worker;
-use reqwest::Method;
 use serde_json::{json, Value};
 
 const SPEC: &str = "/v1/events";
 
 /// A token of a new client of institution `index` with just `events:read`.
 fn feed_token(worker: &Worker, index: usize) -> String {
-    let portal = worker.portal_login(index);
-    let reply = worker.portal(
-        Method::POST,
-        "/portal/api/clients",
-        Some(&portal),
-        Some(&json!({"name": "Event feed reader", "scopes": ["events:read"]})),
-    );
-    assert_eq!(reply.status, 201, "{}", reply.text);
-    let client = reply.json();
-    worker.token(
-        client["client_id"].as_str().unwrap(),
-        client["client_secret"].as_str().unwrap(),
-    )
+    let (id, secret) = worker.new_client(index, "Event feed reader", &["events:read"]);
+    worker.token(&id, &secret)
 }
 
 fn feed(worker: &Worker, token: &str, query: &str) -> Value {

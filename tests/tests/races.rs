@@ -159,18 +159,7 @@ fn settlement_racing_a_refund_keeps_what_each_success_wrote() {
 fn a_token_issued_while_its_secret_rotates_dies_with_the_old_secret() {
     let worker = Worker::shared();
     let session = worker.portal_login(0);
-    let created = worker.portal(
-        Method::POST,
-        "/portal/api/clients",
-        Some(&session),
-        Some(&json!({"name": "race", "scopes": ["transactions:read"]})),
-    );
-    assert_eq!(created.status, 201, "{}", created.text);
-    let client = created.json();
-    let (id, secret) = (
-        client["client_id"].as_str().unwrap().to_owned(),
-        client["client_secret"].as_str().unwrap().to_owned(),
-    );
+    let (id, secret) = worker.new_client(0, "race", &["transactions:read"]);
     // Token requests under the old secret race the rotation.
     let replies = in_parallel(24, |i| {
         if i == 12 {

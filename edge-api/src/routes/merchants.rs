@@ -12,20 +12,12 @@ use crate::query::{parse_id, MerchantFilter};
 
 /// One page of the caller's merchants: the token's check and the page in one statement.
 pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
-    let hash = auth::bearer_hash(req.headers())?;
-    let filter = match MerchantFilter::parse(url.query().unwrap_or("")) {
-        Ok(filter) => filter,
-        Err(e) => {
-            // A bad token is refused before a bad parameter, as for every route.
-            auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
-            return Err(ApiError::invalid_request(e.0));
-        }
-    };
+    let (hash, filter) =
+        super::list_request(req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
     let page = merchants::list_json(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list merchants")?;
-    auth::allowed(page.scopes.as_deref(), Scope::MerchantsRead)?;
-    http::json_text(200, page.envelope(filter.limit)).or_internal("build response")
+    super::list_response(page, Scope::MerchantsRead, filter.limit)
 }
 
 /// One of the caller's merchants: the token's check and the read in one statement.
