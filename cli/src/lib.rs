@@ -12,7 +12,7 @@
 pub mod config;
 
 use std::future::Future;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -394,8 +394,9 @@ fn secret(env: &Env, io: &mut Io, variable: &str, prompt: &str) -> Result<String
     let value = if io.stdin_is_terminal {
         rpassword::prompt_password(prompt)?
     } else {
+        // One line, and no more than a secret could ever need.
         let mut line = String::new();
-        io.stdin.read_line(&mut line)?;
+        (&mut io.stdin).take(4096).read_line(&mut line)?;
         line
     };
     let value = value.trim().to_owned();
@@ -441,7 +442,7 @@ async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
         .filter_map(|v| v.to_str().ok())
         .find_map(|v| v.split(';').next()?.strip_prefix("payrail_portal="))
         .map(str::to_owned);
-    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    let body = portal_answer(response).await;
     if status != 200 {
         return Err(portal_failure(status, &body));
     }
@@ -458,6 +459,15 @@ async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
     cx.save()?;
     writeln!(io.err, "Logged in to the portal as {email}.")?;
     Ok(())
+}
+
+/// A portal answer's JSON body (read up to the SDK's limit); `null` when it has none.
+async fn portal_answer(response: reqwest::Response) -> serde_json::Value {
+    payrail::read_limited(response, payrail::MAX_ANSWER_BYTES)
+        .await
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 fn portal_http() -> Result<reqwest::Client, Failure> {
@@ -744,7 +754,7 @@ async fn resend(cx: &Context<'_>, io: &mut Io, delivery: &str) -> Outcome {
         .await
         .map_err(payrail::Error::from)?;
     let status = response.status().as_u16();
-    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    let body = portal_answer(response).await;
     if !(200..300).contains(&status) {
         return Err(portal_failure(status, &body));
     }

@@ -478,6 +478,33 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .map(Duration::from_secs)
 }
 
+/// Most bytes of an answer the client reads: a page of 100 transactions is about 200 KB.
+pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+
+/// The body of an HTTP answer, refused as soon as it passes `limit` bytes (by its
+/// `Content-Length`, or while it is read), so a broken or hostile server cannot exhaust memory.
+pub async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>> {
+    let status = response.status().as_u16();
+    let too_large = || Error::Decode {
+        status,
+        message: format!("the answer is larger than {limit} bytes"),
+    };
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -> Error {
     #[derive(Deserialize)]
     struct Body {
@@ -486,7 +513,7 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
         error_description: String,
     }
     let status = response.status().as_u16();
-    match response.bytes().await {
+    match read_limited(response, MAX_ANSWER_BYTES).await {
         Ok(bytes) => match serde_json::from_slice::<Body>(&bytes) {
             Ok(body) => Error::Api {
                 status,
@@ -502,13 +529,13 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
                 ),
             },
         },
-        Err(err) => Error::Transport(err),
+        Err(err) => err,
     }
 }
 
 async fn decode<T: DeserializeOwned>(response: reqwest::Response) -> Result<T> {
     let status = response.status().as_u16();
-    let bytes = response.bytes().await?;
+    let bytes = read_limited(response, MAX_ANSWER_BYTES).await?;
     serde_json::from_slice(&bytes).map_err(|err| Error::Decode {
         status,
         message: err.to_string(),

@@ -28,7 +28,10 @@ mod query;
 mod retry;
 pub mod webhooks;
 
-pub use client::{CheckoutRequest, CheckoutSession, Client, ClientBuilder, SandboxAction};
+pub use client::{
+    read_limited, CheckoutRequest, CheckoutSession, Client, ClientBuilder, SandboxAction,
+    MAX_ANSWER_BYTES,
+};
 pub use error::{Error, Result};
 pub use query::{EventQuery, MerchantQuery, TimeBound, TransactionQuery};
 pub use retry::RetryPolicy;

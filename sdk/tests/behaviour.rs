@@ -258,6 +258,21 @@ async fn retries_stop_after_the_policy_and_answer_the_last_error() {
 }
 
 #[tokio::test]
+async fn an_answer_past_the_size_limit_is_refused_not_read_whole() {
+    let huge = "x".repeat(payrail::MAX_ANSWER_BYTES);
+    let stub = Stub::start(3600, vec![(200, vec![], json!({ "data": huge }))]).await;
+    let err = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Decode { message, .. } if message.contains("larger than")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_stream_follows_next_cursor_until_the_last_page() {
     let stub = Stub::start(
         3600,

@@ -30,26 +30,9 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| tokio::runtime::Runtime::new().expect("a tokio runtime"))
 }
 
-/// A new portal client of institution `index` with `scopes`: (client_id, client_secret).
-fn portal_client(worker: &Worker, index: usize, scopes: &[&str]) -> (String, String) {
-    let portal = worker.portal_login(index);
-    let reply = worker.portal(
-        Method::POST,
-        "/portal/api/clients",
-        Some(&portal),
-        Some(&json!({"name": "SDK test", "scopes": scopes})),
-    );
-    assert_eq!(reply.status, 201, "{}", reply.text);
-    let client = reply.json();
-    (
-        client["client_id"].as_str().unwrap().to_owned(),
-        client["client_secret"].as_str().unwrap().to_owned(),
-    )
-}
-
 /// An SDK client of institution `index` with every scope.
 fn sdk(worker: &Worker, index: usize) -> Client {
-    let (id, secret) = portal_client(worker, index, ALL_SCOPES);
+    let (id, secret) = worker.new_client(index, "SDK test", ALL_SCOPES);
     Client::new(&worker.base_url, id, secret).unwrap()
 }
 
@@ -174,7 +157,7 @@ fn sdk_errors_carry_the_api_error_and_name_the_problem() {
     );
     assert!(err.to_string().contains("created_after"), "{err}");
 
-    let (id, _) = portal_client(worker, 0, &["transactions:read"]);
+    let (id, _) = worker.new_client(0, "SDK test", &["transactions:read"]);
     let wrong = Client::new(&worker.base_url, id.clone(), "sk_wrong").unwrap();
     let err = rt
         .block_on(wrong.transactions_page(&TransactionQuery::new()))
@@ -184,7 +167,7 @@ fn sdk_errors_carry_the_api_error_and_name_the_problem() {
         (Some(401), Some("invalid_client"))
     );
 
-    let (id, secret) = portal_client(worker, 0, &["transactions:read"]);
+    let (id, secret) = worker.new_client(0, "SDK test", &["transactions:read"]);
     let limited = Client::new(&worker.base_url, id, secret).unwrap();
     let err = rt
         .block_on(limited.merchants_page(&MerchantQuery::new()))
@@ -422,6 +405,52 @@ fn a_lost_webhook_is_repaired_by_reconciliation() {
 }
 
 #[test]
+fn racing_deliveries_of_one_event_are_stored_once_and_fulfil_once() {
+    let running = start_receiver("whsec_race", None);
+    order(&running, "RCV-RACE", "12.00");
+    let body = json!({"id": "evt_race", "type": "payment.paid", "created": unix_now(),
+        "data": {"object": "transaction", "id": 91, "merchant_id": 1, "status": "paid",
+            "raw_status": "paid", "amount_status": "EXACT", "asset": "USDC", "currency": "EUR",
+            "amount": {"gross": "12.00", "net": "11.88", "expected": "12.00", "psp_fee": "0.12",
+                       "gas_fee": "0.00", "bridge_fee": null},
+            "networks": {"payment": "polygon", "settlement": "polygon"},
+            "tx_hashes": {"source": "0x1", "bridge": null, "settlement": "0x2"},
+            "customer_email": null, "external_reference": "RCV-RACE",
+            "created_at": "2026-11-22T00:00:00Z", "paid_at": "2026-11-22T00:00:05Z"}})
+    .to_string();
+    let signature = signature_header(&["whsec_race"], unix_now(), body.as_bytes());
+    let http = reqwest::blocking::Client::new();
+    let barrier = std::sync::Barrier::new(8);
+    let statuses: Vec<u16> = std::thread::scope(|scope| {
+        let racers: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    http.post(format!("{}/webhooks", running.url))
+                        .header("Payrail-Signature", &signature)
+                        .body(body.clone())
+                        .send()
+                        .unwrap()
+                        .status()
+                        .as_u16()
+                })
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(statuses, [204; 8], "every delivery is acknowledged");
+    let store = running.receiver.store();
+    eventually("the event processed", Duration::from_secs(20), || {
+        (store.event_status("evt_race").unwrap() == Some((8, true))).then_some(())
+    });
+    assert_eq!(
+        store.fulfilment("RCV-RACE").unwrap(),
+        Some((91, "webhook".to_owned()))
+    );
+    assert_eq!(store.order("RCV-RACE").unwrap().unwrap().state, "fulfilled");
+}
+
+#[test]
 fn the_receiver_refuses_forgeries_and_stores_nothing() {
     let running = start_receiver("whsec_real", None);
     let http = reqwest::blocking::Client::new();
@@ -563,7 +592,7 @@ impl Cli {
     /// A CLI configured with a new client of institution `index` with every scope.
     fn configured(worker: &Worker, index: usize) -> Cli {
         let cli = Cli::new(worker);
-        let (id, secret) = portal_client(worker, index, ALL_SCOPES);
+        let (id, secret) = worker.new_client(index, "CLI test", ALL_SCOPES);
         let ran = cli.run_with_stdin(
             &[
                 "configure",

@@ -448,7 +448,11 @@ mod tests {
     }
 
     fn database(next_attempt_at: i64) -> Connection {
-        let conn = Connection::open_in_memory().unwrap();
+        database_at(":memory:", next_attempt_at)
+    }
+
+    fn database_at(path: &str, next_attempt_at: i64) -> Connection {
+        let conn = Connection::open(path).unwrap();
         xtask::localdb::apply_migrations(&conn).unwrap();
         // One endpoint, event and delivery, without the institution and payment they name.
         conn.execute_batch(
@@ -478,6 +482,36 @@ mod tests {
         assert_eq!(claim(&conn, 1005), None);
         // Its consumer vanished without recording anything: stale after 20 s.
         assert_eq!(claim(&conn, 1021), Some(1));
+    }
+
+    #[test]
+    fn racing_consumers_of_one_message_claim_it_once() {
+        let dir = std::env::temp_dir().join(format!("payrail-claim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d1.sqlite");
+        let _ = std::fs::remove_file(&path);
+        let path = path.to_str().unwrap().to_owned();
+        drop(database_at(&path, 1000));
+        let barrier = std::sync::Barrier::new(8);
+        let claimed = std::thread::scope(|scope| {
+            let racers: Vec<_> = (0..8)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let conn = Connection::open(&path).unwrap();
+                        conn.busy_timeout(std::time::Duration::from_secs(10))
+                            .unwrap();
+                        barrier.wait();
+                        claim(&conn, 1000)
+                    })
+                })
+                .collect();
+            racers
+                .into_iter()
+                .filter_map(|racer| racer.join().unwrap())
+                .count()
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(claimed, 1);
     }
 
     #[test]
