@@ -13,9 +13,9 @@ use crate::query::EventFilter;
 /// One page of the caller's events: the token's check and the page in one statement.
 pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
     let (hash, filter) =
-        super::list_request(req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
+        super::list::request(req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
     let page = events::feed(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list events")?;
-    super::list_response(page, Scope::EventsRead, filter.limit)
+    super::list::response(page, Scope::EventsRead, filter.limit)
 }

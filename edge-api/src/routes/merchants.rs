@@ -13,11 +13,11 @@ use crate::query::{parse_id, MerchantFilter};
 /// One page of the caller's merchants: the token's check and the page in one statement.
 pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
     let (hash, filter) =
-        super::list_request(req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
+        super::list::request(req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
     let page = merchants::list_json(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list merchants")?;
-    super::list_response(page, Scope::MerchantsRead, filter.limit)
+    super::list::response(page, Scope::MerchantsRead, filter.limit)
 }
 
 /// One of the caller's merchants: the token's check and the read in one statement.

@@ -3,49 +3,21 @@
 mod checkout;
 mod events;
 mod hosted_page;
+mod list;
 mod merchants;
 mod sandbox;
 mod token;
 mod transactions;
 
-use shared_types::{ErrorCode, Scope};
-use worker::{Method, Request, Response, Url};
+use shared_types::ErrorCode;
+use worker::{Method, Request, Response};
 
-use crate::auth;
 use crate::ctx::Ctx;
-use crate::db::JsonPage;
 use crate::error::{ApiError, OrInternal};
 use crate::http;
-use crate::query::QueryError;
 
 /// The OpenAPI 3.1 description of the partner API, served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
-
-/// A partner list request: the bearer token's hash and the parsed filter. A bad token is refused
-/// before a bad parameter, as for every route; a good one is checked later, in the list's own
-/// statement ([`list_response`]).
-async fn list_request<F>(
-    req: &Request,
-    ctx: &Ctx,
-    url: &Url,
-    scope: Scope,
-    parse: fn(&str) -> Result<F, QueryError>,
-) -> Result<(String, F), ApiError> {
-    let hash = auth::bearer_hash(req.headers())?;
-    match parse(url.query().unwrap_or("")) {
-        Ok(filter) => Ok((hash, filter)),
-        Err(e) => {
-            auth::authorize(ctx, req.headers(), scope).await?;
-            Err(ApiError::invalid_request(e.0))
-        }
-    }
-}
-
-/// The page a list statement built, once the token it read holds `scope`.
-fn list_response(page: JsonPage, scope: Scope, limit: u32) -> Result<Response, ApiError> {
-    auth::allowed(page.scopes.as_deref(), scope)?;
-    http::json_text(200, page.envelope(limit)).or_internal("build response")
-}
 
 /// Answers one request; every failure becomes the spec's error body.
 pub async fn handle(req: Request, ctx: &Ctx) -> worker::Result<Response> {

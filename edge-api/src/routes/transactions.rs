@@ -10,7 +10,7 @@ use crate::query::TransactionFilter;
 
 /// One page of the caller's transactions: the token's check and the page in one statement.
 pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
-    let (hash, filter) = super::list_request(
+    let (hash, filter) = super::list::request(
         req,
         ctx,
         url,
@@ -21,5 +21,5 @@ pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiEr
     let page = transactions::list_json(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list transactions")?;
-    super::list_response(page, Scope::TransactionsRead, filter.limit)
+    super::list::response(page, Scope::TransactionsRead, filter.limit)
 }
