@@ -1,9 +1,6 @@
 //! Applies lifecycle actions to stored payments: load, decide (shared-types), write atomically
 //! with the event it causes (the outbox), then queue the event's deliveries.
 
-use std::str::FromStr;
-
-use rust_decimal::Decimal;
 use shared_types::checkout::currency_digits;
 use shared_types::lifecycle::{self, Action, Change, Payment, Refusal};
 use shared_types::webhook::Event;
@@ -13,7 +10,6 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries;
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::transactions::{self, Stamps};
-use crate::db::watches;
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, db, webhooks};
 
@@ -21,31 +17,16 @@ use crate::{chain, crypto, db, webhooks};
 const EXPIRE_PER_RUN: i64 = 200;
 
 /// Applies `action` to transaction `id`, with its webhook event in the same write, then queues
-/// the event's deliveries. With `institution_id`, a transaction of another institution is not
-/// found, exactly like an unknown one. A sandbox payment gets a simulated source hash.
+/// the event's deliveries; the transaction as the API shows it afterwards. With
+/// `institution_id`, a transaction of another institution is not found, exactly like an
+/// unknown one. A sandbox payment gets a simulated source hash; a payment made on chain is
+/// never settled or refunded this way.
 pub async fn act(
     ctx: &Ctx,
     id: i64,
     institution_id: Option<i64>,
     action: &Action,
-) -> Result<(), ApiError> {
-    if matches!(action, Action::Settle { .. } | Action::Refund { .. })
-        && watches::paid_on_chain(&ctx.db, id)
-            .await
-            .or_internal("read watches")?
-    {
-        return Err(ApiError::new(
-            ErrorCode::Conflict,
-            format!(
-                "this payment was made on chain: the treasury {} on chain",
-                if matches!(action, Action::Settle { .. }) {
-                    "settles it by itself"
-                } else {
-                    "refunds it (portal: the payment's refund form)"
-                }
-            ),
-        ));
-    }
+) -> Result<Transaction, ApiError> {
     apply(ctx, id, institution_id, action, OnChain::Nothing).await
 }
 
@@ -63,7 +44,7 @@ pub async fn credit(
         asset,
         network,
     };
-    apply(ctx, id, None, action, found).await
+    apply(ctx, id, None, action, found).await.map(drop)
 }
 
 /// Marks a payment settled by the confirmed transaction `settlement_hash` (an
@@ -74,7 +55,9 @@ pub async fn settle(
     action: &Action,
     settlement_hash: &str,
 ) -> Result<(), ApiError> {
-    apply(ctx, id, None, action, OnChain::Settlement(settlement_hash)).await
+    apply(ctx, id, None, action, OnChain::Settlement(settlement_hash))
+        .await
+        .map(drop)
 }
 
 /// Records a refund confirmed on chain (an [`Action::Refund`]): its `payment.refunded` event
@@ -82,7 +65,9 @@ pub async fn settle(
 /// write fails whole on the event's key).
 pub async fn refund(ctx: &Ctx, id: i64, action: &Action, refund_id: &str) -> Result<(), ApiError> {
     let event_id = refund_event_id(refund_id);
-    apply(ctx, id, None, action, OnChain::Refund(&event_id)).await
+    apply(ctx, id, None, action, OnChain::Refund(&event_id))
+        .await
+        .map(drop)
 }
 
 /// The id of the `payment.refunded` event of a refund.
@@ -113,7 +98,7 @@ async fn apply(
     institution_id: Option<i64>,
     action: &Action,
     on_chain: OnChain<'_>,
-) -> Result<(), ApiError> {
+) -> Result<Transaction, ApiError> {
     let now = ctx.now();
     let source_hash = match on_chain {
         OnChain::Payment { hash, .. } => Some(hash),
@@ -126,14 +111,24 @@ async fn apply(
         .or_internal("read payment")?
         .filter(|row| institution_id.is_none_or(|i| i == row.institution_id))
         .ok_or_else(not_found)?;
-    let decimal = |value: &Option<String>| {
-        value
-            .as_deref()
-            .map(Decimal::from_str)
-            .transpose()
-            .or_internal("parse stored amount")
-    };
-    let raw_status = row.raw_status;
+    if matches!(on_chain, OnChain::Nothing)
+        && matches!(action, Action::Settle { .. } | Action::Refund { .. })
+        && row.paid_on_chain
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "this payment was made on chain: the treasury {} on chain",
+                if matches!(action, Action::Settle { .. }) {
+                    "settles it by itself"
+                } else {
+                    "refunds it (portal: the payment's refund form)"
+                }
+            ),
+        ));
+    }
+    let before = &row.transaction;
+    let raw_status = before.raw_status;
     // An ended checkout is closed even before the cron marks it: nothing but the expiry itself
     // may change a pending payment past its end, except money the chain shows arrived in time.
     if raw_status == RawStatus::Pending
@@ -152,15 +147,15 @@ async fn apply(
     }
     let payment = Payment {
         raw_status,
-        expected: decimal(&row.amount_expected)?.unwrap_or_default(),
-        gross: decimal(&row.amount_gross)?,
-        refunded: decimal(&row.amount_refunded)?.unwrap_or_default(),
-        currency_digits: row
+        expected: before.amount.expected.unwrap_or_default(),
+        gross: before.amount.gross,
+        refunded: row.refunded.unwrap_or_default(),
+        currency_digits: before
             .currency
             .as_deref()
             .and_then(currency_digits)
             .unwrap_or(2),
-        payment_network: row.network_payment.clone(),
+        payment_network: before.networks.payment.clone(),
     };
     let change = lifecycle::apply(&payment, action).map_err(|refusal| match refusal {
         Refusal::IllegalTransition { .. } => {
@@ -170,7 +165,7 @@ async fn apply(
         Refusal::BadAmount(text) => ApiError::invalid_request(text),
     })?;
 
-    let network = row.network_payment.as_deref().unwrap_or("ethereum");
+    let network = before.networks.payment.as_deref().unwrap_or("ethereum");
     let hash = |network: &str| chain::tx_hash(network).or_internal("generate hash");
     let source_hash = match (action, source_hash) {
         (Action::Pay { .. } | Action::PayLate { .. }, Some(known)) => Some(known.to_owned()),
@@ -193,17 +188,14 @@ async fn apply(
             _ => None,
         }
         .filter(|(asset, network)| {
-            row.asset.as_deref() != Some(*asset) || row.network_payment.as_deref() != Some(*network)
+            before.asset.as_deref() != Some(*asset)
+                || before.networks.payment.as_deref() != Some(*network)
         }),
     };
+    let after = updated(row.transaction.clone(), &change, &stamps);
     let event = match change.event {
         None => None,
         Some(kind) => {
-            let before = transactions::get(database, row.institution_id, id)
-                .await
-                .or_internal("read transaction")?
-                .ok_or("transaction vanished")
-                .or_internal("read transaction")?;
             let id = match on_chain {
                 OnChain::Refund(event_id) => event_id.to_owned(),
                 _ => crypto::random_token("evt_").or_internal("generate event id")?,
@@ -212,7 +204,7 @@ async fn apply(
                 id,
                 kind: kind.as_str().to_owned(),
                 created: now,
-                data: updated(before, &change, &stamps),
+                data: after.clone(),
             };
             let payload = serde_json::to_string(&envelope).or_internal("encode event")?;
             Some((envelope.id, kind, payload))
@@ -253,9 +245,12 @@ async fn apply(
     }
     if let Some((event_id, _, _)) = &event {
         // Queued after the commit; a lost message is found by the cron sweep.
-        let ids = deliveries::of_event(database, event_id)
-            .await
-            .or_internal("read deliveries")?;
+        let ids = results
+            .get(2)
+            .map(deliveries::created)
+            .transpose()
+            .or_internal("read deliveries")?
+            .unwrap_or_default();
         if let Err(err) = webhooks::enqueue(ctx, &ids, 0).await {
             worker::console_warn!(
                 "deliveries of {event_id} left to the sweep: {}",
@@ -263,7 +258,7 @@ async fn apply(
             );
         }
     }
-    Ok(())
+    Ok(after)
 }
 
 /// Closes pending payments whose checkout has ended, through the lifecycle like any other
@@ -274,7 +269,7 @@ pub async fn expire_ended(ctx: &Ctx) -> Result<(), ApiError> {
         .or_internal("find ended checkouts")?;
     for id in ended {
         match act(ctx, id, None, &Action::Expire).await {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(err) if err.code == ErrorCode::Conflict => {} // paid or changed meanwhile
             Err(err) => return Err(err),
         }

@@ -142,6 +142,9 @@ impl Worker {
         );
         let mut child = Command::new("bash")
             .args(["-c", &script])
+            // wrangler's local trace store (spans of every D1 call, kept in SQLite for the local
+            // explorer) costs CPU on the one workerd thread and nothing here reads it.
+            .env("X_LOCAL_OBSERVABILITY", "false")
             .current_dir(&root)
             .stdin(Stdio::piped())
             .spawn()

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
-use worker::{D1Database, D1PreparedStatement};
+use worker::{D1Database, D1PreparedStatement, D1Result};
 
 use super::{all, batch, bind, first, run, strings, DbResult, Value};
 use crate::query::DeliveryLogQuery;
@@ -14,7 +14,7 @@ const NEW_ID: &str = "'dlv_' || lower(hex(randomblob(12)))";
 
 /// One pending delivery of event `event_id` per enabled endpoint of the institution subscribed
 /// to `kind` (or just `only_endpoint`, whatever its types, for test events), only if the event
-/// exists (it may not, when the guarded change before it in the batch wrote nothing).
+/// exists (it may not, when the guarded change before it in the batch wrote nothing). Its rows are the new deliveries' ids ([`created`]).
 pub fn fan_out(
     db: &D1Database,
     event_id: &str,
@@ -33,7 +33,7 @@ pub fn fan_out(
              WHERE e.institution_id = ?2 AND e.status = 'enabled' \
              AND (?4 IS NOT NULL AND e.id = ?4 OR ?4 IS NULL AND (e.event_types IS NULL \
                   OR instr(' ' || e.event_types || ' ', ' ' || ?3 || ' ') > 0)) \
-             AND EXISTS (SELECT 1 FROM events WHERE id = ?1)"
+             AND EXISTS (SELECT 1 FROM events WHERE id = ?1) RETURNING id"
         ),
         &[
             event_id.into(),
@@ -45,14 +45,17 @@ pub fn fan_out(
     )
 }
 
-/// Ids of an event's deliveries.
-pub async fn of_event(db: &D1Database, event_id: &str) -> DbResult<Vec<String>> {
-    strings(
-        db,
-        "SELECT id FROM deliveries WHERE event_id = ?1",
-        &[event_id.into()],
-    )
-    .await
+/// Ids of the deliveries a [`fan_out`] statement created, from its result in a batch.
+pub fn created(result: &D1Result) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Created {
+        id: String,
+    }
+    Ok(result
+        .results::<Created>()?
+        .into_iter()
+        .map(|row| row.id)
+        .collect())
 }
 
 /// Pending deliveries that are overdue (their queue message was lost) or were claimed and never

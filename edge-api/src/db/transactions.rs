@@ -370,42 +370,69 @@ pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult
     Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
-/// What the lifecycle needs of a transaction.
-#[derive(Debug, Deserialize)]
+/// A payment as the lifecycle needs it and as the API shows it, from one read (one snapshot:
+/// the version the change is guarded on is the version the event's data was built from).
+#[derive(Debug)]
 pub struct PaymentRow {
     /// Owning institution.
     pub institution_id: i64,
-    /// Internal status.
-    pub raw_status: RawStatus,
-    /// Order amount.
-    pub amount_expected: Option<String>,
-    /// Amount paid.
-    pub amount_gross: Option<String>,
     /// Amount refunded so far.
-    pub amount_refunded: Option<String>,
-    /// Order currency.
-    pub currency: Option<String>,
-    /// Payment network.
-    pub network_payment: Option<String>,
-    /// The asset paid with.
-    pub asset: Option<String>,
+    pub refunded: Option<Decimal>,
     /// Row version: every write is guarded on the one it read.
     pub version: i64,
     /// When its checkout ends (Unix seconds), for a transaction made by checkout.
     pub expires_at: Option<i64>,
+    /// Whether it was paid on chain to its watched deposit address
+    /// ([`watches::CREDITED_ON_CHAIN`]): its money is in custody, so it settles and refunds on
+    /// chain, never by a simulated control.
+    pub paid_on_chain: bool,
+    /// The transaction exactly as the partner API shows it.
+    pub transaction: Transaction,
 }
 
-/// The transaction's lifecycle state.
+/// [`PaymentRow`] as D1 returns it.
+#[derive(Debug, Deserialize)]
+struct PaymentColumns {
+    institution_id: i64,
+    amount_refunded: Option<String>,
+    version: i64,
+    expires_at: Option<i64>,
+    paid_on_chain: i64,
+    #[serde(flatten)]
+    view: Row,
+}
+
+/// The transaction's lifecycle state and API view, in one round trip.
 pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
-    first(
-        db,
-        "SELECT t.institution_id, t.raw_status, t.amount_expected, t.amount_gross, \
-         t.amount_refunded, t.currency, t.network_payment, t.asset, t.version, s.expires_at \
+    let columns = COLUMNS
+        .split(", ")
+        .map(|column| format!("t.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {columns}, t.institution_id, t.amount_refunded, t.version, s.expires_at, \
+         EXISTS (SELECT 1 FROM deposit_watches w WHERE w.transaction_id = t.id \
+         AND w.network = t.network_payment AND w.asset = t.asset AND {}) AS paid_on_chain \
          FROM transactions t LEFT JOIN checkout_sessions s ON s.transaction_id = t.id \
          WHERE t.id = ?1",
-        &[id.into()],
-    )
-    .await
+        watches::CREDITED_ON_CHAIN
+    );
+    let Some(row) = first::<PaymentColumns>(db, &sql, &[id.into()]).await? else {
+        return Ok(None);
+    };
+    let refunded = row
+        .amount_refunded
+        .map(|v| Decimal::from_str(&v))
+        .transpose()
+        .map_err(|_| DbError::bad_row(format!("transaction {id}: bad amount_refunded")))?;
+    Ok(Some(PaymentRow {
+        institution_id: row.institution_id,
+        refunded,
+        version: row.version,
+        expires_at: row.expires_at,
+        paid_on_chain: row.paid_on_chain != 0,
+        transaction: row.view.into_transaction()?,
+    }))
 }
 
 /// Hashes and time stamped on a change.

@@ -204,22 +204,6 @@ pub async fn touch(db: &D1Database, address: &str, head: u64, now: i64) -> DbRes
 pub const CREDITED_ON_CHAIN: &str = "EXISTS (SELECT 1 FROM chain_transfers ct \
      WHERE ct.address = w.address AND ct.confirmed = 1 AND ct.kind = 'payment')";
 
-/// Whether the transaction was paid on chain to its watched deposit address (its money is in
-/// custody: it settles on chain, never by a simulated control).
-pub async fn paid_on_chain(db: &D1Database, transaction_id: i64) -> DbResult<bool> {
-    let rows = super::strings(
-        db,
-        &format!(
-            "SELECT 'yes' FROM deposit_watches w JOIN transactions t ON t.id = w.transaction_id \
-             WHERE w.transaction_id = ?1 AND w.network = t.network_payment AND w.asset = t.asset \
-             AND {CREDITED_ON_CHAIN} LIMIT 1"
-        ),
-        &[transaction_id.into()],
-    )
-    .await?;
-    Ok(!rows.is_empty())
-}
-
 /// Records that the node could not be read (the text never holds its URL).
 pub async fn failed(db: &D1Database, address: &str, error: &str) -> DbResult<()> {
     run(

@@ -301,7 +301,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         created: portal.now,
         transaction_version: None,
     };
-    db::batch(
+    let results = db::batch(
         portal.db(),
         vec![
             events::insert(portal.db(), &outbox, Guard::None).or_internal("store test event")?,
@@ -318,9 +318,12 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
     )
     .await
     .or_internal("store test event")?;
-    let ids = deliveries::of_event(portal.db(), &event.id)
-        .await
-        .or_internal("read delivery")?;
+    let ids = results
+        .get(1)
+        .map(deliveries::created)
+        .transpose()
+        .or_internal("read delivery")?
+        .unwrap_or_default();
     webhooks::enqueue(portal.ctx, &ids, 0).await?;
     let row = deliveries::get(
         portal.db(),

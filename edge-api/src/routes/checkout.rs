@@ -649,7 +649,7 @@ pub async fn sandbox_control(
         }
     };
     match payments::act(ctx, session.transaction_id, None, &action).await {
-        Ok(()) => http::see_other(url, &hosted_path(id)),
+        Ok(_) => http::see_other(url, &hosted_path(id)),
         Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
             page(ctx, id, Some(err.description)).await
         }

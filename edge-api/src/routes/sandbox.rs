@@ -12,7 +12,6 @@ use worker::{Request, Response};
 
 use crate::auth;
 use crate::ctx::Ctx;
-use crate::db::transactions;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::query::parse_id;
 use crate::{http, payments};
@@ -89,11 +88,6 @@ pub async fn act(
             )))
         }
     };
-    payments::act(ctx, id, Some(caller.institution_id), &action).await?;
-    let transaction = transactions::get(&ctx.db, caller.institution_id, id)
-        .await
-        .or_internal("read transaction")?
-        .ok_or("transaction vanished")
-        .or_internal("read transaction")?;
+    let transaction = payments::act(ctx, id, Some(caller.institution_id), &action).await?;
     http::json(200, &transaction).or_internal("build response")
 }
