@@ -24,28 +24,13 @@ pub struct Ctx {
     pub db: D1Database,
     /// Production or sandbox.
     pub mode: Mode,
-    /// The key sealing webhook signing secrets (`PAYRAIL_ENCRYPTION_KEY`), when configured.
-    sealing_key: Option<[u8; 32]>,
-    /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
-    /// production, larger in tests).
-    pub webhook_time_scale: u64,
     /// The caller's address (`CF-Connecting-IP`), for throttling; `None` outside requests.
     caller_address: Option<String>,
-    /// The extended public key deposit addresses on EVM networks derive from
-    /// (`PAYRAIL_EVM_XPUB`), when configured. Public: custody keeps the private keys.
-    pub evm_xpub: Option<String>,
-    /// The EVM networks' nodes (`PAYRAIL_CHAINS`, JSON; a secret, as URLs may carry keys).
-    pub chains: Option<String>,
-    /// Sandbox on a local development node only: an account the node signs for
-    /// (`PAYRAIL_DEMO_WALLET`), which the hosted page's sandbox panel pays from.
-    pub demo_wallet: Option<String>,
-    /// The treasury's signing key, sealed under the encryption key (`PAYRAIL_TREASURY_KEY`, a
-    /// secret): it signs settlements and refunds. Opened only to sign, never logged or shown.
-    pub treasury_key: Option<String>,
 }
 
 impl Ctx {
-    /// Reads the bindings and variables once.
+    /// Binds the database and reads the mode; the rest of the configuration is read when a
+    /// handler needs it.
     pub fn new(env: Env) -> Result<Ctx, ApiError> {
         let db = env.d1("DB").or_internal("bind D1")?;
         let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
@@ -53,39 +38,10 @@ impl Ctx {
             Some("sandbox") => Mode::Sandbox,
             _ => Mode::Production,
         };
-        // A secret (production) or, for local runs, a plain variable; empty reads as unset.
-        let secret = |name: &str| {
-            env.secret(name)
-                .map(|s| s.to_string())
-                .ok()
-                .or_else(|| var(name))
-                .filter(|text| !text.trim().is_empty())
-        };
-        let sealing_key = secret("PAYRAIL_ENCRYPTION_KEY").and_then(|text| {
-            base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .ok()?
-                .try_into()
-                .ok()
-        });
-        let webhook_time_scale = var("PAYRAIL_WEBHOOK_TIME_SCALE")
-            .and_then(|v| v.parse().ok())
-            .filter(|s| *s >= 1)
-            .unwrap_or(1);
-        let evm_xpub = secret("PAYRAIL_EVM_XPUB");
-        let chains = secret("PAYRAIL_CHAINS");
-        let demo_wallet = var("PAYRAIL_DEMO_WALLET").filter(|w| !w.trim().is_empty());
-        let treasury_key = secret("PAYRAIL_TREASURY_KEY");
         Ok(Ctx {
-            treasury_key,
-            demo_wallet,
-            chains,
-            evm_xpub,
             env,
             db,
             mode,
-            sealing_key,
-            webhook_time_scale,
             caller_address: None,
         })
     }
@@ -111,9 +67,66 @@ impl Ctx {
         (js_sys::Date::now() / 1000.0).floor() as i64
     }
 
-    /// The sealing key, or a logged 500 naming the missing secret.
+    /// A secret (production) or, for local runs, a plain variable; empty reads as unset. Read
+    /// when needed rather than for every event: the partner API's hot paths need none of them.
+    fn secret(&self, name: &str) -> Option<String> {
+        self.env
+            .secret(name)
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| self.env.var(name).ok().map(|v| v.to_string()))
+            .filter(|text| !text.trim().is_empty())
+    }
+
+    /// The extended public key deposit addresses on EVM networks derive from
+    /// (`PAYRAIL_EVM_XPUB`), when configured. Public: custody keeps the private keys.
+    pub fn evm_xpub(&self) -> Option<String> {
+        self.secret("PAYRAIL_EVM_XPUB")
+    }
+
+    /// The EVM networks' nodes (`PAYRAIL_CHAINS`, JSON; a secret, as URLs may carry keys).
+    pub fn chains(&self) -> Option<String> {
+        self.secret("PAYRAIL_CHAINS")
+    }
+
+    /// Sandbox on a local development node only: an account the node signs for
+    /// (`PAYRAIL_DEMO_WALLET`), which the hosted page's sandbox panel pays from.
+    pub fn demo_wallet(&self) -> Option<String> {
+        self.env
+            .var("PAYRAIL_DEMO_WALLET")
+            .ok()
+            .map(|v| v.to_string())
+            .filter(|w| !w.trim().is_empty())
+    }
+
+    /// The treasury's signing key, sealed under the encryption key (`PAYRAIL_TREASURY_KEY`, a
+    /// secret): it signs settlements and refunds. Opened only to sign, never logged or shown.
+    pub fn treasury_key(&self) -> Option<String> {
+        self.secret("PAYRAIL_TREASURY_KEY")
+    }
+
+    /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
+    /// production, larger in tests).
+    pub fn webhook_time_scale(&self) -> u64 {
+        self.env
+            .var("PAYRAIL_WEBHOOK_TIME_SCALE")
+            .ok()
+            .and_then(|v| v.to_string().parse().ok())
+            .filter(|s| *s >= 1)
+            .unwrap_or(1)
+    }
+
+    /// The key sealing webhook signing secrets (`PAYRAIL_ENCRYPTION_KEY`), or a logged 500 naming
+    /// the missing (or malformed) secret.
     pub fn sealing_key(&self) -> Result<[u8; 32], ApiError> {
-        self.sealing_key
+        self.secret("PAYRAIL_ENCRYPTION_KEY")
+            .and_then(|text| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .ok()?
+                    .try_into()
+                    .ok()
+            })
             .ok_or("PAYRAIL_ENCRYPTION_KEY is not set (wrangler secret put PAYRAIL_ENCRYPTION_KEY)")
             .or_internal("sealing key")
     }

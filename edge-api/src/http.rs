@@ -6,6 +6,7 @@ use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use serde::Serialize;
 use shared_types::ErrorCode;
+use wasm_bindgen::{JsCast, JsValue};
 use worker::{AbortController, Delay, Fetch, Request, Response, Url};
 
 use crate::error::{ApiError, OrInternal};
@@ -24,6 +25,32 @@ pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
     headers.set("Content-Type", "application/json")?;
     headers.set("Cache-Control", "no-store")?;
     Ok(response)
+}
+
+/// A JSON response whose body is a JavaScript string (a list page D1 built): it never enters
+/// wasm memory.
+pub fn json_js(status: u16, body: &js_sys::JsString) -> worker::Result<Response> {
+    let init = web_sys::ResponseInit::new();
+    init.set_status(status);
+    let response = Response::from(
+        JsResponse::new(body, &init)
+            .map_err(worker::Error::from)?
+            .unchecked_into::<web_sys::Response>(),
+    );
+    let headers = response.headers();
+    headers.set("Content-Type", "application/json")?;
+    headers.set("Cache-Control", "no-store")?;
+    Ok(response)
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// The platform's `Response`, made from a JavaScript string.
+    #[wasm_bindgen(js_name = Response)]
+    type JsResponse;
+
+    #[wasm_bindgen(constructor, catch)]
+    fn new(body: &js_sys::JsString, init: &web_sys::ResponseInit) -> Result<JsResponse, JsValue>;
 }
 
 /// The error's status, body and headers.

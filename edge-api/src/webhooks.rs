@@ -89,7 +89,7 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
             (None, AttemptOutcome::Error, None, 0)
         }
     };
-    let scale = ctx.webhook_time_scale;
+    let scale = ctx.webhook_time_scale();
     let mut record = Attempt {
         delivery_id: &due.id,
         endpoint_id: &due.endpoint_id,

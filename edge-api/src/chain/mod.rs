@@ -42,9 +42,9 @@ use crate::error::{ApiError, OrInternal};
 /// The configured networks, when deposit addresses can be derived for them (an unreadable
 /// configuration is a logged 500 naming the problem).
 pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError> {
-    match (&ctx.chains, &ctx.evm_xpub) {
+    match (ctx.chains(), ctx.evm_xpub()) {
         (Some(text), Some(_)) => {
-            config::parse(text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))
+            config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))
         }
         _ => Ok(BTreeMap::new()),
     }
@@ -234,7 +234,7 @@ pub async fn pay_from_demo_wallet(
     deposit: &str,
     units: u128,
 ) -> Result<String, String> {
-    let wallet = match (&ctx.demo_wallet, ctx.sandbox()) {
+    let wallet = match (ctx.demo_wallet(), ctx.sandbox()) {
         (Some(wallet), true) => wallet,
         _ => return Err("no demo wallet is configured".to_owned()),
     };
@@ -262,8 +262,8 @@ pub async fn pay_from_demo_wallet(
 /// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly
 /// allocated index (never reused); otherwise, in sandbox, a simulated one.
 pub async fn deposit_address(ctx: &Ctx, network: &str) -> Result<(String, Option<i64>), ApiError> {
-    if let (Some(xpub), true) = (&ctx.evm_xpub, EVM_NETWORKS.contains(&network)) {
-        let key = deposit::parse_xpub(xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
+    if let (Some(xpub), true) = (ctx.evm_xpub(), EVM_NETWORKS.contains(&network)) {
+        let key = deposit::parse_xpub(&xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
         let index = crate::db::deposits::allocate(&ctx.db, "evm")
             .await
             .or_internal("allocate deposit index")?;

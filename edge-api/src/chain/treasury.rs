@@ -23,13 +23,13 @@ pub struct Treasury {
 /// The treasury, when `PAYRAIL_TREASURY_KEY` is configured. The key is opened with the
 /// encryption key; no error names or shows it.
 pub fn treasury(ctx: &Ctx) -> Result<Option<Treasury>, ApiError> {
-    let Some(sealed) = &ctx.treasury_key else {
+    let Some(sealed) = ctx.treasury_key() else {
         return Ok(None);
     };
     let opened = crypto::open(
         &ctx.sealing_key()?,
         payrail_credentials::sealed::TREASURY_KEY_CONTEXT,
-        sealed,
+        &sealed,
     )
     .map_err(|_| {
         ApiError::internal(

@@ -87,10 +87,10 @@ pub struct FeedStatus {
 
 /// Every configured network's state; an invalid configuration is one clear error.
 pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError> {
-    let Some(text) = &portal.ctx.chains else {
+    let Some(text) = portal.ctx.chains() else {
         return Ok(Vec::new());
     };
-    let networks = config::parse(text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))?;
+    let networks = config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))?;
     let treasury = treasury::treasury(portal.ctx)?.map(|t| t.address);
     let mut out = Vec::new();
     for (name, network) in networks {

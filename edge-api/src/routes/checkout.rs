@@ -306,7 +306,7 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
                     ctx.now(),
                     notice.as_deref(),
                     request.as_ref(),
-                    ctx.demo_wallet.is_some(),
+                    ctx.demo_wallet().is_some(),
                 ),
             )
         }

@@ -34,5 +34,6 @@ pub async fn request<F>(
 /// The page a list statement built, once the token it read holds `scope`.
 pub fn response(page: JsonPage, scope: Scope, limit: u32) -> Result<Response, ApiError> {
     auth::allowed(page.scopes.as_deref(), scope)?;
-    http::json_text(200, page.envelope(limit)).or_internal("build response")
+    let body = page.envelope(limit).or_internal("read page")?;
+    http::json_js(200, &body).or_internal("build response")
 }
