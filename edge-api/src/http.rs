@@ -138,21 +138,30 @@ pub async fn body(req: &mut Request, max: usize) -> Result<String, ApiError> {
     if declared.is_some_and(|n| n > max as u64) {
         return Err(too_large());
     }
-    if declared == Some(0) {
-        return Ok(String::new());
-    }
+    let bytes = match declared {
+        Some(0) => return Ok(String::new()),
+        // The platform delivers exactly the declared length, known here to be within `max`: one
+        // read instead of a stream's reader and chunks.
+        Some(_) => req.bytes().await.or_internal("read body")?,
+        None => streamed(req, max).await?.ok_or_else(too_large)?,
+    };
+    String::from_utf8(bytes).map_err(|_| ApiError::invalid_request("the body must be UTF-8 text"))
+}
+
+/// A body of unknown length, read in chunks up to `max` bytes; `None` as soon as it is larger.
+async fn streamed(req: &mut Request, max: usize) -> Result<Option<Vec<u8>>, ApiError> {
     let Ok(mut stream) = req.stream() else {
-        return Ok(String::new()); // no body at all
+        return Ok(Some(Vec::new())); // no body at all
     };
     let mut bytes = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.or_internal("read body")?;
         if bytes.len() + chunk.len() > max {
-            return Err(too_large());
+            return Ok(None);
         }
         bytes.extend_from_slice(&chunk);
     }
-    String::from_utf8(bytes).map_err(|_| ApiError::invalid_request("the body must be UTF-8 text"))
+    Ok(Some(bytes))
 }
 
 /// The fields of a form body, refused when there are more than [`FORM_FIELDS_MAX`].
