@@ -5,11 +5,11 @@ use base64::Engine;
 use shared_types::{ErrorCode, Scope, ScopeSet, TokenResponse};
 use worker::Headers;
 
+use crate::crypto;
 use crate::ctx::Ctx;
-use crate::db::clients::{self, NewToken};
+use crate::db::clients::{self, Issue};
 use crate::error::{ApiError, OrInternal};
 use crate::throttle::{self, CLIENT_AUTH};
-use crate::{crypto, db};
 
 /// Access-token lifetime (spec §2.4, §5.5).
 pub const TOKEN_LIFETIME_SECONDS: u32 = 3600;
@@ -172,19 +172,40 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
             err
         }
     };
-    // The client and its failure count in one read.
-    let (client, failures) =
-        clients::find_with_failures(&ctx.db, &creds.client_id, ctx.caller_address())
-            .await
-            .or_internal("read client")?;
-    throttle::refuse_over(failures.as_ref(), &CLIENT_AUTH, ctx.now())?;
+    // Everything a valid request needs in one round trip (see `clients::issue`): the batch
+    // stores the token only if the checks below, made on what it read, all pass.
     let presented = crypto::sha256_hex(&creds.client_secret);
+    let token = crypto::random_token(TOKEN_PREFIX).or_internal("generate token")?;
+    let token_hash = crypto::sha256_hex(&token);
+    let now = ctx.now();
+    let asked: Option<Vec<&str>> = request
+        .scope
+        .map(|asked| asked.iter().map(Scope::as_str).collect());
+    let issued = clients::issue(
+        &ctx.db,
+        &Issue {
+            client_id: &creds.client_id,
+            source: ctx.caller_address(),
+            presented_hash: &presented,
+            asked,
+            token_hash: &token_hash,
+            now,
+            now_text: &crate::ctx::timestamp(now)?,
+            expires_at: now + i64::from(TOKEN_LIFETIME_SECONDS),
+            max_failures: CLIENT_AUTH.max_failures,
+            window_seconds: CLIENT_AUTH.window_seconds,
+        },
+    )
+    .await
+    .or_internal("issue token")?;
+    throttle::refuse_over(issued.failures.as_ref(), &CLIENT_AUTH, now)?;
     // Compare against a stand-in for unknown clients too, so timing says nothing about which
     // client ids exist.
-    let stored = client
+    let stored = issued
+        .client
         .as_ref()
         .map_or("0".repeat(64), |c| c.secret_hash.clone());
-    let client = match client {
+    let client = match issued.client {
         Some(client) if crypto::constant_time_eq(&presented, &stored) => client,
         _ => {
             throttle::record_failure(ctx, &creds.client_id, &CLIENT_AUTH).await?;
@@ -214,37 +235,15 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
             ));
         }
     };
-
-    let token = crypto::random_token(TOKEN_PREFIX).or_internal("generate token")?;
-    let scope_text = scopes.to_string();
-    let now = ctx.now();
-    let token_hash = crypto::sha256_hex(&token);
-    let new = NewToken {
-        token_hash: &token_hash,
-        scopes: &scope_text,
-        issued_at: now,
-        expires_at: now + i64::from(TOKEN_LIFETIME_SECONDS),
-    };
-    // The token, the client's last use and the caller's cleared failures, atomically. The token
-    // is written only if the secret is still the one verified above.
-    let results = db::batch(
-        &ctx.db,
-        vec![
-            clients::insert_token(&ctx.db, &client, &new).or_internal("store token")?,
-            clients::mark_used(&ctx.db, &client, &crate::ctx::timestamp(now)?)
-                .or_internal("store token")?,
-            throttle::clear(ctx, &creds.client_id)?,
-        ],
-    )
-    .await
-    .or_internal("store token")?;
-    if !db::changed(&results, 0) {
-        // The secret was rotated (or the client deleted) while this request ran.
+    if !issued.stored {
+        // Cannot happen while the checks above and the batch's agree; never reveal a token
+        // that was not stored.
         return Err(challenge(ApiError::new(
             ErrorCode::InvalidClient,
             "client authentication failed",
         )));
     }
+    let scope_text = scopes.to_string();
     Ok(TokenResponse {
         access_token: token,
         token_type: "Bearer".to_owned(),

@@ -245,12 +245,7 @@ async fn apply(
     }
     if let Some((event_id, _, _)) = &event {
         // Queued after the commit; a lost message is found by the cron sweep.
-        let ids = results
-            .get(2)
-            .map(deliveries::created)
-            .transpose()
-            .or_internal("read deliveries")?
-            .unwrap_or_default();
+        let ids = deliveries::created(&results, 2).or_internal("read deliveries")?;
         if let Err(err) = webhooks::enqueue(ctx, &ids, 0).await {
             worker::console_warn!(
                 "deliveries of {event_id} left to the sweep: {}",

@@ -256,6 +256,8 @@ fn repeated_failures_are_throttled_per_source_without_locking_out_the_client() {
         .parse()
         .expect("seconds");
     assert!((1..=900).contains(&retry_after), "{retry_after}");
+    // ...and that attempt stored nothing and cleared nothing: the address stays throttled...
+    attempt("203.0.113.7", &secret).assert_error(429, "rate_limited");
     // ...while the real client, elsewhere, still gets its token.
     assert_eq!(attempt("198.51.100.20", &secret).status, 200);
 }

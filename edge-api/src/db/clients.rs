@@ -5,26 +5,57 @@ use payrail_credentials::sql;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, batch, bind, changed, first, run, DbResult};
+use super::{all, batch, bind, changed, first, run, DbResult, Value};
 
 /// An API client, as client authentication needs it.
 #[derive(Debug, Deserialize)]
 pub struct Client {
-    /// Row id (not the public `client_id`).
-    pub id: i64,
     /// Hex SHA-256 of the current secret.
     pub secret_hash: String,
     /// Granted scopes, space-separated.
     pub scopes: String,
 }
 
-/// The client with this public `client_id` and the failures recorded for it from `source`, read
-/// together (token issue's one read).
-pub async fn find_with_failures(
-    db: &D1Database,
-    client_id: &str,
-    source: &str,
-) -> DbResult<(Option<Client>, Option<super::throttle::Failures>)> {
+/// A token request, as the one batch that verifies it and stores its token needs it.
+pub struct Issue<'a> {
+    /// The public `client_id` presented.
+    pub client_id: &'a str,
+    /// Where the request came from (failures are counted per client and source).
+    pub source: &'a str,
+    /// Hex SHA-256 of the secret presented.
+    pub presented_hash: &'a str,
+    /// The scopes asked for, each known; `None` asks for the client's whole grant.
+    pub asked: Option<Vec<&'a str>>,
+    /// Hex SHA-256 of the new token: only its hash is stored, never the token.
+    pub token_hash: &'a str,
+    /// Unix seconds now.
+    pub now: i64,
+    /// Now, as stored text.
+    pub now_text: &'a str,
+    /// Unix seconds the token expires.
+    pub expires_at: i64,
+    /// Failures from one source that refuse further attempts within their window.
+    pub max_failures: i64,
+    /// The failure window's length.
+    pub window_seconds: i64,
+}
+
+/// What the batch read, and whether it stored the token.
+pub struct Issued {
+    /// The client, when the `client_id` exists.
+    pub client: Option<Client>,
+    /// The failures recorded for the client from the source.
+    pub failures: Option<super::throttle::Failures>,
+    /// Whether the token was stored (and the client marked used, the failures cleared).
+    pub stored: bool,
+}
+
+/// Token issue in one round trip, one transaction: reads the client and the caller's failures,
+/// and stores the token, marks the client used and clears the failures only if the presented
+/// secret's hash is the client's, the caller is under its failure limit and every asked scope
+/// is granted. The caller makes the same checks on what was read (the secret in constant time)
+/// and answers from them; a token is revealed only when both agree.
+pub async fn issue(db: &D1Database, issue: &Issue<'_>) -> DbResult<Issued> {
     #[derive(Deserialize)]
     struct Row {
         id: Option<i64>,
@@ -33,82 +64,87 @@ pub async fn find_with_failures(
         window_start: Option<i64>,
         failures: Option<i64>,
     }
-    let row: Option<Row> = first(
+    let read = bind(
         db,
         "SELECT c.id, c.secret_hash, c.scopes, f.window_start, f.failures FROM (SELECT 1) \
          LEFT JOIN api_clients c ON c.client_id = ?1 \
          LEFT JOIN auth_failures f ON f.client_id = ?1 AND f.source = ?2",
-        &[client_id.into(), source.into()],
-    )
-    .await?;
-    let Some(row) = row else {
-        return Ok((None, None));
-    };
-    let client = match (row.id, row.secret_hash, row.scopes) {
-        (Some(id), Some(secret_hash), Some(scopes)) => Some(Client {
-            id,
-            secret_hash,
-            scopes,
-        }),
-        _ => None,
-    };
-    let failures = match (row.window_start, row.failures) {
+        &[issue.client_id.into(), issue.source.into()],
+    )?;
+    let mut params: Vec<Value> = vec![
+        issue.token_hash.into(),
+        issue.client_id.into(),
+        issue.presented_hash.into(),
+        issue.asked.as_ref().map(|asked| asked.join(" ")).into(),
+        issue.now.into(),
+        issue.expires_at.into(),
+        issue.source.into(),
+        issue.max_failures.into(),
+        issue.window_seconds.into(),
+    ];
+    let mut sql = String::from(
+        "INSERT INTO access_tokens \
+         (token_hash, client_id, institution_id, scopes, issued_at, expires_at) \
+         SELECT ?1, c.id, c.institution_id, coalesce(?4, c.scopes), ?5, ?6 FROM api_clients c \
+         WHERE c.client_id = ?2 AND c.secret_hash = ?3 \
+         AND NOT EXISTS (SELECT 1 FROM auth_failures f WHERE f.client_id = ?2 AND f.source = ?7 \
+         AND f.failures >= ?8 AND f.window_start + ?9 > ?5)",
+    );
+    for scope in issue.asked.iter().flatten() {
+        params.push(format!(" {scope} ").into());
+        sql.push_str(&format!(
+            " AND instr(' ' || c.scopes || ' ', ?{}) > 0",
+            params.len()
+        ));
+    }
+    let store = bind(db, &sql, &params)?;
+    // The new token's hash is fresh and random: it exists exactly when the INSERT wrote it.
+    let stored = "EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3)";
+    let mark_used = bind(
+        db,
+        &format!("UPDATE api_clients SET last_used_at = ?1 WHERE client_id = ?2 AND {stored}"),
+        &[
+            issue.now_text.into(),
+            issue.client_id.into(),
+            issue.token_hash.into(),
+        ],
+    )?;
+    let clear = bind(
+        db,
+        &format!("DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2 AND {stored}"),
+        &[
+            issue.client_id.into(),
+            issue.source.into(),
+            issue.token_hash.into(),
+        ],
+    )?;
+    let results = batch(db, vec![read, store, mark_used, clear]).await?;
+    let row = results
+        .first()
+        .map(|r| r.results::<Row>())
+        .transpose()?
+        .and_then(|rows| rows.into_iter().next());
+    let client = row
+        .as_ref()
+        .and_then(|r| match (r.id, &r.secret_hash, &r.scopes) {
+            (Some(_), Some(secret_hash), Some(scopes)) => Some(Client {
+                secret_hash: secret_hash.clone(),
+                scopes: scopes.clone(),
+            }),
+            _ => None,
+        });
+    let failures = row.and_then(|r| match (r.window_start, r.failures) {
         (Some(window_start), Some(failures)) => Some(super::throttle::Failures {
             window_start,
             failures,
         }),
         _ => None,
-    };
-    Ok((client, failures))
-}
-
-/// A token to store: only its hash, never the token.
-pub struct NewToken<'a> {
-    /// Hex SHA-256 of the token.
-    pub token_hash: &'a str,
-    /// Granted scopes, space-separated.
-    pub scopes: &'a str,
-    /// Unix seconds.
-    pub issued_at: i64,
-    /// Unix seconds.
-    pub expires_at: i64,
-}
-
-/// Stores a token for `client`, only if the client's secret is still the one that was verified:
-/// a rotation between the check and this write leaves no token under the old secret.
-pub fn insert_token(
-    db: &D1Database,
-    client: &Client,
-    token: &NewToken<'_>,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        "INSERT INTO access_tokens \
-         (token_hash, client_id, institution_id, scopes, issued_at, expires_at) \
-         SELECT ?1, id, institution_id, ?4, ?5, ?6 FROM api_clients \
-         WHERE id = ?2 AND secret_hash = ?3",
-        &[
-            token.token_hash.into(),
-            client.id.into(),
-            client.secret_hash.as_str().into(),
-            token.scopes.into(),
-            token.issued_at.into(),
-            token.expires_at.into(),
-        ],
-    )
-}
-
-/// Marks the client used now.
-pub fn mark_used(
-    db: &D1Database,
-    client: &Client,
-    now_text: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        "UPDATE api_clients SET last_used_at = ?1 WHERE id = ?2",
-        &[now_text.into(), client.id.into()],
-    )
+    });
+    Ok(Issued {
+        client,
+        failures,
+        stored: changed(&results, 1),
+    })
 }
 
 /// A live access token.

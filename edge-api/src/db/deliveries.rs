@@ -45,12 +45,16 @@ pub fn fan_out(
     )
 }
 
-/// Ids of the deliveries a [`fan_out`] statement created, from its result in a batch.
-pub fn created(result: &D1Result) -> DbResult<Vec<String>> {
+/// Ids of the deliveries the [`fan_out`] statement at `index` of a batch created (none when
+/// the batch has no such statement).
+pub fn created(results: &[D1Result], index: usize) -> DbResult<Vec<String>> {
     #[derive(Deserialize)]
     struct Created {
         id: String,
     }
+    let Some(result) = results.get(index) else {
+        return Ok(Vec::new());
+    };
     Ok(result
         .results::<Created>()?
         .into_iter()

@@ -318,12 +318,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
     )
     .await
     .or_internal("store test event")?;
-    let ids = results
-        .get(1)
-        .map(deliveries::created)
-        .transpose()
-        .or_internal("read delivery")?
-        .unwrap_or_default();
+    let ids = deliveries::created(&results, 1).or_internal("read delivery")?;
     webhooks::enqueue(portal.ctx, &ids, 0).await?;
     let row = deliveries::get(
         portal.db(),
