@@ -195,6 +195,7 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
             max_failures: CLIENT_AUTH.max_failures,
             window_seconds: CLIENT_AUTH.window_seconds,
         },
+        throttle::clear_once_issued(ctx, &creds.client_id, &token_hash)?,
     )
     .await
     .or_internal("issue token")?;

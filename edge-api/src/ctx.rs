@@ -74,7 +74,16 @@ impl Ctx {
             .secret(name)
             .map(|s| s.to_string())
             .ok()
-            .or_else(|| self.env.var(name).ok().map(|v| v.to_string()))
+            .filter(|text| !text.trim().is_empty())
+            .or_else(|| self.var(name))
+    }
+
+    /// A plain variable; empty reads as unset.
+    fn var(&self, name: &str) -> Option<String> {
+        self.env
+            .var(name)
+            .ok()
+            .map(|v| v.to_string())
             .filter(|text| !text.trim().is_empty())
     }
 
@@ -92,11 +101,7 @@ impl Ctx {
     /// Sandbox on a local development node only: an account the node signs for
     /// (`PAYRAIL_DEMO_WALLET`), which the hosted page's sandbox panel pays from.
     pub fn demo_wallet(&self) -> Option<String> {
-        self.env
-            .var("PAYRAIL_DEMO_WALLET")
-            .ok()
-            .map(|v| v.to_string())
-            .filter(|w| !w.trim().is_empty())
+        self.var("PAYRAIL_DEMO_WALLET")
     }
 
     /// The treasury's signing key, sealed under the encryption key (`PAYRAIL_TREASURY_KEY`, a
@@ -108,10 +113,8 @@ impl Ctx {
     /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
     /// production, larger in tests).
     pub fn webhook_time_scale(&self) -> u64 {
-        self.env
-            .var("PAYRAIL_WEBHOOK_TIME_SCALE")
-            .ok()
-            .and_then(|v| v.to_string().parse().ok())
+        self.var("PAYRAIL_WEBHOOK_TIME_SCALE")
+            .and_then(|v| v.parse().ok())
             .filter(|s| *s >= 1)
             .unwrap_or(1)
     }

@@ -18,13 +18,9 @@ pub fn json<T: Serialize>(status: u16, body: &T) -> worker::Result<Response> {
     Ok(response)
 }
 
-/// A response of JSON text built elsewhere (by SQLite, for the partner API's lists).
-pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
-    let response = Response::from_bytes(body.into_bytes())?.with_status(status);
-    let headers = response.headers();
-    headers.set("Content-Type", "application/json")?;
-    headers.set("Cache-Control", "no-store")?;
-    Ok(response)
+/// A response of JSON text built elsewhere (by SQLite, for a merchant lookup).
+pub fn json_text(status: u16, body: &str) -> worker::Result<Response> {
+    json_js(status, &js_sys::JsString::from(body))
 }
 
 /// A JSON response whose body is a JavaScript string (a list page D1 built): it never enters

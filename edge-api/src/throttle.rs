@@ -119,7 +119,7 @@ pub async fn count_attempt(
 
 /// The statement that forgets `subject`'s attempts counted across every address.
 pub fn clear_everywhere(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
-    db::clear(&ctx.db, subject, EVERY_ADDRESS).or_internal("clear failures")
+    db::clear(&ctx.db, subject, EVERY_ADDRESS, None).or_internal("clear failures")
 }
 
 /// Counts one failure of `subject` from the caller.
@@ -137,5 +137,15 @@ pub async fn record_failure(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(
 
 /// The statement that forgets `subject`'s failures from the caller, for the success's batch.
 pub fn clear(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
-    db::clear(&ctx.db, subject, ctx.caller_address()).or_internal("clear failures")
+    db::clear(&ctx.db, subject, ctx.caller_address(), None).or_internal("clear failures")
+}
+
+/// [`clear`] for a token request's batch: only once the token with hash `token_hash` is stored.
+pub fn clear_once_issued(
+    ctx: &Ctx,
+    subject: &str,
+    token_hash: &str,
+) -> Result<worker::D1PreparedStatement, ApiError> {
+    db::clear(&ctx.db, subject, ctx.caller_address(), Some(token_hash))
+        .or_internal("clear failures")
 }

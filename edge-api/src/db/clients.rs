@@ -51,11 +51,16 @@ pub struct Issued {
 }
 
 /// Token issue in one round trip, one transaction: reads the client and the caller's failures,
-/// and stores the token, marks the client used and clears the failures only if the presented
-/// secret's hash is the client's, the caller is under its failure limit and every asked scope
-/// is granted. The caller makes the same checks on what was read (the secret in constant time)
-/// and answers from them; a token is revealed only when both agree.
-pub async fn issue(db: &D1Database, issue: &Issue<'_>) -> DbResult<Issued> {
+/// and stores the token and marks the client used only if the presented secret's hash is the
+/// client's, the caller is under its failure limit and every asked scope is granted; then runs
+/// `clear_failures` (the throttle's statement, guarded on the token being stored). The caller
+/// makes the same checks on what was read (the secret in constant time) and answers from them;
+/// a token is revealed only when both agree.
+pub async fn issue(
+    db: &D1Database,
+    issue: &Issue<'_>,
+    clear_failures: D1PreparedStatement,
+) -> DbResult<Issued> {
     #[derive(Deserialize)]
     struct Row {
         id: Option<i64>,
@@ -99,26 +104,17 @@ pub async fn issue(db: &D1Database, issue: &Issue<'_>) -> DbResult<Issued> {
     }
     let store = bind(db, &sql, &params)?;
     // The new token's hash is fresh and random: it exists exactly when the INSERT wrote it.
-    let stored = "EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3)";
     let mark_used = bind(
         db,
-        &format!("UPDATE api_clients SET last_used_at = ?1 WHERE client_id = ?2 AND {stored}"),
+        "UPDATE api_clients SET last_used_at = ?1 WHERE client_id = ?2 \
+         AND EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3)",
         &[
             issue.now_text.into(),
             issue.client_id.into(),
             issue.token_hash.into(),
         ],
     )?;
-    let clear = bind(
-        db,
-        &format!("DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2 AND {stored}"),
-        &[
-            issue.client_id.into(),
-            issue.source.into(),
-            issue.token_hash.into(),
-        ],
-    )?;
-    let results = batch(db, vec![read, store, mark_used, clear]).await?;
+    let results = batch(db, vec![read, store, mark_used, clear_failures]).await?;
     let row = results
         .first()
         .map(|r| r.results::<Row>())

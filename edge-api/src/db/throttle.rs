@@ -69,12 +69,19 @@ pub async fn count_attempt(
     row.ok_or_else(|| super::DbError::bad_row("the attempt count returned no row"))
 }
 
-/// Forgets the failures of `subject` from `source` (after a success).
-pub fn clear(db: &D1Database, subject: &str, source: &str) -> DbResult<D1PreparedStatement> {
+/// Forgets the failures of `subject` from `source` (after a success); with `issued`, only once
+/// the access token with that hash exists (the one the same batch stores, if it does).
+pub fn clear(
+    db: &D1Database,
+    subject: &str,
+    source: &str,
+    issued: Option<&str>,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2",
-        &[subject.into(), source.into()],
+        "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2 \
+         AND (?3 IS NULL OR EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3))",
+        &[subject.into(), source.into(), issued.into()],
     )
 }
 

@@ -404,17 +404,13 @@ struct PaymentColumns {
 
 /// The transaction's lifecycle state and API view, in one round trip.
 pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
-    let columns = COLUMNS
-        .split(", ")
-        .map(|column| format!("t.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     let sql = format!(
-        "SELECT {columns}, t.institution_id, t.amount_refunded, t.version, s.expires_at, \
-         EXISTS (SELECT 1 FROM deposit_watches w WHERE w.transaction_id = t.id \
-         AND w.network = t.network_payment AND w.asset = t.asset AND {}) AS paid_on_chain \
-         FROM transactions t LEFT JOIN checkout_sessions s ON s.transaction_id = t.id \
-         WHERE t.id = ?1",
+        "SELECT {COLUMNS}, institution_id, amount_refunded, version, \
+         (SELECT expires_at FROM checkout_sessions WHERE transaction_id = transactions.id) \
+         AS expires_at, \
+         EXISTS (SELECT 1 FROM deposit_watches w WHERE w.transaction_id = transactions.id \
+         AND w.network = transactions.network_payment AND w.asset = transactions.asset AND {}) \
+         AS paid_on_chain FROM transactions WHERE id = ?1",
         watches::CREDITED_ON_CHAIN
     );
     let Some(row) = first::<PaymentColumns>(db, &sql, &[id.into()]).await? else {

@@ -33,5 +33,5 @@ pub async fn get(req: &Request, ctx: &Ctx, id: &str) -> Result<Response, ApiErro
         .await
         .or_internal("read merchant")?;
     auth::allowed(scopes.as_deref(), Scope::MerchantsRead)?;
-    http::json_text(200, merchant.ok_or_else(not_found)?).or_internal("build response")
+    http::json_text(200, &merchant.ok_or_else(not_found)?).or_internal("build response")
 }
