@@ -1,6 +1,7 @@
 //! The layering rule, checked: every `crate::`, `super::` and `self::` path in every source file
 //! is resolved to the module file it names, and (1) no file uses a module of a higher layer, and
-//! (2) the files' use graph has no cycle.
+//! (2) the files' use graph has no cycle. And the storage rule: (3) only `db/` writes SQL, and
+//! every table is written (`INSERT`, `UPDATE`, `DELETE`) by exactly one of its modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -237,4 +238,107 @@ fn the_check_sees_a_cycle_and_an_upward_use() {
     assert_eq!(find_cycle(&graph), None);
     graph.entry(path("c")).or_default().insert(path("a"));
     assert_eq!(find_cycle(&graph).as_deref(), Some("a -> b -> c -> a"));
+}
+
+/// The tables a source text writes: the word after `INSERT [OR x] INTO`, `REPLACE INTO`,
+/// `UPDATE` and `DELETE FROM`, in its code (comments and an inline test module left out), when
+/// it is one of `tables`.
+fn written_tables(text: &str, tables: &BTreeSet<String>) -> BTreeSet<String> {
+    let code: String = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let words: Vec<&str> = code
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found = BTreeSet::new();
+    for (i, word) in words.iter().enumerate() {
+        let target = match *word {
+            "UPDATE" => words.get(i + 1),
+            "DELETE" if words.get(i + 1) == Some(&"FROM") => words.get(i + 2),
+            "INTO"
+                if i > 0 && matches!(words[i - 1], "INSERT" | "REPLACE")
+                    || i > 2 && words[i - 3] == "INSERT" && words[i - 2] == "OR" =>
+            {
+                words.get(i + 1)
+            }
+            _ => None,
+        };
+        if let Some(table) = target.filter(|t| tables.contains(**t)) {
+            found.insert((*table).to_owned());
+        }
+    }
+    found
+}
+
+/// Every table the migrations create.
+fn tables() -> BTreeSet<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut tables = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for pair in words.windows(3) {
+            if pair[0] == "CREATE" && pair[1] == "TABLE" {
+                tables.insert(pair[2].trim_matches('(').to_owned());
+            }
+        }
+    }
+    tables
+}
+
+#[test]
+fn only_db_writes_and_each_table_has_one_writer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let tables = tables();
+    assert!(
+        tables.contains("chain_sends") && tables.len() > 20,
+        "{tables:?}"
+    );
+    let mut writers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut outside = Vec::new();
+    for (module, file) in modules(&src) {
+        if file.ends_with("layers_test.rs") || file.ends_with("plan_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for table in written_tables(&text, &tables) {
+            if module.first().map(String::as_str) != Some("db") || module.len() != 2 {
+                outside.push(format!("{} writes {table}", module.join("::")));
+            }
+            writers.entry(table).or_default().insert(module.join("::"));
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "SQL writes outside db/:\n{}",
+        outside.join("\n")
+    );
+    let shared: Vec<String> = writers
+        .iter()
+        .filter(|(_, modules)| modules.len() > 1)
+        .map(|(table, modules)| format!("{table}: {modules:?}"))
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "tables written by more than one module:\n{}",
+        shared.join("\n")
+    );
+}
+
+#[test]
+fn the_write_check_reads_every_kind_of_write() {
+    let tables: BTreeSet<String> = ["a", "b", "c", "d", "e"].map(str::to_owned).into();
+    let text = "// UPDATE e SET x = 1\n\
+        \"INSERT INTO a (x) VALUES (?1)\", \"UPDATE b SET\", \"DELETE FROM c WHERE\", \
+        \"INSERT OR IGNORE INTO d\", \"UPDATE nothing\"";
+    assert_eq!(
+        written_tables(text, &tables),
+        ["a", "b", "c", "d"].map(str::to_owned).into()
+    );
 }

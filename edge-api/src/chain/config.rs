@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::error::{ChainError, ChainResult};
 use crate::wallet_address;
 
 /// The EVM networks, whose addresses all derive from one key.
@@ -46,6 +47,12 @@ pub const NATIVE_TOKEN: &str = "native";
 pub const DEFAULT_FEED_AGE_SECONDS: u64 = 3600;
 /// Most blocks one `eth_getLogs` request may span when the configuration names no limit.
 pub const DEFAULT_LOG_RANGE: u64 = 2000;
+/// The most the treasury pays per gas, in gwei, when the configuration names no limit: far
+/// above what these networks charge in normal times (Polygon's floor is 25-30 gwei), so only a
+/// runaway (a stuck transaction re-priced again and again) meets it.
+pub const DEFAULT_MAX_GAS_PRICE_GWEI: u64 = 500;
+/// Wei per gwei.
+pub const WEI_PER_GWEI: u128 = 1_000_000_000;
 
 /// One network's node and rules.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -70,6 +77,10 @@ pub struct Network {
     /// [`NATIVE_ASSET`] when customers may pay in the network's own coin.
     #[serde(default)]
     pub native: Option<String>,
+    /// The most the treasury pays per gas, in gwei: a transaction is never signed above it, and
+    /// a stuck one stops being re-priced there (its payments are held with the reason).
+    #[serde(default = "default_max_gas_price")]
+    pub max_gas_price_gwei: u64,
 }
 
 /// The coin a network's gas is paid in: ether, or POL on Polygon.
@@ -85,6 +96,11 @@ impl Network {
     /// Whether `asset` is paid in the network's own coin here.
     pub fn is_native(&self, asset: &str) -> bool {
         self.native.as_deref() == Some(asset)
+    }
+
+    /// The most the treasury pays per gas here, in wei.
+    pub fn max_gas_price(&self) -> u128 {
+        u128::from(self.max_gas_price_gwei) * WEI_PER_GWEI
     }
 }
 
@@ -126,79 +142,94 @@ fn default_log_range() -> u64 {
     DEFAULT_LOG_RANGE
 }
 
+fn default_max_gas_price() -> u64 {
+    DEFAULT_MAX_GAS_PRICE_GWEI
+}
+
 /// Reads the configuration; the error names what is wrong without echoing URLs.
-pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
+pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
     let mut networks: BTreeMap<String, Network> = serde_json::from_str(text).map_err(|e| {
-        format!(
+        ChainError::Config(format!(
             "PAYRAIL_CHAINS is not a JSON object of networks: {}",
             e.classify_name()
-        )
+        ))
     })?;
     for (name, network) in &mut networks {
         if !EVM_NETWORKS.contains(&name.as_str()) {
-            return Err(format!(
+            return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name:?} is not an EVM network Payrail knows ({})",
                 EVM_NETWORKS.join(", ")
-            ));
+            )));
         }
-        let url = url::Url::parse(&network.rpc_url)
-            .map_err(|_| format!("PAYRAIL_CHAINS: {name}.rpc_url is not a URL"))?;
+        let url = url::Url::parse(&network.rpc_url).map_err(|_| {
+            ChainError::Config(format!("PAYRAIL_CHAINS: {name}.rpc_url is not a URL"))
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
+            return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name}.rpc_url must be http or https"
-            ));
+            )));
         }
         if network.chain_id == 0 {
-            return Err(format!("PAYRAIL_CHAINS: {name}.chain_id must be positive"));
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.chain_id must be positive"
+            )));
         }
         if !(1..=MAX_CONFIRMATIONS).contains(&network.confirmations) {
-            return Err(format!(
+            return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name}.confirmations must be from 1 to {MAX_CONFIRMATIONS}"
-            ));
+            )));
+        }
+        if !(1..=1_000_000).contains(&network.max_gas_price_gwei) {
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.max_gas_price_gwei must be from 1 to 1000000"
+            )));
         }
         if !(1..=100_000).contains(&network.log_range) {
-            return Err(format!(
+            return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name}.log_range must be from 1 to 100000"
-            ));
+            )));
         }
         let contract = |what: String, address: &str| {
-            wallet_address::check(name, address)
-                .map_err(|_| format!("PAYRAIL_CHAINS: {what} is not a contract address (0x…)"))
+            wallet_address::check(name, address).map_err(|_| {
+                ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {what} is not a contract address (0x…)"
+                ))
+            })
         };
         for (asset, token) in &mut network.tokens {
             if !TOKENS.contains(&asset.as_str()) {
-                return Err(format!(
+                return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.tokens.{asset} is not a token Payrail takes ({})",
                     TOKENS.join(", ")
-                ));
+                )));
             }
             token.address = contract(format!("{name}.tokens.{asset}.address"), &token.address)?;
             if token.decimals > 28 {
-                return Err(format!(
+                return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.tokens.{asset}.decimals must be at most 28"
-                ));
+                )));
             }
         }
         if let Some(native) = &network.native {
             if native != NATIVE_ASSET || !ETHER_NETWORKS.contains(&name.as_str()) {
-                return Err(format!(
+                return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.native must be {NATIVE_ASSET:?}, on {} only",
                     ETHER_NETWORKS.join(", ")
-                ));
+                )));
             }
         }
         for (pair, feed) in &mut network.feeds {
             if !FEED_PAIRS.contains(&pair.as_str()) {
-                return Err(format!(
+                return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.feeds.{pair} is not a pair Payrail reads ({})",
                     FEED_PAIRS.join(", ")
-                ));
+                )));
             }
             feed.address = contract(format!("{name}.feeds.{pair}.address"), &feed.address)?;
             if feed.max_age_seconds == 0 {
-                return Err(format!(
+                return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.feeds.{pair}.max_age_seconds must be positive"
-                ));
+                )));
             }
         }
     }
@@ -303,7 +334,7 @@ mod tests {
                 "BTC/EUR",
             ),
         ] {
-            let err = parse(text).unwrap_err();
+            let err = parse(text).unwrap_err().to_string();
             assert!(err.contains(named), "{text}: {err}");
             assert!(!err.contains("secret.example"), "{err}");
         }

@@ -5,6 +5,7 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
 
+use super::error::{ChainError, ChainResult};
 use super::rpc;
 
 /// `keccak256("Transfer(address,address,uint256)")`, the ERC-20 transfer event's topic.
@@ -59,10 +60,10 @@ pub struct Transfer {
 /// `Transfer` that is not a well-formed ERC-20 one (an ERC-721 token id in a fourth topic, an
 /// empty amount) is kept with no amount: recorded for review, never credited, and never a reason
 /// to stop reading the address (anyone can send one).
-pub fn transfers(logs: &Value) -> Result<Vec<Transfer>, String> {
+pub fn transfers(logs: &Value) -> ChainResult<Vec<Transfer>> {
     let logs = logs
         .as_array()
-        .ok_or_else(|| "the node's logs are not a list".to_owned())?;
+        .ok_or_else(|| ChainError::answer("the node's logs are not a list"))?;
     let mut out = Vec::with_capacity(logs.len());
     for log in logs {
         if log["removed"].as_bool() == Some(true) {
@@ -72,18 +73,18 @@ pub fn transfers(logs: &Value) -> Result<Vec<Transfer>, String> {
             log[name]
                 .as_str()
                 .map(str::to_ascii_lowercase)
-                .ok_or_else(|| format!("a log has no {name}"))
+                .ok_or_else(|| ChainError::answer(format!("a log has no {name}")))
         };
         let topics = log["topics"]
             .as_array()
             .filter(|t| t.len() >= 3 && t[0] == TRANSFER_TOPIC)
-            .ok_or_else(|| "a log is not a transfer".to_owned())?;
+            .ok_or_else(|| ChainError::answer("a log is not a transfer"))?;
         let to = topics[2]
             .as_str()
             .and_then(|t| t.strip_prefix("0x"))
             .filter(|t| t.len() == 64)
             .map(|t| format!("0x{}", &t[24..].to_ascii_lowercase()))
-            .ok_or_else(|| "a transfer's receiver is not an address".to_owned())?;
+            .ok_or_else(|| ChainError::answer("a transfer's receiver is not an address"))?;
         let amount = if topics.len() == 3 {
             log["data"].as_str().and_then(word).flatten()
         } else {
@@ -131,25 +132,31 @@ pub struct RoundData {
 
 /// Reads the `latestRoundData()` answer: five words, the answer second (signed), the update
 /// time fourth.
-pub fn round_data(result: &Value) -> Result<RoundData, String> {
+pub fn round_data(result: &Value) -> ChainResult<RoundData> {
     let hex = result
         .as_str()
         .and_then(|s| s.strip_prefix("0x"))
         .filter(|h| h.len() == 5 * 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| "the price feed's answer is not latestRoundData".to_owned())?;
+        .ok_or_else(|| ChainError::answer("the price feed's answer is not latestRoundData"))?;
     let words: Vec<&str> = (0..5).map(|i| &hex[i * 64..(i + 1) * 64]).collect();
     // A signed 256-bit answer: it fits 128 bits when the high half is all 0 or all f.
     let (high, low) = words[1].split_at(32);
-    let answer = u128::from_str_radix(low, 16).map_err(|_| "bad answer".to_owned())? as i128;
+    let answer = u128::from_str_radix(low, 16)
+        .map_err(|_| ChainError::answer("the price feed's answer is not a number"))?
+        as i128;
     let answer = match high {
         h if h.bytes().all(|b| b == b'0') && answer >= 0 => answer,
         h if h.bytes().all(|b| b == b'f' || b == b'F') && answer < 0 => answer,
-        _ => return Err("the price feed's answer is out of range".to_owned()),
+        _ => {
+            return Err(ChainError::answer(
+                "the price feed's answer is out of range",
+            ))
+        }
     };
     let updated_at = word(&format!("0x{}", words[3]))
         .flatten()
         .and_then(|t| u64::try_from(t).ok())
-        .ok_or_else(|| "the price feed's update time is out of range".to_owned())?;
+        .ok_or_else(|| ChainError::answer("the price feed's update time is out of range"))?;
     Ok(RoundData { answer, updated_at })
 }
 

@@ -18,11 +18,13 @@
 
 pub mod config;
 pub mod deposit;
+pub mod error;
 pub mod evm;
 pub mod native;
 pub mod rates;
 pub mod refund;
 pub mod rpc;
+pub mod sends;
 pub mod settle;
 pub mod treasury;
 pub mod tx;
@@ -34,6 +36,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use shared_types::quote::{self, Method};
 
 pub use config::EVM_NETWORKS;
+pub use error::{ChainError, ChainResult};
 
 use crate::crypto;
 use crate::ctx::Ctx;
@@ -136,27 +139,18 @@ pub struct WatchedQuote {
 
 /// Quotes `amount` of `currency` in `method`: on a watched network from a real rate and the
 /// node's newest block; simulated (sandbox) from the indicative rates. An error says why the
-/// way to pay cannot be offered now.
+/// way to pay cannot be offered now (logged here; [`ChainError::public`] is what may be shown).
 pub async fn quote(
     ctx: &Ctx,
     method: Method,
     amount: Decimal,
     currency: &str,
-) -> Result<Quote, String> {
+) -> ChainResult<Quote> {
     quote_from_chain(ctx, method, amount, currency)
         .await
-        .map_err(|why| {
+        .inspect_err(|why| {
             worker::console_warn!("no quote for {} on {}: {why}", method.asset, method.network);
-            public_reason(&why)
         })
-}
-
-/// A reason a customer or merchant may read: what a node said in its refusal stays in the log.
-pub(crate) fn public_reason(why: &str) -> String {
-    match why.find(rpc::REFUSED) {
-        Some(at) => format!("{}{} a request", &why[..at], rpc::REFUSED),
-        None => why.to_owned(),
-    }
 }
 
 async fn quote_from_chain(
@@ -164,11 +158,15 @@ async fn quote_from_chain(
     method: Method,
     amount: Decimal,
     currency: &str,
-) -> Result<Quote, String> {
-    let networks = networks(ctx).map_err(|e| e.description)?;
+) -> ChainResult<Quote> {
+    let networks = networks(ctx).map_err(|e| ChainError::Config(e.description))?;
     let Some(network) = networks.get(method.network) else {
-        let crypto_amount = quote::crypto_amount(amount, currency, method)
-            .ok_or_else(|| format!("no indicative rate for {} in {currency}", method.asset))?;
+        let crypto_amount = quote::crypto_amount(amount, currency, method).ok_or_else(|| {
+            ChainError::rule(format!(
+                "no indicative rate for {} in {currency}",
+                method.asset
+            ))
+        })?;
         return Ok(Quote {
             crypto_amount,
             rate: amount / crypto_amount,
@@ -185,21 +183,25 @@ async fn quote_from_chain(
             NATIVE_QUOTE_DECIMALS,
         )
     } else {
-        let token = network
-            .tokens
-            .get(method.asset)
-            .ok_or_else(|| format!("{} is not configured on {}", method.asset, method.network))?;
+        let token = network.tokens.get(method.asset).ok_or_else(|| {
+            ChainError::Config(format!(
+                "{} is not configured on {}",
+                method.asset, method.network
+            ))
+        })?;
         (token.address.clone(), token.decimals, token.decimals)
     };
     let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
     let head = rpc::quantity(
         &rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?,
     )?;
-    let crypto_amount = (amount / rate.per_unit)
+    let crypto_amount = amount
+        .checked_div(rate.per_unit)
+        .ok_or_else(|| ChainError::answer("the rate is out of range"))?
         .round_dp_with_strategy(places, RoundingStrategy::AwayFromZero)
         .normalize();
     let base_units = evm::to_units(crypto_amount, decimals)
-        .ok_or_else(|| "the amount does not fit the token".to_owned())?;
+        .ok_or_else(|| ChainError::rule("the amount does not fit the token"))?;
     Ok(Quote {
         crypto_amount,
         rate: rate.per_unit,
@@ -233,15 +235,19 @@ pub async fn pay_from_demo_wallet(
     token: &str,
     deposit: &str,
     units: u128,
-) -> Result<String, String> {
+) -> ChainResult<String> {
     let wallet = match (ctx.demo_wallet(), ctx.sandbox()) {
         (Some(wallet), true) => wallet,
-        _ => return Err("no demo wallet is configured".to_owned()),
+        _ => {
+            return Err(ChainError::Config(
+                "no demo wallet is configured".to_owned(),
+            ))
+        }
     };
-    let networks = networks(ctx).map_err(|e| e.description)?;
+    let networks = networks(ctx).map_err(|e| ChainError::Config(e.description))?;
     let node = networks
         .get(network)
-        .ok_or_else(|| format!("{network} is not configured"))?;
+        .ok_or_else(|| ChainError::Config(format!("{network} is not configured")))?;
     let transaction = if token == config::NATIVE_TOKEN {
         serde_json::json!({"from": wallet, "to": deposit, "value": format!("{units:#x}")})
     } else {
@@ -255,7 +261,7 @@ pub async fn pay_from_demo_wallet(
     .await?;
     hash.as_str()
         .map(str::to_owned)
-        .ok_or_else(|| "the node's answer is not a transaction hash".to_owned())
+        .ok_or_else(|| ChainError::answer("the node's answer is not a transaction hash"))
 }
 
 /// A fresh deposit address for a session paying on `network`, and the index it was derived at.
@@ -294,19 +300,4 @@ pub fn tx_hash(network: &str) -> Result<String, getrandom::Error> {
         "solana" => pick(BASE58, &bytes[..88]),
         _ => format!("0x{}", hex::encode(&bytes[..32])),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_nodes_own_words_stay_out_of_public_reasons() {
-        assert_eq!(
-            super::public_reason("the node refused: rate limit for key abc123 exceeded"),
-            "the node refused a request"
-        );
-        assert_eq!(
-            super::public_reason("the node is unreachable"),
-            "the node is unreachable"
-        );
-    }
 }

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::config::NATIVE_TOKEN;
+use super::error::{ChainError, ChainResult};
 use super::evm::Transfer;
 use super::rpc;
 
@@ -43,7 +44,7 @@ pub struct Found {
 }
 
 /// Reads the payments in ether to `address` in blocks `from..=until` (`from` at least 1).
-pub async fn read(url: &str, address: &str, from: u64, until: u64) -> Result<Found, String> {
+pub async fn read(url: &str, address: &str, from: u64, until: u64) -> ChainResult<Found> {
     let balance = |block: u64| async move {
         let answer = rpc::call(
             url,
@@ -51,7 +52,7 @@ pub async fn read(url: &str, address: &str, from: u64, until: u64) -> Result<Fou
             json!([address, format!("{block:#x}")]),
         )
         .await?;
-        wei(&answer).ok_or_else(|| "the node's balance is not a quantity".to_owned())
+        wei(&answer).ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
     };
     let before = from - 1;
     let mut reads = 2;
@@ -64,10 +65,10 @@ pub async fn read(url: &str, address: &str, from: u64, until: u64) -> Result<Fou
     let mut read_to = before;
     while let Some((lo, at_lo, hi, at_hi)) = todo.pop() {
         if at_hi < at_lo {
-            return Err(format!(
+            return Err(ChainError::answer(format!(
                 "the balance fell between blocks {lo} and {hi}: the address has sent, so its \
                  balance no longer measures what it received"
-            ));
+            )));
         }
         if at_hi == at_lo || hi == lo + 1 {
             if at_hi > at_lo {
@@ -127,21 +128,21 @@ pub fn wei(value: &Value) -> Option<u128> {
 
 /// The transactions of `block` (read with their bodies) that send a value to `address`: their
 /// hash, value and index. Pure.
-pub fn direct_payments(block: &Value, address: &str) -> Result<Vec<(String, u128, u64)>, String> {
+pub fn direct_payments(block: &Value, address: &str) -> ChainResult<Vec<(String, u128, u64)>> {
     let transactions = block["transactions"]
         .as_array()
-        .ok_or_else(|| "the node's block has no transaction list".to_owned())?;
+        .ok_or_else(|| ChainError::answer("the node's block has no transaction list"))?;
     let mut out = Vec::new();
     for tx in transactions {
         let to = tx["to"].as_str().map(str::to_ascii_lowercase);
         if to.as_deref() != Some(address) {
             continue;
         }
-        let value =
-            wei(&tx["value"]).ok_or_else(|| "a transaction's value is unreadable".to_owned())?;
+        let value = wei(&tx["value"])
+            .ok_or_else(|| ChainError::answer("a transaction's value is unreadable"))?;
         let hash = tx["hash"]
             .as_str()
-            .ok_or_else(|| "a transaction has no hash".to_owned())?;
+            .ok_or_else(|| ChainError::answer("a transaction has no hash"))?;
         let index = rpc::quantity(&tx["transactionIndex"])?;
         if value > 0 {
             out.push((hash.to_ascii_lowercase(), value, index));
@@ -154,13 +155,13 @@ pub fn direct_payments(block: &Value, address: &str) -> Result<Vec<(String, u128
 async fn succeeded(
     url: &str,
     direct: Vec<(String, u128, u64)>,
-) -> Result<Vec<(String, u128, u64)>, String> {
+) -> ChainResult<Vec<(String, u128, u64)>> {
     if direct.len() > MAX_RECEIPTS {
-        return Err(format!(
+        return Err(ChainError::rule(format!(
             "a block holds {} payments to the address, some failed: more than {MAX_RECEIPTS} \
              receipts to read",
             direct.len()
-        ));
+        )));
     }
     let mut out = Vec::new();
     for payment in direct {
@@ -180,12 +181,12 @@ pub fn attribute(
     number: u64,
     growth: u128,
     direct: &[(String, u128, u64)],
-) -> Result<Vec<Transfer>, String> {
+) -> ChainResult<Vec<Transfer>> {
     let sent: u128 = direct.iter().map(|t| t.1).sum();
     let Some(inside) = growth.checked_sub(sent) else {
-        return Err(format!(
+        return Err(ChainError::answer(format!(
             "block {number}: the payments to the address exceed what its balance grew by"
-        ));
+        )));
     };
     let transfer = |tx_hash: String, log_index, amount| Transfer {
         token: NATIVE_TOKEN.to_owned(),
@@ -202,7 +203,7 @@ pub fn attribute(
     if inside > 0 {
         let hash = block["hash"]
             .as_str()
-            .ok_or_else(|| "the node's block has no hash".to_owned())?;
+            .ok_or_else(|| ChainError::answer("the node's block has no hash"))?;
         out.push(transfer(hash.to_ascii_lowercase(), 0, inside));
     }
     Ok(out)

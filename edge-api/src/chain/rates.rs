@@ -9,6 +9,7 @@ use rust_decimal::Decimal;
 use serde_json::json;
 
 use super::config::{Feed, Network};
+use super::error::{ChainError, ChainResult};
 use super::{evm, rpc};
 
 /// A rate and its provenance.
@@ -28,7 +29,7 @@ pub async fn rate(
     asset: &str,
     currency: &str,
     now: i64,
-) -> Result<Rate, String> {
+) -> ChainResult<Rate> {
     if network.is_native(asset) {
         return coin_rate(network, network_name, asset, currency, now).await;
     }
@@ -44,7 +45,7 @@ pub async fn coin_rate(
     coin: &str,
     currency: &str,
     now: i64,
-) -> Result<Rate, String> {
+) -> ChainResult<Rate> {
     let price = feed_price(network, network_name, &format!("{coin}/USD"), now).await?;
     in_currency(network, network_name, price, currency, now).await
 }
@@ -56,7 +57,7 @@ async fn in_currency(
     (usd, source): (Decimal, String),
     currency: &str,
     now: i64,
-) -> Result<Rate, String> {
+) -> ChainResult<Rate> {
     if currency == "USD" {
         return Ok(Rate {
             per_unit: usd,
@@ -65,8 +66,13 @@ async fn in_currency(
     }
     let (currency_usd, currency_source) =
         feed_price(network, network_name, &format!("{currency}/USD"), now).await?;
+    let per_unit = usd.checked_div(currency_usd).ok_or_else(|| {
+        ChainError::answer(format!(
+            "the {currency}/USD price feed's answer is out of range"
+        ))
+    })?;
     Ok(Rate {
-        per_unit: usd / currency_usd,
+        per_unit,
         source: format!("{source}; {currency_source}"),
     })
 }
@@ -77,11 +83,12 @@ async fn feed_price(
     network_name: &str,
     pair: &str,
     now: i64,
-) -> Result<(Decimal, String), String> {
-    let feed = network
-        .feeds
-        .get(pair)
-        .ok_or_else(|| format!("no {pair} price feed is configured on {network_name}"))?;
+) -> ChainResult<(Decimal, String)> {
+    let feed = network.feeds.get(pair).ok_or_else(|| {
+        ChainError::rule(format!(
+            "no {pair} price feed is configured on {network_name}"
+        ))
+    })?;
     let (round, decimals) = read_feed(network, pair, feed).await?;
     let price = usd_price(pair, round, decimals, now, feed.max_age_seconds)?;
     let source = format!(
@@ -98,7 +105,7 @@ pub async fn read_feed(
     network: &Network,
     pair: &str,
     feed: &Feed,
-) -> Result<(evm::RoundData, u64), String> {
+) -> ChainResult<(evm::RoundData, u64)> {
     let call = |data: &str| {
         rpc::call(
             &network.rpc_url,
@@ -109,7 +116,11 @@ pub async fn read_feed(
     let round = evm::round_data(&call(evm::LATEST_ROUND_DATA).await?)?;
     let decimals = evm::uint(&call(evm::DECIMALS).await?)
         .and_then(|d| u64::try_from(d).ok())
-        .ok_or_else(|| format!("the {pair} price feed's decimals() is not a number"))?;
+        .ok_or_else(|| {
+            ChainError::answer(format!(
+                "the {pair} price feed's decimals() is not a number"
+            ))
+        })?;
     Ok((round, decimals))
 }
 
@@ -121,18 +132,18 @@ pub fn usd_price(
     decimals: u64,
     now: i64,
     max_age: u64,
-) -> Result<Decimal, String> {
+) -> ChainResult<Decimal> {
     let age = now.saturating_sub(i64::try_from(round.updated_at).unwrap_or(i64::MAX));
     if age > i64::try_from(max_age).unwrap_or(i64::MAX) {
-        return Err(format!(
+        return Err(ChainError::Stale(format!(
             "the {pair} price feed is stale: its answer is {age} s old (at most {max_age} s)"
-        ));
+        )));
     }
     let scale = u32::try_from(decimals).ok().filter(|d| *d <= 28);
     scale
         .filter(|_| round.answer > 0)
         .and_then(|scale| Decimal::try_from_i128_with_scale(round.answer, scale).ok())
-        .ok_or_else(|| format!("the {pair} price feed's answer is not a price"))
+        .ok_or_else(|| ChainError::answer(format!("the {pair} price feed's answer is not a price")))
 }
 
 #[cfg(test)]
@@ -150,7 +161,9 @@ mod tests {
             usd_price("EUR/USD", round, 8, 1_500, 3600).unwrap(),
             Decimal::from_str("1.25").unwrap()
         );
-        let stale = usd_price("EUR/USD", round, 8, 1_000 + 3601, 3600).unwrap_err();
+        let stale = usd_price("EUR/USD", round, 8, 1_000 + 3601, 3600)
+            .unwrap_err()
+            .to_string();
         assert!(stale.contains("stale"), "{stale}");
         let negative = evm::RoundData {
             answer: -1,

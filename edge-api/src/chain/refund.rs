@@ -2,7 +2,7 @@
 //! to an address the customer gave. The amount is in the order currency and is paid in the
 //! payment's asset on its network at the payment's own quote (the rate the customer paid at,
 //! shown before confirming), from the treasury, with a transaction signed and followed like a
-//! settlement ([`super::settle`]); `payment.refunded` is written once it is at depth.
+//! settlement ([`super::sends`]); `payment.refunded` is written once it is final.
 //!
 //! Limits, all checked again by the one guarded insert ([`refunds::insert`]): refunds never add
 //! up to more than the gross (whatever runs at once); a payment not yet settled is refunded in
@@ -20,11 +20,13 @@ use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
 use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
+use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
 use super::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
-use crate::db::settlements::{self, NewSend, Purpose};
+use crate::db::sends::Purpose;
 use crate::db::{self, events, transactions};
 use crate::error::{ApiError, OrInternal};
 use crate::{crypto, payments, wallet_address};
@@ -364,7 +366,7 @@ async fn send_due(ctx: &Ctx, networks: &BTreeMap<String, Network>, treasury: &Tr
     for refund in due {
         if let Err(why) = send(ctx, networks, treasury, &refund).await {
             worker::console_warn!("refund {} not sent: {why}", refund.id);
-            if let Err(e) = refunds::note(&ctx.db, &refund.id, &why, ctx.now()).await {
+            if let Err(e) = refunds::note(&ctx.db, &refund.id, &why.public(), ctx.now()).await {
                 worker::console_warn!("record why refund {} waits: {e}", refund.id);
             }
         }
@@ -376,78 +378,64 @@ async fn send(
     networks: &BTreeMap<String, Network>,
     treasury: &Treasury,
     refund: &Refund,
-) -> Result<(), String> {
+) -> ChainResult<()> {
     let name = refund.network.as_str();
     let network = networks
         .get(name)
-        .ok_or_else(|| format!("{name} is no longer configured"))?;
+        .ok_or_else(|| ChainError::Config(format!("{name} is no longer configured")))?;
     let url = &network.rpc_url;
-    let node = |e: String| format!("the {name} node: {}", super::public_reason(&e));
-    let units = u128::from_str(&refund.units).map_err(|_| "bad units")?;
+    let node = |e: ChainError| e.within(format!("the {name} node"));
+    let units = u128::from_str(&refund.units)
+        .map_err(|_| ChainError::answer("stored units are not a number"))?;
     let head = rpc::quantity(
         &rpc::call(url, "eth_blockNumber", json!([]))
             .await
-            .map_err(node)?,
+            .map_err(|e| node(e.into()))?,
     )
-    .map_err(node)?;
+    .map_err(|e| node(e.into()))?;
     let price = treasury::gas_price(url).await.map_err(node)?;
     let token = refund.token.as_str();
-    let have = treasury::balance(url, &treasury.address, token)
-        .await
-        .map_err(node)?;
-    let coins = treasury::balance(url, &treasury.address, NATIVE_TOKEN)
-        .await
-        .map_err(node)?;
+    // What is left once the transactions already out are counted.
+    let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
     if have < units || coins == 0 {
-        return Err(format!(
-            "the treasury holds {} {} and {} of the coin for gas on {name}; the refund needs {}",
+        return Err(ChainError::rule(format!(
+            "the treasury can send {} {} and spend {} of the coin for gas on {name} (its \
+             balances less what is in flight); the refund needs {}",
             evm::from_units(have, refund.decimals).unwrap_or_default(),
             refund.asset,
             evm::from_units(coins, NATIVE_DECIMALS).unwrap_or_default(),
             evm::from_units(units, refund.decimals).unwrap_or_default(),
-        ));
+        )));
     }
     let gas = treasury::estimate(url, &treasury.address, token, &refund.to_address, units)
         .await
-        .map_err(|e| format!("the treasury cannot send it: {}", super::public_reason(&e)))?;
+        .map_err(|e| e.within("the treasury cannot send it"))?;
     let cost = u128::from(gas) * price;
     if coins < cost + if token == NATIVE_TOKEN { units } else { 0 } {
-        return Err(format!(
+        return Err(ChainError::rule(format!(
             "the treasury holds too little of the coin for gas on {name}"
-        ));
+        )));
     }
-    let nonce = treasury::next_nonce(ctx, url, name, &treasury.address).await?;
-    let signed = treasury::sign(
-        treasury,
-        network,
-        (token, &refund.to_address),
-        (nonce, gas, price),
-        units,
-    )?;
-    let send_id = crypto::random_token("snd_").map_err(|e| e.to_string())?;
-    let new = NewSend {
-        id: &send_id,
+    let send_id = sends::new_id()?;
+    let transfer = Transfer {
         purpose: Purpose::Refund(&refund.id),
-        network: name,
-        sender: &treasury.address,
-        nonce,
-        gas_limit: gas,
-        gas_price: price,
-        rate_source: "",
+        token,
+        to: &refund.to_address,
         units,
-        tx_hash: &signed.hash,
-        raw: &signed.raw,
-        head,
-        now: ctx.now(),
+        gas,
+        price,
+        rate_source: "",
     };
-    let statement = settlements::send_statement(&ctx.db, &new).map_err(|e| e.to_string())?;
-    let stored = db::batch(&ctx.db, vec![statement])
-        .await
-        .map_err(|e| format!("not stored ({e}): another run took the nonce"))?;
-    if db::changed(&stored, 0) {
-        treasury::broadcast(ctx, url, &send_id, &signed.raw, head).await;
-    }
-    Ok(())
+    sends::send(
+        ctx,
+        treasury,
+        (name, network),
+        head,
+        (&send_id, &transfer),
+        (Vec::new(), Vec::new()),
+    )
+    .await
+    .map(drop)
 }
 
 /// Records every confirmed refund on its payment (`payment.refunded`), once: the event's id is

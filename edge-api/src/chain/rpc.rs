@@ -1,6 +1,7 @@
 //! Ethereum JSON-RPC over `fetch`: one request, a deadline, a bounded answer. The node's URL may
 //! carry a provider key, so no error here ever contains it.
 
+use std::fmt;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -8,18 +9,74 @@ use worker::{Headers, Method, Request, RequestInit};
 
 use crate::http::{self, FetchFailure};
 
-/// The error of an answer larger than [`MAX_ANSWER`].
-pub const TOO_LARGE: &str = "the node's answer is too large";
-/// The start of the error of a JSON-RPC error answer.
-pub const REFUSED: &str = "the node refused";
-
 /// A node must answer within this.
 pub const DEADLINE: Duration = Duration::from_secs(5);
 /// Largest answer read (a page of logs fits well within it).
 pub const MAX_ANSWER: usize = 1024 * 1024;
+/// Longest part of a node's refusal message kept (for the log only).
+const MAX_MESSAGE: usize = 200;
+
+/// Why a JSON-RPC call gave no result. None of them contains the node's URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RpcError {
+    /// The node URL cannot make a request.
+    Unusable,
+    /// No connection, or it broke.
+    Unreachable,
+    /// No answer within [`DEADLINE`].
+    Timeout,
+    /// The answer is larger than the call allows.
+    TooLarge,
+    /// An HTTP status other than 2xx.
+    Status(u16),
+    /// A JSON-RPC error answer: its code, and its message (the node's words: logged, never
+    /// shown).
+    Refused {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The node's message, at most 200 characters.
+        message: String,
+    },
+    /// Not a JSON-RPC answer: what is wrong with it.
+    Malformed(&'static str),
+}
+
+impl RpcError {
+    /// The rendering that may be shown outside: a refusal is named, the node's words are not.
+    pub fn public(&self) -> String {
+        match self {
+            RpcError::Refused { .. } => "the node refused a request".to_owned(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether asking for less (fewer blocks of logs) may succeed: the answer was too large, or
+    /// the node refused the range (providers word their limits differently, so any refusal).
+    pub fn ask_less(&self) -> bool {
+        matches!(self, RpcError::TooLarge | RpcError::Refused { .. })
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RpcError::Unusable => f.write_str("the node URL is not usable"),
+            RpcError::Unreachable => f.write_str("the node is unreachable"),
+            RpcError::Timeout => {
+                write!(f, "the node did not answer within {} s", DEADLINE.as_secs())
+            }
+            RpcError::TooLarge => f.write_str("the node's answer is too large"),
+            RpcError::Status(status) => write!(f, "the node answered HTTP {status}"),
+            RpcError::Refused { code, message } => {
+                write!(f, "the node refused ({code}): {message}")
+            }
+            RpcError::Malformed(what) => write!(f, "the node's answer {what}"),
+        }
+    }
+}
 
 /// Calls `method` with `params`; the result, or why there is none.
-pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, String> {
+pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, RpcError> {
     call_capped(url, method, params, MAX_ANSWER).await
 }
 
@@ -30,60 +87,56 @@ pub async fn call_capped(
     method: &str,
     params: Value,
     max: usize,
-) -> Result<Value, String> {
+) -> Result<Value, RpcError> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let headers = Headers::new();
     headers
         .set("Content-Type", "application/json")
-        .map_err(|_| "could not build the request".to_owned())?;
+        .map_err(|_| RpcError::Unusable)?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(body.to_string().into()));
-    let request =
-        Request::new_with_init(url, &init).map_err(|_| "the node URL is not usable".to_owned())?;
+    let request = Request::new_with_init(url, &init).map_err(|_| RpcError::Unusable)?;
     let (status, bytes) = match http::fetch(request, DEADLINE, max + 1).await {
         Ok(answer) => answer,
-        Err(FetchFailure::Unreachable) => return Err("the node is unreachable".to_owned()),
-        Err(FetchFailure::Timeout) => {
-            return Err(format!(
-                "the node did not answer within {} s",
-                DEADLINE.as_secs()
-            ))
-        }
+        Err(FetchFailure::Unreachable) => return Err(RpcError::Unreachable),
+        Err(FetchFailure::Timeout) => return Err(RpcError::Timeout),
     };
     if bytes.len() > max {
-        return Err(TOO_LARGE.to_owned());
+        return Err(RpcError::TooLarge);
     }
     if !(200..300).contains(&status) {
-        return Err(format!("the node answered HTTP {status}"));
+        return Err(RpcError::Status(status));
     }
     answer(&bytes)
 }
 
-/// The `result` of a JSON-RPC answer, or its `error.message`. Pure.
-pub fn answer(bytes: &[u8]) -> Result<Value, String> {
+/// The `result` of a JSON-RPC answer, or its error. Pure.
+pub fn answer(bytes: &[u8]) -> Result<Value, RpcError> {
     let value: Value =
-        serde_json::from_slice(bytes).map_err(|_| "the node's answer is not JSON".to_owned())?;
+        serde_json::from_slice(bytes).map_err(|_| RpcError::Malformed("is not JSON"))?;
     if let Some(error) = value.get("error") {
         let message = error["message"].as_str().unwrap_or("no message");
-        let message: String = message.chars().take(200).collect();
-        return Err(format!("{REFUSED}: {message}"));
+        return Err(RpcError::Refused {
+            code: error["code"].as_i64().unwrap_or(0),
+            message: message.chars().take(MAX_MESSAGE).collect(),
+        });
     }
     value
         .get("result")
         .cloned()
-        .ok_or_else(|| "the node's answer has no result".to_owned())
+        .ok_or(RpcError::Malformed("has no result"))
 }
 
 /// A JSON-RPC quantity (`"0x1a"`) as a number. Pure.
-pub fn quantity(value: &Value) -> Result<u64, String> {
+pub fn quantity(value: &Value) -> Result<u64, RpcError> {
     value
         .as_str()
         .and_then(|s| s.strip_prefix("0x"))
         .filter(|hex| !hex.is_empty() && hex.len() <= 16)
         .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-        .ok_or_else(|| "the node's answer is not a quantity".to_owned())
+        .ok_or(RpcError::Malformed("is not a quantity"))
 }
 
 #[cfg(test)]
@@ -110,7 +163,16 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no such method"}}"#,
         )
         .unwrap_err();
-        assert!(refused.contains("no such method"));
+        assert_eq!(
+            refused,
+            RpcError::Refused {
+                code: -32601,
+                message: "no such method".into()
+            }
+        );
+        assert_eq!(refused.public(), "the node refused a request");
+        assert!(refused.ask_less() && RpcError::TooLarge.ask_less());
+        assert!(!RpcError::Timeout.ask_less());
         assert!(answer(b"<html>").is_err());
         assert!(answer(br#"{"jsonrpc":"2.0","id":1}"#).is_err());
     }

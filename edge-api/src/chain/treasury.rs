@@ -1,16 +1,16 @@
 //! The treasury: the hot wallet settlements and refunds are paid from, and what paying from it
 //! takes on an EVM chain — its key (sealed in `PAYRAIL_TREASURY_KEY`, opened only to sign), the
-//! price per gas, the gas a transfer needs, balances, signing a transfer, and broadcasting it.
-//! Used by [`super::settle`] and [`super::refund`].
+//! price per gas, the gas a transfer needs, balances and signing a transfer. Used by
+//! [`super::sends`], which stores, broadcasts and follows what is signed here.
 
 use k256::ecdsa::SigningKey;
 use serde_json::json;
 
 use super::config::{Network, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
 use super::{evm, native, rpc, tx};
 use crate::crypto;
 use crate::ctx::Ctx;
-use crate::db::settlements;
 use crate::error::ApiError;
 
 /// The treasury: the hot wallet settlements and refunds are paid from.
@@ -37,23 +37,27 @@ pub fn treasury(ctx: &Ctx) -> Result<Option<Treasury>, ApiError> {
             "cannot be opened with PAYRAIL_ENCRYPTION_KEY (seal it with xtask seal-treasury-key)",
         )
     })?;
-    let key = tx::parse_key(&opened).map_err(|e| ApiError::internal("PAYRAIL_TREASURY_KEY", e))?;
+    let key = tx::parse_key(&opened)
+        .map_err(|e| ApiError::internal("PAYRAIL_TREASURY_KEY", e.to_string()))?;
     let address = tx::address_of(key.verifying_key());
     Ok(Some(Treasury { key, address }))
 }
 
 /// The price per gas to sign with now: 5/4 of the newest block's base fee (room for two blocks
 /// of its rise) plus the node's suggested tip; fixed (max fee = tip), so it is what is paid.
-pub async fn gas_price(url: &str) -> Result<u128, String> {
+pub async fn gas_price(url: &str) -> ChainResult<u128> {
     let block = rpc::call(url, "eth_getBlockByNumber", json!(["latest", false])).await?;
-    let base = native::wei(&block["baseFeePerGas"]).ok_or("the node's block has no base fee")?;
+    let base = native::wei(&block["baseFeePerGas"])
+        .ok_or_else(|| ChainError::answer("the node's block has no base fee"))?;
     let tip = native::wei(&rpc::call(url, "eth_maxPriorityFeePerGas", json!([])).await?)
-        .ok_or("the node's tip is not a quantity")?;
-    Ok(base + base / 4 + tip)
+        .ok_or_else(|| ChainError::answer("the node's tip is not a quantity"))?;
+    base.checked_add(base / 4)
+        .and_then(|p| p.checked_add(tip))
+        .ok_or_else(|| ChainError::answer("the node's fees are out of range"))
 }
 
 /// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
-fn payment_call(token: &str, to: &str, units: u128) -> Result<([u8; 20], u128, String), String> {
+fn payment_call(token: &str, to: &str, units: u128) -> ChainResult<([u8; 20], u128, String)> {
     if token == NATIVE_TOKEN {
         Ok((tx::address_bytes(to)?, units, "0x".to_owned()))
     } else {
@@ -61,13 +65,14 @@ fn payment_call(token: &str, to: &str, units: u128) -> Result<([u8; 20], u128, S
     }
 }
 
+/// The gas the treasury's transfer of `units` of `token` to `to` needs now.
 pub async fn estimate(
     url: &str,
     from: &str,
     token: &str,
     to: &str,
     units: u128,
-) -> Result<u64, String> {
+) -> ChainResult<u64> {
     let (receiver, value, data) = payment_call(token, to, units)?;
     let call = json!({
         "from": from,
@@ -75,19 +80,22 @@ pub async fn estimate(
         "value": format!("{value:#x}"),
         "data": data,
     });
-    rpc::quantity(&rpc::call(url, "eth_estimateGas", json!([call])).await?)
+    Ok(rpc::quantity(
+        &rpc::call(url, "eth_estimateGas", json!([call])).await?,
+    )?)
 }
 
 /// The treasury's balance of the asset (`token`, or the coin) on the node.
-pub async fn balance(url: &str, owner: &str, token: &str) -> Result<u128, String> {
+pub async fn balance(url: &str, owner: &str, token: &str) -> ChainResult<u128> {
     let answer = if token == NATIVE_TOKEN {
         rpc::call(url, "eth_getBalance", json!([owner, "latest"])).await?
     } else {
         let call = json!({"to": token, "data": evm::balance_of_call(owner)});
         let word = rpc::call(url, "eth_call", json!([call, "latest"])).await?;
-        return evm::uint(&word).ok_or_else(|| "the token's balance is unreadable".to_owned());
+        return evm::uint(&word)
+            .ok_or_else(|| ChainError::answer("the token's balance is unreadable"));
     };
-    native::wei(&answer).ok_or_else(|| "the node's balance is not a quantity".to_owned())
+    native::wei(&answer).ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
 }
 
 /// Signs the transfer of `units` at `price` with `nonce`.
@@ -97,9 +105,17 @@ pub fn sign(
     (token, wallet): (&str, &str),
     (nonce, gas_limit, price): (u64, u64, u128),
     units: u128,
-) -> Result<tx::Signed, String> {
+) -> ChainResult<tx::Signed> {
+    if price > network.max_gas_price() {
+        return Err(ChainError::rule(format!(
+            "{} gwei per gas is above the network's cap of {} gwei",
+            price / super::config::WEI_PER_GWEI,
+            network.max_gas_price_gwei
+        )));
+    }
     let (to, value, data) = payment_call(token, wallet, units)?;
-    let data = hex::decode(data.trim_start_matches("0x")).map_err(|_| "bad call data")?;
+    let data = hex::decode(data.trim_start_matches("0x"))
+        .map_err(|_| ChainError::answer("the call data is not hex"))?;
     tx::Eip1559 {
         chain_id: network.chain_id,
         nonce,
@@ -111,38 +127,4 @@ pub fn sign(
         data,
     }
     .sign(&treasury.key)
-}
-
-/// The nonce the treasury's next transaction on `network` takes: the higher of the node's
-/// pending count and one past the highest stored that was or may still be mined (the batch
-/// that stores it is what takes it: see `db::settlements`).
-pub async fn next_nonce(ctx: &Ctx, url: &str, network: &str, sender: &str) -> Result<u64, String> {
-    let node = |e: String| format!("the {network} node: {}", super::public_reason(&e));
-    let pending = rpc::quantity(
-        &rpc::call(url, "eth_getTransactionCount", json!([sender, "pending"]))
-            .await
-            .map_err(node)?,
-    )
-    .map_err(node)?;
-    let stored = settlements::next_nonce(&ctx.db, network, sender)
-        .await
-        .map_err(|e| format!("the nonce could not be read: {e}"))?;
-    Ok(pending.max(stored))
-}
-
-/// Sends the signed bytes to the node and records the outcome; a failure is retried by the
-/// settlement's follow step.
-pub async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
-    let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
-        .await
-        .err()
-        .map(|e| super::public_reason(&e));
-    if let Some(e) = &error {
-        worker::console_warn!("broadcast of {send_id}: {e}");
-    }
-    if let Err(e) =
-        settlements::broadcast(&ctx.db, send_id, head, error.as_deref(), ctx.now()).await
-    {
-        worker::console_warn!("record the broadcast of {send_id}: {e}");
-    }
 }

@@ -7,6 +7,8 @@ use alloy_rlp::{BufMut, Encodable, Header};
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};
 use sha3::{Digest, Keccak256};
 
+use super::error::{ChainError, ChainResult};
+
 /// An EIP-1559 transaction before signing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Eip1559 {
@@ -103,11 +105,11 @@ impl Eip1559 {
     }
 
     /// Signs it with `key`.
-    pub fn sign(&self, key: &SigningKey) -> Result<Signed, String> {
+    pub fn sign(&self, key: &SigningKey) -> ChainResult<Signed> {
         let digest = Keccak256::digest(self.signing_payload());
         let (signature, recovery): (Signature, RecoveryId) = key
             .sign_prehash_recoverable(&digest)
-            .map_err(|_| "the transaction could not be signed".to_owned())?;
+            .map_err(|_| ChainError::Config("the transaction could not be signed".to_owned()))?;
         let (r, s) = (signature.r().to_bytes(), signature.s().to_bytes());
         let raw = self.encode(&[&u8::from(recovery.is_y_odd()), &trimmed(&r), &trimmed(&s)]);
         Ok(Signed {
@@ -118,12 +120,13 @@ impl Eip1559 {
 }
 
 /// A private key from 64 hex digits (with or without `0x`); the error never repeats it.
-pub fn parse_key(text: &str) -> Result<SigningKey, String> {
+pub fn parse_key(text: &str) -> ChainResult<SigningKey> {
     let bytes = hex::decode(text.trim().trim_start_matches("0x"))
         .ok()
         .filter(|b| b.len() == 32)
-        .ok_or_else(|| "the key is not 32 bytes of hex".to_owned())?;
-    SigningKey::from_slice(&bytes).map_err(|_| "the key is not a valid secp256k1 key".to_owned())
+        .ok_or_else(|| ChainError::Config("the key is not 32 bytes of hex".to_owned()))?;
+    SigningKey::from_slice(&bytes)
+        .map_err(|_| ChainError::Config("the key is not a valid secp256k1 key".to_owned()))
 }
 
 /// The address of a public key, lower-case `0x` hex.
@@ -134,11 +137,11 @@ pub fn address_of(key: &VerifyingKey) -> String {
 }
 
 /// An address (`0x` and 40 hex digits) as bytes.
-pub fn address_bytes(address: &str) -> Result<[u8; 20], String> {
+pub fn address_bytes(address: &str) -> ChainResult<[u8; 20]> {
     hex::decode(address.trim_start_matches("0x"))
         .ok()
         .and_then(|b| <[u8; 20]>::try_from(b).ok())
-        .ok_or_else(|| format!("{address} is not an address"))
+        .ok_or_else(|| ChainError::answer(format!("{address} is not an address")))
 }
 
 #[cfg(test)]
@@ -170,7 +173,7 @@ mod tests {
         );
         assert!(parse_key("0x12").is_err());
         let zero = "0".repeat(64);
-        let err = parse_key(&zero).unwrap_err();
+        let err = parse_key(&zero).unwrap_err().to_string();
         assert!(!err.contains(&zero));
     }
 

@@ -35,6 +35,7 @@ use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
 use super::config::{Network, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
 use super::{evm, native, networks, rpc};
 use crate::ctx::Ctx;
 use crate::db::sessions::SessionView;
@@ -175,7 +176,7 @@ pub fn verdict(
 /// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
 /// bad answer, a range that cannot be read) is returned, and the caller records it on the
 /// watch; nothing else changes.
-async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String> {
+async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     let url = &network.rpc_url;
     let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
@@ -184,16 +185,14 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
     let from = (scanned_to + 1).saturating_sub(network.confirmations);
     if head <= scanned_to {
         // Nothing new (the node is not past what was read): only its head is recorded.
-        return watches::touch(&ctx.db, &watch.address, head, ctx.now())
-            .await
-            .map_err(|e| e.to_string());
+        return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?);
     }
     let (mut found, read_to, mut times) = if watch.token == NATIVE_TOKEN {
         let native = native::read(url, &watch.address, from.max(1), head).await?;
         if native.read_to < from.max(1) {
-            return Err(format!(
+            return Err(ChainError::rule(format!(
                 "blocks from {from} could not be accounted for in one check"
-            ));
+            )));
         }
         (native.transfers, native.read_to, native.times)
     } else {
@@ -208,6 +207,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
         evm::transfers_to(&watch.address, from, read_to, None),
     )
     .await
+    .map_err(ChainError::from)
     .and_then(|logs| evm::transfers(&logs))
     {
         Ok(all) => found.extend(
@@ -275,11 +275,8 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> Result<(), String>
         final_to.max(scanned_to),
         head,
         now,
-    )
-    .map_err(|e| e.to_string())?;
-    db::batch(&ctx.db, statements)
-        .await
-        .map_err(|e| e.to_string())?;
+    )?;
+    db::batch(&ctx.db, statements).await?;
     Ok(())
 }
 
@@ -290,7 +287,7 @@ async fn token_transfers(
     watch: &Watch,
     from: u64,
     head: u64,
-) -> Result<(Vec<evm::Transfer>, u64), String> {
+) -> ChainResult<(Vec<evm::Transfer>, u64)> {
     let url = &network.rpc_url;
     let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
     // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
@@ -315,16 +312,16 @@ async fn token_transfers(
                 found.extend(evm::transfers(&logs)?);
                 next = end + 1;
             }
-            Err(e) if span > 1 && (e == rpc::TOO_LARGE || e.starts_with(rpc::REFUSED)) => {
+            Err(e) if span > 1 && e.ask_less() => {
                 span = (span / 2).max(1);
             }
-            Err(e) => return Err(format!("blocks {next} to {end}: {e}")),
+            Err(e) => return Err(ChainError::from(e).within(format!("blocks {next} to {end}"))),
         }
     }
     let Some(read_to) = next.checked_sub(1).filter(|r| *r >= from) else {
-        return Err(format!(
+        return Err(ChainError::rule(format!(
             "blocks from {from} could not be read in {requests} requests"
-        ));
+        )));
     };
     Ok((found, read_to))
 }
@@ -344,11 +341,14 @@ async fn check(
     }
     let outcome = match networks.get(&watch.network) {
         Some(network) => read(ctx, network, watch).await,
-        None => Err(format!("{} is no longer configured", watch.network)),
+        None => Err(ChainError::Config(format!(
+            "{} is no longer configured",
+            watch.network
+        ))),
     };
     if let Err(error) = outcome {
         worker::console_warn!("watch of a {} deposit: {error}", watch.network);
-        watches::failed(&ctx.db, &watch.address, &error)
+        watches::failed(&ctx.db, &watch.address, &error.public())
             .await
             .or_internal("record node failure")?;
     }

@@ -19,6 +19,7 @@ pub mod notifications;
 pub mod origins;
 pub mod portal;
 pub mod refunds;
+pub mod sends;
 pub mod sessions;
 pub mod settlements;
 pub mod throttle;

@@ -1,6 +1,6 @@
 //! Refunds on chain: what an admin asked for (amount, address, idempotency key), the payment's
 //! quote it is paid at, and its state. Their transactions are `chain_sends` rows (see
-//! `db::settlements`). See migration 0011.
+//! `db::sends`). See migration 0011.
 
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
@@ -214,6 +214,39 @@ pub async fn note(db: &D1Database, id: &str, error: &str, now: i64) -> DbResult<
     )
     .await
     .map(drop)
+}
+
+/// Transactions a refund may take before it is given up.
+pub const ATTEMPTS: i64 = 3;
+
+/// The statement that confirms the refund once its transaction is confirmed (in the same
+/// batch, before it).
+pub fn confirm(db: &D1Database, id: &str, now: i64) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
+         WHERE id = ?1 AND state = 'sending' AND EXISTS (SELECT 1 FROM chain_sends \
+         WHERE refund_id = ?1 AND state = 'confirmed')",
+        &[id.into(), now.into()],
+    )
+}
+
+/// The statement that counts a failed transaction of the refund, when the statement before it
+/// in the batch recorded it failed (changed a row): the refund is signed again, up to
+/// [`ATTEMPTS`] transactions, then fails.
+pub fn attempt_failed(
+    db: &D1Database,
+    id: &str,
+    error: &str,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE refunds SET attempts = attempts + 1, error = ?2, updated_at = ?3, \
+         state = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE state END \
+         WHERE id = ?1 AND state = 'sending' AND changes() = 1",
+        &[id.into(), error.into(), now.into(), ATTEMPTS.into()],
+    )
 }
 
 /// Marks a confirmed refund shown on its payment.

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::Portal;
 use rust_decimal::Decimal;
 
-use crate::chain::{self, config, rates, rpc, treasury};
+use crate::chain::rpc::RpcError;
+use crate::chain::{self, config, rates, rpc, treasury, ChainError};
 use crate::error::ApiError;
 
 /// One network as its node answers now.
@@ -90,7 +91,8 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
     let Some(text) = portal.ctx.chains() else {
         return Ok(Vec::new());
     };
-    let networks = config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))?;
+    let networks =
+        config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))?;
     let treasury = treasury::treasury(portal.ctx)?.map(|t| t.address);
     let mut out = Vec::new();
     for (name, network) in networks {
@@ -99,7 +101,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
                 rpc::quantity(&rpc::call(&network.rpc_url, "eth_chainId", json!([])).await?)?;
             let head =
                 rpc::quantity(&rpc::call(&network.rpc_url, "eth_blockNumber", json!([])).await?)?;
-            Ok::<_, String>((chain, head))
+            Ok::<_, RpcError>((chain, head))
         };
         let (status, node_chain_id, head_block, error) = match node.await {
             Ok((chain, head)) if chain == network.chain_id => ("ok", Some(chain), Some(head), None),
@@ -112,7 +114,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
                     network.chain_id
                 )),
             ),
-            Err(err) => ("unreachable", None, None, Some(err)),
+            Err(err) => ("unreachable", None, None, Some(err.public())),
         };
         let tokens = network
             .tokens
@@ -133,7 +135,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             let read = if status == "ok" {
                 rates::read_feed(&network, pair, feed).await
             } else {
-                Err("the node cannot be used".to_owned())
+                Err(ChainError::rule("the node cannot be used"))
             };
             let (status, answer, updated_at, error) = match read {
                 Ok((round, decimals)) => {
@@ -148,11 +150,13 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
                         .and_then(shared_types::time::format_unix);
                     match fresh {
                         Ok(_) => ("ok", answer, updated, None),
-                        Err(why) if why.contains("stale") => ("stale", answer, updated, Some(why)),
-                        Err(why) => ("unreadable", answer, updated, Some(why)),
+                        Err(why @ ChainError::Stale(_)) => {
+                            ("stale", answer, updated, Some(why.public()))
+                        }
+                        Err(why) => ("unreadable", answer, updated, Some(why.public())),
                     }
                 }
-                Err(why) => ("unreadable", None, None, Some(why)),
+                Err(why) => ("unreadable", None, None, Some(why.public())),
             };
             feeds.push(FeedStatus {
                 pair: pair.clone(),

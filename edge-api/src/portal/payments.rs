@@ -13,7 +13,7 @@ use super::Portal;
 use crate::chain;
 use crate::chain::refund::RefundView;
 use crate::ctx::timestamp;
-use crate::db::{deliveries, events, refunds, settlements, transactions, watches};
+use crate::db::{deliveries, events, refunds, sends, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 
@@ -277,7 +277,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .transpose()?;
-    let settlement_transactions = settlements::sends_of(portal.db(), id)
+    let settlement_transactions = sends::of_settled_payment(portal.db(), id)
         .await
         .or_internal("read settlement transactions")?
         .into_iter()

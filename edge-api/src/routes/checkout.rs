@@ -198,7 +198,7 @@ async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created
                 chosen = Some((*method, quote));
                 break;
             }
-            Err(why) => unavailable.push(why),
+            Err(why) => unavailable.push(why.public()),
         }
     }
     let Some((method, quote)) = chosen else {
@@ -335,7 +335,9 @@ async fn pay_from_demo_wallet(
             )
             .await
         }
-        _ => Err("this checkout is not waiting for a payment on a watched network".to_owned()),
+        _ => Err(chain::ChainError::rule(
+            "this checkout is not waiting for a payment on a watched network",
+        )),
     };
     match outcome {
         Ok(_) => http::see_other(url, &hosted_path(&session.id)),
@@ -343,7 +345,7 @@ async fn pay_from_demo_wallet(
             page(
                 ctx,
                 &session.id,
-                Some(format!("The demo wallet could not pay: {why}")),
+                Some(format!("The demo wallet could not pay: {}", why.public())),
             )
             .await
         }
@@ -508,9 +510,11 @@ pub async fn choose_method(
                 Ok(quote) => quote,
                 Err(why) => {
                     let notice = format!(
-                        "{} on {} cannot be offered right now: {why}. Choose another way to pay, \
+                        "{} on {} cannot be offered right now: {}. Choose another way to pay, \
                          or try again in a moment.",
-                        method.asset, method.network
+                        method.asset,
+                        method.network,
+                        why.public()
                     );
                     return page(ctx, id, Some(notice)).await;
                 }

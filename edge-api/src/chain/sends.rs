@@ -1,0 +1,516 @@
+//! The treasury's transactions out, for settlements and refunds alike, written once: sign with
+//! the next nonce → store (in the same D1 batch as what the transaction pays) → broadcast →
+//! follow → replace when stuck → confirm or fail, only on final evidence.
+//!
+//! The rules that keep money from moving twice:
+//! - **Final evidence only.** A transaction is confirmed or failed only from its receipt, at
+//!   the network's confirmation depth, and only once a second read shows the receipt's block is
+//!   still the chain's block at that height (a reorg, or a backend behind a load balancer that
+//!   lags, says otherwise).
+//! - **A used nonce is ours.** Only this worker signs for the treasury, and every transaction
+//!   is stored before it is broadcast. When the treasury's nonce is used on chain but the node
+//!   has no receipt for any of that nonce's transactions (a lagging or pruned node answers
+//!   `null`), one of them was mined all the same: nothing is re-signed, the transaction waits
+//!   for its receipt, and once it has waited [`stuck_after`] blocks its purpose is held with
+//!   the reason.
+//! - **Never a new price for a transaction the node does not have.** Unknown to the node
+//!   (restarted, evicted, or refusing it), the same bytes are broadcast again; a refusal that
+//!   lasts is a hold, not a higher price.
+//! - **Bounded replacement.** A transaction the node has but does not mine for
+//!   [`stuck_after`] blocks is replaced with the same nonce at the current price, at least a
+//!   quarter above the old one, but never above the network's `max_gas_price_gwei` nor
+//!   [`MAX_PRICE_GROWTH`] times the nonce's first price: there it stops and is held.
+//! - **Balances count what is in flight.** What the treasury can send is its balance less what
+//!   its live transactions not yet mined will still take ([`available`]).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use serde_json::{json, Value};
+use worker::D1PreparedStatement;
+
+use super::config::{self, Network, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
+use super::settle::plan::{self, Plan};
+use super::treasury::{self, Treasury};
+use super::{native, rates, rpc};
+use crate::crypto;
+use crate::ctx::Ctx;
+use crate::db::sends::{self, NewSend, Outgoing, Purpose};
+use crate::db::{self, refunds, settlements};
+use crate::error::{ApiError, OrInternal};
+
+/// Most transactions out a run follows.
+const LIVE_PER_RUN: i64 = 20;
+/// A stuck transaction's replacements never cost more per gas than this many times the first
+/// price its nonce was signed at.
+pub const MAX_PRICE_GROWTH: u128 = 4;
+
+/// Blocks after its broadcast that a transaction may stay unmined before it is replaced at a
+/// higher price (or, when it cannot be, held).
+pub fn stuck_after(network: &Network) -> u64 {
+    (3 * network.confirmations).max(10)
+}
+
+/// A new send id.
+pub fn new_id() -> ChainResult<String> {
+    crypto::random_token("snd_").map_err(|e| ChainError::Config(e.to_string()))
+}
+
+/// A transfer out of the treasury, priced, to sign.
+pub struct Transfer<'a> {
+    /// What it pays.
+    pub purpose: Purpose<'a>,
+    /// The token contract, or `native`.
+    pub token: &'a str,
+    /// The receiver.
+    pub to: &'a str,
+    /// Base units.
+    pub units: u128,
+    /// Gas limit.
+    pub gas: u64,
+    /// Wei per gas.
+    pub price: u128,
+    /// Where the gas's rate came from.
+    pub rate_source: &'a str,
+}
+
+/// Signs `transfer` with the treasury's next nonce on `name` and stores it as `send_id` in one
+/// batch with `before` and `after` (its purpose's statements, around the send's insert), then
+/// broadcasts it. `Ok(false)`: the batch stored no transaction (the purpose already has one
+/// out, or lost a race: another run's batch took the nonce or the payments), and nothing was
+/// sent.
+pub async fn send(
+    ctx: &Ctx,
+    treasury: &Treasury,
+    (name, network): (&str, &Network),
+    head: u64,
+    (send_id, transfer): (&str, &Transfer<'_>),
+    (before, after): (Vec<D1PreparedStatement>, Vec<D1PreparedStatement>),
+) -> ChainResult<bool> {
+    let url = &network.rpc_url;
+    let nonce = next_nonce(ctx, url, name, &treasury.address).await?;
+    let signed = treasury::sign(
+        treasury,
+        network,
+        (transfer.token, transfer.to),
+        (nonce, transfer.gas, transfer.price),
+        transfer.units,
+    )?;
+    let new = NewSend {
+        id: send_id,
+        purpose: transfer.purpose,
+        network: name,
+        sender: &treasury.address,
+        nonce,
+        gas_limit: transfer.gas,
+        gas_price: transfer.price,
+        rate_source: transfer.rate_source,
+        units: transfer.units,
+        tx_hash: &signed.hash,
+        raw: &signed.raw,
+        head,
+        now: ctx.now(),
+    };
+    let at = before.len();
+    let mut statements = before;
+    statements.push(sends::insert(&ctx.db, &new)?);
+    statements.extend(after);
+    let stored = match db::batch(&ctx.db, statements).await {
+        Ok(results) => db::changed(&results, at),
+        Err(e) => {
+            // Another run claimed one of these payments, or took the nonce: nothing was
+            // stored, and nothing is sent.
+            worker::console_warn!("{send_id} not stored ({e}): another run is sending");
+            false
+        }
+    };
+    if stored {
+        broadcast(ctx, url, send_id, &signed.raw, head).await;
+    }
+    Ok(stored)
+}
+
+/// The nonce the treasury's next transaction on `network` takes: the higher of the node's
+/// pending count and one past the highest stored that was or may still be mined (the batch
+/// that stores it is what takes it: see `db::sends`).
+async fn next_nonce(ctx: &Ctx, url: &str, network: &str, sender: &str) -> ChainResult<u64> {
+    let pending = rpc::quantity(
+        &rpc::call(url, "eth_getTransactionCount", json!([sender, "pending"]))
+            .await
+            .map_err(|e| ChainError::from(e).within(format!("the {network} node")))?,
+    )?;
+    let stored = sends::next_nonce(&ctx.db, network, sender).await?;
+    Ok(pending.max(stored))
+}
+
+/// Sends the signed bytes to the node and records the outcome; a failure is retried by
+/// [`follow`].
+async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
+    let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
+        .await
+        .err();
+    if let Some(e) = &error {
+        worker::console_warn!("broadcast of {send_id}: {e}");
+    }
+    let error = error.map(|e| e.public());
+    if let Err(e) = sends::broadcast(&ctx.db, send_id, head, error.as_deref(), ctx.now()).await {
+        worker::console_warn!("record the broadcast of {send_id}: {e}");
+    }
+}
+
+/// What the treasury can still send on `name`: its balance of `token` and of the coin, less
+/// what its transactions out and not yet mined will take (their units, and for the coin their
+/// most gas).
+pub async fn available(
+    ctx: &Ctx,
+    (name, network): (&str, &Network),
+    treasury: &Treasury,
+    token: &str,
+) -> ChainResult<(u128, u128)> {
+    let url = &network.rpc_url;
+    let node = |e: ChainError| e.within(format!("the {name} node"));
+    let have = treasury::balance(url, &treasury.address, token)
+        .await
+        .map_err(node)?;
+    let coins = treasury::balance(url, &treasury.address, NATIVE_TOKEN)
+        .await
+        .map_err(node)?;
+    let mined = rpc::quantity(
+        &rpc::call(
+            url,
+            "eth_getTransactionCount",
+            json!([treasury.address, "latest"]),
+        )
+        .await
+        .map_err(|e| node(e.into()))?,
+    )?;
+    let (mut asset_out, mut coin_out) = (0u128, 0u128);
+    for out in sends::in_flight(&ctx.db, name, &treasury.address).await? {
+        if out.nonce < mined {
+            continue; // mined: the balance shows it already
+        }
+        let units = u128::from_str(&out.units).unwrap_or(0);
+        let price = u128::from_str(&out.gas_price).unwrap_or(0);
+        coin_out = coin_out.saturating_add(u128::from(out.gas_limit).saturating_mul(price));
+        if out.token == NATIVE_TOKEN {
+            coin_out = coin_out.saturating_add(units);
+        }
+        if out.token == token {
+            asset_out = asset_out.saturating_add(units);
+        }
+    }
+    let coins_left = coins.saturating_sub(coin_out);
+    let asset_left = if token == NATIVE_TOKEN {
+        coins_left
+    } else {
+        have.saturating_sub(asset_out)
+    };
+    Ok((asset_left, coins_left))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Following
+
+/// A transaction out that cannot go on by itself, and why: its purpose is held (a
+/// settlement's payments) or noted (a refund) with the reason.
+pub struct Stalled {
+    /// The transaction.
+    pub send: Outgoing,
+    /// Why, in words that may be shown.
+    pub reason: String,
+}
+
+/// Follows every transaction out (settlements' and refunds'), at most [`LIVE_PER_RUN`] a run;
+/// returns those that are stalled.
+pub async fn follow(
+    ctx: &Ctx,
+    networks: &BTreeMap<String, Network>,
+    treasury: &Treasury,
+) -> Result<Vec<Stalled>, ApiError> {
+    let live = sends::live(&ctx.db, LIVE_PER_RUN)
+        .await
+        .or_internal("read transactions out")?;
+    let mut stalled = Vec::new();
+    for send in live {
+        let Some(network) = networks.get(&send.network) else {
+            worker::console_warn!(
+                "{} is no longer configured: {} waits",
+                send.network,
+                send.id
+            );
+            continue;
+        };
+        match follow_one(ctx, network, treasury, &send).await {
+            Ok(None) => {}
+            Ok(Some(reason)) => stalled.push(Stalled { send, reason }),
+            Err(e) => {
+                worker::console_warn!("following {}: {e}", send.id);
+                let within = e.within(format!("the {} node", send.network));
+                if let Err(e) = sends::note(&ctx.db, &send.id, &within.public(), ctx.now()).await {
+                    worker::console_warn!("record why {} waits: {e}", send.id);
+                }
+            }
+        }
+    }
+    Ok(stalled)
+}
+
+/// The first of `candidates` (one nonce's transactions) that has a receipt, with it.
+async fn mined<'a>(
+    url: &str,
+    candidates: &'a [Outgoing],
+) -> ChainResult<Option<(&'a Outgoing, Value)>> {
+    for candidate in candidates {
+        let answer =
+            rpc::call(url, "eth_getTransactionReceipt", json!([candidate.tx_hash])).await?;
+        if !answer.is_null() {
+            return Ok(Some((candidate, answer)));
+        }
+    }
+    Ok(None)
+}
+
+/// One step of one transaction out; `Some(reason)` when it is stalled.
+async fn follow_one(
+    ctx: &Ctx,
+    network: &Network,
+    treasury: &Treasury,
+    send: &Outgoing,
+) -> ChainResult<Option<String>> {
+    let url = &network.rpc_url;
+    let now = ctx.now();
+    let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
+    let stuck = head >= send.sent_block.saturating_add(stuck_after(network));
+    // The live transaction, or one it replaced, may be the one mined.
+    let mut candidates = vec![send.clone()];
+    candidates.extend(sends::replaced(&ctx.db, send).await?);
+    if let Some((carrier, receipt)) = mined(url, &candidates).await? {
+        return settle_receipt(ctx, network, send, carrier, &receipt, head).await;
+    }
+    let used = rpc::quantity(
+        &rpc::call(
+            url,
+            "eth_getTransactionCount",
+            json!([send.sender, "latest"]),
+        )
+        .await?,
+    )?;
+    if used > send.nonce {
+        // One of this nonce's transactions was mined (nothing else signs for the treasury),
+        // and the node has no receipt for it: wait for one, never sign again.
+        let why = format!(
+            "nonce {} is used on chain, but the node has no receipt for its transaction yet",
+            send.nonce
+        );
+        sends::note(&ctx.db, &send.id, &why, now).await?;
+        return Ok(stuck.then_some(why));
+    }
+    let known = rpc::call(url, "eth_getTransactionByHash", json!([send.tx_hash])).await?;
+    if known.is_null() {
+        // The node does not have it (restarted, evicted, refused it): the same bytes again.
+        let error = rpc::call(url, "eth_sendRawTransaction", json!([send.raw]))
+            .await
+            .err()
+            .map(|e| e.public());
+        sends::broadcast(&ctx.db, &send.id, send.sent_block, error.as_deref(), now).await?;
+        return Ok(match error {
+            Some(e) if stuck => Some(format!(
+                "the {} node does not take the treasury's transaction: {e}",
+                send.network
+            )),
+            _ => None,
+        });
+    }
+    if stuck {
+        let first_price = candidates
+            .iter()
+            .filter_map(|c| u128::from_str(&c.gas_price).ok())
+            .min()
+            .unwrap_or(0);
+        return replace(ctx, network, treasury, send, (head, first_price)).await;
+    }
+    Ok(None)
+}
+
+/// Acts on a receipt of one of the nonce's transactions (`carrier`), only once it is final:
+/// at depth, and its block still the chain's at that height.
+async fn settle_receipt(
+    ctx: &Ctx,
+    network: &Network,
+    live: &Outgoing,
+    carrier: &Outgoing,
+    receipt: &Value,
+    head: u64,
+) -> ChainResult<Option<String>> {
+    let url = &network.rpc_url;
+    let block = rpc::quantity(&receipt["blockNumber"])?;
+    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
+        return Ok(None); // mined, not yet deep enough
+    }
+    let canonical = rpc::call(
+        url,
+        "eth_getBlockByNumber",
+        json!([format!("{block:#x}"), false]),
+    )
+    .await?;
+    let same = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
+    if same(&canonical["hash"]).is_none() || same(&canonical["hash"]) != same(&receipt["blockHash"])
+    {
+        return Ok(None); // reorged away, or a backend that lags: read again next run
+    }
+    let now = ctx.now();
+    let statements = if rpc::quantity(&receipt["status"])? == 1 {
+        let gas_used = native::wei(&receipt["gasUsed"])
+            .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
+        let mut statements = sends::confirm(&ctx.db, carrier, &live.id, block, gas_used, now)?;
+        match carrier.purpose() {
+            Purpose::Settlement(id) => statements.extend(settlements::confirm(&ctx.db, id, now)?),
+            Purpose::Refund(id) => statements.push(refunds::confirm(&ctx.db, id, now)?),
+        }
+        statements
+    } else {
+        // Reverted at depth: the nonce is used for good, nothing of it can be mined any more.
+        let why = format!("{} reverted in block {block}", carrier.tx_hash);
+        let mut statements = vec![sends::fail(&ctx.db, &live.id, block, &why, now)?];
+        match live.purpose() {
+            Purpose::Settlement(id) => {
+                statements.extend(settlements::fail(&ctx.db, id, &why, now)?);
+            }
+            Purpose::Refund(id) => {
+                statements.push(refunds::attempt_failed(&ctx.db, id, &why, now)?);
+            }
+        }
+        statements
+    };
+    db::batch(&ctx.db, statements).await?;
+    Ok(None)
+}
+
+/// Replaces a stuck transaction: the same nonce, at the current price and at least a quarter
+/// above the old one (nodes want a tenth more to replace), within the network's cap and
+/// [`MAX_PRICE_GROWTH`] times the nonce's first price (`first_price`); a settlement's payments
+/// are priced again at it (their fees are what it costs), a refund sends the same amount (its
+/// gas is the PSP's). Beyond a cap it is stalled instead.
+async fn replace(
+    ctx: &Ctx,
+    network: &Network,
+    treasury: &Treasury,
+    send: &Outgoing,
+    (head, first_price): (u64, u128),
+) -> ChainResult<Option<String>> {
+    let url = &network.rpc_url;
+    let gwei = |wei: u128| wei.div_ceil(config::WEI_PER_GWEI);
+    let old_price = u128::from_str(&send.gas_price)
+        .map_err(|_| ChainError::answer("a stored gas price is not a number"))?;
+    let price = treasury::gas_price(url)
+        .await?
+        .max(old_price.saturating_add(old_price / 4).saturating_add(1));
+    let cap = network
+        .max_gas_price()
+        .min(first_price.saturating_mul(MAX_PRICE_GROWTH));
+    if price > cap {
+        let why = format!(
+            "the treasury's transaction is stuck at {} gwei per gas; replacing it needs {} gwei, \
+             above the cap of {} gwei",
+            gwei(old_price),
+            gwei(price),
+            gwei(cap)
+        );
+        sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
+        return Ok(Some(why));
+    }
+    let (units, items, rate_source) = match send.purpose() {
+        Purpose::Settlement(settlement_id) => {
+            match reprice(ctx, network, send, settlement_id, price).await? {
+                Repriced::At(priced, source) => (priced.units, priced.items, source),
+                Repriced::Cannot(why) => {
+                    sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
+                    return Ok(Some(why));
+                }
+            }
+        }
+        Purpose::Refund(_) => {
+            let units = u128::from_str(&send.units)
+                .map_err(|_| ChainError::answer("stored units are not a number"))?;
+            (units, Vec::new(), String::new())
+        }
+    };
+    let signed = treasury::sign(
+        treasury,
+        network,
+        (&send.token, &send.wallet),
+        (send.nonce, send.gas_limit, price),
+        units,
+    )?;
+    let send_id = new_id()?;
+    let new = NewSend {
+        id: &send_id,
+        purpose: send.purpose(),
+        network: &send.network,
+        sender: &send.sender,
+        nonce: send.nonce,
+        gas_limit: send.gas_limit,
+        gas_price: price,
+        rate_source: &rate_source,
+        units,
+        tx_hash: &signed.hash,
+        raw: &signed.raw,
+        head,
+        now: ctx.now(),
+    };
+    let mut statements = sends::replace(&ctx.db, &send.id, &new)?;
+    statements.extend(settlements::items(&ctx.db, &send_id, &items)?);
+    if let Err(e) = db::batch(&ctx.db, statements).await {
+        worker::console_warn!(
+            "replacement of {} not stored ({e}): another run replaced it",
+            send.id
+        );
+        return Ok(None);
+    }
+    broadcast(ctx, url, &send_id, &signed.raw, head).await;
+    Ok(None)
+}
+
+/// A settlement priced again.
+enum Repriced {
+    /// Its payments at the new price, and the feeds that priced the gas.
+    At(Plan, String),
+    /// It cannot be: why.
+    Cannot(String),
+}
+
+/// A settlement's payments priced again at `price` per gas.
+async fn reprice(
+    ctx: &Ctx,
+    network: &Network,
+    send: &Outgoing,
+    settlement_id: &str,
+    price: u128,
+) -> ChainResult<Repriced> {
+    let due = settlements::claimed(&ctx.db, settlement_id).await?;
+    if due.is_empty() {
+        return Ok(Repriced::Cannot(
+            "its payments are no longer held in custody".to_owned(),
+        ));
+    }
+    let coin = config::coin(&send.network);
+    let mut coin_rates = BTreeMap::new();
+    let mut sources = Vec::new();
+    for d in &due {
+        if !coin_rates.contains_key(&d.currency) {
+            let rate =
+                rates::coin_rate(network, &send.network, coin, &d.currency, ctx.now()).await?;
+            coin_rates.insert(d.currency.clone(), rate.per_unit);
+            sources.push(rate.source);
+        }
+    }
+    let priced = plan::plan(&due, u128::from(send.gas_limit) * price, &coin_rates);
+    if !priced.held.is_empty() {
+        return Ok(Repriced::Cannot(format!(
+            "a replacement at {} gwei per gas would leave a payment nothing",
+            price.div_ceil(config::WEI_PER_GWEI)
+        )));
+    }
+    Ok(Repriced::At(priced, sources.join("; ")))
+}

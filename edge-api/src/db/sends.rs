@@ -1,0 +1,366 @@
+//! Every transaction the treasury signed, as signed (the raw bytes, to broadcast again), for a
+//! settlement or a refund: the `chain_sends` table, written only here. What a transaction pays
+//! is its purpose's own table (`settlements`, `refunds`); the statements that move both are
+//! committed together by `chain::sends`. See migration 0011.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, bind, first, run, DbResult, Value};
+
+/// What a signed transaction pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose<'a> {
+    /// A settlement, by id.
+    Settlement(&'a str),
+    /// A refund, by id.
+    Refund(&'a str),
+}
+
+impl Purpose<'_> {
+    /// The `(settlement_id, refund_id)` columns.
+    fn ids(self) -> (Value, Value) {
+        match self {
+            Purpose::Settlement(id) => (id.into(), Value::Null),
+            Purpose::Refund(id) => (Value::Null, id.into()),
+        }
+    }
+}
+
+/// A signed transaction to store.
+pub struct NewSend<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// What it pays.
+    pub purpose: Purpose<'a>,
+    /// Network.
+    pub network: &'a str,
+    /// The treasury address, lower case.
+    pub sender: &'a str,
+    /// Nonce.
+    pub nonce: u64,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Wei per gas.
+    pub gas_price: u128,
+    /// Where the gas's rate came from.
+    pub rate_source: &'a str,
+    /// Base units transferred.
+    pub units: u128,
+    /// Hash.
+    pub tx_hash: &'a str,
+    /// Raw signed bytes, `0x` hex.
+    pub raw: &'a str,
+    /// The newest block now.
+    pub head: u64,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+fn big(n: u64) -> Value {
+    i64::try_from(n).unwrap_or(i64::MAX).into()
+}
+
+/// The statement storing a signed transaction, live: its nonce unique among those that can be
+/// mined (a second one with the nonce fails its batch), and, for a refund, only if the refund
+/// has no other transaction out or mined (it changes no row then, and nothing may be sent).
+pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement> {
+    let (settlement, refund) = s.purpose.ids();
+    bind(
+        db,
+        "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, gas_price, \
+         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14 \
+         WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
+                           AND state IN ('live', 'confirmed'))",
+        &[
+            s.id.into(),
+            settlement,
+            s.network.into(),
+            s.sender.into(),
+            big(s.nonce),
+            big(s.gas_limit),
+            s.gas_price.to_string().into(),
+            s.rate_source.into(),
+            s.units.to_string().into(),
+            s.tx_hash.into(),
+            s.raw.into(),
+            big(s.head),
+            s.now.into(),
+            refund,
+        ],
+    )
+}
+
+/// The statements that replace the live transaction `old_id` with `send` (the same nonce, a
+/// higher price). Of two replacements of one transaction, the second fails its batch on the
+/// nonce.
+pub fn replace(
+    db: &D1Database,
+    old_id: &str,
+    send: &NewSend<'_>,
+) -> DbResult<Vec<D1PreparedStatement>> {
+    Ok(vec![
+        bind(
+            db,
+            "UPDATE chain_sends SET state = 'replaced', updated_at = ?2 \
+             WHERE id = ?1 AND state = 'live'",
+            &[old_id.into(), send.now.into()],
+        )?,
+        insert(db, send)?,
+    ])
+}
+
+/// The next nonce by what the treasury has signed on `network`: one past the highest that was or
+/// may still be mined.
+pub async fn next_nonce(db: &D1Database, network: &str, sender: &str) -> DbResult<u64> {
+    #[derive(Deserialize)]
+    struct Row {
+        next: Option<i64>,
+    }
+    let row: Option<Row> = first(
+        db,
+        "SELECT max(nonce) + 1 AS next FROM chain_sends WHERE network = ?1 AND sender = ?2 \
+         AND state IN ('live', 'confirmed', 'failed')",
+        &[network.into(), sender.into()],
+    )
+    .await?;
+    Ok(row
+        .and_then(|r| r.next)
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(0))
+}
+
+/// A transaction the treasury signed, with what following it needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Outgoing {
+    /// Its id.
+    pub id: String,
+    /// Its settlement, when it pays one.
+    pub settlement_id: Option<String>,
+    /// Its refund, when it pays one.
+    pub refund_id: Option<String>,
+    /// Network.
+    pub network: String,
+    /// Treasury address.
+    pub sender: String,
+    /// Nonce.
+    pub nonce: u64,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Wei per gas (decimal text).
+    pub gas_price: String,
+    /// Base units transferred (decimal text).
+    pub units: String,
+    /// Hash.
+    pub tx_hash: String,
+    /// Raw signed bytes.
+    pub raw: String,
+    /// The newest block when it was last broadcast.
+    pub sent_block: u64,
+    /// The token contract or `native`.
+    pub token: String,
+    /// The address it pays (the merchant's wallet, or the customer's refund address).
+    pub wallet: String,
+}
+
+impl Outgoing {
+    /// What it pays. The table's check makes exactly one of the two ids set.
+    pub fn purpose(&self) -> Purpose<'_> {
+        match (&self.settlement_id, &self.refund_id) {
+            (Some(id), _) => Purpose::Settlement(id),
+            (None, Some(id)) => Purpose::Refund(id),
+            (None, None) => Purpose::Settlement(""),
+        }
+    }
+}
+
+const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
+     c.nonce, c.gas_limit, c.gas_price, c.units, c.tx_hash, c.raw, c.sent_block, \
+     COALESCE(s.token, r.token) AS token, \
+     COALESCE(s.wallet, r.to_address) AS wallet \
+     FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
+     LEFT JOIN refunds r ON r.id = c.refund_id";
+
+/// Transactions out and not yet at depth, oldest first.
+pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Outgoing>> {
+    all(
+        db,
+        &format!("{OUTGOING_FROM} WHERE c.state = 'live' ORDER BY c.created_at, c.nonce LIMIT ?1"),
+        &[limit.into()],
+    )
+    .await
+}
+
+/// The transactions a live one replaced (the same nonce, a lower price): one of them may be
+/// the one that is mined.
+pub async fn replaced(db: &D1Database, live: &Outgoing) -> DbResult<Vec<Outgoing>> {
+    all(
+        db,
+        &format!(
+            "{OUTGOING_FROM} WHERE c.network = ?1 AND c.sender = ?2 AND c.nonce = ?3 \
+             AND c.state = 'replaced'"
+        ),
+        &[
+            live.network.as_str().into(),
+            live.sender.as_str().into(),
+            big(live.nonce),
+        ],
+    )
+    .await
+}
+
+/// What the live transactions of `sender` on `network` will still take from it, per token
+/// (`native` for the coin): their units, and for the coin also their most gas.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InFlight {
+    /// The token contract or `native`.
+    pub token: String,
+    /// Base units (decimal text).
+    pub units: String,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Wei per gas (decimal text).
+    pub gas_price: String,
+    /// Nonce (below the node's count of the sender's mined transactions: mined).
+    pub nonce: u64,
+}
+
+/// The live transactions' amounts and gas (see [`InFlight`]).
+pub async fn in_flight(db: &D1Database, network: &str, sender: &str) -> DbResult<Vec<InFlight>> {
+    all(
+        db,
+        "SELECT COALESCE(s.token, r.token) AS token, c.units, c.gas_limit, c.gas_price, c.nonce \
+         FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
+         LEFT JOIN refunds r ON r.id = c.refund_id \
+         WHERE c.state = 'live' AND c.network = ?1 AND c.sender = ?2",
+        &[network.into(), sender.into()],
+    )
+    .await
+}
+
+/// Records a new broadcast of a live transaction (or why it failed).
+pub async fn broadcast(
+    db: &D1Database,
+    send_id: &str,
+    head: u64,
+    error: Option<&str>,
+    now: i64,
+) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE chain_sends SET sent_block = ?2, error = ?3, updated_at = ?4 WHERE id = ?1",
+        &[send_id.into(), big(head), error.into(), now.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// Records why a live transaction waits (shown with it), leaving when it was sent alone.
+pub async fn note(db: &D1Database, send_id: &str, why: &str, now: i64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE chain_sends SET error = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'live'",
+        &[send_id.into(), why.into(), now.into()],
+    )
+    .await
+    .map(drop)
+}
+
+/// The statements that record `carrier` mined, succeeded and final: it is the one carrying its
+/// purpose (a replaced one that was mined after all takes the live one's place).
+pub fn confirm(
+    db: &D1Database,
+    carrier: &Outgoing,
+    live_id: &str,
+    block: u64,
+    gas_used: u128,
+    now: i64,
+) -> DbResult<Vec<D1PreparedStatement>> {
+    Ok(vec![
+        bind(
+            db,
+            "UPDATE chain_sends SET state = 'replaced', updated_at = ?2 \
+             WHERE id = ?1 AND state = 'live' AND ?1 <> ?3",
+            &[live_id.into(), now.into(), carrier.id.as_str().into()],
+        )?,
+        bind(
+            db,
+            "UPDATE chain_sends SET state = 'confirmed', block_number = ?2, gas_used = ?3, \
+             error = NULL, updated_at = ?4 WHERE id = ?1 AND state IN ('live', 'replaced')",
+            &[
+                carrier.id.as_str().into(),
+                big(block),
+                gas_used.to_string().into(),
+                now.into(),
+            ],
+        )?,
+    ])
+}
+
+/// The statement that records the live transaction `send_id` mined and reverted in `block`, at
+/// the network's depth (its nonce is used for good: nothing else with it can be mined). The
+/// purpose's own statement that follows it in the batch runs only if this one changed a row
+/// (`changes() = 1`).
+pub fn fail(
+    db: &D1Database,
+    send_id: &str,
+    block: u64,
+    error: &str,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE chain_sends SET state = 'failed', block_number = ?2, error = ?3, updated_at = ?4 \
+         WHERE id = ?1 AND state = 'live'",
+        &[send_id.into(), big(block), error.into(), now.into()],
+    )
+}
+
+/// A transaction the treasury signed for a payment's settlement, as the portal shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SendView {
+    /// Hash.
+    pub tx_hash: String,
+    /// live, replaced, confirmed, failed, dropped.
+    pub state: String,
+    /// Nonce.
+    pub nonce: i64,
+    /// Wei per gas.
+    pub gas_price: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+    /// Gas the receipt says it used, once mined.
+    pub gas_used: Option<String>,
+    /// Its block, once mined.
+    pub block_number: Option<i64>,
+    /// Why it failed, or why its last broadcast did, or why it waits.
+    pub error: Option<String>,
+    /// Where the gas's rate came from.
+    pub rate_source: String,
+    /// This payment's gas share and net (order currency), and net in base units.
+    pub gas_fee: String,
+    /// Net.
+    pub net: String,
+    /// Net in base units.
+    pub units: String,
+    /// The merchant wallet.
+    pub wallet: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// Every transaction signed to settle the payment, oldest first.
+pub async fn of_settled_payment(db: &D1Database, transaction_id: i64) -> DbResult<Vec<SendView>> {
+    all(
+        db,
+        "SELECT c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, c.gas_used, \
+         c.block_number, c.error, c.rate_source, i.gas_fee, i.net, i.units, s.wallet, \
+         c.created_at \
+         FROM settlement_items i JOIN chain_sends c ON c.id = i.send_id \
+         JOIN settlements s ON s.id = c.settlement_id \
+         WHERE i.transaction_id = ?1 ORDER BY c.created_at, c.sent_block",
+        &[transaction_id.into()],
+    )
+    .await
+}
