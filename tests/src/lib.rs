@@ -12,6 +12,7 @@
 
 pub mod browser;
 pub mod chain;
+pub mod faults;
 pub mod fixtures;
 pub mod hooks;
 pub mod http;

@@ -1,0 +1,241 @@
+//! A JSON-RPC node that misbehaves on request: a proxy in front of a real node (anvil) that the
+//! tests control. Per method and at a chosen rate it drops the call, hangs past the worker's
+//! deadline, answers garbage, an oversized body or a JSON-RPC error, answers `null` for a
+//! receipt or a transaction that exists, lags the head by some blocks, or reports another
+//! chain id. Everything else is passed to the node as it is.
+//!
+//! Real nodes and the load balancers in front of them do all of these; the worker must never
+//! move money twice, or spend without bound, because of one.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// What the proxy does instead of passing a call on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Closes the connection without an answer.
+    Drop,
+    /// Answers nothing for longer than the worker waits (then closes).
+    Hang,
+    /// Answers `200` with a body that is not JSON.
+    Garbage,
+    /// Answers a body larger than the worker reads.
+    Oversized,
+    /// Answers a JSON-RPC error.
+    Refuse,
+    /// Answers `result: null` (a lagging or pruned node asked for a receipt or a transaction).
+    Null,
+    /// Answers the node's head less this many blocks (`eth_blockNumber`).
+    Lag(u64),
+    /// Answers this chain id (`eth_chainId`).
+    ChainId(u64),
+}
+
+#[derive(Default)]
+struct State {
+    /// Per method: the fault and how often, in percent.
+    rules: BTreeMap<String, (Fault, u32)>,
+    /// Calls seen, per method.
+    calls: BTreeMap<String, usize>,
+    /// Calls answered with a fault, per method.
+    faulted: BTreeMap<String, usize>,
+}
+
+/// The proxy; it stops serving when dropped (its thread ends with the test process).
+pub struct FaultyNode {
+    /// `http://127.0.0.1:<port>`: give this to the worker as the node's URL.
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FaultyNode {
+    /// Starts a proxy passing every call to `upstream` until told otherwise.
+    pub fn start(upstream: &str) -> FaultyNode {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = Arc::clone(&state);
+        let upstream = upstream.to_owned();
+        std::thread::spawn(move || {
+            let client = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("http client");
+            let seed = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+            for stream in listener.incoming().flatten() {
+                let (state, client, upstream) =
+                    (Arc::clone(&shared), client.clone(), upstream.clone());
+                let roll = next(&seed);
+                std::thread::spawn(move || serve(stream, &state, &client, &upstream, roll));
+            }
+        });
+        FaultyNode { url, state }
+    }
+
+    /// From now on, answers `percent` % of the calls of `method` with `fault`.
+    pub fn set(&self, method: &str, fault: Fault, percent: u32) {
+        self.state
+            .lock()
+            .unwrap()
+            .rules
+            .insert(method.to_owned(), (fault, percent.min(100)));
+    }
+
+    /// Passes every call on again.
+    pub fn heal(&self) {
+        self.state.lock().unwrap().rules.clear();
+    }
+
+    /// Calls of `method` seen so far.
+    pub fn calls(&self, method: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .calls
+            .get(method)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Calls of `method` answered with a fault so far.
+    pub fn faulted(&self, method: &str) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .faulted
+            .get(method)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// A pseudo-random number from 0 to 99 (xorshift: the same run of faults for the same calls).
+fn next(seed: &AtomicU64) -> u32 {
+    let mut x = seed.load(Ordering::Relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    seed.store(x, Ordering::Relaxed);
+    u32::try_from(x % 100).unwrap_or(0)
+}
+
+/// Largest request read.
+const MAX_REQUEST: usize = 1024 * 1024;
+
+/// One connection: one request, one answer (or a fault), then closed.
+fn serve(
+    stream: TcpStream,
+    state: &Mutex<State>,
+    client: &reqwest::blocking::Client,
+    upstream: &str,
+    roll: u32,
+) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    if length > MAX_REQUEST {
+        return;
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let method = request["method"].as_str().unwrap_or_default().to_owned();
+    let id = request["id"].clone();
+    let fault = {
+        let mut state = state.lock().unwrap();
+        *state.calls.entry(method.clone()).or_default() += 1;
+        let fault = state
+            .rules
+            .get(&method)
+            .filter(|(_, percent)| roll < *percent)
+            .map(|(fault, _)| fault.clone());
+        if fault.is_some() {
+            *state.faulted.entry(method.clone()).or_default() += 1;
+        }
+        fault
+    };
+    let pass = || -> Option<Value> {
+        client
+            .post(upstream)
+            .header("Content-Type", "application/json")
+            .body(body.clone())
+            .send()
+            .ok()?
+            .json()
+            .ok()
+    };
+    let answer = match fault {
+        None => pass(),
+        Some(Fault::Drop) => return,
+        Some(Fault::Hang) => {
+            // Longer than the worker's 5-second deadline, then gone.
+            std::thread::sleep(Duration::from_secs(7));
+            return;
+        }
+        Some(Fault::Garbage) => {
+            respond(&mut writer, b"<html>502 Bad Gateway</html>");
+            return;
+        }
+        Some(Fault::Oversized) => {
+            let padding = "0".repeat(2 * 1024 * 1024);
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": padding}).to_string();
+            respond(&mut writer, body.as_bytes());
+            return;
+        }
+        Some(Fault::Refuse) => Some(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32000, "message": "refused by the faulty node (test)"}})),
+        Some(Fault::Null) => Some(json!({"jsonrpc": "2.0", "id": id, "result": null})),
+        Some(Fault::ChainId(chain)) => {
+            Some(json!({"jsonrpc": "2.0", "id": id, "result": format!("{chain:#x}")}))
+        }
+        Some(Fault::Lag(blocks)) => pass().map(|mut answer| {
+            let head = answer["result"]
+                .as_str()
+                .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0);
+            answer["result"] = json!(format!("{:#x}", head.saturating_sub(blocks)));
+            answer
+        }),
+    };
+    match answer {
+        Some(answer) => respond(&mut writer, answer.to_string().as_bytes()),
+        None => respond(&mut writer, b"{}"),
+    }
+}
+
+fn respond(writer: &mut TcpStream, body: &[u8]) {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = writer.write_all(head.as_bytes());
+    let _ = writer.write_all(body);
+    let _ = writer.flush();
+}
