@@ -55,10 +55,33 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// The worker shared by every test of this test binary, started on first use.
+    /// The worker shared by every test that needs no worker of its own, started on first use.
+    /// Its tests run side by side with many others: each asserts only on what it made itself.
     pub fn shared() -> &'static Worker {
         static WORKER: OnceLock<Worker> = OnceLock::new();
         WORKER.get_or_init(Worker::start)
+    }
+
+    /// A sandbox worker of its own for the tests that ask for it by `name`, started on first
+    /// use and shared by them alone: for tests that other tests on one worker would disturb or
+    /// be disturbed by (its database written directly, its queue held up, its cron run, its
+    /// rows counted, a limit used up). tests/README.md lists who has one and why.
+    pub fn own(name: &'static str) -> &'static Worker {
+        type Cell = &'static OnceLock<Worker>;
+        static WORKERS: Mutex<Vec<(&'static str, Cell)>> = Mutex::new(Vec::new());
+        let cell = {
+            let mut workers = WORKERS.lock().unwrap_or_else(|e| e.into_inner());
+            match workers.iter().find(|(n, _)| *n == name) {
+                Some((_, cell)) => *cell,
+                None => {
+                    let cell: Cell = Box::leak(Box::default());
+                    workers.push((name, cell));
+                    cell
+                }
+            }
+        };
+        // Started outside the list's lock, so workers of different names start side by side.
+        cell.get_or_init(Worker::start)
     }
 
     /// Starts a new worker in sandbox mode (the local default).

@@ -4,10 +4,17 @@
 use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::Worker;
 
+/// The worker of the browser tests of the demo institutions (this module and `browser`): every
+/// one holds the browser lock, so they run one at a time and this test has the worker to itself
+/// (it takes the newest client and delivery of the first institution as its own).
+fn worker() -> &'static Worker {
+    Worker::own("browser")
+}
+
 #[test]
 fn an_admin_manages_clients_and_endpoints_in_the_browser() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let admin = &worker.credentials.institutions[0];
     let browser = Browser::start();
 

@@ -7,6 +7,13 @@ use payrail_tests::Worker;
 use rusqlite::types::Value as SqlValue;
 use serde_json::Value;
 
+/// The worker of the tests that compare the API with the demo data as seeded (every merchant,
+/// every transaction): shared only by tests that change neither (this module and `merchants`),
+/// so nothing is added or changed between two reads.
+fn worker() -> &'static Worker {
+    Worker::own("demo-data")
+}
+
 const SPEC: &str = "/v1/transactions";
 
 fn list(worker: &Worker, institution: usize, query: &str) -> Value {
@@ -57,7 +64,7 @@ fn db_ids(worker: &Worker, institution_id: i64, clause: &str, params: &[SqlValue
 
 #[test]
 fn first_page_is_25_newest_first_with_a_consistent_cursor() {
-    let worker = Worker::shared();
+    let worker = worker();
     let page = list(worker, 0, "");
     assert_eq!(page["object"], "list");
     let data = page["data"].as_array().unwrap();
@@ -71,7 +78,7 @@ fn first_page_is_25_newest_first_with_a_consistent_cursor() {
 
 #[test]
 fn walking_every_page_returns_exactly_the_institutions_rows() {
-    let worker = Worker::shared();
+    let worker = worker();
     for (index, institution_id) in [(0, 1), (1, 2)] {
         let ids = all_ids(worker, index, "");
         let expected = db_ids(worker, institution_id, "", &[]);
@@ -86,7 +93,7 @@ fn walking_every_page_returns_exactly_the_institutions_rows() {
 
 #[test]
 fn a_page_matches_the_stored_row_field_for_field() {
-    let worker = Worker::shared();
+    let worker = worker();
     // A settled, bridged payment has every field set.
     let id: i64 = worker
         .database()
@@ -144,7 +151,7 @@ fn a_page_matches_the_stored_row_field_for_field() {
 
 #[test]
 fn unset_fields_are_present_as_null() {
-    let worker = Worker::shared();
+    let worker = worker();
     let page = list(worker, 0, "status=pending&limit=100");
     let pending = page["data"].as_array().unwrap();
     assert!(!pending.is_empty());
@@ -164,7 +171,7 @@ fn unset_fields_are_present_as_null() {
 
 #[test]
 fn every_status_filter_matches_the_database() {
-    let worker = Worker::shared();
+    let worker = worker();
     for status in [
         "pending",
         "paid",
@@ -195,7 +202,7 @@ fn every_status_filter_matches_the_database() {
 
 #[test]
 fn merchant_reference_and_id_filters() {
-    let worker = Worker::shared();
+    let worker = worker();
     let merchant = worker.credentials.institutions[0].merchant_ids[1];
     assert_eq!(
         all_ids(worker, 0, &format!("merchant_id={merchant}")),
@@ -222,7 +229,7 @@ fn merchant_reference_and_id_filters() {
 
 #[test]
 fn date_filters_are_inclusive_after_and_exclusive_before() {
-    let worker = Worker::shared();
+    let worker = worker();
     let sample = &list(worker, 0, "limit=50")["data"][40];
     let at = sample["created_at"].as_str().unwrap().to_owned();
     let after = all_ids(worker, 0, &format!("created_after={at}"));
@@ -260,7 +267,7 @@ fn date_filters_are_inclusive_after_and_exclusive_before() {
 
 #[test]
 fn filters_combine() {
-    let worker = Worker::shared();
+    let worker = worker();
     let merchant = worker.credentials.institutions[1].merchant_ids[0];
     let ids = all_ids(
         worker,
@@ -282,7 +289,7 @@ fn filters_combine() {
 
 #[test]
 fn an_institution_never_sees_another_institutions_rows() {
-    let worker = Worker::shared();
+    let worker = worker();
     let theirs = db_ids(worker, 1, "", &[]);
     let their_merchant = worker.credentials.institutions[0].merchant_ids[0];
     let their_reference: String = worker
@@ -330,7 +337,7 @@ fn an_institution_never_sees_another_institutions_rows() {
 
 #[test]
 fn invalid_parameters_are_400_naming_the_parameter() {
-    let worker = Worker::shared();
+    let worker = worker();
     let token = worker.institution_token(0);
     for (query, name) in [
         ("id=abc", "id"),
@@ -357,7 +364,7 @@ fn invalid_parameters_are_400_naming_the_parameter() {
 
 #[test]
 fn authentication_comes_before_parameter_checks() {
-    let worker = Worker::shared();
+    let worker = worker();
     worker
         .get(&format!("{SPEC}?limit=0"), None, SPEC)
         .assert_error(401, "invalid_client");

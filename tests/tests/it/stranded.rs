@@ -1,6 +1,7 @@
 //! Nothing is stranded: more due deliveries than one queue batch holds are all swept, and an
-//! attempt that could not be made is recorded and retried. A test binary of its own, because it
-//! writes rows straight into the database while the worker is idle (one test at a time).
+//! attempt that could not be made is recorded and retried. On a worker of its own, because it
+//! writes rows straight into the database while the worker is idle (one test at a time), and
+//! runs the cron.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -10,6 +11,11 @@ use payrail_tests::receiver::Receiver;
 use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use serde_json::json;
+
+/// This module's own worker (see the module's doc).
+fn worker() -> &'static Worker {
+    Worker::own("stranded")
+}
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -24,7 +30,7 @@ fn cron(worker: &Worker) {
 #[test]
 fn more_due_deliveries_than_a_queue_batch_are_all_swept() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     let (endpoint_id, _) = endpoint(
@@ -83,7 +89,7 @@ fn more_due_deliveries_than_a_queue_batch_are_all_swept() {
 #[test]
 fn an_attempt_that_could_not_be_made_is_recorded_and_retried() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let receiver = Receiver::start();
     let (endpoint_id, _) = endpoint(worker, &session, &receiver.url("/broken"), None);

@@ -14,6 +14,13 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use shared_types::webhook::Verifier;
 
+/// This module's own worker: an endpoint hears every event of its institution, so payments made
+/// by other tests would reach its receivers and its delivery log, and their deliveries would
+/// share the queue whose retry schedule these tests time.
+fn worker() -> &'static Worker {
+    Worker::own("webhooks")
+}
+
 /// One test at a time: an endpoint hears every event of its institution, so tests running
 /// side by side would see each other's deliveries.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -24,7 +31,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 #[test]
 fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
     let _one = one_at_a_time();
-    let worker = Worker::shared();
+    let worker = worker();
     let northwind = worker.portal_login(0);
     let globex = worker.portal_login(1);
     let all = Receiver::start();
@@ -121,7 +128,7 @@ fn every_event_arrives_once_per_subscribed_endpoint_signed_and_complete() {
 #[test]
 fn a_failing_receiver_gets_retries_in_schedule_order_and_everything_once_it_recovers() {
     let _one = one_at_a_time();
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let receiver = Receiver::start();
     receiver.set_mode(Mode::Status(500));
@@ -194,7 +201,7 @@ fn a_failing_receiver_gets_retries_in_schedule_order_and_everything_once_it_reco
 #[test]
 fn a_receiver_that_is_down_gets_the_event_once_it_is_up() {
     let _one = one_at_a_time();
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let port = payrail_tests::free_port();
     let (endpoint_id, _) = endpoint(
@@ -224,7 +231,7 @@ fn a_receiver_that_is_down_gets_the_event_once_it_is_up() {
 #[test]
 fn during_a_secret_rotation_deliveries_carry_both_signatures() {
     let _one = one_at_a_time();
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     let (endpoint_id, old) = endpoint(
@@ -292,7 +299,7 @@ fn during_a_secret_rotation_deliveries_carry_both_signatures() {
 #[test]
 fn resend_test_events_and_the_log_filters() {
     let _one = one_at_a_time();
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let receiver = Receiver::start();
     let (endpoint_id, secret) = endpoint(worker, &session, &receiver.url("/log"), None);

@@ -53,6 +53,8 @@ fn unknown_paths_are_404_and_wrong_methods_405_in_the_error_shape() {
     }
 }
 
+/// The only test on the shared worker that runs the cron, so the fixtures' expired token is
+/// still there when it starts (a module whose tests run the cron has a worker of its own).
 #[test]
 fn the_cron_trigger_purges_expired_tokens() {
     let worker = Worker::shared();

@@ -1,12 +1,17 @@
 //! The documented commands that write through a second wrangler process (`xtask rotate-secret`,
-//! `xtask add-admin`), in a test binary of their own, one test at a time: nothing else may write
-//! to the local database meanwhile (workerd does not wait on SQLite's lock).
+//! `xtask add-admin`), on a worker of their own, one test at a time: nothing else may write to
+//! the local database meanwhile (workerd does not wait on SQLite's lock).
 
 use std::sync::Mutex;
 
 use payrail_tests::Worker;
 
-/// One test at a time in this binary.
+/// This module's own worker (see the module's doc).
+fn worker() -> &'static Worker {
+    Worker::own("rotation")
+}
+
+/// One test at a time on this worker.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const GRANT: (&str, &str) = ("grant_type", "client_credentials");
@@ -14,7 +19,7 @@ const GRANT: (&str, &str) = ("grant_type", "client_credentials");
 #[test]
 fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let (id, old_secret) = worker.fixture_client("rotate");
     let token = worker.token(&id, &old_secret);
     assert_eq!(
@@ -67,7 +72,7 @@ fn rotating_a_secret_refuses_the_old_one_and_revokes_its_tokens_at_once() {
 #[test]
 fn a_new_admin_can_log_in_with_the_printed_password() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let target = xtask::secrets::Target::Local(worker.persist_to().to_path_buf());
     let password = xtask::secrets::add_admin(2, "Ops@Globex.example", &target).expect("add admin");
     let reply = worker.send(
@@ -87,7 +92,7 @@ fn a_new_admin_can_log_in_with_the_printed_password() {
 #[test]
 fn a_new_institution_starts_empty_with_its_first_admin() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let target = xtask::secrets::Target::Local(worker.persist_to().to_path_buf());
     let (id, password) =
         xtask::secrets::add_institution("Initech Payments", "Admin@Initech.example", &target)

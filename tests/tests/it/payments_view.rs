@@ -12,6 +12,13 @@ use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+/// This module's own worker: its tests hold the portal's list against the API's newest
+/// payments, count the overview exactly and export every paid payment, which payments made by
+/// other tests alongside would change between two reads.
+fn worker() -> &'static Worker {
+    Worker::own("payments_view")
+}
+
 fn api(worker: &Worker, session: &PortalSession, path: &str) -> payrail_tests::Reply {
     worker.portal(
         Method::GET,
@@ -32,7 +39,7 @@ fn page(worker: &Worker, session: &PortalSession, path: &str) -> payrail_tests::
 
 #[test]
 fn the_list_is_the_partner_apis_list() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let token = worker.institution_token(0);
     for query in [
@@ -64,7 +71,7 @@ fn the_list_is_the_partner_apis_list() {
 
 #[test]
 fn a_payments_timeline_shows_its_events_deliveries_and_attempts() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     endpoint(
@@ -111,7 +118,7 @@ fn a_payments_timeline_shows_its_events_deliveries_and_attempts() {
 
 #[test]
 fn the_overview_counts_exactly() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let paid_chf = |o: &Value| {
         o["periods"][0]["lines"]
@@ -153,7 +160,7 @@ fn the_overview_counts_exactly() {
 
 #[test]
 fn the_export_streams_every_matching_payment_as_csv() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let token = worker.institution_token(1);
     // Every refunded or paid payment of the institution, through the partner API's pages.

@@ -1,17 +1,23 @@
 //! Onboarding as a person does it, in real headless Chromium: a brand-new institution's admin
 //! creates a merchant, completes its onboarding, adds a settlement wallet and a return origin,
 //! copies the embed snippet into a page on the merchant's own origin, pays there in sandbox, and
-//! finds the payment and its timeline in the payments view. A test binary of its own: it adds
-//! the institution through a second wrangler process, like the rotation tests.
+//! finds the payment and its timeline in the payments view. On a worker of its own: it adds the
+//! institution through a second wrangler process, like the rotation tests, which is safe only
+//! while nothing else uses the worker.
 
 use payrail_tests::browser::{exclusive, Browser, Site};
 use payrail_tests::{eventually, Worker};
 use std::time::Duration;
 
+/// This module's own worker (see the module's doc).
+fn worker() -> &'static Worker {
+    Worker::own("onboarding_browser")
+}
+
 #[test]
 fn a_new_institution_onboards_a_merchant_and_takes_its_first_payment() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let target = xtask::secrets::Target::Local(worker.persist_to().to_path_buf());
     let (_, password) =
         xtask::secrets::add_institution("Browser Test PSP", "admin@browser-psp.example", &target)

@@ -140,7 +140,7 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     assert_eq!(got[0].json()["data"]["id"], id);
 
     // A delivery whose queue message was lost is found by the cron sweep. (Written directly
-    // while the worker is idle: this binary runs one test.)
+    // while the worker is idle: this worker runs this one test.)
     eventually("the resend to be recorded", Duration::from_secs(20), || {
         let log = worker
             .portal(

@@ -8,6 +8,14 @@ use payrail_tests::browser::{exclusive, Browser, Site};
 use payrail_tests::{eventually, Worker};
 use serde_json::{json, Value};
 
+/// The worker of the browser tests of the demo institutions (this module and `portal_browser`):
+/// every one holds the browser lock, so they run one at a time and each has the worker to
+/// itself (`portal_browser` takes the newest client and delivery of the first institution as
+/// its own).
+fn worker() -> &'static Worker {
+    Worker::own("browser")
+}
+
 const KEY: &str = "pk_live_demoAlpineOutfitters0000";
 
 fn site() -> &'static Site {
@@ -19,7 +27,7 @@ fn site() -> &'static Site {
             "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
         );
         // The merchant lets its checkouts return the customer to this site.
-        let worker = Worker::shared();
+        let worker = worker();
         let merchant = worker.credentials.institutions[0].merchants[0].id;
         let session = worker.portal_login(0);
         let reply = worker.portal(
@@ -72,7 +80,7 @@ fn on_hosted_page(url: &str) -> bool {
 #[test]
 fn demo_shop_to_hosted_page_to_payment_and_back() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     browser.goto(&format!("{}/shop/", worker.base_url));
     browser.screenshot("demo-shop");
@@ -116,7 +124,7 @@ fn demo_shop_to_hosted_page_to_payment_and_back() {
 #[test]
 fn a_new_tab_opens_from_the_click_and_pays() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     let reference = "BT-NEWTAB-1";
     let mut opts = options(reference);
@@ -154,7 +162,7 @@ fn a_new_tab_opens_from_the_click_and_pays() {
 #[test]
 fn invalid_options_log_one_error_naming_the_option_and_send_nothing() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     // (option named in the error, field to change, new value or None to remove it)
     let cases: Vec<(&str, &str, Option<Value>)> = vec![
@@ -219,7 +227,7 @@ fn invalid_options_log_one_error_naming_the_option_and_send_nothing() {
 #[test]
 fn calls_made_before_the_script_loads_are_queued() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     // checkout.js is the page's last script and runs Payrail.checkout at once, long before the
     // wasm arrives: the call must wait, then bind.
@@ -233,7 +241,7 @@ fn calls_made_before_the_script_loads_are_queued() {
 #[test]
 fn a_double_click_makes_one_payment() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     let reference = "BT-DOUBLE-1";
     let mut opts = options(reference);
@@ -254,7 +262,7 @@ fn a_double_click_makes_one_payment() {
 #[test]
 fn the_same_idempotency_key_gives_the_same_payment_and_other_options_a_conflict() {
     let _one = exclusive();
-    let worker = Worker::shared();
+    let worker = worker();
     let browser = Browser::start();
     let reference = "BT-IDEM-1";
     let merchant = site().checkout_page("/idem", &worker.base_url, &options(reference));

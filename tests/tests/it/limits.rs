@@ -11,11 +11,17 @@ use payrail_tests::{eventually, form, Worker};
 use reqwest::Method;
 use serde_json::json;
 
+/// This module's own worker: one test fills the second institution up to its twenty endpoints,
+/// after which nobody else could add one to it.
+fn worker() -> &'static Worker {
+    Worker::own("limits")
+}
+
 const FORM: &str = "application/x-www-form-urlencoded";
 
 #[test]
 fn a_huge_token_form_is_refused_before_it_is_read() {
-    let worker = Worker::shared();
+    let worker = worker();
     // 8,000 fields, 64 KB (eight times the cap), with no credentials. Not more: the worker
     // answers before the body ends and closes, and a body larger than the loopback buffers
     // would still be being written then, so the client would see a reset, not the 413.
@@ -53,7 +59,7 @@ fn a_huge_token_form_is_refused_before_it_is_read() {
 
 #[test]
 fn a_form_with_too_many_fields_is_refused_naming_the_cap() {
-    let worker = Worker::shared();
+    let worker = worker();
     let mut pairs: Vec<(String, String)> = (0..70).map(|i| (format!("f{i}"), "1".into())).collect();
     pairs.push(("grant_type".into(), "client_credentials".into()));
     let refs: Vec<(&str, &str)> = pairs
@@ -74,7 +80,7 @@ fn a_form_with_too_many_fields_is_refused_naming_the_cap() {
 
 #[test]
 fn deeply_nested_json_is_refused_before_it_is_parsed() {
-    let worker = Worker::shared();
+    let worker = worker();
     let nested = format!(
         "{{\"publicKey\": {}1{}}}",
         "[".repeat(5_000),
@@ -98,7 +104,7 @@ fn deeply_nested_json_is_refused_before_it_is_parsed() {
 
 #[test]
 fn a_portal_body_over_its_cap_is_refused() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let (endpoint_id, _) = endpoint(worker, &session, "http://127.0.0.1:9/cap", None);
     worker
@@ -113,7 +119,7 @@ fn a_portal_body_over_its_cap_is_refused() {
 
 #[test]
 fn a_receiver_that_answers_without_end_costs_four_kilobytes() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     receiver.set_mode(Mode::Endless);
@@ -142,7 +148,7 @@ fn a_receiver_that_answers_without_end_costs_four_kilobytes() {
 
 #[test]
 fn every_route_answers_an_unknown_method_with_405_and_allow() {
-    let worker = Worker::shared();
+    let worker = worker();
     let http = reqwest::blocking::Client::new();
     let query = Method::from_bytes(b"QUERY").unwrap();
     for (method, path, allow) in [
@@ -177,7 +183,7 @@ fn every_route_answers_an_unknown_method_with_405_and_allow() {
 
 #[test]
 fn sandbox_actions_need_the_sandbox_scope() {
-    let worker = Worker::shared();
+    let worker = worker();
     let id = payment(worker, 0, "LIMIT-SCOPE-1");
     let read_only = worker.institution_token(0);
     let reply = worker.post_json(
@@ -194,7 +200,7 @@ fn sandbox_actions_need_the_sandbox_scope() {
 
 #[test]
 fn the_way_to_pay_of_a_paid_checkout_cannot_change() {
-    let worker = Worker::shared();
+    let worker = worker();
     let key = &worker.credentials.institutions[0].merchants[0].public_key;
     let session = worker.checkout_session(&json!({
         "publicKey": key, "amount": "25.00", "currency": "EUR", "title": "Method race",
@@ -224,8 +230,8 @@ fn the_way_to_pay_of_a_paid_checkout_cannot_change() {
 
 #[test]
 fn an_institution_has_at_most_twenty_endpoints() {
-    let worker = Worker::shared();
-    // The second institution's: no other test of this binary adds endpoints to it.
+    let worker = worker();
+    // The second institution's: no other test on this module's worker adds endpoints to it.
     let session = worker.portal_login(1);
     let create = |i: usize| {
         worker.portal(

@@ -1,6 +1,6 @@
-//! A receiver that does not answer within ten seconds has failed the attempt. In a binary of
+//! A receiver that does not answer within ten seconds has failed the attempt. On a worker of
 //! its own: locally the queue hands the consumer one batch at a time, so a ten-second attempt
-//! would hold up the timing of the other webhook tests.
+//! would hold up the deliveries (and the timing) of every other test on the same worker.
 
 use std::time::Duration;
 
@@ -9,9 +9,14 @@ use payrail_tests::receiver::{Mode, Receiver};
 use payrail_tests::{eventually, Worker};
 use serde_json::{json, Value};
 
+/// This module's own worker (see the module's doc).
+fn worker() -> &'static Worker {
+    Worker::own("webhooks_timeout")
+}
+
 #[test]
 fn a_receiver_that_hangs_past_ten_seconds_has_failed() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     receiver.set_mode(Mode::Hang);

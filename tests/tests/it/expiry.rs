@@ -1,6 +1,6 @@
 //! A checkout nobody pays expires: it refuses payment as soon as it ends, and the cron trigger
-//! marks it, however long ago it ended. A test binary of its own, because it moves sessions' ends
-//! into the past directly in the database while the worker is idle.
+//! marks it, however long ago it ended. On a worker of its own, because it moves sessions' ends
+//! into the past directly in the database while the worker is idle, and runs the cron.
 
 use std::time::Duration;
 
@@ -8,13 +8,18 @@ use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use serde_json::json;
 
+/// This module's own worker (see the module's doc).
+fn worker() -> &'static Worker {
+    Worker::own("expiry")
+}
+
 /// The tests write to the database, which is safe only while the worker is idle: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn an_unpaid_checkout_expires_and_cannot_be_paid() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let key = &worker.credentials.institutions[0].merchants[0].public_key;
     let session = worker.checkout_session(&json!({
         "publicKey": key, "amount": 10, "currency": "GBP", "title": "Late order",
@@ -77,7 +82,7 @@ fn an_unpaid_checkout_expires_and_cannot_be_paid() {
 #[test]
 fn a_checkout_that_ended_long_ago_is_expired_too() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let worker = Worker::shared();
+    let worker = worker();
     let key = &worker.credentials.institutions[0].merchants[0].public_key;
     let session = worker.checkout_session(&json!({
         "publicKey": key, "amount": 12, "currency": "GBP", "title": "Forgotten order",

@@ -3,6 +3,13 @@
 use payrail_tests::Worker;
 use serde_json::Value;
 
+/// The worker of the tests that compare the API with the demo data as seeded (every merchant,
+/// every transaction): shared only by tests that change neither (this module and
+/// `transactions`), so nothing is added or changed between two reads.
+fn worker() -> &'static Worker {
+    Worker::own("demo-data")
+}
+
 const LIST: &str = "/v1/merchants";
 const ONE: &str = "/v1/merchants/{id}";
 
@@ -24,7 +31,7 @@ fn ids(page: &Value) -> Vec<i64> {
 
 #[test]
 fn lists_exactly_the_institutions_merchants_newest_first() {
-    let worker = Worker::shared();
+    let worker = worker();
     for index in [0, 1] {
         let page = list(worker, index, "");
         let mut expected = worker.credentials.institutions[index].merchant_ids.clone();
@@ -37,7 +44,7 @@ fn lists_exactly_the_institutions_merchants_newest_first() {
 
 #[test]
 fn merchants_carry_every_field() {
-    let worker = Worker::shared();
+    let worker = worker();
     let page = list(worker, 0, "");
     for m in page["data"].as_array().unwrap() {
         assert_eq!(m["object"], "merchant");
@@ -60,7 +67,7 @@ fn merchants_carry_every_field() {
 
 #[test]
 fn pages_with_limit_and_starting_after() {
-    let worker = Worker::shared();
+    let worker = worker();
     let all = ids(&list(worker, 0, ""));
     let first = list(worker, 0, "limit=2");
     assert_eq!(ids(&first), all[..2]);
@@ -76,7 +83,7 @@ fn pages_with_limit_and_starting_after() {
 
 #[test]
 fn filters_by_id_and_psp_reference() {
-    let worker = Worker::shared();
+    let worker = worker();
     let page = list(worker, 1, "");
     let target = &page["data"][2];
     let by_id = list(worker, 1, &format!("id={}", target["id"]));
@@ -97,7 +104,7 @@ fn filters_by_id_and_psp_reference() {
 
 #[test]
 fn retrieves_one_merchant() {
-    let worker = Worker::shared();
+    let worker = worker();
     let token = worker.institution_token(0);
     let listed = &list(worker, 0, "")["data"][0];
     let reply = worker.get(
@@ -111,7 +118,7 @@ fn retrieves_one_merchant() {
 
 #[test]
 fn another_institutions_merchant_reads_exactly_like_an_unknown_one() {
-    let worker = Worker::shared();
+    let worker = worker();
     let token = worker.institution_token(0);
     let theirs = worker.credentials.institutions[1].merchant_ids[0];
     let other = worker.get(&format!("/v1/merchants/{theirs}"), Some(&token), ONE);
@@ -125,7 +132,7 @@ fn another_institutions_merchant_reads_exactly_like_an_unknown_one() {
 
 #[test]
 fn invalid_parameters_are_400_naming_the_parameter() {
-    let worker = Worker::shared();
+    let worker = worker();
     let token = worker.institution_token(0);
     for (query, name) in [
         ("limit=0", "limit"),
@@ -144,7 +151,7 @@ fn invalid_parameters_are_400_naming_the_parameter() {
 
 #[test]
 fn merchants_need_a_token() {
-    let worker = Worker::shared();
+    let worker = worker();
     worker
         .get(LIST, None, LIST)
         .assert_error(401, "invalid_client");

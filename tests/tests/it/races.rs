@@ -10,6 +10,13 @@ use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+/// This module's own worker: sixteen wrong passwords throttle the second institution's admin's
+/// logins from this address for fifteen minutes, which every other test logging in as that
+/// admin would run into.
+fn worker() -> &'static Worker {
+    Worker::own("races")
+}
+
 /// Runs `count` copies of `request` at once; returns their replies.
 fn in_parallel(count: usize, request: impl Fn(usize) -> Reply + Sync) -> Vec<Reply> {
     std::thread::scope(|scope| {
@@ -66,7 +73,7 @@ fn settled_payment(worker: &Worker, reference: &str) -> (i64, Decimal) {
 
 #[test]
 fn parallel_partial_refunds_never_refund_more_than_was_paid() {
-    let worker = Worker::shared();
+    let worker = worker();
     let (id, gross) = settled_payment(worker, "RACE-REFUND-1");
     // Ten refunds of 12.00 on 40.00: at most three fit.
     let replies = in_parallel(10, |_| {
@@ -103,7 +110,7 @@ fn parallel_partial_refunds_never_refund_more_than_was_paid() {
 
 #[test]
 fn refunding_the_rest_races_a_partial_refund_without_refunding_twice() {
-    let worker = Worker::shared();
+    let worker = worker();
     let (id, gross) = settled_payment(worker, "RACE-REFUND-2");
     let replies = in_parallel(6, |i| {
         let amount = if i % 2 == 0 { "40.00" } else { "15.00" };
@@ -126,7 +133,7 @@ fn refunding_the_rest_races_a_partial_refund_without_refunding_twice() {
 
 #[test]
 fn settlement_racing_a_refund_keeps_what_each_success_wrote() {
-    let worker = Worker::shared();
+    let worker = worker();
     let id = payment(worker, 0, "RACE-SETTLE-1");
     act(worker, 0, id, "pay", json!({"amount": "40.00"}));
     let replies = in_parallel(2, |i| {
@@ -157,7 +164,7 @@ fn settlement_racing_a_refund_keeps_what_each_success_wrote() {
 
 #[test]
 fn a_token_issued_while_its_secret_rotates_dies_with_the_old_secret() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let (id, secret) = worker.new_client(0, "race", &["transactions:read"]);
     // Token requests under the old secret race the rotation.
@@ -199,7 +206,7 @@ fn a_token_issued_while_its_secret_rotates_dies_with_the_old_secret() {
 
 #[test]
 fn an_endpoint_change_never_undoes_a_concurrent_rotation() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let (endpoint_id, _) = endpoint(worker, &session, "http://127.0.0.1:9/race", None);
     let path = format!("/portal/api/webhook-endpoints/{endpoint_id}");
@@ -255,7 +262,7 @@ fn an_endpoint_change_never_undoes_a_concurrent_rotation() {
 
 #[test]
 fn parallel_login_guesses_are_counted_before_they_are_checked() {
-    let worker = Worker::shared();
+    let worker = worker();
     // The second institution's admin, so the other tests' logins are not throttled.
     let email = worker.credentials.institutions[1].admin_email.clone();
     let replies = in_parallel(16, |_| {
@@ -281,7 +288,7 @@ fn parallel_login_guesses_are_counted_before_they_are_checked() {
 
 #[test]
 fn enabling_an_endpoint_through_patch_clears_its_failure_clock() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(0);
     let receiver = payrail_tests::receiver::Receiver::start();
     receiver.set_mode(payrail_tests::receiver::Mode::Status(500));

@@ -1,0 +1,36 @@
+//! The black-box tests, in one test binary (one link, one process): a module per behaviour,
+//! indexed in tests/README.md. Most modules share [`payrail_tests::Worker::shared`]; a module
+//! that other tests on one worker would disturb, or that would disturb them, has a worker of its
+//! own ([`payrail_tests::Worker::own`]), and the modules that need special settings (production
+//! mode, a chain, another webhook schedule) start theirs. One module alone:
+//! `cargo test -p payrail-tests --test it checkout::`.
+
+mod browser;
+mod chain_browser;
+mod chain_payments;
+mod checkout;
+mod deposit_addresses;
+mod events;
+mod expiry;
+mod lifecycle;
+mod limits;
+mod merchants;
+mod networks;
+mod onboarding;
+mod onboarding_browser;
+mod partner_tools;
+mod payments_view;
+mod portal;
+mod portal_browser;
+mod production;
+mod races;
+mod roles;
+mod rotation;
+mod service;
+mod settlement;
+mod stranded;
+mod token;
+mod transactions;
+mod webhooks;
+mod webhooks_disable;
+mod webhooks_timeout;
