@@ -13,13 +13,13 @@
 //!   `null`), one of them was mined all the same: nothing is re-signed, the transaction waits
 //!   for its receipt, and once it has waited [`stuck_after`] blocks its purpose is held with
 //!   the reason.
-//! - **Never a new price for a transaction the node does not have.** Unknown to the node
-//!   (restarted, evicted, or refusing it), the same bytes are broadcast again; a refusal that
-//!   lasts is a hold, not a higher price.
-//! - **Bounded replacement.** A transaction the node has but does not mine for
-//!   [`stuck_after`] blocks is replaced with the same nonce at the current price, at least a
-//!   quarter above the old one, but never above the network's `max_gas_price_gwei` nor
-//!   [`MAX_PRICE_GROWTH`] times the nonce's first price: there it stops and is held.
+//! - **The same bytes first.** Unknown to the node (restarted, evicted, or refusing it), a
+//!   transaction is broadcast again as it was signed.
+//! - **Bounded replacement.** A transaction still unmined [`stuck_after`] blocks after it was
+//!   sent (the node waits for a lower base fee, evicted it as underpriced, or refuses it) is
+//!   replaced with the same nonce at the current price, at least a quarter above the old one,
+//!   but never above the network's `max_gas_price_gwei` nor [`MAX_PRICE_GROWTH`] times the
+//!   nonce's first price: there it stops, and its purpose is held with the reason.
 //! - **Balances count what is in flight.** What the treasury can send is its balance less what
 //!   its live transactions not yet mined will still take ([`available`]).
 
@@ -314,15 +314,11 @@ async fn follow_one(
             .err()
             .map(|e| e.public());
         sends::broadcast(&ctx.db, &send.id, send.sent_block, error.as_deref(), now).await?;
-        return Ok(match error {
-            Some(e) if stuck => Some(format!(
-                "the {} node does not take the treasury's transaction: {e}",
-                send.network
-            )),
-            _ => None,
-        });
     }
     if stuck {
+        // Unmined long after it was sent: the node waits for a lower base fee, evicted it as
+        // underpriced, or will not take it. A higher price is the remedy for the first two,
+        // and the caps bound it for the third.
         let first_price = candidates
             .iter()
             .filter_map(|c| u128::from_str(&c.gas_price).ok())

@@ -12,6 +12,7 @@ mod checkout;
 mod deposit_addresses;
 mod events;
 mod expiry;
+mod faults;
 mod lifecycle;
 mod limits;
 mod merchants;

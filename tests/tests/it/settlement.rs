@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use payrail_tests::chain::{Anvil, TEST_XPUB};
+use payrail_tests::faults::FaultyNode;
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
 use payrail_tests::receiver::Receiver;
 use payrail_tests::{eventually, Worker};
@@ -24,12 +25,16 @@ const DEPTH: u64 = 2;
 /// 2,000 USD per POL (8 decimals): dear enough that the gas shows in cents.
 const POL_USD: u128 = 200_000_000_000;
 
-struct Setup {
-    anvil: Anvil,
-    usdc: String,
+/// A local chain with USDC and price feeds, and a worker settling on it with a funded treasury
+/// (or not).
+pub(super) struct Setup {
+    pub(super) anvil: Anvil,
+    pub(super) usdc: String,
     customer: String,
-    treasury: String,
-    worker: Worker,
+    pub(super) treasury: String,
+    pub(super) worker: Worker,
+    /// The node as the worker sees it, when it is behind a proxy that misbehaves on request.
+    pub(super) node: Option<FaultyNode>,
 }
 
 fn start(fund: bool) -> Setup {
@@ -37,6 +42,16 @@ fn start(fund: bool) -> Setup {
 }
 
 fn start_in(mode: &str, fund: bool) -> Setup {
+    start_with(mode, fund, None)
+}
+
+/// In production with a funded treasury, the worker's node behind a [`FaultyNode`], and
+/// `settings` added to the network's configuration.
+pub(super) fn start_faulty(settings: Value) -> Setup {
+    start_with("production", true, Some(settings))
+}
+
+fn start_with(mode: &str, fund: bool, faulty: Option<Value>) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
@@ -44,9 +59,14 @@ fn start_in(mode: &str, fund: bool) -> Setup {
     let now = anvil.time();
     let pol = anvil.feed("POL / USD", POL_USD, now);
     let eur = anvil.feed("EUR / USD", 125_000_000, now);
-    let config = json!({"polygon": {"rpc_url": anvil.url, "chain_id": 31337,
+    let node = faulty.as_ref().map(|_| FaultyNode::start(&anvil.url));
+    let rpc_url = node.as_ref().map_or(&anvil.url, |n| &n.url);
+    let mut config = json!({"polygon": {"rpc_url": rpc_url, "chain_id": 31337,
         "confirmations": DEPTH, "tokens": {"USDC": {"address": usdc}},
         "feeds": {"POL/USD": {"address": pol}, "EUR/USD": {"address": eur}}}});
+    for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
+        config["polygon"][key] = value.clone();
+    }
     let encryption_key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
     let sealed = xtask::secrets::seal_treasury_key(&encryption_key, TREASURY_KEY).unwrap();
@@ -72,6 +92,7 @@ fn start_in(mode: &str, fund: bool) -> Setup {
         customer,
         treasury,
         worker,
+        node,
     };
     if fund {
         setup.fund_treasury();
@@ -90,7 +111,7 @@ impl Setup {
 
     /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
     /// credited: its transaction id.
-    fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+    pub(super) fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
         let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
         let session = self.worker.checkout_session(&json!({
             "publicKey": key, "amount": amount, "currency": currency, "title": "Settle",
@@ -127,7 +148,7 @@ impl Setup {
         id
     }
 
-    fn raw_status(&self, id: i64) -> String {
+    pub(super) fn raw_status(&self, id: i64) -> String {
         self.worker
             .database()
             .query_row(
@@ -139,7 +160,7 @@ impl Setup {
     }
 
     /// Runs the cron and mines a block until every one of `ids` is paid.
-    fn settle(&self, ids: &[i64]) {
+    pub(super) fn settle(&self, ids: &[i64]) {
         eventually(
             "the payments to be settled",
             Duration::from_secs(60),
@@ -154,7 +175,7 @@ impl Setup {
     }
 
     /// The payment as the portal shows it.
-    fn detail(&self, id: i64) -> Value {
+    pub(super) fn detail(&self, id: i64) -> Value {
         let portal = self.worker.portal_login(0);
         let reply = self.worker.portal(
             Method::GET,
@@ -167,7 +188,7 @@ impl Setup {
     }
 
     /// How many transactions the treasury signed for `id`, by state.
-    fn sends(&self, id: i64) -> Vec<(String, String)> {
+    pub(super) fn sends(&self, id: i64) -> Vec<(String, String)> {
         let db = self.worker.database();
         let mut statement = db
             .prepare(
@@ -191,7 +212,7 @@ fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
     (guard, SETUP.get_or_init(|| start(true)))
 }
 
-fn wallet() -> &'static str {
+pub(super) fn wallet() -> &'static str {
     DEMO_WALLETS
         .iter()
         .find(|(network, _)| *network == "polygon")

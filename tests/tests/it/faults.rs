@@ -1,0 +1,243 @@
+//! The money path against a node that misbehaves: the worker's chain is behind a proxy
+//! ([`FaultyNode`]) that answers `null` for receipts, refuses broadcasts, drops and garbles
+//! calls. Whatever it does, a payment is settled once, the treasury never pays above its fee
+//! caps, and what stalls is held with a reason.
+
+use std::time::Duration;
+
+use payrail_tests::eventually;
+use payrail_tests::faults::{Fault, FaultyNode};
+use serde_json::{json, Value};
+
+use super::settlement::{start_faulty, wallet, Setup};
+
+/// Cron runs (a block each) well past the point where a stuck transaction is acted on (3 × the
+/// confirmation depth, at least 10 blocks).
+const RUNS: usize = 25;
+
+fn node(s: &Setup) -> &FaultyNode {
+    s.node.as_ref().expect("a worker behind the faulty node")
+}
+
+/// What the treasury signed for `id`: (hash, state, wei per gas).
+fn sends_priced(s: &Setup, id: i64) -> Vec<(String, String, u128)> {
+    let db = s.worker.database();
+    let mut statement = db
+        .prepare(
+            "SELECT c.tx_hash, c.state, c.gas_price FROM settlement_items i \
+             JOIN chain_sends c ON c.id = i.send_id WHERE i.transaction_id = ?1 \
+             ORDER BY c.created_at, c.sent_block",
+        )
+        .unwrap();
+    statement
+        .query_map([id], |r| {
+            let price: String = r.get(2)?;
+            Ok((r.get(0)?, r.get(1)?, price.parse().unwrap()))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The units of the payment's confirmed settlement.
+fn settled_units(s: &Setup, id: i64) -> u128 {
+    let units: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT i.units FROM settlement_items i JOIN chain_sends c ON c.id = i.send_id \
+             WHERE i.transaction_id = ?1 AND c.state = 'confirmed'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    units.parse().unwrap()
+}
+
+fn hold_reason(s: &Setup, id: i64) -> Option<String> {
+    s.detail(id)["settlement_hold"]["reason"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn a_node_that_answers_null_receipts_never_makes_the_treasury_pay_twice() {
+    let s = start_faulty(json!({}));
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let id = s.paid(0, "20.00", "USD");
+    node(&s).set("eth_getTransactionReceipt", Fault::Null, 100);
+    for _ in 0..RUNS {
+        s.worker.cron();
+        s.anvil.mine(1);
+    }
+    assert!(node(&s).faulted("eth_getTransactionReceipt") >= RUNS / 2);
+    let sends = sends_priced(&s, id);
+    assert_eq!(
+        sends.len(),
+        1,
+        "one transaction, never signed again: {sends:?}"
+    );
+    assert_eq!(sends[0].1, "live", "it waits for its receipt");
+    let received = s.anvil.balance_of(&s.usdc, wallet()) - before;
+    assert!(
+        received > 0 && received < 20_000_000,
+        "paid once, its net: {received}"
+    );
+    let reason = hold_reason(&s, id).expect("held with the reason");
+    assert!(reason.contains("no receipt"), "{reason}");
+    assert_eq!(s.raw_status(id), "succeeded", "not paid without a receipt");
+    // The node recovers: the one transaction is confirmed, nothing more was sent.
+    node(&s).heal();
+    s.settle(&[id]);
+    assert_eq!(sends_priced(&s, id)[0].1, "confirmed");
+    assert_eq!(sends_priced(&s, id).len(), 1);
+    assert_eq!(s.anvil.balance_of(&s.usdc, wallet()) - before, received);
+    assert_eq!(settled_units(&s, id), received);
+    assert!(
+        s.detail(id)["settlement_hold"].is_null(),
+        "the hold is cleared"
+    );
+}
+
+#[test]
+fn a_node_that_refuses_broadcasts_stops_the_price_at_its_cap() {
+    let s = start_faulty(json!({}));
+    node(&s).set("eth_sendRawTransaction", Fault::Refuse, 100);
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let id = s.paid(0, "15.00", "USD");
+    // Each run finds it stuck (ten blocks on): it is replaced at a higher price until the cap
+    // of four times its first price, then held there.
+    let reason = eventually("a hold at the cap", Duration::from_secs(120), || {
+        s.anvil.mine(10);
+        s.worker.cron();
+        hold_reason(&s, id).filter(|r| r.contains("cap"))
+    });
+    assert!(
+        !reason.contains("faulty node"),
+        "the node's words stay in the log: {reason}"
+    );
+    let sends = sends_priced(&s, id);
+    let first = sends[0].2;
+    assert!(sends.len() > 1, "replaced while under the cap: {sends:?}");
+    assert!(
+        sends.iter().all(|(_, _, price)| *price <= 4 * first),
+        "never above four times the first price: {sends:?}"
+    );
+    for _ in 0..3 {
+        s.anvil.mine(10);
+        s.worker.cron();
+    }
+    assert_eq!(
+        sends_priced(&s, id).len(),
+        sends.len(),
+        "no more once at the cap"
+    );
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, wallet()),
+        before,
+        "nothing sent"
+    );
+    // Once the node takes it, the live one (the same bytes) is mined, and only it.
+    node(&s).heal();
+    s.settle(&[id]);
+    let after = sends_priced(&s, id);
+    let confirmed: Vec<_> = after.iter().filter(|c| c.1 == "confirmed").collect();
+    assert_eq!(confirmed.len(), 1, "{after:?}");
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, wallet()) - before,
+        settled_units(&s, id)
+    );
+}
+
+#[test]
+fn a_stuck_settlement_stops_at_the_fee_cap_and_is_held() {
+    // Capped at 3 gwei: the first price (below 1 gwei of base fee, × 5/4, plus the node's 1 gwei
+    // tip) fits, a replacement once the base fee is 5 gwei does not.
+    let s = start_faulty(json!({"max_gas_price_gwei": 3}));
+    let id = s.paid(0, "20.00", "USD");
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    let first = eventually("a first transaction", Duration::from_secs(30), || {
+        s.worker.cron();
+        sends_priced(&s, id).first().cloned()
+    });
+    assert!(first.2 <= 3_000_000_000, "{first:?}");
+    let reason = eventually("a hold at the cap", Duration::from_secs(90), || {
+        s.anvil
+            .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+        s.anvil.mine(2);
+        s.worker.cron();
+        hold_reason(&s, id).filter(|r| r.contains("cap"))
+    });
+    assert!(reason.contains("3 gwei"), "{reason}");
+    let sends = sends_priced(&s, id);
+    assert_eq!(sends.len(), 1, "never replaced above the cap: {sends:?}");
+    assert!(sends.iter().all(|(_, _, price)| *price <= 3_000_000_000));
+    // The base fee falls again: the first transaction is mined and settles the payment.
+    s.anvil
+        .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x3b9aca00"]));
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.settle(&[id]);
+    assert_eq!(
+        sends_priced(&s, id),
+        vec![(first.0, "confirmed".to_owned(), first.2)]
+    );
+}
+
+#[test]
+fn under_random_node_faults_every_payment_settles_exactly_once() {
+    let s = start_faulty(json!({}));
+    let before = s.anvil.balance_of(&s.usdc, wallet());
+    let ids: Vec<i64> = ["11.00", "12.00", "13.00"]
+        .iter()
+        .map(|amount| s.paid(0, amount, "USD"))
+        .collect();
+    let faulty = node(&s);
+    for (method, fault) in [
+        ("eth_blockNumber", Fault::Drop),
+        ("eth_getBlockByNumber", Fault::Garbage),
+        ("eth_call", Fault::Refuse),
+        ("eth_estimateGas", Fault::Hang),
+        ("eth_getTransactionCount", Fault::Oversized),
+        ("eth_sendRawTransaction", Fault::Refuse),
+        ("eth_getTransactionByHash", Fault::Null),
+    ] {
+        faulty.set(method, fault, 20);
+    }
+    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
+    // The first settlement's broadcast is refused for sure, the rest at random.
+    faulty.set("eth_sendRawTransaction", Fault::Refuse, 100);
+    eventually("a refused broadcast", Duration::from_secs(60), || {
+        s.worker.cron();
+        (faulty.faulted("eth_sendRawTransaction") > 0).then_some(())
+    });
+    faulty.set("eth_sendRawTransaction", Fault::Refuse, 20);
+    eventually(
+        "every payment to be settled through the faults",
+        Duration::from_secs(240),
+        || {
+            s.worker.cron();
+            s.anvil.mine(1);
+            ids.iter()
+                .all(|id| s.raw_status(*id) == "paid")
+                .then_some(())
+        },
+    );
+    let mut settled = 0;
+    for id in &ids {
+        let sends = sends_priced(&s, *id);
+        let confirmed: Vec<_> = sends.iter().filter(|c| c.1 == "confirmed").collect();
+        assert_eq!(confirmed.len(), 1, "payment {id} settled once: {sends:?}");
+        assert!(sends.iter().all(|c| c.1 != "failed"), "{sends:?}");
+        settled += settled_units(&s, *id);
+        let t = s.worker.transaction(0, *id);
+        assert_eq!(
+            t["tx_hashes"]["settlement"],
+            Value::from(confirmed[0].0.clone())
+        );
+    }
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, wallet()) - before,
+        settled,
+        "the wallet received exactly what the confirmed transactions carried"
+    );
+}
