@@ -44,7 +44,7 @@ use crate::error::{ApiError, OrInternal};
 const LIVE_PER_RUN: i64 = 20;
 /// A stuck transaction's replacements never cost more per gas than this many times the first
 /// price its nonce was signed at.
-pub const MAX_PRICE_GROWTH: u128 = 4;
+pub const MAX_PRICE_GROWTH: u128 = 10;
 
 /// Blocks after its broadcast that a transaction may stay unmined before it is replaced at a
 /// higher price (or, when it cannot be, held).
