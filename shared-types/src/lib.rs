@@ -21,6 +21,6 @@ pub use models::{
 };
 pub use scope::{Scope, ScopeSet};
 pub use status::{
-    AmountStatus, AttemptOutcome, DeliveryStatus, EndpointStatus, MerchantStatus, OnboardingStatus,
-    PortalRole, RawStatus, Status,
+    refundable, AmountStatus, AttemptOutcome, DeliveryStatus, EndpointStatus, MerchantStatus,
+    OnboardingStatus, PortalRole, RawStatus, RefundState, SendState, Status,
 };

@@ -231,9 +231,76 @@ impl AttemptOutcome {
     }
 }
 
+string_enum! {
+    /// Where a refund on chain stands.
+    RefundState {
+        /// Its transaction is out, or about to be.
+        Sending = "sending",
+        /// Its transaction is final.
+        Confirmed = "confirmed",
+        /// The payment shows it (`payment.refunded` was written).
+        Done = "done",
+        /// Given up after its transactions failed.
+        Failed = "failed",
+    }
+}
+
+impl RefundState {
+    /// Whether a refund in this state takes from what is left to refund: every one that has not
+    /// failed (sent, final or recorded), so two refunds can never add up past the gross.
+    pub fn counts(self) -> bool {
+        self != Self::Failed
+    }
+}
+
+/// What is left to refund of a payment of `gross` after the refunds asked so far (amount and
+/// state): the one rule the refund check, the guarded insert's SQL (`state <> 'failed'`) and
+/// the portal share.
+pub fn refundable(
+    gross: rust_decimal::Decimal,
+    refunds: impl IntoIterator<Item = (rust_decimal::Decimal, RefundState)>,
+) -> rust_decimal::Decimal {
+    gross
+        - refunds
+            .into_iter()
+            .filter(|(_, state)| state.counts())
+            .map(|(amount, _)| amount)
+            .sum::<rust_decimal::Decimal>()
+}
+
+string_enum! {
+    /// Where a transaction the treasury signed stands.
+    SendState {
+        /// Out, not yet final.
+        Live = "live",
+        /// A higher-priced one with its nonce took over.
+        Replaced = "replaced",
+        /// Final, succeeded.
+        Confirmed = "confirmed",
+        /// Final, reverted (its nonce used).
+        Failed = "failed",
+        /// Recorded before the final-evidence rule: its nonce went to another transaction.
+        Dropped = "dropped",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refund_but_a_failed_one_takes_from_what_is_left() {
+        let d = |s: &str| s.parse::<rust_decimal::Decimal>().unwrap();
+        let asked = [
+            (d("10.00"), RefundState::Done),
+            (d("5.00"), RefundState::Failed),
+            (d("2.50"), RefundState::Sending),
+            (d("1.00"), RefundState::Confirmed),
+        ];
+        assert_eq!(refundable(d("20.00"), asked), d("6.50"));
+        assert_eq!(refundable(d("20.00"), []), d("20.00"));
+        assert_eq!(RefundState::ALL.iter().filter(|s| s.counts()).count(), 3);
+    }
 
     #[test]
     fn round_trips_every_value() {

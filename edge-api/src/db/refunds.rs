@@ -3,6 +3,7 @@
 //! `db::sends`). See migration 0011.
 
 use serde::Deserialize;
+use shared_types::RefundState;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::watches::CREDITED_ON_CHAIN;
@@ -142,8 +143,8 @@ pub struct Refund {
     pub rate: String,
     /// The customer's address, lower case.
     pub to_address: String,
-    /// sending, confirmed, done, failed.
-    pub state: String,
+    /// Where it stands.
+    pub state: RefundState,
     /// Why the last transaction failed, or why none could be sent.
     pub error: Option<String>,
     /// Who asked.

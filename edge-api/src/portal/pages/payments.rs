@@ -225,12 +225,12 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
         refunds,
     } = payments::detail(portal, id).await?;
     let refundable = t.amount.gross.map(|gross| {
-        gross
-            - refunds
+        shared_types::refundable(
+            gross,
+            refunds
                 .iter()
-                .filter(|r| r.state != "failed")
-                .filter_map(|r| r.amount.parse::<rust_decimal::Decimal>().ok())
-                .sum::<rust_decimal::Decimal>()
+                .filter_map(|r| Some((r.amount.parse().ok()?, r.state))),
+        )
     });
     let may_refund = portal.session.role == PortalRole::Admin
         && !deposits.is_empty()
