@@ -4,6 +4,7 @@
 //! committed together by `chain::sends`. See migration 0011.
 
 use serde::Deserialize;
+use shared_types::SendState;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, first, run, DbResult, Value};
@@ -322,8 +323,8 @@ pub fn fail(
 pub struct SendView {
     /// Hash.
     pub tx_hash: String,
-    /// live, replaced, confirmed, failed, dropped.
-    pub state: String,
+    /// Where it stands.
+    pub state: SendState,
     /// Nonce.
     pub nonce: i64,
     /// Wei per gas.

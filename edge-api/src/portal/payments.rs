@@ -6,7 +6,7 @@
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use shared_types::checkout::currency_digits;
-use shared_types::{List, Status, Transaction};
+use shared_types::{List, SendState, Status, Transaction};
 
 use super::deliveries::{Attempt, Delivery};
 use super::Portal;
@@ -133,9 +133,9 @@ pub struct HoldView {
 pub struct SettlementSendView {
     /// Its hash.
     pub tx_hash: String,
-    /// `live` (out, not yet at depth), `replaced` (by one with the same nonce at a higher
-    /// price), `confirmed`, `failed` (reverted), `dropped` (its nonce went to another).
-    pub state: String,
+    /// `live` (out, not yet final), `replaced` (by one with the same nonce at a higher price),
+    /// `confirmed`, `failed` (reverted), `dropped` (recorded before the final-evidence rule).
+    pub state: SendState,
     /// The treasury's nonce.
     pub nonce: i64,
     /// Wei per gas (fixed when signed).
@@ -405,12 +405,24 @@ const CSV_HEADER: &[&str] = &[
     "customer_email",
 ];
 
+/// A text cell a spreadsheet will not run: one that starts with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return (a formula, or what a spreadsheet reads as one) gets a leading `'`, as
+/// OWASP's CSV injection guidance says. Customers and merchants write some of these fields
+/// (`external_reference`, `customer_email`). Pure.
+fn cell(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
 fn csv_rows(rows: &[Transaction], header: bool) -> Result<Vec<u8>, String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     if header {
         out.write_record(CSV_HEADER).map_err(|e| e.to_string())?;
     }
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let text = |v: &Option<String>| v.as_deref().map(cell).unwrap_or_default();
     let decimal = |v: &Option<rust_decimal::Decimal>| v.map(|d| d.to_string()).unwrap_or_default();
     for t in rows {
         out.write_record([
@@ -488,4 +500,26 @@ pub fn export(
             }
         },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn a_cell_that_a_spreadsheet_would_run_is_neutralised() {
+        for formula in [
+            "=HYPERLINK(\"https://x.example\")",
+            "+1",
+            "-2+3",
+            "@SUM(A1)",
+            "\tx",
+            "\rx",
+        ] {
+            assert_eq!(cell(formula), format!("'{formula}"));
+        }
+        for plain in ["ORD-1001", "a@b.example", "12.50", ""] {
+            assert_eq!(cell(plain), plain);
+        }
+    }
 }

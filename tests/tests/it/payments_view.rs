@@ -216,3 +216,33 @@ fn the_export_streams_every_matching_payment_as_csv() {
     );
     assert_eq!(anonymous.status, 303);
 }
+
+#[test]
+fn a_reference_a_spreadsheet_would_run_is_exported_as_text() {
+    let worker = worker();
+    let session = worker.portal_login(0);
+    let reference = "=HYPERLINK(\"https://attacker.example\",\"Refund\")";
+    let id = payment(worker, 0, reference);
+    let query: String = form_urlencoded::Serializer::new(String::new())
+        .append_pair("external_reference", reference)
+        .finish();
+    let csv = page(
+        worker,
+        &session,
+        &format!("/portal/payments/export.csv?{query}"),
+    );
+    assert_eq!(csv.status, 200, "{}", csv.text);
+    let mut reader = csv::Reader::from_reader(csv.text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let column = headers
+        .iter()
+        .position(|h| h == "external_reference")
+        .unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1, "{}", csv.text);
+    assert_eq!(rows[0][0].parse::<i64>().unwrap(), id);
+    assert_eq!(&rows[0][column], format!("'{reference}"));
+    // The API itself still answers the reference as it was given.
+    let t = worker.transaction(0, id);
+    assert_eq!(t["external_reference"], reference);
+}
