@@ -169,9 +169,24 @@ impl Anvil {
     /// Sends `wei` of ether from `from` to `to` from inside a call to a `TestForwarder`
     /// contract (an internal transfer); returns the receipt.
     pub fn forward_ether(&self, forwarder: &str, from: &str, to: &str, wei: u128) -> Value {
-        let forward = selector("TestForwarder", "forward(address)");
-        let data = format!("0x{forward}{}", address_word(to));
-        self.send_value(from, Some(forwarder), &data, wei)
+        self.send_value(from, Some(forwarder), &forward_call(to), wei)
+    }
+
+    /// The same, without waiting for it to be mined (with automine off, several go into one
+    /// block); returns its hash.
+    pub fn forward_ether_unmined(
+        &self,
+        forwarder: &str,
+        from: &str,
+        to: &str,
+        wei: u128,
+    ) -> String {
+        let tx = json!({"from": from, "to": forwarder, "data": forward_call(to), "gas": "0x2dc6c0",
+            "value": format!("{wei:#x}")});
+        self.rpc("eth_sendTransaction", json!([tx]))
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     /// A new `TestPriceFeed` with 8 decimals answering `answer` as of `updated_at`.
@@ -265,6 +280,12 @@ fn address_word(address: &str) -> String {
         "{:0>64}",
         address.trim_start_matches("0x").to_ascii_lowercase()
     )
+}
+
+/// `TestForwarder.forward(to)`'s call data.
+fn forward_call(to: &str) -> String {
+    let forward = selector("TestForwarder", "forward(address)");
+    format!("0x{forward}{}", address_word(to))
 }
 
 fn abi_string(text: &str) -> String {

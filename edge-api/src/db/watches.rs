@@ -272,7 +272,7 @@ pub fn record(
                 "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
                  token, amount, block_number, confirmed, kind, after_expiry, seen_at) \
                  SELECT ?13, ?2, ?3, ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE {unchanged} \
-                 ON CONFLICT (network, tx_hash, log_index) DO UPDATE SET \
+                 ON CONFLICT (network, tx_hash, log_index, address) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
                  block_number = excluded.block_number"
             ),

@@ -720,3 +720,46 @@ fn ether_sent_directly_and_from_inside_a_contract_call_adds_up_and_is_credited()
         ]
     );
 }
+
+#[test]
+fn ether_sent_from_inside_calls_to_two_deposit_addresses_in_one_block_credits_both() {
+    let (_one, s) = shared();
+    let (first, first_id) = checkout(&s.worker, "10.00", "EUR", "CHAIN-INSIDE-1");
+    let (first_address, first_wei) = choose(&s.worker, &first, "ETH:base");
+    let (second, second_id) = checkout(&s.worker, "12.00", "EUR", "CHAIN-INSIDE-2");
+    let (second_address, second_wei) = choose(&s.worker, &second, "ETH:base");
+    // Both from inside contract calls, mined in the same block: each is recorded under that
+    // block's hash with log index 0, once per address.
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    let hashes = [
+        s.anvil
+            .forward_ether_unmined(&s.forwarder, &s.customer, &first_address, first_wei),
+        s.anvil
+            .forward_ether_unmined(&s.forwarder, &s.customer, &second_address, second_wei),
+    ];
+    s.anvil.mine(1);
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    let blocks: Vec<Value> = hashes
+        .iter()
+        .map(|h| s.anvil.receipt(h)["blockHash"].clone())
+        .collect();
+    assert_eq!(blocks[0], blocks[1], "one block");
+    s.anvil.mine(DEPTH);
+    for (session, id) in [(&first, first_id), (&second, second_id)] {
+        until(&s.worker, session, "the ether to be credited", |st| {
+            st["status"] == "succeeded"
+        });
+        assert_eq!(s.worker.transaction(0, id)["amount_status"], "EXACT");
+    }
+    let rows: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM chain_transfers WHERE tx_hash = ?1 AND log_index = 0 \
+             AND kind = 'payment'",
+            [blocks[0].as_str().unwrap()],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 2, "one transfer per address");
+}
