@@ -6,7 +6,7 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::watches::CREDITED_ON_CHAIN;
-use super::{all, bind, first, run, DbResult};
+use super::{all, bind, first, run, DbResult, Query};
 
 /// A payment held in custody that no settlement carries yet, with what settling it needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -51,21 +51,25 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.me
      JOIN institutions i ON i.id = t.institution_id";
 
 /// Payments paid on a watched chain, held in custody (`succeeded`), in no settlement and with
-/// no refund on its way, oldest first.
+/// no refund on its way: never held first, then the least recently held, oldest first within
+/// each, so payments that cannot settle (however many) never crowd out those that can.
 pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Settleable>> {
-    all(
-        db,
-        &format!(
+    due_query(limit).all(db).await
+}
+
+/// The statement of [`due`].
+pub fn due_query(limit: i64) -> Query {
+    Query {
+        sql: format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
              AND {CREDITED_ON_CHAIN} \
              AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id) \
              AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
                              AND r.state IN ('sending', 'confirmed')) \
-             ORDER BY t.id LIMIT ?1"
+             ORDER BY held_at, t.id LIMIT ?1"
         ),
-        &[limit.into()],
-    )
-    .await
+        params: vec![limit.into()],
+    }
 }
 
 /// The payments a settlement carries that are still held in custody (to price a replacement).
