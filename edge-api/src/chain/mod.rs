@@ -53,6 +53,21 @@ pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError
     }
 }
 
+/// Checks that `network`'s node serves the configured chain (its EIP-155 chain id): a node on
+/// another chain is never read for deposits, asked for prices, nor sent the treasury's
+/// transactions.
+pub async fn check_chain(name: &str, network: &config::Network) -> ChainResult<()> {
+    let answer = rpc::call(&network.rpc_url, "eth_chainId", serde_json::json!([])).await?;
+    let id = rpc::quantity(&answer)?;
+    if id != network.chain_id {
+        return Err(ChainError::rule(format!(
+            "the {name} node is on chain {id}, not the configured {}",
+            network.chain_id
+        )));
+    }
+    Ok(())
+}
+
 /// The ways to pay this deployment offers, in the order the hosted page lists them: the watched
 /// ones first, then (sandbox only) the simulated ones on networks without a node.
 pub fn methods(ctx: &Ctx) -> Result<Vec<Method>, ApiError> {
@@ -169,7 +184,9 @@ async fn quote_from_chain(
         })?;
         return Ok(Quote {
             crypto_amount,
-            rate: amount / crypto_amount,
+            rate: amount
+                .checked_div(crypto_amount)
+                .ok_or_else(|| ChainError::rule("the indicative rate is out of range"))?,
             rate_source: "indicative (sandbox)".to_owned(),
             watched: None,
         });

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 use shared_types::checkout::currency_digits;
 use shared_types::lifecycle::Action;
-use shared_types::{ErrorCode, RawStatus};
+use shared_types::{ErrorCode, RawStatus, RefundState};
 
 use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
@@ -90,10 +90,10 @@ pub struct RefundView {
     pub rate: String,
     /// The customer's address (checksummed).
     pub address: String,
-    /// `sending` (its transaction is out or about to be), `confirmed` (at depth), `done` (the
+    /// `sending` (its transaction is out or about to be), `confirmed` (final), `done` (the
     /// payment shows it; `payment.refunded` was written) or `failed` (three transactions
     /// failed).
-    pub state: String,
+    pub state: RefundState,
     /// Its newest transaction's hash, once signed.
     pub tx_hash: Option<String>,
     /// Why its last transaction failed, or why none could be sent yet.
@@ -179,14 +179,15 @@ async fn check(
     let address = wallet_address::check(&quote.network, request.address)
         .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
     let gross = t.amount.gross.unwrap_or_default();
-    let taken: Decimal = refunds::of_transaction(&ctx.db, transaction_id)
+    let asked = refunds::of_transaction(&ctx.db, transaction_id)
         .await
-        .or_internal("read refunds")?
-        .iter()
-        .filter(|r| r.state != "failed")
-        .filter_map(|r| Decimal::from_str(&r.amount).ok())
-        .sum();
-    let left = gross - taken;
+        .or_internal("read refunds")?;
+    let left = shared_types::refundable(
+        gross,
+        asked
+            .iter()
+            .filter_map(|r| Some((Decimal::from_str(&r.amount).ok()?, r.state))),
+    );
     if amount > left {
         return Err(conflict(format!(
             "amount exceeds what is left to refund ({left} {currency})"
@@ -203,12 +204,20 @@ async fn check(
     if crypto_amount <= Decimal::ZERO || expected <= Decimal::ZERO {
         return Err(conflict("the payment's quote has no amount"));
     }
-    let asset_amount = (amount * crypto_amount / expected)
+    let out_of_range = || conflict("the payment's quote is out of range");
+    let asset_amount = amount
+        .checked_mul(crypto_amount)
+        .and_then(|v| v.checked_div(expected))
+        .ok_or_else(out_of_range)?
         .round_dp_with_strategy(quote.decimals, RoundingStrategy::ToZero);
     let units = evm::to_units(asset_amount, quote.decimals)
         .filter(|u| *u > 0)
         .ok_or_else(|| ApiError::invalid_request("amount is less than one unit of the asset"))?;
-    let rate = (expected / crypto_amount).round_dp(12).normalize();
+    let rate = expected
+        .checked_div(crypto_amount)
+        .ok_or_else(out_of_range)?
+        .round_dp(12)
+        .normalize();
     let preview = Preview {
         amount: amount.to_string(),
         currency,
@@ -383,6 +392,7 @@ async fn send(
     let network = networks
         .get(name)
         .ok_or_else(|| ChainError::Config(format!("{name} is no longer configured")))?;
+    super::check_chain(name, network).await?;
     let url = &network.rpc_url;
     let node = |e: ChainError| e.within(format!("the {name} node"));
     let units = u128::from_str(&refund.units)

@@ -140,8 +140,14 @@ pub fn verdict(
         let Some(amount) = units.and_then(|u| evm::from_units(u, quote.decimals)) else {
             continue; // beyond any real amount: left for review
         };
-        if quote.crypto_amount > Decimal::ZERO {
-            confirmed += amount * expected / quote.crypto_amount;
+        // In the order currency at the address's quote; an absurd amount (beyond what a
+        // decimal holds) is left for review, never a panic.
+        let value = amount
+            .checked_mul(expected)
+            .and_then(|v| v.checked_div(quote.crypto_amount))
+            .and_then(|v| confirmed.checked_add(v));
+        if let Some(sum) = value.filter(|_| quote.crypto_amount > Decimal::ZERO) {
+            confirmed = sum;
             source.get_or_insert_with(|| {
                 (
                     t.tx_hash.clone(),
@@ -178,6 +184,7 @@ pub fn verdict(
 /// watch; nothing else changes.
 async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     let url = &network.rpc_url;
+    super::check_chain(&watch.network, network).await?;
     let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     // Blocks from the last one read as final, and `confirmations` more below it again: a node
@@ -545,6 +552,30 @@ mod tests {
                 source_hash: "0x1".into(),
                 late: false,
                 paid_with: ("USDC".into(), "polygon".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn an_absurd_amount_from_the_node_is_left_for_review_not_a_panic() {
+        // 2^128 - 1 base units fits no decimal; 7·10^28 units (7·10^22 tokens) does, but its
+        // value in a billion-unit order overflows one: both ignored, never a panic.
+        let absurd = [
+            transfer("0x1", &u128::MAX.to_string(), 90, true, "payment"),
+            transfer("0x2", "70000000000000000000000000000", 90, true, "payment"),
+        ];
+        assert_eq!(
+            verdict(
+                RawStatus::Pending,
+                false,
+                d("1000000000"),
+                0,
+                &[quote()],
+                &absurd,
+                3
+            ),
+            Verdict::Waiting {
+                received: Decimal::ZERO
             }
         );
     }
