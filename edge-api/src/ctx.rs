@@ -7,6 +7,10 @@ use worker::{D1Database, Env};
 
 use crate::error::{ApiError, OrInternal};
 
+/// How long a settlement wallet waits after it is set or changed before settlements use it,
+/// when `PAYRAIL_WALLET_COOLOFF_SECONDS` does not say.
+pub const DEFAULT_WALLET_COOL_OFF_SECONDS: i64 = 24 * 3600;
+
 /// Whether the deployment takes real payments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -108,6 +112,15 @@ impl Ctx {
     /// secret): it signs settlements and refunds. Opened only to sign, never logged or shown.
     pub fn treasury_key(&self) -> Option<String> {
         self.secret("PAYRAIL_TREASURY_KEY")
+    }
+
+    /// How long after it is set or changed a settlement wallet is first used
+    /// (`PAYRAIL_WALLET_COOLOFF_SECONDS`, 0 to 30 days; 24 hours when unset).
+    pub fn wallet_cool_off_seconds(&self) -> i64 {
+        self.var("PAYRAIL_WALLET_COOLOFF_SECONDS")
+            .and_then(|v| v.parse().ok())
+            .filter(|s| (0..=30 * 24 * 3600).contains(s))
+            .unwrap_or(DEFAULT_WALLET_COOL_OFF_SECONDS)
     }
 
     /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in

@@ -232,8 +232,10 @@ pub async fn follow(
         .await
         .or_internal("read transactions out")?;
     let mut stalled = Vec::new();
+    // Each network's node is asked its chain id once a run: one on another chain is not read.
+    let mut on_chain: BTreeMap<&str, bool> = BTreeMap::new();
     for send in live {
-        let Some(network) = networks.get(&send.network) else {
+        let Some((name, network)) = networks.get_key_value(&send.network) else {
             worker::console_warn!(
                 "{} is no longer configured: {} waits",
                 send.network,
@@ -241,6 +243,20 @@ pub async fn follow(
             );
             continue;
         };
+        let right = match on_chain.get(name.as_str()) {
+            Some(right) => *right,
+            None => {
+                let checked = super::check_chain(name, network).await;
+                if let Err(e) = &checked {
+                    worker::console_warn!("transactions out on {name} wait: {e}");
+                }
+                on_chain.insert(name.as_str(), checked.is_ok());
+                checked.is_ok()
+            }
+        };
+        if !right {
+            continue;
+        }
         match follow_one(ctx, network, treasury, &send).await {
             Ok(None) => {}
             Ok(Some(reason)) => stalled.push(Stalled { send, reason }),
@@ -406,11 +422,12 @@ async fn replace(
         .max_gas_price()
         .min(first_price.saturating_mul(MAX_PRICE_GROWTH));
     if price > cap {
+        // Worded without the market's price, so the reason (and its alert) stays the same
+        // while it waits.
         let why = format!(
-            "the treasury's transaction is stuck at {} gwei per gas; replacing it needs {} gwei, \
+            "the treasury's transaction is stuck at {} gwei per gas, and replacing it would go \
              above the cap of {} gwei",
             gwei(old_price),
-            gwei(price),
             gwei(cap)
         );
         sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;

@@ -16,7 +16,8 @@ const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id
 pub struct Row {
     /// Merchant id.
     pub id: i64,
-    name: String,
+    /// Display name.
+    pub name: String,
     legal_name: String,
     email: String,
     /// Current publishable key.

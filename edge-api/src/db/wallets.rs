@@ -15,14 +15,24 @@ pub struct Wallet {
     pub address: String,
     /// Last change.
     pub updated_at: String,
+    /// From when settlements use it (a cool-off after every change): Unix seconds, shown as
+    /// an RFC 3339 time.
+    #[serde(serialize_with = "rfc3339")]
+    pub usable_from: i64,
+}
+
+fn rfc3339<S: serde::Serializer>(unix: &i64, to: S) -> Result<S::Ok, S::Error> {
+    let text = shared_types::time::format_unix(*unix)
+        .ok_or_else(|| serde::ser::Error::custom("a time out of range"))?;
+    to.serialize_str(&text)
 }
 
 /// The merchant's wallets, by network.
 pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Wallet>> {
     all(
         db,
-        "SELECT network, address, updated_at FROM merchant_wallets WHERE merchant_id = ?1 \
-         ORDER BY network",
+        "SELECT network, address, updated_at, usable_from FROM merchant_wallets \
+         WHERE merchant_id = ?1 ORDER BY network",
         &[merchant_id.into()],
     )
     .await
@@ -37,6 +47,7 @@ pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wa
         network: String,
         address: String,
         updated_at: String,
+        usable_from: i64,
     }
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -46,8 +57,8 @@ pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wa
     let rows: Vec<Row> = all(
         db,
         &format!(
-            "SELECT merchant_id, network, address, updated_at FROM merchant_wallets \
-             WHERE merchant_id IN ({}) ORDER BY merchant_id, network",
+            "SELECT merchant_id, network, address, updated_at, usable_from \
+             FROM merchant_wallets WHERE merchant_id IN ({}) ORDER BY merchant_id, network",
             placeholders.join(", ")
         ),
         &params,
@@ -62,6 +73,7 @@ pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wa
                     network: r.network,
                     address: r.address,
                     updated_at: r.updated_at,
+                    usable_from: r.usable_from,
                 },
             )
         })
@@ -95,31 +107,34 @@ pub async fn changes(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Change>>
 }
 
 /// Sets (`Some`) or removes (`None`) the wallet of `network`, only if it is still `old` (what
-/// the caller read), and records the change in the same batch. False if it changed meanwhile.
+/// the caller read), usable by settlements from `usable_from` (Unix seconds), and records the
+/// change in the same batch. False if it changed meanwhile.
 pub async fn replace(
     db: &D1Database,
     merchant_id: i64,
     network: &str,
-    old: Option<&str>,
-    new: Option<&str>,
+    (old, new): (Option<&str>, Option<&str>),
     changed_by: &str,
     now_text: &str,
+    usable_from: i64,
 ) -> DbResult<bool> {
     let write = match (old, new) {
         (None, Some(new)) => bind(
             db,
-            "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at) \
-             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (merchant_id, network) DO NOTHING",
+            "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at, \
+             usable_from) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (merchant_id, network) DO NOTHING",
             &[
                 merchant_id.into(),
                 network.into(),
                 new.into(),
                 now_text.into(),
+                usable_from.into(),
             ],
         )?,
         (Some(old), Some(new)) => bind(
             db,
-            "UPDATE merchant_wallets SET address = ?4, updated_at = ?5 \
+            "UPDATE merchant_wallets SET address = ?4, updated_at = ?5, usable_from = ?6 \
              WHERE merchant_id = ?1 AND network = ?2 AND address = ?3",
             &[
                 merchant_id.into(),
@@ -127,6 +142,7 @@ pub async fn replace(
                 old.into(),
                 new.into(),
                 now_text.into(),
+                usable_from.into(),
             ],
         )?,
         (Some(old), None) => bind(

@@ -402,7 +402,7 @@ pub async fn set_wallet(
     network: &str,
     address: Option<&str>,
 ) -> Result<Merchant, ApiError> {
-    row(portal, id).await?;
+    let merchant = row(portal, id).await?;
     if !wallet_address::NETWORKS.contains(&network) {
         return Err(ApiError::not_found(format!(
             "no such network {network:?}; networks are {}",
@@ -422,14 +422,16 @@ pub async fn set_wallet(
     if old == address {
         return get(portal, id).await;
     }
+    let cool_off = portal.ctx.wallet_cool_off_seconds();
+    let usable_from = portal.now.saturating_add(cool_off);
     if !wallets::replace(
         portal.db(),
         id,
         network,
-        old.as_deref(),
-        address.as_deref(),
+        (old.as_deref(), address.as_deref()),
         &portal.session.email,
         &timestamp(portal.now)?,
+        usable_from,
     )
     .await
     .or_internal("set wallet")?
@@ -439,6 +441,42 @@ pub async fn set_wallet(
             "the wallet changed while this request ran; read it again and retry",
         ));
     }
+    // Every admin hears of it at once: the most attacked field in payments.
+    let subject = format!(
+        "The settlement wallet of {} on {network} changed",
+        merchant.name
+    );
+    let change = match (&old, &address) {
+        (None, Some(new)) => format!("was set to {new}"),
+        (Some(old), Some(new)) => format!("changed from {old} to {new}"),
+        (Some(old), None) => format!("{old} was removed"),
+        (None, None) => String::new(),
+    };
+    let usable = match &address {
+        Some(_) => format!(
+            " Settlements use it from {} (a cool-off of {} hours after every change); until \
+             then the merchant's payments on {network} wait.",
+            timestamp(usable_from)?,
+            cool_off / 3600
+        ),
+        None => String::new(),
+    };
+    let body = format!(
+        "The settlement wallet of merchant {} ({id}) on {network} {change} by {} at {}.{usable} \
+         If nobody at your company made this change, remove the wallet in the portal and \
+         change your admins' passwords now.",
+        merchant.name,
+        portal.session.email,
+        timestamp(portal.now)?
+    );
+    crate::webhooks::notify(
+        portal.ctx,
+        portal.institution_id(),
+        "wallet_changed",
+        &subject,
+        &body,
+    )
+    .await?;
     get(portal, id).await
 }
 

@@ -42,16 +42,19 @@ fn start(fund: bool) -> Setup {
 }
 
 fn start_in(mode: &str, fund: bool) -> Setup {
-    start_with(mode, fund, None)
+    start_with(mode, fund, None, 0)
 }
 
 /// In production with a funded treasury, the worker's node behind a [`FaultyNode`], and
 /// `settings` added to the network's configuration.
 pub(super) fn start_faulty(settings: Value) -> Setup {
-    start_with("production", true, Some(settings))
+    start_with("production", true, Some(settings), 0)
 }
 
-fn start_with(mode: &str, fund: bool, faulty: Option<Value>) -> Setup {
+/// A worker in `mode` (its treasury funded or not), its node behind a [`FaultyNode`] with
+/// `faulty` added to the network's configuration when given, and settlement wallets used
+/// `cool_off` seconds after they are set or changed.
+fn start_with(mode: &str, fund: bool, faulty: Option<Value>, cool_off: u64) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
@@ -77,6 +80,7 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>) -> Setup {
             ("PAYRAIL_EVM_XPUB", TEST_XPUB),
             ("PAYRAIL_CHAINS", &config.to_string()),
             ("PAYRAIL_TREASURY_KEY", &sealed),
+            ("PAYRAIL_WALLET_COOLOFF_SECONDS", &cool_off.to_string()),
         ],
     );
     let portal = worker.portal_login(0);
@@ -807,4 +811,58 @@ fn a_simulated_payment_on_a_watched_checkout_never_moves_treasury_money() {
     s.worker.cron();
     assert!(s.sends(id).is_empty());
     assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_usdc);
+}
+
+#[test]
+fn a_changed_wallet_is_used_only_after_its_cool_off_and_the_admins_are_told_at_once() {
+    let s = start_with("production", true, None, 20);
+    let merchant = &s.worker.credentials.institutions[0].merchants[0];
+    let portal = s.worker.portal_login(0);
+    // Someone with an admin's password points the merchant's payouts at another wallet.
+    let other = s.anvil.account(5);
+    let path = format!("/portal/api/merchants/{}/wallets/polygon", merchant.id);
+    let put = s.worker.portal(
+        Method::PUT,
+        &path,
+        Some(&portal),
+        Some(&json!({"address": other})),
+    );
+    assert_eq!(put.status, 200, "{}", put.text);
+    let wallet = put.json()["wallets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["network"] == "polygon")
+        .cloned()
+        .unwrap();
+    assert!(wallet["usable_from"].as_str().is_some(), "{wallet}");
+    let (subject, body): (String, String) = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT subject, body FROM notifications WHERE kind = 'wallet_changed'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(subject.contains("settlement wallet"), "{subject}");
+    assert!(
+        body.to_ascii_lowercase()
+            .contains(&other.to_ascii_lowercase()),
+        "{body}"
+    );
+    // A payment that arrives meanwhile waits, with why; nothing is sent anywhere.
+    let id = s.paid(0, "9.00", "USD");
+    let reason = eventually("the payment to wait", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.detail(id)["settlement_hold"]["reason"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    assert!(reason.contains("cool-off"), "{reason}");
+    assert!(s.sends(id).is_empty());
+    // Once the cool-off is over, it settles to the new wallet.
+    let before = s.anvil.balance_of(&s.usdc, &other);
+    s.settle(&[id]);
+    assert!(s.anvil.balance_of(&s.usdc, &other) > before);
 }

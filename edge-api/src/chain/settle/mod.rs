@@ -183,8 +183,18 @@ async fn settle_group(
         .map_err(|e| ChainError::from(e).within("the merchant's wallets"))?
         .into_iter()
         .find(|w| w.network == name)
-        .map(|w| w.address.to_ascii_lowercase())
         .ok_or_else(|| format!("the merchant has no settlement wallet on {name}"))?;
+    if wallet.usable_from > ctx.now() {
+        return Err(format!(
+            "the merchant's settlement wallet on {name} was changed at {}; settlements use it \
+             from {} (a cool-off after every change)",
+            wallet.updated_at,
+            crate::ctx::timestamp(wallet.usable_from).unwrap_or_default()
+        )
+        .into());
+    }
+    let wallet = wallet.address.to_ascii_lowercase();
+    super::check_chain(name, network).await?;
     let url = &network.rpc_url;
     let token = first.token.as_str();
     let coin = config::coin(name);
