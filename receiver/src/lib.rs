@@ -4,13 +4,19 @@
 //! - `POST /webhooks`: the signature is checked over the raw body; the event is stored by id
 //!   (unique) *before* the 2xx; a repeat is acknowledged and changes nothing.
 //! - Processing happens afterwards, in the background, each event in one SQLite transaction with
-//!   its "processed" mark: a `payment.paid` fulfils the order found by `external_reference` only
-//!   when `amount.gross` ≥ the order's amount in the order's currency; otherwise (unknown order,
-//!   underpaid, another currency) the case goes to review. An order is fulfilled at most once.
+//!   its "processed" mark: a `payment.paid` fulfils the order found by the transaction's
+//!   `merchant_id` and `external_reference` together only when `amount.gross` ≥ the order's
+//!   amount in the order's currency; otherwise (no such order for that merchant, underpaid,
+//!   another currency) the case goes to review. An order is fulfilled at most once.
+//! - Orders are matched by merchant *and* reference because a Payrail institution receives the
+//!   events of all its merchants, and an external reference is only unique within one
+//!   merchant: by reference alone, merchant B's payment for its "ORD-1" would fulfil merchant
+//!   A's "ORD-1".
 //! - Reconciliation walks `GET /v1/transactions?status=paid` over everything created since the
 //!   last checkpoint (minus the time a payment may take to settle) and applies the same rule,
 //!   so a webhook that never arrived is repaired.
-//! - `POST /orders` and `GET /orders/{reference}` stand in for the shop's own checkout.
+//! - `POST /orders` (`merchant_id`, `reference`, `amount`, `currency`) and
+//!   `GET /orders/{merchant_id}/{reference}` stand in for the shop's own checkout.
 
 mod store;
 
@@ -118,7 +124,7 @@ impl Receiver {
         Router::new()
             .route("/webhooks", post(receive))
             .route("/orders", post(add_order))
-            .route("/orders/{reference}", get(order))
+            .route("/orders/{merchant_id}/{reference}", get(order))
             .route("/reviews", get(reviews))
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(self.clone())
@@ -232,11 +238,13 @@ fn apply(tx: &rusqlite::Transaction<'_>, event: &Event, source: &str) -> Result<
             let Some(reference) = transaction.external_reference.as_deref() else {
                 return Ok(());
             };
+            let merchant = transaction.merchant_id;
             // Money went back after the goods went out: a person decides what happens next.
-            if store::find_order(tx, reference)?.is_some_and(|o| o.state == "fulfilled") {
+            if store::find_order(tx, merchant, reference)?.is_some_and(|o| o.state == "fulfilled") {
                 store::review(
                     tx,
                     transaction.id,
+                    merchant,
                     Some(reference),
                     "refunded_after_fulfilment",
                     &format!(
@@ -254,7 +262,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, event: &Event, source: &str) -> Result<
     }
 }
 
-/// The rule of contract §1 for a paid transaction: find the order by `external_reference`,
+/// The rule of contract §1 for a paid transaction: find the order by the transaction's
+/// `merchant_id` and `external_reference` (a reference is unique only within its merchant),
 /// fulfil only when `amount.gross` ≥ the order's amount in the order's currency; otherwise,
 /// review. Never on the event type alone, and never twice.
 fn settle_paid(
@@ -263,23 +272,26 @@ fn settle_paid(
     source: &str,
 ) -> Result<Outcome, StoreError> {
     let id = transaction.id;
+    let merchant = transaction.merchant_id;
     let Some(reference) = transaction.external_reference.as_deref() else {
         return store::review(
             tx,
             id,
+            merchant,
             None,
             "no_reference",
             "the transaction names no order",
             source,
         );
     };
-    let Some(order) = store::find_order(tx, reference)? else {
+    let Some(order) = store::find_order(tx, merchant, reference)? else {
         return store::review(
             tx,
             id,
+            merchant,
             Some(reference),
             "unknown_order",
-            &format!("no order {reference:?}"),
+            &format!("merchant {merchant} has no order {reference:?}"),
             source,
         );
     };
@@ -287,6 +299,7 @@ fn settle_paid(
         return store::review(
             tx,
             id,
+            merchant,
             Some(reference),
             "currency_mismatch",
             &format!(
@@ -301,6 +314,7 @@ fn settle_paid(
         return store::review(
             tx,
             id,
+            merchant,
             Some(reference),
             "underpaid",
             &format!("gross {gross} is less than the order's {}", order.amount),
@@ -361,15 +375,29 @@ async fn receive(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewOrder {
+    /// The Payrail merchant id. Any JSON is taken here and checked by [`positive_id`], so
+    /// every wrong value (a string, a fraction, zero) gets the same answer.
+    merchant_id: serde_json::Value,
     reference: String,
     amount: Decimal,
     currency: String,
+}
+
+/// The answer to a merchant id that is not one.
+const BAD_MERCHANT: &str = "merchant_id must be a positive integer (the Payrail merchant id)";
+
+/// A merchant id: a positive integer.
+fn positive_id(id: Option<i64>) -> Option<i64> {
+    id.filter(|id| *id > 0)
 }
 
 async fn add_order(State(receiver): State<Arc<Receiver>>, body: Bytes) -> Response {
     let order: NewOrder = match serde_json::from_slice(&body) {
         Ok(order) => order,
         Err(err) => return error(StatusCode::BAD_REQUEST, "invalid_request", err.to_string()),
+    };
+    let Some(merchant) = positive_id(order.merchant_id.as_i64()) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request", BAD_MERCHANT);
     };
     if order.reference.is_empty() || order.reference.len() > 200 || order.amount <= Decimal::ZERO {
         return error(
@@ -380,11 +408,11 @@ async fn add_order(State(receiver): State<Arc<Receiver>>, body: Bytes) -> Respon
     }
     match receiver
         .store
-        .add_order(&order.reference, order.amount, &order.currency)
+        .add_order(merchant, &order.reference, order.amount, &order.currency)
     {
         Ok(()) => (
             StatusCode::CREATED,
-            Json(json!({ "reference": order.reference })),
+            Json(json!({ "merchant_id": merchant, "reference": order.reference })),
         )
             .into_response(),
         Err(rusqlite::Error::SqliteFailure(e, _))
@@ -393,7 +421,7 @@ async fn add_order(State(receiver): State<Arc<Receiver>>, body: Bytes) -> Respon
             error(
                 StatusCode::CONFLICT,
                 "conflict",
-                "an order with this reference exists",
+                "this merchant has an order with this reference",
             )
         }
         Err(_) => error(
@@ -404,8 +432,16 @@ async fn add_order(State(receiver): State<Arc<Receiver>>, body: Bytes) -> Respon
     }
 }
 
-async fn order(State(receiver): State<Arc<Receiver>>, Path(reference): Path<String>) -> Response {
-    match receiver.store.order(&reference) {
+async fn order(
+    State(receiver): State<Arc<Receiver>>,
+    Path((merchant, reference)): Path<(String, String)>,
+) -> Response {
+    // Parsed here rather than by the extractor, so a bad id gets the same JSON error as
+    // `POST /orders`.
+    let Some(merchant) = positive_id(merchant.parse().ok()) else {
+        return error(StatusCode::BAD_REQUEST, "invalid_request", BAD_MERCHANT);
+    };
+    match receiver.store.order(merchant, &reference) {
         Ok(Some(order)) => Json(order).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, "not_found", "no such order"),
         Err(_) => error(
@@ -431,10 +467,21 @@ async fn reviews(State(receiver): State<Arc<Receiver>>) -> Response {
 mod tests {
     use super::*;
 
-    fn paid(id: i64, reference: Option<&str>, gross: &str, currency: &str) -> Transaction {
-        serde_json::from_value(json!({
-            "object": "transaction", "id": id, "merchant_id": 1, "status": "paid",
-            "raw_status": "paid", "amount_status": "EXACT", "asset": "USDC",
+    /// Merchants A and B of one institution: the receiver gets both their events.
+    const A: i64 = 1;
+    const B: i64 = 2;
+
+    fn transaction(
+        id: i64,
+        merchant: i64,
+        status: &str,
+        reference: Option<&str>,
+        gross: &str,
+        currency: &str,
+    ) -> serde_json::Value {
+        json!({
+            "object": "transaction", "id": id, "merchant_id": merchant, "status": status,
+            "raw_status": status, "amount_status": "EXACT", "asset": "USDC",
             "currency": currency,
             "amount": {"gross": gross, "net": null, "expected": gross, "psp_fee": null,
                        "gas_fee": null, "bridge_fee": null},
@@ -442,13 +489,33 @@ mod tests {
             "tx_hashes": {"source": null, "bridge": null, "settlement": null},
             "customer_email": null, "external_reference": reference,
             "created_at": "2026-11-22T00:00:00Z", "paid_at": null
-        }))
+        })
+    }
+
+    /// A paid transaction of merchant A.
+    fn paid(id: i64, reference: Option<&str>, gross: &str, currency: &str) -> Transaction {
+        paid_to(A, id, reference, gross, currency)
+    }
+
+    fn paid_to(
+        merchant: i64,
+        id: i64,
+        reference: Option<&str>,
+        gross: &str,
+        currency: &str,
+    ) -> Transaction {
+        serde_json::from_value(transaction(
+            id, merchant, "paid", reference, gross, currency,
+        ))
         .unwrap()
     }
 
+    /// Merchant A's order "A" of 40.00 EUR.
     fn store() -> Store {
         let store = Store::open(std::path::Path::new(":memory:")).unwrap();
-        store.add_order("A", Decimal::new(4000, 2), "EUR").unwrap();
+        store
+            .add_order(A, "A", Decimal::new(4000, 2), "EUR")
+            .unwrap();
         store
     }
 
@@ -456,6 +523,18 @@ mod tests {
         store
             .atomically(|tx| settle_paid(tx, t, "webhook"))
             .unwrap()
+    }
+
+    fn receiver(store: Store) -> Arc<Receiver> {
+        Receiver::new(store, Webhooks::new("whsec_test"), None, Duration::ZERO).unwrap()
+    }
+
+    /// Stores an event as `POST /webhooks` does after verifying it, and processes it.
+    fn deliver(receiver: &Receiver, id: &str, kind: &str, transaction: serde_json::Value) {
+        let body = json!({"id": id, "type": kind, "created": 1_795_000_000, "data": transaction});
+        let body = serde_json::to_vec(&body).unwrap();
+        assert!(receiver.store().insert_event(id, kind, &body).unwrap());
+        assert_eq!(receiver.process_pending().unwrap(), 1);
     }
 
     #[test]
@@ -474,8 +553,11 @@ mod tests {
             rule(&store, &paid(2, Some("A"), "41.00", "EUR")),
             Outcome::AlreadyFulfilled
         );
-        assert_eq!(store.fulfilment("A").unwrap(), Some((1, "webhook".into())));
-        assert_eq!(store.order("A").unwrap().unwrap().state, "fulfilled");
+        assert_eq!(
+            store.fulfilment(A, "A").unwrap(),
+            Some((1, "webhook".into()))
+        );
+        assert_eq!(store.order(A, "A").unwrap().unwrap().state, "fulfilled");
     }
 
     #[test]
@@ -491,12 +573,8 @@ mod tests {
             // The same case twice is one review.
             rule(&store, &t);
         }
-        let reasons: Vec<String> = store
-            .reviews()
-            .unwrap()
-            .into_iter()
-            .map(|r| r.reason)
-            .collect();
+        let reviews = store.reviews().unwrap();
+        let reasons: Vec<&str> = reviews.iter().map(|r| r.reason.as_str()).collect();
         assert_eq!(
             reasons,
             [
@@ -506,8 +584,88 @@ mod tests {
                 "no_reference"
             ]
         );
-        assert_eq!(store.fulfilment("A").unwrap(), None);
-        assert_eq!(store.order("A").unwrap().unwrap().state, "review");
+        assert!(reviews.iter().all(|r| r.merchant_id == A));
+        assert_eq!(reviews[2].detail, "merchant 1 has no order \"B\"");
+        assert_eq!(store.fulfilment(A, "A").unwrap(), None);
+        assert_eq!(store.order(A, "A").unwrap().unwrap().state, "review");
+    }
+
+    /// The defect this guards against: orders matched by `external_reference` alone let
+    /// merchant B's payment for its "ORD-1" fulfil merchant A's "ORD-1".
+    #[test]
+    fn another_merchants_payment_with_the_same_reference_fulfils_nothing() {
+        let store = Store::open(std::path::Path::new(":memory:")).unwrap();
+        store
+            .add_order(A, "ORD-1", Decimal::new(4000, 2), "EUR")
+            .unwrap();
+        let receiver = receiver(store);
+        let store = receiver.store();
+
+        // B has no order "ORD-1": its payment is a case for review, and A's order stays open.
+        let b_paid = transaction(10, B, "paid", Some("ORD-1"), "40.00", "EUR");
+        deliver(&receiver, "evt_b_paid", "payment.paid", b_paid);
+        assert_eq!(store.fulfilment(A, "ORD-1").unwrap(), None);
+        assert_eq!(store.order(A, "ORD-1").unwrap().unwrap().state, "open");
+        let reviews = store.reviews().unwrap();
+        assert_eq!(reviews.len(), 1, "{reviews:?}");
+        assert_eq!(
+            (
+                reviews[0].transaction_id,
+                reviews[0].merchant_id,
+                reviews[0].reference.as_deref(),
+                reviews[0].reason.as_str(),
+                reviews[0].detail.as_str()
+            ),
+            (
+                10,
+                B,
+                Some("ORD-1"),
+                "unknown_order",
+                "merchant 2 has no order \"ORD-1\""
+            )
+        );
+
+        // Once B has its own "ORD-1", B's payment fulfils that one, and only that one.
+        store
+            .add_order(B, "ORD-1", Decimal::new(2500, 2), "EUR")
+            .unwrap();
+        let b_paid_again = transaction(11, B, "paid", Some("ORD-1"), "25.00", "EUR");
+        deliver(&receiver, "evt_b_paid_again", "payment.paid", b_paid_again);
+        assert_eq!(
+            store.fulfilment(B, "ORD-1").unwrap(),
+            Some((11, "webhook".into()))
+        );
+        assert_eq!(store.fulfilment(A, "ORD-1").unwrap(), None);
+        assert_eq!(store.order(A, "ORD-1").unwrap().unwrap().state, "open");
+
+        // A's own payment fulfils A's order.
+        let a_paid = transaction(12, A, "paid", Some("ORD-1"), "40.00", "EUR");
+        deliver(&receiver, "evt_a_paid", "payment.paid", a_paid);
+        assert_eq!(
+            store.fulfilment(A, "ORD-1").unwrap(),
+            Some((12, "webhook".into()))
+        );
+        assert_eq!(store.order(A, "ORD-1").unwrap().unwrap().state, "fulfilled");
+        assert_eq!(store.reviews().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_refund_concerns_its_own_merchants_order() {
+        let receiver = receiver(store());
+        let store = receiver.store();
+        rule(store, &paid(1, Some("A"), "40.00", "EUR"));
+        // B refunding a payment that names "A" says nothing about A's fulfilled order.
+        let b_refund = transaction(2, B, "refunded", Some("A"), "40.00", "EUR");
+        deliver(&receiver, "evt_b_refund", "payment.refunded", b_refund);
+        assert_eq!(store.reviews().unwrap(), []);
+        let a_refund = transaction(1, A, "refunded", Some("A"), "40.00", "EUR");
+        deliver(&receiver, "evt_a_refund", "payment.refunded", a_refund);
+        let reviews = store.reviews().unwrap();
+        assert_eq!(reviews.len(), 1, "{reviews:?}");
+        assert_eq!(
+            (reviews[0].merchant_id, reviews[0].reason.as_str()),
+            (A, "refunded_after_fulfilment")
+        );
     }
 
     #[test]
@@ -517,5 +675,92 @@ mod tests {
         assert!(!store.insert_event("evt_1", "payment.paid", b"{}").unwrap());
         assert_eq!(store.event_status("evt_1").unwrap(), Some((2, false)));
         assert_eq!(store.unprocessed(10).unwrap().len(), 1);
+    }
+
+    /// One request through the routes: (status, JSON body).
+    async fn call(
+        router: &Router,
+        method: &str,
+        uri: &str,
+        body: Option<serde_json::Value>,
+    ) -> (StatusCode, serde_json::Value) {
+        use tower::ServiceExt;
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(
+                body.map(|b| b.to_string()).unwrap_or_default(),
+            ))
+            .unwrap();
+        let reply = router.clone().oneshot(request).await.unwrap();
+        let status = reply.status();
+        let bytes = axum::body::to_bytes(reply.into_body(), MAX_BODY_BYTES)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn orders_are_added_and_read_per_merchant() {
+        let receiver = receiver(Store::open(std::path::Path::new(":memory:")).unwrap());
+        let router = receiver.router();
+        let order = |merchant: serde_json::Value| {
+            json!({"merchant_id": merchant, "reference": "ORD-1", "amount": "40.00",
+                   "currency": "EUR"})
+        };
+
+        for bad in [json!(0), json!(-3), json!("1"), json!(1.5), json!(null)] {
+            let (status, answer) = call(&router, "POST", "/orders", Some(order(bad))).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST);
+            assert_eq!(answer["error"], "invalid_request");
+            assert_eq!(answer["error_description"], BAD_MERCHANT);
+        }
+        let missing = json!({"reference": "ORD-1", "amount": "40.00", "currency": "EUR"});
+        let (status, answer) = call(&router, "POST", "/orders", Some(missing)).await;
+        assert_eq!(
+            (status, &answer["error"]),
+            (StatusCode::BAD_REQUEST, &json!("invalid_request"))
+        );
+        assert!(
+            answer["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("merchant_id"),
+            "{answer}"
+        );
+
+        let (status, answer) = call(&router, "POST", "/orders", Some(order(json!(A)))).await;
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(answer, json!({"merchant_id": A, "reference": "ORD-1"}));
+        let (status, answer) = call(&router, "POST", "/orders", Some(order(json!(A)))).await;
+        assert_eq!(
+            (status, &answer["error"]),
+            (StatusCode::CONFLICT, &json!("conflict"))
+        );
+        // The same reference at another merchant is another order.
+        let (status, _) = call(&router, "POST", "/orders", Some(order(json!(B)))).await;
+        assert_eq!(status, StatusCode::CREATED);
+
+        let (status, answer) = call(&router, "GET", "/orders/1/ORD-1", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            answer,
+            json!({"merchant_id": A, "reference": "ORD-1", "amount": "40.00",
+                   "currency": "EUR", "state": "open"})
+        );
+        let (status, answer) = call(&router, "GET", "/orders/3/ORD-1", None).await;
+        assert_eq!(
+            (status, &answer["error"]),
+            (StatusCode::NOT_FOUND, &json!("not_found"))
+        );
+        for bad in ["/orders/0/ORD-1", "/orders/abc/ORD-1", "/orders/-1/ORD-1"] {
+            let (status, answer) = call(&router, "GET", bad, None).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+            assert_eq!(answer["error_description"], BAD_MERCHANT, "{bad}");
+        }
+        // The old route, by reference alone, is gone.
+        let (status, _) = call(&router, "GET", "/orders/ORD-1", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
     }
 }

@@ -1,8 +1,8 @@
 //! The tools for partners' developers against the running worker, a module per tool: the
 //! `payrail` SDK ([`sdk`]: token, typed lists as streams, filters, errors, the events feed, the
 //! sandbox), the reference webhook receiver ([`receiver`]: store before acknowledging, dedupe,
-//! fulfil only what was paid in full, review the rest, repair a lost webhook by reconciliation,
-//! refuse forgeries) and the `payrail` command ([`cli`]: configure, list and get, `listen`,
+//! fulfil only what was paid in full and only the paying merchant's order, review the rest,
+//! repair a lost webhook by reconciliation, refuse forgeries) and the `payrail` command ([`cli`]: configure, list and get, `listen`,
 //! `events resend`). Here: what they share.
 
 mod cli;
