@@ -11,6 +11,7 @@
 
 mod args;
 pub mod config;
+mod output;
 
 use std::future::Future;
 use std::io::{BufRead, Read, Write};
@@ -25,12 +26,12 @@ use payrail::{
     Transaction, TransactionQuery,
 };
 use rand::RngCore;
-use serde::Serialize;
 
 use crate::args::{
     Cli, Command, EventsCommand, MerchantsCommand, TransactionsCommand, TriggerEvent,
 };
 use crate::config::{Config, Env, PortalLogin};
+use crate::output::{cell, print_list, print_one, Failure, Outcome};
 
 /// Where the command reads and writes.
 pub struct Io {
@@ -43,45 +44,6 @@ pub struct Io {
     /// Whether standard input is a terminal (then secrets are prompted for without echo).
     pub stdin_is_terminal: bool,
 }
-
-/// A failure, with the exit code it ends the command with.
-struct Failure {
-    message: String,
-    code: i32,
-}
-
-impl From<payrail::Error> for Failure {
-    fn from(err: payrail::Error) -> Self {
-        let hint = match err.code() {
-            Some("insufficient_scope") => {
-                "\nhint: give the client the scope this needs in the portal (Developers → API clients)"
-            }
-            Some("invalid_client") => "\nhint: check the client id and secret (payrail configure)",
-            _ => "",
-        };
-        Failure {
-            message: format!("{err}{hint}"),
-            code: 1,
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Self {
-        Failure { message, code: 2 }
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(err: std::io::Error) -> Self {
-        Failure {
-            message: err.to_string(),
-            code: 1,
-        }
-    }
-}
-
-type Outcome = Result<(), Failure>;
 
 /// Runs the command line `args` (program name first); answers the exit code. `shutdown`
 /// ends `listen`.
@@ -97,10 +59,7 @@ pub async fn run(
     };
     match execute(cli, &env, io, shutdown).await {
         Ok(()) => 0,
-        Err(failure) => {
-            let _ = writeln!(io.err, "error: {}", failure.message);
-            failure.code
-        }
+        Err(failure) => failure.show(io),
     }
 }
 
@@ -311,79 +270,18 @@ fn portal_failure(status: u16, body: &serde_json::Value) -> Failure {
         "login_required" => "\nhint: the portal session ended; run payrail login again",
         _ => "",
     };
-    Failure {
-        message: format!("{code} ({status}): {description}{hint}"),
-        code: 1,
-    }
-}
-
-/// Prints `items` as JSON (an array) or as a table of `columns`.
-fn print_list<T: Serialize>(
-    cx: &Context<'_>,
-    io: &mut Io,
-    items: &[T],
-    header: &[&str],
-    row: impl Fn(&T) -> Vec<String>,
-) -> Outcome {
-    if cx.json {
-        serde_json::to_writer_pretty(&mut io.out, items)
-            .map_err(|e| Failure::from(e.to_string()))?;
-        writeln!(io.out)?;
-        return Ok(());
-    }
-    if items.is_empty() {
-        writeln!(io.err, "Nothing found.")?;
-        return Ok(());
-    }
-    let rows: Vec<Vec<String>> = items.iter().map(row).collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_owned()
-    };
-    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    writeln!(io.out, "{}", line(&head))?;
-    for r in &rows {
-        writeln!(io.out, "{}", line(r))?;
-    }
-    Ok(())
-}
-
-fn print_one<T: Serialize>(io: &mut Io, item: &T) -> Outcome {
-    serde_json::to_writer_pretty(&mut io.out, item).map_err(|e| Failure::from(e.to_string()))?;
-    writeln!(io.out)?;
-    Ok(())
-}
-
-fn text(value: Option<impl ToString>) -> String {
-    value
-        .map(|v| v.to_string())
-        .unwrap_or_else(|| "-".to_owned())
+    Failure::failed(format!("{code} ({status}): {description}{hint}"))
 }
 
 fn transaction_row(t: &Transaction) -> Vec<String> {
     vec![
         t.id.to_string(),
         t.status.to_string(),
-        text(t.amount.gross.or(t.amount.expected)),
-        text(t.currency.as_deref()),
-        text(t.asset.as_deref()),
-        text(t.external_reference.as_deref()),
-        text(t.created_at.as_deref()),
+        cell(t.amount.gross.or(t.amount.expected)),
+        cell(t.currency.as_deref()),
+        cell(t.asset.as_deref()),
+        cell(t.external_reference.as_deref()),
+        cell(t.created_at.as_deref()),
     ]
 }
 
@@ -425,11 +323,11 @@ async fn transactions(cx: &Context<'_>, io: &mut Io, action: TransactionsCommand
                 query = query.created_before(time_bound(bound));
             }
             let items = first(client.transactions(query), limit).await?;
-            print_list(cx, io, &items, &TRANSACTION_HEADER, transaction_row)
+            print_list(io, cx.json, &items, &TRANSACTION_HEADER, transaction_row)
         }
         TransactionsCommand::Get { id } => match client.transaction(id).await? {
             Some(t) => print_one(io, &t),
-            None => Err(not_found("transaction", id)),
+            None => Err(Failure::not_found("transaction", id)),
         },
     }
 }
@@ -441,13 +339,6 @@ async fn first<T>(
 ) -> Result<Vec<T>, Failure> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     Ok(items.take(limit).try_collect().await?)
-}
-
-fn not_found(what: &str, id: i64) -> Failure {
-    Failure {
-        message: format!("no {what} {id} in your institution"),
-        code: 1,
-    }
 }
 
 /// Unix seconds given as digits, else the text as the API takes it.
@@ -480,8 +371,8 @@ async fn merchants(cx: &Context<'_>, io: &mut Io, action: MerchantsCommand) -> O
             }
             let items = first(client.merchants(query), limit).await?;
             print_list(
-                cx,
                 io,
+                cx.json,
                 &items,
                 &[
                     "ID",
@@ -497,7 +388,7 @@ async fn merchants(cx: &Context<'_>, io: &mut Io, action: MerchantsCommand) -> O
         }
         MerchantsCommand::Get { id } => match client.merchant(id).await? {
             Some(m) => print_one(io, &m),
-            None => Err(not_found("merchant", id)),
+            None => Err(Failure::not_found("merchant", id)),
         },
     }
 }
@@ -519,16 +410,16 @@ async fn events(cx: &Context<'_>, io: &mut Io, action: EventsCommand) -> Outcome
             }
             let items = first(client.events(query), limit).await?;
             print_list(
-                cx,
                 io,
+                cx.json,
                 &items,
                 &["ID", "TYPE", "TRANSACTION", "CREATED"],
                 |e| {
                     vec![
                         e.id.clone(),
                         e.type_name().to_owned(),
-                        text(e.transaction().map(|t| t.id)),
-                        text(e.created_at()),
+                        cell(e.transaction().map(|t| t.id)),
+                        cell(e.created_at()),
                     ]
                 },
             )
@@ -760,7 +651,7 @@ async fn trigger(
         Some(id) => client
             .merchant(id)
             .await?
-            .ok_or_else(|| not_found("merchant", id))?,
+            .ok_or_else(|| Failure::not_found("merchant", id))?,
         None => {
             let mut all = client.merchants(MerchantQuery::new().limit(100));
             let mut found = None;
@@ -806,10 +697,7 @@ async fn trigger(
             } else {
                 ""
             };
-            Failure {
-                message: format!("{err}{hint}"),
-                code: 1,
-            }
+            Failure::api(err, hint)
         })?;
     let id = session.transaction_id;
     let mut steps = vec![("pay", SandboxAction::Pay(amount.clone()))];
@@ -824,12 +712,10 @@ async fn trigger(
         writeln!(io.err, "  {name} transaction {id}…")?;
         last = Some(client.sandbox(id, &step).await.map_err(|err| {
             if err.status() == Some(404) {
-                Failure {
-                    message: format!(
-                        "{err}\nhint: trigger drives the sandbox; this API is not in sandbox mode"
-                    ),
-                    code: 1,
-                }
+                Failure::api(
+                    err,
+                    "\nhint: trigger drives the sandbox; this API is not in sandbox mode",
+                )
             } else {
                 Failure::from(err)
             }
