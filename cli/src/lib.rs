@@ -11,10 +11,11 @@
 
 mod args;
 pub mod config;
+mod context;
 mod output;
 
 use std::future::Future;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt};
@@ -30,7 +31,8 @@ use rand::RngCore;
 use crate::args::{
     Cli, Command, EventsCommand, MerchantsCommand, TransactionsCommand, TriggerEvent,
 };
-use crate::config::{Config, Env, PortalLogin};
+use crate::config::{Env, PortalLogin};
+use crate::context::Context;
 use crate::output::{cell, print_list, print_one, Failure, Outcome};
 
 /// Where the command reads and writes.
@@ -63,63 +65,8 @@ pub async fn run(
     }
 }
 
-struct Context<'a> {
-    env: &'a Env,
-    path: std::path::PathBuf,
-    config: Config,
-    api_url: Option<String>,
-    json: bool,
-}
-
-impl Context<'_> {
-    fn api_url(&self) -> Result<String, Failure> {
-        self.api_url
-            .clone()
-            .or_else(|| self.env.get("PAYRAIL_API_URL").cloned())
-            .or_else(|| self.config.api_url.clone())
-            .ok_or_else(|| {
-                Failure::from(
-                    "no API URL: pass --api-url, set PAYRAIL_API_URL, or run payrail configure"
-                        .to_owned(),
-                )
-            })
-    }
-
-    fn client(&self) -> Result<Client, Failure> {
-        let id = self
-            .env
-            .get("PAYRAIL_CLIENT_ID")
-            .cloned()
-            .or_else(|| self.config.client_id.clone());
-        let secret = self
-            .env
-            .get("PAYRAIL_CLIENT_SECRET")
-            .cloned()
-            .or_else(|| self.config.client_secret.clone());
-        match (id, secret) {
-            (Some(id), Some(secret)) => Ok(Client::new(self.api_url()?, id, secret)?),
-            _ => Err(Failure::from(
-                "no client credentials: set PAYRAIL_CLIENT_ID and PAYRAIL_CLIENT_SECRET, or run payrail configure"
-                    .to_owned(),
-            )),
-        }
-    }
-
-    fn save(&self) -> Result<(), Failure> {
-        Ok(config::save(&self.path, &self.config)?)
-    }
-}
-
 async fn execute(cli: Cli, env: &Env, io: &mut Io, shutdown: impl Future<Output = ()>) -> Outcome {
-    let path = config::path(env)?;
-    let config = config::load(&path)?;
-    let mut cx = Context {
-        env,
-        path,
-        config,
-        api_url: cli.api_url,
-        json: cli.json,
-    };
+    let mut cx = Context::load(env, cli.api_url, cli.json)?;
     match cli.command {
         Command::Configure { client_id } => configure(&mut cx, io, client_id),
         Command::Login { email } => login(&mut cx, io, email).await,
@@ -160,32 +107,9 @@ async fn execute(cli: Cli, env: &Env, io: &mut Io, shutdown: impl Future<Output 
     }
 }
 
-/// A secret from the environment, else one line of standard input (prompted for without echo
-/// on a terminal).
-fn secret(env: &Env, io: &mut Io, variable: &str, prompt: &str) -> Result<String, Failure> {
-    if let Some(value) = env.get(variable).filter(|v| !v.is_empty()) {
-        return Ok(value.clone());
-    }
-    let value = if io.stdin_is_terminal {
-        rpassword::prompt_password(prompt)?
-    } else {
-        // One line, and no more than a secret could ever need.
-        let mut line = String::new();
-        (&mut io.stdin).take(4096).read_line(&mut line)?;
-        line
-    };
-    let value = value.trim().to_owned();
-    if value.is_empty() {
-        return Err(Failure::from(format!(
-            "no secret given: set {variable} or pass it on standard input"
-        )));
-    }
-    Ok(value)
-}
-
 fn configure(cx: &mut Context<'_>, io: &mut Io, client_id: String) -> Outcome {
     let api_url = cx.api_url()?;
-    let client_secret = secret(cx.env, io, "PAYRAIL_CLIENT_SECRET", "Client secret: ")?;
+    let client_secret = cx.secret(io, "PAYRAIL_CLIENT_SECRET", "Client secret: ")?;
     cx.config.api_url = Some(api_url);
     cx.config.client_id = Some(client_id);
     cx.config.client_secret = Some(client_secret);
@@ -200,7 +124,7 @@ fn configure(cx: &mut Context<'_>, io: &mut Io, client_id: String) -> Outcome {
 
 async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
     let api_url = cx.api_url()?;
-    let password = secret(cx.env, io, "PAYRAIL_PORTAL_PASSWORD", "Portal password: ")?;
+    let password = cx.secret(io, "PAYRAIL_PORTAL_PASSWORD", "Portal password: ")?;
     let http = portal_http()?;
     let url = join(&api_url, "portal/api/login")?;
     let response = http
