@@ -12,7 +12,9 @@
 mod args;
 pub mod config;
 mod context;
+mod http;
 mod output;
+mod portal;
 
 use std::future::Future;
 use std::io::{BufRead, Write};
@@ -125,27 +127,14 @@ fn configure(cx: &mut Context<'_>, io: &mut Io, client_id: String) -> Outcome {
 async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
     let api_url = cx.api_url()?;
     let password = cx.secret(io, "PAYRAIL_PORTAL_PASSWORD", "Portal password: ")?;
-    let http = portal_http()?;
-    let url = join(&api_url, "portal/api/login")?;
-    let response = http
-        .post(url)
-        .json(&serde_json::json!({ "email": email, "password": password }))
-        .send()
-        .await
-        .map_err(payrail::Error::from)?;
-    let status = response.status().as_u16();
-    let cookie = response
-        .headers()
-        .get_all(reqwest::header::SET_COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.split(';').next()?.strip_prefix("payrail_portal="))
-        .map(str::to_owned);
-    let body = portal_answer(response).await;
-    if status != 200 {
-        return Err(portal_failure(status, &body));
+    let answer = portal::post(&api_url, "portal/api/login", |request| {
+        request.json(&serde_json::json!({ "email": email, "password": password }))
+    })
+    .await?;
+    if answer.status != 200 {
+        return Err(answer.failure());
     }
-    let (Some(cookie), Some(csrf)) = (cookie, body["csrf_token"].as_str()) else {
+    let (Some(cookie), Some(csrf)) = (answer.session, answer.body["csrf_token"].as_str()) else {
         return Err(Failure::from(
             "the portal answered a login without a session".to_owned(),
         ));
@@ -158,43 +147,6 @@ async fn login(cx: &mut Context<'_>, io: &mut Io, email: String) -> Outcome {
     cx.save()?;
     writeln!(io.err, "Logged in to the portal as {email}.")?;
     Ok(())
-}
-
-/// A portal answer's JSON body (read up to the SDK's limit); `null` when it has none.
-async fn portal_answer(response: reqwest::Response) -> serde_json::Value {
-    payrail::read_limited(response, payrail::MAX_ANSWER_BYTES)
-        .await
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default()
-}
-
-fn portal_http() -> Result<reqwest::Client, Failure> {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|err| Failure::from(err.to_string()))
-}
-
-fn join(base: &str, path: &str) -> Result<reqwest::Url, Failure> {
-    let mut url = reqwest::Url::parse(base)
-        .map_err(|err| Failure::from(format!("API URL {base:?}: {err}")))?;
-    if !url.path().ends_with('/') {
-        let with_slash = format!("{}/", url.path());
-        url.set_path(&with_slash);
-    }
-    url.join(path).map_err(|err| Failure::from(err.to_string()))
-}
-
-fn portal_failure(status: u16, body: &serde_json::Value) -> Failure {
-    let code = body["error"].as_str().unwrap_or("error");
-    let description = body["error_description"].as_str().unwrap_or("");
-    let hint = match code {
-        "login_required" => "\nhint: the portal session ended; run payrail login again",
-        _ => "",
-    };
-    Failure::failed(format!("{code} ({status}): {description}{hint}"))
 }
 
 fn transaction_row(t: &Transaction) -> Vec<String> {
@@ -370,25 +322,15 @@ async fn resend(cx: &Context<'_>, io: &mut Io, delivery: &str) -> Outcome {
             "resending needs a portal session: run payrail login --email <you>".to_owned(),
         ));
     };
-    let url = join(
-        &cx.api_url()?,
-        &format!("portal/api/deliveries/{delivery}/resend"),
-    )?;
-    let response = portal_http()?
-        .post(url)
-        .header(
-            reqwest::header::COOKIE,
-            format!("payrail_portal={}", portal.cookie),
-        )
-        .header("X-CSRF-Token", &portal.csrf)
-        .send()
-        .await
-        .map_err(payrail::Error::from)?;
-    let status = response.status().as_u16();
-    let body = portal_answer(response).await;
-    if !(200..300).contains(&status) {
-        return Err(portal_failure(status, &body));
+    let path = format!("portal/api/deliveries/{delivery}/resend");
+    let answer = portal::post(&cx.api_url()?, &path, |request| {
+        portal::with_session(request, portal)
+    })
+    .await?;
+    if !(200..300).contains(&answer.status) {
+        return Err(answer.failure());
     }
+    let body = answer.body;
     if cx.json {
         return print_one(io, &body);
     }
@@ -443,11 +385,7 @@ async fn listen(
         .into_iter()
         .next()
         .map(|e| e.id);
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|err| Failure::from(err.to_string()))?;
+    let http = http::client(Duration::from_secs(10))?;
     writeln!(
         io.err,
         "Ready. Forwarding new events to {target}\nYour local webhook signing secret is {secret}\n(Ctrl-C to stop)"
@@ -568,7 +506,7 @@ async fn trigger(
     } = order;
     let redirect_url = match redirect_url {
         Some(url) => url,
-        None => join(&cx.api_url()?, "")?.to_string(),
+        None => http::join(&cx.api_url()?, "")?.to_string(),
     };
     let client = cx.client()?;
     let merchant = match merchant {
