@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use payrail::{EventType, Status};
 
 use crate::Io;
@@ -24,22 +24,15 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// The commands.
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Save the API URL and a client's credentials in the config file (mode 0600). The client
     /// secret is read from PAYRAIL_CLIENT_SECRET, or from standard input.
-    Configure {
-        /// The API client id, from the portal.
-        #[arg(long)]
-        client_id: String,
-    },
+    Configure(ConfigureArgs),
     /// Log in to the portal (needed by `events resend`). The password is read from
     /// PAYRAIL_PORTAL_PASSWORD, or from standard input.
-    Login {
-        /// The portal user's e-mail address.
-        #[arg(long)]
-        email: String,
-    },
+    Login(LoginArgs),
     /// Transactions of your institution.
     Transactions {
         #[command(subcommand)]
@@ -56,111 +49,168 @@ pub(crate) enum Command {
         action: EventsCommand,
     },
     /// Forward new events to a local URL, signed with a local secret (Ctrl-C to stop).
-    Listen {
-        /// Where to POST each event, e.g. http://localhost:3000/webhooks.
-        #[arg(long, required_unless_present = "print_secret")]
-        forward_to: Option<String>,
-        /// How often to read the events feed, in milliseconds.
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(200..=60_000))]
-        interval_ms: u64,
-        /// Print the local signing secret (made and saved on first use) and exit: give it to the
-        /// receiver before forwarding starts.
-        #[arg(long)]
-        print_secret: bool,
-    },
+    Listen(ListenArgs),
     /// Sandbox: create a checkout for a merchant and drive it to an event.
-    Trigger {
-        /// The event to produce.
-        event: TriggerEvent,
-        /// The merchant (default: the first that can take payments).
-        #[arg(long)]
-        merchant: Option<i64>,
-        /// The order amount.
-        #[arg(long, default_value = "25.00")]
-        amount: String,
-        /// The order currency.
-        #[arg(long, default_value = "EUR")]
-        currency: String,
-        /// The order id (default: a new `trigger-…` reference).
-        #[arg(long)]
-        reference: Option<String>,
-        /// Where the checkout returns; it must be one of the merchant's return origins
-        /// (default: the API's own origin, which the demo merchants allow).
-        #[arg(long)]
-        redirect_url: Option<String>,
-    },
+    Trigger(TriggerArgs),
 }
 
+/// `payrail configure`.
+#[derive(Args)]
+pub(crate) struct ConfigureArgs {
+    /// The API client id, from the portal.
+    #[arg(long)]
+    pub(crate) client_id: String,
+}
+
+/// `payrail login`.
+#[derive(Args)]
+pub(crate) struct LoginArgs {
+    /// The portal user's e-mail address.
+    #[arg(long)]
+    pub(crate) email: String,
+}
+
+/// `payrail transactions …`.
 #[derive(Subcommand)]
 pub(crate) enum TransactionsCommand {
     /// List transactions, newest first.
-    List {
-        /// Only this status.
-        #[arg(long, value_parser = parse_status)]
-        status: Option<Status>,
-        /// Only this merchant's.
-        #[arg(long)]
-        merchant: Option<i64>,
-        /// Only this order's (`external_reference`).
-        #[arg(long)]
-        reference: Option<String>,
-        /// Created at or after (a date, a date-time with offset, or Unix seconds).
-        #[arg(long)]
-        created_after: Option<String>,
-        /// Created before.
-        #[arg(long)]
-        created_before: Option<String>,
-        /// How many to show.
-        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        limit: u64,
-    },
+    List(TransactionsListArgs),
     /// One transaction.
-    Get {
-        /// Its id.
-        id: i64,
-    },
+    Get(GetArgs),
 }
 
+/// `payrail transactions list`.
+#[derive(Args)]
+pub(crate) struct TransactionsListArgs {
+    /// Only this status.
+    #[arg(long, value_parser = parse_status)]
+    pub(crate) status: Option<Status>,
+    /// Only this merchant's.
+    #[arg(long)]
+    pub(crate) merchant: Option<i64>,
+    /// Only this order's (`external_reference`).
+    #[arg(long)]
+    pub(crate) reference: Option<String>,
+    /// Created at or after (a date, a date-time with offset, or Unix seconds).
+    #[arg(long)]
+    pub(crate) created_after: Option<String>,
+    /// Created before.
+    #[arg(long)]
+    pub(crate) created_before: Option<String>,
+    #[command(flatten)]
+    pub(crate) limit: Limit,
+}
+
+/// `payrail merchants …`.
 #[derive(Subcommand)]
 pub(crate) enum MerchantsCommand {
     /// List merchants, newest first.
-    List {
-        /// Only the merchant with your reference.
-        #[arg(long)]
-        reference: Option<String>,
-        /// How many to show.
-        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        limit: u64,
-    },
+    List(MerchantsListArgs),
     /// One merchant.
-    Get {
-        /// Its id.
-        id: i64,
-    },
+    Get(GetArgs),
 }
 
+/// `payrail merchants list`.
+#[derive(Args)]
+pub(crate) struct MerchantsListArgs {
+    /// Only the merchant with your reference.
+    #[arg(long)]
+    pub(crate) reference: Option<String>,
+    #[command(flatten)]
+    pub(crate) limit: Limit,
+}
+
+/// `payrail events …`.
 #[derive(Subcommand)]
 pub(crate) enum EventsCommand {
     /// List events, newest first.
-    List {
-        /// Only this type.
-        #[arg(long = "type", value_parser = parse_event_type)]
-        kind: Option<EventType>,
-        /// Only this transaction's.
-        #[arg(long)]
-        transaction: Option<i64>,
-        /// How many to show.
-        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        limit: u64,
-    },
+    List(EventsListArgs),
     /// Deliver an event again to its endpoint (a delivery id from the portal's log, `dlv_…`);
     /// needs `payrail login`.
-    Resend {
-        /// The delivery.
-        delivery: String,
-    },
+    Resend(ResendArgs),
 }
 
+/// `payrail events list`.
+#[derive(Args)]
+pub(crate) struct EventsListArgs {
+    /// Only this type.
+    #[arg(long = "type", value_parser = parse_event_type)]
+    pub(crate) kind: Option<EventType>,
+    /// Only this transaction's.
+    #[arg(long)]
+    pub(crate) transaction: Option<i64>,
+    #[command(flatten)]
+    pub(crate) limit: Limit,
+}
+
+/// `payrail events resend`.
+#[derive(Args)]
+pub(crate) struct ResendArgs {
+    /// The delivery.
+    pub(crate) delivery: String,
+}
+
+/// `get` of one transaction or merchant.
+#[derive(Args)]
+pub(crate) struct GetArgs {
+    /// Its id.
+    pub(crate) id: i64,
+}
+
+/// `--limit`, of every `list`.
+#[derive(Args)]
+pub(crate) struct Limit {
+    /// How many to show.
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub(crate) limit: u64,
+}
+
+impl Limit {
+    /// The page size to read with: the limit, up to the API's 100.
+    pub(crate) fn page_size(&self) -> u32 {
+        self.limit.min(100) as u32
+    }
+}
+
+/// `payrail listen`.
+#[derive(Args)]
+pub(crate) struct ListenArgs {
+    /// Where to POST each event, e.g. http://localhost:3000/webhooks.
+    #[arg(long, required_unless_present = "print_secret")]
+    pub(crate) forward_to: Option<String>,
+    /// How often to read the events feed, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(200..=60_000))]
+    pub(crate) interval_ms: u64,
+    /// Print the local signing secret (made and saved on first use) and exit: give it to the
+    /// receiver before forwarding starts.
+    #[arg(long)]
+    pub(crate) print_secret: bool,
+}
+
+/// `payrail trigger`.
+#[derive(Args)]
+pub(crate) struct TriggerArgs {
+    /// The event to produce.
+    pub(crate) event: TriggerEvent,
+    /// The merchant (default: the first that can take payments).
+    #[arg(long)]
+    pub(crate) merchant: Option<i64>,
+    /// The order amount.
+    #[arg(long, default_value = "25.00")]
+    pub(crate) amount: String,
+    /// The order currency.
+    #[arg(long, default_value = "EUR")]
+    pub(crate) currency: String,
+    /// The order id (default: a new `trigger-…` reference).
+    #[arg(long)]
+    pub(crate) reference: Option<String>,
+    /// Where the checkout returns; it must be one of the merchant's return origins
+    /// (default: the API's own origin, which the demo merchants allow).
+    #[arg(long)]
+    pub(crate) redirect_url: Option<String>,
+}
+
+/// The events `payrail trigger` produces.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TriggerEvent {
     #[value(name = "payment.succeeded")]
@@ -169,6 +219,17 @@ pub(crate) enum TriggerEvent {
     Paid,
     #[value(name = "payment.refunded")]
     Refunded,
+}
+
+impl TriggerEvent {
+    /// The event's type name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            TriggerEvent::Succeeded => "payment.succeeded",
+            TriggerEvent::Paid => "payment.paid",
+            TriggerEvent::Refunded => "payment.refunded",
+        }
+    }
 }
 
 fn parse_status(text: &str) -> Result<Status, String> {
