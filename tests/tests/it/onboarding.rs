@@ -7,6 +7,14 @@ use payrail_tests::{PortalSession, Reply, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+/// This module's own worker: its tests add merchants to the second institution, some of them
+/// ready to take payments but only with return origins of their own, and tests that take the
+/// institution's merchants as they find them (`payrail trigger` picks its newest merchant that
+/// can take payments) would pick one of these.
+fn worker() -> &'static Worker {
+    Worker::own("onboarding")
+}
+
 fn api(
     worker: &Worker,
     session: &PortalSession,
@@ -92,7 +100,7 @@ fn ready(worker: &Worker, session: &PortalSession, reference: &str) -> Value {
 
 #[test]
 fn a_new_merchant_is_pending_with_a_key_and_cannot_take_payments_yet() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let m = create(worker, &session, "ONB-NEW-1");
     assert_eq!(m["status"], "active");
@@ -137,7 +145,7 @@ fn a_new_merchant_is_pending_with_a_key_and_cannot_take_payments_yet() {
 
 #[test]
 fn bad_merchants_are_refused_naming_the_field() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     create(worker, &session, "ONB-TAKEN-1");
     let taken = api(
@@ -188,7 +196,7 @@ fn bad_merchants_are_refused_naming_the_field() {
 
 #[test]
 fn onboarding_and_account_moves_follow_the_rules() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let id = create(worker, &session, "ONB-MOVES-1")["id"]
         .as_i64()
@@ -233,7 +241,7 @@ fn onboarding_and_account_moves_follow_the_rules() {
 
 #[test]
 fn wallets_are_checked_per_network_and_every_change_is_recorded() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let id = create(worker, &session, "ONB-WALLET-1")["id"]
         .as_i64()
@@ -328,7 +336,7 @@ fn wallets_are_checked_per_network_and_every_change_is_recorded() {
 
 #[test]
 fn checkout_needs_a_wallet_and_returns_only_to_allowed_origins() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let m = ready(worker, &session, "ONB-CHECKOUT-1");
     let key = m["public_key"].as_str().unwrap();
@@ -387,7 +395,7 @@ fn checkout_needs_a_wallet_and_returns_only_to_allowed_origins() {
 
 #[test]
 fn a_rolled_key_stops_at_once_or_after_its_grace() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let m = ready(worker, &session, "ONB-ROLL-1");
     let id = m["id"].as_i64().unwrap();
@@ -431,7 +439,7 @@ fn a_rolled_key_stops_at_once_or_after_its_grace() {
 
 #[test]
 fn another_institutions_merchant_is_not_found_everywhere() {
-    let worker = Worker::shared();
+    let worker = worker();
     let globex = worker.portal_login(1);
     let id = create(worker, &globex, "ONB-ISOLATED-1")["id"]
         .as_i64()
@@ -479,7 +487,7 @@ fn another_institutions_merchant_is_not_found_everywhere() {
 
 #[test]
 fn the_merchant_list_searches_and_pages() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     for i in 0..3 {
         create(worker, &session, &format!("ONB-LIST-{i}"));
@@ -546,7 +554,7 @@ fn in_parallel(count: usize, request: impl Fn(usize) -> Reply + Sync) -> Vec<Rep
 
 #[test]
 fn racing_merchant_writes_each_apply_once() {
-    let worker = Worker::shared();
+    let worker = worker();
     let session = worker.portal_login(1);
     let m = create(worker, &session, "ONB-RACE-1");
     let id = m["id"].as_i64().unwrap();
