@@ -114,6 +114,12 @@ impl Ctx {
         self.secret("PAYRAIL_TREASURY_KEY")
     }
 
+    /// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`), when set to a number.
+    pub fn cron_node_calls(&self) -> Option<u32> {
+        self.var("PAYRAIL_CRON_NODE_CALLS")
+            .and_then(|v| v.parse().ok())
+    }
+
     /// How long after it is set or changed a settlement wallet is first used
     /// (`PAYRAIL_WALLET_COOLOFF_SECONDS`, 0 to 30 days; 24 hours when unset).
     pub fn wallet_cool_off_seconds(&self) -> i64 {

@@ -103,6 +103,11 @@ impl FaultyNode {
             .unwrap_or(0)
     }
 
+    /// Calls of every method seen so far.
+    pub fn total_calls(&self) -> usize {
+        self.state.lock().unwrap().calls.values().sum()
+    }
+
     /// Calls of `method` answered with a fault so far.
     pub fn faulted(&self, method: &str) -> usize {
         self.state

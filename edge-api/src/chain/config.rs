@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::error::{ChainError, ChainResult};
+use super::rpc::{self, Node};
 use crate::wallet_address;
 
 /// The EVM networks, whose addresses all derive from one key.
@@ -58,8 +59,10 @@ pub const WEI_PER_GWEI: u128 = 1_000_000_000;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {
-    /// JSON-RPC endpoint (never logged or shown: it may carry a key).
-    pub rpc_url: String,
+    /// Its JSON-RPC node (the URL is never logged or shown: it may carry a key), with a budget
+    /// of [`rpc::REQUEST_CALLS`] calls.
+    #[serde(rename = "rpc_url", deserialize_with = "node")]
+    pub node: Node,
     /// The chain id the node must report (EIP-155).
     pub chain_id: u64,
     /// Blocks on top of a payment's block before it counts.
@@ -126,6 +129,10 @@ pub struct Feed {
     pub max_age_seconds: u64,
 }
 
+fn node<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Node, D::Error> {
+    String::deserialize(from).map(|url| Node::new(url, rpc::REQUEST_CALLS))
+}
+
 fn default_confirmations() -> u64 {
     DEFAULT_CONFIRMATIONS
 }
@@ -161,7 +168,7 @@ pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
                 EVM_NETWORKS.join(", ")
             )));
         }
-        let url = url::Url::parse(&network.rpc_url).map_err(|_| {
+        let url = url::Url::parse(network.node.url()).map_err(|_| {
             ChainError::Config(format!("PAYRAIL_CHAINS: {name}.rpc_url is not a URL"))
         })?;
         if !matches!(url.scheme(), "http" | "https") {

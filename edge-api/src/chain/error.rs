@@ -51,6 +51,15 @@ impl ChainError {
         ChainError::Within(context.into(), Box::new(self))
     }
 
+    /// Whether this is the run's node calls being spent (nothing to do with the node).
+    pub fn is_budget(&self) -> bool {
+        match self {
+            ChainError::Node(RpcError::Budget) => true,
+            ChainError::Within(_, inner) => inner.is_budget(),
+            _ => false,
+        }
+    }
+
     /// What may be shown to an institution or a customer: a node's refusal is named, its words
     /// are not.
     pub fn public(&self) -> String {
@@ -114,5 +123,9 @@ mod tests {
             ChainError::from(RpcError::Timeout).public(),
             "the node did not answer within 5 s"
         );
+        assert!(ChainError::from(RpcError::Budget)
+            .within("settle")
+            .is_budget());
+        assert!(!refused.is_budget());
     }
 }

@@ -47,9 +47,57 @@ use crate::error::{ApiError, OrInternal};
 pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError> {
     match (ctx.chains(), ctx.evm_xpub()) {
         (Some(text), Some(_)) => {
-            config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e))
+            config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))
         }
         _ => Ok(BTreeMap::new()),
+    }
+}
+
+/// The configured networks, every node taking its calls from `budget` (one cron task's share).
+pub fn networks_within(
+    ctx: &Ctx,
+    budget: &rpc::Budget,
+) -> Result<BTreeMap<String, config::Network>, ApiError> {
+    let mut networks = networks(ctx)?;
+    for network in networks.values_mut() {
+        network.node = network.node.with_budget(budget);
+    }
+    Ok(networks)
+}
+
+/// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 100 to 100,000; 900 by
+/// default, inside the paid plan's 1,000 subrequests an invocation) and each task's share of
+/// them, 5 : 3 : 1, so none of them can starve the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CronShares {
+    /// Reading deposit addresses.
+    pub watcher: u32,
+    /// Following the treasury's transactions and starting settlements.
+    pub settlement: u32,
+    /// Sending refunds.
+    pub refunds: u32,
+}
+
+/// Node calls a cron run makes when `PAYRAIL_CRON_NODE_CALLS` does not say.
+pub const DEFAULT_CRON_NODE_CALLS: u32 = 900;
+
+impl CronShares {
+    /// The shares of `total` calls. Pure.
+    pub fn of(total: u32) -> CronShares {
+        CronShares {
+            watcher: total / 9 * 5,
+            settlement: total / 9 * 3,
+            refunds: total / 9,
+        }
+    }
+
+    /// This deployment's shares.
+    pub fn configured(ctx: &Ctx) -> CronShares {
+        let total = ctx
+            .cron_node_calls()
+            .filter(|n| (100..=100_000).contains(n))
+            .unwrap_or(DEFAULT_CRON_NODE_CALLS);
+        CronShares::of(total)
     }
 }
 
@@ -57,7 +105,7 @@ pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError
 /// another chain is never read for deposits, asked for prices, nor sent the treasury's
 /// transactions.
 pub async fn check_chain(name: &str, network: &config::Network) -> ChainResult<()> {
-    let answer = rpc::call(&network.rpc_url, "eth_chainId", serde_json::json!([])).await?;
+    let answer = rpc::call(&network.node, "eth_chainId", serde_json::json!([])).await?;
     let id = rpc::quantity(&answer)?;
     if id != network.chain_id {
         return Err(ChainError::rule(format!(
@@ -209,9 +257,8 @@ async fn quote_from_chain(
         (token.address.clone(), token.decimals, token.decimals)
     };
     let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
-    let head = rpc::quantity(
-        &rpc::call(&network.rpc_url, "eth_blockNumber", serde_json::json!([])).await?,
-    )?;
+    let head =
+        rpc::quantity(&rpc::call(&network.node, "eth_blockNumber", serde_json::json!([])).await?)?;
     let crypto_amount = amount
         .checked_div(rate.per_unit)
         .ok_or_else(|| ChainError::answer("the rate is out of range"))?
@@ -262,16 +309,17 @@ pub async fn pay_from_demo_wallet(
         }
     };
     let networks = networks(ctx).map_err(|e| ChainError::Config(e.description))?;
-    let node = networks
+    let node = &networks
         .get(network)
-        .ok_or_else(|| ChainError::Config(format!("{network} is not configured")))?;
+        .ok_or_else(|| ChainError::Config(format!("{network} is not configured")))?
+        .node;
     let transaction = if token == config::NATIVE_TOKEN {
         serde_json::json!({"from": wallet, "to": deposit, "value": format!("{units:#x}")})
     } else {
         serde_json::json!({"from": wallet, "to": token, "data": evm::transfer_call(deposit, units)})
     };
     let hash = rpc::call(
-        &node.rpc_url,
+        node,
         "eth_sendTransaction",
         serde_json::json!([transaction]),
     )
@@ -317,4 +365,22 @@ pub fn tx_hash(network: &str) -> Result<String, getrandom::Error> {
         "solana" => pick(BASE58, &bytes[..88]),
         _ => format!("0x{}", hex::encode(&bytes[..32])),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CronShares;
+
+    #[test]
+    fn each_cron_task_has_a_share_that_fits_its_largest_step() {
+        let shares = CronShares::of(super::DEFAULT_CRON_NODE_CALLS);
+        assert_eq!(
+            (shares.watcher, shares.settlement, shares.refunds),
+            (500, 300, 100)
+        );
+        assert!(shares.watcher + shares.settlement + shares.refunds <= 1000);
+        // The smallest total allowed still lets every task take one step of a token network.
+        let least = CronShares::of(100);
+        assert!(least.watcher >= 44 && least.settlement >= 30 && least.refunds >= 10);
+    }
 }

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::config::NATIVE_TOKEN;
 use super::error::{ChainError, ChainResult};
 use super::evm::Transfer;
-use super::rpc;
+use super::rpc::{self, Node};
 
 /// Most `eth_getBalance` requests one check makes.
 const MAX_BALANCE_READS: usize = 32;
@@ -30,6 +30,8 @@ const MAX_BLOCKS: usize = 8;
 const MAX_BLOCK: usize = 8 * 1024 * 1024;
 /// Most direct payments in one block whose receipts are read, when some must have failed.
 const MAX_RECEIPTS: usize = 16;
+/// The most node calls one [`read`] makes.
+pub const MOST_CALLS: u32 = (MAX_BALANCE_READS + MAX_BLOCKS * (1 + MAX_RECEIPTS)) as u32;
 
 /// What one check found: the payments to the address in blocks `from..=read_to`, and the time
 /// of each of their blocks.
@@ -44,10 +46,10 @@ pub struct Found {
 }
 
 /// Reads the payments in ether to `address` in blocks `from..=until` (`from` at least 1).
-pub async fn read(url: &str, address: &str, from: u64, until: u64) -> ChainResult<Found> {
+pub async fn read(node: &Node, address: &str, from: u64, until: u64) -> ChainResult<Found> {
     let balance = |block: u64| async move {
         let answer = rpc::call(
-            url,
+            node,
             "eth_getBalance",
             json!([address, format!("{block:#x}")]),
         )
@@ -95,7 +97,7 @@ pub async fn read(url: &str, address: &str, from: u64, until: u64) -> ChainResul
     };
     for (number, growth) in grew {
         let block = rpc::call_capped(
-            url,
+            node,
             "eth_getBlockByNumber",
             json!([format!("{number:#x}"), true]),
             MAX_BLOCK,
@@ -105,7 +107,7 @@ pub async fn read(url: &str, address: &str, from: u64, until: u64) -> ChainResul
         let direct = direct_payments(&block, address)?;
         let direct = if direct.iter().map(|t| t.1).sum::<u128>() > growth {
             // More was sent directly than arrived: some of it reverted.
-            succeeded(url, direct).await?
+            succeeded(node, direct).await?
         } else {
             direct
         };
@@ -153,7 +155,7 @@ pub fn direct_payments(block: &Value, address: &str) -> ChainResult<Vec<(String,
 
 /// The direct payments whose transaction succeeded (read from their receipts).
 async fn succeeded(
-    url: &str,
+    node: &Node,
     direct: Vec<(String, u128, u64)>,
 ) -> ChainResult<Vec<(String, u128, u64)>> {
     if direct.len() > MAX_RECEIPTS {
@@ -165,7 +167,7 @@ async fn succeeded(
     }
     let mut out = Vec::new();
     for payment in direct {
-        let receipt = rpc::call(url, "eth_getTransactionReceipt", json!([payment.0])).await?;
+        let receipt = rpc::call(node, "eth_getTransactionReceipt", json!([payment.0])).await?;
         if rpc::quantity(&receipt["status"])? == 1 {
             out.push(payment);
         }

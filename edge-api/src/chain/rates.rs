@@ -108,7 +108,7 @@ pub async fn read_feed(
 ) -> ChainResult<(evm::RoundData, u64)> {
     let call = |data: &str| {
         rpc::call(
-            &network.rpc_url,
+            &network.node,
             "eth_call",
             json!([{"to": feed.address, "data": data}, "latest"]),
         )

@@ -33,6 +33,9 @@ use crate::{crypto, payments, wallet_address};
 
 /// Most refunds a run signs, and most it records on their payments.
 const PER_RUN: i64 = 20;
+/// The most node calls sending one refund makes: the chain id, the head, the price, the
+/// balances and nonce, the estimate, the nonce and the broadcast.
+const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 3 + 1 + 1 + 1;
 /// Longest Idempotency-Key.
 const MAX_KEY: usize = 255;
 
@@ -357,7 +360,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let Some(treasury) = treasury::treasury(ctx)? else {
         return Ok(());
     };
-    let networks = super::networks(ctx)?;
+    // Refunds' share of the run's node calls.
+    let budget = super::rpc::Budget::new(super::CronShares::configured(ctx).refunds);
+    let networks = super::networks_within(ctx, &budget)?;
     send_due(ctx, &networks, &treasury).await;
     finish(ctx).await
 }
@@ -373,8 +378,17 @@ async fn send_due(ctx: &Ctx, networks: &BTreeMap<String, Network>, treasury: &Tr
         }
     };
     for refund in due {
+        if networks
+            .get(&refund.network)
+            .is_some_and(|n| n.node.calls_left() < MOST_SEND_CALLS)
+        {
+            continue; // this run's calls on its network are spent: next run
+        }
         if let Err(why) = send(ctx, networks, treasury, &refund).await {
             worker::console_warn!("refund {} not sent: {why}", refund.id);
+            if why.is_budget() {
+                continue;
+            }
             if let Err(e) = refunds::note(&ctx.db, &refund.id, &why.public(), ctx.now()).await {
                 worker::console_warn!("record why refund {} waits: {e}", refund.id);
             }
@@ -393,17 +407,17 @@ async fn send(
         .get(name)
         .ok_or_else(|| ChainError::Config(format!("{name} is no longer configured")))?;
     super::check_chain(name, network).await?;
-    let url = &network.rpc_url;
-    let node = |e: ChainError| e.within(format!("the {name} node"));
+    let node = &network.node;
+    let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let units = u128::from_str(&refund.units)
         .map_err(|_| ChainError::answer("stored units are not a number"))?;
     let head = rpc::quantity(
-        &rpc::call(url, "eth_blockNumber", json!([]))
+        &rpc::call(node, "eth_blockNumber", json!([]))
             .await
-            .map_err(|e| node(e.into()))?,
+            .map_err(|e| at_node(e.into()))?,
     )
-    .map_err(|e| node(e.into()))?;
-    let price = treasury::gas_price(url).await.map_err(node)?;
+    .map_err(|e| at_node(e.into()))?;
+    let price = treasury::gas_price(node).await.map_err(at_node)?;
     let token = refund.token.as_str();
     // What is left once the transactions already out are counted.
     let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
@@ -417,7 +431,7 @@ async fn send(
             evm::from_units(units, refund.decimals).unwrap_or_default(),
         )));
     }
-    let gas = treasury::estimate(url, &treasury.address, token, &refund.to_address, units)
+    let gas = treasury::estimate(node, &treasury.address, token, &refund.to_address, units)
         .await
         .map_err(|e| e.within("the treasury cannot send it"))?;
     let cost = u128::from(gas) * price;

@@ -1,7 +1,18 @@
-//! Ethereum JSON-RPC over `fetch`: one request, a deadline, a bounded answer. The node's URL may
-//! carry a provider key, so no error here ever contains it.
+//! Ethereum JSON-RPC over `fetch`: one request, a deadline, a bounded answer, and a budget. The
+//! node's URL may carry a provider key, so no error here ever contains it.
+//!
+//! **Budgets.** A Worker invocation may make a bounded number of subrequests (Cloudflare's paid
+//! plan: 1,000 by default, which is what Payrail is designed for; the free plan's 50 is too few
+//! for a cron run that settles), and one slow task must not use them all. So every [`Node`]
+//! carries a budget of calls, shared by its clones: a request's reads get [`REQUEST_CALLS`]
+//! per network, and each cron task gets its own share (`cron`), so the watcher can never
+//! starve settlement or refunds. A call past the budget fails at once with
+//! [`RpcError::Budget`], and the tasks check what is left before starting a unit of work they
+//! could not finish.
 
+use std::cell::Cell;
 use std::fmt;
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -15,6 +26,91 @@ pub const DEADLINE: Duration = Duration::from_secs(5);
 pub const MAX_ANSWER: usize = 1024 * 1024;
 /// Longest part of a node's refusal message kept (for the log only).
 const MAX_MESSAGE: usize = 200;
+/// Calls one network's node may take for one request (a status poll, a checkout, a portal
+/// page), unless the caller gives it another budget: enough for the largest check of one
+/// deposit address (ether's, about 175).
+pub const REQUEST_CALLS: u32 = 200;
+
+/// A budget of node calls, shared by every [`Node`] given it (one request's, or one cron
+/// task's, on every network).
+#[derive(Debug, Clone)]
+pub struct Budget(Rc<Cell<u32>>);
+
+impl Budget {
+    /// A budget of `calls`.
+    pub fn new(calls: u32) -> Budget {
+        Budget(Rc::new(Cell::new(calls)))
+    }
+
+    /// Calls left.
+    pub fn left(&self) -> u32 {
+        self.0.get()
+    }
+
+    /// Takes one call, if any is left.
+    fn take(&self) -> Result<(), RpcError> {
+        let left = self.0.get();
+        if left == 0 {
+            return Err(RpcError::Budget);
+        }
+        self.0.set(left - 1);
+        Ok(())
+    }
+}
+
+/// One network's JSON-RPC node as one request or task uses it: its URL (never shown) and the
+/// budget its calls take from.
+#[derive(Clone)]
+pub struct Node {
+    url: String,
+    budget: Budget,
+}
+
+impl Node {
+    /// The node at `url` with a budget of `calls` of its own.
+    pub fn new(url: impl Into<String>, calls: u32) -> Node {
+        Node {
+            url: url.into(),
+            budget: Budget::new(calls),
+        }
+    }
+
+    /// The same node, taking its calls from `budget`.
+    #[must_use]
+    pub fn with_budget(&self, budget: &Budget) -> Node {
+        Node {
+            url: self.url.clone(),
+            budget: budget.clone(),
+        }
+    }
+
+    /// Its URL (a secret: never logged or shown).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Calls left in its budget.
+    pub fn calls_left(&self) -> u32 {
+        self.budget.left()
+    }
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the URL.
+        f.debug_struct("Node")
+            .field("calls_left", &self.calls_left())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Node {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+    }
+}
+
+impl Eq for Node {}
 
 /// Why a JSON-RPC call gave no result. None of them contains the node's URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +135,8 @@ pub enum RpcError {
     },
     /// Not a JSON-RPC answer: what is wrong with it.
     Malformed(&'static str),
+    /// The calls this request or task may make are spent (nothing was asked).
+    Budget,
 }
 
 impl RpcError {
@@ -71,23 +169,25 @@ impl fmt::Display for RpcError {
                 write!(f, "the node refused ({code}): {message}")
             }
             RpcError::Malformed(what) => write!(f, "the node's answer {what}"),
+            RpcError::Budget => f.write_str("the node calls this run may make are spent"),
         }
     }
 }
 
 /// Calls `method` with `params`; the result, or why there is none.
-pub async fn call(url: &str, method: &str, params: Value) -> Result<Value, RpcError> {
-    call_capped(url, method, params, MAX_ANSWER).await
+pub async fn call(node: &Node, method: &str, params: Value) -> Result<Value, RpcError> {
+    call_capped(node, method, params, MAX_ANSWER).await
 }
 
 /// The same, reading at most `max` bytes of answer (logs of a crowded block need more than
 /// [`MAX_ANSWER`]).
 pub async fn call_capped(
-    url: &str,
+    node: &Node,
     method: &str,
     params: Value,
     max: usize,
 ) -> Result<Value, RpcError> {
+    node.budget.take()?;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let headers = Headers::new();
     headers
@@ -97,7 +197,7 @@ pub async fn call_capped(
     init.with_method(Method::Post)
         .with_headers(headers)
         .with_body(Some(body.to_string().into()));
-    let request = Request::new_with_init(url, &init).map_err(|_| RpcError::Unusable)?;
+    let request = Request::new_with_init(node.url(), &init).map_err(|_| RpcError::Unusable)?;
     let (status, bytes) = match http::fetch(request, DEADLINE, max + 1).await {
         Ok(answer) => answer,
         Err(FetchFailure::Unreachable) => return Err(RpcError::Unreachable),
@@ -173,6 +273,24 @@ mod tests {
         assert_eq!(refused.public(), "the node refused a request");
         assert!(refused.ask_less() && RpcError::TooLarge.ask_less());
         assert!(!RpcError::Timeout.ask_less());
+    }
+
+    #[test]
+    fn a_budget_is_shared_by_its_nodes_and_refuses_past_its_end() {
+        let node = Node::new("https://node.example/KEY", 5);
+        let budget = Budget::new(2);
+        let (a, b) = (node.with_budget(&budget), node.with_budget(&budget));
+        assert!(a.budget.take().is_ok());
+        assert!(b.budget.take().is_ok());
+        assert_eq!(a.budget.take(), Err(RpcError::Budget));
+        assert_eq!(
+            (b.calls_left(), budget.left(), node.calls_left()),
+            (0, 0, 5)
+        );
+        assert!(
+            !format!("{node:?}").contains("KEY"),
+            "the URL is never shown"
+        );
         assert!(answer(b"<html>").is_err());
         assert!(answer(br#"{"jsonrpc":"2.0","id":1}"#).is_err());
     }

@@ -31,6 +31,7 @@ use worker::D1PreparedStatement;
 
 use super::config::{self, Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
+use super::rpc::Node;
 use super::settle::plan::{self, Plan};
 use super::treasury::{self, Treasury};
 use super::{native, rates, rpc};
@@ -42,6 +43,10 @@ use crate::error::{ApiError, OrInternal};
 
 /// Most transactions out a run follows.
 const LIVE_PER_RUN: i64 = 20;
+/// The most node calls following one transaction makes: the head, the receipts of its nonce's
+/// transactions (a capped replacement makes at most a dozen), the block, the nonce, the
+/// transaction, a broadcast, and a replacement's price, rates and broadcast.
+const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 4 + 1;
 /// A stuck transaction's replacements never cost more per gas than this many times the first
 /// price its nonce was signed at.
 pub const MAX_PRICE_GROWTH: u128 = 10;
@@ -88,8 +93,8 @@ pub async fn send(
     (send_id, transfer): (&str, &Transfer<'_>),
     (before, after): (Vec<D1PreparedStatement>, Vec<D1PreparedStatement>),
 ) -> ChainResult<bool> {
-    let url = &network.rpc_url;
-    let nonce = next_nonce(ctx, url, name, &treasury.address).await?;
+    let node = &network.node;
+    let nonce = next_nonce(ctx, node, name, &treasury.address).await?;
     let signed = treasury::sign(
         treasury,
         network,
@@ -126,7 +131,7 @@ pub async fn send(
         }
     };
     if stored {
-        broadcast(ctx, url, send_id, &signed.raw, head).await;
+        broadcast(ctx, node, send_id, &signed.raw, head).await;
     }
     Ok(stored)
 }
@@ -134,9 +139,9 @@ pub async fn send(
 /// The nonce the treasury's next transaction on `network` takes: the higher of the node's
 /// pending count and one past the highest stored that was or may still be mined (the batch
 /// that stores it is what takes it: see `db::sends`).
-async fn next_nonce(ctx: &Ctx, url: &str, network: &str, sender: &str) -> ChainResult<u64> {
+async fn next_nonce(ctx: &Ctx, node: &Node, network: &str, sender: &str) -> ChainResult<u64> {
     let pending = rpc::quantity(
-        &rpc::call(url, "eth_getTransactionCount", json!([sender, "pending"]))
+        &rpc::call(node, "eth_getTransactionCount", json!([sender, "pending"]))
             .await
             .map_err(|e| ChainError::from(e).within(format!("the {network} node")))?,
     )?;
@@ -146,8 +151,8 @@ async fn next_nonce(ctx: &Ctx, url: &str, network: &str, sender: &str) -> ChainR
 
 /// Sends the signed bytes to the node and records the outcome; a failure is retried by
 /// [`follow`].
-async fn broadcast(ctx: &Ctx, url: &str, send_id: &str, raw: &str, head: u64) {
-    let error = rpc::call(url, "eth_sendRawTransaction", json!([raw]))
+async fn broadcast(ctx: &Ctx, node: &Node, send_id: &str, raw: &str, head: u64) {
+    let error = rpc::call(node, "eth_sendRawTransaction", json!([raw]))
         .await
         .err();
     if let Some(e) = &error {
@@ -168,22 +173,22 @@ pub async fn available(
     treasury: &Treasury,
     token: &str,
 ) -> ChainResult<(u128, u128)> {
-    let url = &network.rpc_url;
-    let node = |e: ChainError| e.within(format!("the {name} node"));
-    let have = treasury::balance(url, &treasury.address, token)
+    let node = &network.node;
+    let at_node = |e: ChainError| e.within(format!("the {name} node"));
+    let have = treasury::balance(node, &treasury.address, token)
         .await
-        .map_err(node)?;
-    let coins = treasury::balance(url, &treasury.address, NATIVE_TOKEN)
+        .map_err(at_node)?;
+    let coins = treasury::balance(node, &treasury.address, NATIVE_TOKEN)
         .await
-        .map_err(node)?;
+        .map_err(at_node)?;
     let mined = rpc::quantity(
         &rpc::call(
-            url,
+            node,
             "eth_getTransactionCount",
             json!([treasury.address, "latest"]),
         )
         .await
-        .map_err(|e| node(e.into()))?,
+        .map_err(|e| at_node(e.into()))?,
     )?;
     let (mut asset_out, mut coin_out) = (0u128, 0u128);
     for out in sends::in_flight(&ctx.db, name, &treasury.address).await? {
@@ -254,12 +259,13 @@ pub async fn follow(
                 checked.is_ok()
             }
         };
-        if !right {
-            continue;
+        if !right || network.node.calls_left() < MOST_FOLLOW_CALLS {
+            continue; // another chain, or this run's calls on it are spent: next run
         }
         match follow_one(ctx, network, treasury, &send).await {
             Ok(None) => {}
             Ok(Some(reason)) => stalled.push(Stalled { send, reason }),
+            Err(e) if e.is_budget() => {}
             Err(e) => {
                 worker::console_warn!("following {}: {e}", send.id);
                 let within = e.within(format!("the {} node", send.network));
@@ -274,12 +280,16 @@ pub async fn follow(
 
 /// The first of `candidates` (one nonce's transactions) that has a receipt, with it.
 async fn mined<'a>(
-    url: &str,
+    node: &Node,
     candidates: &'a [Outgoing],
 ) -> ChainResult<Option<(&'a Outgoing, Value)>> {
     for candidate in candidates {
-        let answer =
-            rpc::call(url, "eth_getTransactionReceipt", json!([candidate.tx_hash])).await?;
+        let answer = rpc::call(
+            node,
+            "eth_getTransactionReceipt",
+            json!([candidate.tx_hash]),
+        )
+        .await?;
         if !answer.is_null() {
             return Ok(Some((candidate, answer)));
         }
@@ -294,19 +304,19 @@ async fn follow_one(
     treasury: &Treasury,
     send: &Outgoing,
 ) -> ChainResult<Option<String>> {
-    let url = &network.rpc_url;
+    let node = &network.node;
     let now = ctx.now();
-    let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
+    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
     let stuck = head >= send.sent_block.saturating_add(stuck_after(network));
     // The live transaction, or one it replaced, may be the one mined.
     let mut candidates = vec![send.clone()];
     candidates.extend(sends::replaced(&ctx.db, send).await?);
-    if let Some((carrier, receipt)) = mined(url, &candidates).await? {
+    if let Some((carrier, receipt)) = mined(node, &candidates).await? {
         return settle_receipt(ctx, network, send, carrier, &receipt, head).await;
     }
     let used = rpc::quantity(
         &rpc::call(
-            url,
+            node,
             "eth_getTransactionCount",
             json!([send.sender, "latest"]),
         )
@@ -322,10 +332,10 @@ async fn follow_one(
         sends::note(&ctx.db, &send.id, &why, now).await?;
         return Ok(stuck.then_some(why));
     }
-    let known = rpc::call(url, "eth_getTransactionByHash", json!([send.tx_hash])).await?;
+    let known = rpc::call(node, "eth_getTransactionByHash", json!([send.tx_hash])).await?;
     if known.is_null() {
         // The node does not have it (restarted, evicted, refused it): the same bytes again.
-        let error = rpc::call(url, "eth_sendRawTransaction", json!([send.raw]))
+        let error = rpc::call(node, "eth_sendRawTransaction", json!([send.raw]))
             .await
             .err()
             .map(|e| e.public());
@@ -355,13 +365,13 @@ async fn settle_receipt(
     receipt: &Value,
     head: u64,
 ) -> ChainResult<Option<String>> {
-    let url = &network.rpc_url;
+    let node = &network.node;
     let block = rpc::quantity(&receipt["blockNumber"])?;
     if head.saturating_add(1) < block.saturating_add(network.confirmations) {
         return Ok(None); // mined, not yet deep enough
     }
     let canonical = rpc::call(
-        url,
+        node,
         "eth_getBlockByNumber",
         json!([format!("{block:#x}"), false]),
     )
@@ -411,11 +421,11 @@ async fn replace(
     send: &Outgoing,
     (head, first_price): (u64, u128),
 ) -> ChainResult<Option<String>> {
-    let url = &network.rpc_url;
+    let node = &network.node;
     let gwei = |wei: u128| wei.div_ceil(config::WEI_PER_GWEI);
     let old_price = u128::from_str(&send.gas_price)
         .map_err(|_| ChainError::answer("a stored gas price is not a number"))?;
-    let price = treasury::gas_price(url)
+    let price = treasury::gas_price(node)
         .await?
         .max(old_price.saturating_add(old_price / 4).saturating_add(1));
     let cap = network
@@ -481,7 +491,7 @@ async fn replace(
         );
         return Ok(None);
     }
-    broadcast(ctx, url, &send_id, &signed.raw, head).await;
+    broadcast(ctx, node, &send_id, &signed.raw, head).await;
     Ok(None)
 }
 

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
+use super::rpc::Node;
 use super::{evm, native, rpc, tx};
 use crate::crypto;
 use crate::ctx::Ctx;
@@ -45,11 +46,11 @@ pub fn treasury(ctx: &Ctx) -> Result<Option<Treasury>, ApiError> {
 
 /// The price per gas to sign with now: 5/4 of the newest block's base fee (room for two blocks
 /// of its rise) plus the node's suggested tip; fixed (max fee = tip), so it is what is paid.
-pub async fn gas_price(url: &str) -> ChainResult<u128> {
-    let block = rpc::call(url, "eth_getBlockByNumber", json!(["latest", false])).await?;
+pub async fn gas_price(node: &Node) -> ChainResult<u128> {
+    let block = rpc::call(node, "eth_getBlockByNumber", json!(["latest", false])).await?;
     let base = native::wei(&block["baseFeePerGas"])
         .ok_or_else(|| ChainError::answer("the node's block has no base fee"))?;
-    let tip = native::wei(&rpc::call(url, "eth_maxPriorityFeePerGas", json!([])).await?)
+    let tip = native::wei(&rpc::call(node, "eth_maxPriorityFeePerGas", json!([])).await?)
         .ok_or_else(|| ChainError::answer("the node's tip is not a quantity"))?;
     base.checked_add(base / 4)
         .and_then(|p| p.checked_add(tip))
@@ -67,7 +68,7 @@ fn payment_call(token: &str, to: &str, units: u128) -> ChainResult<([u8; 20], u1
 
 /// The gas the treasury's transfer of `units` of `token` to `to` needs now.
 pub async fn estimate(
-    url: &str,
+    node: &Node,
     from: &str,
     token: &str,
     to: &str,
@@ -81,17 +82,17 @@ pub async fn estimate(
         "data": data,
     });
     Ok(rpc::quantity(
-        &rpc::call(url, "eth_estimateGas", json!([call])).await?,
+        &rpc::call(node, "eth_estimateGas", json!([call])).await?,
     )?)
 }
 
 /// The treasury's balance of the asset (`token`, or the coin) on the node.
-pub async fn balance(url: &str, owner: &str, token: &str) -> ChainResult<u128> {
+pub async fn balance(node: &Node, owner: &str, token: &str) -> ChainResult<u128> {
     let answer = if token == NATIVE_TOKEN {
-        rpc::call(url, "eth_getBalance", json!([owner, "latest"])).await?
+        rpc::call(node, "eth_getBalance", json!([owner, "latest"])).await?
     } else {
         let call = json!({"to": token, "data": evm::balance_of_call(owner)});
-        let word = rpc::call(url, "eth_call", json!([call, "latest"])).await?;
+        let word = rpc::call(node, "eth_call", json!([call, "latest"])).await?;
         return evm::uint(&word)
             .ok_or_else(|| ChainError::answer("the token's balance is unreadable"));
     };

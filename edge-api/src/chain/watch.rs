@@ -36,6 +36,7 @@ use shared_types::{ErrorCode, RawStatus};
 
 use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
+use super::rpc::Budget;
 use super::{evm, native, networks, rpc};
 use crate::ctx::Ctx;
 use crate::db::sessions::SessionView;
@@ -183,9 +184,9 @@ pub fn verdict(
 /// bad answer, a range that cannot be read) is returned, and the caller records it on the
 /// watch; nothing else changes.
 async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
-    let url = &network.rpc_url;
+    let node = &network.node;
     super::check_chain(&watch.network, network).await?;
-    let head = rpc::quantity(&rpc::call(url, "eth_blockNumber", json!([])).await?)?;
+    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     // Blocks from the last one read as final, and `confirmations` more below it again: a node
     // behind a load balancer may have answered from a backend that lagged.
@@ -195,7 +196,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?);
     }
     let (mut found, read_to, mut times) = if watch.token == NATIVE_TOKEN {
-        let native = native::read(url, &watch.address, from.max(1), head).await?;
+        let native = native::read(node, &watch.address, from.max(1), head).await?;
         if native.read_to < from.max(1) {
             return Err(ChainError::rule(format!(
                 "blocks from {from} could not be accounted for in one check"
@@ -209,7 +210,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     // Other contracts' transfers to the address, for review: best effort, one request (they
     // are never credited, so they never hold up the payment's own reading).
     match rpc::call(
-        url,
+        node,
         "eth_getLogs",
         evm::transfers_to(&watch.address, from, read_to, None),
     )
@@ -237,7 +238,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         }
         if let Entry::Vacant(slot) = times.entry(t.block_number) {
             let block = rpc::call(
-                url,
+                node,
                 "eth_getBlockByNumber",
                 json!([format!("{:#x}", t.block_number), false]),
             )
@@ -295,7 +296,7 @@ async fn token_transfers(
     from: u64,
     head: u64,
 ) -> ChainResult<(Vec<evm::Transfer>, u64)> {
-    let url = &network.rpc_url;
+    let node = &network.node;
     let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
     // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
     // refused: providers cap results) is asked again for half the range, down to one block,
@@ -314,7 +315,7 @@ async fn token_transfers(
         } else {
             rpc::MAX_ANSWER
         };
-        match rpc::call_capped(url, "eth_getLogs", filter, cap).await {
+        match rpc::call_capped(node, "eth_getLogs", filter, cap).await {
             Ok(logs) => {
                 found.extend(evm::transfers(&logs)?);
                 next = end + 1;
@@ -331,6 +332,18 @@ async fn token_transfers(
         )));
     };
     Ok((found, read_to))
+}
+
+/// The most node calls one check of `watch` makes: the chain id and the head, then a token's
+/// log pages, the other tokens' logs and its blocks' times, or ether's balance reads, blocks and
+/// receipts.
+fn most_calls(watch: &Watch) -> u32 {
+    let token_logs = MAX_LOG_REQUESTS as u32 + 20 + 1 + MAX_BLOCK_TIMES as u32;
+    2 + if watch.token == NATIVE_TOKEN {
+        native::MOST_CALLS + 1
+    } else {
+        token_logs
+    }
 }
 
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
@@ -355,6 +368,9 @@ async fn check(
     };
     if let Err(error) = outcome {
         worker::console_warn!("watch of a {} deposit: {error}", watch.network);
+        if error.is_budget() {
+            return Ok(()); // not the node's fault: read again next time
+        }
         watches::failed(&ctx.db, &watch.address, &error.public())
             .await
             .or_internal("record node failure")?;
@@ -482,9 +498,16 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     if due.is_empty() {
         return Ok(());
     }
-    let networks = networks(ctx)?;
+    // The watcher's share of the run's node calls: a check starts only when what it could take
+    // at most is left; the watches after it wait for the next run (the least recently checked
+    // go first).
+    let budget = Budget::new(super::CronShares::configured(ctx).watcher);
+    let networks = super::networks_within(ctx, &budget)?;
     let mut sessions = BTreeSet::new();
     for watch in &due {
+        if budget.left() < most_calls(watch) {
+            break;
+        }
         check(ctx, &networks, watch, now - watches::sweep_gap(watch, now)).await?;
         sessions.insert(watch.session_id.clone());
     }

@@ -97,10 +97,9 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
     let mut out = Vec::new();
     for (name, network) in networks {
         let node = async {
-            let chain =
-                rpc::quantity(&rpc::call(&network.rpc_url, "eth_chainId", json!([])).await?)?;
+            let chain = rpc::quantity(&rpc::call(&network.node, "eth_chainId", json!([])).await?)?;
             let head =
-                rpc::quantity(&rpc::call(&network.rpc_url, "eth_blockNumber", json!([])).await?)?;
+                rpc::quantity(&rpc::call(&network.node, "eth_blockNumber", json!([])).await?)?;
             Ok::<_, RpcError>((chain, head))
         };
         let (status, node_chain_id, head_block, error) = match node.await {
@@ -192,7 +191,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
 async fn treasury_view(name: &str, network: &config::Network, address: &str) -> TreasuryView {
     let mut balances = vec![BalanceView {
         asset: config::coin(name).to_owned(),
-        amount: treasury::balance(&network.rpc_url, address, config::NATIVE_TOKEN)
+        amount: treasury::balance(&network.node, address, config::NATIVE_TOKEN)
             .await
             .ok()
             .and_then(|wei| chain::evm::from_units(wei, config::NATIVE_DECIMALS))
@@ -201,7 +200,7 @@ async fn treasury_view(name: &str, network: &config::Network, address: &str) -> 
     for (asset, token) in &network.tokens {
         balances.push(BalanceView {
             asset: asset.clone(),
-            amount: treasury::balance(&network.rpc_url, address, &token.address)
+            amount: treasury::balance(&network.node, address, &token.address)
                 .await
                 .ok()
                 .and_then(|units| chain::evm::from_units(units, token.decimals))

@@ -9,7 +9,7 @@ use payrail_tests::eventually;
 use payrail_tests::faults::{Fault, FaultyNode};
 use serde_json::{json, Value};
 
-use super::settlement::{start_faulty, wallet, Setup};
+use super::settlement::{start_faulty, start_faulty_with, wallet, Setup};
 
 /// Cron runs (a block each) well past the point where a stuck transaction is acted on (3 × the
 /// confirmation depth, at least 10 blocks).
@@ -244,5 +244,56 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         s.anvil.balance_of(&s.usdc, wallet()) - before,
         settled,
         "the wallet received exactly what the confirmed transactions carried"
+    );
+}
+
+#[test]
+fn a_cron_run_stays_within_its_node_calls_and_the_watcher_cannot_starve_settlement() {
+    // 120 calls a run: 65 for the watcher (one token check may take 44), 39 for settlement, 13
+    // for refunds.
+    let s = start_faulty_with(json!({}), &[("PAYRAIL_CRON_NODE_CALLS", "120")]);
+    let id = s.paid(0, "14.00", "USD");
+    // Thirty open checkouts whose addresses the watcher reads every run: more than its share
+    // (the old sweep read 25 a run, about 150 calls, before settlement's first).
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    for n in 0..30 {
+        s.worker.checkout_session(&json!({
+            "publicKey": key, "amount": "5.00", "currency": "USD", "title": "Open",
+            "externalReference": format!("OPEN-{n}"),
+            "redirectUrl": "https://shop.example/done", "allowCrypto": true
+        }));
+    }
+    let faulty = node(&s);
+    let mut runs = Vec::new();
+    eventually("the payment to be settled", Duration::from_secs(90), || {
+        let before = faulty.total_calls();
+        s.worker.cron();
+        runs.push(faulty.total_calls() - before);
+        s.anvil.mine(1);
+        (s.raw_status(id) == "paid").then_some(())
+    });
+    assert!(
+        runs.iter().all(|calls| *calls <= 120),
+        "node calls per cron run: {runs:?}"
+    );
+    // Every open address was read meanwhile or is read in the next runs: none is left behind.
+    eventually(
+        "every open address to be read",
+        Duration::from_secs(60),
+        || {
+            let before = faulty.total_calls();
+            s.worker.cron();
+            assert!(faulty.total_calls() - before <= 120);
+            let unread: i64 = s
+                .worker
+                .database()
+                .query_row(
+                    "SELECT count(*) FROM deposit_watches WHERE read_at = 0",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (unread == 0).then_some(())
+        },
     );
 }

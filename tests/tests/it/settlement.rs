@@ -42,19 +42,24 @@ fn start(fund: bool) -> Setup {
 }
 
 fn start_in(mode: &str, fund: bool) -> Setup {
-    start_with(mode, fund, None, 0)
+    start_with(mode, fund, None, &[])
 }
 
 /// In production with a funded treasury, the worker's node behind a [`FaultyNode`], and
 /// `settings` added to the network's configuration.
 pub(super) fn start_faulty(settings: Value) -> Setup {
-    start_with("production", true, Some(settings), 0)
+    start_with("production", true, Some(settings), &[])
+}
+
+/// The same with more `--var NAME:value` settings of the worker.
+pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup {
+    start_with("production", true, Some(settings), vars)
 }
 
 /// A worker in `mode` (its treasury funded or not), its node behind a [`FaultyNode`] with
-/// `faulty` added to the network's configuration when given, and settlement wallets used
-/// `cool_off` seconds after they are set or changed.
-fn start_with(mode: &str, fund: bool, faulty: Option<Value>, cool_off: u64) -> Setup {
+/// `faulty` added to the network's configuration when given, and `vars` besides the chain's
+/// (settlement wallets are used at once unless `vars` sets their cool-off).
+fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str)]) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
@@ -73,16 +78,18 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>, cool_off: u64) -> S
     let encryption_key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
     let sealed = xtask::secrets::seal_treasury_key(&encryption_key, TREASURY_KEY).unwrap();
-    let worker = Worker::start_with_vars(
-        mode,
-        3600,
-        &[
-            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
-            ("PAYRAIL_CHAINS", &config.to_string()),
-            ("PAYRAIL_TREASURY_KEY", &sealed),
-            ("PAYRAIL_WALLET_COOLOFF_SECONDS", &cool_off.to_string()),
-        ],
-    );
+    let chains = config.to_string();
+    let mut all = vec![
+        ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+        ("PAYRAIL_CHAINS", chains.as_str()),
+        ("PAYRAIL_TREASURY_KEY", sealed.as_str()),
+        ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
+    ];
+    for (name, value) in vars {
+        all.retain(|(n, _)| n != name);
+        all.push((name, value));
+    }
+    let worker = Worker::start_with_vars(mode, 3600, &all);
     let portal = worker.portal_login(0);
     let networks = worker.portal(Method::GET, "/portal/api/networks", Some(&portal), None);
     assert_eq!(networks.status, 200, "{}", networks.text);
@@ -815,7 +822,12 @@ fn a_simulated_payment_on_a_watched_checkout_never_moves_treasury_money() {
 
 #[test]
 fn a_changed_wallet_is_used_only_after_its_cool_off_and_the_admins_are_told_at_once() {
-    let s = start_with("production", true, None, 20);
+    let s = start_with(
+        "production",
+        true,
+        None,
+        &[("PAYRAIL_WALLET_COOLOFF_SECONDS", "20")],
+    );
     let merchant = &s.worker.credentials.institutions[0].merchants[0];
     let portal = s.worker.portal_login(0);
     // Someone with an admin's password points the merchant's payouts at another wallet.

@@ -36,9 +36,10 @@ use shared_types::ErrorCode;
 
 use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
+use super::rpc::Budget;
 use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, estimate, gas_price, Treasury};
-use super::{evm, networks, rates, rpc};
+use super::{evm, rates, rpc};
 use crate::ctx::Ctx;
 use crate::db::sends::Purpose;
 use crate::db::settlements::{self, NewSettlement, Settleable};
@@ -61,7 +62,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let Some(treasury) = treasury::treasury(ctx)? else {
         return Ok(());
     };
-    let networks = networks(ctx)?;
+    // Settlement's share of the run's node calls, for following and starting alike.
+    let budget = Budget::new(super::CronShares::configured(ctx).settlement);
+    let networks = super::networks_within(ctx, &budget)?;
     let stalled = sends::follow(ctx, &networks, &treasury).await?;
     for Stalled { send, reason } in stalled {
         match send.purpose() {
@@ -103,9 +106,18 @@ impl From<String> for NotNow {
 impl From<ChainError> for NotNow {
     fn from(e: ChainError) -> Self {
         worker::console_warn!("settlement: {e}");
+        if e.is_budget() {
+            // The run's calls are spent: nothing about these payments to record.
+            return NotNow::Raced;
+        }
         NotNow::Hold(e.public())
     }
 }
+
+/// The most node calls starting one group's settlement makes: the chain id, the gas's rate in
+/// each of up to five currencies, the head, the price, the balances and nonce, two estimates,
+/// the nonce and the broadcast.
+const MOST_GROUP_CALLS: u32 = 1 + 5 * 4 + 1 + 2 + 3 + 2 + 1 + 1;
 
 async fn start(
     ctx: &Ctx,
@@ -132,6 +144,12 @@ async fn start(
     let mut groups: Vec<_> = groups.into_iter().collect();
     groups.sort_by_key(|(_, group)| group.iter().map(|d| d.held_at).max().unwrap_or(0));
     for ((merchant_id, network, asset), group) in groups.into_iter().take(GROUPS_PER_RUN) {
+        if networks
+            .get(&network)
+            .is_some_and(|n| n.node.calls_left() < MOST_GROUP_CALLS)
+        {
+            continue; // this run's calls on it are spent: next run
+        }
         match settle_group(ctx, networks, treasury, &group).await {
             Ok(()) | Err(NotNow::Raced) => {}
             Err(NotNow::Hold(reason)) => {
@@ -195,7 +213,7 @@ async fn settle_group(
     }
     let wallet = wallet.address.to_ascii_lowercase();
     super::check_chain(name, network).await?;
-    let url = &network.rpc_url;
+    let node = &network.node;
     let token = first.token.as_str();
     let coin = config::coin(name);
     let now = ctx.now();
@@ -210,14 +228,14 @@ async fn settle_group(
             sources.push(rate.source);
         }
     }
-    let node = |e: ChainError| e.within(format!("the {name} node"));
+    let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let head = rpc::quantity(
-        &rpc::call(url, "eth_blockNumber", json!([]))
+        &rpc::call(node, "eth_blockNumber", json!([]))
             .await
-            .map_err(|e| node(e.into()))?,
+            .map_err(|e| at_node(e.into()))?,
     )
-    .map_err(|e| node(e.into()))?;
-    let price = gas_price(url).await.map_err(node)?;
+    .map_err(|e| at_node(e.into()))?;
+    let price = gas_price(node).await.map_err(at_node)?;
     // What is left once the transactions already out are counted.
     let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
     if have == 0 {
@@ -234,13 +252,13 @@ async fn settle_group(
             first.asset
         ))
     };
-    let mut gas = estimate(url, &treasury.address, token, &wallet, 1)
+    let mut gas = estimate(node, &treasury.address, token, &wallet, 1)
         .await
         .map_err(cannot)?;
     let mut priced = plan::plan(group, u128::from(gas) * price, &coin_rates);
     if priced.units > 0 {
         let again = estimate(
-            url,
+            node,
             &treasury.address,
             token,
             &wallet,
