@@ -1,6 +1,6 @@
 //! The client's own behaviour (token cache, refresh on 401, retries, paging) against a scripted
 //! local HTTP server: what a real deployment does only under failure, made to happen on cue.
-//! The same client against the real worker is tested in `tests/tests/it/partner_tools/sdk.rs`.
+//! The same client against the real worker: `tests/tests/it/partner_tools/sdk.rs`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
