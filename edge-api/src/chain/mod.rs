@@ -65,7 +65,7 @@ pub fn networks_within(
     Ok(networks)
 }
 
-/// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 100 to 100,000; 900 by
+/// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 180 to 100,000; 900 by
 /// default, inside the paid plan's 1,000 subrequests an invocation) and each task's share of
 /// them, 5 : 3 : 1, so none of them can starve the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +80,9 @@ pub struct CronShares {
 
 /// Node calls a cron run makes when `PAYRAIL_CRON_NODE_CALLS` does not say.
 pub const DEFAULT_CRON_NODE_CALLS: u32 = 900;
+/// The fewest a run may be given: every task's share still fits its largest step on a token
+/// network (settlement's: following one transaction).
+pub const MIN_CRON_NODE_CALLS: u32 = 180;
 
 impl CronShares {
     /// The shares of `total` calls. Pure.
@@ -95,7 +98,7 @@ impl CronShares {
     pub fn configured(ctx: &Ctx) -> CronShares {
         let total = ctx
             .cron_node_calls()
-            .filter(|n| (100..=100_000).contains(n))
+            .filter(|n| (MIN_CRON_NODE_CALLS..=100_000).contains(n))
             .unwrap_or(DEFAULT_CRON_NODE_CALLS);
         CronShares::of(total)
     }
@@ -379,8 +382,21 @@ mod tests {
             (500, 300, 100)
         );
         assert!(shares.watcher + shares.settlement + shares.refunds <= 1000);
-        // The smallest total allowed still lets every task take one step of a token network.
-        let least = CronShares::of(100);
-        assert!(least.watcher >= 44 && least.settlement >= 30 && least.refunds >= 10);
+        // The smallest total allowed still lets every task take its largest step on a token
+        // network.
+        let least = CronShares::of(super::MIN_CRON_NODE_CALLS);
+        assert!(
+            least.watcher >= super::watch::MOST_TOKEN_CHECK_CALLS,
+            "{least:?}"
+        );
+        assert!(
+            least.settlement >= super::sends::MOST_FOLLOW_CALLS,
+            "{least:?}"
+        );
+        assert!(
+            least.settlement >= super::settle::MOST_GROUP_CALLS,
+            "{least:?}"
+        );
+        assert!(least.refunds >= super::refund::MOST_SEND_CALLS, "{least:?}");
     }
 }

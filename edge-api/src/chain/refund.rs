@@ -35,7 +35,7 @@ use crate::{crypto, payments, wallet_address};
 const PER_RUN: i64 = 20;
 /// The most node calls sending one refund makes: the chain id, the head, the price, the
 /// balances and nonce, the estimate, the nonce and the broadcast.
-const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 3 + 1 + 1 + 1;
+pub(crate) const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 3 + 1 + 1 + 1;
 /// Longest Idempotency-Key.
 const MAX_KEY: usize = 255;
 

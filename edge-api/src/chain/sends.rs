@@ -46,7 +46,7 @@ const LIVE_PER_RUN: i64 = 20;
 /// The most node calls following one transaction makes: the head, the receipts of its nonce's
 /// transactions (a capped replacement makes at most a dozen), the block, the nonce, the
 /// transaction, a broadcast, and a replacement's price, rates and broadcast.
-const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 4 + 1;
+pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 4 + 1;
 /// A stuck transaction's replacements never cost more per gas than this many times the first
 /// price its nonce was signed at.
 pub const MAX_PRICE_GROWTH: u128 = 10;

@@ -338,13 +338,16 @@ async fn token_transfers(
 /// log pages, the other tokens' logs and its blocks' times, or ether's balance reads, blocks and
 /// receipts.
 fn most_calls(watch: &Watch) -> u32 {
-    let token_logs = MAX_LOG_REQUESTS as u32 + 20 + 1 + MAX_BLOCK_TIMES as u32;
-    2 + if watch.token == NATIVE_TOKEN {
-        native::MOST_CALLS + 1
+    if watch.token == NATIVE_TOKEN {
+        2 + native::MOST_CALLS + 1
     } else {
-        token_logs
+        MOST_TOKEN_CHECK_CALLS
     }
 }
+
+/// The most node calls one check of a token's deposit address makes.
+pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 =
+    2 + MAX_LOG_REQUESTS as u32 + 20 + 1 + MAX_BLOCK_TIMES as u32;
 
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
 async fn check(
