@@ -14,7 +14,7 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{merchants, origins, wallets};
+use crate::db::{merchants, origins, wallets, Batch};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::{chain, crypto, db, http, payments, throttle};
 
@@ -537,35 +537,32 @@ pub async fn choose_method(
         }
     };
     // The session follows only if the transaction was still pending at the version read.
-    let results = db::batch(
-        &ctx.db,
-        vec![
-            transactions::change_method(
-                &ctx.db,
-                session.transaction_id,
-                session.version,
-                method.asset,
-                method.network,
-                &timestamp(now)?,
-            )
-            .or_internal("change method")?,
-            sessions::change_method(
-                &ctx.db,
-                &session.id,
-                method.asset,
-                method.network,
-                &address,
-                deposit_index,
-                &crypto_amount,
-            )
-            .or_internal("change method")?,
-        ]
-        .into_iter()
-        .chain(watch)
-        .collect(),
-    )
-    .await;
-    let results = match results {
+    let mut batch = Batch::new();
+    let change = batch.push(
+        transactions::change_method(
+            &ctx.db,
+            session.transaction_id,
+            session.version,
+            method.asset,
+            method.network,
+            &timestamp(now)?,
+        )
+        .or_internal("change method")?,
+    );
+    batch.push(
+        sessions::change_method(
+            &ctx.db,
+            &session.id,
+            method.asset,
+            method.network,
+            &address,
+            deposit_index,
+            &crypto_amount,
+        )
+        .or_internal("change method")?,
+    );
+    batch.extend(watch);
+    let results = match batch.run(&ctx.db).await {
         Ok(results) => results,
         Err(err) => {
             // A concurrent choice of the same way to pay gave it its address first (one address
@@ -581,7 +578,7 @@ pub async fn choose_method(
             return Err(ApiError::internal("change method", err));
         }
     };
-    if !db::changed(&results, 0) {
+    if !results.changed(change) {
         // The payment changed since it was read: closed (paid, expired), or only another choice
         // made meanwhile, after which the page simply shows where it stands.
         let now_open = self::session(ctx, id)
