@@ -1,13 +1,15 @@
 //! Checkout sessions: the rules of starting one (which deployment and merchant may take the
 //! payment, the limits, the return origin, the idempotency key, the first way to pay that can be
-//! quoted, the deposit address, the one batch that writes it all) and of changing its way to
-//! pay. The routes (`routes/checkout`) keep the HTTP: bodies, JSON, pages and redirects.
+//! quoted, the deposit address, the one batch that writes it all), of changing its way to pay,
+//! and of what the hosted page's sandbox controls act out. The routes (`routes/checkout`) keep
+//! the HTTP: bodies, JSON, pages and redirects.
 
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use shared_types::checkout::{currency_digits, CheckoutOptions};
-use shared_types::{quote, RawStatus};
+use shared_types::lifecycle::Action;
+use shared_types::{quote, ErrorCode, RawStatus};
 use worker::{D1PreparedStatement, Url};
 
 use crate::ctx::{timestamp, Ctx};
@@ -16,7 +18,7 @@ use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
 use crate::db::{self, merchants, origins, wallets, Batch};
 use crate::error::{ApiError, OrInternal};
-use crate::{chain, crypto, throttle};
+use crate::{chain, crypto, payments, throttle};
 
 /// How long a checkout stays payable: its quote's window, shown as a countdown (as BTCPay's
 /// invoices, fifteen minutes).
@@ -369,6 +371,73 @@ pub async fn change_method(
         }
     }
     Ok(MethodChange::Changed)
+}
+
+/// What a sandbox control of the hosted page did ([`simulate`]).
+#[derive(Debug)]
+pub enum Simulation {
+    /// The payment changed as the control acts it out.
+    Done,
+    /// The checkout's network is watched: its payment is made on chain, not simulated.
+    Watched,
+    /// No such control.
+    Unknown,
+    /// The lifecycle refused the change (it conflicts with the payment's state, or the amount
+    /// is wrong): why.
+    Refused(String),
+}
+
+/// Acts out what the customer or the network would do to `session`'s payment, as the sandbox
+/// control `control` says: `pay-exact`, `pay-under` (90 %), `pay-over` (110 %), `settle`,
+/// `refund` (everything not yet refunded) or `fail`, through the lifecycle like any change. A
+/// payment or failure is simulated only where no chain is watched.
+pub async fn simulate(
+    ctx: &Ctx,
+    session: &SessionView,
+    control: &str,
+) -> Result<Simulation, ApiError> {
+    if control.starts_with("pay-") || control == "fail" {
+        let watched = !watches::of_session(&ctx.db, &session.id)
+            .await
+            .or_internal("read watches")?
+            .is_empty();
+        if watched {
+            return Ok(Simulation::Watched);
+        }
+    }
+    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let digits = currency_digits(&session.currency).unwrap_or(2);
+    let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
+    let action = match control {
+        "pay-exact" => Action::Pay { amount: expected },
+        "pay-under" => Action::Pay { amount: share(90) },
+        "pay-over" => Action::Pay { amount: share(110) },
+        "settle" => Action::Settle { network: None },
+        "refund" => {
+            let amount = |value: &Option<String>| {
+                value
+                    .as_deref()
+                    .map(Decimal::from_str)
+                    .transpose()
+                    .or_internal("parse amount")
+            };
+            let gross = amount(&session.amount_gross)?.unwrap_or(expected);
+            let refunded = amount(&session.amount_refunded)?.unwrap_or_default();
+            // Everything not yet refunded.
+            Action::Refund {
+                amount: gross - refunded,
+            }
+        }
+        "fail" => Action::Fail,
+        _ => return Ok(Simulation::Unknown),
+    };
+    match payments::act(ctx, session.transaction_id, None, &action).await {
+        Ok(_) => Ok(Simulation::Done),
+        Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
+            Ok(Simulation::Refused(err.description))
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// The ways to pay the deployment offers on the networks where the merchant has a wallet.

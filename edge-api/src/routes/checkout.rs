@@ -1,22 +1,18 @@
 //! Checkout's HTTP: `POST /checkout/sessions` (public, publishable key, CORS), the hosted page
-//! `GET /checkout/{id}`, its way-to-pay form, and its sandbox controls. Starting a session and
-//! changing its way to pay are the checkout service's (`crate::checkout`); here are bodies,
-//! JSON, pages and redirects.
+//! `GET /checkout/{id}`, its way-to-pay form, and its sandbox controls. What they do (start a
+//! session, change its way to pay, act out a payment) is the checkout service's
+//! (`crate::checkout`); here are bodies, JSON, pages and redirects.
 
-use std::str::FromStr;
-
-use rust_decimal::Decimal;
 use shared_types::checkout::CheckoutOptions;
-use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 use worker::{Method, Request, Response, Url};
 
 use super::hosted_page;
-use crate::checkout::{self, MethodChange, Refusal};
+use crate::checkout::{self, MethodChange, Refusal, Simulation};
 use crate::ctx::Ctx;
 use crate::db::{sessions, watches};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
-use crate::{chain, http, payments};
+use crate::{chain, http};
 
 /// Why the way to pay cannot change any more.
 const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
@@ -314,52 +310,16 @@ pub async fn sandbox_control(
     if control == "pay-from-demo-wallet" {
         return pay_from_demo_wallet(ctx, url, &session).await;
     }
-    if control.starts_with("pay-") || control == "fail" {
-        let watched = !watches::of_session(&ctx.db, &session.id)
-            .await
-            .or_internal("read watches")?
-            .is_empty();
-        if watched {
+    match checkout::simulate(ctx, &session, control).await? {
+        Simulation::Done => http::see_other(url, &hosted_path(id)),
+        Simulation::Watched => {
             let notice = "this checkout's network is watched: its payment is made on chain \
                           (the simulated payments are for networks without a node)";
-            return page(ctx, id, Some(notice.to_owned())).await;
+            page(ctx, id, Some(notice.to_owned())).await
         }
-    }
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
-    let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
-    let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
-    let action = match control {
-        "pay-exact" => Action::Pay { amount: expected },
-        "pay-under" => Action::Pay { amount: share(90) },
-        "pay-over" => Action::Pay { amount: share(110) },
-        "settle" => Action::Settle { network: None },
-        "refund" => {
-            let amount = |value: &Option<String>| {
-                value
-                    .as_deref()
-                    .map(Decimal::from_str)
-                    .transpose()
-                    .or_internal("parse amount")
-            };
-            let gross = amount(&session.amount_gross)?.unwrap_or(expected);
-            let refunded = amount(&session.amount_refunded)?.unwrap_or_default();
-            // Everything not yet refunded.
-            Action::Refund {
-                amount: gross - refunded,
-            }
-        }
-        "fail" => Action::Fail,
-        _ => {
-            return Err(ApiError::not_found(format!(
-                "no such sandbox control: {control}"
-            )))
-        }
-    };
-    match payments::act(ctx, session.transaction_id, None, &action).await {
-        Ok(_) => http::see_other(url, &hosted_path(id)),
-        Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
-            page(ctx, id, Some(err.description)).await
-        }
-        Err(err) => Err(err),
+        Simulation::Unknown => Err(ApiError::not_found(format!(
+            "no such sandbox control: {control}"
+        ))),
+        Simulation::Refused(why) => page(ctx, id, Some(why)).await,
     }
 }
