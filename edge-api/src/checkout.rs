@@ -56,7 +56,8 @@ pub enum Refusal {
     /// None of the merchant's ways to pay can be quoted now: why not, for each.
     NoQuote(Vec<String>),
     /// Already an API error: the per-key or per-address limit's refusal (429 with its
-    /// `Retry-After`), or a failure on our side (logged, 500).
+    /// `Retry-After`), or a failure on our side (the configuration, the database, a deposit
+    /// address), logged.
     Api(ApiError),
 }
 
@@ -489,4 +490,50 @@ fn watch_statement(
     )
     .or_internal("watch deposit")?;
     Ok(Some(statement))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> CheckoutOptions {
+        CheckoutOptions {
+            public_key: "pk_test_1".into(),
+            amount: "149.9".into(),
+            currency: "EUR".into(),
+            title: "Order 7".into(),
+            external_reference: "order-7".into(),
+            idempotency_key: Some("key-1".into()),
+            redirect_url: "https://shop.example/done".into(),
+            open_in_new_tab: false,
+            allow_crypto: true,
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_leaves_out_the_key_and_reads_the_amount_as_a_number() {
+        let first = fingerprint(&options()).unwrap();
+        let same = CheckoutOptions {
+            amount: "149.90".into(),
+            idempotency_key: Some("key-2".into()),
+            ..options()
+        };
+        assert_eq!(fingerprint(&same).unwrap(), first);
+        for other in [
+            CheckoutOptions {
+                amount: "149.91".into(),
+                ..options()
+            },
+            CheckoutOptions {
+                title: "Order 8".into(),
+                ..options()
+            },
+            CheckoutOptions {
+                open_in_new_tab: true,
+                ..options()
+            },
+        ] {
+            assert_ne!(fingerprint(&other).unwrap(), first);
+        }
+    }
 }
