@@ -22,7 +22,9 @@ const LAYERS: &[&[&str]] = &[
         "wallet_address",
     ],
     &["db"],
-    &["auth", "throttle", "payments", "webhooks", "chain"],
+    &[
+        "auth", "throttle", "payments", "checkout", "webhooks", "chain",
+    ],
     &["routes", "portal", "cron"],
     &["lib"],
 ];

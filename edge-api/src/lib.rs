@@ -3,11 +3,12 @@
 //!
 //! Layers, each importing only from the ones below it (a test checks this):
 //! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
-//! `throttle`, `payments`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
+//! `throttle`, `payments`, `checkout`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
 //! `html`, `query`, `crypto`, `webhook_url`, `wallet_address`) → `shared-types`.
 
 mod auth;
 mod chain;
+mod checkout;
 mod cron;
 mod crypto;
 mod ctx;

@@ -10,8 +10,9 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries;
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::transactions::{self, Stamps};
+use crate::db::Batch;
 use crate::error::{ApiError, OrInternal};
-use crate::{chain, crypto, db, webhooks};
+use crate::{chain, crypto, webhooks};
 
 /// Most expired checkouts one cron run closes (the next run takes the rest).
 const EXPIRE_PER_RUN: i64 = 200;
@@ -221,31 +222,35 @@ async fn apply(
     });
     // The guarded UPDATE, then (only if it wrote) the event and one delivery per subscribed
     // endpoint: all or nothing.
-    let mut statements =
-        vec![
-            transactions::apply_change(database, id, row.version, &change, &stamps)
-                .or_internal("write payment change")?,
-        ];
-    if let Some(e) = &outbox {
-        statements
-            .push(events::insert(database, e, Guard::AfterChange).or_internal("write event")?);
-        statements.push(
-            deliveries::fan_out(database, e.id, e.institution_id, e.kind, None, now)
-                .or_internal("write deliveries")?,
-        );
-    }
-    let results = db::batch(database, statements)
+    let mut batch = Batch::new();
+    let update = batch.push(
+        transactions::apply_change(database, id, row.version, &change, &stamps)
+            .or_internal("write payment change")?,
+    );
+    let fan_out = match &outbox {
+        None => None,
+        Some(e) => {
+            let insert =
+                events::insert(database, e, Guard::AfterChange).or_internal("write event")?;
+            let fan_out = deliveries::fan_out(database, e.id, e.institution_id, e.kind, None, now)
+                .or_internal("write deliveries")?;
+            batch.push(insert);
+            Some(batch.push(fan_out))
+        }
+    };
+    let results = batch
+        .run(database)
         .await
         .or_internal("write payment change")?;
-    if !db::changed(&results, 0) {
+    if !results.changed(update) {
         return Err(ApiError::new(
             ErrorCode::Conflict,
             "the payment changed while this request ran; read it again and retry",
         ));
     }
-    if let Some((event_id, _, _)) = &event {
+    if let (Some((event_id, _, _)), Some(fan_out)) = (&event, fan_out) {
         // Queued after the commit; a lost message is found by the cron sweep.
-        let ids = deliveries::created(&results, 2).or_internal("read deliveries")?;
+        let ids = deliveries::created(&results, fan_out).or_internal("read deliveries")?;
         if let Err(err) = webhooks::enqueue(ctx, &ids, 0).await {
             worker::console_warn!(
                 "deliveries of {event_id} left to the sweep: {}",

@@ -170,7 +170,6 @@ async fn record_attempt(
     db::batch(&ctx.db, statements)
         .await
         .or_internal("record attempt")
-        .map(drop)
 }
 
 /// POSTs the event; returns (status, outcome, first 4 KB of the body, latency in ms).
@@ -303,7 +302,6 @@ pub async fn notify(
     crate::db::batch(&ctx.db, vec![statement])
         .await
         .or_internal("record notification")
-        .map(drop)
 }
 
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is

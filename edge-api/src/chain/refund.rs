@@ -27,7 +27,7 @@ use super::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
 use crate::db::sends::Purpose;
-use crate::db::{self, events, transactions};
+use crate::db::{events, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::{crypto, payments, wallet_address};
 
@@ -318,8 +318,10 @@ pub async fn request(
         },
     )
     .or_internal("write refund")?;
-    let inserted = match db::batch(&ctx.db, vec![statement]).await {
-        Ok(results) => db::changed(&results, 0),
+    let mut batch = Batch::new();
+    let insert = batch.push(statement);
+    let inserted = match batch.run(&ctx.db).await {
+        Ok(results) => results.changed(insert),
         // The key was taken meanwhile: the other request's refund answers.
         Err(_) => {
             let existing = refunds::by_key(&ctx.db, institution_id, key)

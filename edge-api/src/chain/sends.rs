@@ -38,7 +38,7 @@ use super::{native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::sends::{self, NewSend, Outgoing, Purpose};
-use crate::db::{self, refunds, settlements};
+use crate::db::{self, refunds, settlements, Batch};
 use crate::error::{ApiError, OrInternal};
 
 /// Most transactions out a run follows.
@@ -117,12 +117,12 @@ pub async fn send(
         head,
         now: ctx.now(),
     };
-    let at = before.len();
-    let mut statements = before;
-    statements.push(sends::insert(&ctx.db, &new)?);
-    statements.extend(after);
-    let stored = match db::batch(&ctx.db, statements).await {
-        Ok(results) => db::changed(&results, at),
+    let mut batch = Batch::new();
+    batch.extend(before);
+    let insert = batch.push(sends::insert(&ctx.db, &new)?);
+    batch.extend(after);
+    let stored = match batch.run(&ctx.db).await {
+        Ok(results) => results.changed(insert),
         Err(e) => {
             // Another run claimed one of these payments, or took the nonce: nothing was
             // stored, and nothing is sent.

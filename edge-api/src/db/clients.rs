@@ -5,7 +5,7 @@ use payrail_credentials::sql;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, batch, bind, changed, first, run, DbResult, Value};
+use super::{all, bind, first, run, Batch, DbResult, Returning, Value};
 
 /// An API client, as client authentication needs it.
 #[derive(Debug, Deserialize)]
@@ -114,12 +114,13 @@ pub async fn issue(
             issue.token_hash.into(),
         ],
     )?;
-    let results = batch(db, vec![read, store, mark_used, clear_failures]).await?;
-    let row = results
-        .first()
-        .map(|r| r.results::<Row>())
-        .transpose()?
-        .and_then(|rows| rows.into_iter().next());
+    let mut batch = Batch::new();
+    let read = batch.push(Returning::<Row>::new(read));
+    let store = batch.push(store);
+    batch.push(mark_used);
+    batch.push(clear_failures);
+    let results = batch.run(db).await?;
+    let row = results.rows(read)?.into_iter().next();
     let client = row
         .as_ref()
         .and_then(|r| match (r.id, &r.secret_hash, &r.scopes) {
@@ -139,7 +140,7 @@ pub async fn issue(
     Ok(Issued {
         client,
         failures,
-        stored: changed(&results, 1),
+        stored: results.changed(store),
     })
 }
 
@@ -264,24 +265,19 @@ pub async fn rotate(
     secret_hash: &str,
     now_text: &str,
 ) -> DbResult<bool> {
-    let results = batch(
+    let mut batch = Batch::new();
+    let rotate = batch.push(bind(
         db,
-        vec![
-            bind(
-                db,
-                sql::ROTATE_CLIENT_SECRET,
-                &[
-                    secret_hash.into(),
-                    now_text.into(),
-                    client_id.into(),
-                    institution_id.into(),
-                ],
-            )?,
-            revoke_tokens(db, institution_id, client_id)?,
+        sql::ROTATE_CLIENT_SECRET,
+        &[
+            secret_hash.into(),
+            now_text.into(),
+            client_id.into(),
+            institution_id.into(),
         ],
-    )
-    .await?;
-    Ok(changed(&results, 0))
+    )?);
+    batch.push(revoke_tokens(db, institution_id, client_id)?);
+    Ok(batch.run(db).await?.changed(rotate))
 }
 
 /// Deletes every token of the client.
@@ -299,17 +295,12 @@ fn revoke_tokens(
 
 /// Deletes a client and its tokens, atomically. False if no such client.
 pub async fn delete(db: &D1Database, institution_id: i64, client_id: &str) -> DbResult<bool> {
-    let results = batch(
+    let mut batch = Batch::new();
+    batch.push(revoke_tokens(db, institution_id, client_id)?);
+    let delete = batch.push(bind(
         db,
-        vec![
-            revoke_tokens(db, institution_id, client_id)?,
-            bind(
-                db,
-                "DELETE FROM api_clients WHERE institution_id = ?1 AND client_id = ?2",
-                &[institution_id.into(), client_id.into()],
-            )?,
-        ],
-    )
-    .await?;
-    Ok(changed(&results, 1))
+        "DELETE FROM api_clients WHERE institution_id = ?1 AND client_id = ?2",
+        &[institution_id.into(), client_id.into()],
+    )?);
+    Ok(batch.run(db).await?.changed(delete))
 }

@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
-use worker::{D1Database, D1PreparedStatement, D1Result};
+use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, batch, bind, first, run, strings, DbResult, Value};
+use super::{
+    all, bind, first, run, strings, Batch, BatchResults, DbResult, Handle, Returning, Value,
+};
 use crate::query::DeliveryLogQuery;
 
 /// The one way a delivery id is made: `dlv_` and 24 random hex digits, in SQL, because fan-out
@@ -14,7 +16,8 @@ const NEW_ID: &str = "'dlv_' || lower(hex(randomblob(12)))";
 
 /// One pending delivery of event `event_id` per enabled endpoint of the institution subscribed
 /// to `kind` (or just `only_endpoint`, whatever its types, for test events), only if the event
-/// exists (it may not, when the guarded change before it in the batch wrote nothing). Its rows are the new deliveries' ids ([`created`]).
+/// exists (it may not, when the guarded change before it in the batch wrote nothing). Its rows
+/// are the new deliveries ([`created`]).
 pub fn fan_out(
     db: &D1Database,
     event_id: &str,
@@ -22,7 +25,7 @@ pub fn fan_out(
     kind: &str,
     only_endpoint: Option<&str>,
     now: i64,
-) -> DbResult<D1PreparedStatement> {
+) -> DbResult<Returning<NewDelivery>> {
     bind(
         db,
         &format!(
@@ -43,20 +46,20 @@ pub fn fan_out(
             now.into(),
         ],
     )
+    .map(Returning::new)
 }
 
-/// Ids of the deliveries the [`fan_out`] statement at `index` of a batch created (none when
-/// the batch has no such statement).
-pub fn created(results: &[D1Result], index: usize) -> DbResult<Vec<String>> {
-    #[derive(Deserialize)]
-    struct Created {
-        id: String,
-    }
-    let Some(result) = results.get(index) else {
-        return Ok(Vec::new());
-    };
-    Ok(result
-        .results::<Created>()?
+/// A delivery the [`fan_out`] statement created.
+#[derive(Deserialize)]
+pub struct NewDelivery {
+    /// Its id.
+    pub id: String,
+}
+
+/// Ids of the deliveries a batch's [`fan_out`] statement created.
+pub fn created(results: &BatchResults, fan_out: Handle<NewDelivery>) -> DbResult<Vec<String>> {
+    Ok(results
+        .rows(fan_out)?
         .into_iter()
         .map(|row| row.id)
         .collect())
@@ -402,12 +405,13 @@ pub async fn resend(
     ids: &[String],
     now: i64,
 ) -> DbResult<Vec<DeliveryRow>> {
-    let mut statements = Vec::new();
+    let mut batch = Batch::new();
+    let mut chunks = Vec::new();
     for chunk in ids.chunks(RESEND_CHUNK) {
         let mut params: Vec<Value> = vec![institution_id.into(), now.into()];
         params.extend(chunk.iter().map(|id| Value::from(id.as_str())));
         let placeholders: Vec<String> = (3..=params.len()).map(|n| format!("?{n}")).collect();
-        statements.push(bind(
+        let copy = bind(
             db,
             &format!(
                 "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
@@ -418,11 +422,13 @@ pub async fn resend(
                 placeholders.join(", ")
             ),
             &params,
-        )?);
+        )?;
+        chunks.push(batch.push(Returning::<DeliveryRow>::new(copy)));
     }
+    let results = batch.run(db).await?;
     let mut created = Vec::new();
-    for result in batch(db, statements).await? {
-        created.extend(result.results::<DeliveryRow>()?);
+    for chunk in chunks {
+        created.extend(results.rows(chunk)?);
     }
     Ok(created)
 }

@@ -4,7 +4,9 @@
 //!
 //! Statements that must commit together (a state change and its outbox event, an attempt and
 //! its delivery) are built by their tables' modules as prepared statements and committed with
-//! [`batch`] by the service that knows they belong together: D1's batch is its only transaction.
+//! [`Batch`] (or [`batch`], when nothing is read back) by the service that knows they belong
+//! together: D1's batch is its only transaction. Each statement added to a [`Batch`] gets a
+//! typed [`Handle`], and its result is read with it, never by position.
 //!
 //! Every function returns [`DbResult`]; callers turn a failure into a logged 500 with
 //! `or_internal("context")`.
@@ -29,6 +31,8 @@ pub mod watches;
 
 #[cfg(test)]
 mod plan_tests;
+
+use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -282,25 +286,137 @@ pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<V
         .collect())
 }
 
-/// Commits the statements as one atomic transaction; returns each one's result.
-pub async fn batch(
-    db: &D1Database,
+/// Commits the statements as one atomic transaction, reading nothing back (a batch whose
+/// results are read is built with [`Batch`]).
+pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> DbResult<()> {
+    db.batch(statements).await?;
+    Ok(())
+}
+
+/// Statements committed together as one D1 batch (D1's only transaction), each read back by
+/// the [`Handle`] it was given when added, so no caller counts positions:
+///
+/// ```ignore
+/// let mut batch = Batch::new();
+/// let update = batch.push(transactions::apply_change(db, ..)?);
+/// let fan_out = batch.push(deliveries::fan_out(db, ..)?);
+/// let results = batch.run(db).await?;
+/// if results.changed(update) {
+///     let created = results.rows(fan_out)?;
+/// }
+/// ```
+#[derive(Default)]
+pub struct Batch {
     statements: Vec<D1PreparedStatement>,
-) -> DbResult<Vec<D1Result>> {
-    Ok(db.batch(statements).await?)
+}
+
+/// A statement whose rows (a `SELECT`, or `RETURNING`) its batch reads back as `R`.
+pub struct Returning<R> {
+    statement: D1PreparedStatement,
+    rows: PhantomData<fn() -> R>,
+}
+
+impl<R> Returning<R> {
+    /// `statement`, its rows read as `R`.
+    pub fn new(statement: D1PreparedStatement) -> Self {
+        Self {
+            statement,
+            rows: PhantomData,
+        }
+    }
+}
+
+/// What a batch takes: a plain statement (its rows are not read), or one [`Returning`] rows.
+pub trait Statement {
+    /// What the statement's rows read as.
+    type Rows;
+    /// The statement as D1 runs it.
+    fn prepared(self) -> D1PreparedStatement;
+}
+
+/// The rows of a plain statement: there are none to read, so `rows` cannot be asked of it.
+pub enum NoRows {}
+
+impl Statement for D1PreparedStatement {
+    type Rows = NoRows;
+    fn prepared(self) -> D1PreparedStatement {
+        self
+    }
+}
+
+impl<R> Statement for Returning<R> {
+    type Rows = R;
+    fn prepared(self) -> D1PreparedStatement {
+        self.statement
+    }
+}
+
+/// A statement's place in its [`Batch`], given when it was added; its rows read as `R`.
+pub struct Handle<R> {
+    index: usize,
+    rows: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for Handle<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for Handle<R> {}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `statement`; its result is read with the handle returned.
+    pub fn push<S: Statement>(&mut self, statement: S) -> Handle<S::Rows> {
+        self.statements.push(statement.prepared());
+        Handle {
+            index: self.statements.len() - 1,
+            rows: PhantomData,
+        }
+    }
+
+    /// Adds statements whose results are not read.
+    pub fn extend(&mut self, statements: impl IntoIterator<Item = D1PreparedStatement>) {
+        self.statements.extend(statements);
+    }
+
+    /// Commits the statements, in the order added, as one atomic transaction.
+    pub async fn run(self, db: &D1Database) -> DbResult<BatchResults> {
+        Ok(BatchResults(db.batch(self.statements).await?))
+    }
+}
+
+/// What a committed [`Batch`] answered, read by each statement's [`Handle`].
+pub struct BatchResults(Vec<D1Result>);
+
+impl BatchResults {
+    /// Whether the statement changed a row.
+    pub fn changed<R>(&self, statement: Handle<R>) -> bool {
+        self.0.get(statement.index).is_some_and(|r| changes(r) > 0)
+    }
+
+    /// The statement's rows.
+    pub fn rows<R: DeserializeOwned>(&self, statement: Handle<R>) -> DbResult<Vec<R>> {
+        match self.0.get(statement.index) {
+            Some(result) => Ok(result.results()?),
+            None => Err(DbError::bad_row(
+                "a batch answered fewer results than it had statements",
+            )),
+        }
+    }
 }
 
 /// Rows a statement changed.
-pub fn changes(result: &D1Result) -> usize {
+fn changes(result: &D1Result) -> usize {
     result
         .meta()
         .ok()
         .flatten()
         .and_then(|m| m.changes)
         .unwrap_or(0)
-}
-
-/// Whether the `index`th statement of a batch changed a row.
-pub fn changed(results: &[D1Result], index: usize) -> bool {
-    results.get(index).is_some_and(|r| changes(r) > 0)
 }

@@ -62,7 +62,7 @@ pub async fn replace(
             &[merchant_id.into(), origin.as_str().into(), now_text.into()],
         )?);
     }
-    batch(db, statements).await.map(drop)
+    batch(db, statements).await
 }
 
 /// Whether `origin` is one of the merchant's.

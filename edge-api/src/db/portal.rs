@@ -5,7 +5,7 @@ use worker::D1Database;
 
 use shared_types::PortalRole;
 
-use super::{all, batch, bind, changed, first, run, strings, DbResult};
+use super::{all, bind, first, run, strings, Batch, DbResult};
 
 /// An admin, as login needs it.
 #[derive(Debug, Deserialize)]
@@ -201,24 +201,19 @@ pub async fn delete_user(
         AND (role = 'viewer' OR (SELECT count(*) FROM portal_admins \
              WHERE institution_id = ?1 AND role = 'admin') > 1)";
     let params = [institution_id.into(), id.into(), acting_id.into()];
-    let results = batch(
+    let mut batch = Batch::new();
+    batch.push(bind(
         db,
-        vec![
-            bind(
-                db,
-                &format!(
-                    "DELETE FROM portal_sessions WHERE admin_id = ?2 AND EXISTS \
-                     (SELECT 1 FROM portal_admins WHERE {REMOVABLE})"
-                ),
-                &params,
-            )?,
-            bind(
-                db,
-                &format!("DELETE FROM portal_admins WHERE {REMOVABLE}"),
-                &params,
-            )?,
-        ],
-    )
-    .await?;
-    Ok(changed(&results, 1))
+        &format!(
+            "DELETE FROM portal_sessions WHERE admin_id = ?2 AND EXISTS \
+             (SELECT 1 FROM portal_admins WHERE {REMOVABLE})"
+        ),
+        &params,
+    )?);
+    let remove = batch.push(bind(
+        db,
+        &format!("DELETE FROM portal_admins WHERE {REMOVABLE}"),
+        &params,
+    )?);
+    Ok(batch.run(db).await?.changed(remove))
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use worker::D1Database;
 
-use super::{all, batch, bind, changed, DbResult, Value};
+use super::{all, bind, Batch, DbResult, Value};
 
 /// A settlement wallet.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -165,6 +165,8 @@ pub async fn replace(
             now_text.into(),
         ],
     )?;
-    let results = batch(db, vec![write, record]).await?;
-    Ok(changed(&results, 0))
+    let mut batch = Batch::new();
+    let write = batch.push(write);
+    batch.push(record);
+    Ok(batch.run(db).await?.changed(write))
 }

@@ -39,10 +39,10 @@ impl From<NotificationRow> for Notification {
         }
     }
 }
-use crate::db::{endpoints, transactions};
+use crate::db::{endpoints, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_time_bound, DeliveryLogQuery};
-use crate::{crypto, db, webhooks};
+use crate::{crypto, webhooks};
 
 /// A delivery with its times as timestamps.
 #[derive(Debug, Serialize)]
@@ -301,24 +301,24 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         created: portal.now,
         transaction_version: None,
     };
-    let results = db::batch(
-        portal.db(),
-        vec![
-            events::insert(portal.db(), &outbox, Guard::None).or_internal("store test event")?,
-            deliveries::fan_out(
-                portal.db(),
-                &event.id,
-                institution,
-                TEST_EVENT_TYPE,
-                Some(endpoint_id),
-                portal.now,
-            )
-            .or_internal("store test event")?,
-        ],
-    )
-    .await
-    .or_internal("store test event")?;
-    let ids = deliveries::created(&results, 1).or_internal("read delivery")?;
+    let mut batch = Batch::new();
+    batch.push(events::insert(portal.db(), &outbox, Guard::None).or_internal("store test event")?);
+    let fan_out = batch.push(
+        deliveries::fan_out(
+            portal.db(),
+            &event.id,
+            institution,
+            TEST_EVENT_TYPE,
+            Some(endpoint_id),
+            portal.now,
+        )
+        .or_internal("store test event")?,
+    );
+    let results = batch
+        .run(portal.db())
+        .await
+        .or_internal("store test event")?;
+    let ids = deliveries::created(&results, fan_out).or_internal("read delivery")?;
     webhooks::enqueue(portal.ctx, &ids, 0).await?;
     let row = deliveries::get(
         portal.db(),

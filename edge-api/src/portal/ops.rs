@@ -7,13 +7,13 @@ use shared_types::lifecycle::EventType;
 use shared_types::{time, EndpointStatus, ErrorCode, Scope, ScopeSet};
 
 use super::Portal;
+use crate::crypto;
 use crate::ctx::timestamp;
 use crate::db::clients::{self, ClientRow, NewClient};
-use crate::db::deliveries;
 use crate::db::endpoints::{self, Changes, EndpointRow, Rotation};
+use crate::db::{deliveries, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::webhook_url::{self, Checked};
-use crate::{crypto, db};
 
 /// Default grace period of a rotated signing secret.
 pub const DEFAULT_GRACE_SECONDS: i64 = 24 * 60 * 60;
@@ -496,17 +496,19 @@ pub async fn update_endpoint(
 
 /// Deletes an endpoint; its pending deliveries fail with it.
 pub async fn delete_endpoint(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
-    let results = db::batch(
-        portal.db(),
-        vec![
-            deliveries::fail_pending_of_endpoint(portal.db(), id).or_internal("delete endpoint")?,
-            endpoints::delete(portal.db(), portal.institution_id(), id)
-                .or_internal("delete endpoint")?,
-        ],
-    )
-    .await
-    .or_internal("delete endpoint")?;
-    if db::changed(&results, 1) {
+    let mut batch = Batch::new();
+    batch.push(
+        deliveries::fail_pending_of_endpoint(portal.db(), id).or_internal("delete endpoint")?,
+    );
+    let delete = batch.push(
+        endpoints::delete(portal.db(), portal.institution_id(), id)
+            .or_internal("delete endpoint")?,
+    );
+    let results = batch
+        .run(portal.db())
+        .await
+        .or_internal("delete endpoint")?;
+    if results.changed(delete) {
         Ok(())
     } else {
         Err(no_endpoint())

@@ -1,26 +1,19 @@
-//! Checkout: `POST /checkout/sessions` (public, publishable key, CORS), the hosted page
-//! `GET /checkout/{id}`, its way-to-pay form, and its sandbox controls.
+//! Checkout's HTTP: `POST /checkout/sessions` (public, publishable key, CORS), the hosted page
+//! `GET /checkout/{id}`, its way-to-pay form, and its sandbox controls. What they do (start a
+//! session, change its way to pay, act out a payment) is the checkout service's
+//! (`crate::checkout`); here are bodies, JSON, pages and redirects.
 
-use std::str::FromStr;
-
-use rust_decimal::Decimal;
 use shared_types::checkout::CheckoutOptions;
-use shared_types::lifecycle::Action;
-use shared_types::{quote, ErrorCode, RawStatus};
+use shared_types::{ErrorCode, RawStatus};
 use worker::{Method, Request, Response, Url};
 
 use super::hosted_page;
-use crate::ctx::{timestamp, Ctx};
-use crate::db::sessions::{self, NewSession, StoredKey, KEY_SECONDS};
-use crate::db::transactions::{self, NewPayment};
-use crate::db::watches::{self, NewWatch};
-use crate::db::{merchants, origins, wallets};
+use crate::checkout::{self, MethodChange, Refusal, Simulation};
+use crate::ctx::Ctx;
+use crate::db::{sessions, watches};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
-use crate::{chain, crypto, db, http, payments, throttle};
+use crate::{chain, http};
 
-/// How long a checkout stays payable: its quote's window, shown as a countdown (as BTCPay's
-/// invoices, fifteen minutes).
-pub const SESSION_SECONDS: i64 = 15 * 60;
 /// Why the way to pay cannot change any more.
 const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
                       cannot change";
@@ -72,7 +65,8 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
     )
 }
 
-/// Reads the options: a JSON object whose `amount` may be a number or decimal text.
+/// Reads the options: a JSON object whose `amount` may be a number or decimal text (checked
+/// against the checkout rules by the service).
 fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
     let not_object =
         || ApiError::invalid_request("the body must be a JSON object of checkout options");
@@ -84,206 +78,60 @@ fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
         let text = n.to_string();
         object.insert("amount".into(), serde_json::Value::String(text));
     }
-    let options: CheckoutOptions = from_json(&value.to_string())?;
-    options
-        .validate()
-        .map_err(|e| ApiError::invalid_request(e.message))?;
-    Ok(options)
-}
-
-/// Fingerprint of everything but the key: the same key with other options is a conflict.
-fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
-    let amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
-    let canonical = CheckoutOptions {
-        idempotency_key: None,
-        amount: amount.normalize().to_string(),
-        ..options.clone()
-    };
-    let text = serde_json::to_string(&canonical).or_internal("encode options")?;
-    Ok(crypto::sha256_hex(&text))
+    from_json(&value.to_string())
 }
 
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
     let body = http::body_of_type(req, "application/json", http::CHECKOUT_BODY_MAX).await?;
     let options = parse_options(&body)?;
-    if chain::methods(ctx)?.is_empty() {
-        return Err(ApiError::new(
+    let session = checkout::create(ctx, &options).await.map_err(refused)?;
+    Ok((
+        if session.created { 201 } else { 200 },
+        Created {
+            url: hosted_url(url, &session.id),
+            id: session.id,
+            transaction_id: session.transaction_id,
+        },
+    ))
+}
+
+/// The error body of a refused session.
+fn refused(refusal: Refusal) -> ApiError {
+    match refusal {
+        Refusal::Invalid(why) => ApiError::invalid_request(why),
+        Refusal::NoWayToPay => ApiError::new(
             ErrorCode::PaymentsUnavailable,
             "payments are unavailable: this deployment does not watch any chain yet, so it \
              offers no way to pay",
-        ));
-    }
-    throttle::count_checkout(ctx, &options.public_key).await?;
-    let database = &ctx.db;
-    let now = ctx.now();
-
-    let merchant = merchants::gate_by_key(database, &options.public_key, now)
-        .await
-        .or_internal("read merchant")?
-        .ok_or_else(|| {
+        ),
+        Refusal::UnknownKey => {
             ApiError::invalid_request("publicKey is not the publishable key of any merchant")
-        })?;
-    if let Some(why) = merchant.refusal() {
-        return Err(ApiError::new(
+        }
+        Refusal::MerchantUnavailable(why) => ApiError::new(
             ErrorCode::MerchantUnavailable,
             format!("this merchant cannot take payments: {why}"),
-        ));
-    }
-    let offered = offered_methods(ctx, merchant.id).await?;
-    if offered.is_empty() {
-        return Err(ApiError::new(
-            ErrorCode::MerchantUnavailable,
-            "this merchant cannot take payments: it has no settlement wallet on a network \
-             Payrail offers",
-        ));
-    }
-    // The hosted page is ours: it may only send the customer back to the merchant's own sites.
-    let origin = Url::parse(&options.redirect_url)
-        .map(|u| u.origin().ascii_serialization())
-        .or_internal("parse redirectUrl")?;
-    if !origins::allows(database, merchant.id, &origin)
-        .await
-        .or_internal("read origins")?
-    {
-        return Err(ApiError::new(
+        ),
+        Refusal::RedirectNotAllowed { origin } => ApiError::new(
             ErrorCode::RedirectNotAllowed,
             format!(
                 "redirectUrl must point at one of this merchant's allowed return origins; \
                  {origin} is not one (add it in the portal)"
             ),
-        ));
-    }
-
-    let fingerprint = fingerprint(&options)?;
-    let replay = |stored: StoredKey| {
-        if stored.fingerprint == fingerprint {
-            Ok((
-                200,
-                Created {
-                    url: hosted_url(url, &stored.session_id),
-                    id: stored.session_id,
-                    transaction_id: stored.transaction_id,
-                },
-            ))
-        } else {
-            Err(ApiError::new(
-                ErrorCode::Conflict,
-                "idempotencyKey was already used for another payment of this merchant with \
-                 different options; use a new key for a new order",
-            ))
-        }
-    };
-    if let Some(key) = &options.idempotency_key {
-        if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
-            .await
-            .or_internal("read idempotency key")?
-        {
-            return replay(stored);
-        }
-        sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
-            .await
-            .or_internal("forget stale key")?;
-    }
-
-    // Stored with the currency's minor digits: "149.9" EUR becomes "149.90".
-    let mut amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
-    amount.rescale(shared_types::checkout::currency_digits(&options.currency).unwrap_or(2));
-    let amount_text = amount.to_string();
-    // The first way to pay that can be quoted now is the default; none: no payment is taken.
-    let mut unavailable = Vec::new();
-    let mut chosen = None;
-    for method in &offered {
-        match chain::quote(ctx, *method, amount, &options.currency).await {
-            Ok(quote) => {
-                chosen = Some((*method, quote));
-                break;
-            }
-            Err(why) => unavailable.push(why.public()),
-        }
-    }
-    let Some((method, quote)) = chosen else {
-        return Err(ApiError::new(
+        ),
+        Refusal::KeyReused => ApiError::new(
+            ErrorCode::Conflict,
+            "idempotencyKey was already used for another payment of this merchant with \
+             different options; use a new key for a new order",
+        ),
+        Refusal::NoQuote(unavailable) => ApiError::new(
             ErrorCode::PaymentsUnavailable,
             format!(
                 "payments are unavailable right now: no way to pay can be quoted ({})",
                 unavailable.join("; ")
             ),
-        ));
-    };
-    let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
-    let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
-    let now_text = timestamp(now)?;
-    let crypto_amount = quote.crypto_amount.to_string();
-    let payment = NewPayment {
-        institution_id: merchant.institution_id,
-        merchant_id: merchant.id,
-        asset: method.asset,
-        currency: &options.currency,
-        amount: &amount_text,
-        network: method.network,
-        external_reference: &options.external_reference,
-        now_text: &now_text,
-    };
-    let session = NewSession {
-        id: &session_id,
-        merchant_id: merchant.id,
-        title: options.title.trim(),
-        redirect_url: &options.redirect_url,
-        asset: method.asset,
-        network: method.network,
-        deposit_address: &deposit_address,
-        deposit_index,
-        crypto_amount: &crypto_amount,
-        now,
-        expires_at: now + SESSION_SECONDS,
-    };
-    // The transaction, its session and the idempotency key in one atomic batch: it fails as a
-    // whole when the key was taken meanwhile (a concurrent double click).
-    let mut statements = vec![
-        transactions::insert_pending(database, &payment).or_internal("create session")?,
-        sessions::insert(database, &session).or_internal("create session")?,
-    ];
-    if let Some(watch) = watch_statement(
-        ctx,
-        &session_id,
-        method,
-        (&deposit_address, deposit_index),
-        &quote,
-        now + SESSION_SECONDS,
-    )? {
-        statements.push(watch);
+        ),
+        Refusal::Api(err) => err,
     }
-    if let Some(key) = &options.idempotency_key {
-        statements.push(
-            sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
-                .or_internal("create session")?,
-        );
-    }
-    if let Err(err) = db::batch(database, statements).await {
-        // A concurrent request with the same key won the race: answer as it did.
-        if let Some(key) = &options.idempotency_key {
-            if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
-                .await
-                .or_internal("read idempotency key")?
-            {
-                return replay(stored);
-            }
-        }
-        return Err(ApiError::internal("create session", err));
-    }
-    let session = sessions::get(database, &session_id)
-        .await
-        .or_internal("read session")?
-        .ok_or("session vanished")
-        .or_internal("read session")?;
-    Ok((
-        201,
-        Created {
-            url: hosted_url(url, &session_id),
-            id: session_id,
-            transaction_id: session.transaction_id,
-        },
-    ))
 }
 
 /// `GET /checkout/{id}`: the hosted page.
@@ -295,7 +143,7 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
         None => hosted_page::respond(404, hosted_page::not_found()),
         Some(session) => {
             let status = if notice.is_some() { 409 } else { 200 };
-            let offered = offered_methods(ctx, session.merchant_id).await?;
+            let offered = checkout::offered_methods(ctx, session.merchant_id).await?;
             let request = payment_request(ctx, &session).await?;
             hosted_page::respond(
                 status,
@@ -385,57 +233,6 @@ async fn payment_request(
     }))
 }
 
-/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
-async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
-    let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
-        .await
-        .or_internal("read wallets")?
-        .into_iter()
-        .map(|w| w.network)
-        .collect();
-    chain::methods_for(ctx, &networks)
-}
-
-/// The watch of a deposit address quoted on a watched network, for the batch that gives the
-/// address to the session; `None` for a simulated one.
-fn watch_statement(
-    ctx: &Ctx,
-    session_id: &str,
-    method: quote::Method,
-    (address, derivation_index): (&str, Option<i64>),
-    quote: &chain::Quote,
-    checkout_end: i64,
-) -> Result<Option<worker::D1PreparedStatement>, ApiError> {
-    let Some(watched) = &quote.watched else {
-        return Ok(None);
-    };
-    let derivation_index = derivation_index
-        .ok_or("a watched address must be derived")
-        .or_internal("watch deposit")?;
-    let statement = watches::insert(
-        &ctx.db,
-        &NewWatch {
-            address,
-            derivation_index,
-            session_id,
-            network: method.network,
-            asset: method.asset,
-            token: &watched.token,
-            decimals: watched.decimals,
-            crypto_amount: &quote.crypto_amount.to_string(),
-            base_units: &watched.base_units.to_string(),
-            // Recorded to 12 places (the conversion itself uses the quoted amounts).
-            rate: &quote.rate.round_dp(12).normalize().to_string(),
-            rate_source: &quote.rate_source,
-            from_block: watched.head_block,
-            now: ctx.now(),
-            watch_until: checkout_end + chain::watch::LATE_WINDOW_SECONDS,
-        },
-    )
-    .or_internal("watch deposit")?;
-    Ok(Some(statement))
-}
-
 async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
     sessions::get(&ctx.db, id)
         .await
@@ -479,119 +276,21 @@ pub async fn choose_method(
         .map(|(_, v)| v)
         .unwrap_or_default();
     let session = session(ctx, id).await?;
-    let offered = offered_methods(ctx, session.merchant_id).await?;
-    let method = chosen
-        .split_once(':')
-        .and_then(|(asset, network)| chain::method(&offered, asset, network))
-        .ok_or_else(|| {
-            ApiError::invalid_request("method must be one of the offered ways to pay")
-        })?;
-    let now = ctx.now();
-    if session.raw_status != RawStatus::Pending || session.expires_at <= now {
-        return page(ctx, id, Some(CLOSED.to_owned())).await;
-    }
-    // A way to pay chosen before on a watched network keeps its address and quote: the customer
-    // may have paid it already, and a session never gets more addresses than ways to pay.
-    let earlier = watches::of_session(&ctx.db, &session.id)
-        .await
-        .or_internal("read watches")?
-        .into_iter()
-        .find(|w| w.network == method.network && w.asset == method.asset);
-    let (address, deposit_index, crypto_amount, watch) = match earlier {
-        Some(w) => (
-            crate::wallet_address::eip55(w.address.trim_start_matches("0x")),
-            Some(w.derivation_index),
-            w.crypto_amount,
-            None,
-        ),
-        None => {
-            let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
-            let quote = match chain::quote(ctx, method, amount, &session.currency).await {
-                Ok(quote) => quote,
-                Err(why) => {
-                    let notice = format!(
-                        "{} on {} cannot be offered right now: {}. Choose another way to pay, \
-                         or try again in a moment.",
-                        method.asset,
-                        method.network,
-                        why.public()
-                    );
-                    return page(ctx, id, Some(notice)).await;
-                }
-            };
-            let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
-            let watch = watch_statement(
-                ctx,
-                &session.id,
-                method,
-                (&address, deposit_index),
-                &quote,
-                session.expires_at,
-            )?;
-            (
-                address,
-                deposit_index,
-                quote.crypto_amount.to_string(),
-                watch,
-            )
-        }
-    };
-    // The session follows only if the transaction was still pending at the version read.
-    let results = db::batch(
-        &ctx.db,
-        vec![
-            transactions::change_method(
-                &ctx.db,
-                session.transaction_id,
-                session.version,
-                method.asset,
-                method.network,
-                &timestamp(now)?,
-            )
-            .or_internal("change method")?,
-            sessions::change_method(
-                &ctx.db,
-                &session.id,
-                method.asset,
-                method.network,
-                &address,
-                deposit_index,
-                &crypto_amount,
-            )
-            .or_internal("change method")?,
-        ]
-        .into_iter()
-        .chain(watch)
-        .collect(),
-    )
-    .await;
-    let results = match results {
-        Ok(results) => results,
-        Err(err) => {
-            // A concurrent choice of the same way to pay gave it its address first (one address
-            // per way to pay): show the page as that left it.
-            let taken = watches::of_session(&ctx.db, &session.id)
-                .await
-                .or_internal("read watches")?
-                .iter()
-                .any(|w| w.network == method.network && w.asset == method.asset);
-            if taken {
-                return http::see_other(url, &hosted_path(id));
-            }
-            return Err(ApiError::internal("change method", err));
-        }
-    };
-    if !db::changed(&results, 0) {
-        // The payment changed since it was read: closed (paid, expired), or only another choice
-        // made meanwhile, after which the page simply shows where it stands.
-        let now_open = self::session(ctx, id)
-            .await
-            .is_ok_and(|s| s.raw_status == RawStatus::Pending && s.expires_at > ctx.now());
-        if !now_open {
-            return page(ctx, id, Some(CLOSED.to_owned())).await;
+    match checkout::change_method(ctx, &session, &chosen).await? {
+        MethodChange::Changed => http::see_other(url, &hosted_path(id)),
+        MethodChange::NotOffered => Err(ApiError::invalid_request(
+            "method must be one of the offered ways to pay",
+        )),
+        MethodChange::Closed => page(ctx, id, Some(CLOSED.to_owned())).await,
+        MethodChange::Unquoted { method, why } => {
+            let notice = format!(
+                "{} on {} cannot be offered right now: {why}. Choose another way to pay, or \
+                 try again in a moment.",
+                method.asset, method.network
+            );
+            page(ctx, id, Some(notice)).await
         }
     }
-    http::see_other(url, &hosted_path(id))
 }
 
 /// `POST /checkout/{id}/sandbox/{control}`: the hosted page's sandbox buttons.
@@ -611,52 +310,16 @@ pub async fn sandbox_control(
     if control == "pay-from-demo-wallet" {
         return pay_from_demo_wallet(ctx, url, &session).await;
     }
-    if control.starts_with("pay-") || control == "fail" {
-        let watched = !watches::of_session(&ctx.db, &session.id)
-            .await
-            .or_internal("read watches")?
-            .is_empty();
-        if watched {
+    match checkout::simulate(ctx, &session, control).await? {
+        Simulation::Done => http::see_other(url, &hosted_path(id)),
+        Simulation::Watched => {
             let notice = "this checkout's network is watched: its payment is made on chain \
                           (the simulated payments are for networks without a node)";
-            return page(ctx, id, Some(notice.to_owned())).await;
+            page(ctx, id, Some(notice.to_owned())).await
         }
-    }
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
-    let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
-    let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
-    let action = match control {
-        "pay-exact" => Action::Pay { amount: expected },
-        "pay-under" => Action::Pay { amount: share(90) },
-        "pay-over" => Action::Pay { amount: share(110) },
-        "settle" => Action::Settle { network: None },
-        "refund" => {
-            let amount = |value: &Option<String>| {
-                value
-                    .as_deref()
-                    .map(Decimal::from_str)
-                    .transpose()
-                    .or_internal("parse amount")
-            };
-            let gross = amount(&session.amount_gross)?.unwrap_or(expected);
-            let refunded = amount(&session.amount_refunded)?.unwrap_or_default();
-            // Everything not yet refunded.
-            Action::Refund {
-                amount: gross - refunded,
-            }
-        }
-        "fail" => Action::Fail,
-        _ => {
-            return Err(ApiError::not_found(format!(
-                "no such sandbox control: {control}"
-            )))
-        }
-    };
-    match payments::act(ctx, session.transaction_id, None, &action).await {
-        Ok(_) => http::see_other(url, &hosted_path(id)),
-        Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
-            page(ctx, id, Some(err.description)).await
-        }
-        Err(err) => Err(err),
+        Simulation::Unknown => Err(ApiError::not_found(format!(
+            "no such sandbox control: {control}"
+        ))),
+        Simulation::Refused(why) => page(ctx, id, Some(why)).await,
     }
 }

@@ -1,0 +1,539 @@
+//! Checkout sessions: the rules of starting one (which deployment and merchant may take the
+//! payment, the limits, the return origin, the idempotency key, the first way to pay that can be
+//! quoted, the deposit address, the one batch that writes it all), of changing its way to pay,
+//! and of what the hosted page's sandbox controls act out. The routes (`routes/checkout`) keep
+//! the HTTP: bodies, JSON, pages and redirects.
+
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
+use shared_types::checkout::{currency_digits, CheckoutOptions};
+use shared_types::lifecycle::Action;
+use shared_types::{quote, ErrorCode, RawStatus};
+use worker::{D1PreparedStatement, Url};
+
+use crate::ctx::{timestamp, Ctx};
+use crate::db::sessions::{self, NewSession, SessionView, StoredKey, KEY_SECONDS};
+use crate::db::transactions::{self, NewPayment};
+use crate::db::watches::{self, NewWatch};
+use crate::db::{self, merchants, origins, wallets, Batch};
+use crate::error::{ApiError, OrInternal};
+use crate::{chain, crypto, payments, throttle};
+
+/// How long a checkout stays payable: its quote's window, shown as a countdown (as BTCPay's
+/// invoices, fifteen minutes).
+pub const SESSION_SECONDS: i64 = 15 * 60;
+
+/// A checkout session started by [`create`].
+#[derive(Debug)]
+pub struct Session {
+    /// Its id (`cs_…`), which names its hosted page.
+    pub id: String,
+    /// Its pending transaction.
+    pub transaction_id: i64,
+    /// False when the idempotency key's earlier request (with the same options) made it.
+    pub created: bool,
+}
+
+/// Why [`create`] started no session.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The options break a checkout rule (shared-types' validation, the browser's too): what.
+    Invalid(String),
+    /// The deployment offers no way to pay at all (it watches no chain yet).
+    NoWayToPay,
+    /// No merchant has this publishable key (nor had it within a roll's grace period).
+    UnknownKey,
+    /// The merchant cannot take payments: why.
+    MerchantUnavailable(String),
+    /// `redirectUrl`'s origin is not one of the merchant's return origins.
+    RedirectNotAllowed {
+        /// The origin asked for.
+        origin: String,
+    },
+    /// The idempotency key was used for this merchant with other options.
+    KeyReused,
+    /// None of the merchant's ways to pay can be quoted now: why not, for each.
+    NoQuote(Vec<String>),
+    /// Already an API error: the per-key or per-address limit's refusal (429 with its
+    /// `Retry-After`), or a failure on our side (the configuration, the database, a deposit
+    /// address), logged.
+    Api(ApiError),
+}
+
+impl From<ApiError> for Refusal {
+    fn from(err: ApiError) -> Self {
+        Refusal::Api(err)
+    }
+}
+
+/// Starts a checkout session for `options`, counted against the limits of its publishable key
+/// and of the caller's address (the context's): the pending transaction, its session with the
+/// first way to pay that can be quoted now, the deposit address's watch and the idempotency key,
+/// written in one atomic batch. The same idempotency key with the same options answers the
+/// session it made (also to a concurrent request that lost the race to write it).
+pub async fn create(ctx: &Ctx, options: &CheckoutOptions) -> Result<Session, Refusal> {
+    options
+        .validate()
+        .map_err(|e| Refusal::Invalid(e.message))?;
+    if chain::methods(ctx)?.is_empty() {
+        return Err(Refusal::NoWayToPay);
+    }
+    throttle::count_checkout(ctx, &options.public_key).await?;
+    let database = &ctx.db;
+    let now = ctx.now();
+
+    let merchant = merchants::gate_by_key(database, &options.public_key, now)
+        .await
+        .or_internal("read merchant")?
+        .ok_or(Refusal::UnknownKey)?;
+    if let Some(why) = merchant.refusal() {
+        return Err(Refusal::MerchantUnavailable(why));
+    }
+    let offered = offered_methods(ctx, merchant.id).await?;
+    if offered.is_empty() {
+        return Err(Refusal::MerchantUnavailable(
+            "it has no settlement wallet on a network Payrail offers".to_owned(),
+        ));
+    }
+    // The hosted page is ours: it may only send the customer back to the merchant's own sites.
+    let origin = Url::parse(&options.redirect_url)
+        .map(|u| u.origin().ascii_serialization())
+        .or_internal("parse redirectUrl")?;
+    if !origins::allows(database, merchant.id, &origin)
+        .await
+        .or_internal("read origins")?
+    {
+        return Err(Refusal::RedirectNotAllowed { origin });
+    }
+
+    let fingerprint = fingerprint(options)?;
+    let replay = |stored: StoredKey| {
+        if stored.fingerprint == fingerprint {
+            Ok(Session {
+                id: stored.session_id,
+                transaction_id: stored.transaction_id,
+                created: false,
+            })
+        } else {
+            Err(Refusal::KeyReused)
+        }
+    };
+    if let Some(key) = &options.idempotency_key {
+        if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
+            .await
+            .or_internal("read idempotency key")?
+        {
+            return replay(stored);
+        }
+        sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
+            .await
+            .or_internal("forget stale key")?;
+    }
+
+    // Stored with the currency's minor digits: "149.9" EUR becomes "149.90".
+    let mut amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
+    amount.rescale(currency_digits(&options.currency).unwrap_or(2));
+    let amount_text = amount.to_string();
+    // The first way to pay that can be quoted now is the default; none: no payment is taken.
+    let mut unavailable = Vec::new();
+    let mut chosen = None;
+    for method in &offered {
+        match chain::quote(ctx, *method, amount, &options.currency).await {
+            Ok(quote) => {
+                chosen = Some((*method, quote));
+                break;
+            }
+            Err(why) => unavailable.push(why.public()),
+        }
+    }
+    let Some((method, quote)) = chosen else {
+        return Err(Refusal::NoQuote(unavailable));
+    };
+    let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
+    let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
+    let now_text = timestamp(now)?;
+    let crypto_amount = quote.crypto_amount.to_string();
+    let payment = NewPayment {
+        institution_id: merchant.institution_id,
+        merchant_id: merchant.id,
+        asset: method.asset,
+        currency: &options.currency,
+        amount: &amount_text,
+        network: method.network,
+        external_reference: &options.external_reference,
+        now_text: &now_text,
+    };
+    let session = NewSession {
+        id: &session_id,
+        merchant_id: merchant.id,
+        title: options.title.trim(),
+        redirect_url: &options.redirect_url,
+        asset: method.asset,
+        network: method.network,
+        deposit_address: &deposit_address,
+        deposit_index,
+        crypto_amount: &crypto_amount,
+        now,
+        expires_at: now + SESSION_SECONDS,
+    };
+    // The transaction, its session and the idempotency key in one atomic batch: it fails as a
+    // whole when the key was taken meanwhile (a concurrent double click).
+    let mut statements = vec![
+        transactions::insert_pending(database, &payment).or_internal("create session")?,
+        sessions::insert(database, &session).or_internal("create session")?,
+    ];
+    if let Some(watch) = watch_statement(
+        ctx,
+        &session_id,
+        method,
+        (&deposit_address, deposit_index),
+        &quote,
+        now + SESSION_SECONDS,
+    )? {
+        statements.push(watch);
+    }
+    if let Some(key) = &options.idempotency_key {
+        statements.push(
+            sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
+                .or_internal("create session")?,
+        );
+    }
+    if let Err(err) = db::batch(database, statements).await {
+        // A concurrent request with the same key won the race: answer as it did.
+        if let Some(key) = &options.idempotency_key {
+            if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
+                .await
+                .or_internal("read idempotency key")?
+            {
+                return replay(stored);
+            }
+        }
+        return Err(ApiError::internal("create session", err).into());
+    }
+    let session = sessions::get(database, &session_id)
+        .await
+        .or_internal("read session")?
+        .ok_or("session vanished")
+        .or_internal("read session")?;
+    Ok(Session {
+        id: session_id,
+        transaction_id: session.transaction_id,
+        created: true,
+    })
+}
+
+/// Fingerprint of everything but the key: the same key with other options is a conflict.
+fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
+    let amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
+    let canonical = CheckoutOptions {
+        idempotency_key: None,
+        amount: amount.normalize().to_string(),
+        ..options.clone()
+    };
+    let text = serde_json::to_string(&canonical).or_internal("encode options")?;
+    Ok(crypto::sha256_hex(&text))
+}
+
+/// What became of a customer's choice of another way to pay ([`change_method`]).
+#[derive(Debug)]
+pub enum MethodChange {
+    /// The session shows the chosen way to pay, or stays open as another choice made meanwhile
+    /// left it.
+    Changed,
+    /// The choice is not one of the ways to pay offered to this merchant.
+    NotOffered,
+    /// The checkout no longer waits for a payment (paid, expired, ended), so its way to pay
+    /// cannot change.
+    Closed,
+    /// The chosen way to pay cannot be quoted right now: which, and why not.
+    Unquoted {
+        /// The way to pay chosen.
+        method: quote::Method,
+        /// Why it cannot be quoted (fit to show).
+        why: String,
+    },
+}
+
+/// Moves `session` to the way to pay `chosen` (`ASSET:network`). A way to pay chosen before on a
+/// watched network keeps its address and quote; a new one is quoted and given a fresh deposit
+/// address. The transaction and session change in one batch, guarded on the transaction still
+/// being pending at the version read.
+pub async fn change_method(
+    ctx: &Ctx,
+    session: &SessionView,
+    chosen: &str,
+) -> Result<MethodChange, ApiError> {
+    let offered = offered_methods(ctx, session.merchant_id).await?;
+    let Some(method) = chosen
+        .split_once(':')
+        .and_then(|(asset, network)| chain::method(&offered, asset, network))
+    else {
+        return Ok(MethodChange::NotOffered);
+    };
+    let now = ctx.now();
+    if session.raw_status != RawStatus::Pending || session.expires_at <= now {
+        return Ok(MethodChange::Closed);
+    }
+    // A way to pay chosen before on a watched network keeps its address and quote: the customer
+    // may have paid it already, and a session never gets more addresses than ways to pay.
+    let earlier = watches::of_session(&ctx.db, &session.id)
+        .await
+        .or_internal("read watches")?
+        .into_iter()
+        .find(|w| w.network == method.network && w.asset == method.asset);
+    let (address, deposit_index, crypto_amount, watch) = match earlier {
+        Some(w) => (
+            crate::wallet_address::eip55(w.address.trim_start_matches("0x")),
+            Some(w.derivation_index),
+            w.crypto_amount,
+            None,
+        ),
+        None => {
+            let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+            let quote = match chain::quote(ctx, method, amount, &session.currency).await {
+                Ok(quote) => quote,
+                Err(why) => {
+                    return Ok(MethodChange::Unquoted {
+                        method,
+                        why: why.public(),
+                    })
+                }
+            };
+            let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
+            let watch = watch_statement(
+                ctx,
+                &session.id,
+                method,
+                (&address, deposit_index),
+                &quote,
+                session.expires_at,
+            )?;
+            (
+                address,
+                deposit_index,
+                quote.crypto_amount.to_string(),
+                watch,
+            )
+        }
+    };
+    // The session follows only if the transaction was still pending at the version read.
+    let mut batch = Batch::new();
+    let change = batch.push(
+        transactions::change_method(
+            &ctx.db,
+            session.transaction_id,
+            session.version,
+            method.asset,
+            method.network,
+            &timestamp(now)?,
+        )
+        .or_internal("change method")?,
+    );
+    batch.push(
+        sessions::change_method(
+            &ctx.db,
+            &session.id,
+            method.asset,
+            method.network,
+            &address,
+            deposit_index,
+            &crypto_amount,
+        )
+        .or_internal("change method")?,
+    );
+    batch.extend(watch);
+    let results = match batch.run(&ctx.db).await {
+        Ok(results) => results,
+        Err(err) => {
+            // A concurrent choice of the same way to pay gave it its address first (one address
+            // per way to pay): the session is as that left it.
+            let taken = watches::of_session(&ctx.db, &session.id)
+                .await
+                .or_internal("read watches")?
+                .iter()
+                .any(|w| w.network == method.network && w.asset == method.asset);
+            if taken {
+                return Ok(MethodChange::Changed);
+            }
+            return Err(ApiError::internal("change method", err));
+        }
+    };
+    if !results.changed(change) {
+        // The payment changed since it was read: closed (paid, expired), or only another choice
+        // made meanwhile, after which the page simply shows where it stands.
+        let now_open = sessions::get(&ctx.db, &session.id)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.raw_status == RawStatus::Pending && s.expires_at > ctx.now());
+        if !now_open {
+            return Ok(MethodChange::Closed);
+        }
+    }
+    Ok(MethodChange::Changed)
+}
+
+/// What a sandbox control of the hosted page did ([`simulate`]).
+#[derive(Debug)]
+pub enum Simulation {
+    /// The payment changed as the control acts it out.
+    Done,
+    /// The checkout's network is watched: its payment is made on chain, not simulated.
+    Watched,
+    /// No such control.
+    Unknown,
+    /// The lifecycle refused the change (it conflicts with the payment's state, or the amount
+    /// is wrong): why.
+    Refused(String),
+}
+
+/// Acts out what the customer or the network would do to `session`'s payment, as the sandbox
+/// control `control` says: `pay-exact`, `pay-under` (90 %), `pay-over` (110 %), `settle`,
+/// `refund` (everything not yet refunded) or `fail`, through the lifecycle like any change. A
+/// payment or failure is simulated only where no chain is watched.
+pub async fn simulate(
+    ctx: &Ctx,
+    session: &SessionView,
+    control: &str,
+) -> Result<Simulation, ApiError> {
+    if control.starts_with("pay-") || control == "fail" {
+        let watched = !watches::of_session(&ctx.db, &session.id)
+            .await
+            .or_internal("read watches")?
+            .is_empty();
+        if watched {
+            return Ok(Simulation::Watched);
+        }
+    }
+    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let digits = currency_digits(&session.currency).unwrap_or(2);
+    let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
+    let action = match control {
+        "pay-exact" => Action::Pay { amount: expected },
+        "pay-under" => Action::Pay { amount: share(90) },
+        "pay-over" => Action::Pay { amount: share(110) },
+        "settle" => Action::Settle { network: None },
+        "refund" => {
+            let amount = |value: &Option<String>| {
+                value
+                    .as_deref()
+                    .map(Decimal::from_str)
+                    .transpose()
+                    .or_internal("parse amount")
+            };
+            let gross = amount(&session.amount_gross)?.unwrap_or(expected);
+            let refunded = amount(&session.amount_refunded)?.unwrap_or_default();
+            // Everything not yet refunded.
+            Action::Refund {
+                amount: gross - refunded,
+            }
+        }
+        "fail" => Action::Fail,
+        _ => return Ok(Simulation::Unknown),
+    };
+    match payments::act(ctx, session.transaction_id, None, &action).await {
+        Ok(_) => Ok(Simulation::Done),
+        Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
+            Ok(Simulation::Refused(err.description))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
+pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
+    let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
+        .await
+        .or_internal("read wallets")?
+        .into_iter()
+        .map(|w| w.network)
+        .collect();
+    chain::methods_for(ctx, &networks)
+}
+
+/// The watch of a deposit address quoted on a watched network, for the batch that gives the
+/// address to the session; `None` for a simulated one.
+fn watch_statement(
+    ctx: &Ctx,
+    session_id: &str,
+    method: quote::Method,
+    (address, derivation_index): (&str, Option<i64>),
+    quote: &chain::Quote,
+    checkout_end: i64,
+) -> Result<Option<D1PreparedStatement>, ApiError> {
+    let Some(watched) = &quote.watched else {
+        return Ok(None);
+    };
+    let derivation_index = derivation_index
+        .ok_or("a watched address must be derived")
+        .or_internal("watch deposit")?;
+    let statement = watches::insert(
+        &ctx.db,
+        &NewWatch {
+            address,
+            derivation_index,
+            session_id,
+            network: method.network,
+            asset: method.asset,
+            token: &watched.token,
+            decimals: watched.decimals,
+            crypto_amount: &quote.crypto_amount.to_string(),
+            base_units: &watched.base_units.to_string(),
+            // Recorded to 12 places (the conversion itself uses the quoted amounts).
+            rate: &quote.rate.round_dp(12).normalize().to_string(),
+            rate_source: &quote.rate_source,
+            from_block: watched.head_block,
+            now: ctx.now(),
+            watch_until: checkout_end + chain::watch::LATE_WINDOW_SECONDS,
+        },
+    )
+    .or_internal("watch deposit")?;
+    Ok(Some(statement))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> CheckoutOptions {
+        CheckoutOptions {
+            public_key: "pk_test_1".into(),
+            amount: "149.9".into(),
+            currency: "EUR".into(),
+            title: "Order 7".into(),
+            external_reference: "order-7".into(),
+            idempotency_key: Some("key-1".into()),
+            redirect_url: "https://shop.example/done".into(),
+            open_in_new_tab: false,
+            allow_crypto: true,
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_leaves_out_the_key_and_reads_the_amount_as_a_number() {
+        let first = fingerprint(&options()).unwrap();
+        let same = CheckoutOptions {
+            amount: "149.90".into(),
+            idempotency_key: Some("key-2".into()),
+            ..options()
+        };
+        assert_eq!(fingerprint(&same).unwrap(), first);
+        for other in [
+            CheckoutOptions {
+                amount: "149.91".into(),
+                ..options()
+            },
+            CheckoutOptions {
+                title: "Order 8".into(),
+                ..options()
+            },
+            CheckoutOptions {
+                open_in_new_tab: true,
+                ..options()
+            },
+        ] {
+            assert_ne!(fingerprint(&other).unwrap(), first);
+        }
+    }
+}
