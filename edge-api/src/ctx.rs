@@ -22,8 +22,8 @@ pub enum Mode {
 
 /// Everything an event's handlers need from the platform.
 pub struct Ctx {
-    /// The bindings (queue, e-mail), for the few services that need one.
-    pub env: Env,
+    /// The bindings and variables, read only through the methods below.
+    env: Env,
     /// The D1 database.
     pub db: D1Database,
     /// Production or sandbox.
@@ -32,7 +32,29 @@ pub struct Ctx {
     caller_address: Option<String>,
 }
 
+/// The queue webhook deliveries travel on.
+pub const DELIVERY_QUEUE: &str = "DELIVERIES";
+
 impl Ctx {
+    /// The delivery queue's binding.
+    pub fn delivery_queue(&self) -> Result<worker::Queue, ApiError> {
+        self.env.queue(DELIVERY_QUEUE).or_internal("bind queue")
+    }
+
+    /// The send-email binding `EMAIL` and the sender `PAYRAIL_NOTIFY_FROM`, when both are
+    /// configured.
+    pub fn email(&self) -> Option<(worker::SendEmail, String)> {
+        let binding = self.env.get_binding::<worker::SendEmail>("EMAIL").ok()?;
+        Some((binding, self.var("PAYRAIL_NOTIFY_FROM")?))
+    }
+
+    /// A way to bind the database again later, for work that outlives this borrow (a response
+    /// that streams).
+    pub fn database_binder(&self) -> impl Fn() -> worker::Result<D1Database> + 'static {
+        let env = self.env.clone();
+        move || env.d1("DB")
+    }
+
     /// Binds the database and reads the mode; the rest of the configuration is read when a
     /// handler needs it.
     pub fn new(env: Env) -> Result<Ctx, ApiError> {

@@ -18,7 +18,6 @@ use crate::http::{self, FetchFailure};
 use crate::{crypto, db};
 
 /// The queue binding.
-const QUEUE: &str = "DELIVERIES";
 /// A receiver must answer within this.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 /// Response body kept per attempt.
@@ -45,7 +44,7 @@ pub async fn enqueue(ctx: &Ctx, ids: &[String], delay: u32) -> Result<(), ApiErr
     if ids.is_empty() {
         return Ok(());
     }
-    let queue = ctx.env.queue(QUEUE).or_internal("bind queue")?;
+    let queue = ctx.delivery_queue()?;
     for chunk in ids.chunks(SEND_BATCH_MAX) {
         let mut batch = worker::BatchMessageBuilder::new();
         for id in chunk {
@@ -307,17 +306,14 @@ pub async fn notify(
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
 /// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
 async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> &'static str {
-    let (Ok(binding), Ok(from)) = (
-        ctx.env.get_binding::<worker::SendEmail>("EMAIL"),
-        ctx.env.var("PAYRAIL_NOTIFY_FROM"),
-    ) else {
+    let Some((binding, from)) = ctx.email() else {
         return "not_configured";
     };
     if to.is_empty() {
         return "no_recipients";
     }
     let message = serde_json::json!({
-        "from": from.to_string(), "to": to, "subject": subject, "text": text,
+        "from": from, "to": to, "subject": subject, "text": text,
     });
     let Ok(message) = serde_wasm_bindgen::to_value(&message) else {
         return "failed";

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, DbResult, JsonPage, Order, Owner, Query, Value};
+use super::{all, bind, first, DbResult, JsonPage, Order, Owner, Select, Value};
 use crate::query::EventFilter;
 
 /// An event to write.
@@ -117,7 +117,7 @@ fn feed_index(filter: &EventFilter) -> &'static str {
 }
 
 /// The statement of one feed page of `owner`'s events, newest first, one row over `limit`.
-pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Query {
+pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Select {
     let (institution, param) = owner.sql();
     let mut sql = format!(
         "SELECT id, seq, payload FROM events INDEXED BY {} WHERE institution_id = {institution}",
@@ -150,7 +150,7 @@ pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Query {
     }
     params.push(Value::Int(i64::from(filter.limit) + 1));
     sql.push_str(&format!(" ORDER BY seq DESC LIMIT ?{}", params.len()));
-    Query { sql, params }
+    Select { sql, params }
 }
 
 /// One page of the events feed as JSON (each event exactly as its deliveries send it).

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
-use super::{all, first, run, DbResult, Owner, Query, Value};
+use super::{all, first, run, DbResult, Owner, Select, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -57,7 +57,7 @@ impl Row {
 }
 
 /// The query for one page of an institution's merchants, newest first, one row over `limit`.
-pub fn list_query(owner: Owner<'_>, filter: &MerchantFilter) -> Query {
+pub fn list_query(owner: Owner<'_>, filter: &MerchantFilter) -> Select {
     let (institution, param) = owner.sql();
     let mut params = vec![param];
     let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = {institution}");
@@ -76,7 +76,7 @@ pub fn list_query(owner: Owner<'_>, filter: &MerchantFilter) -> Query {
     }
     params.push(Value::Int(i64::from(filter.limit) + 1));
     sql.push_str(&format!(" ORDER BY id DESC LIMIT ?{}", params.len()));
-    Query { sql, params }
+    Select { sql, params }
 }
 
 /// One page of merchants, with one extra row when a further page exists.

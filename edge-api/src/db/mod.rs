@@ -111,16 +111,17 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-/// A statement and its parameters, built without touching D1 (so its plan can be tested).
+/// A query and its parameters, built without touching D1 (so its plan can be tested); named
+/// apart from `crate::query`, which validates query strings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Query {
+pub struct Select {
     /// SQL with `?N` placeholders.
     pub sql: String,
     /// Values for `?1`, `?2`, ...
     pub params: Vec<Value>,
 }
 
-impl Query {
+impl Select {
     /// Runs the statement and deserializes every row.
     pub async fn all<R: DeserializeOwned>(&self, db: &D1Database) -> DbResult<Vec<R>> {
         all(db, &self.sql, &self.params).await
@@ -223,7 +224,7 @@ pub const BY_ID: Order = Order {
 pub async fn json_page(
     db: &D1Database,
     owner: Owner<'_>,
-    page: Query,
+    page: Select,
     limit: u32,
     (object, order): (&str, Order),
 ) -> DbResult<JsonPage> {

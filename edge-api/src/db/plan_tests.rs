@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::{events, merchants, settlements, transactions, Owner, Query, Value};
+use super::{events, merchants, settlements, transactions, Owner, Select, Value};
 use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
 
 fn database() -> Connection {
@@ -14,7 +14,7 @@ fn database() -> Connection {
 }
 
 /// The query's parameters for rusqlite.
-fn params(query: &Query) -> Vec<Box<dyn rusqlite::ToSql>> {
+fn params(query: &Select) -> Vec<Box<dyn rusqlite::ToSql>> {
     query
         .params
         .iter()
@@ -28,7 +28,7 @@ fn params(query: &Query) -> Vec<Box<dyn rusqlite::ToSql>> {
         .collect()
 }
 
-fn plan(conn: &Connection, query: &Query) -> Vec<String> {
+fn plan(conn: &Connection, query: &Select) -> Vec<String> {
     let mut stmt = conn
         .prepare(&format!("EXPLAIN QUERY PLAN {}", query.sql))
         .unwrap();
@@ -41,7 +41,7 @@ fn plan(conn: &Connection, query: &Query) -> Vec<String> {
     rows.map(Result::unwrap).collect()
 }
 
-fn assert_indexed(conn: &Connection, query: &Query) {
+fn assert_indexed(conn: &Connection, query: &Select) {
     let steps = plan(conn, query);
     for step in &steps {
         assert!(

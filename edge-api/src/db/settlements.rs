@@ -6,7 +6,7 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::watches::CREDITED_ON_CHAIN;
-use super::{all, bind, first, run, DbResult, Query};
+use super::{all, bind, first, run, DbResult, Select};
 
 /// A payment held in custody that no settlement carries yet, with what settling it needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -58,8 +58,8 @@ pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Settleable>> {
 }
 
 /// The statement of [`due`].
-pub fn due_query(limit: i64) -> Query {
-    Query {
+pub fn due_query(limit: i64) -> Select {
+    Select {
         sql: format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
              AND {CREDITED_ON_CHAIN} \

@@ -16,7 +16,7 @@ use shared_types::{
 };
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, watches, DbError, DbResult, Owner, Query, Value};
+use super::{all, bind, first, watches, DbError, DbResult, Owner, Select, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -125,7 +125,7 @@ fn index_for(filter: &TransactionFilter) -> Option<&'static str> {
 }
 
 /// The query for one page of an institution's transactions, newest first, one row over `limit`.
-pub fn list_query(owner: Owner<'_>, filter: &TransactionFilter) -> Query {
+pub fn list_query(owner: Owner<'_>, filter: &TransactionFilter) -> Select {
     let mut sql = format!("SELECT {COLUMNS} FROM transactions");
     if let Some(index) = index_for(filter) {
         sql.push_str(&format!(" INDEXED BY {index}"));
@@ -170,7 +170,7 @@ pub fn list_query(owner: Owner<'_>, filter: &TransactionFilter) -> Query {
     }
     params.push(Value::Int(i64::from(filter.limit) + 1));
     sql.push_str(&format!(" ORDER BY id DESC LIMIT ?{}", params.len()));
-    Query { sql, params }
+    Select { sql, params }
 }
 
 /// A transaction row as the partner API's JSON object (spec §2.2), built by SQLite. Amounts
@@ -242,8 +242,8 @@ pub struct Volume {
 /// The overview's statement: the institution's transactions created since `since` (canonical
 /// text), counted and summed per status and currency, from one range scan of a covering index.
 /// Amounts are summed in minor units as integers, so the sum is exact.
-pub fn volume_query(institution_id: i64, since: &str) -> Query {
-    Query {
+pub fn volume_query(institution_id: i64, since: &str) -> Select {
+    Select {
         sql: "SELECT status, currency, count(*) AS count, \
               coalesce(sum(CAST(round(CAST(amount_gross AS REAL) * \
               CASE currency WHEN 'JPY' THEN 1 ELSE 100 END) AS INTEGER)), 0) AS gross_minor \

@@ -465,18 +465,18 @@ pub fn export(
     let mut filter = TransactionFilter::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
     filter.limit = MAX_LIMIT;
     filter.starting_after = None;
-    let env = portal.ctx.env.clone();
+    let database = portal.ctx.database_binder();
     let institution = portal.institution_id();
     // State: the filter for the next page, whether the header is written, and whether the end
     // was reached.
     Ok(stream::unfold(
         (Some(filter), true),
         move |(next, first)| {
-            let env = env.clone();
+            let db = database();
             async move {
                 let filter = next?;
                 let page = async {
-                    let db = env.d1("DB")?;
+                    let db = db?;
                     let mut rows = transactions::list(&db, institution, &filter)
                         .await
                         .map_err(|e| worker::Error::RustError(e.to_string()))?;
