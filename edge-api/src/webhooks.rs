@@ -11,7 +11,7 @@ use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries::{self, Attempt, Due};
-use crate::db::notifications::{self, NewNotification};
+use crate::db::notifications::{self, EmailStatus, NewNotification, NotificationKind};
 use crate::db::{endpoints, portal};
 use crate::error::{ApiError, OrInternal};
 use crate::http::{self, FetchFailure};
@@ -281,7 +281,7 @@ async fn disable(
 pub async fn notify(
     ctx: &Ctx,
     institution_id: i64,
-    kind: &str,
+    kind: NotificationKind,
     subject: &str,
     body: &str,
 ) -> Result<(), ApiError> {
@@ -305,31 +305,33 @@ pub async fn notify(
 
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
 /// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
-async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> &'static str {
+async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> EmailStatus {
     let Some((binding, from)) = ctx.email() else {
-        return "not_configured";
+        return EmailStatus::NotConfigured;
     };
     if to.is_empty() {
-        return "no_recipients";
+        return EmailStatus::NoRecipients;
     }
     let message = serde_json::json!({
         "from": from, "to": to, "subject": subject, "text": text,
     });
     let Ok(message) = serde_wasm_bindgen::to_value(&message) else {
-        return "failed";
+        return EmailStatus::Failed;
     };
     let send = js_sys::Reflect::get(binding.as_ref(), &"send".into())
         .ok()
         .and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok());
-    let Some(send) = send else { return "failed" };
+    let Some(send) = send else {
+        return EmailStatus::Failed;
+    };
     match send.call1(binding.as_ref(), &message) {
         Ok(promise) => {
             match wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(promise)).await {
-                Ok(_) => "sent",
-                Err(_) => "failed",
+                Ok(_) => EmailStatus::Sent,
+                Err(_) => EmailStatus::Failed,
             }
         }
-        Err(_) => "failed",
+        Err(_) => EmailStatus::Failed,
     }
 }
 

@@ -1,10 +1,71 @@
 //! Notifications to an institution's admins (an endpoint disabled for continuous failure, payments
-//! held from settlement).
+//! held from settlement, a settlement wallet changed).
 
 use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, DbResult};
+
+/// What a notification is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    /// A webhook endpoint was disabled after failing continuously.
+    EndpointDisabled,
+    /// Payments held in custody cannot settle now (with why).
+    SettlementHeld,
+    /// A merchant's settlement wallet was set, changed or removed.
+    WalletChanged,
+}
+
+impl NotificationKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::EndpointDisabled => "endpoint_disabled",
+            Self::SettlementHeld => "settlement_held",
+            Self::WalletChanged => "wallet_changed",
+        }
+    }
+}
+
+impl std::fmt::Display for NotificationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happened to a notification's e-mail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmailStatus {
+    /// Handed to the e-mail binding.
+    Sent,
+    /// No e-mail binding or sender is configured.
+    NotConfigured,
+    /// The institution has no admin to write to.
+    NoRecipients,
+    /// The binding refused it.
+    Failed,
+}
+
+impl EmailStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::NotConfigured => "not_configured",
+            Self::NoRecipients => "no_recipients",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for EmailStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A notification to record.
 pub struct NewNotification<'a> {
@@ -14,8 +75,8 @@ pub struct NewNotification<'a> {
     pub subject: &'a str,
     /// Text.
     pub body: &'a str,
-    /// What happened to the e-mail: sent, not_configured, no_recipients, failed.
-    pub email_status: &'a str,
+    /// What happened to the e-mail.
+    pub email_status: EmailStatus,
     /// Unix seconds.
     pub created_at: i64,
 }
@@ -25,13 +86,13 @@ pub fn insert_endpoint_disabled(
     db: &D1Database,
     n: &NewNotification<'_>,
 ) -> DbResult<D1PreparedStatement> {
-    insert(db, "endpoint_disabled", n)
+    insert(db, NotificationKind::EndpointDisabled, n)
 }
 
-/// Records a notification of `kind` (`endpoint_disabled`, `settlement_held`).
+/// Records a notification of `kind`.
 pub fn insert(
     db: &D1Database,
-    kind: &str,
+    kind: NotificationKind,
     n: &NewNotification<'_>,
 ) -> DbResult<D1PreparedStatement> {
     bind(
@@ -42,9 +103,9 @@ pub fn insert(
             n.institution_id.into(),
             n.subject.into(),
             n.body.into(),
-            n.email_status.into(),
+            n.email_status.as_str().into(),
             n.created_at.into(),
-            kind.into(),
+            kind.as_str().into(),
         ],
     )
 }
@@ -54,14 +115,14 @@ pub fn insert(
 pub struct NotificationRow {
     /// Row id.
     pub id: i64,
-    /// endpoint_disabled, settlement_held.
-    pub kind: String,
+    /// What it is about.
+    pub kind: NotificationKind,
     /// Subject line.
     pub subject: String,
     /// Text.
     pub body: String,
     /// sent, not_configured, no_recipients, failed.
-    pub email_status: String,
+    pub email_status: EmailStatus,
     /// Unix seconds.
     pub created_at: i64,
 }

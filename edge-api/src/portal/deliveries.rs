@@ -8,21 +8,21 @@ use shared_types::{time, AttemptOutcome, DeliveryStatus, EndpointStatus, ErrorCo
 use super::Portal;
 use crate::db::deliveries::{self, AttemptRow, DeliveryRow};
 use crate::db::events::{self, Guard, OutboxEvent};
-use crate::db::notifications::{self, NotificationRow};
+use crate::db::notifications::{self, EmailStatus, NotificationKind, NotificationRow};
 
 /// A notification as the portal shows it, its time as a timestamp like every other.
 #[derive(Debug, Serialize)]
 pub struct Notification {
     /// Id.
     pub id: i64,
-    /// `endpoint_disabled`.
-    pub kind: String,
+    /// What it is about.
+    pub kind: NotificationKind,
     /// Subject line.
     pub subject: String,
     /// Text.
     pub body: String,
-    /// sent, not_configured, no_recipients, failed.
-    pub email_status: String,
+    /// What happened to its e-mail.
+    pub email_status: EmailStatus,
     /// When.
     pub created_at: Option<String>,
 }

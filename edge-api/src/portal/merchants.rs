@@ -472,7 +472,7 @@ pub async fn set_wallet(
     crate::webhooks::notify(
         portal.ctx,
         portal.institution_id(),
-        "wallet_changed",
+        crate::db::notifications::NotificationKind::WalletChanged,
         &subject,
         &body,
     )

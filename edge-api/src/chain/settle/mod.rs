@@ -41,6 +41,7 @@ use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, estimate, gas_price, Treasury};
 use super::{evm, rates, rpc};
 use crate::ctx::Ctx;
+use crate::db::notifications::NotificationKind;
 use crate::db::sends::Purpose;
 use crate::db::settlements::{self, NewSettlement, Settleable};
 use crate::db::{refunds, wallets};
@@ -182,7 +183,14 @@ async fn hold(ctx: &Ctx, institution_id: i64, ids: &[i64], reason: &str) -> Resu
         "These payments are held in custody and not settled yet: {list}. Reason: {reason}. \
          They settle by themselves once this is fixed; the portal shows the reason on each."
     );
-    crate::webhooks::notify(ctx, institution_id, "settlement_held", &subject, &body).await
+    crate::webhooks::notify(
+        ctx,
+        institution_id,
+        NotificationKind::SettlementHeld,
+        &subject,
+        &body,
+    )
+    .await
 }
 
 async fn settle_group(
