@@ -7,8 +7,7 @@ use shared_types::webhook::Event;
 use shared_types::{ErrorCode, RawStatus, Transaction};
 
 use crate::ctx::{timestamp, Ctx};
-use crate::db::deliveries;
-use crate::db::events::{self, Guard, OutboxEvent};
+use crate::db::events::{Guard, OutboxEvent};
 use crate::db::transactions::{self, Stamps};
 use crate::db::Batch;
 use crate::error::{ApiError, OrInternal};
@@ -229,14 +228,7 @@ async fn apply(
     );
     let fan_out = match &outbox {
         None => None,
-        Some(e) => {
-            let insert =
-                events::insert(database, e, Guard::AfterChange).or_internal("write event")?;
-            let fan_out = deliveries::fan_out(database, e.id, e.institution_id, e.kind, None, now)
-                .or_internal("write deliveries")?;
-            batch.push(insert);
-            Some(batch.push(fan_out))
-        }
+        Some(e) => Some(webhooks::publish(ctx, &mut batch, e, Guard::AfterChange)?),
     };
     let results = batch
         .run(database)
@@ -249,14 +241,7 @@ async fn apply(
         ));
     }
     if let (Some((event_id, _, _)), Some(fan_out)) = (&event, fan_out) {
-        // Queued after the commit; a lost message is found by the cron sweep.
-        let ids = deliveries::created(&results, fan_out).or_internal("read deliveries")?;
-        if let Err(err) = webhooks::enqueue(ctx, &ids, 0).await {
-            worker::console_warn!(
-                "deliveries of {event_id} left to the sweep: {}",
-                err.description
-            );
-        }
+        webhooks::dispatch(ctx, &results, fan_out, event_id).await;
     }
     Ok(after)
 }

@@ -10,9 +10,10 @@ use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::ctx::{timestamp, Ctx};
-use crate::db::deliveries::{self, Attempt, Due};
+use crate::db::deliveries::{self, Attempt, Due, NewDelivery};
+use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::notifications::{self, EmailStatus, NewNotification, NotificationKind};
-use crate::db::{endpoints, portal};
+use crate::db::{endpoints, portal, Batch, BatchResults, Handle};
 use crate::error::{ApiError, OrInternal};
 use crate::http::{self, FetchFailure};
 use crate::{crypto, db};
@@ -36,6 +37,48 @@ pub enum Task {
         /// `dlv_…`.
         delivery_id: String,
     },
+}
+
+/// The outbox: puts `event` on `batch` (guarded by `guard`) with one delivery per enabled
+/// endpoint of its institution subscribed to its type, both committed with whatever else the
+/// batch holds; the handle reads the new deliveries once it ran ([`dispatch`]).
+pub fn publish(
+    ctx: &Ctx,
+    batch: &mut Batch,
+    event: &OutboxEvent<'_>,
+    guard: Guard,
+) -> Result<Handle<NewDelivery>, ApiError> {
+    batch.push(events::insert(&ctx.db, event, guard).or_internal("write event")?);
+    let fan_out = deliveries::fan_out(
+        &ctx.db,
+        event.id,
+        event.institution_id,
+        event.kind,
+        None,
+        event.created,
+    )
+    .or_internal("write deliveries")?;
+    Ok(batch.push(fan_out))
+}
+
+/// After the batch committed: sends the deliveries [`publish`] made to the queue. A message
+/// lost here is found by the cron sweep, so a failure is only logged.
+pub async fn dispatch(
+    ctx: &Ctx,
+    results: &BatchResults,
+    deliveries: Handle<NewDelivery>,
+    event_id: &str,
+) {
+    let sent = match deliveries::created(results, deliveries) {
+        Ok(ids) => enqueue(ctx, &ids, 0).await,
+        Err(e) => Err(ApiError::internal("read deliveries", e.to_string())),
+    };
+    if let Err(err) = sent {
+        worker::console_warn!(
+            "deliveries of {event_id} left to the sweep: {}",
+            err.description
+        );
+    }
 }
 
 /// Sends delivery ids to the queue, `delay` seconds from now, in batches the queue accepts. A
