@@ -6,7 +6,8 @@ use serde_json::json;
 use worker::{Method, Request, Response, Url};
 
 use super::{
-    deliveries, merchants, networks, ops, payments, users, with_cookie, Cookie, Csrf, Portal,
+    clients, deliveries, endpoints, merchants, networks, payments, users, with_cookie, Cookie,
+    Csrf, Portal,
 };
 use crate::chain::refund;
 use crate::ctx::Ctx;
@@ -128,29 +129,29 @@ pub async fn handle(
             with_cookie(ok(200, json!({"logged_out": true}))?, Cookie::End)
         }
         (Method::Get, ["clients"]) => {
-            let clients = ops::clients(&portal).await?;
+            let clients = clients::list(&portal).await?;
             ok(200, json!({"object": "list", "data": clients}))
         }
         (Method::Post, ["clients"]) => {
             let NewClient { name, scopes } = from_json(&json_body(&mut req).await?)?;
-            let (client, secret) = ops::create_client(&portal, &name, &scopes).await?;
+            let (client, secret) = clients::create(&portal, &name, &scopes).await?;
             ok(201, with_member(to_json(&client)?, "client_secret", secret))
         }
         (Method::Post, ["clients", id, "rotate"]) => {
-            let (client, secret) = ops::rotate_client(&portal, id).await?;
+            let (client, secret) = clients::rotate(&portal, id).await?;
             ok(200, with_member(to_json(&client)?, "client_secret", secret))
         }
         (Method::Delete, ["clients", id]) => {
-            ops::delete_client(&portal, id).await?;
+            clients::delete(&portal, id).await?;
             ok(200, json!({"deleted": true, "client_id": id}))
         }
         (Method::Get, ["webhook-endpoints"]) => {
-            let endpoints = ops::endpoints(&portal).await?;
+            let endpoints = endpoints::list(&portal).await?;
             ok(200, json!({"object": "list", "data": endpoints}))
         }
         (Method::Post, ["webhook-endpoints"]) => {
-            let new: ops::NewEndpoint = from_json(&json_body(&mut req).await?)?;
-            let (endpoint, secret) = ops::create_endpoint(&portal, &new).await?;
+            let new: endpoints::NewEndpoint = from_json(&json_body(&mut req).await?)?;
+            let (endpoint, secret) = endpoints::create(&portal, &new).await?;
             ok(
                 201,
                 with_member(to_json(&endpoint)?, "signing_secret", secret),
@@ -158,44 +159,44 @@ pub async fn handle(
         }
         (Method::Get, ["webhook-endpoints", id]) => ok(
             200,
-            to_json(&ops::endpoint(&portal, ops::endpoint_id(id)?).await?)?,
+            to_json(&endpoints::get(&portal, endpoints::endpoint_id(id)?).await?)?,
         ),
         (Method::Patch, ["webhook-endpoints", id]) => {
-            let id = ops::endpoint_id(id)?;
-            let patch: ops::EndpointPatch = from_json(&json_body(&mut req).await?)?;
+            let id = endpoints::endpoint_id(id)?;
+            let patch: endpoints::EndpointPatch = from_json(&json_body(&mut req).await?)?;
             ok(
                 200,
-                to_json(&ops::update_endpoint(&portal, id, &patch).await?)?,
+                to_json(&endpoints::update(&portal, id, &patch).await?)?,
             )
         }
         (Method::Delete, ["webhook-endpoints", id]) => {
-            let id = ops::endpoint_id(id)?;
-            ops::delete_endpoint(&portal, id).await?;
+            let id = endpoints::endpoint_id(id)?;
+            endpoints::delete(&portal, id).await?;
             ok(200, json!({"deleted": true, "id": id}))
         }
         (Method::Get, ["webhook-endpoints", id, "secret"]) => ok(
             200,
-            to_json(&ops::reveal_secret(&portal, ops::endpoint_id(id)?).await?)?,
+            to_json(&endpoints::reveal_secret(&portal, endpoints::endpoint_id(id)?).await?)?,
         ),
         (Method::Post, ["webhook-endpoints", id, "rotate-secret"]) => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             let Rotate {
                 grace_period_seconds,
             } = optional_json(&mut req).await?;
             ok(
                 200,
-                to_json(&ops::rotate_secret(&portal, id, grace_period_seconds).await?)?,
+                to_json(&endpoints::rotate_secret(&portal, id, grace_period_seconds).await?)?,
             )
         }
         (Method::Get, ["webhook-endpoints", id, "deliveries"]) => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             ok(
                 200,
                 to_json(&deliveries::log(&portal, id, url.query().unwrap_or("")).await?)?,
             )
         }
         (Method::Post, ["webhook-endpoints", id, "enable"]) => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             let Enable {
                 resend_failed_since,
             } = optional_json(&mut req).await?;
@@ -205,7 +206,7 @@ pub async fn handle(
             )
         }
         (Method::Post, ["webhook-endpoints", id, "test"]) => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             ok(201, to_json(&deliveries::send_test(&portal, id).await?)?)
         }
         (Method::Get, ["deliveries", id]) => ok(200, deliveries::detail(&portal, id).await?),

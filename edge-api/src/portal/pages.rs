@@ -14,8 +14,9 @@ mod webhooks;
 use layout::{csrf_field, error_box, layout, page, secret_box, Form};
 use webhooks::{delivery_page, endpoint_page};
 
+use super::clients::{self, Client};
 use super::deliveries;
-use super::ops::{self, Client, NewEndpoint, Secret};
+use super::endpoints::{self, NewEndpoint, Secret};
 use super::{with_cookie, Cookie, Csrf, Portal};
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
@@ -150,7 +151,9 @@ async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, 
             .await
         }
         ["webhooks"] => webhooks::webhooks(portal, None, None).await,
-        ["webhooks", id] => endpoint_page(portal, ops::endpoint_id(id)?, None, None, 200).await,
+        ["webhooks", id] => {
+            endpoint_page(portal, endpoints::endpoint_id(id)?, None, None, 200).await
+        }
         ["deliveries", id] => delivery_page(portal, id).await,
         _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
     }
@@ -174,7 +177,7 @@ async fn post(
             with_cookie(see_other(url, "/portal/login")?, Cookie::End)
         }
         ["developers", "clients"] => {
-            match ops::create_client(
+            match clients::create(
                 portal,
                 form.get("name").unwrap_or_default(),
                 &form.all("scope"),
@@ -189,11 +192,11 @@ async fn post(
             }
         }
         ["developers", "clients", id, "rotate"] => {
-            let (client, secret) = ops::rotate_client(portal, id).await?;
+            let (client, secret) = clients::rotate(portal, id).await?;
             developers(portal, Some((&client, &secret)), None).await
         }
         ["developers", "clients", id, "delete"] => {
-            ops::delete_client(portal, id).await?;
+            clients::delete(portal, id).await?;
             see_other(url, "/portal/developers")
         }
         ["webhooks"] => {
@@ -204,7 +207,7 @@ async fn post(
                 // No box ticked means every type.
                 event_types: (!types.is_empty()).then_some(types),
             };
-            match ops::create_endpoint(portal, &new).await {
+            match endpoints::create(portal, &new).await {
                 Ok((endpoint, secret)) => {
                     let shown = Secret {
                         signing_secret: secret,
@@ -219,15 +222,15 @@ async fn post(
             }
         }
         ["webhooks", id] => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             let types = form.all("event_type");
-            let patch = ops::EndpointPatch {
+            let patch = endpoints::EndpointPatch {
                 url: form.get("url").map(str::to_owned),
                 description: form.get("description").map(str::to_owned),
                 event_types: Some((!types.is_empty()).then_some(types)),
                 status: form.get("status").map(str::to_owned),
             };
-            match ops::update_endpoint(portal, id, &patch).await {
+            match endpoints::update(portal, id, &patch).await {
                 Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
                 Err(err) if err.code == ErrorCode::InvalidRequest => {
                     endpoint_page(portal, id, None, Some(&err.description), 400).await
@@ -236,12 +239,12 @@ async fn post(
             }
         }
         ["webhooks", id, "reveal"] => {
-            let id = ops::endpoint_id(id)?;
-            let secret = ops::reveal_secret(portal, id).await?;
+            let id = endpoints::endpoint_id(id)?;
+            let secret = endpoints::reveal_secret(portal, id).await?;
             endpoint_page(portal, id, Some(&secret), None, 200).await
         }
         ["webhooks", id, "rotate"] => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             let hours = form.get("grace_hours").unwrap_or("24");
             let grace = hours
                 .trim()
@@ -260,7 +263,7 @@ async fn post(
                     )
                     .await
                 }
-                Some(grace) => match ops::rotate_secret(portal, id, Some(grace)).await {
+                Some(grace) => match endpoints::rotate_secret(portal, id, Some(grace)).await {
                     Ok(secret) => endpoint_page(portal, id, Some(&secret), None, 200).await,
                     Err(err) if err.code == ErrorCode::InvalidRequest => {
                         endpoint_page(portal, id, None, Some(&err.description), 400).await
@@ -270,11 +273,11 @@ async fn post(
             }
         }
         ["webhooks", id, "delete"] => {
-            ops::delete_endpoint(portal, ops::endpoint_id(id)?).await?;
+            endpoints::delete(portal, endpoints::endpoint_id(id)?).await?;
             see_other(url, "/portal/webhooks")
         }
         ["webhooks", id, "enable"] => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             let since = form.get("resend_failed_since").filter(|s| !s.is_empty());
             match deliveries::enable(portal, id, since).await {
                 Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
@@ -285,7 +288,7 @@ async fn post(
             }
         }
         ["webhooks", id, "test"] => {
-            let id = ops::endpoint_id(id)?;
+            let id = endpoints::endpoint_id(id)?;
             match deliveries::send_test(portal, id).await {
                 Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
                 Err(err) if err.code == ErrorCode::Conflict => {
@@ -338,7 +341,7 @@ async fn developers(
     shown: Option<(&Client, &str)>,
     error: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let clients = ops::clients(portal).await?;
+    let clients = clients::list(portal).await?;
     let status = match (shown, error) {
         (_, Some(_)) => 400,
         _ => 200,

@@ -9,7 +9,7 @@ use worker::Response;
 use super::layout::{csrf_field, error_box, layout, page, secret_box};
 use crate::error::ApiError;
 use crate::portal::deliveries;
-use crate::portal::ops::{self, Endpoint, NewEndpoint, Secret};
+use crate::portal::endpoints::{self, Endpoint, NewEndpoint, Secret};
 use crate::portal::Portal;
 
 fn event_checkboxes(chosen: Option<&[String]>) -> Markup {
@@ -29,7 +29,7 @@ pub(super) async fn webhooks(
     error: Option<&str>,
     draft: Option<&NewEndpoint>,
 ) -> Result<Response, ApiError> {
-    let endpoints = ops::endpoints(portal).await?;
+    let endpoints = endpoints::list(portal).await?;
     let notes = deliveries::list_notifications(portal).await?;
     let status = if error.is_some() { 400 } else { 200 };
     page(
@@ -102,7 +102,7 @@ pub(super) async fn endpoint_page(
     error: Option<&str>,
     status: u16,
 ) -> Result<Response, ApiError> {
-    let e = ops::endpoint(portal, id).await?;
+    let e = endpoints::get(portal, id).await?;
     let log = deliveries::log(portal, id, "limit=25").await?;
     let action = |path: &str| format!("/portal/webhooks/{}{path}", e.id);
     page(
