@@ -4,7 +4,7 @@
 //! Layers, each importing only from the ones below it (a test checks this):
 //! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
 //! `throttle`, `payments`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
-//! `html`, `query`, `crypto`, `webhook_url`, `wallet_address`) → `shared-types`.
+//! `html`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) → `shared-types`.
 
 mod auth;
 mod chain;
@@ -18,6 +18,7 @@ mod http;
 mod payments;
 mod portal;
 mod query;
+mod route;
 mod routes;
 mod throttle;
 mod wallet_address;

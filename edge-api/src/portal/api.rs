@@ -86,6 +86,22 @@ pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
     })
 }
 
+/// The route of `/portal/…{rest}`, from [`methods`] and [`handle`].
+pub fn route<'a>(rest: &[&'a str]) -> Option<crate::route::Route<'a, crate::route::Incoming<'a>>> {
+    let mut route = crate::route::Route::new();
+    for method in methods(rest)? {
+        let rest = rest.to_vec();
+        route =
+            route.on(
+                method.clone(),
+                move |r: crate::route::Incoming<'a>| async move {
+                    handle(r.req, r.ctx, r.url, &rest).await
+                },
+            );
+    }
+    Some(route)
+}
+
 /// Routes `/portal/api/{rest}` (the method is one [`methods`] allows).
 pub async fn handle(
     mut req: Request,
