@@ -90,7 +90,6 @@ impl<'a, C: 'a> Route<'a, C> {
     }
 
     /// Answers PUT with `f`.
-    #[allow(dead_code)] // the portal's JSON API declares it
     pub fn put<F, Fut>(self, f: F) -> Self
     where
         F: FnOnce(C) -> Fut + 'a,
@@ -100,7 +99,6 @@ impl<'a, C: 'a> Route<'a, C> {
     }
 
     /// Answers PATCH with `f`.
-    #[allow(dead_code)] // the portal's JSON API declares it
     pub fn patch<F, Fut>(self, f: F) -> Self
     where
         F: FnOnce(C) -> Fut + 'a,
@@ -110,7 +108,6 @@ impl<'a, C: 'a> Route<'a, C> {
     }
 
     /// Answers DELETE with `f`.
-    #[allow(dead_code)] // the portal's JSON API declares it
     pub fn delete<F, Fut>(self, f: F) -> Self
     where
         F: FnOnce(C) -> Fut + 'a,
@@ -129,8 +126,8 @@ impl<'a, C: 'a> Route<'a, C> {
     }
 
     /// The methods, in the order declared.
-    pub fn methods(&self) -> Vec<&str> {
-        self.methods.iter().map(|(m, _)| m.as_ref()).collect()
+    pub fn methods(&self) -> Vec<Method> {
+        self.methods.iter().map(|(m, _)| m.clone()).collect()
     }
 
     /// The handler of `method`, the request's method as sent (the platform's method type reads
@@ -141,7 +138,8 @@ impl<'a, C: 'a> Route<'a, C> {
         match self.methods.iter().position(|(m, _)| m.as_ref() == method) {
             Some(found) => Ok(self.methods.swap_remove(found).1),
             None => {
-                let allow = self.methods();
+                let methods = self.methods();
+                let allow: Vec<&str> = methods.iter().map(Method::as_ref).collect();
                 Err(ApiError::new(
                     ErrorCode::MethodNotAllowed,
                     format!(
@@ -156,7 +154,6 @@ impl<'a, C: 'a> Route<'a, C> {
 
     /// The same methods, each handler wrapped by `wrap` (which runs what a surface does before
     /// its handlers, such as authenticating the portal's session).
-    #[allow(dead_code)] // the portal's tables use it
     pub fn map<D>(self, wrap: impl Fn(Handler<'a, C>) -> Handler<'a, D>) -> Route<'a, D> {
         Route {
             methods: self
@@ -179,7 +176,7 @@ mod tests {
     #[test]
     fn the_declared_methods_are_answered_and_any_other_is_a_405_listing_them() {
         let route = || Route::new().get(nothing).post(nothing);
-        assert_eq!(route().methods(), ["GET", "POST"]);
+        assert_eq!(route().methods(), [Method::Get, Method::Post]);
         assert!(route().handler("GET", "/x").is_ok());
         assert!(route().handler("post", "/x").is_ok());
         for method in ["HEAD", "PUT", "DELETE", "OPTIONS", "QUERY"] {
@@ -202,6 +199,6 @@ mod tests {
             .options(nothing)
             .delete(nothing)
             .map(|h| handler(move |_: u8| h(())));
-        assert_eq!(route.methods(), ["OPTIONS", "DELETE"]);
+        assert_eq!(route.methods(), [Method::Options, Method::Delete]);
     }
 }
