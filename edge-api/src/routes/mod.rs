@@ -11,6 +11,9 @@ mod sandbox;
 mod token;
 mod transactions;
 
+#[cfg(test)]
+mod tables_test;
+
 use worker::{Request, Response};
 
 use crate::ctx::Ctx;
