@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "crypto",
         "webhook_url",
         "wallet_address",
+        "route",
     ],
     &["db"],
     &[

@@ -3,8 +3,8 @@
 //!
 //! Layers, each importing only from the ones below it (a test checks this):
 //! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
-//! `throttle`, `payments`, `checkout`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`, `http`,
-//! `html`, `query`, `crypto`, `webhook_url`, `wallet_address`) → `shared-types`.
+//! `throttle`, `payments`, `checkout`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`,
+//! `http`, `html`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) → `shared-types`.
 
 mod auth;
 mod chain;
@@ -19,6 +19,7 @@ mod http;
 mod payments;
 mod portal;
 mod query;
+mod route;
 mod routes;
 mod throttle;
 mod wallet_address;

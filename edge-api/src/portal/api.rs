@@ -1,372 +1,98 @@
 //! `/portal/api/…`: the JSON API behind the portal, on the portal's session (cookie) and CSRF
-//! token (`X-CSRF-Token`). Bodies and errors are JSON in the spec's error shape.
+//! token (`X-CSRF-Token`). Bodies and errors are JSON in the spec's error shape. One module per
+//! resource, as the URLs name them; the table below declares every route once.
 
-use serde::Deserialize;
-use serde_json::json;
-use worker::{Method, Request, Response, Url};
+mod call;
+mod clients;
+mod deliveries;
+mod merchants;
+mod networks;
+mod notifications;
+mod overview;
+mod payments;
+mod session;
+mod users;
+mod webhook_endpoints;
 
-use super::{
-    deliveries, merchants, networks, ops, payments, users, with_cookie, Cookie, Csrf, Portal,
-};
-use crate::chain::refund;
-use crate::ctx::Ctx;
-use crate::error::{from_json, ApiError, OrInternal};
-use crate::http;
+use worker::Method;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Login {
-    email: String,
-    password: String,
+use self::call::Call;
+use super::Csrf;
+use crate::route::{self, Handler, Incoming, Route};
+
+/// The route of `/portal/api/{rest}` (`None`: no such path). Logging in is the one call without
+/// a session; every other runs on it (see [`on_session`]).
+pub fn route<'a>(rest: &[&'a str]) -> Option<Route<'a, Incoming<'a>>> {
+    match *rest {
+        ["login"] => Some(Route::new().post(session::login)),
+        _ => on_session_route(rest).map(|route| route.map(on_session)),
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewClient {
-    name: String,
-    scopes: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct Enable {
-    resend_failed_since: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct Rotate {
-    grace_period_seconds: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WalletBody {
-    address: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RefundBody {
-    amount: String,
-    address: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OriginsBody {
-    return_origins: Vec<String>,
-}
-
-/// The methods `/portal/api/{rest}` answers (`None`: no such path).
-pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
-    use Method::{Delete, Get, Patch, Post, Put};
-    Some(match rest {
-        ["merchants"] => &[Get, Post],
-        ["merchants", _] => &[Get, Patch],
-        ["merchants", _, "wallets", _] => &[Put, Delete],
-        ["merchants", _, "return-origins"] => &[Put],
-        ["merchants", _, "roll-key"] => &[Post],
-        ["login"] | ["logout"] => &[Post],
-        ["session"] | ["notifications"] | ["overview"] | ["payments"] | ["payments", _] => &[Get],
-        ["payments", _, "refunds"] | ["payments", _, "refunds", "preview"] => &[Post],
-        ["users"] => &[Get, Post],
-        ["networks"] => &[Get],
-        ["users", _] => &[Delete],
-        ["clients"] | ["webhook-endpoints"] => &[Get, Post],
-        ["clients", _] => &[Delete],
-        ["clients", _, "rotate"] => &[Post],
-        ["webhook-endpoints", _] => &[Get, Patch, Delete],
-        ["webhook-endpoints", _, "secret" | "deliveries"] => &[Get],
-        ["webhook-endpoints", _, "rotate-secret" | "enable" | "test"] => &[Post],
-        ["deliveries", _] => &[Get],
-        ["deliveries", _, "resend"] => &[Post],
+/// Every route on the session: its path, and for each method the handler.
+fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
+    use self::webhook_endpoints as endpoints;
+    Some(match *rest {
+        ["logout"] => Route::new().post(session::logout),
+        ["session"] => Route::new().get(session::show),
+        ["clients"] => Route::new().get(clients::list).post(clients::create),
+        ["clients", id] => Route::new().delete(move |c| clients::delete(c, id)),
+        ["clients", id, "rotate"] => Route::new().post(move |c| clients::rotate(c, id)),
+        ["webhook-endpoints"] => Route::new().get(endpoints::list).post(endpoints::create),
+        ["webhook-endpoints", id] => Route::new()
+            .get(move |c| endpoints::show(c, id))
+            .patch(move |c| endpoints::update(c, id))
+            .delete(move |c| endpoints::delete(c, id)),
+        ["webhook-endpoints", id, "secret"] => {
+            Route::new().get(move |c| endpoints::reveal_secret(c, id))
+        }
+        ["webhook-endpoints", id, "rotate-secret"] => {
+            Route::new().post(move |c| endpoints::rotate_secret(c, id))
+        }
+        ["webhook-endpoints", id, "deliveries"] => {
+            Route::new().get(move |c| endpoints::deliveries(c, id))
+        }
+        ["webhook-endpoints", id, "enable"] => Route::new().post(move |c| endpoints::enable(c, id)),
+        ["webhook-endpoints", id, "test"] => Route::new().post(move |c| endpoints::test(c, id)),
+        ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
+        ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
+        ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
+        ["merchants", id] => Route::new()
+            .get(move |c| merchants::show(c, id))
+            .patch(move |c| merchants::update(c, id)),
+        ["merchants", id, "wallets", network] => Route::new()
+            .put(move |c| merchants::set_wallet(c, id, network))
+            .delete(move |c| merchants::remove_wallet(c, id, network)),
+        ["merchants", id, "return-origins"] => {
+            Route::new().put(move |c| merchants::set_origins(c, id))
+        }
+        ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
+        ["payments"] => Route::new().get(payments::list),
+        ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
+        ["payments", id, "refunds"] => Route::new().post(move |c| payments::refund(c, id)),
+        ["payments", id, "refunds", "preview"] => {
+            Route::new().post(move |c| payments::preview_refund(c, id))
+        }
+        ["overview"] => Route::new().get(overview::show),
+        ["networks"] => Route::new().get(networks::list),
+        ["users"] => Route::new().get(users::list).post(users::invite),
+        ["users", id] => Route::new().delete(move |c| users::remove(c, id)),
+        ["notifications"] => Route::new().get(notifications::list),
         _ => return None,
     })
 }
 
-/// Routes `/portal/api/{rest}` (the method is one [`methods`] allows).
-pub async fn handle(
-    mut req: Request,
-    ctx: &Ctx,
-    url: &Url,
-    rest: &[&str],
-) -> Result<Response, ApiError> {
-    // The router has checked the method against `methods`.
-    let method = req.method();
-    if rest == ["login"] {
-        super::check_origin(&req, url)?;
-        let body = json_body(&mut req).await?;
-        let Login { email, password } = from_json(&body)?;
-        let session = super::login(ctx, &email, &password).await?;
-        let response = http::json(
-            200,
-            &json!({
-                "csrf_token": session.csrf_token,
-                "expires_at": shared_types::time::format_unix(session.expires_at),
-            }),
-        )
-        .or_internal("build response")?;
-        return with_cookie(response, Cookie::Start(&session.token));
-    }
-
-    let changes = !matches!(method, Method::Get | Method::Head);
-    let csrf = if changes {
-        Csrf::Header
-    } else {
-        Csrf::NotNeeded
-    };
-    let portal = super::authenticate(&req, ctx, url, csrf).await?;
-    let ok = |status: u16, body: serde_json::Value| {
-        http::json(status, &body).or_internal("build response")
-    };
-
-    match (method.clone(), rest) {
-        (Method::Get, ["session"]) => ok(200, session_json(&portal)),
-        (Method::Post, ["logout"]) => {
-            super::logout(&portal).await?;
-            with_cookie(ok(200, json!({"logged_out": true}))?, Cookie::End)
-        }
-        (Method::Get, ["clients"]) => {
-            let clients = ops::clients(&portal).await?;
-            ok(200, json!({"object": "list", "data": clients}))
-        }
-        (Method::Post, ["clients"]) => {
-            let NewClient { name, scopes } = from_json(&json_body(&mut req).await?)?;
-            let (client, secret) = ops::create_client(&portal, &name, &scopes).await?;
-            ok(201, with_member(to_json(&client)?, "client_secret", secret))
-        }
-        (Method::Post, ["clients", id, "rotate"]) => {
-            let (client, secret) = ops::rotate_client(&portal, id).await?;
-            ok(200, with_member(to_json(&client)?, "client_secret", secret))
-        }
-        (Method::Delete, ["clients", id]) => {
-            ops::delete_client(&portal, id).await?;
-            ok(200, json!({"deleted": true, "client_id": id}))
-        }
-        (Method::Get, ["webhook-endpoints"]) => {
-            let endpoints = ops::endpoints(&portal).await?;
-            ok(200, json!({"object": "list", "data": endpoints}))
-        }
-        (Method::Post, ["webhook-endpoints"]) => {
-            let new: ops::NewEndpoint = from_json(&json_body(&mut req).await?)?;
-            let (endpoint, secret) = ops::create_endpoint(&portal, &new).await?;
-            ok(
-                201,
-                with_member(to_json(&endpoint)?, "signing_secret", secret),
-            )
-        }
-        (Method::Get, ["webhook-endpoints", id]) => ok(
-            200,
-            to_json(&ops::endpoint(&portal, ops::endpoint_id(id)?).await?)?,
-        ),
-        (Method::Patch, ["webhook-endpoints", id]) => {
-            let id = ops::endpoint_id(id)?;
-            let patch: ops::EndpointPatch = from_json(&json_body(&mut req).await?)?;
-            ok(
-                200,
-                to_json(&ops::update_endpoint(&portal, id, &patch).await?)?,
-            )
-        }
-        (Method::Delete, ["webhook-endpoints", id]) => {
-            let id = ops::endpoint_id(id)?;
-            ops::delete_endpoint(&portal, id).await?;
-            ok(200, json!({"deleted": true, "id": id}))
-        }
-        (Method::Get, ["webhook-endpoints", id, "secret"]) => ok(
-            200,
-            to_json(&ops::reveal_secret(&portal, ops::endpoint_id(id)?).await?)?,
-        ),
-        (Method::Post, ["webhook-endpoints", id, "rotate-secret"]) => {
-            let id = ops::endpoint_id(id)?;
-            let Rotate {
-                grace_period_seconds,
-            } = optional_json(&mut req).await?;
-            ok(
-                200,
-                to_json(&ops::rotate_secret(&portal, id, grace_period_seconds).await?)?,
-            )
-        }
-        (Method::Get, ["webhook-endpoints", id, "deliveries"]) => {
-            let id = ops::endpoint_id(id)?;
-            ok(
-                200,
-                to_json(&deliveries::log(&portal, id, url.query().unwrap_or("")).await?)?,
-            )
-        }
-        (Method::Post, ["webhook-endpoints", id, "enable"]) => {
-            let id = ops::endpoint_id(id)?;
-            let Enable {
-                resend_failed_since,
-            } = optional_json(&mut req).await?;
-            ok(
-                200,
-                deliveries::enable(&portal, id, resend_failed_since.as_deref()).await?,
-            )
-        }
-        (Method::Post, ["webhook-endpoints", id, "test"]) => {
-            let id = ops::endpoint_id(id)?;
-            ok(201, to_json(&deliveries::send_test(&portal, id).await?)?)
-        }
-        (Method::Get, ["deliveries", id]) => ok(200, deliveries::detail(&portal, id).await?),
-        (Method::Post, ["deliveries", id, "resend"]) => {
-            ok(201, to_json(&deliveries::resend(&portal, id).await?)?)
-        }
-        (Method::Get, ["merchants"]) => ok(
-            200,
-            to_json(&merchants::list(&portal, url.query().unwrap_or("")).await?)?,
-        ),
-        (Method::Post, ["merchants"]) => {
-            let new: merchants::NewMerchantBody = from_json(&json_body(&mut req).await?)?;
-            ok(201, to_json(&merchants::create(&portal, &new).await?)?)
-        }
-        (Method::Get, ["merchants", id]) => {
-            let id = merchants::merchant_id(id)?;
-            ok(200, to_json(&merchants::detail(&portal, id).await?)?)
-        }
-        (Method::Patch, ["merchants", id]) => {
-            let id = merchants::merchant_id(id)?;
-            let patch: merchants::MerchantPatch = from_json(&json_body(&mut req).await?)?;
-            ok(
-                200,
-                to_json(&merchants::update(&portal, id, &patch).await?)?,
-            )
-        }
-        (Method::Put, ["merchants", id, "wallets", network]) => {
-            let id = merchants::merchant_id(id)?;
-            let WalletBody { address } = from_json(&json_body(&mut req).await?)?;
-            ok(
-                200,
-                to_json(&merchants::set_wallet(&portal, id, network, Some(&address)).await?)?,
-            )
-        }
-        (Method::Delete, ["merchants", id, "wallets", network]) => {
-            let id = merchants::merchant_id(id)?;
-            ok(
-                200,
-                to_json(&merchants::set_wallet(&portal, id, network, None).await?)?,
-            )
-        }
-        (Method::Put, ["merchants", id, "return-origins"]) => {
-            let id = merchants::merchant_id(id)?;
-            let OriginsBody { return_origins } = from_json(&json_body(&mut req).await?)?;
-            ok(
-                200,
-                to_json(&merchants::set_origins(&portal, id, &return_origins).await?)?,
-            )
-        }
-        (Method::Post, ["merchants", id, "roll-key"]) => {
-            let id = merchants::merchant_id(id)?;
-            let Rotate {
-                grace_period_seconds,
-            } = optional_json(&mut req).await?;
-            ok(
-                200,
-                to_json(&merchants::roll_key(&portal, id, grace_period_seconds).await?)?,
-            )
-        }
-        (Method::Get, ["payments"]) => ok(
-            200,
-            to_json(&payments::list(&portal, url.query().unwrap_or("")).await?)?,
-        ),
-        (Method::Get, ["payments", id]) => ok(
-            200,
-            to_json(&payments::detail(&portal, payments::payment_id(id)?).await?)?,
-        ),
-        (Method::Post, ["payments", id, "refunds", "preview"]) => {
-            let id = payments::payment_id(id)?;
-            let RefundBody { amount, address } = from_json(&json_body(&mut req).await?)?;
-            let request = refund::RefundRequest {
-                amount: &amount,
-                address: &address,
-            };
-            let preview = refund::preview(ctx, portal.institution_id(), id, &request).await?;
-            ok(200, to_json(&preview)?)
-        }
-        (Method::Post, ["payments", id, "refunds"]) => {
-            let id = payments::payment_id(id)?;
-            let key = req
-                .headers()
-                .get("Idempotency-Key")
-                .or_internal("read header")?
-                .unwrap_or_default();
-            let RefundBody { amount, address } = from_json(&json_body(&mut req).await?)?;
-            let request = refund::RefundRequest {
-                amount: &amount,
-                address: &address,
-            };
-            let (view, created) = refund::request(
-                ctx,
-                portal.institution_id(),
-                id,
-                &request,
-                &key,
-                &portal.session.email,
-            )
-            .await?;
-            ok(if created { 201 } else { 200 }, to_json(&view)?)
-        }
-        (Method::Get, ["overview"]) => ok(200, to_json(&payments::overview(&portal).await?)?),
-        (Method::Get, ["networks"]) => {
-            let list = networks::status(&portal).await?;
-            ok(200, json!({"object": "list", "data": list}))
-        }
-        (Method::Get, ["users"]) => {
-            let list = users::list(&portal).await?;
-            ok(200, json!({"object": "list", "data": list}))
-        }
-        (Method::Post, ["users"]) => {
-            let invite: users::Invite = from_json(&json_body(&mut req).await?)?;
-            ok(201, to_json(&users::invite(&portal, &invite).await?)?)
-        }
-        (Method::Delete, ["users", id]) => {
-            users::remove(&portal, id).await?;
-            ok(200, json!({"deleted": true, "id": id}))
-        }
-        (Method::Get, ["notifications"]) => {
-            let list = deliveries::list_notifications(&portal).await?;
-            ok(200, json!({"object": "list", "data": list}))
-        }
-        _ => Err(ApiError::not_found(format!(
-            "no such endpoint: {}",
-            url.path()
-        ))),
-    }
-}
-
-/// The session as `GET /portal/api/session` shows it.
-fn session_json(portal: &Portal<'_>) -> serde_json::Value {
-    json!({
-        "email": portal.session.email,
-        "role": portal.session.role,
-        "institution": portal.session.institution_name,
-        "csrf_token": portal.session.csrf_token,
-        "expires_at": shared_types::time::format_unix(portal.session.expires_at),
+/// Runs `handler` on the session: the cookie's session authenticated first and, for a change
+/// (anything but a read), its CSRF token and the caller's role checked where the session is
+/// (`super::authenticate`), so no handler can forget them.
+fn on_session<'a>(handler: Handler<'a, Call<'a>>) -> Handler<'a, Incoming<'a>> {
+    route::handler(move |Incoming { req, ctx, url }| async move {
+        let csrf = if matches!(req.method(), Method::Get | Method::Head) {
+            Csrf::NotNeeded
+        } else {
+            Csrf::Header
+        };
+        let portal = super::authenticate(&req, ctx, url, csrf).await?;
+        handler(Call { portal, req, url }).await
     })
-}
-
-/// An optional JSON body: an empty one reads as the default.
-async fn optional_json<T: Default + serde::de::DeserializeOwned>(
-    req: &mut Request,
-) -> Result<T, ApiError> {
-    let body = http::json_body(req, http::PORTAL_BODY_MAX).await?;
-    if body.trim().is_empty() {
-        Ok(T::default())
-    } else {
-        from_json(&body)
-    }
-}
-
-/// A JSON body: the content type must say so.
-async fn json_body(req: &mut Request) -> Result<String, ApiError> {
-    http::body_of_type(req, "application/json", http::PORTAL_BODY_MAX).await
-}
-
-fn with_member(mut object: serde_json::Value, name: &str, value: String) -> serde_json::Value {
-    object[name] = serde_json::Value::String(value);
-    object
-}
-
-fn to_json<T: serde::Serialize>(view: &T) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(view).or_internal("encode response")
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use shared_types::{ErrorCode, List, MerchantStatus, OnboardingStatus};
 use worker::Url;
 
-use super::ops::{check_email, check_text};
+use super::fields::{check_email, check_text};
 use super::Portal;
 use crate::ctx::{timestamp, Ctx};
 use crate::db::merchants::{self, Changes, Edited, NewMerchant, Row};

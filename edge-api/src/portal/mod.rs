@@ -1,6 +1,7 @@
 //! The institution portal: admins manage API clients and webhook endpoints. Server-rendered pages
 //! (`pages.rs`) and a JSON API (`api.rs`) share one session model and one set of operations
-//! (`ops.rs`); every operation is scoped to the session's institution.
+//! (`clients`, `endpoints`, `deliveries`, `merchants`, `payments`, `users`, `networks`); every
+//! operation is scoped to the session's institution.
 //!
 //! Sessions: a random cookie (`HttpOnly; Secure; SameSite=Strict; Path=/portal`), stored as its
 //! SHA-256, idle end 30 minutes, absolute end 8 hours. Every state-changing request must carry
@@ -8,10 +9,12 @@
 //! browser sends an `Origin`, come from our own.
 
 pub mod api;
+pub mod clients;
 pub mod deliveries;
+pub mod endpoints;
+pub mod fields;
 pub mod merchants;
 pub mod networks;
-pub mod ops;
 pub mod pages;
 pub mod payments;
 pub mod users;

@@ -1,406 +1,123 @@
-//! The portal's server-rendered pages: login, developers (API clients), webhook endpoints. Plain
-//! HTML forms, each carrying the session's CSRF token; no script.
+//! The portal's server-rendered pages: plain HTML forms, each carrying the session's CSRF token;
+//! no script. One module per part of the portal, as the URLs name them, each with its pages and
+//! the forms they post; the table below declares every route once.
 
-use maud::{html, Markup};
-use shared_types::{ErrorCode, Scope};
-use worker::{Method, Request, Response, Url};
+use maud::html;
+use shared_types::ErrorCode;
+use worker::Method;
 
+mod deliveries;
+mod developers;
 mod layout;
 mod merchants;
 mod payments;
+mod session;
 mod users;
 mod webhooks;
 
-use layout::{csrf_field, error_box, layout, page, secret_box, Form};
-use webhooks::{delivery_page, endpoint_page};
+use layout::{error_box, layout, page, Call, Form};
 
-use super::deliveries;
-use super::ops::{self, Client, NewEndpoint, Secret};
-use super::{with_cookie, Cookie, Csrf, Portal};
-use crate::ctx::Ctx;
-use crate::error::{ApiError, OrInternal};
+use super::Csrf;
 use crate::http::see_other;
+use crate::route::{self, Answer, Handler, Incoming, Route};
 
-/// The methods `/portal/{rest}` answers (`None`: no such page).
-pub fn methods(rest: &[&str]) -> Option<&'static [Method]> {
-    use Method::{Get, Post};
-    Some(match rest {
-        [] | [""] | ["developers"] | ["merchants", _] | ["payments"] | ["payments", _] => &[Get],
-        ["merchants"] | ["users"] => &[Get, Post],
-        ["users", _, "remove"] => &[Post],
-        ["merchants", _, "edit" | "status" | "onboarding" | "wallets" | "origins" | "roll-key"] => {
-            &[Post]
+/// The route of `/portal/{rest}` (`None`: no such page). The login page is the one without a
+/// session; every other runs on it (see [`on_session`]).
+pub fn route<'a>(rest: &[&'a str]) -> Option<Route<'a, Incoming<'a>>> {
+    match *rest {
+        ["login"] => Some(Route::new().get(session::show_login).post(session::login)),
+        _ => on_session_route(rest).map(|route| route.map(on_session)),
+    }
+}
+
+/// Every page on the session: its path, and for each method the handler.
+fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
+    Some(match *rest {
+        [] | [""] => Route::new().get(payments::overview),
+        ["logout"] => Route::new().post(session::logout),
+        ["payments"] => Route::new().get(payments::list),
+        ["payments", "export.csv"] => Route::new().get(payments::export),
+        ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
+        ["payments", id, "refund"] => Route::new().post(move |c| payments::refund(c, id)),
+        ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
+        ["merchants", id] => Route::new().get(move |c| merchants::show(c, id)),
+        ["merchants", id, "edit"] => Route::new().post(move |c| merchants::edit(c, id)),
+        ["merchants", id, "status"] => Route::new().post(move |c| merchants::set_status(c, id)),
+        ["merchants", id, "onboarding"] => {
+            Route::new().post(move |c| merchants::set_onboarding(c, id))
         }
-        ["login"] | ["webhooks"] | ["webhooks", _] => &[Get, Post],
-        ["logout"] | ["developers", "clients"] => &[Post],
-        ["developers", "clients", _, "rotate" | "delete"] => &[Post],
-        ["webhooks", _, "reveal" | "rotate" | "delete" | "enable" | "test"] => &[Post],
-        ["deliveries", _] => &[Get],
-        ["deliveries", _, "resend"] => &[Post],
-        ["payments", _, "refund"] => &[Post],
+        ["merchants", id, "wallets"] => Route::new().post(move |c| merchants::set_wallet(c, id)),
+        ["merchants", id, "origins"] => Route::new().post(move |c| merchants::set_origins(c, id)),
+        ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
+        ["developers"] => Route::new().get(developers::show),
+        ["developers", "clients"] => Route::new().post(developers::create_client),
+        ["developers", "clients", id, "rotate"] => {
+            Route::new().post(move |c| developers::rotate_client(c, id))
+        }
+        ["developers", "clients", id, "delete"] => {
+            Route::new().post(move |c| developers::delete_client(c, id))
+        }
+        ["webhooks"] => Route::new().get(webhooks::list).post(webhooks::create),
+        ["webhooks", id] => Route::new()
+            .get(move |c| webhooks::show(c, id))
+            .post(move |c| webhooks::update(c, id)),
+        ["webhooks", id, "reveal"] => Route::new().post(move |c| webhooks::reveal_secret(c, id)),
+        ["webhooks", id, "rotate"] => Route::new().post(move |c| webhooks::rotate_secret(c, id)),
+        ["webhooks", id, "delete"] => Route::new().post(move |c| webhooks::delete(c, id)),
+        ["webhooks", id, "enable"] => Route::new().post(move |c| webhooks::enable(c, id)),
+        ["webhooks", id, "test"] => Route::new().post(move |c| webhooks::test(c, id)),
+        ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
+        ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
+        ["users"] => Route::new().get(users::list).post(users::invite),
+        ["users", id, "remove"] => Route::new().post(move |c| users::remove(c, id)),
         _ => return None,
     })
 }
 
-/// Routes `/portal` and its pages (the method is one [`methods`] allows).
-pub async fn handle(
-    mut req: Request,
-    ctx: &Ctx,
-    url: &Url,
-    rest: &[&str],
-) -> Result<Response, ApiError> {
-    let method = req.method();
-    match (method.clone(), rest) {
-        (Method::Get, ["login"]) => {
-            if super::authenticate(&req, ctx, url, Csrf::NotNeeded)
-                .await
-                .is_ok()
-            {
-                return see_other(url, "/portal/developers");
-            }
-            page(200, login_page(None, ""))
-        }
-        (Method::Post, ["login"]) => {
-            super::check_origin(&req, url)?;
-            let form = Form::read(&mut req).await?;
-            let email = form.get("email").unwrap_or_default().to_owned();
-            match super::login(ctx, &email, form.get("password").unwrap_or_default()).await {
-                Ok(session) => with_cookie(
-                    see_other(url, "/portal/developers")?,
-                    Cookie::Start(&session.token),
-                ),
-                Err(err) if err.code == ErrorCode::ServerError => Err(err),
-                Err(err) => {
-                    let response = page(
-                        err.code.http_status(),
-                        login_page(Some(&err.description), &email),
-                    )?;
-                    if let Some(seconds) = err.retry_after {
-                        response
-                            .headers()
-                            .set("Retry-After", &seconds.to_string())
-                            .or_internal("set header")?;
-                    }
-                    Ok(response)
+/// Runs a page's `handler` on the session. A read is authenticated first (without a session it
+/// goes to the login page). A change (POST) has its form read, then the session authenticated
+/// with the form's CSRF token and the caller's role checked where the session is
+/// (`super::authenticate`), so no handler can forget them; a refusal is a page saying why.
+fn on_session<'a>(handler: Handler<'a, Call<'a>>) -> Handler<'a, Incoming<'a>> {
+    route::handler(move |Incoming { mut req, ctx, url }| async move {
+        if req.method() == Method::Get {
+            return match super::authenticate(&req, ctx, url, Csrf::NotNeeded).await {
+                Ok(portal) => {
+                    let form = Form::default();
+                    handler(Call { portal, url, form }).await
                 }
-            }
-        }
-        (Method::Get, _) => match super::authenticate(&req, ctx, url, Csrf::NotNeeded).await {
-            Ok(portal) => get(&portal, url, rest).await,
-            Err(err) if err.code == ErrorCode::LoginRequired => see_other(url, "/portal/login"),
-            Err(err) => Err(err),
-        },
-        // The router has checked the method against `methods`: the rest are changes (POST).
-        _ => {
-            let form = Form::read(&mut req).await?;
-            let portal = match super::authenticate(
-                &req,
-                ctx,
-                url,
-                Csrf::Form(form.get("csrf_token")),
-            )
-            .await
-            {
-                Ok(portal) => portal,
-                Err(err) if err.code == ErrorCode::LoginRequired => {
-                    return see_other(url, "/portal/login")
-                }
-                Err(err)
-                    if err.code == ErrorCode::CsrfFailed
-                        || err.code == ErrorCode::AdminRequired =>
-                {
-                    return page(
-                        403,
-                        layout(
-                            "Refused",
-                            None,
-                            html! {
-                                section { h1 { "Request refused" } (error_box(Some(&err.description)))
-                                    p { a href="/portal/developers" { "Back to the portal" } } }
-                            },
-                        ),
-                    )
-                }
-                Err(err) => return Err(err),
+                Err(err) if err.code == ErrorCode::LoginRequired => see_other(url, "/portal/login"),
+                Err(err) => Err(err),
             };
-            post(&portal, url, rest, &form).await
         }
-    }
-}
-
-async fn get(portal: &Portal<'_>, url: &Url, rest: &[&str]) -> Result<Response, ApiError> {
-    match rest {
-        [] | [""] => payments::overview(portal).await,
-        ["payments"] => payments::list(portal, url).await,
-        ["payments", "export.csv"] => payments::export(portal, url),
-        ["payments", id] => {
-            payments::detail(portal, crate::portal::payments::payment_id(id)?).await
-        }
-        ["developers"] => developers(portal, None, None).await,
-        ["users"] => users::list(portal, None, None).await,
-        ["merchants"] => merchants::list(portal, url, None, None).await,
-        ["merchants", id] => {
-            merchants::detail(
-                portal,
-                url,
-                crate::portal::merchants::merchant_id(id)?,
-                None,
-                200,
-            )
-            .await
-        }
-        ["webhooks"] => webhooks::webhooks(portal, None, None).await,
-        ["webhooks", id] => endpoint_page(portal, ops::endpoint_id(id)?, None, None, 200).await,
-        ["deliveries", id] => delivery_page(portal, id).await,
-        _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
-    }
-}
-
-async fn post(
-    portal: &Portal<'_>,
-    url: &Url,
-    rest: &[&str],
-    form: &Form,
-) -> Result<Response, ApiError> {
-    match rest {
-        ["merchants", rest @ ..] => merchants::post(portal, url, rest, form).await,
-        ["payments", id, "refund"] => {
-            let id = crate::portal::payments::payment_id(id)?;
-            payments::refund(portal, url, id, form).await
-        }
-        ["users", rest @ ..] => users::post(portal, url, rest, form).await,
-        ["logout"] => {
-            super::logout(portal).await?;
-            with_cookie(see_other(url, "/portal/login")?, Cookie::End)
-        }
-        ["developers", "clients"] => {
-            match ops::create_client(
-                portal,
-                form.get("name").unwrap_or_default(),
-                &form.all("scope"),
-            )
-            .await
+        let form = Form::read(&mut req).await?;
+        let csrf = Csrf::Form(form.get("csrf_token"));
+        let portal = match super::authenticate(&req, ctx, url, csrf).await {
+            Ok(portal) => portal,
+            Err(err) if err.code == ErrorCode::LoginRequired => {
+                return see_other(url, "/portal/login")
+            }
+            Err(err)
+                if err.code == ErrorCode::CsrfFailed || err.code == ErrorCode::AdminRequired =>
             {
-                Ok((client, secret)) => developers(portal, Some((&client, &secret)), None).await,
-                Err(err) if err.code == ErrorCode::InvalidRequest => {
-                    developers(portal, None, Some(&err.description)).await
-                }
-                Err(err) => Err(err),
+                return refused(&err.description)
             }
-        }
-        ["developers", "clients", id, "rotate"] => {
-            let (client, secret) = ops::rotate_client(portal, id).await?;
-            developers(portal, Some((&client, &secret)), None).await
-        }
-        ["developers", "clients", id, "delete"] => {
-            ops::delete_client(portal, id).await?;
-            see_other(url, "/portal/developers")
-        }
-        ["webhooks"] => {
-            let types = form.all("event_type");
-            let new = NewEndpoint {
-                url: form.get("url").unwrap_or_default().to_owned(),
-                description: form.get("description").unwrap_or_default().to_owned(),
-                // No box ticked means every type.
-                event_types: (!types.is_empty()).then_some(types),
-            };
-            match ops::create_endpoint(portal, &new).await {
-                Ok((endpoint, secret)) => {
-                    let shown = Secret {
-                        signing_secret: secret,
-                        previous_secret_expires_at: None,
-                    };
-                    endpoint_page(portal, &endpoint.id, Some(&shown), None, 201).await
-                }
-                Err(err) if err.code == ErrorCode::InvalidRequest => {
-                    webhooks::webhooks(portal, Some(&err.description), Some(&new)).await
-                }
-                Err(err) => Err(err),
-            }
-        }
-        ["webhooks", id] => {
-            let id = ops::endpoint_id(id)?;
-            let types = form.all("event_type");
-            let patch = ops::EndpointPatch {
-                url: form.get("url").map(str::to_owned),
-                description: form.get("description").map(str::to_owned),
-                event_types: Some((!types.is_empty()).then_some(types)),
-                status: form.get("status").map(str::to_owned),
-            };
-            match ops::update_endpoint(portal, id, &patch).await {
-                Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
-                Err(err) if err.code == ErrorCode::InvalidRequest => {
-                    endpoint_page(portal, id, None, Some(&err.description), 400).await
-                }
-                Err(err) => Err(err),
-            }
-        }
-        ["webhooks", id, "reveal"] => {
-            let id = ops::endpoint_id(id)?;
-            let secret = ops::reveal_secret(portal, id).await?;
-            endpoint_page(portal, id, Some(&secret), None, 200).await
-        }
-        ["webhooks", id, "rotate"] => {
-            let id = ops::endpoint_id(id)?;
-            let hours = form.get("grace_hours").unwrap_or("24");
-            let grace = hours
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|h| *h >= 0)
-                .map(|h| h * 3600);
-            match grace {
-                None => {
-                    endpoint_page(
-                        portal,
-                        id,
-                        None,
-                        Some("grace period must be a whole number of hours, 0 or more"),
-                        400,
-                    )
-                    .await
-                }
-                Some(grace) => match ops::rotate_secret(portal, id, Some(grace)).await {
-                    Ok(secret) => endpoint_page(portal, id, Some(&secret), None, 200).await,
-                    Err(err) if err.code == ErrorCode::InvalidRequest => {
-                        endpoint_page(portal, id, None, Some(&err.description), 400).await
-                    }
-                    Err(err) => Err(err),
-                },
-            }
-        }
-        ["webhooks", id, "delete"] => {
-            ops::delete_endpoint(portal, ops::endpoint_id(id)?).await?;
-            see_other(url, "/portal/webhooks")
-        }
-        ["webhooks", id, "enable"] => {
-            let id = ops::endpoint_id(id)?;
-            let since = form.get("resend_failed_since").filter(|s| !s.is_empty());
-            match deliveries::enable(portal, id, since).await {
-                Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
-                Err(err) if err.code == ErrorCode::InvalidRequest => {
-                    endpoint_page(portal, id, None, Some(&err.description), 400).await
-                }
-                Err(err) => Err(err),
-            }
-        }
-        ["webhooks", id, "test"] => {
-            let id = ops::endpoint_id(id)?;
-            match deliveries::send_test(portal, id).await {
-                Ok(_) => see_other(url, &format!("/portal/webhooks/{id}")),
-                Err(err) if err.code == ErrorCode::Conflict => {
-                    endpoint_page(portal, id, None, Some(&err.description), 409).await
-                }
-                Err(err) => Err(err),
-            }
-        }
-        ["deliveries", id, "resend"] => match deliveries::resend(portal, id).await {
-            Ok(d) => see_other(url, &format!("/portal/webhooks/{}", d.endpoint_id)),
-            Err(err) if err.code == ErrorCode::Conflict => page(
-                409,
-                layout(
-                    "Resend refused",
-                    Some(portal),
-                    html! {
-                        section { h1 { "Resend refused" } (error_box(Some(&err.description)))
-                            p { a href="/portal/webhooks" { "Back to the endpoints" } } }
-                    },
-                ),
-            ),
-            Err(err) => Err(err),
-        },
-        _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
-    }
+            Err(err) => return Err(err),
+        };
+        handler(Call { portal, url, form }).await
+    })
 }
 
-fn login_page(error: Option<&str>, email: &str) -> Markup {
-    layout(
-        "Log in",
-        None,
-        html! {
-            section {
-                h1 { "Log in" }
-                (error_box(error))
-                form method="post" action="/portal/login" {
-                    label for="email" { "E-mail" }
-                    input #email type="email" name="email" value=(email) required autocomplete="username";
-                    label for="password" { "Password" }
-                    input #password type="password" name="password" required autocomplete="current-password";
-                    p { button type="submit" { "Log in" } }
-                }
-            }
-        },
-    )
-}
-
-async fn developers(
-    portal: &Portal<'_>,
-    shown: Option<(&Client, &str)>,
-    error: Option<&str>,
-) -> Result<Response, ApiError> {
-    let clients = ops::clients(portal).await?;
-    let status = match (shown, error) {
-        (_, Some(_)) => 400,
-        _ => 200,
-    };
+/// The page of a change refused for its CSRF token or the caller's role.
+fn refused(why: &str) -> Answer {
     page(
-        status,
+        403,
         layout(
-            "Developers",
-            Some(portal),
+            "Refused",
+            None,
             html! {
-                section {
-                    h1 { "API clients" }
-                    p.muted { "Exchange a client's id and secret for a token at " code { "POST /oauth/token" } "." }
-                    @if let Some((client, secret)) = shown {
-                        (secret_box(&format!("Secret of {} ({})", client.name, client.client_id), secret,
-                            "Copy it now: it is shown once and stored only as a hash."))
-                    }
-                    @if clients.is_empty() { p { "No clients yet." } } @else {
-                        table {
-                            thead { tr { th { "Name" } th { "Client id" } th { "Scopes" } th { "Created" } th { "Last used" } th {} } }
-                            tbody {
-                                @for c in &clients {
-                                    tr data-client=(c.client_id) {
-                                        td { (c.name) }
-                                        td { code { (c.client_id) } }
-                                        td { (c.scopes.join(" ")) }
-                                        td { (c.created_at) }
-                                        td { (c.last_used_at.as_deref().unwrap_or("never")) }
-                                        td {
-                                            form method="post" action=(format!("/portal/developers/clients/{}/rotate", c.client_id)) {
-                                                (csrf_field(portal)) button type="submit" name="rotate" { "Rotate secret" }
-                                            }
-                                            " "
-                                            form method="post" action=(format!("/portal/developers/clients/{}/delete", c.client_id)) {
-                                                (csrf_field(portal)) button.danger type="submit" name="delete" { "Delete" }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                section {
-                    h2 { "New client" }
-                    (error_box(error))
-                    form method="post" action="/portal/developers/clients" {
-                        (csrf_field(portal))
-                        label for="client-name" { "Name" }
-                        input #client-name type="text" name="name" required maxlength="100";
-                        fieldset {
-                            legend { "Scopes" }
-                            @for scope in Scope::ALL {
-                                @let sandbox_only = scope == Scope::SandboxWrite;
-                                @if !sandbox_only || portal.ctx.sandbox() {
-                                    label { input type="checkbox" name="scope" value=(scope.as_str()) checked[!sandbox_only]; " " (scope.as_str()) }
-                                }
-                            }
-                        }
-                        button type="submit" { "Create client" }
-                    }
-                }
+                section { h1 { "Request refused" } (error_box(Some(why)))
+                    p { a href="/portal/developers" { "Back to the portal" } } }
             },
         ),
     )

@@ -41,7 +41,7 @@ pub async fn list(portal: &Portal<'_>) -> Result<Vec<User>, ApiError> {
 /// Adds a user with a random password (shown once).
 pub async fn invite(portal: &Portal<'_>, invite: &Invite) -> Result<Invited, ApiError> {
     portal.require_admin()?;
-    let email = super::ops::check_email(&invite.email)?.to_ascii_lowercase();
+    let email = super::fields::check_email(&invite.email)?.to_ascii_lowercase();
     let role: PortalRole = invite.role.parse().map_err(|_| {
         ApiError::invalid_request(format!(
             "role must be admin or viewer; got {:?}",

@@ -5,34 +5,43 @@
 
 use shared_types::checkout::CheckoutOptions;
 use shared_types::{ErrorCode, RawStatus};
-use worker::{Method, Request, Response, Url};
+use worker::{Request, Response, Url};
 
 use super::hosted_page;
 use crate::checkout::{self, MethodChange, Refusal, Simulation};
 use crate::ctx::Ctx;
 use crate::db::{sessions, watches};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
+use crate::route::Incoming;
 use crate::{chain, http};
 
 /// Why the way to pay cannot change any more.
 const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
                       cannot change";
 
-/// `/checkout/sessions`: OPTIONS (CORS preflight) or POST.
-pub async fn sessions(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
-    // The router allows only POST and OPTIONS here.
-    let response = if req.method() == Method::Options {
-        Response::empty()
-            .map(|r| r.with_status(204))
-            .or_internal("build response")?
-    } else {
-        match create(&mut req, ctx, url).await {
-            Ok((status, body)) => http::json(status, &body),
-            Err(err) => http::error(&err),
-        }
-        .or_internal("build response")?
-    };
-    // Public endpoint: any merchant origin may call it; no cookies are involved.
+/// `OPTIONS /checkout/sessions`: the CORS preflight.
+pub async fn preflight(_: Incoming<'_>) -> Result<Response, ApiError> {
+    let response = Response::empty()
+        .map(|r| r.with_status(204))
+        .or_internal("build response")?;
+    cors(response)
+}
+
+/// `POST /checkout/sessions`: a checkout for the options, answered with CORS headers whatever
+/// the outcome.
+pub async fn create_session(
+    Incoming { mut req, ctx, url }: Incoming<'_>,
+) -> Result<Response, ApiError> {
+    let response = match create(&mut req, ctx, url).await {
+        Ok((status, body)) => http::json(status, &body),
+        Err(err) => http::error(&err),
+    }
+    .or_internal("build response")?;
+    cors(response)
+}
+
+/// A public endpoint's headers: any merchant origin may call it; no cookies are involved.
+fn cors(response: Response) -> Result<Response, ApiError> {
     let headers = response.headers();
     for (name, value) in [
         ("Access-Control-Allow-Origin", "*"),
@@ -135,6 +144,11 @@ fn refused(refusal: Refusal) -> ApiError {
 }
 
 /// `GET /checkout/{id}`: the hosted page.
+pub async fn show(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
+    page(ctx, id, None).await
+}
+
+/// The hosted page, with `notice` above it when an action could not be taken.
 pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Response, ApiError> {
     let session = sessions::get(&ctx.db, id)
         .await
@@ -243,7 +257,7 @@ async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError>
 /// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it
 /// reads the chain first (at most once per watch every couple of seconds), so a payment shows
 /// within seconds of its block.
-pub async fn status(ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
+pub async fn status(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
     let mut session = session(ctx, id).await?;
     let chain = chain::watch::check_session(ctx, &session, chain::watch::POLL_GAP_SECONDS).await?;
     if matches!(
@@ -264,9 +278,7 @@ pub async fn status(ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
 
 /// `POST /checkout/{id}/method`: form field `method` = `ASSET:network`.
 pub async fn choose_method(
-    mut req: Request,
-    ctx: &Ctx,
-    url: &Url,
+    Incoming { mut req, ctx, url }: Incoming<'_>,
     id: &str,
 ) -> Result<Response, ApiError> {
     let form = http::body(&mut req, http::CHECKOUT_BODY_MAX).await?;
@@ -295,8 +307,7 @@ pub async fn choose_method(
 
 /// `POST /checkout/{id}/sandbox/{control}`: the hosted page's sandbox buttons.
 pub async fn sandbox_control(
-    ctx: &Ctx,
-    url: &Url,
+    Incoming { ctx, url, .. }: Incoming<'_>,
     id: &str,
     control: &str,
 ) -> Result<Response, ApiError> {

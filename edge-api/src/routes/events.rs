@@ -3,17 +3,17 @@
 //! receiver catches up after an outage from here, without the portal.
 
 use shared_types::Scope;
-use worker::{Request, Response, Url};
+use worker::Response;
 
-use crate::ctx::Ctx;
 use crate::db::{events, Owner};
 use crate::error::{ApiError, OrInternal};
 use crate::query::EventFilter;
+use crate::route::Incoming;
 
 /// One page of the caller's events: the token's check and the page in one statement.
-pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
+pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) =
-        super::list::request(req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
+        super::list::request(&req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
     let page = events::feed(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list events")?;

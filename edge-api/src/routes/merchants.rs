@@ -1,19 +1,19 @@
 //! `GET /v1/merchants` and `GET /v1/merchants/{id}` (spec §4.3, §4.4).
 
 use shared_types::Scope;
-use worker::{Request, Response, Url};
+use worker::Response;
 
 use crate::auth;
-use crate::ctx::Ctx;
 use crate::db::{merchants, Owner};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::query::{parse_id, MerchantFilter};
+use crate::route::Incoming;
 
 /// One page of the caller's merchants: the token's check and the page in one statement.
-pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
+pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) =
-        super::list::request(req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
+        super::list::request(&req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
     let page = merchants::list_json(&ctx.db, Owner::Token(&hash), &filter)
         .await
         .or_internal("list merchants")?;
@@ -21,7 +21,7 @@ pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiEr
 }
 
 /// One of the caller's merchants: the token's check and the read in one statement.
-pub async fn get(req: &Request, ctx: &Ctx, id: &str) -> Result<Response, ApiError> {
+pub async fn get(Incoming { req, ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
     let hash = auth::bearer_hash(req.headers())?;
     // An id that cannot exist and another institution's merchant read exactly like an unknown one.
     let not_found = || ApiError::not_found("no such merchant");

@@ -1,4 +1,6 @@
-//! Request routing: method and path to handler, and errors to the spec's error body.
+//! Request routing: every path the worker answers, its methods and their handlers, in one table
+//! (the portal's under `/portal`); the dispatch and the 405 are read from it, and every failure
+//! is rendered as the spec's error body.
 
 mod checkout;
 mod events;
@@ -9,92 +11,78 @@ mod sandbox;
 mod token;
 mod transactions;
 
-use shared_types::ErrorCode;
-use worker::{Method, Request, Response};
+#[cfg(test)]
+mod tables_test;
+
+use worker::{Request, Response};
 
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 use crate::http;
+use crate::portal;
+use crate::route::{Answer, Incoming, Route};
 
 /// The OpenAPI 3.1 description of the partner API, served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// Answers one request; every failure becomes the spec's error body.
 pub async fn handle(req: Request, ctx: &Ctx) -> worker::Result<Response> {
-    match route(req, ctx).await {
+    match dispatch(req, ctx).await {
         Ok(response) => Ok(response),
         Err(err) => http::error(&err),
     }
 }
 
-/// The methods a path answers (`None`: no such path). One table for the whole worker, so an
-/// unsupported method, even one the platform does not know (`QUERY`), gets 405 with `Allow`.
-fn methods(segments: &[&str], sandbox: bool) -> Option<&'static [Method]> {
-    use Method::{Get, Options, Post};
-    Some(match segments {
-        ["oauth", "token"] => &[Post],
-        ["v1", "transactions"]
-        | ["v1", "events"]
-        | ["v1", "merchants"]
-        | ["v1", "merchants", _] => &[Get],
-        ["checkout", "sessions"] => &[Post, Options],
-        ["checkout", _] | ["checkout", _, "status"] => &[Get],
-        ["checkout", _, "method"] => &[Post],
-        ["checkout", _, "sandbox", _] if sandbox => &[Post],
-        ["sandbox", "transactions", _, _] if sandbox => &[Post],
-        ["portal", "api", rest @ ..] => return crate::portal::api::methods(rest),
-        ["portal", rest @ ..] => return crate::portal::pages::methods(rest),
-        ["openapi.json"] => &[Get],
+/// Every path the worker answers, with its methods and their handlers (`None`: no such path).
+/// One table for the whole worker, so an unsupported method, even one the platform does not
+/// know (`QUERY`), gets 405 with `Allow`. The sandbox's paths exist only in sandbox mode.
+fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'a>>> {
+    Some(match *segments {
+        ["oauth", "token"] => Route::new().post(token::issue),
+        ["v1", "transactions"] => Route::new().get(transactions::list),
+        ["v1", "events"] => Route::new().get(events::list),
+        ["v1", "merchants"] => Route::new().get(merchants::list),
+        ["v1", "merchants", id] => Route::new().get(move |r| merchants::get(r, id)),
+        ["checkout", "sessions"] => Route::new()
+            .post(checkout::create_session)
+            .options(checkout::preflight),
+        ["checkout", id] => Route::new().get(move |r| checkout::show(r, id)),
+        ["checkout", id, "status"] => Route::new().get(move |r| checkout::status(r, id)),
+        ["checkout", id, "method"] => Route::new().post(move |r| checkout::choose_method(r, id)),
+        ["checkout", id, "sandbox", control] if sandbox => {
+            Route::new().post(move |r| checkout::sandbox_control(r, id, control))
+        }
+        ["sandbox", "transactions", id, action] if sandbox => {
+            Route::new().post(move |r| sandbox::act(r, id, action))
+        }
+        ["portal", "api", ref rest @ ..] => return portal::api::route(rest),
+        ["portal", ref rest @ ..] => return portal::pages::route(rest),
+        ["openapi.json"] => Route::new().get(openapi),
         _ => return None,
     })
 }
 
-async fn route(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
+async fn dispatch(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let url = req.url().or_internal("parse url")?;
     let segments: Vec<&str> = url.path().trim_start_matches('/').split('/').collect();
-    let allowed = methods(&segments, ctx.sandbox())
+    let route = route(&segments, ctx.sandbox())
         .ok_or_else(|| ApiError::not_found(format!("no such endpoint: {}", url.path())))?;
-    // The platform's method type reads any method it does not know as GET: compare the raw one.
-    let raw = req.inner().method().to_ascii_uppercase();
-    if !allowed.iter().any(|m| m.as_ref() == raw) {
-        let allow: Vec<&str> = allowed.iter().map(|m| m.as_ref()).collect();
-        return Err(ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!(
-                "{raw} {} is not supported; use {}",
-                url.path(),
-                allow.join(" or ")
-            ),
-        )
-        .with_allow(allow.join(", ")));
-    }
-    match segments.as_slice() {
-        ["oauth", "token"] => token::handle(req, ctx, &url).await,
-        ["v1", "transactions"] => transactions::list(&req, ctx, &url).await,
-        ["v1", "events"] => events::list(&req, ctx, &url).await,
-        ["v1", "merchants"] => merchants::list(&req, ctx, &url).await,
-        ["v1", "merchants", id] => merchants::get(&req, ctx, id).await,
-        ["checkout", "sessions"] => checkout::sessions(req, ctx, &url).await,
-        ["checkout", id] => checkout::page(ctx, id, None).await,
-        ["checkout", id, "status"] => checkout::status(ctx, id).await,
-        ["checkout", id, "method"] => checkout::choose_method(req, ctx, &url, id).await,
-        ["checkout", id, "sandbox", control] => {
-            checkout::sandbox_control(ctx, &url, id, control).await
-        }
-        ["sandbox", "transactions", id, action] => sandbox::act(req, ctx, id, action).await,
-        ["portal", "api", rest @ ..] => crate::portal::api::handle(req, ctx, &url, rest).await,
-        ["portal", rest @ ..] => crate::portal::pages::handle(req, ctx, &url, rest).await,
-        ["openapi.json"] => {
-            let response = Response::ok(OPENAPI).or_internal("build response")?;
-            response
-                .headers()
-                .set("Content-Type", "application/json")
-                .or_internal("set header")?;
-            Ok(response)
-        }
-        _ => Err(ApiError::not_found(format!(
-            "no such endpoint: {}",
-            url.path()
-        ))),
-    }
+    // The platform's method type reads any method it does not know as GET: pass the raw one.
+    let handler = route.handler(&req.inner().method(), url.path())?;
+    handler(Incoming {
+        req,
+        ctx,
+        url: &url,
+    })
+    .await
+}
+
+/// `GET /openapi.json`.
+async fn openapi(_: Incoming<'_>) -> Answer {
+    let response = Response::ok(OPENAPI).or_internal("build response")?;
+    response
+        .headers()
+        .set("Content-Type", "application/json")
+        .or_internal("set header")?;
+    Ok(response)
 }

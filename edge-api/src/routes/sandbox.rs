@@ -8,12 +8,12 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::lifecycle::Action;
 use shared_types::Scope;
-use worker::{Request, Response};
+use worker::Response;
 
 use crate::auth;
-use crate::ctx::Ctx;
 use crate::error::{from_json, ApiError, OrInternal};
 use crate::query::parse_id;
+use crate::route::Incoming;
 use crate::{http, payments};
 
 #[derive(Deserialize)]
@@ -40,8 +40,7 @@ fn amount(body: &str) -> Result<Decimal, ApiError> {
 /// Applies one lifecycle action to one of the caller's transactions; answers the transaction
 /// as it stands afterwards.
 pub async fn act(
-    mut req: Request,
-    ctx: &Ctx,
+    Incoming { mut req, ctx, .. }: Incoming<'_>,
     id: &str,
     action: &str,
 ) -> Result<Response, ApiError> {

@@ -1,13 +1,13 @@
 //! `POST /oauth/token` (spec §4.1).
 
-use worker::{Request, Response, Url};
+use worker::Response;
 
-use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
+use crate::route::Incoming;
 use crate::{auth, http};
 
 /// Issues a token for the client credentials in the form body or the Basic header.
-pub async fn handle(mut req: Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
+pub async fn issue(Incoming { mut req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     // Spec §5.2: secrets never travel in a URL. Refuse any query rather than risk reading one.
     if url.query().is_some_and(|q| !q.is_empty()) {
         return Err(ApiError::invalid_request(

@@ -1,17 +1,17 @@
 //! `GET /v1/transactions` (spec §4.2).
 
 use shared_types::Scope;
-use worker::{Request, Response, Url};
+use worker::Response;
 
-use crate::ctx::Ctx;
 use crate::db::{transactions, Owner};
 use crate::error::{ApiError, OrInternal};
 use crate::query::TransactionFilter;
+use crate::route::Incoming;
 
 /// One page of the caller's transactions: the token's check and the page in one statement.
-pub async fn list(req: &Request, ctx: &Ctx, url: &Url) -> Result<Response, ApiError> {
+pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) = super::list::request(
-        req,
+        &req,
         ctx,
         url,
         Scope::TransactionsRead,

@@ -1,11 +1,22 @@
-//! What every portal page shares: the style, the layout with its navigation, and the small
-//! pieces (CSRF field, error and secret boxes, the form reader).
+//! What every portal page shares: the call a page's handler receives, the style, the layout with
+//! its navigation, and the small pieces (CSRF field, error and secret boxes, the form reader).
 
 use maud::{html, Markup};
-use worker::{Request, Response};
+use worker::{Request, Response, Url};
 
 use crate::error::ApiError;
 use crate::portal::Portal;
+
+/// A request for a page on an authenticated session (a change's CSRF token and the caller's role
+/// already checked).
+pub(super) struct Call<'a> {
+    /// The session.
+    pub portal: Portal<'a>,
+    /// The request's URL.
+    pub url: &'a Url,
+    /// The posted form (empty for a read).
+    pub form: Form,
+}
 
 const STYLE: &str = "
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f9}
@@ -86,6 +97,7 @@ pub(super) fn secret_box(label: &str, secret: &str, note: &str) -> Markup {
 }
 
 /// A parsed form body.
+#[derive(Default)]
 pub(super) struct Form(Vec<(String, String)>);
 
 impl Form {

@@ -5,13 +5,16 @@
 
 use maud::html;
 use shared_types::ErrorCode;
-use worker::{Response, Url};
+use worker::Url;
 
-use super::layout::{csrf_field, error_box, layout, page, Form};
+use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::error::ApiError;
 use crate::http::see_other;
-use crate::portal::merchants::{self, Merchant, MerchantDetail, MerchantPatch, NewMerchantBody};
+use crate::portal::merchants::{
+    self, merchant_id, Merchant, MerchantDetail, MerchantPatch, NewMerchantBody,
+};
 use crate::portal::Portal;
+use crate::route::Answer;
 use crate::wallet_address::NETWORKS;
 
 /// An error a form can show next to itself (a refusal of the user's input), rather than fail.
@@ -20,12 +23,148 @@ fn shown(err: &ApiError) -> bool {
 }
 
 /// `GET /portal/merchants`: search, one page, and the form for a new merchant.
-pub(super) async fn list(
+pub(super) async fn list(c: Call<'_>) -> Answer {
+    list_page(&c.portal, c.url, None, None).await
+}
+
+/// `POST /portal/merchants`: the new merchant's page, or the form again saying why not.
+pub(super) async fn create(c: Call<'_>) -> Answer {
+    let new = NewMerchantBody {
+        name: field(&c, "name"),
+        legal_name: field(&c, "legal_name"),
+        email: field(&c, "email"),
+        psp_reference_id: field(&c, "psp_reference_id"),
+        crypto_enabled: Some(c.form.get("crypto_enabled").is_some()),
+    };
+    match merchants::create(&c.portal, &new).await {
+        Ok(m) => see_other(c.url, &format!("/portal/merchants/{}", m.merchant.id)),
+        Err(err) if shown(&err) => {
+            list_page(&c.portal, c.url, Some(&err.description), Some(&new)).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `GET /portal/merchants/{id}`.
+pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
+    detail_page(&c.portal, c.url, merchant_id(id)?, None, 200).await
+}
+
+/// `POST /portal/merchants/{id}/edit`: names, e-mail, reference, crypto on or off.
+pub(super) async fn edit(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let patch = MerchantPatch {
+        name: Some(field(&c, "name")),
+        legal_name: Some(field(&c, "legal_name")),
+        email: Some(field(&c, "email")),
+        psp_reference_id: Some(field(&c, "psp_reference_id")),
+        crypto_enabled: Some(c.form.get("crypto_enabled").is_some()),
+        ..MerchantPatch::default()
+    };
+    let done = merchants::update(&c.portal, id, &patch).await.map(drop);
+    changed(&c, id, done).await
+}
+
+/// `POST /portal/merchants/{id}/status`: an account move.
+pub(super) async fn set_status(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let patch = MerchantPatch {
+        status: Some(field(&c, "status")),
+        ..MerchantPatch::default()
+    };
+    let done = merchants::update(&c.portal, id, &patch).await.map(drop);
+    changed(&c, id, done).await
+}
+
+/// `POST /portal/merchants/{id}/onboarding`: an onboarding move.
+pub(super) async fn set_onboarding(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let patch = MerchantPatch {
+        onboarding_status: Some(field(&c, "onboarding_status")),
+        ..MerchantPatch::default()
+    };
+    let done = merchants::update(&c.portal, id, &patch).await.map(drop);
+    changed(&c, id, done).await
+}
+
+/// `POST /portal/merchants/{id}/wallets`: a network's settlement wallet set, or removed when the
+/// address is empty.
+pub(super) async fn set_wallet(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let address = field(&c, "address");
+    let address = address.trim();
+    let done = merchants::set_wallet(
+        &c.portal,
+        id,
+        &field(&c, "network"),
+        (!address.is_empty()).then_some(address),
+    )
+    .await
+    .map(drop);
+    changed(&c, id, done).await
+}
+
+/// `POST /portal/merchants/{id}/origins`: the return origins, one a line.
+pub(super) async fn set_origins(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let origins: Vec<String> = field(&c, "origins")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let done = merchants::set_origins(&c.portal, id, &origins)
+        .await
+        .map(drop);
+    changed(&c, id, done).await
+}
+
+/// `POST /portal/merchants/{id}/roll-key`: a new publishable key, the old one valid for the hours
+/// asked.
+pub(super) async fn roll_key(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let hours = field(&c, "grace_hours");
+    let done = match hours.trim().parse::<i64>() {
+        Ok(h) if (0..=168).contains(&h) => merchants::roll_key(&c.portal, id, Some(h * 3600))
+            .await
+            .map(drop),
+        _ => Err(ApiError::invalid_request(
+            "the grace period must be a whole number of hours from 0 to 168",
+        )),
+    };
+    changed(&c, id, done).await
+}
+
+/// A form field's value, empty when absent.
+fn field(c: &Call<'_>, name: &str) -> String {
+    c.form.get(name).unwrap_or_default().to_owned()
+}
+
+/// After a change to merchant `id`: back to its page, or the page again showing the refusal.
+async fn changed(c: &Call<'_>, id: i64, done: Result<(), ApiError>) -> Answer {
+    match done {
+        Ok(()) => see_other(c.url, &format!("/portal/merchants/{id}")),
+        Err(err) if shown(&err) => {
+            detail_page(
+                &c.portal,
+                c.url,
+                id,
+                Some(&err.description),
+                err.code.http_status(),
+            )
+            .await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The list: search, one page, and the form for a new merchant (`draft`, refused for `error`).
+async fn list_page(
     portal: &Portal<'_>,
     url: &Url,
     error: Option<&str>,
     draft: Option<&NewMerchantBody>,
-) -> Result<Response, ApiError> {
+) -> Answer {
     let query = url.query().unwrap_or("");
     let found = merchants::list(portal, query).await?;
     let search = url
@@ -121,14 +260,14 @@ pub fn embed_snippet(base: &str, m: &Merchant) -> String {
     )
 }
 
-/// `GET /portal/merchants/{id}`.
-pub(super) async fn detail(
+/// One merchant's page, `error` showing why a change was refused.
+async fn detail_page(
     portal: &Portal<'_>,
     url: &Url,
     id: i64,
     error: Option<&str>,
     status: u16,
-) -> Result<Response, ApiError> {
+) -> Answer {
     let MerchantDetail {
         merchant: m,
         wallet_changes,
@@ -278,115 +417,4 @@ pub(super) async fn detail(
             },
         ),
     )
-}
-
-/// `POST /portal/merchants[/{id}/{action}]`.
-pub(super) async fn post(
-    portal: &Portal<'_>,
-    url: &Url,
-    rest: &[&str],
-    form: &Form,
-) -> Result<Response, ApiError> {
-    let field = |name: &str| form.get(name).unwrap_or_default().to_owned();
-    if rest.is_empty() {
-        let new = NewMerchantBody {
-            name: field("name"),
-            legal_name: field("legal_name"),
-            email: field("email"),
-            psp_reference_id: field("psp_reference_id"),
-            crypto_enabled: Some(form.get("crypto_enabled").is_some()),
-        };
-        return match merchants::create(portal, &new).await {
-            Ok(m) => see_other(url, &format!("/portal/merchants/{}", m.merchant.id)),
-            Err(err) if shown(&err) => list(portal, url, Some(&err.description), Some(&new)).await,
-            Err(err) => Err(err),
-        };
-    }
-    let [id, action] = rest else {
-        return Err(ApiError::not_found(format!("no such page: {}", url.path())));
-    };
-    let id = merchants::merchant_id(id)?;
-    let done = match *action {
-        "edit" => merchants::update(
-            portal,
-            id,
-            &MerchantPatch {
-                name: Some(field("name")),
-                legal_name: Some(field("legal_name")),
-                email: Some(field("email")),
-                psp_reference_id: Some(field("psp_reference_id")),
-                crypto_enabled: Some(form.get("crypto_enabled").is_some()),
-                ..MerchantPatch::default()
-            },
-        )
-        .await
-        .map(drop),
-        "status" => merchants::update(
-            portal,
-            id,
-            &MerchantPatch {
-                status: Some(field("status")),
-                ..MerchantPatch::default()
-            },
-        )
-        .await
-        .map(drop),
-        "onboarding" => merchants::update(
-            portal,
-            id,
-            &MerchantPatch {
-                onboarding_status: Some(field("onboarding_status")),
-                ..MerchantPatch::default()
-            },
-        )
-        .await
-        .map(drop),
-        "wallets" => {
-            let address = field("address");
-            let address = address.trim();
-            merchants::set_wallet(
-                portal,
-                id,
-                &field("network"),
-                (!address.is_empty()).then_some(address),
-            )
-            .await
-            .map(drop)
-        }
-        "origins" => {
-            let origins: Vec<String> = field("origins")
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned)
-                .collect();
-            merchants::set_origins(portal, id, &origins).await.map(drop)
-        }
-        "roll-key" => {
-            let hours = field("grace_hours");
-            match hours.trim().parse::<i64>() {
-                Ok(h) if (0..=168).contains(&h) => merchants::roll_key(portal, id, Some(h * 3600))
-                    .await
-                    .map(drop),
-                _ => Err(ApiError::invalid_request(
-                    "the grace period must be a whole number of hours from 0 to 168",
-                )),
-            }
-        }
-        _ => return Err(ApiError::not_found(format!("no such page: {}", url.path()))),
-    };
-    match done {
-        Ok(()) => see_other(url, &format!("/portal/merchants/{id}")),
-        Err(err) if shown(&err) => {
-            detail(
-                portal,
-                url,
-                id,
-                Some(&err.description),
-                err.code.http_status(),
-            )
-            .await
-        }
-        Err(err) => Err(err),
-    }
 }

@@ -2,21 +2,20 @@
 //! partner API's filters, one payment with its timeline, and the CSV export.
 
 use maud::html;
-use shared_types::Status;
-use worker::{Response, Url};
+use shared_types::{ErrorCode, PortalRole, RawStatus, Status};
+use worker::Response;
 
-use super::layout::{csrf_field, error_box, layout, page, Form};
+use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::chain::refund::{self, RefundRequest};
-
-use crate::error::{ApiError, OrInternal};
+use crate::error::OrInternal;
 use crate::http::see_other;
 use crate::portal::networks;
-use crate::portal::payments::{self, PaymentDetail};
-use crate::portal::Portal;
-use shared_types::{ErrorCode, PortalRole, RawStatus};
+use crate::portal::payments::{self, payment_id, PaymentDetail};
+use crate::route::Answer;
 
 /// `GET /portal/`: counts and gross volume per status and currency, last 7 and 30 days.
-pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> {
+pub(super) async fn overview(c: Call<'_>) -> Answer {
+    let portal = &c.portal;
     let overview = payments::overview(portal).await?;
     let networks = networks::status(portal).await?;
     page(
@@ -130,7 +129,8 @@ pub(super) async fn overview(portal: &Portal<'_>) -> Result<Response, ApiError> 
 }
 
 /// `GET /portal/payments`: the filters, one page, the next page and the export.
-pub(super) async fn list(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiError> {
+pub(super) async fn list(c: Call<'_>) -> Answer {
+    let (portal, url) = (&c.portal, c.url);
     // The filter form sends every field, empty ones too: an empty field means no filter.
     let mut query = form_urlencoded::Serializer::new(String::new());
     for (k, v) in url.query_pairs() {
@@ -214,7 +214,9 @@ pub(super) async fn list(portal: &Portal<'_>, url: &Url) -> Result<Response, Api
 }
 
 /// `GET /portal/payments/{id}`: every field and the timeline.
-pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, ApiError> {
+pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
+    let portal = &c.portal;
+    let id = payment_id(id)?;
     let PaymentDetail {
         transaction: t,
         timeline,
@@ -436,8 +438,8 @@ pub(super) async fn detail(portal: &Portal<'_>, id: i64) -> Result<Response, Api
 }
 
 /// `GET /portal/payments/export.csv`: every matching payment, streamed.
-pub(super) fn export(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiError> {
-    let stream = payments::export(portal, url.query().unwrap_or(""))?;
+pub(super) async fn export(c: Call<'_>) -> Answer {
+    let stream = payments::export(&c.portal, c.url.query().unwrap_or(""))?;
     let response = Response::from_stream(stream).or_internal("build export")?;
     let headers = response.headers();
     for (name, value) in [
@@ -457,12 +459,9 @@ pub(super) fn export(portal: &Portal<'_>, url: &Url) -> Result<Response, ApiErro
 /// `POST /portal/payments/{id}/refund`: `step=preview` shows what the refund sends (amount,
 /// asset, rate, address) and asks to confirm; `step=confirm` makes it, under the key the preview
 /// drew (a second submit is the same refund), and returns to the payment.
-pub(super) async fn refund(
-    portal: &Portal<'_>,
-    url: &Url,
-    id: i64,
-    form: &Form,
-) -> Result<Response, ApiError> {
+pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
+    let (portal, url, form) = (&c.portal, c.url, &c.form);
+    let id = payment_id(id)?;
     let request = RefundRequest {
         amount: form.get("amount").unwrap_or_default(),
         address: form.get("address").unwrap_or_default(),

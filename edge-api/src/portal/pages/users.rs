@@ -3,20 +3,48 @@
 
 use maud::html;
 use shared_types::{ErrorCode, PortalRole};
-use worker::{Response, Url};
 
-use super::layout::{csrf_field, error_box, layout, page, secret_box, Form};
+use super::layout::{csrf_field, error_box, layout, page, secret_box, Call};
 use crate::error::ApiError;
 use crate::http::see_other;
 use crate::portal::users::{self, Invite, Invited};
 use crate::portal::Portal;
+use crate::route::Answer;
 
-/// `GET /portal/users` (and the answer to an invite).
-pub(super) async fn list(
-    portal: &Portal<'_>,
-    invited: Option<&Invited>,
-    error: Option<&str>,
-) -> Result<Response, ApiError> {
+/// An error the page shows (a refusal of the user's input), rather than fail.
+fn shown(err: &ApiError) -> bool {
+    matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict)
+}
+
+/// `GET /portal/users`.
+pub(super) async fn list(c: Call<'_>) -> Answer {
+    list_page(&c.portal, None, None).await
+}
+
+/// `POST /portal/users`: the invited user's first password, shown once.
+pub(super) async fn invite(c: Call<'_>) -> Answer {
+    let invite = Invite {
+        email: c.form.get("email").unwrap_or_default().to_owned(),
+        role: c.form.get("role").unwrap_or_default().to_owned(),
+    };
+    match users::invite(&c.portal, &invite).await {
+        Ok(invited) => list_page(&c.portal, Some(&invited), None).await,
+        Err(err) if shown(&err) => list_page(&c.portal, None, Some(&err.description)).await,
+        Err(err) => Err(err),
+    }
+}
+
+/// `POST /portal/users/{id}/remove`.
+pub(super) async fn remove(c: Call<'_>, id: &str) -> Answer {
+    match users::remove(&c.portal, id).await {
+        Ok(()) => see_other(c.url, "/portal/users"),
+        Err(err) if shown(&err) => list_page(&c.portal, None, Some(&err.description)).await,
+        Err(err) => Err(err),
+    }
+}
+
+/// The users, and the form to invite one (admins only); `invited`: the answer to an invite.
+async fn list_page(portal: &Portal<'_>, invited: Option<&Invited>, error: Option<&str>) -> Answer {
     let all = users::list(portal).await?;
     let admin = portal.session.role == PortalRole::Admin;
     page(
@@ -72,34 +100,4 @@ pub(super) async fn list(
             },
         ),
     )
-}
-
-/// `POST /portal/users[/{id}/remove]`.
-pub(super) async fn post(
-    portal: &Portal<'_>,
-    url: &Url,
-    rest: &[&str],
-    form: &Form,
-) -> Result<Response, ApiError> {
-    let shown =
-        |err: &ApiError| matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict);
-    match rest {
-        [] => {
-            let invite = Invite {
-                email: form.get("email").unwrap_or_default().to_owned(),
-                role: form.get("role").unwrap_or_default().to_owned(),
-            };
-            match users::invite(portal, &invite).await {
-                Ok(invited) => list(portal, Some(&invited), None).await,
-                Err(err) if shown(&err) => list(portal, None, Some(&err.description)).await,
-                Err(err) => Err(err),
-            }
-        }
-        [id, "remove"] => match users::remove(portal, id).await {
-            Ok(()) => see_other(url, "/portal/users"),
-            Err(err) if shown(&err) => list(portal, None, Some(&err.description)).await,
-            Err(err) => Err(err),
-        },
-        _ => Err(ApiError::not_found(format!("no such page: {}", url.path()))),
-    }
 }

@@ -1,16 +1,144 @@
-//! The webhook pages: endpoints, one endpoint (secret, edit, rotation, delivery log), one
-//! delivery with its attempts, notifications.
+//! `/portal/webhooks`: the institution's webhook endpoints with the notifications, one endpoint
+//! (secret, edit, rotation, delivery log), and the forms that change them.
 
 use maud::{html, Markup};
 use shared_types::lifecycle::EventType;
-use shared_types::EndpointStatus;
-use worker::Response;
+use shared_types::{EndpointStatus, ErrorCode};
 
-use super::layout::{csrf_field, error_box, layout, page, secret_box};
-use crate::error::ApiError;
+use super::layout::{csrf_field, error_box, layout, page, secret_box, Call};
+use crate::http::see_other;
 use crate::portal::deliveries;
-use crate::portal::ops::{self, Endpoint, NewEndpoint, Secret};
+use crate::portal::endpoints::{self, endpoint_id, Endpoint, EndpointPatch, NewEndpoint, Secret};
 use crate::portal::Portal;
+use crate::route::Answer;
+
+/// `GET /portal/webhooks`.
+pub(super) async fn list(c: Call<'_>) -> Answer {
+    list_page(&c.portal, None, None).await
+}
+
+/// `POST /portal/webhooks`: the new endpoint with its signing secret, or the form again saying
+/// why not.
+pub(super) async fn create(c: Call<'_>) -> Answer {
+    let portal = &c.portal;
+    let types = c.form.all("event_type");
+    let new = NewEndpoint {
+        url: c.form.get("url").unwrap_or_default().to_owned(),
+        description: c.form.get("description").unwrap_or_default().to_owned(),
+        // No box ticked means every type.
+        event_types: (!types.is_empty()).then_some(types),
+    };
+    match endpoints::create(portal, &new).await {
+        Ok((endpoint, secret)) => {
+            let shown = Secret {
+                signing_secret: secret,
+                previous_secret_expires_at: None,
+            };
+            endpoint_page(portal, &endpoint.id, Some(&shown), None, 201).await
+        }
+        Err(err) if err.code == ErrorCode::InvalidRequest => {
+            list_page(portal, Some(&err.description), Some(&new)).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `GET /portal/webhooks/{id}`.
+pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
+    endpoint_page(&c.portal, endpoint_id(id)?, None, None, 200).await
+}
+
+/// `POST /portal/webhooks/{id}`: the edit form.
+pub(super) async fn update(c: Call<'_>, id: &str) -> Answer {
+    let id = endpoint_id(id)?;
+    let form = &c.form;
+    let types = form.all("event_type");
+    let patch = EndpointPatch {
+        url: form.get("url").map(str::to_owned),
+        description: form.get("description").map(str::to_owned),
+        event_types: Some((!types.is_empty()).then_some(types)),
+        status: form.get("status").map(str::to_owned),
+    };
+    match endpoints::update(&c.portal, id, &patch).await {
+        Ok(_) => see_other(c.url, &format!("/portal/webhooks/{id}")),
+        Err(err) if err.code == ErrorCode::InvalidRequest => {
+            endpoint_page(&c.portal, id, None, Some(&err.description), 400).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `POST /portal/webhooks/{id}/reveal`: the page with the signing secret shown.
+pub(super) async fn reveal_secret(c: Call<'_>, id: &str) -> Answer {
+    let id = endpoint_id(id)?;
+    let secret = endpoints::reveal_secret(&c.portal, id).await?;
+    endpoint_page(&c.portal, id, Some(&secret), None, 200).await
+}
+
+/// `POST /portal/webhooks/{id}/rotate`: a new signing secret, the old one valid for the hours
+/// asked.
+pub(super) async fn rotate_secret(c: Call<'_>, id: &str) -> Answer {
+    let id = endpoint_id(id)?;
+    let portal = &c.portal;
+    let hours = c.form.get("grace_hours").unwrap_or("24");
+    let grace = hours
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|h| *h >= 0)
+        .map(|h| h * 3600);
+    match grace {
+        None => {
+            endpoint_page(
+                portal,
+                id,
+                None,
+                Some("grace period must be a whole number of hours, 0 or more"),
+                400,
+            )
+            .await
+        }
+        Some(grace) => match endpoints::rotate_secret(portal, id, Some(grace)).await {
+            Ok(secret) => endpoint_page(portal, id, Some(&secret), None, 200).await,
+            Err(err) if err.code == ErrorCode::InvalidRequest => {
+                endpoint_page(portal, id, None, Some(&err.description), 400).await
+            }
+            Err(err) => Err(err),
+        },
+    }
+}
+
+/// `POST /portal/webhooks/{id}/delete`.
+pub(super) async fn delete(c: Call<'_>, id: &str) -> Answer {
+    endpoints::delete(&c.portal, endpoint_id(id)?).await?;
+    see_other(c.url, "/portal/webhooks")
+}
+
+/// `POST /portal/webhooks/{id}/enable`: enabled again, resending what failed since the date
+/// given, if one is.
+pub(super) async fn enable(c: Call<'_>, id: &str) -> Answer {
+    let id = endpoint_id(id)?;
+    let since = c.form.get("resend_failed_since").filter(|s| !s.is_empty());
+    match deliveries::enable(&c.portal, id, since).await {
+        Ok(_) => see_other(c.url, &format!("/portal/webhooks/{id}")),
+        Err(err) if err.code == ErrorCode::InvalidRequest => {
+            endpoint_page(&c.portal, id, None, Some(&err.description), 400).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `POST /portal/webhooks/{id}/test`: a test event, delivered like any other.
+pub(super) async fn test(c: Call<'_>, id: &str) -> Answer {
+    let id = endpoint_id(id)?;
+    match deliveries::send_test(&c.portal, id).await {
+        Ok(_) => see_other(c.url, &format!("/portal/webhooks/{id}")),
+        Err(err) if err.code == ErrorCode::Conflict => {
+            endpoint_page(&c.portal, id, None, Some(&err.description), 409).await
+        }
+        Err(err) => Err(err),
+    }
+}
 
 fn event_checkboxes(chosen: Option<&[String]>) -> Markup {
     html! {
@@ -24,12 +152,14 @@ fn event_checkboxes(chosen: Option<&[String]>) -> Markup {
     }
 }
 
-pub(super) async fn webhooks(
+/// The endpoints, the notifications and the form for a new endpoint (`draft`, refused for
+/// `error`).
+async fn list_page(
     portal: &Portal<'_>,
     error: Option<&str>,
     draft: Option<&NewEndpoint>,
-) -> Result<Response, ApiError> {
-    let endpoints = ops::endpoints(portal).await?;
+) -> Answer {
+    let endpoints = endpoints::list(portal).await?;
     let notes = deliveries::list_notifications(portal).await?;
     let status = if error.is_some() { 400 } else { 200 };
     page(
@@ -95,14 +225,15 @@ fn types_text(e: &Endpoint) -> String {
         .map_or_else(|| "all".to_owned(), |t| t.join(", "))
 }
 
-pub(super) async fn endpoint_page(
+/// One endpoint: its signing secret when `secret` is shown, `error` when a change was refused.
+async fn endpoint_page(
     portal: &Portal<'_>,
     id: &str,
     secret: Option<&Secret>,
     error: Option<&str>,
     status: u16,
-) -> Result<Response, ApiError> {
-    let e = ops::endpoint(portal, id).await?;
+) -> Answer {
+    let e = endpoints::get(portal, id).await?;
     let log = deliveries::log(portal, id, "limit=25").await?;
     let action = |path: &str| format!("/portal/webhooks/{}{path}", e.id);
     page(
@@ -205,47 +336,6 @@ pub(super) async fn endpoint_page(
                     form method="post" action=(action("/delete")) {
                         (csrf_field(portal)) button.danger type="submit" { "Delete endpoint" }
                     }
-                }
-            },
-        ),
-    )
-}
-
-pub(super) async fn delivery_page(portal: &Portal<'_>, id: &str) -> Result<Response, ApiError> {
-    let d = deliveries::detail(portal, id).await?;
-    let text = |v: &serde_json::Value| {
-        v.as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| v.to_string())
-    };
-    page(
-        200,
-        layout(
-            "Delivery",
-            Some(portal),
-            html! {
-                section {
-                    p { a href=(format!("/portal/webhooks/{}", text(&d["endpoint_id"]))) { "← Endpoint" } }
-                    h1 { "Delivery " code { (text(&d["id"])) } }
-                    p.muted { (text(&d["event_type"])) " · event " code { (text(&d["event_id"])) } " · " (text(&d["status"])) }
-                    table {
-                        thead { tr { th { "#" } th { "Started" } th { "Outcome" } th { "Status" } th { "Latency" } th { "Next attempt" } th { "Response (first 4 KB)" } } }
-                        tbody {
-                            @for a in d["attempts"].as_array().into_iter().flatten() {
-                                tr {
-                                    td { (text(&a["attempt"])) }
-                                    td { (text(&a["started_at"])) }
-                                    td { (text(&a["outcome"])) }
-                                    td { (text(&a["status_code"])) }
-                                    td { (text(&a["latency_ms"])) " ms" }
-                                    td { (text(&a["next_attempt_at"])) }
-                                    td { code { (text(&a["response_body"])) } }
-                                }
-                            }
-                        }
-                    }
-                    h2 { "Body" }
-                    pre { code { (text(&d["payload"])) } }
                 }
             },
         ),

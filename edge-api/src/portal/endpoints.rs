@@ -1,15 +1,15 @@
-//! What an admin can do, shared by the pages and the JSON API. Every function is scoped to the
-//! portal session's institution: another institution's object is `not_found`, like an unknown
-//! one.
+//! Webhook endpoints, as an admin manages them from the pages and the JSON API: list, create,
+//! edit, delete, reveal and rotate the signing secret. Every function is scoped to the portal
+//! session's institution: another institution's endpoint is `not_found`, like an unknown one.
 
 use serde::{Deserialize, Serialize};
 use shared_types::lifecycle::EventType;
-use shared_types::{time, EndpointStatus, ErrorCode, Scope, ScopeSet};
+use shared_types::{time, EndpointStatus, ErrorCode};
 
+use super::fields::check_text;
 use super::Portal;
 use crate::crypto;
 use crate::ctx::timestamp;
-use crate::db::clients::{self, ClientRow, NewClient};
 use crate::db::endpoints::{self, Changes, EndpointRow, Rotation};
 use crate::db::{deliveries, Batch};
 use crate::error::{ApiError, OrInternal};
@@ -24,39 +24,6 @@ const DNS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 const DNS_ANSWER_MAX: usize = 64 * 1024;
 /// Most webhook endpoints an institution may have (each event fans out to every one).
 pub const MAX_ENDPOINTS: i64 = 20;
-
-/// An API client as the portal shows it (never its secret).
-#[derive(Debug, Serialize)]
-pub struct Client {
-    /// Always `api_client`.
-    pub object: &'static str,
-    /// Public id.
-    pub client_id: String,
-    /// Display name.
-    pub name: String,
-    /// Granted scopes.
-    pub scopes: Vec<String>,
-    /// Creation time.
-    pub created_at: String,
-    /// When a token was last issued.
-    pub last_used_at: Option<String>,
-    /// When the secret was last rotated.
-    pub secret_rotated_at: Option<String>,
-}
-
-impl From<ClientRow> for Client {
-    fn from(row: ClientRow) -> Self {
-        Client {
-            object: "api_client",
-            client_id: row.client_id,
-            name: row.name,
-            scopes: row.scopes.split(' ').map(str::to_owned).collect(),
-            created_at: row.created_at,
-            last_used_at: row.last_used_at,
-            secret_rotated_at: row.secret_rotated_at,
-        }
-    }
-}
 
 /// A webhook endpoint as the portal shows it (the secret only on demand).
 #[derive(Debug, Serialize)]
@@ -106,150 +73,8 @@ impl Endpoint {
     }
 }
 
-/// Trimmed text of `min` to `max` characters and no control characters, or a refusal naming
-/// `field`.
-pub fn check_text(field: &str, text: &str, min: usize, max: usize) -> Result<String, ApiError> {
-    let trimmed = text.trim();
-    let count = trimmed.chars().count();
-    if count < min || count > max {
-        return Err(ApiError::invalid_request(if min > 0 {
-            format!("{field} must be {min} to {max} characters")
-        } else {
-            format!("{field} must be at most {max} characters")
-        }));
-    }
-    if trimmed.chars().any(char::is_control) {
-        return Err(ApiError::invalid_request(format!(
-            "{field} must not contain control characters"
-        )));
-    }
-    Ok(trimmed.to_owned())
-}
-
-/// A trimmed e-mail address (one `@`, a dotted domain, no spaces, at most 254 bytes), or a
-/// refusal naming `email`.
-pub fn check_email(value: &str) -> Result<String, ApiError> {
-    let value = value.trim();
-    let ok = value.len() <= 254
-        && value.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        })
-        && !value.chars().any(|c| c.is_whitespace() || c.is_control());
-    if ok {
-        Ok(value.to_owned())
-    } else {
-        Err(ApiError::invalid_request(
-            "email must be an e-mail address such as payments@shop.example",
-        ))
-    }
-}
-
-/// The institution's API clients, newest first.
-pub async fn clients(portal: &Portal<'_>) -> Result<Vec<Client>, ApiError> {
-    Ok(clients::list(portal.db(), portal.institution_id())
-        .await
-        .or_internal("list clients")?
-        .into_iter()
-        .map(Client::from)
-        .collect())
-}
-
-/// Creates a client; returns it and its secret, which is shown this once.
-pub async fn create_client(
-    portal: &Portal<'_>,
-    name: &str,
-    scopes: &[String],
-) -> Result<(Client, String), ApiError> {
-    let name = check_text("name", name, 1, 100)?;
-    if scopes.is_empty() {
-        return Err(ApiError::invalid_request(
-            "scopes must list at least one of transactions:read, merchants:read",
-        ));
-    }
-    let scopes = ScopeSet::parse(&scopes.join(" ")).map_err(|e| {
-        ApiError::invalid_request(format!(
-            "scopes: {e}; the scopes are transactions:read, merchants:read (and sandbox:write \
-             in sandbox mode)"
-        ))
-    })?;
-    if scopes.contains(Scope::SandboxWrite) && !portal.ctx.sandbox() {
-        return Err(ApiError::invalid_request(
-            "scopes: sandbox:write is granted only in sandbox mode",
-        ));
-    }
-    let client_id = format!(
-        "cli_{}",
-        hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
-    );
-    let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
-        .or_internal("generate secret")?;
-    clients::insert(
-        portal.db(),
-        &NewClient {
-            institution_id: portal.institution_id(),
-            client_id: &client_id,
-            name: &name,
-            secret_hash: &crypto::sha256_hex(&secret),
-            scopes: &scopes.to_string(),
-            now_text: &timestamp(portal.now)?,
-        },
-    )
-    .await
-    .or_internal("create client")?;
-    let client = clients::get(portal.db(), portal.institution_id(), &client_id)
-        .await
-        .or_internal("read client")?
-        .ok_or("client vanished")
-        .or_internal("read client")?;
-    Ok((client.into(), secret))
-}
-
-fn no_client() -> ApiError {
-    ApiError::not_found("no such API client")
-}
-
-/// New secret for a client; the old one and its tokens stop working now.
-pub async fn rotate_client(
-    portal: &Portal<'_>,
-    client_id: &str,
-) -> Result<(Client, String), ApiError> {
-    let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
-        .or_internal("generate secret")?;
-    let rotated = clients::rotate(
-        portal.db(),
-        portal.institution_id(),
-        client_id,
-        &crypto::sha256_hex(&secret),
-        &timestamp(portal.now)?,
-    )
-    .await
-    .or_internal("rotate client")?;
-    if !rotated {
-        return Err(no_client());
-    }
-    let client = clients::get(portal.db(), portal.institution_id(), client_id)
-        .await
-        .or_internal("read client")?
-        .ok_or_else(no_client)?;
-    Ok((client.into(), secret))
-}
-
-/// Deletes a client and its tokens.
-pub async fn delete_client(portal: &Portal<'_>, client_id: &str) -> Result<(), ApiError> {
-    match clients::delete(portal.db(), portal.institution_id(), client_id)
-        .await
-        .or_internal("delete client")?
-    {
-        true => Ok(()),
-        false => Err(no_client()),
-    }
-}
-
 /// The institution's webhook endpoints, newest first.
-pub async fn endpoints(portal: &Portal<'_>) -> Result<Vec<Endpoint>, ApiError> {
+pub async fn list(portal: &Portal<'_>) -> Result<Vec<Endpoint>, ApiError> {
     Ok(endpoints::list(portal.db(), portal.institution_id())
         .await
         .or_internal("list endpoints")?
@@ -270,7 +95,7 @@ async fn endpoint_row(portal: &Portal<'_>, id: &str) -> Result<EndpointRow, ApiE
 }
 
 /// One endpoint.
-pub async fn endpoint(portal: &Portal<'_>, id: &str) -> Result<Endpoint, ApiError> {
+pub async fn get(portal: &Portal<'_>, id: &str) -> Result<Endpoint, ApiError> {
     Ok(Endpoint::from_row(
         &endpoint_row(portal, id).await?,
         portal.now,
@@ -383,7 +208,7 @@ pub struct NewEndpoint {
 }
 
 /// Creates an endpoint (enabled); returns it and its signing secret.
-pub async fn create_endpoint(
+pub async fn create(
     portal: &Portal<'_>,
     new: &NewEndpoint,
 ) -> Result<(Endpoint, String), ApiError> {
@@ -452,7 +277,7 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// Applies a patch, writing only the fields it names. `status: enabled` goes through the one
 /// enable operation (which also clears the failure clock); `disabled` turns deliveries off.
-pub async fn update_endpoint(
+pub async fn update(
     portal: &Portal<'_>,
     id: &str,
     patch: &EndpointPatch,
@@ -491,11 +316,11 @@ pub async fn update_endpoint(
             .await
             .or_internal("enable endpoint")?;
     }
-    endpoint(portal, id).await
+    get(portal, id).await
 }
 
 /// Deletes an endpoint; its pending deliveries fail with it.
-pub async fn delete_endpoint(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
+pub async fn delete(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
     let mut batch = Batch::new();
     batch.push(
         deliveries::fail_pending_of_endpoint(portal.db(), id).or_internal("delete endpoint")?,

@@ -1,0 +1,88 @@
+//! `/portal/api/merchants`: the institution's merchants, their settlement wallets, return
+//! origins and publishable key.
+
+use serde::Deserialize;
+
+use super::call::{reply, to_json, Call, Rotate};
+use crate::portal::merchants::{self, merchant_id, MerchantPatch, NewMerchantBody};
+use crate::route::Answer;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WalletBody {
+    address: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OriginsBody {
+    return_origins: Vec<String>,
+}
+
+/// `GET /portal/api/merchants`.
+pub async fn list(c: Call<'_>) -> Answer {
+    reply(200, to_json(&merchants::list(&c.portal, c.query()).await?)?)
+}
+
+/// `POST /portal/api/merchants`.
+pub async fn create(mut c: Call<'_>) -> Answer {
+    let new: NewMerchantBody = c.json().await?;
+    reply(201, to_json(&merchants::create(&c.portal, &new).await?)?)
+}
+
+/// `GET /portal/api/merchants/{id}`.
+pub async fn show(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    reply(200, to_json(&merchants::detail(&c.portal, id).await?)?)
+}
+
+/// `PATCH /portal/api/merchants/{id}`.
+pub async fn update(mut c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let patch: MerchantPatch = c.json().await?;
+    reply(
+        200,
+        to_json(&merchants::update(&c.portal, id, &patch).await?)?,
+    )
+}
+
+/// `PUT /portal/api/merchants/{id}/wallets/{network}`.
+pub async fn set_wallet(mut c: Call<'_>, id: &str, network: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let WalletBody { address } = c.json().await?;
+    reply(
+        200,
+        to_json(&merchants::set_wallet(&c.portal, id, network, Some(&address)).await?)?,
+    )
+}
+
+/// `DELETE /portal/api/merchants/{id}/wallets/{network}`.
+pub async fn remove_wallet(c: Call<'_>, id: &str, network: &str) -> Answer {
+    let id = merchant_id(id)?;
+    reply(
+        200,
+        to_json(&merchants::set_wallet(&c.portal, id, network, None).await?)?,
+    )
+}
+
+/// `PUT /portal/api/merchants/{id}/return-origins`.
+pub async fn set_origins(mut c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let OriginsBody { return_origins } = c.json().await?;
+    reply(
+        200,
+        to_json(&merchants::set_origins(&c.portal, id, &return_origins).await?)?,
+    )
+}
+
+/// `POST /portal/api/merchants/{id}/roll-key`: a new publishable key.
+pub async fn roll_key(mut c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let Rotate {
+        grace_period_seconds,
+    } = c.optional_json().await?;
+    reply(
+        200,
+        to_json(&merchants::roll_key(&c.portal, id, grace_period_seconds).await?)?,
+    )
+}

@@ -1,0 +1,69 @@
+//! `/portal/api/payments`: the institution's payments and their refunds.
+
+use serde::Deserialize;
+
+use super::call::{reply, to_json, Call};
+use crate::chain::refund::{self, RefundRequest};
+use crate::error::OrInternal;
+use crate::portal::payments::{self, payment_id};
+use crate::route::Answer;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RefundBody {
+    amount: String,
+    address: String,
+}
+
+/// `GET /portal/api/payments`.
+pub async fn list(c: Call<'_>) -> Answer {
+    reply(200, to_json(&payments::list(&c.portal, c.query()).await?)?)
+}
+
+/// `GET /portal/api/payments/{id}`.
+pub async fn show(c: Call<'_>, id: &str) -> Answer {
+    reply(
+        200,
+        to_json(&payments::detail(&c.portal, payment_id(id)?).await?)?,
+    )
+}
+
+/// `POST /portal/api/payments/{id}/refunds/preview`: what the refund would send.
+pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
+    let id = payment_id(id)?;
+    let RefundBody { amount, address } = c.json().await?;
+    let request = RefundRequest {
+        amount: &amount,
+        address: &address,
+    };
+    let portal = &c.portal;
+    let preview = refund::preview(portal.ctx, portal.institution_id(), id, &request).await?;
+    reply(200, to_json(&preview)?)
+}
+
+/// `POST /portal/api/payments/{id}/refunds`: a refund, once per `Idempotency-Key`.
+pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
+    let id = payment_id(id)?;
+    let key = c
+        .req
+        .headers()
+        .get("Idempotency-Key")
+        .or_internal("read header")?
+        .unwrap_or_default();
+    let RefundBody { amount, address } = c.json().await?;
+    let request = RefundRequest {
+        amount: &amount,
+        address: &address,
+    };
+    let portal = &c.portal;
+    let (view, created) = refund::request(
+        portal.ctx,
+        portal.institution_id(),
+        id,
+        &request,
+        &key,
+        &portal.session.email,
+    )
+    .await?;
+    reply(if created { 201 } else { 200 }, to_json(&view)?)
+}
