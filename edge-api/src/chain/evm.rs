@@ -160,6 +160,20 @@ pub fn round_data(result: &Value) -> ChainResult<RoundData> {
     Ok(RoundData { answer, updated_at })
 }
 
+/// `amount` of an order currency in the asset at a payment's own quote (`crypto_amount` of the
+/// asset for `expected` of the currency), rounded down to `decimals` places: what a settlement
+/// pays of a net and what a refund sends. `None` when it is out of a decimal's range. Pure.
+pub fn at_quote(
+    amount: Decimal,
+    (crypto_amount, expected): (Decimal, Decimal),
+    decimals: u32,
+) -> Option<Decimal> {
+    amount
+        .checked_mul(crypto_amount)
+        .and_then(|x| x.checked_div(expected))
+        .map(|x| x.round_dp_with_strategy(decimals, RoundingStrategy::ToZero))
+}
+
 /// `units` base units of a token with `decimals` as a decimal amount, if it fits.
 pub fn from_units(units: u128, decimals: u32) -> Option<Decimal> {
     i128::try_from(units)

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use rust_decimal::{Decimal, RoundingStrategy};
+use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::json;
 use shared_types::checkout::currency_digits;
@@ -208,11 +208,8 @@ async fn check(
         return Err(conflict("the payment's quote has no amount"));
     }
     let out_of_range = || conflict("the payment's quote is out of range");
-    let asset_amount = amount
-        .checked_mul(crypto_amount)
-        .and_then(|v| v.checked_div(expected))
-        .ok_or_else(out_of_range)?
-        .round_dp_with_strategy(quote.decimals, RoundingStrategy::ToZero);
+    let asset_amount = evm::at_quote(amount, (crypto_amount, expected), quote.decimals)
+        .ok_or_else(out_of_range)?;
     let units = evm::to_units(asset_amount, quote.decimals)
         .filter(|u| *u > 0)
         .ok_or_else(|| ApiError::invalid_request("amount is less than one unit of the asset"))?;

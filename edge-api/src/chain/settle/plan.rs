@@ -109,11 +109,8 @@ fn part(
             d.currency
         )));
     }
-    let asset_net = net
-        .checked_mul(crypto_amount)
-        .and_then(|x| x.checked_div(expected))
-        .ok_or_else(out_of_range)?
-        .round_dp_with_strategy(d.decimals, RoundingStrategy::ToZero);
+    let asset_net =
+        evm::at_quote(net, (crypto_amount, expected), d.decimals).ok_or_else(out_of_range)?;
     let units = evm::to_units(asset_net, d.decimals)
         .filter(|u| *u > 0)
         .ok_or_else(|| {
