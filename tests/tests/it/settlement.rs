@@ -848,6 +848,19 @@ fn a_changed_wallet_is_used_only_after_its_cool_off_and_the_admins_are_told_at_o
         .cloned()
         .unwrap();
     assert!(wallet["usable_from"].as_str().is_some(), "{wallet}");
+    // The merchant's page says when settlements start using it.
+    let page = s.worker.send(
+        s.worker
+            .request(Method::GET, &format!("/portal/merchants/{}", merchant.id))
+            .header("Cookie", format!("payrail_portal={}", portal.cookie)),
+        None,
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text.contains("Used for settlements from"),
+        "{}",
+        page.text
+    );
     let (subject, body): (String, String) = s
         .worker
         .database()

@@ -280,6 +280,13 @@ async fn detail_page(
             .find(|w| w.network == network)
             .map(|w| w.address.clone())
     };
+    // A wallet still in its cool-off after a change: when settlements start using it.
+    let cooling = |network: &str| {
+        m.wallets
+            .iter()
+            .find(|w| w.network == network && w.usable_from > portal.now)
+            .and_then(|w| shared_types::time::format_unix(w.usable_from))
+    };
     page(
         status,
         layout(
@@ -356,7 +363,7 @@ async fn detail_page(
                 }
                 section {
                     h2 { "Settlement wallets" }
-                    p.muted { "Where the merchant is paid out, one address per network. Every change is recorded below." }
+                    p.muted { "Where the merchant is paid out, one address per network. Every change is recorded below and e-mailed to every admin, and a new address is used for settlements only after a cool-off." }
                     table {
                         thead { tr { th { "Network" } th { "Address" } th {} } }
                         tbody {
@@ -370,6 +377,9 @@ async fn detail_page(
                                             input type="hidden" name="network" value=(network);
                                             input type="text" name="address" value=(current.clone().unwrap_or_default()) aria-label=(format!("{network} address"));
                                             " " button type="submit" { "Save" }
+                                        }
+                                        @if let Some(from) = cooling(network) {
+                                            p.muted.cooling { "Used for settlements from " time datetime=(from) { (from) } " (cool-off after a change); until then payments on " (network) " wait." }
                                         }
                                     }
                                     td {
