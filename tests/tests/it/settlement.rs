@@ -12,7 +12,7 @@ use payrail_tests::chain::{Anvil, TEST_XPUB};
 use payrail_tests::faults::FaultyNode;
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
 use payrail_tests::receiver::Receiver;
-use payrail_tests::{eventually, Worker};
+use payrail_tests::{eventually, PortalSession, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -567,7 +567,19 @@ impl Setup {
         address: &str,
         key: Option<&str>,
     ) -> payrail_tests::Reply {
-        let portal = self.worker.portal_login(0);
+        self.refund_as(&self.worker.portal_login(0), id, amount, address, key)
+    }
+
+    /// The same in the session `portal` (parallel requests share one login: every login attempt
+    /// counts against the throttle until it succeeds).
+    fn refund_as(
+        &self,
+        portal: &PortalSession,
+        id: i64,
+        amount: &str,
+        address: &str,
+        key: Option<&str>,
+    ) -> payrail_tests::Reply {
         let path = match key {
             Some(_) => format!("/portal/api/payments/{id}/refunds"),
             None => format!("/portal/api/payments/{id}/refunds/preview"),
@@ -635,12 +647,13 @@ fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
     assert_eq!(beyond.status, 409);
     assert!(beyond.text.contains("15.00"), "{}", beyond.text);
     // Six refunds of 6.00 at once: only two fit in the 15.00 left.
+    let portal = s.worker.portal_login(0);
     let made: Vec<u16> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..6)
             .map(|i| {
-                let customer = &customer;
+                let (customer, portal) = (&customer, &portal);
                 scope.spawn(move || {
-                    s.refund(id, "6.00", customer, Some(&format!("race-{i}")))
+                    s.refund_as(portal, id, "6.00", customer, Some(&format!("race-{i}")))
                         .status
                 })
             })
