@@ -76,6 +76,24 @@ fn a_new_institution_onboards_a_merchant_and_takes_its_first_payment() {
                 .filter(|t| t.contains("polygon"))
         },
     );
+    // A new wallet waits out its cool-off, and the page says until when: as a desktop and a
+    // phone show it.
+    let notice = browser.wait_text("tr[data-network='polygon'] .cooling");
+    assert!(notice.contains("Used for settlements from"), "{notice}");
+    let artifacts = payrail_tests::root().join("tests/artifacts");
+    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
+    for (width, name) in [
+        (1280, "merchant-wallet-cool-off-1280"),
+        (390, "merchant-wallet-cool-off-390"),
+    ] {
+        browser.resize(width, 900);
+        browser.eval(
+            "document.querySelector(\"tr[data-network='polygon']\").scrollIntoView(); return 0",
+        );
+        let png = browser.element_png("tr[data-network='polygon']");
+        std::fs::write(artifacts.join(format!("{name}.png")), png).expect("write screenshot");
+    }
+    browser.resize(1000, 1000);
     browser.fill("#origins", &site.origin);
     browser.click("form[action$='/origins'] button");
     assert!(browser.wait_text("#payments-ready").contains("Ready"));
