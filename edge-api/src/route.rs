@@ -49,6 +49,22 @@ impl<'a, C: 'a> Default for Route<'a, C> {
     }
 }
 
+/// One builder method per HTTP method (`get`, `post`, ...), each a shorthand for [`Route::on`].
+macro_rules! builders {
+    ($($name:ident => $method:ident,)+) => {
+        $(
+            #[doc = concat!("Answers ", stringify!($method), " with `f`.")]
+            pub fn $name<F, Fut>(self, f: F) -> Self
+            where
+                F: FnOnce(C) -> Fut + 'a,
+                Fut: Future<Output = Answer> + 'a,
+            {
+                self.on(Method::$method, f)
+            }
+        )+
+    };
+}
+
 impl<'a, C: 'a> Route<'a, C> {
     /// A path that answers nothing yet.
     pub fn new() -> Self {
@@ -71,58 +87,13 @@ impl<'a, C: 'a> Route<'a, C> {
         self
     }
 
-    /// Answers GET with `f`.
-    pub fn get<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Get, f)
-    }
-
-    /// Answers POST with `f`.
-    pub fn post<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Post, f)
-    }
-
-    /// Answers PUT with `f`.
-    pub fn put<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Put, f)
-    }
-
-    /// Answers PATCH with `f`.
-    pub fn patch<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Patch, f)
-    }
-
-    /// Answers DELETE with `f`.
-    pub fn delete<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Delete, f)
-    }
-
-    /// Answers OPTIONS with `f`.
-    pub fn options<F, Fut>(self, f: F) -> Self
-    where
-        F: FnOnce(C) -> Fut + 'a,
-        Fut: Future<Output = Answer> + 'a,
-    {
-        self.on(Method::Options, f)
+    builders! {
+        get => Get,
+        post => Post,
+        put => Put,
+        patch => Patch,
+        delete => Delete,
+        options => Options,
     }
 
     /// The methods, in the order declared.
