@@ -904,3 +904,54 @@ fn a_changed_wallet_is_used_only_after_its_cool_off_and_the_admins_are_told_at_o
     s.settle(&[id]);
     assert!(s.anvil.balance_of(&s.usdc, &other) > before);
 }
+
+#[test]
+fn racing_cron_runs_replace_a_stuck_transaction_once_and_confirm_it_once() {
+    let s = start(true);
+    let id = s.paid(0, "8.00", "USD");
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    eventually("a first transaction", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.sends(id).first().cloned()
+    });
+    // Stuck behind a 5 gwei base fee for more than ten blocks: six runs at once find it so.
+    s.anvil
+        .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+    s.anvil.mine(12);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    let sends = s.sends(id);
+    assert_eq!(
+        sends.len(),
+        2,
+        "one replacement, whatever ran at once: {sends:?}"
+    );
+    // Mined and deep: six runs at once confirm it, and the payment is paid, once.
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.anvil.mine(1 + DEPTH);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    s.settle(&[id]);
+    let states: Vec<String> = s.sends(id).into_iter().map(|(_, state)| state).collect();
+    assert_eq!(
+        states.iter().filter(|st| *st == "confirmed").count(),
+        1,
+        "{states:?}"
+    );
+    let paid: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(paid, 1, "one payment.paid");
+}
