@@ -6,6 +6,7 @@
 
 pub mod checkout;
 pub mod error;
+pub mod ledger;
 pub mod lifecycle;
 pub mod models;
 pub mod quote;

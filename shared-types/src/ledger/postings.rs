@@ -1,0 +1,296 @@
+//! What each event of a payment's life posts: pure functions from the event to its transfers,
+//! with ids derived from what they record (so a retry posts nothing twice).
+//!
+//! | event | transfers |
+//! | --- | --- |
+//! | money confirmed at a deposit address | receipt: custody ← unallocated (its address's) |
+//! | a payment credited (on time or late) | credit: unallocated → merchant |
+//! | a settlement signed | pending: merchant → fees (each PSP fee), merchant → network fees (each gas share), merchant → treasury (the payout, less any debt netted) |
+//! | its transaction replaced | the old transaction's pending transfers voided, the new one's pending |
+//! | its transaction final and succeeded | its pending transfers posted (or, when a transaction it replaced was the one mined, those voided and the mined one's posted at once) |
+//! | its transaction reverted | its pending transfers voided |
+//! | any treasury transaction mined | gas: gas ← treasury, in the coin, at the receipt's gas used × price |
+//! | a refund asked | pending: merchant → treasury |
+//! | its transaction final | posted; given up after its attempts: voided |
+//! | a sweep final | sweep: treasury ← custody; its gas: gas ← custody (coin); gas funding: custody (deposit) ← custody (gas address) |
+//! | the operator's funding found by reconciliation | funding: treasury (or the custody gas address) ← world |
+
+use super::{Code, Kind, Ledger, Phase, Transfer};
+
+/// A transfer of `code` between two accounts.
+fn transfer(
+    id: String,
+    (debit, credit): (String, String),
+    amount: u128,
+    (code, phase): (Code, Phase),
+    transaction_id: Option<i64>,
+    reference: &str,
+) -> Transfer {
+    Transfer {
+        id,
+        debit,
+        credit,
+        amount,
+        code,
+        phase,
+        transaction_id,
+        reference: reference.to_owned(),
+    }
+}
+
+/// Money confirmed at a deposit address: the chain transfer `(tx_hash, log_index)`.
+pub fn receipt(
+    ledger: &Ledger,
+    address: &str,
+    (tx_hash, log_index): (&str, u64),
+    units: u128,
+) -> Transfer {
+    let address = address.to_ascii_lowercase();
+    transfer(
+        format!("receipt:{}:{tx_hash}:{log_index}:{address}", ledger.network),
+        (
+            ledger.account(Kind::Custody, &address),
+            ledger.account(Kind::Unallocated, &address),
+        ),
+        units,
+        (Code::Receipt, Phase::Single),
+        None,
+        tx_hash,
+    )
+}
+
+/// A payment credited: what arrived for it at `address` is owed to its merchant.
+pub fn credit(
+    ledger: &Ledger,
+    address: &str,
+    (transaction_id, merchant_id): (i64, i64),
+    units: u128,
+) -> Transfer {
+    transfer(
+        format!("credit:{transaction_id}"),
+        (
+            ledger.account(Kind::Unallocated, &address.to_ascii_lowercase()),
+            ledger.account(Kind::Merchant, &merchant_id.to_string()),
+        ),
+        units,
+        (Code::Credit, Phase::Single),
+        Some(transaction_id),
+        &format!("payment {transaction_id}"),
+    )
+}
+
+/// One payment's part of a settlement transaction, in base units.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The payment.
+    pub transaction_id: i64,
+    /// Its PSP fee.
+    pub psp_units: u128,
+    /// Its share of the gas.
+    pub gas_units: u128,
+    /// Its net (gross less both fees, at its quote).
+    pub net_units: u128,
+}
+
+/// What a settlement pays out when the merchant has `available` (its balance less what is
+/// reserved, in base units, before this settlement): its parts' net, less whatever the
+/// merchant owes (a refund after settlement took it below what these payments brought), never
+/// below zero.
+pub fn payout(available: i128, parts: &[Part]) -> u128 {
+    let fees: u128 = parts.iter().map(|p| p.psp_units + p.gas_units).sum();
+    let net: u128 = parts.iter().map(|p| p.net_units).sum();
+    let left = available - i128::try_from(fees).unwrap_or(i128::MAX);
+    u128::try_from(left.max(0)).unwrap_or(0).min(net)
+}
+
+/// A settlement transaction `send_id` of `merchant_id` (of `institution_id`): each part's fees
+/// and the payout, pending until the transaction is final. With `phase` [`Phase::Single`]:
+/// posted at once (a replaced transaction that was mined after all).
+pub fn settlement(
+    ledger: &Ledger,
+    (institution_id, merchant_id): (i64, i64),
+    send_id: &str,
+    parts: &[Part],
+    payout: u128,
+    single: bool,
+) -> Vec<Transfer> {
+    let merchant = ledger.account(Kind::Merchant, &merchant_id.to_string());
+    let phase = || {
+        if single {
+            Phase::Single
+        } else {
+            Phase::Pending
+        }
+    };
+    let suffix = if single { ":mined" } else { "" };
+    let mut out = Vec::new();
+    for p in parts {
+        let tid = Some(p.transaction_id);
+        if p.psp_units > 0 {
+            out.push(transfer(
+                format!("fee:{send_id}:{}{suffix}", p.transaction_id),
+                (
+                    merchant.clone(),
+                    ledger.account(Kind::Fees, &institution_id.to_string()),
+                ),
+                p.psp_units,
+                (Code::Fee, phase()),
+                tid,
+                send_id,
+            ));
+        }
+        if p.gas_units > 0 {
+            out.push(transfer(
+                format!("network_fee:{send_id}:{}{suffix}", p.transaction_id),
+                (merchant.clone(), ledger.account(Kind::NetworkFees, "")),
+                p.gas_units,
+                (Code::NetworkFee, phase()),
+                tid,
+                send_id,
+            ));
+        }
+    }
+    if payout > 0 {
+        out.push(transfer(
+            format!("settlement:{send_id}{suffix}"),
+            (merchant, ledger.account(Kind::Treasury, "")),
+            payout,
+            (Code::Settlement, phase()),
+            None,
+            send_id,
+        ));
+    }
+    out
+}
+
+/// The post (or void) of each pending transfer of `pending`, by id with its accounts and
+/// amount.
+pub fn end(pending: &[Transfer], post: bool) -> Vec<Transfer> {
+    pending
+        .iter()
+        .filter(|t| t.phase == Phase::Pending)
+        .map(|t| Transfer {
+            id: format!("{}:{}", if post { "post" } else { "void" }, t.id),
+            phase: if post {
+                Phase::Post(t.id.clone())
+            } else {
+                Phase::Void(t.id.clone())
+            },
+            ..t.clone()
+        })
+        .collect()
+}
+
+/// Gas the treasury's transaction `send_id` spent (`coin` is the network's coin ledger).
+pub fn gas(coin: &Ledger, send_id: &str, wei: u128) -> Option<Transfer> {
+    (wei > 0).then(|| {
+        transfer(
+            format!("gas:{send_id}"),
+            (
+                coin.account(Kind::Gas, ""),
+                coin.account(Kind::Treasury, ""),
+            ),
+            wei,
+            (Code::Gas, Phase::Single),
+            None,
+            send_id,
+        )
+    })
+}
+
+/// A refund `refund_id` of payment `transaction_id` of `merchant_id`: reserved when asked.
+pub fn refund(
+    ledger: &Ledger,
+    (transaction_id, merchant_id): (i64, i64),
+    refund_id: &str,
+    units: u128,
+) -> Transfer {
+    transfer(
+        format!("refund:{refund_id}"),
+        (
+            ledger.account(Kind::Merchant, &merchant_id.to_string()),
+            ledger.account(Kind::Treasury, ""),
+        ),
+        units,
+        (Code::Refund, Phase::Pending),
+        Some(transaction_id),
+        refund_id,
+    )
+}
+
+/// A sweep transaction `tx_hash` final: what it moved from the deposit `from` to the treasury
+/// (`units` of `ledger`), and the coin its gas cost (`gas_wei`, of `coin`). A reverted sweep
+/// moved nothing but its gas.
+pub fn sweep(
+    (ledger, coin): (&Ledger, &Ledger),
+    from: &str,
+    tx_hash: &str,
+    units: u128,
+    gas_wei: u128,
+) -> Vec<Transfer> {
+    let from = from.to_ascii_lowercase();
+    let mut out = Vec::new();
+    if units > 0 {
+        out.push(transfer(
+            format!("sweep:{}:{tx_hash}", ledger.network),
+            (
+                ledger.account(Kind::Treasury, ""),
+                ledger.account(Kind::Custody, &from),
+            ),
+            units,
+            (Code::Sweep, Phase::Single),
+            None,
+            tx_hash,
+        ));
+    }
+    if gas_wei > 0 {
+        out.push(transfer(
+            format!("sweep_gas:{}:{tx_hash}", coin.network),
+            (
+                coin.account(Kind::Gas, ""),
+                coin.account(Kind::Custody, &from),
+            ),
+            gas_wei,
+            (Code::SweepGas, Phase::Single),
+            None,
+            tx_hash,
+        ));
+    }
+    out
+}
+
+/// Coin sent by the custody gas address `from` to the deposit `to` for its sweep's gas, final
+/// (its own gas is a [`sweep`] with no units).
+pub fn gas_funding(
+    coin: &Ledger,
+    (from, to): (&str, &str),
+    tx_hash: &str,
+    wei: u128,
+) -> Option<Transfer> {
+    (wei > 0).then(|| {
+        transfer(
+            format!("gas_funding:{}:{tx_hash}", coin.network),
+            (
+                coin.account(Kind::Custody, &to.to_ascii_lowercase()),
+                coin.account(Kind::Custody, &from.to_ascii_lowercase()),
+            ),
+            wei,
+            (Code::GasFunding, Phase::Single),
+            None,
+            tx_hash,
+        )
+    })
+}
+
+/// The operator's funding of `account` (the treasury, or the custody gas address), found at
+/// `block`: what the chain holds there beyond the books, with nothing in flight.
+pub fn funding(ledger: &Ledger, account: &str, block: u64, units: u128) -> Transfer {
+    transfer(
+        format!("funding:{account}:{block}"),
+        (account.to_owned(), ledger.account(Kind::World, "")),
+        units,
+        (Code::Funding, Phase::Single),
+        None,
+        &format!("block {block}"),
+    )
+}
