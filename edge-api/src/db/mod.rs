@@ -16,6 +16,7 @@ pub mod deliveries;
 pub mod deposits;
 pub mod endpoints;
 pub mod events;
+pub mod ledger;
 pub mod merchants;
 pub mod notifications;
 pub mod origins;

@@ -1,0 +1,605 @@
+//! The books in D1: `ledger_accounts` and `ledger_transfers`, written only here. See migration
+//! 0015 and `shared_types::ledger` for the rules.
+//!
+//! Posting is read → decide → guarded write: [`Book::load`] reads the accounts a change
+//! touches (with their versions), the transfers already posted and the pending ones still open;
+//! [`Book::post`] applies the rules in memory (limits included, with 128-bit sums: amounts
+//! are decimal text in D1); [`Book::statements`] gives the statements that go into the same
+//! batch as the state change they record. Each transfer's insert carries a guard that is NULL
+//! (and fails the whole batch) unless its accounts are still at the versions the posting was
+//! computed on, so two racing postings can never both land on the same figures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
+
+use serde::Deserialize;
+use shared_types::ledger::{Books, Code, Kind, Ledger, Open, Phase, Refusal, Totals, Transfer};
+use worker::{D1Database, D1PreparedStatement};
+
+use super::{all, bind, DbError, DbResult, Value};
+
+/// An account a posting may create: what it is, and what its ledger's amounts are in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// Its ledger.
+    pub ledger: Ledger,
+    /// The asset's symbol.
+    pub asset: String,
+    /// The asset's decimals.
+    pub decimals: u32,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its owner (address, merchant id or institution id), `""` for none.
+    pub owner: String,
+    /// The merchant's institution (merchant accounts).
+    pub institution_id: Option<i64>,
+}
+
+impl Account {
+    /// The account of `kind` owned by `owner` in `ledger` of `asset` (`decimals`).
+    pub fn new(ledger: &Ledger, (asset, decimals): (&str, u32), kind: Kind, owner: &str) -> Self {
+        Account {
+            ledger: ledger.clone(),
+            asset: asset.to_owned(),
+            decimals,
+            kind,
+            owner: owner.to_owned(),
+            institution_id: None,
+        }
+    }
+
+    /// The same, of the merchant's institution.
+    pub fn of_institution(mut self, institution_id: i64) -> Self {
+        self.institution_id = Some(institution_id);
+        self
+    }
+
+    /// Its id.
+    pub fn id(&self) -> String {
+        self.ledger.account(self.kind, &self.owner)
+    }
+}
+
+#[derive(Deserialize)]
+struct AccountRow {
+    id: String,
+    kind: String,
+    debits_posted: String,
+    credits_posted: String,
+    debits_pending: String,
+    credits_pending: String,
+    debt_limit: String,
+    version: i64,
+}
+
+fn units(text: &str) -> DbResult<u128> {
+    u128::from_str(text).map_err(|_| DbError::bad_row(format!("{text} is not an amount")))
+}
+
+impl AccountRow {
+    fn totals(&self) -> DbResult<(Kind, Totals)> {
+        let kind = Kind::parse(&self.kind)
+            .ok_or_else(|| DbError::bad_row(format!("{} is not an account kind", self.kind)))?;
+        Ok((
+            kind,
+            Totals {
+                debits_posted: units(&self.debits_posted)?,
+                credits_posted: units(&self.credits_posted)?,
+                debits_pending: units(&self.debits_pending)?,
+                credits_pending: units(&self.credits_pending)?,
+                debt_limit: units(&self.debt_limit)?,
+            },
+        ))
+    }
+}
+
+/// A stored transfer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TransferRow {
+    /// Its id.
+    pub id: String,
+    /// Posting order.
+    pub seq: i64,
+    /// The account debited.
+    pub debit_account: String,
+    /// The account credited.
+    pub credit_account: String,
+    /// Base units (decimal text).
+    pub amount: String,
+    /// What it records.
+    pub code: String,
+    /// single, pending, post or void.
+    pub phase: String,
+    /// The pending transfer a post or void ends.
+    pub pending_id: Option<String>,
+    /// The payment.
+    pub transaction_id: Option<i64>,
+    /// The settlement, refund, sweep or chain transaction.
+    pub reference: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+impl TransferRow {
+    /// As the rules see it.
+    pub fn transfer(&self) -> DbResult<Transfer> {
+        let code = Code::parse(&self.code)
+            .ok_or_else(|| DbError::bad_row(format!("{} is not a transfer code", self.code)))?;
+        let pending = || {
+            self.pending_id
+                .clone()
+                .ok_or_else(|| DbError::bad_row(format!("{} ends no pending transfer", self.id)))
+        };
+        let phase = match self.phase.as_str() {
+            "single" => Phase::Single,
+            "pending" => Phase::Pending,
+            "post" => Phase::Post(pending()?),
+            "void" => Phase::Void(pending()?),
+            other => return Err(DbError::bad_row(format!("{other} is not a phase"))),
+        };
+        Ok(Transfer {
+            id: self.id.clone(),
+            debit: self.debit_account.clone(),
+            credit: self.credit_account.clone(),
+            amount: units(&self.amount)?,
+            code,
+            phase,
+            transaction_id: self.transaction_id,
+            reference: self.reference.clone(),
+        })
+    }
+}
+
+const TRANSFER_COLUMNS: &str = "t.id, t.seq, t.debit_account, t.credit_account, t.amount, \
+     t.code, t.phase, t.pending_id, t.transaction_id, t.reference, t.created_at";
+
+/// A JSON array of `ids`, for `json_each`.
+fn id_list(ids: &[String]) -> Value {
+    Value::Text(serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned()))
+}
+
+/// The pending transfers with `reference` (a settlement's transaction, a refund) that no post
+/// or void has ended yet.
+pub async fn open_of(db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
+    let rows: Vec<TransferRow> = all(
+        db,
+        &format!(
+            "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers t WHERE t.reference = ?1 \
+             AND t.phase = 'pending' AND NOT EXISTS (SELECT 1 FROM ledger_transfers e \
+             WHERE e.pending_id = t.id) ORDER BY t.seq"
+        ),
+        &[reference.into()],
+    )
+    .await?;
+    rows.iter().map(TransferRow::transfer).collect()
+}
+
+/// The condition a posting's transfers are written under (besides their own guard): the state
+/// change they record happened. SQL over `?1`, `?2`, ... of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct When {
+    sql: String,
+    params: Vec<Value>,
+}
+
+impl When {
+    /// Always (the posting is the whole change, or the batch fails whole without it).
+    pub fn always() -> Self {
+        When {
+            sql: "1".to_owned(),
+            params: Vec::new(),
+        }
+    }
+
+    /// When `sql` (with its own `?1`, `?2`, ...) holds.
+    pub fn holds(sql: &str, params: Vec<Value>) -> Self {
+        When {
+            sql: sql.to_owned(),
+            params,
+        }
+    }
+
+    /// The SQL with its placeholders moved past the first `offset` parameters.
+    fn shifted(&self, offset: usize) -> String {
+        let mut out = String::with_capacity(self.sql.len() + 8);
+        let mut chars = self.sql.chars().peekable();
+        while let Some(c) = chars.next() {
+            out.push(c);
+            if c == '?' {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    digits.push(*d);
+                    chars.next();
+                }
+                if let Ok(n) = digits.parse::<usize>() {
+                    out.push_str(&(n + offset).to_string());
+                } else {
+                    out.push_str(&digits);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The accounts a change touches, as read, and what it posts.
+pub struct Book {
+    books: Books,
+    /// Each account's version as read (0 for one not yet stored).
+    read_versions: BTreeMap<String, i64>,
+    /// Accounts not stored yet: created by the batch.
+    new: BTreeMap<String, Account>,
+    /// Transfers already posted, of those asked about.
+    done: BTreeSet<String>,
+    /// What this change posts, each with its accounts' versions before it and their totals
+    /// after it.
+    posted: Vec<Posted>,
+}
+
+struct Posted {
+    transfer: Transfer,
+    before: (i64, i64),
+    after: (Totals, Totals),
+}
+
+impl Book {
+    /// Reads `accounts` (those missing are created with the posting), whether the transfers
+    /// `ids` are already posted, and the pending transfers `open` still unended.
+    pub async fn load(
+        db: &D1Database,
+        accounts: &[Account],
+        ids: &[String],
+        open: &[String],
+    ) -> DbResult<Book> {
+        let wanted: Vec<String> = accounts.iter().map(Account::id).collect();
+        let rows: Vec<AccountRow> = all(
+            db,
+            "SELECT id, kind, debits_posted, credits_posted, debits_pending, credits_pending, \
+             debt_limit, version FROM ledger_accounts \
+             WHERE id IN (SELECT value FROM json_each(?1))",
+            &[id_list(&wanted)],
+        )
+        .await?;
+        let mut book = Book {
+            books: Books::default(),
+            read_versions: BTreeMap::new(),
+            new: BTreeMap::new(),
+            done: BTreeSet::new(),
+            posted: Vec::new(),
+        };
+        for row in &rows {
+            book.books.accounts.insert(row.id.clone(), row.totals()?);
+            book.read_versions.insert(row.id.clone(), row.version);
+        }
+        for account in accounts {
+            let id = account.id();
+            if !book.books.accounts.contains_key(&id) {
+                book.books
+                    .accounts
+                    .insert(id.clone(), (account.kind, Totals::default()));
+                book.read_versions.insert(id.clone(), 0);
+                book.new.insert(id, account.clone());
+            }
+        }
+        let mut asked: Vec<String> = ids.to_vec();
+        asked.extend(open.iter().cloned());
+        if !asked.is_empty() {
+            let rows: Vec<TransferRow> = all(
+                db,
+                &format!(
+                    "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers t \
+                     WHERE t.id IN (SELECT value FROM json_each(?1)) \
+                     OR t.pending_id IN (SELECT value FROM json_each(?1))"
+                ),
+                &[id_list(&asked)],
+            )
+            .await?;
+            let ended: BTreeSet<&str> = rows.iter().filter_map(|r| r.pending_id.as_deref()).collect();
+            for row in &rows {
+                book.done.insert(row.id.clone());
+                if row.phase == "pending" && !ended.contains(row.id.as_str()) {
+                    book.books.open.insert(
+                        row.id.clone(),
+                        Open {
+                            debit: row.debit_account.clone(),
+                            credit: row.credit_account.clone(),
+                            amount: units(&row.amount)?,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(book)
+    }
+
+    /// An account's totals as they stand in this book.
+    pub fn totals(&self, id: &str) -> Option<(Kind, Totals)> {
+        self.books.accounts.get(id).copied()
+    }
+
+    /// What `id` has available: its balance less what pending transfers reserve.
+    pub fn available(&self, id: &str) -> i128 {
+        self.totals(id).map_or(0, |(kind, t)| t.available(kind))
+    }
+
+    /// Whether `id` was already posted (of the ids asked about when loading, or by this book).
+    pub fn is_posted(&self, id: &str) -> bool {
+        self.done.contains(id)
+    }
+
+    /// Posts `t` in memory unless it already is; `Ok(false)`: it already was.
+    pub fn post(&mut self, t: Transfer) -> Result<bool, Refusal> {
+        if self.done.contains(&t.id) {
+            return Ok(false);
+        }
+        let version = |book: &Book, id: &str| {
+            let read = book.read_versions.get(id).copied().unwrap_or(0);
+            let written = book
+                .posted
+                .iter()
+                .filter(|p| p.transfer.debit == id || p.transfer.credit == id)
+                .count();
+            read + i64::try_from(written).unwrap_or(i64::MAX)
+        };
+        let before = (version(self, &t.debit), version(self, &t.credit));
+        self.books.apply(&t)?;
+        let after = (
+            self.books.accounts[&t.debit].1,
+            self.books.accounts[&t.credit].1,
+        );
+        self.done.insert(t.id.clone());
+        self.posted.push(Posted {
+            transfer: t,
+            before,
+            after,
+        });
+        Ok(true)
+    }
+
+    /// Posts every one of `transfers`, or none (the book is left as it was).
+    pub fn post_all(&mut self, transfers: &[Transfer]) -> Result<(), Refusal> {
+        let (books, done, count) = (self.books.clone(), self.done.clone(), self.posted.len());
+        for t in transfers {
+            if let Err(refusal) = self.post(t.clone()) {
+                self.books = books;
+                self.done = done;
+                self.posted.truncate(count);
+                return Err(refusal);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this change posts anything.
+    pub fn is_empty(&self) -> bool {
+        self.posted.is_empty()
+    }
+
+    /// The statements that write what was posted, under `when`: first the accounts to create
+    /// (nothing if they exist by then), then each transfer (guarded on its accounts' versions)
+    /// and its two accounts' new totals.
+    pub fn statements(
+        &self,
+        db: &D1Database,
+        when: &When,
+        now: i64,
+    ) -> DbResult<Vec<D1PreparedStatement>> {
+        let mut out = Vec::new();
+        if self.posted.is_empty() {
+            return Ok(out);
+        }
+        for (id, a) in &self.new {
+            out.push(bind(
+                db,
+                "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+                 institution_id, created_at, updated_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) ON CONFLICT (id) DO NOTHING",
+                &[
+                    id.as_str().into(),
+                    a.ledger.network.as_str().into(),
+                    a.ledger.token.as_str().into(),
+                    a.asset.as_str().into(),
+                    i64::from(a.decimals).into(),
+                    a.kind.as_str().into(),
+                    a.owner.as_str().into(),
+                    a.institution_id.into(),
+                    now.into(),
+                ],
+            )?);
+        }
+        let network = |account: &str| account.split(':').next().unwrap_or("").to_owned();
+        let token = |account: &str| account.split(':').nth(1).unwrap_or("").to_owned();
+        for p in &self.posted {
+            let t = &p.transfer;
+            let mut params: Vec<Value> = vec![
+                t.id.as_str().into(),
+                network(&t.debit).into(),
+                token(&t.debit).into(),
+                t.debit.as_str().into(),
+                t.credit.as_str().into(),
+                t.amount.to_string().into(),
+                t.code.as_str().into(),
+                t.phase.as_str().into(),
+                t.phase.pending_id().into(),
+                t.transaction_id.into(),
+                t.reference.as_str().into(),
+                p.before.0.into(),
+                p.before.1.into(),
+                now.into(),
+            ];
+            let offset = params.len();
+            params.extend(when.params.iter().cloned());
+            out.push(bind(
+                db,
+                &format!(
+                    "INSERT INTO ledger_transfers (id, seq, network, token, debit_account, \
+                     credit_account, amount, code, phase, pending_id, transaction_id, reference, \
+                     guard, created_at) \
+                     SELECT ?1, (SELECT COALESCE(max(seq), 0) + 1 FROM ledger_transfers), ?2, ?3, \
+                     ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+                     (SELECT 1 WHERE (SELECT version FROM ledger_accounts WHERE id = ?4) = ?12 \
+                      AND (SELECT version FROM ledger_accounts WHERE id = ?5) = ?13), ?14 \
+                     WHERE {}",
+                    when.shifted(offset)
+                ),
+                &params,
+            )?);
+            for (account, version, totals) in [
+                (&t.debit, p.before.0, p.after.0),
+                (&t.credit, p.before.1, p.after.1),
+            ] {
+                out.push(bind(
+                    db,
+                    "UPDATE ledger_accounts SET debits_posted = ?3, credits_posted = ?4, \
+                     debits_pending = ?5, credits_pending = ?6, version = version + 1, \
+                     updated_at = ?7 \
+                     WHERE id = ?1 AND version = ?2 \
+                     AND EXISTS (SELECT 1 FROM ledger_transfers WHERE id = ?8)",
+                    &[
+                        account.as_str().into(),
+                        version.into(),
+                        totals.debits_posted.to_string().into(),
+                        totals.credits_posted.to_string().into(),
+                        totals.debits_pending.to_string().into(),
+                        totals.credits_pending.to_string().into(),
+                        now.into(),
+                        t.id.as_str().into(),
+                    ],
+                )?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An account as a person reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AccountView {
+    /// Its id.
+    pub id: String,
+    /// Network.
+    pub network: String,
+    /// Token contract or `native`.
+    pub token: String,
+    /// Asset symbol.
+    pub asset: String,
+    /// Decimals.
+    pub decimals: u32,
+    /// Kind.
+    pub kind: String,
+    /// Owner.
+    pub owner: String,
+    /// Debits posted (decimal text).
+    pub debits_posted: String,
+    /// Credits posted.
+    pub credits_posted: String,
+    /// Debits pending.
+    pub debits_pending: String,
+    /// Credits pending.
+    pub credits_pending: String,
+    /// Allowed debt.
+    pub debt_limit: String,
+}
+
+impl AccountView {
+    /// Its kind and totals.
+    pub fn totals(&self) -> DbResult<(Kind, Totals)> {
+        AccountRow {
+            id: self.id.clone(),
+            kind: self.kind.clone(),
+            debits_posted: self.debits_posted.clone(),
+            credits_posted: self.credits_posted.clone(),
+            debits_pending: self.debits_pending.clone(),
+            credits_pending: self.credits_pending.clone(),
+            debt_limit: self.debt_limit.clone(),
+            version: 0,
+        }
+        .totals()
+    }
+}
+
+const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, owner, debits_posted, \
+     credits_posted, debits_pending, credits_pending, debt_limit";
+
+/// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on).
+pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!(
+            "SELECT {VIEW_COLUMNS} FROM ledger_accounts WHERE kind = 'merchant' AND owner = ?1 \
+             ORDER BY network, asset"
+        ),
+        &[merchant_id.to_string().into()],
+    )
+    .await
+}
+
+/// Every account (for the books' checks: small, one per address, merchant and ledger).
+pub async fn accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!("SELECT {VIEW_COLUMNS} FROM ledger_accounts ORDER BY id"),
+        &[],
+    )
+    .await
+}
+
+/// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
+/// `None`: from the newest).
+pub async fn statement(
+    db: &D1Database,
+    account: &str,
+    before_seq: Option<i64>,
+    limit: i64,
+) -> DbResult<Vec<TransferRow>> {
+    all(
+        db,
+        &format!(
+            "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers t \
+             WHERE (t.debit_account = ?1 OR t.credit_account = ?1) AND t.seq < ?2 \
+             ORDER BY t.seq DESC LIMIT ?3"
+        ),
+        &[
+            account.into(),
+            before_seq.unwrap_or(i64::MAX).into(),
+            limit.into(),
+        ],
+    )
+    .await
+}
+
+/// The statement that sets how far `account` (a merchant's, created if need be) may go into
+/// debt; its version moves, so a posting computed on the old limit fails.
+pub fn set_limit(
+    db: &D1Database,
+    account: &Account,
+    limit: u128,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+         institution_id, debt_limit, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) \
+         ON CONFLICT (id) DO UPDATE SET debt_limit = excluded.debt_limit, \
+         version = version + 1, updated_at = excluded.updated_at",
+        &[
+            account.id().into(),
+            account.ledger.network.as_str().into(),
+            account.ledger.token.as_str().into(),
+            account.asset.as_str().into(),
+            i64::from(account.decimals).into(),
+            account.kind.as_str().into(),
+            account.owner.as_str().into(),
+            account.institution_id.into(),
+            limit.to_string().into(),
+            now.into(),
+        ],
+    )
+}
+
+/// Whether a D1 error is a posting's guard failing (its accounts moved meanwhile).
+pub fn raced(error: &DbError) -> bool {
+    let text = error.to_string();
+    text.contains("ledger_transfers.guard") || text.contains("guard = 1")
+}
