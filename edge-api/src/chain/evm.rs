@@ -15,8 +15,6 @@ pub const TRANSFER_TOPIC: &str =
 pub const LATEST_ROUND_DATA: &str = "0xfeaf968c";
 /// `decimals()`.
 pub const DECIMALS: &str = "0x313ce567";
-/// `balanceOf(address)`.
-pub const BALANCE_OF: &str = "0x70a08231";
 
 /// An address as a 32-byte log topic: `0x`, 24 zeros, the address in lower case.
 pub fn address_topic(address: &str) -> String {
@@ -196,15 +194,9 @@ pub fn to_units(amount: Decimal, decimals: u32) -> Option<u128> {
     u128::try_from(scaled.trunc()).ok()
 }
 
-/// The call data of ERC-20 `balanceOf(owner)`.
-pub fn balance_of_call(owner: &str) -> String {
-    format!("{BALANCE_OF}{}", &address_topic(owner)[2..])
-}
-
-/// The call data of ERC-20 `transfer(to, units)`.
-pub fn transfer_call(to: &str, units: u128) -> String {
-    format!("0xa9059cbb{}{units:064x}", &address_topic(to)[2..])
-}
+/// The call data of ERC-20 `balanceOf(owner)` and `transfer(to, units)`, shared with the
+/// offline custody signer.
+pub use payrail_evm::{balance_of_call, transfer_call};
 
 /// The EIP-681 request to pay `units` of the `token` contract to `to` on chain `chain_id`:
 /// what the hosted page's QR code holds.
@@ -229,7 +221,7 @@ mod tests {
         assert_eq!(hash("Transfer(address,address,uint256)"), TRANSFER_TOPIC);
         assert!(hash("latestRoundData()").starts_with(LATEST_ROUND_DATA));
         assert!(hash("decimals()").starts_with(DECIMALS));
-        assert!(hash("balanceOf(address)").starts_with(BALANCE_OF));
+        assert!(hash("balanceOf(address)").starts_with(payrail_evm::BALANCE_OF));
         assert!(hash("transfer(address,uint256)").starts_with("0xa9059cbb"));
     }
 

@@ -117,7 +117,7 @@ pub fn sign(
     let (to, value, data) = payment_call(token, wallet, units)?;
     let data = hex::decode(data.trim_start_matches("0x"))
         .map_err(|_| ChainError::answer("the call data is not hex"))?;
-    tx::Eip1559 {
+    let transaction = tx::Eip1559 {
         chain_id: network.chain_id,
         nonce,
         max_priority_fee_per_gas: price,
@@ -126,6 +126,6 @@ pub fn sign(
         to,
         value,
         data,
-    }
-    .sign(&treasury.key)
+    };
+    tx::sign(&transaction, &treasury.key)
 }
