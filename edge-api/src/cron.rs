@@ -1,7 +1,8 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
 //! portal sessions and idempotency keys past their retention; read the watched chains and credit
 //! what arrived; close checkouts that ended unpaid; settle what is held in custody to the
-//! merchants (and follow those transactions); and send deliveries whose queue message was lost back to the queue.
+//! merchants (and follow those transactions); follow custody's sweeps into the treasury and post
+//! them to the books; and send deliveries whose queue message was lost back to the queue.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
@@ -27,6 +28,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         // Then what is held in custody goes to the merchants.
         chain::settle::run(ctx).await,
         chain::refund::run(ctx).await,
+        // Custody's sweeps into the treasury, made final and posted to the books.
+        chain::sweeps::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
             .await

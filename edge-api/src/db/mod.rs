@@ -27,6 +27,7 @@ pub mod refunds;
 pub mod sends;
 pub mod sessions;
 pub mod settlements;
+pub mod sweeps;
 pub mod throttle;
 pub mod transactions;
 pub mod wallets;

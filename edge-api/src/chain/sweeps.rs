@@ -1,0 +1,511 @@
+//! Custody sweeps, followed: the offline custody signer (`xtask sweep`) moves what a deposit
+//! address holds, once its watch has ended, to the treasury, funding a token deposit's gas from
+//! the custody gas address first, and stores each transaction (`custody_sweeps`) before it
+//! broadcasts it. The worker holds no custody key; from the cron it follows those transactions
+//! the way [`super::sends`] follows the treasury's:
+//!
+//! - **Final evidence only.** A sweep is `confirmed` (or `failed`: reverted) only from its
+//!   receipt at the network's confirmation depth, and only once a second read shows the
+//!   receipt's block is still the chain's block at that height.
+//! - **The same bytes again.** Unknown to the node (restarted, evicted), it is broadcast again
+//!   as it was signed; nothing is ever signed here.
+//! - **Posted with its state.** The batch that makes it final posts it to the books
+//!   ([`shared_types::ledger::postings::sweep`], or [`postings::gas_funding`] and the funding's
+//!   own gas): the treasury receives what the deposit held, the gas comes out of the sender's
+//!   coin, at the receipt's gas used × effective price, so the books match the chain to the wei.
+//! - **What the chain proved.** A final transaction shows its sender held what it spent. Where
+//!   the books hold less there (coin sent to a token deposit, money arriving after its watch,
+//!   the operator's funding of the custody gas address not yet found by reconciliation), the
+//!   difference is posted first, from where it must have come: a receipt into the deposit's
+//!   unallocated account, or funding from the world for the gas address. The books never go
+//!   below what the chain had.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use serde_json::{json, Value};
+use shared_types::ledger::{postings, Kind, Ledger, Transfer};
+
+use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
+use super::native;
+use super::rpc::{self, Budget};
+use crate::ctx::Ctx;
+use crate::db;
+use crate::db::ledger::{self, Account, Book};
+use crate::db::sweeps::{self, Outcome, Sweep};
+use crate::error::{ApiError, OrInternal};
+
+/// Most sweeps a run follows.
+const LIVE_PER_RUN: i64 = 20;
+/// The most node calls following one sweep makes: the head, its receipt, the block at the
+/// receipt's height; or, with no receipt, the transaction and a broadcast.
+pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 1 + 1 + 2;
+
+/// The cron's part: follows the sweeps still `sent` (at most [`LIVE_PER_RUN`] a run, within the
+/// sweeps' share of the run's node calls), and makes each final, with its transfers in the
+/// books, once its receipt is final.
+pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
+    let live = sweeps::live(&ctx.db, LIVE_PER_RUN)
+        .await
+        .or_internal("read custody sweeps")?;
+    if live.is_empty() {
+        return Ok(());
+    }
+    let budget = Budget::new(super::CronShares::configured(ctx).sweeps);
+    let networks = super::networks_within(ctx, &budget)?;
+    // Each network's node is asked its chain id once a run: one on another chain is not read.
+    let mut on_chain: BTreeMap<&str, bool> = BTreeMap::new();
+    for sweep in &live {
+        let Some((name, network)) = networks.get_key_value(&sweep.network) else {
+            worker::console_warn!(
+                "{} is no longer configured: sweep {} waits",
+                sweep.network,
+                sweep.tx_hash
+            );
+            continue;
+        };
+        let right = match on_chain.get(name.as_str()) {
+            Some(right) => *right,
+            None => {
+                let checked = super::check_chain(name, network).await;
+                if let Err(e) = &checked {
+                    worker::console_warn!("custody sweeps on {name} wait: {e}");
+                }
+                on_chain.insert(name.as_str(), checked.is_ok());
+                checked.is_ok()
+            }
+        };
+        if !right || network.node.calls_left() < MOST_FOLLOW_CALLS {
+            continue; // another chain, or this run's calls on it are spent: next run
+        }
+        if let Err(e) = follow(ctx, network, sweep).await {
+            if e.is_budget() {
+                continue;
+            }
+            worker::console_warn!("following sweep {}: {e}", sweep.tx_hash);
+            let why = e.within(format!("the {name} node")).public();
+            if let Err(e) = sweeps::note(&ctx.db, &sweep.tx_hash, Some(&why), ctx.now()).await {
+                worker::console_warn!("record why sweep {} waits: {e}", sweep.tx_hash);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One step of one sweep: broadcast again if the node does not know it, or made final (and
+/// posted) once its receipt is.
+async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> {
+    let node = &network.node;
+    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    let receipt = rpc::call(node, "eth_getTransactionReceipt", json!([sweep.tx_hash])).await?;
+    if receipt.is_null() {
+        let known = rpc::call(node, "eth_getTransactionByHash", json!([sweep.tx_hash])).await?;
+        if known.is_null() {
+            // The node does not have it (restarted, evicted, or the signer stopped before its
+            // broadcast): the same bytes again.
+            let error = rpc::call(node, "eth_sendRawTransaction", json!([sweep.raw]))
+                .await
+                .err()
+                .map(|e| e.public());
+            sweeps::note(&ctx.db, &sweep.tx_hash, error.as_deref(), ctx.now()).await?;
+        }
+        return Ok(());
+    }
+    let Some(outcome) = final_outcome(node, network, sweep, &receipt, head).await? else {
+        return Ok(()); // mined, not yet final
+    };
+    post(ctx, sweep, &outcome).await
+}
+
+/// The sweep's outcome once its receipt is final: at depth, and its block still the chain's at
+/// that height.
+async fn final_outcome(
+    node: &rpc::Node,
+    network: &Network,
+    sweep: &Sweep,
+    receipt: &Value,
+    head: u64,
+) -> ChainResult<Option<Outcome>> {
+    let block = rpc::quantity(&receipt["blockNumber"])?;
+    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
+        return Ok(None);
+    }
+    let canonical = rpc::call(
+        node,
+        "eth_getBlockByNumber",
+        json!([format!("{block:#x}"), false]),
+    )
+    .await?;
+    let same = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
+    if same(&canonical["hash"]).is_none() || same(&canonical["hash"]) != same(&receipt["blockHash"])
+    {
+        return Ok(None); // reorged away, or a backend that lags: read again next run
+    }
+    let gas_used = native::wei(&receipt["gasUsed"])
+        .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
+    // Signed with max fee = tip, a transaction pays exactly its price per gas; the receipt's
+    // effective price says so (a node too old to give it is taken at the signed price).
+    let gas_paid = match &receipt["effectiveGasPrice"] {
+        Value::Null => u128::from_str(&sweep.gas_price)
+            .map_err(|_| ChainError::answer("a stored gas price is not a number"))?,
+        price => native::wei(price).ok_or_else(|| {
+            ChainError::answer("the receipt's effectiveGasPrice is not a quantity")
+        })?,
+    };
+    Ok(Some(Outcome {
+        succeeded: rpc::quantity(&receipt["status"])? == 1,
+        block,
+        gas_used,
+        gas_paid,
+    }))
+}
+
+/// Makes the sweep final and posts it to the books, in one batch.
+async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
+    let now = ctx.now();
+    let posting = Posting::of(sweep, outcome)?;
+    let ids: Vec<String> = posting.transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(&ctx.db, &posting.accounts, &ids, &[]).await?;
+    let finish = sweeps::finish(&ctx.db, &sweep.tx_hash, outcome, now)?;
+    if ids.iter().any(|id| book.is_posted(id)) {
+        // Posted already (another run made it final): only the state, which is then unchanged.
+        return Ok(db::batch(&ctx.db, vec![finish]).await?);
+    }
+    let top_ups = posting.top_ups(|id| book.available(id));
+    if !top_ups.is_empty() {
+        let mut accounts = posting.accounts.clone();
+        accounts.extend(top_ups.iter().map(|(account, _)| account.clone()));
+        let mut ids = ids.clone();
+        ids.extend(top_ups.iter().map(|(_, t)| t.id.clone()));
+        book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    }
+    let mut transfers: Vec<Transfer> = top_ups.into_iter().map(|(_, t)| t).collect();
+    transfers.extend(posting.transfers);
+    book.post_all(&transfers).map_err(|refusal| {
+        ChainError::rule(format!(
+            "the books refuse sweep {}: {refusal}",
+            sweep.tx_hash
+        ))
+    })?;
+    let mut statements = vec![finish];
+    statements.extend(book.statements(&ctx.db, &sweeps::turned_final(&sweep.tx_hash, now), now)?);
+    match db::batch(&ctx.db, statements).await {
+        Ok(()) => Ok(()),
+        Err(e) if ledger::raced(&e) => {
+            // The accounts moved while this was computed: nothing was written, next run.
+            worker::console_warn!("sweep {}: the books moved meanwhile ({e})", sweep.tx_hash);
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What a final sweep posts: its transfers and the accounts they name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Posting {
+    /// The accounts, each once.
+    accounts: Vec<Account>,
+    /// The transfers, in order.
+    transfers: Vec<Transfer>,
+    /// The block the sweep is in.
+    block: u64,
+    /// Its hash.
+    tx_hash: String,
+    /// Whether the custody gas address sent it.
+    from_gas_address: Option<String>,
+}
+
+impl Posting {
+    /// The transfers of `sweep` ended as `outcome`: what it moved (nothing if it reverted) and
+    /// its gas, from the sender's coin. Pure.
+    fn of(sweep: &Sweep, outcome: &Outcome) -> ChainResult<Posting> {
+        let network = sweep.network.as_str();
+        let units = u128::from_str(&sweep.units)
+            .map_err(|_| ChainError::answer("stored units are not a number"))?;
+        let moved = if outcome.succeeded { units } else { 0 };
+        let gas_wei = outcome
+            .gas_used
+            .checked_mul(outcome.gas_paid)
+            .ok_or_else(|| ChainError::answer("the receipt's gas is out of range"))?;
+        let coin = Ledger::new(network, NATIVE_TOKEN);
+        let coin_asset = (config::coin(network), NATIVE_DECIMALS);
+        let asset = Ledger::new(network, &sweep.token);
+        let asset_of = (sweep.asset.as_str(), sweep.decimals);
+        let (from, to) = (
+            sweep.from_address.to_ascii_lowercase(),
+            sweep.to_address.to_ascii_lowercase(),
+        );
+        let mut accounts = vec![
+            Account::new(&coin, coin_asset, Kind::Custody, &from),
+            Account::new(&coin, coin_asset, Kind::Gas, ""),
+        ];
+        let transfers = if sweep.is_gas() {
+            accounts.push(Account::new(&coin, coin_asset, Kind::Custody, &to));
+            let mut out: Vec<Transfer> =
+                postings::gas_funding(&coin, (&from, &to), &sweep.tx_hash, moved)
+                    .into_iter()
+                    .collect();
+            out.extend(postings::sweep(
+                (&coin, &coin),
+                &from,
+                &sweep.tx_hash,
+                0,
+                gas_wei,
+            ));
+            out
+        } else {
+            accounts.push(Account::new(&asset, asset_of, Kind::Custody, &from));
+            accounts.push(Account::new(&asset, asset_of, Kind::Treasury, ""));
+            postings::sweep((&asset, &coin), &from, &sweep.tx_hash, moved, gas_wei)
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        accounts.retain(|a| seen.insert(a.id()));
+        Ok(Posting {
+            accounts,
+            transfers,
+            block: outcome.block,
+            tx_hash: sweep.tx_hash.clone(),
+            from_gas_address: sweep.is_gas().then_some(from),
+        })
+    }
+
+    /// What must be posted first so that no custody account this posting takes from goes below
+    /// zero, given what each has `available` in the books: for each, the shortfall, with the
+    /// account it comes from (the gas address's: the world, as the operator's funding; a
+    /// deposit's: its unallocated account, as a receipt). Pure.
+    fn top_ups(&self, available: impl Fn(&str) -> i128) -> Vec<(Account, Transfer)> {
+        let mut out = Vec::new();
+        for account in self.accounts.iter().filter(|a| a.kind == Kind::Custody) {
+            let id = account.id();
+            let taken: i128 = self
+                .transfers
+                .iter()
+                .map(|t| {
+                    let amount = i128::try_from(t.amount).unwrap_or(i128::MAX);
+                    if t.credit == id {
+                        amount
+                    } else if t.debit == id {
+                        -amount
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            let short = taken - available(&id).max(0);
+            let Some(short) = u128::try_from(short).ok().filter(|s| *s > 0) else {
+                continue;
+            };
+            let ledger = &account.ledger;
+            let asset = (account.asset.as_str(), account.decimals);
+            if self.from_gas_address.as_deref() == Some(account.owner.as_str()) {
+                let mut funding = postings::funding(ledger, &id, self.block, short);
+                // One funding a sweep transaction: two in one block stay apart.
+                funding.id = format!("{}:{}", funding.id, self.tx_hash);
+                out.push((Account::new(ledger, asset, Kind::World, ""), funding));
+            } else {
+                let receipt = postings::receipt(ledger, &account.owner, (&self.tx_hash, 0), short);
+                out.push((
+                    Account::new(ledger, asset, Kind::Unallocated, &account.owner),
+                    receipt,
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shared_types::ledger::{Books, Code, Totals};
+
+    use super::*;
+
+    const DEPOSIT: &str = "0x9858effd232b4033e47d90003d41ec34ecaeda94";
+    const TREASURY: &str = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc";
+    const GAS: &str = "0x6fac4d18c912343bf86fa7049364dd4e424ab9c0";
+    const USDC: &str = "0x5fbdb2315678afecb367f032d93f642f64180aa3";
+
+    fn row(kind: &str, token: &str, (from, to): (&str, &str), units: u128) -> Sweep {
+        Sweep {
+            tx_hash: format!("0x{kind}"),
+            network: "polygon".into(),
+            token: token.into(),
+            asset: if token == NATIVE_TOKEN { "POL" } else { "USDC" }.into(),
+            decimals: if token == NATIVE_TOKEN { 18 } else { 6 },
+            kind: kind.into(),
+            from_address: from.into(),
+            to_address: to.into(),
+            nonce: 0,
+            units: units.to_string(),
+            gas_limit: 60_000,
+            gas_price: "30".into(),
+            raw: "0x02".into(),
+            created_at: 0,
+        }
+    }
+
+    fn outcome(succeeded: bool, gas_used: u128) -> Outcome {
+        Outcome {
+            succeeded,
+            block: 42,
+            gas_used,
+            gas_paid: 30,
+        }
+    }
+
+    /// The books with `posting`'s accounts (and its top-ups' counter accounts) at `balances`.
+    fn books(posting: &Posting, extra: &[(Account, Transfer)], balances: &[(&str, u128)]) -> Books {
+        let mut books = Books::default();
+        for a in posting.accounts.iter().chain(extra.iter().map(|(a, _)| a)) {
+            let mut totals = Totals::default();
+            if let Some((_, b)) = balances.iter().find(|(id, _)| *id == a.id()) {
+                totals.debits_posted = *b;
+            }
+            books.accounts.insert(a.id(), (a.kind, totals));
+        }
+        books
+    }
+
+    fn custody(token: &str, owner: &str) -> String {
+        Ledger::new("polygon", token).account(Kind::Custody, owner)
+    }
+
+    #[test]
+    fn a_token_sweep_moves_the_deposit_to_the_treasury_and_its_gas_from_its_coin() {
+        let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
+        let posting = Posting::of(&sweep, &outcome(true, 35_000)).unwrap();
+        let codes: Vec<(Code, u128)> = posting
+            .transfers
+            .iter()
+            .map(|t| (t.code, t.amount))
+            .collect();
+        assert_eq!(
+            codes,
+            [(Code::Sweep, 12_500_000), (Code::SweepGas, 35_000 * 30)]
+        );
+        assert_eq!(
+            posting.transfers[0].debit,
+            Ledger::new("polygon", USDC).account(Kind::Treasury, "")
+        );
+        assert_eq!(posting.transfers[1].credit, custody(NATIVE_TOKEN, DEPOSIT));
+        // Its books hold the payment and the funded gas: nothing to add, and it posts.
+        let held = [
+            (custody(USDC, DEPOSIT), 12_500_000),
+            (custody(NATIVE_TOKEN, DEPOSIT), 60_000 * 30),
+        ];
+        let held: Vec<(&str, u128)> = held.iter().map(|(id, b)| (id.as_str(), *b)).collect();
+        let mut book = books(&posting, &[], &held);
+        assert!(posting
+            .top_ups(|id| book.accounts.get(id).map_or(0, |(k, t)| t.available(*k)))
+            .is_empty());
+        for t in &posting.transfers {
+            book.apply(t).unwrap();
+        }
+        let left = |id: &str| book.accounts[id].1.balance(Kind::Custody);
+        assert_eq!(left(&custody(USDC, DEPOSIT)), 0);
+        assert_eq!(
+            left(&custody(NATIVE_TOKEN, DEPOSIT)),
+            25_000 * 30,
+            "the gas not used"
+        );
+    }
+
+    #[test]
+    fn a_reverted_sweep_moves_nothing_but_its_gas() {
+        let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
+        let posting = Posting::of(&sweep, &outcome(false, 40_000)).unwrap();
+        assert_eq!(posting.transfers.len(), 1);
+        assert_eq!(posting.transfers[0].code, Code::SweepGas);
+    }
+
+    #[test]
+    fn a_gas_funding_moves_coin_between_custody_accounts_and_pays_its_own_gas() {
+        let sweep = row("gas", NATIVE_TOKEN, (GAS, DEPOSIT), 1_800_000);
+        let posting = Posting::of(&sweep, &outcome(true, 21_000)).unwrap();
+        let moves: Vec<(Code, &str, &str, u128)> = posting
+            .transfers
+            .iter()
+            .map(|t| (t.code, t.debit.as_str(), t.credit.as_str(), t.amount))
+            .collect();
+        let gas = Ledger::new("polygon", NATIVE_TOKEN).account(Kind::Gas, "");
+        assert_eq!(
+            moves,
+            [
+                (
+                    Code::GasFunding,
+                    custody(NATIVE_TOKEN, DEPOSIT).as_str(),
+                    custody(NATIVE_TOKEN, GAS).as_str(),
+                    1_800_000
+                ),
+                (
+                    Code::SweepGas,
+                    gas.as_str(),
+                    custody(NATIVE_TOKEN, GAS).as_str(),
+                    21_000 * 30
+                ),
+            ]
+        );
+        assert!(posting
+            .accounts
+            .iter()
+            .all(|a| a.asset == "POL" && a.decimals == 18));
+    }
+
+    #[test]
+    fn what_the_books_lack_is_posted_first_from_where_it_must_have_come() {
+        // The gas address's funding was never found by reconciliation: it shows up as the
+        // operator's funding, of exactly what this transaction spent beyond the books.
+        let funding = row("gas", NATIVE_TOKEN, (GAS, DEPOSIT), 1_800_000);
+        let posting = Posting::of(&funding, &outcome(true, 21_000)).unwrap();
+        let spent = 1_800_000 + 21_000 * 30;
+        let has = 1_000_000;
+        let top_ups = posting.top_ups(|id| {
+            if id == custody(NATIVE_TOKEN, GAS) {
+                has
+            } else {
+                0
+            }
+        });
+        assert_eq!(top_ups.len(), 1);
+        let (world, t) = &top_ups[0];
+        assert_eq!(world.kind, Kind::World);
+        assert_eq!((t.code, t.amount), (Code::Funding, spent - 1_000_000));
+        assert_eq!(t.debit, custody(NATIVE_TOKEN, GAS));
+        assert!(t.id.ends_with(":0xgas"), "{}", t.id);
+        let mut book = books(
+            &posting,
+            &top_ups,
+            &[(custody(NATIVE_TOKEN, GAS).as_str(), 1_000_000)],
+        );
+        book.apply(t).unwrap();
+        for t in &posting.transfers {
+            book.apply(t).unwrap();
+        }
+        assert_eq!(
+            book.accounts[&custody(NATIVE_TOKEN, GAS)]
+                .1
+                .balance(Kind::Custody),
+            0
+        );
+
+        // A deposit whose payment the books never received: a receipt into its unallocated
+        // account, keyed by the sweep.
+        let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
+        let posting = Posting::of(&sweep, &outcome(true, 35_000)).unwrap();
+        let top_ups = posting.top_ups(|id| {
+            if id == custody(NATIVE_TOKEN, DEPOSIT) {
+                60_000 * 30
+            } else {
+                0
+            }
+        });
+        assert_eq!(top_ups.len(), 1);
+        let (unallocated, t) = &top_ups[0];
+        assert_eq!(unallocated.kind, Kind::Unallocated);
+        assert_eq!(unallocated.asset, "USDC");
+        assert_eq!((t.code, t.amount), (Code::Receipt, 12_500_000));
+        assert_eq!(t.debit, custody(USDC, DEPOSIT));
+        assert!(t.id.contains("0xsweep"), "{}", t.id);
+    }
+}

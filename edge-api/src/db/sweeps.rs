@@ -1,0 +1,137 @@
+//! Custody sweeps (`custody_sweeps`, migration 0015): the transactions the offline custody signer
+//! (`xtask sweep`) stored before broadcasting them, which the worker follows until they are final
+//! (`chain::sweeps`). The signer inserts the rows through `wrangler d1 execute`; in the worker
+//! this module is their only writer.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::ledger::When;
+use super::{all, bind, run, DbResult};
+
+/// A sweep transaction as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Sweep {
+    /// Its hash, lower-case hex.
+    pub tx_hash: String,
+    /// Network name.
+    pub network: String,
+    /// The token contract or `native`.
+    pub token: String,
+    /// The asset's symbol.
+    pub asset: String,
+    /// Its decimals.
+    pub decimals: u32,
+    /// `sweep` (a deposit to the treasury) or `gas` (the custody gas address to a deposit).
+    pub kind: String,
+    /// The sender, lower case.
+    pub from_address: String,
+    /// The receiver (the treasury, or the deposit funded), lower case.
+    pub to_address: String,
+    /// Its nonce.
+    pub nonce: i64,
+    /// Base units moved, decimal text.
+    pub units: String,
+    /// Gas limit as signed.
+    pub gas_limit: i64,
+    /// Wei per gas as signed, decimal text.
+    pub gas_price: String,
+    /// The signed bytes, `0x` hex.
+    pub raw: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+impl Sweep {
+    /// Whether it funds a deposit's gas (rather than sweeping a deposit).
+    pub fn is_gas(&self) -> bool {
+        self.kind == "gas"
+    }
+}
+
+const COLUMNS: &str = "s.tx_hash, s.network, s.token, s.asset, s.decimals, s.kind, \
+     s.from_address, s.to_address, s.nonce, s.units, s.gas_limit, s.gas_price, s.raw, s.created_at";
+
+/// The sweeps still `sent` that can be made final now, oldest first (a gas funding before the
+/// sweep it pays for), at most `limit`: a deposit's sweep waits while a gas funding to it is
+/// still `sent`, so the books see the coin arrive before it is spent.
+pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Sweep>> {
+    all(
+        db,
+        &format!(
+            "SELECT {COLUMNS} FROM custody_sweeps s WHERE s.state = 'sent' \
+             AND NOT (s.kind = 'sweep' AND EXISTS (SELECT 1 FROM custody_sweeps g \
+              WHERE g.state = 'sent' AND g.kind = 'gas' AND g.network = s.network \
+              AND g.to_address = s.from_address)) \
+             ORDER BY s.created_at, CASE s.kind WHEN 'gas' THEN 0 ELSE 1 END, s.nonce LIMIT ?1"
+        ),
+        &[limit.into()],
+    )
+    .await
+}
+
+/// How a sweep transaction ended, from its final receipt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Whether it succeeded (`confirmed`) or reverted (`failed`).
+    pub succeeded: bool,
+    /// The block it is in.
+    pub block: u64,
+    /// Gas it used.
+    pub gas_used: u128,
+    /// Wei per gas it paid (the receipt's effective price).
+    pub gas_paid: u128,
+}
+
+/// The statement that makes a `sent` sweep final with `outcome` (nothing if it already is).
+pub fn finish(
+    db: &D1Database,
+    tx_hash: &str,
+    outcome: &Outcome,
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    let (state, error) = if outcome.succeeded {
+        ("confirmed", None)
+    } else {
+        (
+            "failed",
+            Some(format!("reverted in block {}", outcome.block)),
+        )
+    };
+    bind(
+        db,
+        "UPDATE custody_sweeps SET state = ?2, block_number = ?3, gas_used = ?4, gas_paid = ?5, \
+         error = ?6, updated_at = ?7 WHERE tx_hash = ?1 AND state = 'sent'",
+        &[
+            tx_hash.into(),
+            state.into(),
+            i64::try_from(outcome.block).unwrap_or(i64::MAX).into(),
+            outcome.gas_used.to_string().into(),
+            outcome.gas_paid.to_string().into(),
+            error.into(),
+            now.into(),
+        ],
+    )
+}
+
+/// The condition the books' transfers of a sweep are written under: the batch's [`finish`]
+/// turned it final just now.
+pub fn turned_final(tx_hash: &str, now: i64) -> When {
+    When::holds(
+        "EXISTS (SELECT 1 FROM custody_sweeps WHERE tx_hash = ?1 AND state <> 'sent' \
+         AND updated_at = ?2)",
+        vec![tx_hash.into(), now.into()],
+    )
+}
+
+/// Records why a sweep waits (a broadcast the node refused), or that it no longer does.
+pub async fn note(db: &D1Database, tx_hash: &str, error: Option<&str>, now: i64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE custody_sweeps SET error = ?2, updated_at = ?3 WHERE tx_hash = ?1 \
+         AND state = 'sent' AND error IS NOT ?2",
+        &[tx_hash.into(), error.into(), now.into()],
+    )
+    .await
+    .map(drop)
+}
