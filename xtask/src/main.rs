@@ -9,13 +9,17 @@
 //! set-psp-fee INSTITUTION_ID BASIS_POINTS (--local [--persist-to DIR] | --remote)
 //! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
+//! sweep (--local [--persist-to DIR] | --remote) --treasury 0x… [--chains FILE] [--wait SECONDS]
+//!                     (the custody mnemonic on stdin; the networks from PAYRAIL_CHAINS unless
+//!                      --chains; PAYRAIL_EVM_XPUB, when set, must be the mnemonic's)
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, secrets};
+use xtask::{demo, localdb, secrets, sweep};
+use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,10 +31,12 @@ fn main() -> ExitCode {
         Some("add-institution") => add_institution(&args[1..]),
         Some("seal-treasury-key") => seal_treasury_key(),
         Some("set-psp-fee") => set_psp_fee(&args[1..]),
+        Some("sweep") => sweep(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
-             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote"
+             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
+             | sweep --local|--remote --treasury 0x… (the custody mnemonic on stdin)"
                 .to_owned(),
         ),
     };
@@ -202,5 +208,51 @@ fn set_psp_fee(args: &[String]) -> Result<(), String> {
     let bps: i64 = bps.parse().map_err(|_| "BASIS_POINTS must be a number")?;
     secrets::set_psp_fee(institution, bps, &target(&Options(args[2..].to_vec()))?)?;
     eprintln!("institution {institution} now pays {bps} basis points of each settled payment");
+    Ok(())
+}
+
+/// The custody sweep: reads the custody mnemonic from stdin (never the command line, where the
+/// shell's history and the process list would keep it; wiped once read) and sweeps every deposit
+/// whose watch has ended into the treasury.
+fn sweep(args: &[String]) -> Result<(), String> {
+    use std::io::Read;
+    let opts = Options(args.to_vec());
+    let target = target(&opts)?;
+    let treasury = match opts.value("--treasury")? {
+        Some(address) => address,
+        None => std::env::var("PAYRAIL_TREASURY_ADDRESS").map_err(|_| {
+            "say --treasury 0x… (the treasury's address, as the portal's overview shows it)"
+                .to_owned()
+        })?,
+    };
+    let chains = match opts.value("--chains")? {
+        Some(file) => std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?,
+        None => std::env::var("PAYRAIL_CHAINS")
+            .map_err(|_| "set PAYRAIL_CHAINS (the worker's networks) or say --chains FILE")?,
+    };
+    let wait = opts
+        .value("--wait")?
+        .map_or(Ok(300), |s| s.parse::<u64>())
+        .map_err(|_| "--wait must be a number of seconds")?;
+    let mut mnemonic = Zeroizing::new(String::new());
+    std::io::stdin()
+        .read_to_string(&mut mnemonic)
+        .map_err(|e| format!("read the custody mnemonic from stdin: {e}"))?;
+    let options = sweep::Options {
+        target,
+        chains,
+        treasury,
+        xpub: std::env::var("PAYRAIL_EVM_XPUB").ok(),
+        wait: std::time::Duration::from_secs(wait),
+        now: sweep::unix_now(),
+    };
+    let summary = sweep::run(&mnemonic, &options, &mut std::io::stdout())?;
+    drop(mnemonic);
+    if summary.refused > 0 {
+        return Err(format!(
+            "{} deposits or networks were refused",
+            summary.refused
+        ));
+    }
     Ok(())
 }

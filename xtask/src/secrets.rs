@@ -115,7 +115,7 @@ fn now_text() -> Result<String, String> {
 }
 
 /// The statements with their values written in, as one `;`-separated batch.
-fn render_batch(statements: &[(&str, &[Literal<'_>])]) -> Result<String, String> {
+pub(crate) fn render_batch(statements: &[(&str, &[Literal<'_>])]) -> Result<String, String> {
     let mut batch = String::new();
     for (statement, values) in statements {
         let rendered = sql::render(statement, values).map_err(|e| format!("{e}: {statement}"))?;
@@ -135,7 +135,7 @@ fn found(stdout: &str) -> Option<i64> {
 }
 
 /// Runs SQL on the target database through `wrangler d1 execute --json`; returns its output.
-fn execute(sql: &str, target: &Target) -> Result<String, String> {
+pub(crate) fn execute(sql: &str, target: &Target) -> Result<String, String> {
     let mut command = std::process::Command::new("wrangler");
     command.args(["d1", "execute", "DB", "--json", "--command", sql]);
     match target {

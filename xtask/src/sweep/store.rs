@@ -1,0 +1,342 @@
+//! What the sweep reads and writes in D1, through `wrangler d1 execute` as the other operator
+//! commands do (so one command serves the local and the production database): the deposits
+//! whose watch has ended, the sweeps already stored, and each new transaction, stored before it
+//! is broadcast. The insert is what makes two sweeps at once safe: a transaction takes its
+//! sender's nonce (`custody_sweeps_nonce` is unique), and a gas funding is refused while an
+//! earlier one to the same deposit is not yet spent by a sweep.
+
+use payrail_credentials::sql::Literal;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::secrets::{execute, render_batch, Target};
+
+/// A deposit whose watch has ended.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Deposit {
+    /// Its address, lower case.
+    pub address: String,
+    /// The custody account's child it was derived at.
+    pub derivation_index: i64,
+    /// Network name.
+    pub network: String,
+    /// Asset code.
+    pub asset: String,
+    /// The token contract (lower case) or `native`.
+    pub token: String,
+    /// Its decimals.
+    pub decimals: u32,
+}
+
+/// A stored sweep transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Stored {
+    /// Its hash.
+    pub tx_hash: String,
+    /// `sweep` or `gas`.
+    pub kind: String,
+    /// Sender, lower case.
+    pub from_address: String,
+    /// Receiver, lower case.
+    pub to_address: String,
+    /// Its nonce.
+    pub nonce: i64,
+    /// Base units (or wei) moved, decimal text.
+    pub units: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+    /// Wei per gas, decimal text.
+    pub gas_price: String,
+    /// The signed bytes.
+    pub raw: String,
+    /// `sent`, `confirmed` or `failed`.
+    pub state: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// A transaction to store before it is broadcast.
+pub struct NewSweep<'a> {
+    /// Its hash.
+    pub tx_hash: &'a str,
+    /// Network name.
+    pub network: &'a str,
+    /// The token contract or `native`.
+    pub token: &'a str,
+    /// The asset's symbol.
+    pub asset: &'a str,
+    /// Its decimals.
+    pub decimals: u32,
+    /// `sweep` or `gas`.
+    pub kind: &'a str,
+    /// Sender, lower case.
+    pub from: &'a str,
+    /// Receiver, lower case.
+    pub to: &'a str,
+    /// Its nonce.
+    pub nonce: u64,
+    /// Base units (or wei) moved.
+    pub units: u128,
+    /// Gas limit.
+    pub gas_limit: u64,
+    /// Wei per gas.
+    pub gas_price: u128,
+    /// The signed bytes.
+    pub raw: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// The rows of the last statement of wrangler's `--json` answer.
+fn rows<R: for<'de> Deserialize<'de>>(stdout: &str) -> Result<Vec<R>, String> {
+    let answer: Value = serde_json::from_str(stdout)
+        .map_err(|_| format!("unexpected output from wrangler:\n{stdout}"))?;
+    let last = answer
+        .as_array()
+        .and_then(|all| all.last())
+        .map(|r| r["results"].clone())
+        .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))?;
+    serde_json::from_value(last)
+        .map_err(|e| format!("unexpected rows from wrangler ({e}):\n{stdout}"))
+}
+
+fn query<R: for<'de> Deserialize<'de>>(
+    target: &Target,
+    sql: &str,
+    values: &[Literal<'_>],
+) -> Result<Vec<R>, String> {
+    rows(&execute(&render_batch(&[(sql, values)])?, target)?)
+}
+
+const ENDED: &str = "SELECT address, derivation_index, network, asset, token, decimals \
+     FROM deposit_watches WHERE watch_until < ?1 ORDER BY network, derivation_index";
+const OF_DEPOSIT: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, \
+     gas_limit, gas_price, raw, state, created_at FROM custody_sweeps WHERE network = ?1 \
+     AND ((kind = 'sweep' AND from_address = ?2) OR (kind = 'gas' AND to_address = ?2)) \
+     ORDER BY created_at, nonce";
+const HIGHEST_SENT: &str = "SELECT max(nonce) AS nonce FROM custody_sweeps WHERE network = ?1 \
+     AND from_address = ?2 AND state = 'sent'";
+const TREASURY_SENDERS: &str =
+    "SELECT DISTINCT lower(sender) AS sender FROM chain_sends WHERE network = ?1";
+
+fn integer(n: u64) -> Result<i64, String> {
+    i64::try_from(n).map_err(|_| format!("{n} is out of range"))
+}
+
+/// The deposits whose watch ended before `now` (Unix seconds), by network and index.
+pub fn ended(target: &Target, now: i64) -> Result<Vec<Deposit>, String> {
+    query(target, ENDED, &[Literal::Integer(now)])
+}
+
+/// Every sweep from `address` on `network`, and every gas funding to it, oldest first.
+pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<Stored>, String> {
+    query(
+        target,
+        OF_DEPOSIT,
+        &[Literal::Text(network), Literal::Text(address)],
+    )
+}
+
+/// The highest nonce stored for `sender` on `network` that may still be mined (`sent`), if any.
+pub fn highest_sent_nonce(
+    target: &Target,
+    network: &str,
+    sender: &str,
+) -> Result<Option<u64>, String> {
+    #[derive(Deserialize)]
+    struct Highest {
+        nonce: Option<i64>,
+    }
+    let found: Vec<Highest> = query(
+        target,
+        HIGHEST_SENT,
+        &[Literal::Text(network), Literal::Text(sender)],
+    )?;
+    Ok(found
+        .first()
+        .and_then(|h| h.nonce)
+        .and_then(|n| u64::try_from(n).ok()))
+}
+
+/// The addresses the treasury's transactions on `network` were sent from (the treasury's, as
+/// the worker derives it from its key).
+pub fn treasury_senders(target: &Target, network: &str) -> Result<Vec<String>, String> {
+    #[derive(Deserialize)]
+    struct Sender {
+        sender: String,
+    }
+    let found: Vec<Sender> = query(target, TREASURY_SENDERS, &[Literal::Text(network)])?;
+    Ok(found.into_iter().map(|s| s.sender).collect())
+}
+
+/// Stores `sweep` as `sent`, unless its sender's nonce is taken, or (a gas funding) an earlier
+/// funding of its deposit is not yet spent by a sweep. Whether this transaction is stored: only
+/// then may it be broadcast.
+pub fn insert(target: &Target, sweep: &NewSweep<'_>) -> Result<bool, String> {
+    #[derive(Deserialize)]
+    struct Found {
+        found: i64,
+    }
+    let found: Vec<Found> = rows(&execute(&insert_sql(sweep)?, target)?)?;
+    Ok(found.first().is_some_and(|f| f.found == 1))
+}
+
+/// [`insert`]'s statements, with their values written in.
+fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
+    let units = sweep.units.to_string();
+    let price = sweep.gas_price.to_string();
+    let statements: [(&str, &[Literal<'_>]); 2] = [
+        (
+            "INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
+             from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
+             created_at, updated_at) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sent', ?14, ?14 \
+             WHERE NOT EXISTS (SELECT 1 FROM custody_sweeps WHERE network = ?2 \
+              AND from_address = ?7 AND nonce = ?9) \
+             AND (?6 <> 'gas' OR NOT EXISTS (SELECT 1 FROM custody_sweeps g \
+              WHERE g.network = ?2 AND g.kind = 'gas' AND g.to_address = ?8 \
+              AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
+               WHERE s.network = ?2 AND s.kind = 'sweep' AND s.from_address = ?8 \
+               AND s.created_at >= g.created_at))) \
+             ON CONFLICT DO NOTHING",
+            &[
+                Literal::Text(sweep.tx_hash),
+                Literal::Text(sweep.network),
+                Literal::Text(sweep.token),
+                Literal::Text(sweep.asset),
+                Literal::Integer(i64::from(sweep.decimals)),
+                Literal::Text(sweep.kind),
+                Literal::Text(sweep.from),
+                Literal::Text(sweep.to),
+                Literal::Integer(integer(sweep.nonce)?),
+                Literal::Text(&units),
+                Literal::Integer(integer(sweep.gas_limit)?),
+                Literal::Text(&price),
+                Literal::Text(sweep.raw),
+                Literal::Integer(sweep.now),
+            ],
+        ),
+        (
+            "SELECT count(*) AS found FROM custody_sweeps WHERE tx_hash = ?1",
+            &[Literal::Text(sweep.tx_hash)],
+        ),
+    ];
+    render_batch(&statements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_last_statements_rows() {
+        let stdout = r#"[{"results": [], "success": true, "meta": {}},
+                        {"results": [{"found": 1}], "success": true, "meta": {}}]"#;
+        #[derive(Deserialize)]
+        struct Found {
+            found: i64,
+        }
+        let found: Vec<Found> = rows(stdout).unwrap();
+        assert_eq!(found[0].found, 1);
+        assert!(rows::<Found>("not json").is_err());
+    }
+
+    fn new_sweep<'a>(
+        kind: &'a str,
+        hash: &'a str,
+        (from, to): (&'a str, &'a str),
+        nonce: u64,
+        now: i64,
+    ) -> NewSweep<'a> {
+        NewSweep {
+            tx_hash: hash,
+            network: "polygon",
+            token: "native",
+            asset: "POL",
+            decimals: 18,
+            kind,
+            from,
+            to,
+            nonce,
+            units: 1_000,
+            gas_limit: 21_000,
+            gas_price: 30,
+            raw: "0x02ab",
+            now,
+        }
+    }
+
+    /// Runs [`insert`]'s statements on the real schema: whether the row was stored.
+    fn stored(conn: &rusqlite::Connection, sweep: &NewSweep<'_>) -> bool {
+        let sql = insert_sql(sweep).unwrap();
+        let (insert, check) = sql.split_once(";\n").unwrap();
+        conn.execute(insert, []).unwrap();
+        let found: i64 = conn
+            .query_row(check.trim_end_matches(";\n"), [], |r| r.get(0))
+            .unwrap();
+        found == 1
+    }
+
+    #[test]
+    fn a_nonce_is_taken_once_and_a_deposit_is_funded_once_until_its_sweep() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::localdb::apply_migrations(&conn).unwrap();
+        let (gas, deposit, treasury) = ("0xgas", "0xdep", "0xtreasury");
+        // Two signers fund the deposit with the gas address's same nonce: one is stored.
+        assert!(stored(
+            &conn,
+            &new_sweep("gas", "0xa1", (gas, deposit), 0, 100)
+        ));
+        assert!(!stored(
+            &conn,
+            &new_sweep("gas", "0xa2", (gas, deposit), 0, 100)
+        ));
+        // The same signed bytes again are the same row: stored (and broadcast twice, harmless).
+        assert!(stored(
+            &conn,
+            &new_sweep("gas", "0xa1", (gas, deposit), 0, 100)
+        ));
+        // A second funding of the deposit, at the next nonce, waits for its sweep.
+        assert!(!stored(
+            &conn,
+            &new_sweep("gas", "0xa3", (gas, deposit), 1, 101)
+        ));
+        // Its sweep takes the deposit's nonce once.
+        assert!(stored(
+            &conn,
+            &new_sweep("sweep", "0xb1", (deposit, treasury), 0, 102)
+        ));
+        assert!(!stored(
+            &conn,
+            &new_sweep("sweep", "0xb2", (deposit, treasury), 0, 102)
+        ));
+        // Spent by that sweep, the funding no longer holds the next one back.
+        assert!(stored(
+            &conn,
+            &new_sweep("gas", "0xa4", (gas, deposit), 1, 103)
+        ));
+        let rows: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM custody_sweeps WHERE state = 'sent'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(rows, 3);
+    }
+
+    #[test]
+    fn the_reads_run_on_the_real_schema() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::localdb::apply_migrations(&conn).unwrap();
+        let (net, address) = (Literal::Text("polygon"), Literal::Text("0xdep"));
+        for sql in [
+            render_batch(&[(ENDED, &[Literal::Integer(5)])]),
+            render_batch(&[(OF_DEPOSIT, &[net, address])]),
+            render_batch(&[(HIGHEST_SENT, &[net, address])]),
+            render_batch(&[(TREASURY_SENDERS, &[net])]),
+        ] {
+            conn.execute_batch(&sql.unwrap()).unwrap();
+        }
+    }
+}
