@@ -17,6 +17,10 @@ use crate::{eventually, free_port, root};
 /// `m/44'/60'/0'/0` of BIP39's "abandon … about" test mnemonic: the deposit key of the tests
 /// (its child 0 is the widely published `0x9858EfFD232B4033E47d90003D41EC34EcaEda94`).
 pub const TEST_XPUB: &str = "xpub6EF8jXqFeFEW5bwMU7RpQtHkzE4KJxcqJtvkCjJumzW8CPpacXkb92ek4WzLQXjL93HycJwTPUAcuNxCqFPKKU5m5Z2Vq4nCyh5CyPeBFFr";
+/// BIP39's well-known test mnemonic: the custody wallet of [`TEST_XPUB`], which the sweep reads
+/// from stdin.
+pub const TEST_MNEMONIC: &str = "abandon abandon abandon abandon abandon abandon abandon abandon \
+                                 abandon abandon abandon about";
 
 /// A local EVM node, stopped when dropped, or when the test process ends however it ends (a
 /// shared node in a static is never dropped): a watchdog shell stops it when its stdin closes.

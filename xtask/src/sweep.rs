@@ -32,7 +32,7 @@ use serde_json::Value;
 use crate::secrets::Target;
 use keys::{Custody, Key};
 use node::Node;
-use store::{Deposit, NewSweep};
+use store::{Deposit, NewSweep, Stored};
 
 /// What stands for a deposit's token when it is paid in the network's coin.
 const NATIVE: &str = "native";
@@ -143,6 +143,10 @@ struct Run<'a, 'w> {
     out: &'w mut dyn Write,
     summary: Summary,
     watching: Vec<Watching>,
+    /// The next nonce stored transactions leave the custody gas address, per network.
+    gas_next: BTreeMap<String, u64>,
+    /// The treasury's address as the worker sends from it, per network.
+    senders: BTreeMap<String, Vec<String>>,
 }
 
 /// Sweeps every deposit whose watch has ended and that holds a balance, with `mnemonic` (the
@@ -168,7 +172,8 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
     if treasury == gas.address {
         return Err("the treasury cannot be the custody gas address".to_owned());
     }
-    let deposits = store::ended(&opts.target, opts.now)?;
+    let snapshot = store::snapshot(&opts.target, opts.now, &gas.address)?;
+    let deposits = snapshot.deposits;
     let mut by_network: BTreeMap<&str, Vec<&Deposit>> = BTreeMap::new();
     for deposit in &deposits {
         by_network
@@ -182,7 +187,10 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
         out,
         summary: Summary::default(),
         watching: Vec::new(),
+        gas_next: snapshot.gas_next,
+        senders: snapshot.treasury,
     };
+    let open = snapshot.open;
     let opening = format!(
         "{} deposits' watches have ended; the custody gas address is {}; sweeping to the \
          treasury {}",
@@ -214,7 +222,19 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
             gas: &gas,
         };
         for deposit in list {
-            if let Err(why) = run.deposit(&custody, &net, nodes.len() - 1, deposit) {
+            let rows: Vec<Stored> = open
+                .iter()
+                .filter(|r| {
+                    let of = if r.kind == "sweep" {
+                        &r.from_address
+                    } else {
+                        &r.to_address
+                    };
+                    *of == deposit.address
+                })
+                .cloned()
+                .collect();
+            if let Err(why) = run.deposit(&custody, &net, nodes.len() - 1, deposit, rows) {
                 run.say(format!("{name}: {} refused: {why}", deposit.address));
                 run.summary.refused += 1;
             }
@@ -275,7 +295,7 @@ impl Run<'_, '_> {
                 config.chain_id
             ));
         }
-        let senders = store::treasury_senders(&self.opts.target, name)?;
+        let senders = self.senders.get(name).cloned().unwrap_or_default();
         if !senders.is_empty() && !senders.contains(&self.treasury) {
             return Err(format!(
                 "the treasury given ({}) is not the address the worker's treasury sends from \
@@ -298,6 +318,7 @@ impl Run<'_, '_> {
         net: &Net<'_>,
         node_index: usize,
         deposit: &Deposit,
+        mut rows: Vec<Stored>,
     ) -> Result<(), String> {
         let index = u32::try_from(deposit.derivation_index)
             .ok()
@@ -315,8 +336,12 @@ impl Run<'_, '_> {
             net.name, deposit.address, deposit.asset
         );
         for _ in 0..ATTEMPTS {
-            match self.attempt(net, deposit, &key, &label)? {
-                Step::Again => continue,
+            match self.attempt(net, deposit, &key, &label, &rows)? {
+                // Another signer took a nonce: what it stored is read again.
+                Step::Again => {
+                    rows = store::of_deposit(&self.opts.target, net.name, &deposit.address)?;
+                }
+                Step::Funded(funding) => rows.push(*funding),
                 Step::Nothing => return Ok(()),
                 Step::Watch(hash, raw, waited) => {
                     if waited {
@@ -343,9 +368,9 @@ impl Run<'_, '_> {
         deposit: &Deposit,
         key: &Key,
         label: &str,
+        rows: &[Stored],
     ) -> Result<Step, String> {
-        let (target, node) = (&self.opts.target, net.node);
-        let rows = store::of_deposit(target, net.name, &deposit.address)?;
+        let node = net.node;
         if let Some(sent) = rows.iter().find(|r| r.kind == "sweep" && r.state == "sent") {
             return Ok(Step::Watch(sent.tx_hash.clone(), sent.raw.clone(), true));
         }
@@ -438,8 +463,10 @@ impl Run<'_, '_> {
                     coin
                 ));
             } else {
-                self.fund(net, deposit, need - coin, price, label)?;
-                return Ok(Step::Again);
+                return Ok(match self.fund(net, deposit, need - coin, price, label)? {
+                    Some(funding) => Step::Funded(Box::new(funding)),
+                    None => Step::Again,
+                });
             };
             let data = hex_bytes(&call)?;
             (
@@ -497,7 +524,8 @@ impl Run<'_, '_> {
     }
 
     /// Sends `wei` from the custody gas address to a token deposit for its sweep's gas, and
-    /// waits until it is mined.
+    /// waits until it is mined; the funding as stored, or `None` when another signer took its
+    /// nonce or funds the deposit.
     fn fund(
         &mut self,
         net: &Net<'_>,
@@ -505,10 +533,9 @@ impl Run<'_, '_> {
         wei: u128,
         price: u128,
         label: &str,
-    ) -> Result<(), String> {
+    ) -> Result<Option<Stored>, String> {
         let (target, node, gas) = (&self.opts.target, net.node, net.gas);
-        let stored_next =
-            store::highest_sent_nonce(target, net.name, &gas.address)?.map_or(0, |n| n + 1);
+        let stored_next = self.gas_next.get(net.name).copied().unwrap_or(0);
         let nonce = node.pending_nonce(&gas.address)?.max(stored_next);
         let limit = node.estimate(&gas.address, &deposit.address, wei, "0x")?;
         let have = node.coin_balance(&gas.address, node.head()?)?;
@@ -535,6 +562,7 @@ impl Run<'_, '_> {
             data: Vec::new(),
         };
         let signed = tx.sign(&gas.signing).map_err(|e| e.to_string())?;
+        let now = unix_now();
         let stored = store::insert(
             target,
             &NewSweep {
@@ -551,12 +579,13 @@ impl Run<'_, '_> {
                 gas_limit: limit,
                 gas_price: price,
                 raw: &signed.raw,
-                now: unix_now(),
+                now,
             },
         )?;
         if !stored {
-            return Ok(()); // another signer funds it, or took the nonce: look again
+            return Ok(None); // another signer funds it, or took the nonce: look again
         }
+        self.gas_next.insert(net.name.to_owned(), nonce + 1);
         if let Err(e) = node.send_raw(&signed.raw) {
             self.say(format!(
                 "{label}: broadcast of its gas funding refused ({e}); it is stored and broadcast \
@@ -573,7 +602,19 @@ impl Run<'_, '_> {
                     signed.hash,
                     node::quantity(&receipt["blockNumber"]).unwrap_or(0)
                 ));
-                Ok(())
+                Ok(Some(Stored {
+                    tx_hash: signed.hash,
+                    kind: "gas".to_owned(),
+                    from_address: gas.address.clone(),
+                    to_address: deposit.address.clone(),
+                    nonce: i64::try_from(nonce).unwrap_or(i64::MAX),
+                    units: wei.to_string(),
+                    gas_limit: i64::try_from(limit).unwrap_or(i64::MAX),
+                    gas_price: price.to_string(),
+                    raw: signed.raw,
+                    state: "sent".to_owned(),
+                    created_at: now,
+                }))
             }
             Some(_) => Err(format!("its gas funding {} reverted", signed.hash)),
             None => Err(format!(
@@ -586,8 +627,10 @@ impl Run<'_, '_> {
 
 /// What one look at a deposit leads to.
 enum Step {
-    /// Look again (another signer took the nonce, or its gas was just funded).
+    /// Look again at what is stored: another signer took a nonce, or funds the deposit.
     Again,
+    /// Its gas was funded (and mined): sweep it.
+    Funded(Box<Stored>),
     /// Nothing to send.
     Nothing,
     /// A sweep to see mined: sent now, or (true) sent before.

@@ -30,6 +30,7 @@ mod rotation;
 mod service;
 mod settlement;
 mod stranded;
+mod sweep;
 mod token;
 mod transactions;
 mod webhooks;

@@ -5,6 +5,8 @@
 //! sender's nonce (`custody_sweeps_nonce` is unique), and a gas funding is refused while an
 //! earlier one to the same deposit is not yet spent by a sweep.
 
+use std::collections::BTreeMap;
+
 use payrail_credentials::sql::Literal;
 use serde::Deserialize;
 use serde_json::Value;
@@ -87,86 +89,128 @@ pub struct NewSweep<'a> {
     pub now: i64,
 }
 
-/// The rows of the last statement of wrangler's `--json` answer.
-fn rows<R: for<'de> Deserialize<'de>>(stdout: &str) -> Result<Vec<R>, String> {
+/// Each statement's rows of wrangler's `--json` answer.
+fn all_rows(stdout: &str) -> Result<Vec<Value>, String> {
     let answer: Value = serde_json::from_str(stdout)
         .map_err(|_| format!("unexpected output from wrangler:\n{stdout}"))?;
-    let last = answer
+    answer
         .as_array()
-        .and_then(|all| all.last())
-        .map(|r| r["results"].clone())
-        .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))?;
-    serde_json::from_value(last)
-        .map_err(|e| format!("unexpected rows from wrangler ({e}):\n{stdout}"))
+        .map(|all| all.iter().map(|r| r["results"].clone()).collect())
+        .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))
 }
 
-fn query<R: for<'de> Deserialize<'de>>(
-    target: &Target,
-    sql: &str,
-    values: &[Literal<'_>],
-) -> Result<Vec<R>, String> {
-    rows(&execute(&render_batch(&[(sql, values)])?, target)?)
+/// The rows of statement `n` of an answer, as `R`.
+fn nth<R: for<'de> Deserialize<'de>>(answers: &[Value], n: usize) -> Result<Vec<R>, String> {
+    let rows = answers
+        .get(n)
+        .cloned()
+        .ok_or("wrangler answered fewer statements than it was given")?;
+    serde_json::from_value(rows).map_err(|e| format!("unexpected rows from wrangler: {e}"))
 }
 
-const ENDED: &str = "SELECT address, derivation_index, network, asset, token, decimals \
-     FROM deposit_watches WHERE watch_until < ?1 ORDER BY network, derivation_index";
-const OF_DEPOSIT: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, \
-     gas_limit, gas_price, raw, state, created_at FROM custody_sweeps WHERE network = ?1 \
-     AND ((kind = 'sweep' AND from_address = ?2) OR (kind = 'gas' AND to_address = ?2)) \
-     ORDER BY created_at, nonce";
-const HIGHEST_SENT: &str = "SELECT max(nonce) AS nonce FROM custody_sweeps WHERE network = ?1 \
-     AND from_address = ?2 AND state = 'sent'";
-const TREASURY_SENDERS: &str =
-    "SELECT DISTINCT lower(sender) AS sender FROM chain_sends WHERE network = ?1";
+/// The rows of the last statement of wrangler's `--json` answer.
+fn rows<R: for<'de> Deserialize<'de>>(stdout: &str) -> Result<Vec<R>, String> {
+    let answers = all_rows(stdout)?;
+    nth(&answers, answers.len().saturating_sub(1))
+}
 
 fn integer(n: u64) -> Result<i64, String> {
     i64::try_from(n).map_err(|_| format!("{n} is out of range"))
 }
 
-/// The deposits whose watch ended before `now` (Unix seconds), by network and index.
-pub fn ended(target: &Target, now: i64) -> Result<Vec<Deposit>, String> {
-    query(target, ENDED, &[Literal::Integer(now)])
+/// The deposits whose watch has ended.
+const ENDED: &str = "SELECT address, derivation_index, network, asset, token, decimals \
+     FROM deposit_watches WHERE watch_until < ?1 ORDER BY network, derivation_index";
+/// The sweeps that still matter to them: those that may still be mined (`sent`), and gas
+/// fundings no sweep has spent yet.
+const OPEN: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, gas_limit, \
+     gas_price, raw, state, created_at FROM custody_sweeps g WHERE (g.state = 'sent' \
+     OR (g.kind = 'gas' AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
+      WHERE s.network = g.network AND s.kind = 'sweep' AND s.from_address = g.to_address \
+      AND s.created_at >= g.created_at))) \
+     AND EXISTS (SELECT 1 FROM deposit_watches w WHERE w.watch_until < ?1 \
+      AND w.network = g.network \
+      AND w.address = CASE g.kind WHEN 'sweep' THEN g.from_address ELSE g.to_address END) \
+     ORDER BY created_at, nonce";
+/// One deposit's sweeps and fundings, as [`OPEN`] and after.
+const OF_DEPOSIT: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, \
+     gas_limit, gas_price, raw, state, created_at FROM custody_sweeps WHERE network = ?1 \
+     AND ((kind = 'sweep' AND from_address = ?2) OR (kind = 'gas' AND to_address = ?2)) \
+     ORDER BY created_at, nonce";
+/// The highest nonce of the gas address's transactions that may still be mined, per network.
+const GAS_NONCES: &str = "SELECT network, max(nonce) AS nonce FROM custody_sweeps \
+     WHERE from_address = ?1 AND state = 'sent' GROUP BY network";
+/// The addresses the treasury's transactions were sent from (the worker's treasury), per
+/// network.
+const TREASURY_SENDERS: &str =
+    "SELECT DISTINCT network, lower(sender) AS sender FROM chain_sends ORDER BY network";
+
+/// What a sweep starts from, read in one go.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The deposits whose watch has ended, by network and index.
+    pub deposits: Vec<Deposit>,
+    /// Their sweeps still `sent`, and their gas fundings not yet spent by a sweep.
+    pub open: Vec<Stored>,
+    /// The next nonce stored transactions leave the custody gas address, per network.
+    pub gas_next: BTreeMap<String, u64>,
+    /// The treasury's address as the worker sends from it, per network (where it has sent).
+    pub treasury: BTreeMap<String, Vec<String>>,
 }
 
-/// Every sweep from `address` on `network`, and every gas funding to it, oldest first.
-pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<Stored>, String> {
-    query(
-        target,
-        OF_DEPOSIT,
-        &[Literal::Text(network), Literal::Text(address)],
-    )
-}
-
-/// The highest nonce stored for `sender` on `network` that may still be mined (`sent`), if any.
-pub fn highest_sent_nonce(
-    target: &Target,
-    network: &str,
-    sender: &str,
-) -> Result<Option<u64>, String> {
+/// Reads what a sweep at `now` (Unix seconds) starts from, with the custody gas address
+/// `gas`: one wrangler call.
+pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String> {
     #[derive(Deserialize)]
-    struct Highest {
+    struct Nonce {
+        network: String,
         nonce: Option<i64>,
     }
-    let found: Vec<Highest> = query(
-        target,
-        HIGHEST_SENT,
-        &[Literal::Text(network), Literal::Text(sender)],
-    )?;
-    Ok(found
-        .first()
-        .and_then(|h| h.nonce)
-        .and_then(|n| u64::try_from(n).ok()))
-}
-
-/// The addresses the treasury's transactions on `network` were sent from (the treasury's, as
-/// the worker derives it from its key).
-pub fn treasury_senders(target: &Target, network: &str) -> Result<Vec<String>, String> {
     #[derive(Deserialize)]
     struct Sender {
+        network: String,
         sender: String,
     }
-    let found: Vec<Sender> = query(target, TREASURY_SENDERS, &[Literal::Text(network)])?;
-    Ok(found.into_iter().map(|s| s.sender).collect())
+    let when = [Literal::Integer(now)];
+    let answers = all_rows(&execute(
+        &render_batch(&[
+            (ENDED, &when),
+            (OPEN, &when),
+            (GAS_NONCES, &[Literal::Text(gas)]),
+            (TREASURY_SENDERS, &[]),
+        ])?,
+        target,
+    )?)?;
+    let mut snapshot = Snapshot {
+        deposits: nth(&answers, 0)?,
+        open: nth(&answers, 1)?,
+        ..Snapshot::default()
+    };
+    for n in nth::<Nonce>(&answers, 2)? {
+        if let Some(nonce) = n.nonce.and_then(|n| u64::try_from(n).ok()) {
+            snapshot.gas_next.insert(n.network, nonce + 1);
+        }
+    }
+    for s in nth::<Sender>(&answers, 3)? {
+        snapshot
+            .treasury
+            .entry(s.network)
+            .or_default()
+            .push(s.sender);
+    }
+    Ok(snapshot)
+}
+
+/// Every sweep from `address` on `network`, and every gas funding to it, oldest first (read
+/// again when another signer took a nonce).
+pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<Stored>, String> {
+    rows(&execute(
+        &render_batch(&[(
+            OF_DEPOSIT,
+            &[Literal::Text(network), Literal::Text(address)],
+        )])?,
+        target,
+    )?)
 }
 
 /// Stores `sweep` as `sent`, unless its sender's nonce is taken, or (a gas funding) an earlier
@@ -330,11 +374,11 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         crate::localdb::apply_migrations(&conn).unwrap();
         let (net, address) = (Literal::Text("polygon"), Literal::Text("0xdep"));
+        let when = [Literal::Integer(5)];
         for sql in [
-            render_batch(&[(ENDED, &[Literal::Integer(5)])]),
+            render_batch(&[(ENDED, &when), (OPEN, &when)]),
             render_batch(&[(OF_DEPOSIT, &[net, address])]),
-            render_batch(&[(HIGHEST_SENT, &[net, address])]),
-            render_batch(&[(TREASURY_SENDERS, &[net])]),
+            render_batch(&[(GAS_NONCES, &[address]), (TREASURY_SENDERS, &[])]),
         ] {
             conn.execute_batch(&sql.unwrap()).unwrap();
         }

@@ -1,0 +1,574 @@
+//! The custody sweep on a real local chain, in production mode: `xtask sweep --local`, run as an
+//! operator runs it (the custody mnemonic piped on stdin), moves the deposits whose watch has
+//! ended to the treasury (a token deposit's gas funded from the custody gas address first, a
+//! coin deposit paying its own), leaves a watched deposit alone, sends nothing when run again,
+//! and two sweeps at once send each deposit once; the worker's cron makes every sweep final and
+//! posts it to the books: custody at zero, the treasury credited, the gas posted at what the
+//! receipts say, and every ledger balanced.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use payrail_tests::chain::{Anvil, TEST_MNEMONIC, TEST_XPUB};
+use payrail_tests::{eventually, root, Worker};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+/// Confirmations on the tests' networks.
+const DEPTH: u64 = 2;
+
+/// A chain with USDC (on `polygon`) and ether (on `base`, the same node), a production worker
+/// watching both, a treasury, and a funded custody gas address.
+struct Setup {
+    anvil: Anvil,
+    usdc: String,
+    customer: String,
+    treasury: String,
+    gas: String,
+    chains: String,
+    worker: Worker,
+}
+
+fn start() -> Setup {
+    let anvil = Anvil::start();
+    let usdc = anvil.token("USD Coin", "USDC");
+    let customer = anvil.account(1);
+    anvil.mint(&usdc, &customer, 1_000_000_000_000);
+    let eth = anvil.feed("ETH / USD", 300_000_000_000, anvil.time());
+    let chains = json!({
+        "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": DEPTH,
+            "tokens": {"USDC": {"address": usdc}}},
+        "base": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": DEPTH,
+            "native": "ETH", "feeds": {"ETH/USD": {"address": eth}}}
+    })
+    .to_string();
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[("PAYRAIL_EVM_XPUB", TEST_XPUB), ("PAYRAIL_CHAINS", &chains)],
+    );
+    // The treasury: an account nobody else here pays from.
+    let treasury = anvil.account(4).to_ascii_lowercase();
+    let gas = xtask::sweep::keys::gas_address(TEST_MNEMONIC).unwrap();
+    anvil.pay_ether(&anvil.account(0), &gas, 10u128.pow(18));
+    Setup {
+        anvil,
+        usdc,
+        customer,
+        treasury,
+        gas,
+        chains,
+        worker,
+    }
+}
+
+/// This module's chain and worker, one test at a time: each runs the cron and the sweep, which
+/// sweeps every ended deposit, and counts what they did.
+fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    (guard, SETUP.get_or_init(start))
+}
+
+/// A paid deposit: its address, and what it received (base units or wei).
+struct Paid {
+    address: String,
+    units: u128,
+}
+
+impl Setup {
+    fn status(&self, session: &str) -> Value {
+        let reply = self.worker.send(
+            self.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            Some("/checkout/{id}/status"),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()
+    }
+
+    /// A checkout of `amount` USD: its session id.
+    fn checkout(&self, amount: &str, reference: &str) -> String {
+        let key = &self.worker.credentials.institutions[0].merchants[0].public_key;
+        let session = self.worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Swept",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        session["id"].as_str().unwrap().to_owned()
+    }
+
+    /// The session's deposit address (lower case) and the units it asks for.
+    fn deposit(&self, session: &str) -> (String, u128) {
+        let (address, units): (String, String) = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT w.address, w.base_units FROM checkout_sessions s \
+                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        (address, units.parse().unwrap())
+    }
+
+    /// Waits until the session's payment is credited.
+    fn credited(&self, session: &str) {
+        self.anvil.mine(DEPTH);
+        eventually(
+            "the payment to be credited",
+            Duration::from_secs(30),
+            || (self.status(session)["status"] == "succeeded").then_some(()),
+        );
+    }
+
+    /// A checkout paid exactly in USDC on polygon and credited.
+    fn paid_in_usdc(&self, amount: &str, reference: &str) -> Paid {
+        let session = self.checkout(amount, reference);
+        let (address, units) = self.deposit(&session);
+        self.anvil
+            .transfer(&self.usdc, &self.customer, &address, units);
+        self.credited(&session);
+        Paid { address, units }
+    }
+
+    /// A checkout paid exactly in ether on base and credited.
+    fn paid_in_ether(&self, amount: &str, reference: &str) -> Paid {
+        let session = self.checkout(amount, reference);
+        let reply = self.worker.send(
+            self.worker
+                .request(Method::POST, &format!("/checkout/{session}/method"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body("method=ETH:base"),
+            None,
+        );
+        assert_eq!(reply.status, 303, "{}", reply.text);
+        let (address, wei) = self.deposit(&session);
+        self.anvil.pay_ether(&self.customer, &address, wei);
+        self.credited(&session);
+        Paid {
+            address,
+            units: wei,
+        }
+    }
+
+    /// Ends the watch of `deposit` (as seven days after its checkout would).
+    fn end_watch(&self, deposit: &Paid) {
+        self.worker
+            .database()
+            .execute(
+                "UPDATE deposit_watches SET watch_until = unixepoch() - 1 WHERE address = ?1",
+                [&deposit.address],
+            )
+            .unwrap();
+    }
+
+    /// Starts `xtask sweep --local` on this worker's database, the mnemonic piped on stdin.
+    fn spawn_sweep(&self) -> std::process::Child {
+        let mut child = Command::new(xtask_binary())
+            .args(["sweep", "--local", "--persist-to"])
+            .arg(self.worker.persist_to())
+            .args(["--treasury", &self.treasury, "--wait", "60"])
+            .env("PAYRAIL_CHAINS", &self.chains)
+            .env("PAYRAIL_EVM_XPUB", TEST_XPUB)
+            .current_dir(root())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start xtask sweep");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{TEST_MNEMONIC}").unwrap();
+        drop(stdin);
+        child
+    }
+
+    /// Runs one sweep to its end; its output.
+    fn sweep(&self) -> String {
+        succeeded(self.spawn_sweep().wait_with_output().unwrap())
+    }
+
+    /// The custody sweeps stored: (kind, from, to, state, hash), oldest first.
+    fn sweeps(&self) -> Vec<(String, String, String, String, String)> {
+        let db = self.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT kind, from_address, to_address, state, tx_hash FROM custody_sweeps \
+                 ORDER BY created_at, kind, nonce",
+            )
+            .unwrap();
+        statement
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Runs the cron, mining a block each time, until no sweep is `sent`.
+    fn confirm_sweeps(&self) {
+        eventually(
+            "the worker to make every sweep final",
+            Duration::from_secs(60),
+            || {
+                self.anvil.mine(1);
+                self.worker.cron();
+                self.sweeps().iter().all(|s| s.3 != "sent").then_some(())
+            },
+        );
+    }
+
+    /// An account's balance on its normal side, from the books.
+    fn book_balance(&self, network: &str, token: &str, kind: &str, owner: &str) -> i128 {
+        let row: Option<(String, String)> = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts \
+                 WHERE network = ?1 AND token = ?2 AND kind = ?3 AND owner = ?4",
+                [network, token, kind, owner],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok();
+        let (debits, credits) = row.map_or((0, 0), |(d, c)| {
+            (d.parse::<i128>().unwrap(), c.parse::<i128>().unwrap())
+        });
+        if matches!(kind, "custody" | "treasury" | "gas") {
+            debits - credits
+        } else {
+            credits - debits
+        }
+    }
+
+    /// The transfer with `id`: (debit, credit, amount).
+    fn transfer(&self, id: &str) -> (String, String, u128) {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT debit_account, credit_account, amount FROM ledger_transfers WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get::<_, String>(2)?.parse().unwrap(),
+                    ))
+                },
+            )
+            .unwrap_or_else(|e| panic!("no transfer {id}: {e}"))
+    }
+
+    /// Every ledger's debits equal its credits, in the accounts' totals and in the transfers.
+    fn assert_books_balance(&self) {
+        let db = self.worker.database();
+        let mut sums: BTreeMap<(String, String), (i128, i128)> = BTreeMap::new();
+        let mut statement = db
+            .prepare("SELECT network, token, debits_posted, credits_posted FROM ledger_accounts")
+            .unwrap();
+        let rows = statement
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .unwrap();
+        for row in rows {
+            let (network, token, debits, credits) = row.unwrap();
+            let sum = sums.entry((network, token)).or_default();
+            sum.0 += debits.parse::<i128>().unwrap();
+            sum.1 += credits.parse::<i128>().unwrap();
+        }
+        assert!(!sums.is_empty());
+        for (ledger, (debits, credits)) in &sums {
+            assert_eq!(debits, credits, "{ledger:?} is out of balance");
+        }
+        let unbalanced: i64 = db
+            .query_row(
+                "SELECT count(*) FROM ledger_accounts a WHERE CAST(a.debits_posted AS INTEGER) <> \
+                 (SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers t \
+                  WHERE t.debit_account = a.id AND t.phase IN ('single', 'post')) \
+                 OR CAST(a.credits_posted AS INTEGER) <> \
+                 (SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers t \
+                  WHERE t.credit_account = a.id AND t.phase IN ('single', 'post'))",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(unbalanced, 0, "every account's totals are its transfers'");
+    }
+
+    /// Gas used × effective price of a mined transaction, in wei.
+    fn gas_paid(&self, hash: &str) -> u128 {
+        let receipt = self.anvil.receipt(hash);
+        assert_eq!(receipt["status"], "0x1", "{receipt}");
+        quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"])
+    }
+}
+
+fn quantity(value: &Value) -> u128 {
+    u128::from_str_radix(value.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// The output of a command that succeeded.
+fn succeeded(output: Output) -> String {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(
+        output.status.success(),
+        "xtask sweep failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        !stdout.contains(TEST_MNEMONIC) && !stderr.contains("abandon"),
+        "the mnemonic is never printed"
+    );
+    stdout
+}
+
+/// The `xtask` command, built once (as `cargo run -p xtask` would).
+fn xtask_binary() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let output = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "xtask",
+                "--bin",
+                "xtask",
+                "--message-format=json",
+            ])
+            .current_dir(root())
+            .output()
+            .expect("build xtask");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|m| m["target"]["name"] == "xtask")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("the xtask binary's path")
+    })
+}
+
+#[test]
+fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
+    let (_one, s) = shared();
+    let token = s.paid_in_usdc("12.50", "SWEEP-USDC");
+    let coin = s.paid_in_ether("9.00", "SWEEP-ETH");
+    let watched = s.paid_in_usdc("3.00", "SWEEP-WATCHED");
+    s.end_watch(&token);
+    s.end_watch(&coin);
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let treasury_ether = s.anvil.ether_balance(&s.treasury);
+    let gas_before = s.anvil.ether_balance(&s.gas);
+
+    let output = s.sweep();
+    assert!(output.contains(&token.address), "{output}");
+    assert!(output.contains(&coin.address), "{output}");
+    assert!(!output.contains(&watched.address), "{output}");
+
+    // On chain: both deposits emptied into the treasury; the watched one untouched.
+    assert_eq!(s.anvil.balance_of(&s.usdc, &token.address), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        token.units
+    );
+    assert_eq!(
+        s.anvil.ether_balance(&coin.address),
+        0,
+        "all of it, less its gas"
+    );
+    assert_eq!(s.anvil.balance_of(&s.usdc, &watched.address), watched.units);
+    let rows = s.sweeps();
+    let of = |address: &str| -> Vec<_> {
+        rows.iter()
+            .filter(|r| r.1 == address || r.2 == address)
+            .cloned()
+            .collect()
+    };
+    assert!(of(&watched.address).is_empty(), "{rows:?}");
+    // The token deposit: its gas funded from the custody gas address, then its sweep.
+    let token_rows = of(&token.address);
+    assert_eq!(token_rows.len(), 2, "{token_rows:?}");
+    let (funding, token_sweep) = (&token_rows[0], &token_rows[1]);
+    assert_eq!(
+        (funding.0.as_str(), funding.1.as_str()),
+        ("gas", s.gas.as_str())
+    );
+    assert_eq!(
+        (token_sweep.0.as_str(), token_sweep.2.as_str()),
+        ("sweep", s.treasury.as_str())
+    );
+    let coin_rows = of(&coin.address);
+    assert_eq!(coin_rows.len(), 1, "{coin_rows:?}");
+    let coin_sweep = &coin_rows[0];
+    let coin_gas = s.gas_paid(&coin_sweep.4);
+    assert_eq!(
+        s.anvil.ether_balance(&s.treasury) - treasury_ether,
+        coin.units - coin_gas
+    );
+    // The gas address paid exactly the funding and the funding's own gas.
+    let funded = s.anvil.ether_balance(&token.address) + s.gas_paid(&token_sweep.4);
+    assert_eq!(
+        gas_before - s.anvil.ether_balance(&s.gas),
+        funded + s.gas_paid(&funding.4)
+    );
+
+    // The worker makes them final at depth and posts them to the books.
+    s.confirm_sweeps();
+    let rows = s.sweeps();
+    assert!(rows.iter().all(|r| r.3 == "confirmed"), "{rows:?}");
+    let usdc = s.usdc.to_ascii_lowercase();
+    assert_eq!(
+        s.book_balance("polygon", &usdc, "custody", &token.address),
+        0
+    );
+    assert_eq!(
+        s.book_balance("base", "native", "custody", &coin.address),
+        0
+    );
+    // What the gas funding left at the token deposit (gas limit above gas used) is in the
+    // books, to the wei.
+    assert_eq!(
+        s.book_balance("polygon", "native", "custody", &token.address),
+        i128::try_from(s.anvil.ether_balance(&token.address)).unwrap()
+    );
+    let (debit, credit, amount) = s.transfer(&format!("sweep:polygon:{}", token_sweep.4));
+    assert_eq!(amount, token.units);
+    assert_eq!(debit, format!("polygon:{usdc}:treasury"));
+    assert_eq!(credit, format!("polygon:{usdc}:custody:{}", token.address));
+    let (_, _, amount) = s.transfer(&format!("sweep:base:{}", coin_sweep.4));
+    assert_eq!(amount, coin.units - coin_gas);
+    for (network, hash) in [
+        ("polygon", &token_sweep.4),
+        ("base", &coin_sweep.4),
+        ("polygon", &funding.4),
+    ] {
+        let (debit, _, amount) = s.transfer(&format!("sweep_gas:{network}:{hash}"));
+        assert_eq!(debit, format!("{network}:native:gas"));
+        assert_eq!(amount, s.gas_paid(hash), "the gas of {hash}");
+    }
+    let (debit, credit, amount) = s.transfer(&format!("gas_funding:polygon:{}", funding.4));
+    assert_eq!(debit, format!("polygon:native:custody:{}", token.address));
+    assert_eq!(credit, format!("polygon:native:custody:{}", s.gas));
+    assert_eq!(amount, funded);
+    assert!(
+        s.book_balance("polygon", &usdc, "treasury", "") >= i128::try_from(token.units).unwrap()
+    );
+    assert!(s.book_balance("polygon", "native", "custody", &s.gas) >= 0);
+    s.assert_books_balance();
+
+    // Run again: nothing is sent, nothing stored.
+    let before = s.sweeps();
+    let output = s.sweep();
+    assert!(output.contains("swept 0 deposits"), "{output}");
+    assert_eq!(s.sweeps(), before);
+    assert_eq!(s.anvil.balance_of(&s.usdc, &watched.address), watched.units);
+    // The cron run again posts nothing twice.
+    let transfers = || -> i64 {
+        s.worker
+            .database()
+            .query_row("SELECT count(*) FROM ledger_transfers", [], |r| r.get(0))
+            .unwrap()
+    };
+    let posted = transfers();
+    s.worker.cron();
+    assert_eq!(transfers(), posted);
+}
+
+#[test]
+fn two_sweeps_at_once_send_each_deposit_once() {
+    let (_one, s) = shared();
+    let token = s.paid_in_usdc("7.25", "RACE-USDC");
+    let coin = s.paid_in_ether("4.00", "RACE-ETH");
+    s.end_watch(&token);
+    s.end_watch(&coin);
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let treasury_ether = s.anvil.ether_balance(&s.treasury);
+    let gas_nonce = || {
+        quantity(
+            &s.anvil
+                .rpc("eth_getTransactionCount", json!([s.gas, "latest"])),
+        )
+    };
+    let gas_nonce_before = gas_nonce();
+
+    let (a, b) = (s.spawn_sweep(), s.spawn_sweep());
+    let outputs = [
+        succeeded(a.wait_with_output().unwrap()),
+        succeeded(b.wait_with_output().unwrap()),
+    ];
+
+    let rows = s.sweeps();
+    let count = |kind: &str, from: &str, to: &str| {
+        rows.iter()
+            .filter(|r| {
+                r.0 == kind && (from.is_empty() || r.1 == from) && (to.is_empty() || r.2 == to)
+            })
+            .count()
+    };
+    assert_eq!(
+        count("sweep", &token.address, ""),
+        1,
+        "{rows:?}\n{outputs:?}"
+    );
+    assert_eq!(
+        count("sweep", &coin.address, ""),
+        1,
+        "{rows:?}\n{outputs:?}"
+    );
+    assert_eq!(count("gas", "", &token.address), 1, "{rows:?}\n{outputs:?}");
+    assert_eq!(gas_nonce() - gas_nonce_before, 1, "one funding sent");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &token.address), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        token.units
+    );
+    assert_eq!(s.anvil.ether_balance(&coin.address), 0);
+    let coin_sweep = rows
+        .iter()
+        .find(|r| r.0 == "sweep" && r.1 == coin.address)
+        .unwrap();
+    assert_eq!(
+        s.anvil.ether_balance(&s.treasury) - treasury_ether,
+        coin.units - s.gas_paid(&coin_sweep.4)
+    );
+    // Each deposit's transactions: one each, mined (nothing sent that failed).
+    for address in [&token.address, &coin.address] {
+        let nonce = quantity(
+            &s.anvil
+                .rpc("eth_getTransactionCount", json!([address, "latest"])),
+        );
+        assert_eq!(nonce, 1, "{address} sent once");
+    }
+    s.confirm_sweeps();
+    assert!(s.sweeps().iter().all(|r| r.3 == "confirmed"));
+    let usdc = s.usdc.to_ascii_lowercase();
+    assert_eq!(
+        s.book_balance("polygon", &usdc, "custody", &token.address),
+        0
+    );
+    assert_eq!(
+        s.book_balance("base", "native", "custody", &coin.address),
+        0
+    );
+    s.assert_books_balance();
+}
