@@ -516,6 +516,22 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         succeeded(a.wait_with_output().unwrap()),
         succeeded(b.wait_with_output().unwrap()),
     ];
+    // Between them, they swept each deposit and funded the token deposit's gas once; what one
+    // of them found already sent by the other it waited on.
+    let counted = |what: &str| -> usize {
+        outputs
+            .iter()
+            .map(|o| {
+                let after = o.rsplit_once(what).map_or("", |(_, rest)| rest);
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                digits
+                    .parse::<usize>()
+                    .unwrap_or_else(|_| panic!("{what}: {o}"))
+            })
+            .sum()
+    };
+    assert_eq!(counted("swept "), 2, "{outputs:?}");
+    assert_eq!(counted("funding gas for "), 1, "{outputs:?}");
 
     let rows = s.sweeps();
     let count = |kind: &str, from: &str, to: &str| {

@@ -213,25 +213,26 @@ pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<S
     )?)
 }
 
-/// Stores `sweep` as `sent`, unless its sender's nonce is taken, or (a gas funding) an earlier
-/// funding of its deposit is not yet spent by a sweep. Whether this transaction is stored: only
-/// then may it be broadcast.
+/// Stores `sweep` as `sent`, unless its sender's nonce is taken (by another transaction, or by
+/// this one stored by another signer: signing is deterministic), or (a gas funding) an earlier
+/// funding of its deposit is not yet spent by a sweep. Whether this call stored it: only then
+/// may it broadcast it.
 pub fn insert(target: &Target, sweep: &NewSweep<'_>) -> Result<bool, String> {
     #[derive(Deserialize)]
-    struct Found {
-        found: i64,
+    struct Inserted {
+        #[allow(dead_code)]
+        tx_hash: String,
     }
-    let found: Vec<Found> = rows(&execute(&insert_sql(sweep)?, target)?)?;
-    Ok(found.first().is_some_and(|f| f.found == 1))
+    let inserted: Vec<Inserted> = rows(&execute(&insert_sql(sweep)?, target)?)?;
+    Ok(!inserted.is_empty())
 }
 
-/// [`insert`]'s statements, with their values written in.
+/// [`insert`]'s statement, with its values written in: it returns the row it inserted.
 fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
     let units = sweep.units.to_string();
     let price = sweep.gas_price.to_string();
-    let statements: [(&str, &[Literal<'_>]); 2] = [
-        (
-            "INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
+    let statements: [(&str, &[Literal<'_>]); 1] = [(
+        "INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
              from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
              created_at, updated_at) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sent', ?14, ?14 \
@@ -242,29 +243,24 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
               AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
                WHERE s.network = ?2 AND s.kind = 'sweep' AND s.from_address = ?8 \
                AND s.created_at >= g.created_at))) \
-             ON CONFLICT DO NOTHING",
-            &[
-                Literal::Text(sweep.tx_hash),
-                Literal::Text(sweep.network),
-                Literal::Text(sweep.token),
-                Literal::Text(sweep.asset),
-                Literal::Integer(i64::from(sweep.decimals)),
-                Literal::Text(sweep.kind),
-                Literal::Text(sweep.from),
-                Literal::Text(sweep.to),
-                Literal::Integer(integer(sweep.nonce)?),
-                Literal::Text(&units),
-                Literal::Integer(integer(sweep.gas_limit)?),
-                Literal::Text(&price),
-                Literal::Text(sweep.raw),
-                Literal::Integer(sweep.now),
-            ],
-        ),
-        (
-            "SELECT count(*) AS found FROM custody_sweeps WHERE tx_hash = ?1",
-            &[Literal::Text(sweep.tx_hash)],
-        ),
-    ];
+             ON CONFLICT DO NOTHING RETURNING tx_hash",
+        &[
+            Literal::Text(sweep.tx_hash),
+            Literal::Text(sweep.network),
+            Literal::Text(sweep.token),
+            Literal::Text(sweep.asset),
+            Literal::Integer(i64::from(sweep.decimals)),
+            Literal::Text(sweep.kind),
+            Literal::Text(sweep.from),
+            Literal::Text(sweep.to),
+            Literal::Integer(integer(sweep.nonce)?),
+            Literal::Text(&units),
+            Literal::Integer(integer(sweep.gas_limit)?),
+            Literal::Text(&price),
+            Literal::Text(sweep.raw),
+            Literal::Integer(sweep.now),
+        ],
+    )];
     render_batch(&statements)
 }
 
@@ -310,15 +306,16 @@ mod tests {
         }
     }
 
-    /// Runs [`insert`]'s statements on the real schema: whether the row was stored.
+    /// Runs [`insert`]'s statement on the real schema: whether it stored the row.
     fn stored(conn: &rusqlite::Connection, sweep: &NewSweep<'_>) -> bool {
         let sql = insert_sql(sweep).unwrap();
-        let (insert, check) = sql.split_once(";\n").unwrap();
-        conn.execute(insert, []).unwrap();
-        let found: i64 = conn
-            .query_row(check.trim_end_matches(";\n"), [], |r| r.get(0))
+        let mut statement = conn.prepare(sql.trim_end_matches(";\n")).unwrap();
+        let returned: Vec<String> = statement
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
             .unwrap();
-        found == 1
+        !returned.is_empty()
     }
 
     #[test]
@@ -335,8 +332,8 @@ mod tests {
             &conn,
             &new_sweep("gas", "0xa2", (gas, deposit), 0, 100)
         ));
-        // The same signed bytes again are the same row: stored (and broadcast twice, harmless).
-        assert!(stored(
+        // The same signed bytes from another signer: stored once, broadcast by that one.
+        assert!(!stored(
             &conn,
             &new_sweep("gas", "0xa1", (gas, deposit), 0, 100)
         ));
