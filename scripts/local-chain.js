@@ -1,7 +1,7 @@
 // Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
 // (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
 // (TestPriceFeed, Chainlink's interface), funds the demo customer wallet and the treasury
-// (anvil's accounts 1 and 2) with both tokens,
+// (anvil's accounts 1 and 2) with both tokens and the custody gas address with ether,
 // switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS and
 // the demo wallet on stdout. The node serves two networks: argv[3] (default polygon) takes the
 // tokens, argv[4] (default base) takes ether (anvil's accounts hold 10,000 each). Everything is local: a fresh anvil gets the same contract addresses every
@@ -24,6 +24,10 @@ const FEEDS = {
   "POL/USD": 50000000n,
 };
 const MINTED = 1000000n * 1000000n; // one million of each token, 6 decimals
+// The custody gas address of the local custody mnemonic (BIP39's "abandon … about"): child
+// 2147483647 of m/44'/60'/0'/0, from which `xtask sweep` pays token deposits' gas.
+const CUSTODY_GAS = "0x8848bfc75a28756b521b09afdc120bddddc7d7c9";
+const CUSTODY_GAS_WEI = 10n * 10n ** 18n;
 
 let id = 0;
 async function rpc(method, params) {
@@ -45,8 +49,8 @@ function string(text) {
 }
 const artefact = (name) => JSON.parse(fs.readFileSync(path.join(contracts, `${name}.json`), "utf8"));
 
-async function send(from, to, data) {
-  const tx = { from, data, gas: "0x2dc6c0" };
+async function send(from, to, data, value = 0n) {
+  const tx = { from, data, gas: "0x2dc6c0", value: "0x" + value.toString(16) };
   if (to) tx.to = to;
   const hash = await rpc("eth_sendTransaction", [tx]);
   for (let i = 0; i < 100; i++) {
@@ -83,6 +87,7 @@ async function main() {
     for (const holder of [customer, treasury])
       await send(deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
   }
+  await send(deployer, CUSTODY_GAS, "0x", CUSTODY_GAS_WEI);
   const block = await rpc("eth_getBlockByNumber", ["latest", false]);
   const now = BigInt(block.timestamp);
   const feeds = {};
@@ -101,7 +106,7 @@ async function main() {
     [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
     [etherNetwork]: { rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
   };
-  process.stdout.write(JSON.stringify({ chains, customer }) + "\n");
+  process.stdout.write(JSON.stringify({ chains, customer, custody_gas: CUSTODY_GAS }) + "\n");
 }
 
 main().catch((err) => {

@@ -215,7 +215,7 @@ fn set_psp_fee(args: &[String]) -> Result<(), String> {
 /// shell's history and the process list would keep it; wiped once read) and sweeps every deposit
 /// whose watch has ended into the treasury.
 fn sweep(args: &[String]) -> Result<(), String> {
-    use std::io::Read;
+    use std::io::{IsTerminal, Read};
     let opts = Options(args.to_vec());
     let target = target(&opts)?;
     let treasury = match opts.value("--treasury")? {
@@ -235,9 +235,15 @@ fn sweep(args: &[String]) -> Result<(), String> {
         .map_or(Ok(300), |s| s.parse::<u64>())
         .map_err(|_| "--wait must be a number of seconds")?;
     let mut mnemonic = Zeroizing::new(String::new());
-    std::io::stdin()
-        .read_to_string(&mut mnemonic)
-        .map_err(|e| format!("read the custody mnemonic from stdin: {e}"))?;
+    let stdin = std::io::stdin();
+    let read = if stdin.is_terminal() {
+        // Typed or pasted: one line, not echoed anywhere else.
+        eprint!("the custody mnemonic: ");
+        stdin.read_line(&mut mnemonic)
+    } else {
+        stdin.lock().read_to_string(&mut mnemonic)
+    };
+    read.map_err(|e| format!("read the custody mnemonic from stdin: {e}"))?;
     let options = sweep::Options {
         target,
         chains,

@@ -113,6 +113,8 @@ mod tests {
         assert_eq!(gas.address, custody.child(GAS_INDEX).unwrap().address);
         assert_ne!(gas.address, custody.child(0).unwrap().address);
         assert_eq!(gas_address(ABANDON).unwrap(), gas.address);
+        // The local custody gas address scripts/local-chain.js funds.
+        assert_eq!(gas.address, "0x8848bfc75a28756b521b09afdc120bddddc7d7c9");
         assert!(
             custody.child(GAS_INDEX + 1).is_err(),
             "hardened: not a deposit"
