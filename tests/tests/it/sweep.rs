@@ -2,9 +2,9 @@
 //! operator runs it (the custody mnemonic piped on stdin), moves the deposits whose watch has
 //! ended to the treasury (a token deposit's gas funded from the custody gas address first, a
 //! coin deposit paying its own), leaves a watched deposit alone, sends nothing when run again,
-//! and two sweeps at once send each deposit once; the worker's cron makes every sweep final and
-//! posts it to the books: custody at zero, the treasury credited, the gas posted at what the
-//! receipts say, and every ledger balanced.
+//! and two sweeps at once send each deposit once; the worker's cron makes every sweep final (a
+//! sweep the node lost broadcast again as signed) and posts it to the books: custody at zero, the
+//! treasury credited, the gas posted at what the receipts say, and every ledger balanced.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -171,10 +171,15 @@ impl Setup {
 
     /// Starts `xtask sweep --local` on this worker's database, the mnemonic piped on stdin.
     fn spawn_sweep(&self) -> std::process::Child {
+        self.spawn_sweep_waiting(60)
+    }
+
+    /// The same, waiting at most `seconds` for each transaction to be mined.
+    fn spawn_sweep_waiting(&self, seconds: u32) -> std::process::Child {
         let mut child = Command::new(xtask_binary())
             .args(["sweep", "--local", "--persist-to"])
             .arg(self.worker.persist_to())
-            .args(["--treasury", &self.treasury, "--wait", "60"])
+            .args(["--treasury", &self.treasury, "--wait", &seconds.to_string()])
             .env("PAYRAIL_CHAINS", &self.chains)
             .env("PAYRAIL_EVM_XPUB", TEST_XPUB)
             .current_dir(root())
@@ -582,6 +587,53 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         s.book_balance("polygon", &usdc, "custody", &token.address),
         0
     );
+    assert_eq!(
+        s.book_balance("base", "native", "custody", &coin.address),
+        0
+    );
+    s.assert_books_balance();
+}
+
+#[test]
+fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
+    let (_one, s) = shared();
+    let coin = s.paid_in_ether("5.00", "LOST-ETH");
+    s.end_watch(&coin);
+    // The node takes the sweep but mines nothing, then loses it (a restart, an eviction).
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    let output = succeeded(s.spawn_sweep_waiting(1).wait_with_output().unwrap());
+    let rows = s.sweeps();
+    let sweep = rows
+        .iter()
+        .find(|r| r.0 == "sweep" && r.1 == coin.address)
+        .unwrap_or_else(|| panic!("{rows:?}\n{output}"))
+        .clone();
+    assert!(output.contains("not mined yet"), "{output}");
+    s.anvil.rpc("anvil_dropTransaction", json!([sweep.4]));
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    assert!(s
+        .anvil
+        .rpc("eth_getTransactionByHash", json!([sweep.4]))
+        .is_null());
+    assert!(s.anvil.ether_balance(&coin.address) > 0);
+
+    // The worker broadcasts the same bytes again, and makes the sweep final once mined deep.
+    s.confirm_sweeps();
+    let row = s.sweeps().into_iter().find(|r| r.4 == sweep.4).unwrap();
+    assert_eq!(row.3, "confirmed");
+    assert_eq!(s.anvil.receipt(&sweep.4)["status"], "0x1");
+    assert_eq!(s.anvil.ether_balance(&coin.address), 0);
+    let posted: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM ledger_transfers WHERE reference = ?1 \
+             AND code IN ('sweep', 'sweep_gas')",
+            [&sweep.4],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(posted, 2, "the sweep and its gas, once");
     assert_eq!(
         s.book_balance("base", "native", "custody", &coin.address),
         0
