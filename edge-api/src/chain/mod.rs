@@ -20,6 +20,7 @@ pub mod config;
 pub mod deposit;
 pub mod error;
 pub mod evm;
+pub mod ledger;
 pub mod native;
 pub mod rates;
 pub mod refund;

@@ -294,7 +294,10 @@ impl Book {
                 &[id_list(&asked)],
             )
             .await?;
-            let ended: BTreeSet<&str> = rows.iter().filter_map(|r| r.pending_id.as_deref()).collect();
+            let ended: BTreeSet<&str> = rows
+                .iter()
+                .filter_map(|r| r.pending_id.as_deref())
+                .collect();
             for row in &rows {
                 book.done.insert(row.id.clone());
                 if row.phase == "pending" && !ended.contains(row.id.as_str()) {
@@ -327,8 +330,58 @@ impl Book {
         self.done.contains(id)
     }
 
-    /// Posts `t` in memory unless it already is; `Ok(false)`: it already was.
+    /// Reads `accounts` this book does not hold yet (before anything is posted to them).
+    pub async fn ensure(&mut self, db: &D1Database, accounts: &[Account]) -> DbResult<()> {
+        let missing: Vec<Account> = accounts
+            .iter()
+            .filter(|a| !self.books.accounts.contains_key(&a.id()))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let more = Book::load(db, &missing, &[], &[]).await?;
+        self.books.accounts.extend(more.books.accounts);
+        self.read_versions.extend(more.read_versions);
+        self.new.extend(more.new);
+        Ok(())
+    }
+
+    /// Reads the pending transfers of `reference` still open (a settlement's transaction, a
+    /// refund), so they can be posted or voided; returns them.
+    pub async fn open_of(&mut self, db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
+        let open = open_of(db, reference).await?;
+        for t in &open {
+            self.done.insert(t.id.clone());
+            self.books.open.insert(
+                t.id.clone(),
+                Open {
+                    debit: t.debit.clone(),
+                    credit: t.credit.clone(),
+                    amount: t.amount,
+                },
+            );
+        }
+        Ok(open)
+    }
+
+    /// The pending transfers still open that this book read, by id.
+    pub fn open(&self) -> &BTreeMap<String, Open> {
+        &self.books.open
+    }
+
+    /// Posts `t` in memory unless it already is, within every limit; `Ok(false)`: it already
+    /// was.
     pub fn post(&mut self, t: Transfer) -> Result<bool, Refusal> {
+        self.post_with(t, true)
+    }
+
+    /// Posts `t`, a final fact of the chain, whatever the limits (see `Books::record`).
+    pub fn record(&mut self, t: Transfer) -> Result<bool, Refusal> {
+        self.post_with(t, false)
+    }
+
+    fn post_with(&mut self, t: Transfer, limits: bool) -> Result<bool, Refusal> {
         if self.done.contains(&t.id) {
             return Ok(false);
         }
@@ -342,7 +395,11 @@ impl Book {
             read + i64::try_from(written).unwrap_or(i64::MAX)
         };
         let before = (version(self, &t.debit), version(self, &t.credit));
-        self.books.apply(&t)?;
+        if limits {
+            self.books.apply(&t)?;
+        } else {
+            self.books.record(&t)?;
+        }
         let after = (
             self.books.accounts[&t.debit].1,
             self.books.accounts[&t.credit].1,
@@ -469,6 +526,28 @@ impl Book {
             }
         }
         Ok(out)
+    }
+}
+
+/// What a settlement's or a refund's transaction carries, as the books need it when it ends.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Carried {
+    /// Token contract or `native`.
+    pub token: String,
+    /// Asset symbol.
+    pub symbol: String,
+    /// Decimals.
+    pub decimals: u32,
+    /// The institution.
+    pub institution_id: i64,
+    /// The merchant.
+    pub merchant_id: i64,
+}
+
+impl Carried {
+    /// (institution, merchant).
+    pub fn owners(&self) -> (i64, i64) {
+        (self.institution_id, self.merchant_id)
     }
 }
 
