@@ -118,6 +118,37 @@ impl Setup {
             .pay_ether(&self.anvil.account(0), &self.treasury, 10u128.pow(19));
         self.anvil
             .mint(&self.usdc, &self.treasury, 1_000_000_000_000);
+        self.books_funded();
+    }
+
+    /// The treasury's balance of `token` (`native` for the coin) in the books, in base units.
+    pub(super) fn treasury_book(&self, token: &str) -> u128 {
+        let (debits, credits): (String, String) = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+                [format!("polygon:{}:treasury", token.to_ascii_lowercase())],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap_or(("0".into(), "0".into()));
+        debits.parse::<u128>().unwrap() - credits.parse::<u128>().unwrap()
+    }
+
+    /// Runs the cron, mining the funding to its depth, until the books hold what the treasury
+    /// holds on chain (the operator's funding, booked by reconciliation).
+    pub(super) fn books_funded(&self) {
+        eventually(
+            "the treasury's funding in the books",
+            Duration::from_secs(60),
+            || {
+                self.anvil.mine(1);
+                self.worker.cron();
+                (self.treasury_book(&self.usdc) == self.anvil.balance_of(&self.usdc, &self.treasury)
+                    && self.treasury_book("native") == self.anvil.ether_balance(&self.treasury))
+                .then_some(())
+            },
+        );
     }
 
     /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
