@@ -294,7 +294,10 @@ impl Book {
                 &[id_list(&asked)],
             )
             .await?;
-            let ended: BTreeSet<&str> = rows.iter().filter_map(|r| r.pending_id.as_deref()).collect();
+            let ended: BTreeSet<&str> = rows
+                .iter()
+                .filter_map(|r| r.pending_id.as_deref())
+                .collect();
             for row in &rows {
                 book.done.insert(row.id.clone());
                 if row.phase == "pending" && !ended.contains(row.id.as_str()) {
