@@ -24,6 +24,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         // Chains first: a payment that arrived is credited before its checkout could expire.
         chain::watch::sweep(ctx).await,
         payments::expire_ended(ctx).await,
+        // The books meet the chain before anything is paid out: the operator's funding of the
+        // treasury is booked, and drift recorded.
+        chain::books::run(ctx).await,
         // Then what is held in custody goes to the merchants.
         chain::settle::run(ctx).await,
         chain::refund::run(ctx).await,

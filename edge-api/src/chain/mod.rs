@@ -16,6 +16,7 @@
 //! `watch` that derives its addresses, quotes and reads its chain; the rest of the worker sees
 //! only [`methods`], [`quote`], [`watch`] and [`settle`].
 
+pub mod books;
 pub mod config;
 pub mod deposit;
 pub mod error;
@@ -68,7 +69,7 @@ pub fn networks_within(
 
 /// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 180 to 100,000; 900 by
 /// default, inside the paid plan's 1,000 subrequests an invocation) and each task's share of
-/// them, 5 : 3 : 1, so none of them can starve the others.
+/// them, 4 : 3 : 1 : 1, so none of them can starve the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CronShares {
     /// Reading deposit addresses.
@@ -77,6 +78,8 @@ pub struct CronShares {
     pub settlement: u32,
     /// Sending refunds.
     pub refunds: u32,
+    /// Reconciling the books with the chain ([`books`]).
+    pub books: u32,
 }
 
 /// Node calls a cron run makes when `PAYRAIL_CRON_NODE_CALLS` does not say.
@@ -89,9 +92,10 @@ impl CronShares {
     /// The shares of `total` calls. Pure.
     pub fn of(total: u32) -> CronShares {
         CronShares {
-            watcher: total / 9 * 5,
+            watcher: total / 9 * 4,
             settlement: total / 9 * 3,
             refunds: total / 9,
+            books: total / 9,
         }
     }
 
@@ -379,10 +383,15 @@ mod tests {
     fn each_cron_task_has_a_share_that_fits_its_largest_step() {
         let shares = CronShares::of(super::DEFAULT_CRON_NODE_CALLS);
         assert_eq!(
-            (shares.watcher, shares.settlement, shares.refunds),
-            (500, 300, 100)
+            (
+                shares.watcher,
+                shares.settlement,
+                shares.refunds,
+                shares.books
+            ),
+            (400, 300, 100, 100)
         );
-        assert!(shares.watcher + shares.settlement + shares.refunds <= 1000);
+        assert!(shares.watcher + shares.settlement + shares.refunds + shares.books <= 1000);
         // The smallest total allowed still lets every task take its largest step on a token
         // network.
         let least = CronShares::of(super::MIN_CRON_NODE_CALLS);
@@ -399,5 +408,6 @@ mod tests {
             "{least:?}"
         );
         assert!(least.refunds >= super::refund::MOST_SEND_CALLS, "{least:?}");
+        assert!(least.books >= super::books::MOST_NETWORK_CALLS, "{least:?}");
     }
 }

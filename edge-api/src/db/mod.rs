@@ -21,6 +21,7 @@ pub mod merchants;
 pub mod notifications;
 pub mod origins;
 pub mod portal;
+pub mod reconciliations;
 pub mod refunds;
 pub mod sends;
 pub mod sessions;

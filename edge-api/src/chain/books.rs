@@ -1,0 +1,335 @@
+//! Reconciliation of the books with the chain, from the cron before settlement: for every
+//! configured network, each of its tokens and its coin, at the confirmed block
+//! `B = head + 1 − confirmations`.
+//!
+//! **Funding.** The operator funds the treasury (and the custody gas address, child
+//! [`GAS_ADDRESS_INDEX`] of the deposit key, with the coin) by sending it money: the books learn
+//! of it here. When the chain holds more there at `B` than the account's posted balance and
+//! nothing is in flight (no live transaction of the treasury on the network, no sweep sent),
+//! the excess is posted as funding from `world`
+//! ([`shared_types::ledger::postings::funding`]). The accounts are read before the chain, and
+//! the posting is guarded on the versions read ([`Book`]), so a transfer posted meanwhile can
+//! never be taken for funding: the batch fails and the next run looks again.
+//!
+//! A node that does not answer (or the run's calls being spent) skips that network until the
+//! next run: nothing is booked on a partial read.
+
+use serde_json::json;
+use shared_types::ledger::{postings, Kind, Ledger};
+
+use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
+use super::rpc::{self, Budget, Node};
+use super::{deposit, evm, native, treasury};
+use crate::ctx::Ctx;
+use crate::db;
+use crate::db::ledger::{self, Account, Book, When};
+use crate::db::reconciliations;
+use crate::error::ApiError;
+
+/// The custody gas address is this child of the deposit key (`PAYRAIL_EVM_XPUB`): the last
+/// non-hardened index, which deposit allocation never reaches.
+pub const GAS_ADDRESS_INDEX: i64 = deposit::MAX_INDEX;
+
+/// The most node calls one network's funding step makes: the chain id, the head, the
+/// treasury's balance of each token and of the coin, and the gas address's coin.
+pub(crate) const MOST_NETWORK_CALLS: u32 = 2 + config::TOKENS.len() as u32 + 1 + 1;
+
+/// One ledger of a network: a token (or the coin), what its amounts are in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asset {
+    /// The ledger (network and token contract, or `native`).
+    pub ledger: Ledger,
+    /// The asset's symbol.
+    pub symbol: String,
+    /// Its decimals.
+    pub decimals: u32,
+}
+
+impl Asset {
+    /// Its account of `kind` owned by `owner`.
+    pub fn account(&self, kind: Kind, owner: &str) -> Account {
+        Account::new(&self.ledger, (&self.symbol, self.decimals), kind, owner)
+    }
+
+    /// Whether it is the network's coin.
+    pub fn is_coin(&self) -> bool {
+        self.ledger.token == NATIVE_TOKEN
+    }
+}
+
+/// The ledgers of network `name`: each configured token, then its coin. Pure.
+pub fn assets(name: &str, network: &Network) -> Vec<Asset> {
+    let mut out: Vec<Asset> = config::TOKENS
+        .iter()
+        .filter_map(|symbol| {
+            network.tokens.get(*symbol).map(|token| Asset {
+                ledger: Ledger::new(name, &token.address),
+                symbol: (*symbol).to_owned(),
+                decimals: token.decimals,
+            })
+        })
+        .collect();
+    out.push(Asset {
+        ledger: Ledger::new(name, NATIVE_TOKEN),
+        symbol: config::coin(name).to_owned(),
+        decimals: NATIVE_DECIMALS,
+    });
+    out
+}
+
+/// The confirmed block when the newest is `head`: the newest with `confirmations` blocks on
+/// top of it, counting itself. Pure.
+pub fn confirmed_block(head: u64, confirmations: u64) -> Option<u64> {
+    (head + 1).checked_sub(confirmations)
+}
+
+/// What an account's comparison with the chain says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finding {
+    /// The chain and the books agree.
+    Agrees,
+    /// The chain holds this much more, with nothing in flight: the operator's funding.
+    Funding(u128),
+    /// The chain holds less (negative) or, where more cannot be funding, more than the books:
+    /// chain minus books.
+    Drift(i128),
+    /// Something is in flight that the books post only once it is final: look again later.
+    Wait,
+}
+
+/// Compares what the chain holds (`chain`) with an account's posted balance (`book`); `busy`:
+/// something in flight could explain a difference; `fundable`: more on chain is the operator's
+/// funding (the treasury, the custody gas address). Pure.
+pub fn judge(chain: u128, book: i128, busy: bool, fundable: bool) -> Finding {
+    let chain = i128::try_from(chain).unwrap_or(i128::MAX);
+    let drift = chain - book;
+    match (drift, busy) {
+        (0, _) => Finding::Agrees,
+        (_, true) => Finding::Wait,
+        (more, false) if more > 0 && fundable => {
+            Finding::Funding(u128::try_from(more).unwrap_or(0))
+        }
+        (drift, false) => Finding::Drift(drift),
+    }
+}
+
+/// The custody gas address of `ctx`'s deposit key, lower case, when one is configured.
+pub fn gas_address(ctx: &Ctx) -> Result<Option<String>, ApiError> {
+    let Some(xpub) = ctx.evm_xpub() else {
+        return Ok(None);
+    };
+    let key = deposit::parse_xpub(&xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
+    let address = deposit::evm_address(&key, GAS_ADDRESS_INDEX)
+        .map_err(|e| ApiError::internal("derive the custody gas address", e.0))?;
+    Ok(Some(address.to_ascii_lowercase()))
+}
+
+/// `owner`'s balance of `token` (or of the coin) at `block`.
+pub async fn balance_at(node: &Node, owner: &str, token: &str, block: u64) -> ChainResult<u128> {
+    let tag = format!("{block:#x}");
+    if token == NATIVE_TOKEN {
+        let answer = rpc::call(node, "eth_getBalance", json!([owner, tag])).await?;
+        native::wei(&answer)
+            .ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
+    } else {
+        let call = json!({"to": token, "data": evm::balance_of_call(owner)});
+        let word = rpc::call(node, "eth_call", json!([call, tag])).await?;
+        evm::uint(&word).ok_or_else(|| ChainError::answer("the token's balance is unreadable"))
+    }
+}
+
+/// The cron's part: reconciles every configured network, within the run's share of node calls.
+pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
+    let budget = Budget::new(super::CronShares::configured(ctx).books);
+    let networks = super::networks_within(ctx, &budget)?;
+    if networks.is_empty() {
+        return Ok(());
+    }
+    let treasury = treasury::treasury(ctx)?.map(|t| t.address.to_ascii_lowercase());
+    let gas = gas_address(ctx)?;
+    let addresses = Addresses {
+        treasury: treasury.as_deref(),
+        gas: gas.as_deref(),
+    };
+    for (name, network) in &networks {
+        if network.node.calls_left() < MOST_NETWORK_CALLS {
+            worker::console_warn!(
+                "reconciliation of {name} waits: this run's node calls are spent"
+            );
+            continue;
+        }
+        if let Err(e) = reconcile(ctx, (name, network), addresses).await {
+            worker::console_warn!("reconciliation of {name} skipped this run: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// The addresses whose balances are the operator's to fund.
+#[derive(Debug, Clone, Copy)]
+struct Addresses<'a> {
+    /// The treasury, lower case.
+    treasury: Option<&'a str>,
+    /// The custody gas address, lower case.
+    gas: Option<&'a str>,
+}
+
+/// One account funded by the operator, as read from the books and from the chain.
+struct Funded {
+    asset: Asset,
+    account: Account,
+    address: String,
+    chain: u128,
+}
+
+/// Reconciles one network; an error skips it this run.
+async fn reconcile(
+    ctx: &Ctx,
+    (name, network): (&str, &Network),
+    addresses: Addresses<'_>,
+) -> ChainResult<()> {
+    let before =
+        reconciliations::in_flight(&ctx.db, name, addresses.treasury.unwrap_or("")).await?;
+    super::check_chain(name, network).await?;
+    let node = &network.node;
+    let at_node = |e: ChainError| e.within(format!("the {name} node"));
+    let head = rpc::quantity(
+        &rpc::call(node, "eth_blockNumber", json!([]))
+            .await
+            .map_err(|e| at_node(e.into()))?,
+    )
+    .map_err(|e| at_node(e.into()))?;
+    let Some(block) = confirmed_block(head, network.confirmations) else {
+        return Ok(()); // a chain younger than its depth holds nothing final
+    };
+    // The accounts the operator funds, and the books as they stand, read before the chain.
+    let mut funded: Vec<Funded> = Vec::new();
+    for asset in assets(name, network) {
+        if let Some(treasury) = addresses.treasury {
+            funded.push(Funded {
+                account: asset.account(Kind::Treasury, ""),
+                address: treasury.to_owned(),
+                asset: asset.clone(),
+                chain: 0,
+            });
+        }
+        if let (Some(gas), true) = (addresses.gas, asset.is_coin()) {
+            funded.push(Funded {
+                account: asset.account(Kind::Custody, gas),
+                address: gas.to_owned(),
+                asset: asset.clone(),
+                chain: 0,
+            });
+        }
+    }
+    let mut accounts: Vec<Account> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
+    for f in &funded {
+        accounts.push(f.account.clone());
+        accounts.push(f.asset.account(Kind::World, ""));
+        ids.push(postings::funding(&f.asset.ledger, &f.account.id(), block, 1).id);
+    }
+    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    // Then the chain, at the confirmed block.
+    for f in &mut funded {
+        f.chain = balance_at(node, &f.address, &f.asset.ledger.token, block)
+            .await
+            .map_err(at_node)?;
+    }
+    // Anything put in flight while the chain was read is seen now: look again next run.
+    let after = reconciliations::in_flight(&ctx.db, name, addresses.treasury.unwrap_or("")).await?;
+    if after != before {
+        return Ok(());
+    }
+    let mut posted = Vec::new();
+    for f in &funded {
+        let id = f.account.id();
+        let balance = book.totals(&id).map_or(0, |(kind, t)| t.balance(kind));
+        let busy = if f.account.kind == Kind::Treasury {
+            before.sends
+        } else {
+            before.sweeps
+        };
+        if let Finding::Funding(excess) = judge(f.chain, balance, busy, true) {
+            let transfer = postings::funding(&f.asset.ledger, &id, block, excess);
+            match book.post(transfer) {
+                Ok(true) => posted.push((id, excess)),
+                Ok(false) => {}
+                Err(refusal) => {
+                    worker::console_warn!("funding of {id} refused: {refusal}");
+                }
+            }
+        }
+    }
+    if book.is_empty() {
+        return Ok(());
+    }
+    let statements = book.statements(&ctx.db, &When::always(), ctx.now())?;
+    match db::batch(&ctx.db, statements).await {
+        Ok(()) => {
+            for (id, excess) in posted {
+                worker::console_log!("funding of {id} booked at block {block}: {excess}");
+            }
+            Ok(())
+        }
+        // Another posting landed on these accounts meanwhile: the next run looks again.
+        Err(e) if ledger::raced(&e) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_confirmed_block_has_its_depth_on_top() {
+        assert_eq!(confirmed_block(100, 1), Some(100));
+        assert_eq!(confirmed_block(100, 2), Some(99));
+        assert_eq!(confirmed_block(100, 64), Some(37));
+        assert_eq!(confirmed_block(0, 1), Some(0));
+        assert_eq!(confirmed_block(0, 2), None);
+    }
+
+    #[test]
+    fn more_on_chain_is_funding_only_with_nothing_in_flight() {
+        assert_eq!(judge(10, 10, false, true), Finding::Agrees);
+        assert_eq!(judge(10, 10, true, true), Finding::Agrees);
+        assert_eq!(judge(15, 10, false, true), Finding::Funding(5));
+        assert_eq!(judge(15, 10, true, true), Finding::Wait);
+        assert_eq!(judge(15, 10, false, false), Finding::Drift(5));
+        assert_eq!(judge(5, 10, false, true), Finding::Drift(-5));
+        assert_eq!(judge(5, 10, true, true), Finding::Wait);
+        assert_eq!(
+            judge(u128::MAX, 0, false, true),
+            Finding::Funding(i128::MAX as u128)
+        );
+    }
+
+    #[test]
+    fn a_network_has_a_ledger_per_token_and_its_coin() {
+        let networks = config::parse(
+            r#"{"polygon": {"rpc_url": "http://127.0.0.1:8545", "chain_id": 31337,
+                "tokens": {"USDT": {"address": "0xc2132d05d31c914a87c6611c10748aeb04b58e8f"},
+                           "USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
+        )
+        .unwrap();
+        let list = assets("polygon", &networks["polygon"]);
+        let ids: Vec<String> = list
+            .iter()
+            .map(|a| a.account(Kind::Treasury, "").id())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "polygon:0x3c499c542cef5e3811e1192ce70d8cc03d5c3359:treasury",
+                "polygon:0xc2132d05d31c914a87c6611c10748aeb04b58e8f:treasury",
+                "polygon:native:treasury",
+            ]
+        );
+        assert_eq!(list[2].symbol, "POL");
+        assert_eq!(list[2].decimals, 18);
+        assert!(list[2].is_coin() && !list[0].is_coin());
+    }
+}
