@@ -811,6 +811,7 @@ fn payment_paid_and_payment_refunded_arrive_signed_with_the_real_figures() {
     assert_eq!(simulated.status, 409, "{}", simulated.text);
     assert!(simulated.text.contains("on chain"), "{}", simulated.text);
     let customer = s.anvil.account(7);
+    s.allow_debt(0, 11_000_000);
     let refund = s.refund(id, "11.00", &customer, Some("signed-refund"));
     assert_eq!(refund.status, 201, "{}", refund.text);
     s.refunds_done(id);
