@@ -319,23 +319,6 @@ pub async fn reserve_refund(
     Ok(book)
 }
 
-/// What a merchant has available in `asset` (its balance less what is reserved), and its
-/// debt limit, in base units.
-pub async fn merchant_available(
-    ctx: &Ctx,
-    asset: &Asset<'_>,
-    (institution_id, merchant_id): (i64, i64),
-) -> Result<(i128, u128), ApiError> {
-    let account = asset
-        .account(Kind::Merchant, &merchant_id.to_string())
-        .of_institution(institution_id);
-    let book = Book::load(&ctx.db, std::slice::from_ref(&account), &[], &[])
-        .await
-        .or_internal("read the books")?;
-    let limit = book.totals(&account.id()).map_or(0, |(_, t)| t.debt_limit);
-    Ok((book.available(&account.id()), limit))
-}
-
 /// Reserves the gas of a refund's transaction `send_id` (at most `gas_wei`).
 pub async fn reserve_gas(
     ctx: &Ctx,

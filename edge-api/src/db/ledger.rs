@@ -95,6 +95,7 @@ impl AccountRow {
 
 /// A stored transfer.
 #[derive(Debug, Clone, Deserialize)]
+#[allow(dead_code)]
 pub struct TransferRow {
     /// Its id.
     pub id: String,
@@ -325,28 +326,6 @@ impl Book {
         self.totals(id).map_or(0, |(kind, t)| t.available(kind))
     }
 
-    /// Whether `id` was already posted (of the ids asked about when loading, or by this book).
-    pub fn is_posted(&self, id: &str) -> bool {
-        self.done.contains(id)
-    }
-
-    /// Reads `accounts` this book does not hold yet (before anything is posted to them).
-    pub async fn ensure(&mut self, db: &D1Database, accounts: &[Account]) -> DbResult<()> {
-        let missing: Vec<Account> = accounts
-            .iter()
-            .filter(|a| !self.books.accounts.contains_key(&a.id()))
-            .cloned()
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let more = Book::load(db, &missing, &[], &[]).await?;
-        self.books.accounts.extend(more.books.accounts);
-        self.read_versions.extend(more.read_versions);
-        self.new.extend(more.new);
-        Ok(())
-    }
-
     /// Reads the pending transfers of `reference` still open (a settlement's transaction, a
     /// refund), so they can be posted or voided; returns them.
     pub async fn open_of(&mut self, db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
@@ -363,11 +342,6 @@ impl Book {
             );
         }
         Ok(open)
-    }
-
-    /// The pending transfers still open that this book read, by id.
-    pub fn open(&self) -> &BTreeMap<String, Open> {
-        &self.books.open
     }
 
     /// Posts `t` in memory unless it already is, within every limit; `Ok(false)`: it already
@@ -553,6 +527,7 @@ impl Carried {
 
 /// An account as a person reads it.
 #[derive(Debug, Clone, Deserialize)]
+#[allow(dead_code)]
 pub struct AccountView {
     /// Its id.
     pub id: String,
@@ -580,6 +555,7 @@ pub struct AccountView {
     pub debt_limit: String,
 }
 
+#[allow(dead_code)]
 impl AccountView {
     /// Its kind and totals.
     pub fn totals(&self) -> DbResult<(Kind, Totals)> {
@@ -597,10 +573,12 @@ impl AccountView {
     }
 }
 
+#[allow(dead_code)]
 const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, owner, debits_posted, \
      credits_posted, debits_pending, credits_pending, debt_limit";
 
 /// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on).
+#[allow(dead_code)]
 pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<AccountView>> {
     all(
         db,
@@ -613,18 +591,9 @@ pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Acco
     .await
 }
 
-/// Every account (for the books' checks: small, one per address, merchant and ledger).
-pub async fn accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
-    all(
-        db,
-        &format!("SELECT {VIEW_COLUMNS} FROM ledger_accounts ORDER BY id"),
-        &[],
-    )
-    .await
-}
-
 /// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
 /// `None`: from the newest).
+#[allow(dead_code)]
 pub async fn statement(
     db: &D1Database,
     account: &str,
@@ -649,6 +618,7 @@ pub async fn statement(
 
 /// The statement that sets how far `account` (a merchant's, created if need be) may go into
 /// debt; its version moves, so a posting computed on the old limit fails.
+#[allow(dead_code)]
 pub fn set_limit(
     db: &D1Database,
     account: &Account,

@@ -196,7 +196,11 @@ fn an_exact_payment_is_detected_confirmed_and_credited() {
     let unallocated = posted(format!("polygon:{token}:unallocated:{address}"));
     assert_eq!(unallocated, ("12500000".to_owned(), "12500000".to_owned()));
     let merchant: i64 = db
-        .query_row("SELECT merchant_id FROM transactions WHERE id = ?1", [id], |r| r.get(0))
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
         .unwrap();
     let owed = posted(format!("polygon:{token}:merchant:{merchant}"));
     assert_eq!(owed.1, "12500000", "credited to the merchant");

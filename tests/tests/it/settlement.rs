@@ -144,7 +144,8 @@ impl Setup {
             || {
                 self.anvil.mine(1);
                 self.worker.cron();
-                (self.treasury_book(&self.usdc) == self.anvil.balance_of(&self.usdc, &self.treasury)
+                (self.treasury_book(&self.usdc)
+                    == self.anvil.balance_of(&self.usdc, &self.treasury)
                     && self.treasury_book("native") == self.anvil.ether_balance(&self.treasury))
                 .then_some(())
             },
@@ -1039,7 +1040,10 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
     let first = s.paid(0, "10.00", "USD");
     s.settle(&[first]);
     let (left, _) = s.owed(0);
-    assert!(left >= 0 && left < 10, "the merchant is owed at most rounding dust: {left}");
+    assert!(
+        (0..10).contains(&left),
+        "the merchant is owed at most rounding dust: {left}"
+    );
     let treasury_before = s.anvil.balance_of(&s.usdc, &s.treasury);
 
     // Its balance does not cover a refund and it may not owe: refused, naming the balance,
@@ -1049,7 +1053,11 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
     assert!(refused.text.contains("balance"), "{}", refused.text);
     assert!(refused.text.contains("debt limit"), "{}", refused.text);
     let preview = s.refund(first, "10.00", &customer, None);
-    assert_eq!(preview.status, 409, "the review step says so too: {}", preview.text);
+    assert_eq!(
+        preview.status, 409,
+        "the review step says so too: {}",
+        preview.text
+    );
     s.worker.cron();
     assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_before);
 
@@ -1078,7 +1086,10 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
         paid <= net_units - 10_000_000 + left && paid >= net_units - 10_000_000,
         "netted: paid {paid}, net {net_units}"
     );
-    assert_eq!(t["amount"]["gross"], "25.00", "the payment's own figures are unchanged");
+    assert_eq!(
+        t["amount"]["gross"], "25.00",
+        "the payment's own figures are unchanged"
+    );
     let (after, _) = s.owed(0);
     assert!((0..10).contains(&after), "the debt is paid: {after}");
     // Over the merchant's whole life the treasury paid out what its payments brought, less
@@ -1114,8 +1125,14 @@ fn refunds_of_a_settled_payment_racing_its_merchants_next_settlement_never_overd
             .map(|i| {
                 let (customer, portal, s) = (&customer, &portal, &s);
                 scope.spawn(move || {
-                    s.refund_as(portal, settled, "5.00", customer, Some(&format!("race-{i}")))
-                        .status
+                    s.refund_as(
+                        portal,
+                        settled,
+                        "5.00",
+                        customer,
+                        Some(&format!("race-{i}")),
+                    )
+                    .status
                 })
             })
             .collect();
