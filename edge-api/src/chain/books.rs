@@ -11,8 +11,17 @@
 //! the posting is guarded on the versions read ([`Book`]), so a transfer posted meanwhile can
 //! never be taken for funding: the batch fails and the next run looks again.
 //!
+//! **Drift.** Every comparison is recorded (`db::reconciliations`): the treasury holding less
+//! than its account, and custody: the addresses whose custody account holds something, those
+//! still watched (as far as the watcher has read them) and the gas address, at most
+//! [`ADDRESSES_PER_LEDGER`] a ledger a run, least recently compared first. An address that
+//! differs from the books by another amount than at its last comparison is a new drift: the
+//! operator (`PAYRAIL_OPERATOR_EMAIL`) is e-mailed once about it. Money that reaches a deposit
+//! address after its watch ended is found by `xtask reconcile`, which reads every address.
+//!
 //! A node that does not answer (or the run's calls being spent) skips that network until the
-//! next run: nothing is booked on a partial read.
+//! next run: nothing is booked or recorded on a partial read, nor while something went into
+//! flight during the read.
 
 use serde_json::json;
 use shared_types::ledger::{postings, Kind, Ledger};
@@ -326,8 +335,10 @@ async fn reconcile(
         let id = f.account.id();
         let balance = book.totals(&id).map_or(0, |(kind, t)| t.balance(kind));
         let is_treasury = f.account.kind == Kind::Treasury;
+        // A sweep moves money into the treasury (and out of the gas address), a transaction
+        // of the treasury out of it: either, in flight, could pass for funding or drift.
         let busy = if is_treasury {
-            before.sends
+            before.sends || before.sweeps
         } else {
             before.sweeps
         };
@@ -405,8 +416,11 @@ async fn reconcile(
     }
     let results = match batch.run(&ctx.db).await {
         Ok(results) => results,
-        // Another posting landed on these accounts meanwhile: the next run looks again.
-        Err(e) if ledger::raced(&e) => return Ok(Vec::new()),
+        // Another posting landed on these accounts meanwhile (or another run booked the same
+        // funding): the next run looks again.
+        Err(e) if ledger::raced(&e) || e.to_string().contains("ledger_transfers.id") => {
+            return Ok(Vec::new())
+        }
         Err(e) => return Err(e.into()),
     };
     for (id, excess) in booked {
