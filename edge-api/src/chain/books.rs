@@ -294,6 +294,12 @@ async fn reconcile(
     for (asset, list) in custody {
         let mut readings = Vec::new();
         for c in list {
+            if funded
+                .iter()
+                .any(|f| f.address == c.address && f.asset == *asset)
+            {
+                continue; // the gas address: read above, compared below on its funding's figures
+            }
             if node.calls_left() <= reserve {
                 break; // the rest are read first next run
             }
