@@ -189,19 +189,21 @@ impl Books {
     pub fn rows(&self, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
         match self {
             Books::Local(persist_to) => local_rows(persist_to, sql),
-            Books::Remote => {
-                let stdout = secrets::execute(sql, &Target::Remote)?;
-                let answer: Value = serde_json::from_str(&stdout)
-                    .map_err(|e| format!("unexpected output from wrangler: {e}"))?;
-                answer
-                    .as_array()
-                    .and_then(|a| a.first())
-                    .and_then(|r| r["results"].as_array())
-                    .map(|rows| rows.iter().filter_map(|r| r.as_object().cloned()).collect())
-                    .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))
-            }
+            Books::Remote => wrangler_rows(&secrets::execute(sql, &Target::Remote)?),
         }
     }
+}
+
+/// The rows of the one statement `wrangler d1 execute --json` ran, from its output.
+fn wrangler_rows(stdout: &str) -> Result<Vec<Map<String, Value>>, String> {
+    serde_json::from_str::<Value>(stdout)
+        .ok()
+        .as_ref()
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|r| r["results"].as_array())
+        .map(|rows| rows.iter().filter_map(|r| r.as_object().cloned()).collect())
+        .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))
 }
 
 fn local_rows(persist_to: &Path, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
@@ -895,15 +897,17 @@ pub fn reconcile(books: &Books, config: &Config) -> Result<Report, String> {
             });
         }
     }
-    let configured: BTreeSet<&String> = config.networks.keys().collect();
-    for l in &report.ledgers {
-        if !configured.contains(&l.network) {
-            report.notes.push(format!(
-                "{} is in the books but not configured here: its chain was not read",
-                l.network
-            ));
-        }
-    }
+    let unread: BTreeSet<&String> = report
+        .ledgers
+        .iter()
+        .map(|l| &l.network)
+        .filter(|n| !config.networks.contains_key(*n))
+        .collect();
+    let notes: Vec<String> = unread
+        .into_iter()
+        .map(|n| format!("{n} is in the books but not configured here: its chain was not read"))
+        .collect();
+    report.notes.extend(notes);
     Ok(report)
 }
 
@@ -1026,6 +1030,18 @@ mod tests {
             "{text}"
         );
         assert_eq!(units_text(-5, 2), "-0.05");
+    }
+
+    #[test]
+    fn rows_are_read_from_wranglers_json() {
+        let stdout = r#"[{"results": [{"id": "a", "n": 1}, {"id": "b", "n": null}],
+                          "success": true, "meta": {}}]"#;
+        let rows = wrangler_rows(stdout).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["id"], "a");
+        assert!(rows[1]["n"].is_null());
+        assert!(wrangler_rows("not json").is_err());
+        assert!(wrangler_rows("[]").is_err());
     }
 
     #[test]
