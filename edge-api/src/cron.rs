@@ -1,7 +1,8 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
 //! portal sessions and idempotency keys past their retention; read the watched chains and credit
-//! what arrived; close checkouts that ended unpaid; settle what is held in custody to the
-//! merchants (and follow those transactions); and send deliveries whose queue message was lost back to the queue.
+//! what arrived; close checkouts that ended unpaid; reconcile the books with the chain (booking
+//! the operator's funding); settle what is held in custody to the merchants (and follow those
+//! transactions); and send deliveries whose queue message was lost back to the queue.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};

@@ -3,4 +3,5 @@
 
 pub mod demo;
 pub mod localdb;
+pub mod reconcile;
 pub mod secrets;

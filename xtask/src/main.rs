@@ -9,13 +9,15 @@
 //! set-psp-fee INSTITUTION_ID BASIS_POINTS (--local [--persist-to DIR] | --remote)
 //! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
+//! reconcile     (--local [--persist-to DIR] | --remote) [--chains JSON] [--treasury ADDRESS]
+//!               [--xpub XPUB]   (the books against the chain; exits 1 on any drift)
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, secrets};
+use xtask::{demo, localdb, reconcile, secrets};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,10 +29,12 @@ fn main() -> ExitCode {
         Some("add-institution") => add_institution(&args[1..]),
         Some("seal-treasury-key") => seal_treasury_key(),
         Some("set-psp-fee") => set_psp_fee(&args[1..]),
+        Some("reconcile") => reconcile(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
-             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote"
+             | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
+             | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB]"
                 .to_owned(),
         ),
     };
@@ -203,4 +207,46 @@ fn set_psp_fee(args: &[String]) -> Result<(), String> {
     secrets::set_psp_fee(institution, bps, &target(&Options(args[2..].to_vec()))?)?;
     eprintln!("institution {institution} now pays {bps} basis points of each settled payment");
     Ok(())
+}
+
+/// The books against the chain: prints every figure, and fails naming any drift.
+fn reconcile(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let target = target(&opts)?;
+    let local = match &target {
+        secrets::Target::Local(persist_to) => reconcile::LocalSettings::read(persist_to)?,
+        secrets::Target::Remote => None,
+    }
+    .unwrap_or_default();
+    // An argument, else the environment, else (locally) what scripts/dev wrote.
+    let setting = |option: &str, variable: &str, written: Option<String>| {
+        Ok::<_, String>(
+            opts.value(option)?
+                .or_else(|| {
+                    std::env::var(variable)
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                })
+                .or(written),
+        )
+    };
+    let chains = setting(
+        "--chains",
+        "PAYRAIL_CHAINS",
+        local.chains.as_ref().map(ToString::to_string),
+    )?
+    .ok_or("no networks: give --chains JSON or set PAYRAIL_CHAINS")?;
+    let treasury = setting("--treasury", "PAYRAIL_TREASURY_ADDRESS", local.treasury)?;
+    let xpub = setting("--xpub", "PAYRAIL_EVM_XPUB", local.xpub)?;
+    let config = reconcile::Config::new(&chains, treasury.as_deref(), xpub.as_deref())?;
+    if config.treasury.is_none() {
+        eprintln!("no treasury address (--treasury or PAYRAIL_TREASURY_ADDRESS): not compared");
+    }
+    let report = reconcile::reconcile(&reconcile::Books::of(&target), &config)?;
+    print!("{}", report.render());
+    if report.clean() {
+        Ok(())
+    } else {
+        Err("the books drift from the chain (see above)".to_owned())
+    }
 }

@@ -135,7 +135,7 @@ fn found(stdout: &str) -> Option<i64> {
 }
 
 /// Runs SQL on the target database through `wrangler d1 execute --json`; returns its output.
-fn execute(sql: &str, target: &Target) -> Result<String, String> {
+pub(crate) fn execute(sql: &str, target: &Target) -> Result<String, String> {
     let mut command = std::process::Command::new("wrangler");
     command.args(["d1", "execute", "DB", "--json", "--command", sql]);
     match target {

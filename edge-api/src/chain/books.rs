@@ -11,8 +11,17 @@
 //! the posting is guarded on the versions read ([`Book`]), so a transfer posted meanwhile can
 //! never be taken for funding: the batch fails and the next run looks again.
 //!
+//! **Drift.** Every comparison is recorded (`db::reconciliations`): the treasury holding less
+//! than its account, and custody: the addresses whose custody account holds something, those
+//! still watched (as far as the watcher has read them) and the gas address, at most
+//! [`ADDRESSES_PER_LEDGER`] a ledger a run, least recently compared first. An address that
+//! differs from the books by another amount than at its last comparison is a new drift: the
+//! operator (`PAYRAIL_OPERATOR_EMAIL`) is e-mailed once about it. Money that reaches a deposit
+//! address after its watch ended is found by `xtask reconcile`, which reads every address.
+//!
 //! A node that does not answer (or the run's calls being spent) skips that network until the
-//! next run: nothing is booked on a partial read.
+//! next run: nothing is booked or recorded on a partial read, nor while something went into
+//! flight during the read.
 
 use serde_json::json;
 use shared_types::ledger::{postings, Kind, Ledger};
@@ -22,9 +31,9 @@ use super::error::{ChainError, ChainResult};
 use super::rpc::{self, Budget, Node};
 use super::{deposit, evm, native, treasury};
 use crate::ctx::Ctx;
-use crate::db;
 use crate::db::ledger::{self, Account, Book, When};
-use crate::db::reconciliations;
+use crate::db::reconciliations::{self, NewReconciliation, Reading, Scope};
+use crate::db::Batch;
 use crate::error::ApiError;
 
 /// The custody gas address is this child of the deposit key (`PAYRAIL_EVM_XPUB`): the last
@@ -139,6 +148,9 @@ pub async fn balance_at(node: &Node, owner: &str, token: &str, block: u64) -> Ch
     }
 }
 
+/// Custody addresses compared a run, at most, per ledger (the least recently compared first).
+pub const ADDRESSES_PER_LEDGER: i64 = 25;
+
 /// The cron's part: reconciles every configured network, within the run's share of node calls.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let budget = Budget::new(super::CronShares::configured(ctx).books);
@@ -152,15 +164,19 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         treasury: treasury.as_deref(),
         gas: gas.as_deref(),
     };
-    for (name, network) in &networks {
+    let count = networks.len();
+    for (i, (name, network)) in networks.iter().enumerate() {
         if network.node.calls_left() < MOST_NETWORK_CALLS {
             worker::console_warn!(
                 "reconciliation of {name} waits: this run's node calls are spent"
             );
             continue;
         }
-        if let Err(e) = reconcile(ctx, (name, network), addresses).await {
-            worker::console_warn!("reconciliation of {name} skipped this run: {e}");
+        // Custody reads leave the networks after this one their funding step.
+        let reserve = u32::try_from(count - i - 1).unwrap_or(u32::MAX) * MOST_NETWORK_CALLS;
+        match reconcile(ctx, (name, network), addresses, reserve).await {
+            Ok(found) => tell(ctx, name, found).await,
+            Err(e) => worker::console_warn!("reconciliation of {name} skipped this run: {e}"),
         }
     }
     Ok(())
@@ -183,14 +199,30 @@ struct Funded {
     chain: u128,
 }
 
-/// Reconciles one network; an error skips it this run.
+/// One comparison to record: an asset, a scope and the addresses read.
+struct Compared {
+    asset: Asset,
+    scope: Scope,
+    block: u64,
+    readings: Vec<Reading>,
+}
+
+/// A recorded comparison that found a new drift: what to tell the operator.
+struct NewDrift {
+    id: i64,
+    compared: Compared,
+}
+
+/// Reconciles one network: books its funding and records its comparisons in one batch;
+/// returns the new drifts found. An error skips the network this run (nothing is recorded).
 async fn reconcile(
     ctx: &Ctx,
     (name, network): (&str, &Network),
     addresses: Addresses<'_>,
-) -> ChainResult<()> {
-    let before =
-        reconciliations::in_flight(&ctx.db, name, addresses.treasury.unwrap_or("")).await?;
+    reserve: u32,
+) -> ChainResult<Vec<NewDrift>> {
+    let treasury = addresses.treasury.unwrap_or("");
+    let before = reconciliations::in_flight(&ctx.db, name, treasury).await?;
     super::check_chain(name, network).await?;
     let node = &network.node;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
@@ -201,11 +233,13 @@ async fn reconcile(
     )
     .map_err(|e| at_node(e.into()))?;
     let Some(block) = confirmed_block(head, network.confirmations) else {
-        return Ok(()); // a chain younger than its depth holds nothing final
+        return Ok(Vec::new()); // a chain younger than its depth holds nothing final
     };
-    // The accounts the operator funds, and the books as they stand, read before the chain.
+    let assets = assets(name, network);
+
+    // The books first: the accounts the operator funds, and the custody addresses to compare.
     let mut funded: Vec<Funded> = Vec::new();
-    for asset in assets(name, network) {
+    for asset in &assets {
         if let Some(treasury) = addresses.treasury {
             funded.push(Funded {
                 account: asset.account(Kind::Treasury, ""),
@@ -231,52 +265,259 @@ async fn reconcile(
         ids.push(postings::funding(&f.asset.ledger, &f.account.id(), block, 1).id);
     }
     let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    let now = ctx.now();
+    let mut custody = Vec::new();
+    for asset in &assets {
+        let gas = if asset.is_coin() {
+            addresses.gas.unwrap_or("")
+        } else {
+            ""
+        };
+        let list = reconciliations::custody(
+            &ctx.db,
+            (name, &asset.ledger.token),
+            gas,
+            now,
+            ADDRESSES_PER_LEDGER,
+        )
+        .await?;
+        custody.push((asset, list));
+    }
+
     // Then the chain, at the confirmed block.
     for f in &mut funded {
         f.chain = balance_at(node, &f.address, &f.asset.ledger.token, block)
             .await
             .map_err(at_node)?;
     }
-    // Anything put in flight while the chain was read is seen now: look again next run.
-    let after = reconciliations::in_flight(&ctx.db, name, addresses.treasury.unwrap_or("")).await?;
-    if after != before {
-        return Ok(());
+    let mut compared: Vec<Compared> = Vec::new();
+    for (asset, list) in custody {
+        let mut readings = Vec::new();
+        for c in list {
+            if funded
+                .iter()
+                .any(|f| f.address == c.address && f.asset == *asset)
+            {
+                continue; // the gas address: read above, compared below on its funding's figures
+            }
+            if node.calls_left() <= reserve {
+                break; // the rest are read first next run
+            }
+            // A watched address is compared as far as the watcher has read it.
+            let at = c
+                .watched_to
+                .map_or(block, |to| block.min(u64::try_from(to).unwrap_or(0)));
+            let chain = balance_at(node, &c.address, &asset.ledger.token, at)
+                .await
+                .map_err(at_node)?;
+            let held = |text: &str| {
+                text.parse::<i128>()
+                    .map_err(|_| ChainError::answer(format!("{text} is not an amount")))
+            };
+            readings.push(Reading {
+                book: held(&c.debits_posted)? - held(&c.credits_posted)?,
+                address: c.address,
+                block: at,
+                chain,
+            });
+        }
+        compared.push(Compared {
+            asset: asset.clone(),
+            scope: Scope::Custody,
+            block,
+            readings,
+        });
     }
-    let mut posted = Vec::new();
+
+    // Anything put in flight while the chain was read is seen now: look again next run.
+    let after = reconciliations::in_flight(&ctx.db, name, treasury).await?;
+    if after != before {
+        return Ok(Vec::new());
+    }
+
+    // Funding, and the treasury's comparisons.
+    let mut booked = Vec::new();
     for f in &funded {
         let id = f.account.id();
         let balance = book.totals(&id).map_or(0, |(kind, t)| t.balance(kind));
-        let busy = if f.account.kind == Kind::Treasury {
-            before.sends
+        let is_treasury = f.account.kind == Kind::Treasury;
+        // A sweep moves money into the treasury (and out of the gas address), a transaction
+        // of the treasury out of it: either, in flight, could pass for funding or drift.
+        let busy = if is_treasury {
+            before.sends || before.sweeps
         } else {
             before.sweeps
         };
-        if let Finding::Funding(excess) = judge(f.chain, balance, busy, true) {
+        let finding = judge(f.chain, balance, busy, true);
+        let mut book_after = Some(balance);
+        if let Finding::Funding(excess) = finding {
             let transfer = postings::funding(&f.asset.ledger, &id, block, excess);
-            match book.post(transfer) {
-                Ok(true) => posted.push((id, excess)),
-                Ok(false) => {}
+            book_after = match book.post(transfer) {
+                Ok(true) => {
+                    booked.push((id.clone(), excess));
+                    i128::try_from(excess).ok().map(|e| balance + e)
+                }
+                Ok(false) => None,
                 Err(refusal) => {
                     worker::console_warn!("funding of {id} refused: {refusal}");
+                    None
+                }
+            };
+        }
+        if finding == Finding::Wait {
+            book_after = None;
+        }
+        if is_treasury {
+            if let Some(book) = book_after {
+                compared.push(Compared {
+                    asset: f.asset.clone(),
+                    scope: Scope::Treasury,
+                    block,
+                    readings: vec![Reading {
+                        address: f.address.clone(),
+                        block,
+                        chain: f.chain,
+                        book,
+                    }],
+                });
+            }
+        } else {
+            // The gas address is compared with the custody of its coin, on the figures its
+            // funding was decided on; not at all while funding or a sweep is pending.
+            for c in compared
+                .iter_mut()
+                .filter(|c| c.scope == Scope::Custody && c.asset == f.asset)
+            {
+                c.readings.retain(|r| r.address != f.address);
+                if let Some(book) = book_after {
+                    c.readings.push(Reading {
+                        address: f.address.clone(),
+                        block,
+                        chain: f.chain,
+                        book,
+                    });
                 }
             }
         }
     }
-    if book.is_empty() {
-        return Ok(());
+    compared.retain(|c| !c.readings.is_empty());
+
+    // One batch: the funding and every comparison.
+    let mut batch = Batch::new();
+    batch.extend(book.statements(&ctx.db, &When::always(), now)?);
+    let mut handles = Vec::new();
+    for c in &compared {
+        let row = NewReconciliation {
+            network: name,
+            token: &c.asset.ledger.token,
+            asset: &c.asset.symbol,
+            scope: c.scope,
+            block: c.block,
+            readings: &c.readings,
+            now,
+        };
+        handles.push(batch.push(reconciliations::insert(&ctx.db, &row)?));
+        batch.push(reconciliations::remember(&ctx.db, &row)?);
+        batch.push(reconciliations::prune(&ctx.db, &row)?);
     }
-    let statements = book.statements(&ctx.db, &When::always(), ctx.now())?;
-    match db::batch(&ctx.db, statements).await {
-        Ok(()) => {
-            for (id, excess) in posted {
-                worker::console_log!("funding of {id} booked at block {block}: {excess}");
-            }
-            Ok(())
+    let results = match batch.run(&ctx.db).await {
+        Ok(results) => results,
+        // Another posting landed on these accounts meanwhile (or another run booked the same
+        // funding): the next run looks again.
+        Err(e) if ledger::raced(&e) || e.to_string().contains("ledger_transfers.id") => {
+            return Ok(Vec::new())
         }
-        // Another posting landed on these accounts meanwhile: the next run looks again.
-        Err(e) if ledger::raced(&e) => Ok(()),
-        Err(e) => Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    for (id, excess) in booked {
+        worker::console_log!("funding of {id} booked at block {block}: {excess} base units");
     }
+    let mut found = Vec::new();
+    for (c, handle) in compared.into_iter().zip(handles) {
+        let drift: i128 = c.readings.iter().map(Reading::drift).sum();
+        if drift != 0 {
+            worker::console_warn!(
+                "the books differ from the chain: {} {} on {name} at block {block}: {drift}",
+                c.asset.symbol,
+                c.scope.as_str()
+            );
+        }
+        if let Some(row) = results.rows(handle)?.first().filter(|r| r.new_drift == 1) {
+            found.push(NewDrift {
+                id: row.id,
+                compared: c,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// E-mails the operator about each new drift on network `name`, and records what became of
+/// the e-mail.
+async fn tell(ctx: &Ctx, name: &str, found: Vec<NewDrift>) {
+    for NewDrift { id, compared } in found {
+        let (subject, body) = drift_message(name, &compared);
+        let status = crate::webhooks::email_operator(ctx, &subject, &body).await;
+        if let Err(e) = reconciliations::emailed(&ctx.db, id, status).await {
+            worker::console_warn!("record the e-mail about reconciliation {id}: {e}");
+        }
+    }
+}
+
+/// `units` base units of an asset with `decimals` as decimal text. Pure.
+pub fn units_text(units: i128, decimals: u32) -> String {
+    let digits = units.unsigned_abs().to_string();
+    let places = decimals as usize;
+    let padded = format!("{digits:0>width$}", width = places + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - places);
+    let fraction = fraction.trim_end_matches('0');
+    let sign = if units < 0 { "-" } else { "" };
+    if fraction.is_empty() {
+        format!("{sign}{whole}")
+    } else {
+        format!("{sign}{whole}.{fraction}")
+    }
+}
+
+/// The operator's e-mail about a new drift on network `name`: subject and text. Pure.
+fn drift_message(name: &str, c: &Compared) -> (String, String) {
+    let symbol = &c.asset.symbol;
+    let decimals = c.asset.decimals;
+    let amount = |units: i128| format!("{} {symbol}", units_text(units, decimals));
+    let chain: i128 = c
+        .readings
+        .iter()
+        .map(|r| i128::try_from(r.chain).unwrap_or(i128::MAX))
+        .sum();
+    let book: i128 = c.readings.iter().map(|r| r.book).sum();
+    let what = match c.scope {
+        Scope::Treasury => "treasury",
+        Scope::Custody => "custody (deposit addresses)",
+    };
+    let subject = format!("Payrail: the books and the chain differ ({symbol} {what} on {name})");
+    let mut body = format!(
+        "At block {} on {name}, the chain holds {} in the {what}; the books hold {}. \
+         Drift (chain minus books): {}.\n\nAddresses read:\n",
+        c.block,
+        amount(chain),
+        amount(book),
+        amount(chain - book)
+    );
+    for r in &c.readings {
+        body.push_str(&format!(
+            "  {} at block {}: chain {}, books {}, drift {}\n",
+            r.address,
+            r.block,
+            amount(i128::try_from(r.chain).unwrap_or(i128::MAX)),
+            amount(r.book),
+            amount(r.drift())
+        ));
+    }
+    body.push_str(
+        "\nThis drift is e-mailed once; it stays recorded in the reconciliations table, and \
+         `cargo run -p xtask -- reconcile --remote` reads every address.\n",
+    );
+    (subject, body)
 }
 
 #[cfg(test)]
@@ -305,6 +546,49 @@ mod tests {
             judge(u128::MAX, 0, false, true),
             Finding::Funding(i128::MAX as u128)
         );
+    }
+
+    #[test]
+    fn amounts_read_in_their_decimals() {
+        assert_eq!(units_text(0, 6), "0");
+        assert_eq!(units_text(1_500_000, 6), "1.5");
+        assert_eq!(units_text(-250, 6), "-0.00025");
+        assert_eq!(units_text(3 * 10i128.pow(18), 18), "3");
+        assert_eq!(units_text(42, 0), "42");
+    }
+
+    #[test]
+    fn the_operator_is_told_every_figure_of_a_drift() {
+        let networks = config::parse(
+            r#"{"polygon": {"rpc_url": "http://127.0.0.1:8545", "chain_id": 31337,
+                "tokens": {"USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
+        )
+        .unwrap();
+        let asset = assets("polygon", &networks["polygon"]).remove(0);
+        let c = Compared {
+            asset,
+            scope: Scope::Treasury,
+            block: 120,
+            readings: vec![Reading {
+                address: "0xtreasury".into(),
+                block: 120,
+                chain: 4_000_000,
+                book: 5_250_000,
+            }],
+        };
+        let (subject, body) = drift_message("polygon", &c);
+        assert_eq!(
+            subject,
+            "Payrail: the books and the chain differ (USDC treasury on polygon)"
+        );
+        assert!(
+            body.starts_with(
+                "At block 120 on polygon, the chain holds 4 USDC in the treasury; the books \
+                 hold 5.25 USDC. Drift (chain minus books): -1.25 USDC."
+            ),
+            "{body}"
+        );
+        assert!(body.contains("0xtreasury at block 120"), "{body}");
     }
 
     #[test]
