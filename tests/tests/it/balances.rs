@@ -867,6 +867,174 @@ fn an_admin_sets_a_debt_limit_and_every_admin_hears_of_it() {
     assert_eq!(notifications().len(), before + 3);
 }
 
+/// A payment of `gross` USD of merchant `merchant_id` paid in USDC on Polygon (at 1 USDC a
+/// dollar) and settled, as the watch and the settlement leave it: its transaction id.
+fn paid_on_chain(worker: &Worker, merchant_id: i64, (gross, units): (&str, u128), n: u32) -> i64 {
+    let conn = worker.database();
+    conn.execute(
+        "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, \
+         amount_status, asset, currency, amount_gross, amount_net, amount_expected, psp_fee, \
+         gas_fee, network_payment, network_settlement, created_at, paid_at, updated_at) \
+         VALUES (1, ?1, 'paid', 'paid', 'EXACT', 'USDC', 'USD', ?2, ?2, ?2, '0.00', '0.00', \
+         'polygon', 'polygon', '2026-09-21T10:00:00Z', '2026-09-21T10:05:00Z', \
+         '2026-09-21T10:05:00Z')",
+        rusqlite::params![merchant_id, gross],
+    )
+    .unwrap();
+    let id = conn.last_insert_rowid();
+    let address = format!("0x{:040x}", 0xbeef_0000u64 + u64::from(n));
+    conn.execute(
+        "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, 'Seeded', 'https://shop.example/done', 'USDC', 'polygon', ?4, ?5, \
+         1790000000, 1790003600)",
+        rusqlite::params![format!("cs_seeded_{n}"), id, merchant_id, address, gross],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO deposit_watches (address, derivation_index, session_id, transaction_id, \
+         network, asset, token, decimals, crypto_amount, base_units, rate, rate_source, \
+         quoted_at, from_block, scanned_to, head_block, watch_until, created_at) \
+         VALUES (?1, ?2, ?3, ?4, 'polygon', 'USDC', ?5, 6, ?6, ?7, '1', 'par', 1790000000, 1, \
+         10, 10, 0, 1790000000)",
+        rusqlite::params![
+            address,
+            1000 + n,
+            format!("cs_seeded_{n}"),
+            id,
+            USDC,
+            gross,
+            units.to_string()
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, token, \
+         amount, block_number, confirmed, kind, after_expiry, seen_at) \
+         VALUES ('polygon', ?1, 0, ?2, ?3, ?4, '1', 5, 1, 'payment', 0, 1790000000)",
+        rusqlite::params![
+            format!("0x{:064x}", n),
+            address,
+            format!("cs_seeded_{n}"),
+            USDC
+        ],
+    )
+    .unwrap();
+    id
+}
+
+#[test]
+fn the_refund_review_shows_what_the_refund_does_to_the_balance() {
+    let _one = one_at_a_time();
+    let worker = worker();
+    let admin = worker.portal_login(0);
+    let customer = "0x1111111111111111111111111111111111111111";
+    let id = merchant(worker, &admin, "BAL-REFUND");
+    // Paid 40 and settled in full: nothing left; it may owe up to 20.
+    seed(
+        worker,
+        id,
+        20_000_000,
+        &[
+            ("credit", false, 40_000_000, "single", None, None, "payment"),
+            (
+                "settlement",
+                true,
+                40_000_000,
+                "single",
+                None,
+                None,
+                "snd_refund",
+            ),
+        ],
+    );
+    let payment = paid_on_chain(worker, id, ("40", 40_000_000), 1);
+    let preview = |amount: &str| {
+        let reply = worker.portal(
+            Method::POST,
+            &format!("/portal/api/payments/{payment}/refunds/preview"),
+            Some(&admin),
+            Some(&json!({"amount": amount, "address": customer})),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["balance"].clone()
+    };
+    let within = preview("10.00");
+    assert_eq!(
+        within,
+        json!({"merchant_id": id, "asset": "USDC", "network": "polygon",
+            "available_before": "0.00", "available_after": "-10.00", "debt_limit": "20.00",
+            "into_debt": true, "within_limit": true})
+    );
+    let over = preview("30.00");
+    assert_eq!(
+        (&over["into_debt"], &over["within_limit"]),
+        (&json!(true), &json!(false))
+    );
+    assert_eq!(over["available_after"], "-30.00");
+
+    // The page's review step says the same, in words.
+    let review = |amount: &str| {
+        let reply = post_form(
+            worker,
+            &admin,
+            &format!("/portal/payments/{payment}/refund"),
+            &[
+                ("csrf_token", &admin.csrf),
+                ("step", "preview"),
+                ("amount", amount),
+                ("address", customer),
+            ],
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        element(&reply.text, "id=\"refund-balance\"", "dd").to_owned()
+    };
+    let shown = review("10.00");
+    assert!(shown.contains("\u{2212}10.00"), "{shown}");
+    assert!(shown.contains("id=\"refund-debt\""), "{shown}");
+    assert!(shown.contains("20.00 USDC"), "{shown}");
+    let shown = review("30.00");
+    assert!(shown.contains("id=\"refund-over-limit\""), "{shown}");
+    assert!(
+        shown.contains(&format!("/portal/merchants/{id}#balance")),
+        "{shown}"
+    );
+
+    // A merchant with money available: no debt.
+    let rich = merchant(worker, &admin, "BAL-REFUND-RICH");
+    seed(
+        worker,
+        rich,
+        0,
+        &[(
+            "credit",
+            false,
+            100_000_000,
+            "single",
+            None,
+            None,
+            "payment",
+        )],
+    );
+    let payment = paid_on_chain(worker, rich, ("25", 25_000_000), 2);
+    let reply = worker.portal(
+        Method::POST,
+        &format!("/portal/api/payments/{payment}/refunds/preview"),
+        Some(&admin),
+        Some(&json!({"amount": "25.00", "address": customer})),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let effect = &reply.json()["balance"];
+    assert_eq!(
+        (
+            &effect["available_before"],
+            &effect["available_after"],
+            &effect["into_debt"]
+        ),
+        (&json!("100.00"), &json!("75.00"), &json!(false))
+    );
+}
+
 /// Saves the PNG of the element matching `css` under tests/artifacts/.
 fn save_element(browser: &Browser, css: &str, name: &str) {
     let dir = payrail_tests::root().join("tests/artifacts");
@@ -938,6 +1106,34 @@ fn the_balance_and_its_statement_in_chromium_at_desktop_and_phone_widths() {
         assert!(
             violations.is_empty(),
             "statement at {width}: {violations:#?}"
+        );
+    }
+
+    // The refund review step of a settled payment: what it does to the balance.
+    let payment = paid_on_chain(worker, id, ("40", 40_000_000), 3);
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height);
+        browser.goto(&format!(
+            "{}/portal/payments/{payment}#refunds",
+            worker.base_url
+        ));
+        browser.fill("#refund-amount-input", "30.00");
+        browser.fill(
+            "#refund-address-input",
+            "0x1111111111111111111111111111111111111111",
+        );
+        browser.click("form.refund button");
+        assert!(browser.wait_text("#refund-balance").contains("debt"));
+        photograph(
+            &browser,
+            (width, height),
+            "#refund-review",
+            "portal-refund-review",
+        );
+        let violations = browser.serious_accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "refund review at {width}: {violations:#?}"
         );
     }
 

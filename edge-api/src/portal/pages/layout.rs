@@ -49,6 +49,7 @@ dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.
 .tag.pending{background:#fff4d6;color:#6b4e00}.warn-text{color:#7a4f00}
 form.limit{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}form.limit label{margin-top:0}
 @media (max-width:40rem){h1{font-size:1.5rem}
+dl.fields{grid-template-columns:1fr;gap:0}dl.fields dt{color:#5b6677;font-size:.9em;margin-top:.4rem}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 table.stack,table.stack tbody,table.stack tr,table.stack th,table.stack td{display:block}
 table.stack tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}table.stack th,table.stack td{border:0;padding:.1rem 0}
