@@ -652,3 +652,82 @@ pub fn raced(error: &DbError) -> bool {
     let text = error.to_string();
     text.contains("ledger_transfers.guard") || text.contains("guard = 1")
 }
+
+/// What [`balance_after_query`] reads: an account's posted totals and what its transfers after
+/// a line posted, each sum in two parts (see [`SPLIT`]); every column is text.
+#[derive(Debug, Deserialize)]
+pub struct BalanceAfterRow {
+    kind: String,
+    debits_posted: String,
+    credits_posted: String,
+    later_debits_high: String,
+    later_debits_low: String,
+    later_credits_high: String,
+    later_credits_low: String,
+}
+
+/// Amounts are summed in SQL as their digits above and below the ninth, and read back as text:
+/// SQLite's integers stop at 2^63 (an 18-decimal amount passes it at 9.2 units), and a number
+/// D1 hands to JavaScript is exact only below 2^53.
+const SPLIT: u128 = 1_000_000_000;
+
+/// The statement of [`balance_after`]: one statement, so the totals and the sums are read at
+/// one moment.
+pub fn balance_after_query(account: &str, seq: i64) -> super::Select {
+    // Posted moves only: pending and void move nothing posted; a post moves what it ends.
+    let later = |side: &str, part: &str| {
+        format!(
+            "(SELECT CAST(COALESCE(sum(CAST({part} AS INTEGER)), 0) AS TEXT) \
+             FROM ledger_transfers \
+             WHERE {side}_account = ?1 AND seq > ?2 AND phase IN ('single', 'post'))"
+        )
+    };
+    let high = "substr(amount, 1, max(length(amount) - 9, 0))";
+    let low = "substr(amount, -9)";
+    super::Select {
+        sql: format!(
+            "SELECT kind, debits_posted, credits_posted, {} AS later_debits_high, \
+             {} AS later_debits_low, {} AS later_credits_high, {} AS later_credits_low \
+             FROM ledger_accounts WHERE id = ?1",
+            later("debit", high),
+            later("debit", low),
+            later("credit", high),
+            later("credit", low)
+        ),
+        params: vec![account.into(), seq.into()],
+    }
+}
+
+impl BalanceAfterRow {
+    /// The posted balance it gives, on the account's normal side.
+    pub fn balance(&self) -> DbResult<i128> {
+        let kind = Kind::parse(&self.kind)
+            .ok_or_else(|| DbError::bad_row(format!("{} is not an account kind", self.kind)))?;
+        let joined = |high: &str, low: &str| -> DbResult<u128> {
+            units(high)?
+                .checked_mul(SPLIT)
+                .and_then(|h| h.checked_add(units(low).ok()?))
+                .ok_or_else(|| DbError::bad_row(format!("{high}, {low} is not a sum of amounts")))
+        };
+        let behind = || DbError::bad_row("an account's totals are behind its transfers");
+        let totals = Totals {
+            debits_posted: units(&self.debits_posted)?
+                .checked_sub(joined(&self.later_debits_high, &self.later_debits_low)?)
+                .ok_or_else(behind)?,
+            credits_posted: units(&self.credits_posted)?
+                .checked_sub(joined(&self.later_credits_high, &self.later_credits_low)?)
+                .ok_or_else(behind)?,
+            ..Totals::default()
+        };
+        Ok(totals.balance(kind))
+    }
+}
+
+/// `account`'s posted balance just after its transfer `seq` (its posted totals less what the
+/// transfers after `seq` posted): the running balance of a statement line. `None` when there is
+/// no such account.
+pub async fn balance_after(db: &D1Database, account: &str, seq: i64) -> DbResult<Option<i128>> {
+    let query = balance_after_query(account, seq);
+    let row: Option<BalanceAfterRow> = super::first(db, &query.sql, &query.params).await?;
+    row.map(|r| r.balance()).transpose()
+}
