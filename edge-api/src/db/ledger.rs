@@ -95,7 +95,6 @@ impl AccountRow {
 
 /// A stored transfer.
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)]
 pub struct TransferRow {
     /// Its id.
     pub id: String,
@@ -527,7 +526,6 @@ impl Carried {
 
 /// An account as a person reads it.
 #[derive(Debug, Clone, Deserialize)]
-#[allow(dead_code)]
 pub struct AccountView {
     /// Its id.
     pub id: String,
@@ -555,7 +553,6 @@ pub struct AccountView {
     pub debt_limit: String,
 }
 
-#[allow(dead_code)]
 impl AccountView {
     /// Its kind and totals.
     pub fn totals(&self) -> DbResult<(Kind, Totals)> {
@@ -573,12 +570,10 @@ impl AccountView {
     }
 }
 
-#[allow(dead_code)]
 const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, owner, debits_posted, \
      credits_posted, debits_pending, credits_pending, debt_limit";
 
 /// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on).
-#[allow(dead_code)]
 pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<AccountView>> {
     all(
         db,
@@ -593,7 +588,6 @@ pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Acco
 
 /// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
 /// `None`: from the newest).
-#[allow(dead_code)]
 pub async fn statement(
     db: &D1Database,
     account: &str,
@@ -618,7 +612,6 @@ pub async fn statement(
 
 /// The statement that sets how far `account` (a merchant's, created if need be) may go into
 /// debt; its version moves, so a posting computed on the old limit fails.
-#[allow(dead_code)]
 pub fn set_limit(
     db: &D1Database,
     account: &Account,
