@@ -2,8 +2,8 @@
 // (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
 // (TestPriceFeed, Chainlink's interface), funds the demo customer wallet and the treasury
 // (anvil's accounts 1 and 2) with both tokens and the custody gas address with ether,
-// switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS and
-// the demo wallet on stdout. The node serves two networks: argv[3] (default polygon) takes the
+// switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS, the
+// demo wallet, the treasury's and the custody gas address on stdout. The node serves two networks: argv[3] (default polygon) takes the
 // tokens, argv[4] (default base) takes ether (anvil's accounts hold 10,000 each). Everything is local: a fresh anvil gets the same contract addresses every
 // time (same deployer, same nonces).
 "use strict";
@@ -106,7 +106,7 @@ async function main() {
     [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
     [etherNetwork]: { rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
   };
-  process.stdout.write(JSON.stringify({ chains, customer, custody_gas: CUSTODY_GAS }) + "\n");
+  process.stdout.write(JSON.stringify({ chains, customer, treasury, custody_gas: CUSTODY_GAS }) + "\n");
 }
 
 main().catch((err) => {

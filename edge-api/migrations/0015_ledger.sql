@@ -78,6 +78,9 @@ CREATE INDEX ledger_transfers_by_transaction ON ledger_transfers (transaction_id
 
 -- A settlement that nets a merchant's debt pays less than its payments' net: by how much.
 ALTER TABLE chain_sends ADD COLUMN netted TEXT NOT NULL DEFAULT '0';
+-- Each payment's fees in the asset's base units, at its quote (what the books charge).
+ALTER TABLE settlement_items ADD COLUMN psp_units TEXT NOT NULL DEFAULT '0';
+ALTER TABLE settlement_items ADD COLUMN gas_units TEXT NOT NULL DEFAULT '0';
 
 -- Sweeps of custody: the offline signer moves what a deposit address holds, once its watch has
 -- ended, to the treasury, first funding its gas from the custody gas address where a token

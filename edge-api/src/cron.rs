@@ -1,8 +1,9 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
 //! portal sessions and idempotency keys past their retention; read the watched chains and credit
-//! what arrived; close checkouts that ended unpaid; settle what is held in custody to the
-//! merchants (and follow those transactions); follow custody's sweeps into the treasury and post
-//! them to the books; and send deliveries whose queue message was lost back to the queue.
+//! what arrived; close checkouts that ended unpaid; follow custody's sweeps into the treasury and
+//! post them to the books; reconcile the books with the chain (booking the operator's funding);
+//! settle what is held in custody to the merchants (and follow those transactions); and send
+//! deliveries whose queue message was lost back to the queue.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
@@ -25,11 +26,15 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         // Chains first: a payment that arrived is credited before its checkout could expire.
         chain::watch::sweep(ctx).await,
         payments::expire_ended(ctx).await,
+        // Custody's sweeps into the treasury, made final and posted to the books, so the
+        // reconciliation after them finds nothing in flight.
+        chain::sweeps::run(ctx).await,
+        // The books meet the chain before anything is paid out: the operator's funding of the
+        // treasury is booked, and drift recorded.
+        chain::books::run(ctx).await,
         // Then what is held in custody goes to the merchants.
         chain::settle::run(ctx).await,
         chain::refund::run(ctx).await,
-        // Custody's sweeps into the treasury, made final and posted to the books.
-        chain::sweeps::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
             .await

@@ -48,6 +48,20 @@ impl Ctx {
         Some((binding, self.var("PAYRAIL_NOTIFY_FROM")?))
     }
 
+    /// Where reconciliation drift is e-mailed (`PAYRAIL_OPERATOR_EMAIL`: one address, or several
+    /// separated by commas), when configured.
+    pub fn operator_emails(&self) -> Vec<String> {
+        self.var("PAYRAIL_OPERATOR_EMAIL")
+            .map(|text| {
+                text.split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// A way to bind the database again later, for work that outlives this borrow (a response
     /// that streams).
     pub fn database_binder(&self) -> impl Fn() -> worker::Result<D1Database> + 'static {

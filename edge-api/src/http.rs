@@ -178,8 +178,14 @@ pub fn form_fields(body: &str) -> Result<Vec<(String, String)>, ApiError> {
 /// headers, and some redirects add a cookie.)
 pub fn see_other(url: &Url, path: &str) -> Result<Response, ApiError> {
     let mut target = url.clone();
+    // A fragment (`#refunds`) is the fragment, never part of the path.
+    let (path, fragment) = match path.split_once('#') {
+        Some((path, fragment)) => (path, Some(fragment)),
+        None => (path, None),
+    };
     target.set_path(path);
     target.set_query(None);
+    target.set_fragment(fragment);
     let response = Response::empty()
         .or_internal("build redirect")?
         .with_status(303);

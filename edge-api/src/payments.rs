@@ -9,7 +9,7 @@ use shared_types::{ErrorCode, RawStatus, Transaction};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::events::{Guard, OutboxEvent};
 use crate::db::transactions::{self, Stamps};
-use crate::db::Batch;
+use crate::db::{self, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, webhooks};
 
@@ -30,19 +30,35 @@ pub async fn act(
     apply(ctx, id, institution_id, action, OnChain::Nothing).await
 }
 
+/// What a payment found on chain brought into custody: the books credit it to the merchant.
+#[derive(Debug, Clone, Copy)]
+pub struct Received<'a> {
+    /// The deposit address, lower case.
+    pub address: &'a str,
+    /// Its token contract or `native`.
+    pub token: &'a str,
+    /// The asset's decimals.
+    pub decimals: u32,
+    /// Base units confirmed there.
+    pub units: u128,
+}
+
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
-/// the transaction `source_hash`, of `asset` on `network`.
+/// the transaction `source_hash`, of `asset` on `network`; what it brought (`received`) is
+/// credited to its merchant in the books, in the same write.
 pub async fn credit(
     ctx: &Ctx,
     id: i64,
     action: &Action,
     source_hash: &str,
     (asset, network): (&str, &str),
+    received: Option<Received<'_>>,
 ) -> Result<(), ApiError> {
     let found = OnChain::Payment {
         hash: source_hash,
         asset,
         network,
+        received,
     };
     apply(ctx, id, None, action, found).await.map(drop)
 }
@@ -80,11 +96,12 @@ pub fn refund_event_id(refund_id: &str) -> String {
 #[derive(Clone, Copy)]
 enum OnChain<'a> {
     Nothing,
-    /// The customer's payment: its transaction, asset and network.
+    /// The customer's payment: its transaction, asset and network, and what it brought.
     Payment {
         hash: &'a str,
         asset: &'a str,
         network: &'a str,
+        received: Option<Received<'a>>,
     },
     /// The settlement's transaction.
     Settlement(&'a str),
@@ -230,10 +247,39 @@ async fn apply(
         None => None,
         Some(e) => Some(webhooks::publish(ctx, &mut batch, e, Guard::AfterChange)?),
     };
-    let results = batch
-        .run(database)
-        .await
-        .or_internal("write payment change")?;
+    if let (
+        OnChain::Payment {
+            asset,
+            network,
+            received: Some(r),
+            ..
+        },
+        true,
+    ) = (
+        on_chain,
+        matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
+    ) {
+        let when = db::transactions::at_version(id, row.version + 1);
+        let statements = chain::ledger::credit(
+            ctx,
+            (network, asset, r),
+            (id, row.transaction.merchant_id, row.institution_id),
+            &when,
+        )
+        .await?;
+        batch.extend(statements);
+    }
+    let results = match batch.run(database).await {
+        Ok(results) => results,
+        Err(e) if db::ledger::raced(&e) => {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "the books changed while this payment was credited; it is credited again at \
+                 the next check",
+            ))
+        }
+        Err(e) => return Err(e).or_internal("write payment change"),
+    };
     if !results.changed(update) {
         return Err(ApiError::new(
             ErrorCode::Conflict,

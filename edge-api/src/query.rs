@@ -206,6 +206,26 @@ impl MerchantSearch {
     }
 }
 
+/// A page of a merchant's statement (`/portal/…/balance/{network}/{token}`): newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatementQuery {
+    /// Page size, 1 to 100.
+    pub limit: u32,
+    /// Only transfers posted before this one (its `seq`).
+    pub starting_after: Option<i64>,
+}
+
+impl StatementQuery {
+    /// Parses the raw query string (without `?`).
+    pub fn parse(query: &str) -> Result<Self, QueryError> {
+        let mut params = Params::parse(query, &["limit", "starting_after"])?;
+        Ok(StatementQuery {
+            limit: params.limit()?,
+            starting_after: params.id("starting_after")?,
+        })
+    }
+}
+
 /// Filters of an endpoint's delivery log (`GET /portal/api/webhook-endpoints/{id}/deliveries`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeliveryLogQuery {
@@ -386,6 +406,27 @@ mod tests {
 
     fn err(result: Result<impl std::fmt::Debug, QueryError>) -> String {
         result.expect_err("should be refused").0
+    }
+
+    #[test]
+    fn a_statement_page_takes_a_limit_and_a_cursor() {
+        assert_eq!(
+            StatementQuery::parse("").unwrap(),
+            StatementQuery {
+                limit: 25,
+                starting_after: None
+            }
+        );
+        assert_eq!(
+            StatementQuery::parse("limit=100&starting_after=42").unwrap(),
+            StatementQuery {
+                limit: 100,
+                starting_after: Some(42)
+            }
+        );
+        assert!(err(StatementQuery::parse("starting_after=-1")).contains("starting_after"));
+        assert!(err(StatementQuery::parse("limit=0")).contains("limit"));
+        assert!(err(StatementQuery::parse("status=paid")).contains("unknown parameter"));
     }
 
     #[test]

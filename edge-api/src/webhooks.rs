@@ -346,6 +346,12 @@ pub async fn notify(
         .or_internal("record notification")
 }
 
+/// E-mails the operator (`PAYRAIL_OPERATOR_EMAIL`): what the deployment as a whole must know,
+/// such as the books drifting from the chain. Returns what happened, for the record.
+pub async fn email_operator(ctx: &Ctx, subject: &str, body: &str) -> EmailStatus {
+    send_email(ctx, &ctx.operator_emails(), subject, body).await
+}
+
 /// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
 /// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
 async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> EmailStatus {

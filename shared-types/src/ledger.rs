@@ -371,6 +371,16 @@ pub struct Books {
 impl Books {
     /// Posts `t`: every limit still holds afterwards, or nothing changes.
     pub fn apply(&mut self, t: &Transfer) -> Result<(), Refusal> {
+        self.apply_with(t, true)
+    }
+
+    /// Posts `t`, a fact the chain made final (a transaction mined, its gas spent), whatever
+    /// the limits: the books must say what happened; reconciliation shows any shortfall.
+    pub fn record(&mut self, t: &Transfer) -> Result<(), Refusal> {
+        self.apply_with(t, false)
+    }
+
+    fn apply_with(&mut self, t: &Transfer, limits: bool) -> Result<(), Refusal> {
         if t.amount == 0 {
             return Err(Refusal::Zero(t.id.clone()));
         }
@@ -416,7 +426,7 @@ impl Books {
             }
         }
         // A void only ever releases; a post moves what was already counted against the limit.
-        let checks = matches!(t.phase, Phase::Single | Phase::Pending);
+        let checks = limits && matches!(t.phase, Phase::Single | Phase::Pending);
         for ((kind, totals), id, prior) in [
             (&debit, &t.debit, before),
             (&credit, &t.credit, self.accounts[&t.credit].1),

@@ -199,6 +199,35 @@ impl Browser {
         path
     }
 
+    /// Runs axe-core (`node_modules/axe-core`, installed by scripts/setup) on the current page
+    /// and returns its violations of impact `serious` or `critical`, each as its rule, what it
+    /// asks and the elements that break it (empty: none).
+    pub fn serious_accessibility_violations(&self) -> Vec<String> {
+        let path = crate::root().join("node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{} (scripts/setup installs it): {e}", path.display()));
+        self.eval(&format!("{source}\n;return typeof window.axe;"));
+        let found = self
+            .runtime
+            .block_on(self.client().execute_async(
+                "const done = arguments[arguments.length - 1];
+                 window.axe.run(document, { resultTypes: ['violations'] })
+                   .then(r => done(r.violations
+                     .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                     .map(v => v.id + ' (' + v.impact + '): ' + v.help + ' at '
+                       + v.nodes.map(n => n.target.join(' ')).join(', '))))
+                   .catch(e => done(['axe failed: ' + e]));",
+                vec![],
+            ))
+            .unwrap_or_else(|e| panic!("axe-core did not run: {e}"));
+        found
+            .as_array()
+            .expect("a list of violations")
+            .iter()
+            .map(|v| v.as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
     /// Waits until the current URL satisfies `done`; returns it.
     pub fn wait_for_url(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         crate::eventually(what, Duration::from_secs(20), || {

@@ -218,6 +218,21 @@ impl Anvil {
         u128::from_str_radix(wei.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
     }
 
+    /// Sets `address`'s ether to `wei`, behind everyone's back.
+    pub fn set_balance(&self, address: &str, wei: u128) {
+        self.rpc("anvil_setBalance", json!([address, format!("{wei:#x}")]));
+    }
+
+    /// Lets transactions be sent from `address` without its key (anvil signs for it), or stops.
+    pub fn impersonate(&self, address: &str, on: bool) {
+        let method = if on {
+            "anvil_impersonateAccount"
+        } else {
+            "anvil_stopImpersonatingAccount"
+        };
+        self.rpc(method, json!([address]));
+    }
+
     /// A mined transaction's receipt.
     pub fn receipt(&self, hash: &str) -> Value {
         self.rpc("eth_getTransactionReceipt", json!([hash]))

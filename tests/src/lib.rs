@@ -8,8 +8,9 @@
 //!
 //! By concern: [`worker`] runs the worker process and opens its database, [`fixtures`] is what
 //! that database holds before it starts, [`http`] talks to it, [`openapi`] checks what it
-//! answers. The items tests use most are re-exported here.
+//! answers, [`books`] checks its books against its chain. The items tests use most are re-exported here.
 
+pub mod books;
 pub mod browser;
 pub mod chain;
 pub mod faults;

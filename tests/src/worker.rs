@@ -49,6 +49,8 @@ pub struct Worker {
     /// of one that stopped.
     pub(crate) institution_tokens: Mutex<HashMap<(usize, bool), String>>,
     persist_to: PathBuf,
+    /// The `--var NAME:value` settings it was started with besides the mode's.
+    vars: Vec<(String, String)>,
     // Dropping the pipe (when the worker is dropped or the test process exits) makes the
     // watchdog stop wrangler.
     _watchdog: Mutex<(Child, ChildStdin)>,
@@ -213,6 +215,10 @@ impl Worker {
             http,
             institution_tokens: Mutex::default(),
             persist_to,
+            vars: vars
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect(),
             _watchdog: Mutex::new((child, stdin)),
         })
     }
@@ -232,6 +238,14 @@ impl Worker {
     /// Wrangler's persist directory of this worker.
     pub fn persist_to(&self) -> &Path {
         &self.persist_to
+    }
+
+    /// The value of the `--var` `name` it was started with, if any.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value.as_str())
     }
 }
 

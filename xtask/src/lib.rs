@@ -3,5 +3,6 @@
 
 pub mod demo;
 pub mod localdb;
+pub mod reconcile;
 pub mod secrets;
 pub mod sweep;

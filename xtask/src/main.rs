@@ -9,16 +9,20 @@
 //! set-psp-fee INSTITUTION_ID BASIS_POINTS (--local [--persist-to DIR] | --remote)
 //! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
-//! sweep (--local [--persist-to DIR] | --remote) --treasury 0x… [--chains FILE] [--wait SECONDS]
-//!                     (the custody mnemonic on stdin; the networks from PAYRAIL_CHAINS unless
-//!                      --chains; PAYRAIL_EVM_XPUB, when set, must be the mnemonic's)
+//! reconcile     (--local [--persist-to DIR] | --remote) [--chains JSON] [--treasury ADDRESS]
+//!               [--xpub XPUB]   (the books against the chain; exits 1 on any drift)
+//! sweep         (--local [--persist-to DIR] | --remote) [--treasury 0x…] [--chains FILE]
+//!               [--wait SECONDS]   (the custody mnemonic on stdin; the networks from
+//!               PAYRAIL_CHAINS unless --chains, the treasury from PAYRAIL_TREASURY_ADDRESS unless
+//!               --treasury, locally else from what scripts/dev wrote; PAYRAIL_EVM_XPUB, when
+//!               known, must be the mnemonic's)
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, secrets, sweep};
+use xtask::{demo, localdb, reconcile, secrets, sweep};
 use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
@@ -31,12 +35,14 @@ fn main() -> ExitCode {
         Some("add-institution") => add_institution(&args[1..]),
         Some("seal-treasury-key") => seal_treasury_key(),
         Some("set-psp-fee") => set_psp_fee(&args[1..]),
+        Some("reconcile") => reconcile(&args[1..]),
         Some("sweep") => sweep(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
              | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
-             | sweep --local|--remote --treasury 0x… (the custody mnemonic on stdin)"
+             | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
+             | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin)"
                 .to_owned(),
         ),
     };
@@ -211,6 +217,48 @@ fn set_psp_fee(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The books against the chain: prints every figure, and fails naming any drift.
+fn reconcile(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let target = target(&opts)?;
+    let local = match &target {
+        secrets::Target::Local(persist_to) => reconcile::LocalSettings::read(persist_to)?,
+        secrets::Target::Remote => None,
+    }
+    .unwrap_or_default();
+    // An argument, else the environment, else (locally) what scripts/dev wrote.
+    let setting = |option: &str, variable: &str, written: Option<String>| {
+        Ok::<_, String>(
+            opts.value(option)?
+                .or_else(|| {
+                    std::env::var(variable)
+                        .ok()
+                        .filter(|v| !v.trim().is_empty())
+                })
+                .or(written),
+        )
+    };
+    let chains = setting(
+        "--chains",
+        "PAYRAIL_CHAINS",
+        local.chains.as_ref().map(ToString::to_string),
+    )?
+    .ok_or("no networks: give --chains JSON or set PAYRAIL_CHAINS")?;
+    let treasury = setting("--treasury", "PAYRAIL_TREASURY_ADDRESS", local.treasury)?;
+    let xpub = setting("--xpub", "PAYRAIL_EVM_XPUB", local.xpub)?;
+    let config = reconcile::Config::new(&chains, treasury.as_deref(), xpub.as_deref())?;
+    if config.treasury.is_none() {
+        eprintln!("no treasury address (--treasury or PAYRAIL_TREASURY_ADDRESS): not compared");
+    }
+    let report = reconcile::reconcile(&reconcile::Books::of(&target), &config)?;
+    print!("{}", report.render());
+    if report.clean() {
+        Ok(())
+    } else {
+        Err("the books drift from the chain (see above)".to_owned())
+    }
+}
+
 /// The custody sweep: reads the custody mnemonic from stdin (never the command line, where the
 /// shell's history and the process list would keep it; wiped once read) and sweeps every deposit
 /// whose watch has ended into the treasury.
@@ -218,18 +266,27 @@ fn sweep(args: &[String]) -> Result<(), String> {
     use std::io::{IsTerminal, Read};
     let opts = Options(args.to_vec());
     let target = target(&opts)?;
-    let treasury = match opts.value("--treasury")? {
-        Some(address) => address,
-        None => std::env::var("PAYRAIL_TREASURY_ADDRESS").map_err(|_| {
-            "say --treasury 0x… (the treasury's address, as the portal's overview shows it)"
-                .to_owned()
-        })?,
+    let local = match &target {
+        secrets::Target::Local(persist_to) => reconcile::LocalSettings::read(persist_to)?,
+        secrets::Target::Remote => None,
+    }
+    .unwrap_or_default();
+    let env = |variable: &str| {
+        std::env::var(variable)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
     };
+    // An argument, else the environment, else (locally) what scripts/dev wrote.
+    let treasury = opts
+        .value("--treasury")?
+        .or_else(|| env("PAYRAIL_TREASURY_ADDRESS"))
+        .or(local.treasury)
+        .ok_or("say --treasury 0x… (the treasury's address, as the portal's overview shows it)")?;
     let chains = match opts.value("--chains")? {
-        Some(file) => std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?,
-        None => std::env::var("PAYRAIL_CHAINS")
-            .map_err(|_| "set PAYRAIL_CHAINS (the worker's networks) or say --chains FILE")?,
-    };
+        Some(file) => Some(std::fs::read_to_string(&file).map_err(|e| format!("{file}: {e}"))?),
+        None => env("PAYRAIL_CHAINS").or(local.chains.as_ref().map(ToString::to_string)),
+    }
+    .ok_or("set PAYRAIL_CHAINS (the worker's networks) or say --chains FILE")?;
     let wait = opts
         .value("--wait")?
         .map_or(Ok(300), |s| s.parse::<u64>())
@@ -248,7 +305,7 @@ fn sweep(args: &[String]) -> Result<(), String> {
         target,
         chains,
         treasury,
-        xpub: std::env::var("PAYRAIL_EVM_XPUB").ok(),
+        xpub: env("PAYRAIL_EVM_XPUB").or(local.xpub),
         wait: std::time::Duration::from_secs(wait),
         now: sweep::unix_now(),
     };

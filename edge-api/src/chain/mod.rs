@@ -16,10 +16,12 @@
 //! `watch` that derives its addresses, quotes and reads its chain; the rest of the worker sees
 //! only [`methods`], [`quote`], [`watch`] and [`settle`].
 
+pub mod books;
 pub mod config;
 pub mod deposit;
 pub mod error;
 pub mod evm;
+pub mod ledger;
 pub mod native;
 pub mod rates;
 pub mod refund;
@@ -68,7 +70,7 @@ pub fn networks_within(
 
 /// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 180 to 100,000; 900 by
 /// default, inside the paid plan's 1,000 subrequests an invocation) and each task's share of
-/// them, 5 : 3 : 1 : 1, so none of them can starve the others.
+/// them, 4 : 3 : 1 : 1 : 1, so none of them can starve the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CronShares {
     /// Reading deposit addresses.
@@ -77,7 +79,9 @@ pub struct CronShares {
     pub settlement: u32,
     /// Sending refunds.
     pub refunds: u32,
-    /// Following custody's sweeps.
+    /// Reconciling the books with the chain ([`books`]).
+    pub books: u32,
+    /// Following custody's sweeps ([`sweeps`]).
     pub sweeps: u32,
 }
 
@@ -91,9 +95,10 @@ impl CronShares {
     /// The shares of `total` calls. Pure.
     pub fn of(total: u32) -> CronShares {
         CronShares {
-            watcher: total / 10 * 5,
+            watcher: total / 10 * 4,
             settlement: total / 10 * 3,
             refunds: total / 10,
+            books: total / 10,
             sweeps: total / 10,
         }
     }
@@ -386,11 +391,15 @@ mod tests {
                 shares.watcher,
                 shares.settlement,
                 shares.refunds,
+                shares.books,
                 shares.sweeps
             ),
-            (450, 270, 90, 90)
+            (360, 270, 90, 90, 90)
         );
-        assert!(shares.watcher + shares.settlement + shares.refunds + shares.sweeps <= 1000);
+        assert!(
+            shares.watcher + shares.settlement + shares.refunds + shares.books + shares.sweeps
+                <= 1000
+        );
         // The smallest total allowed still lets every task take its largest step on a token
         // network.
         let least = CronShares::of(super::MIN_CRON_NODE_CALLS);
@@ -407,6 +416,7 @@ mod tests {
             "{least:?}"
         );
         assert!(least.refunds >= super::refund::MOST_SEND_CALLS, "{least:?}");
+        assert!(least.books >= super::books::MOST_NETWORK_CALLS, "{least:?}");
         // Following a sweep, after its network's chain id.
         assert!(least.sweeps > super::sweeps::MOST_FOLLOW_CALLS, "{least:?}");
     }

@@ -17,17 +17,18 @@ use serde::Serialize;
 use serde_json::json;
 use shared_types::checkout::currency_digits;
 use shared_types::lifecycle::Action;
-use shared_types::{ErrorCode, RawStatus, RefundState};
+use shared_types::{ErrorCode, RawStatus, RefundState, SendState};
 
 use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
-use super::{evm, rpc};
+use super::{evm, ledger, rpc};
 use crate::ctx::{timestamp, Ctx};
+use crate::db::ledger::Book;
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
-use crate::db::sends::Purpose;
-use crate::db::{events, transactions, Batch};
+use crate::db::sends::{self as db_sends, Purpose};
+use crate::db::{self, events, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::{crypto, payments, wallet_address};
 
@@ -137,6 +138,8 @@ fn conflict(text: impl Into<String>) -> ApiError {
 
 /// A checked request: the payment, its quote, and what is to be sent.
 struct Checked {
+    id: String,
+    book: Book,
     quote: PaymentQuote,
     preview: Preview,
     amount: Decimal,
@@ -233,7 +236,26 @@ async fn check(
         ),
         address,
     };
+    // The books: the merchant's balance (down to its debt limit) and the treasury's must
+    // cover it. A refund after settlement is the merchant's debt, never the treasury's loss.
+    let asset = ledger::Asset {
+        network: &quote.network,
+        token: &quote.token,
+        symbol: &quote.asset,
+        decimals: quote.decimals,
+    };
+    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
+    let book = ledger::reserve_refund(
+        ctx,
+        &asset,
+        (institution_id, t.merchant_id, transaction_id),
+        &id,
+        units,
+    )
+    .await?;
     Ok(Checked {
+        id,
+        book,
         quote,
         preview,
         amount,
@@ -288,7 +310,7 @@ pub async fn request(
         };
     }
     let checked = check(ctx, institution_id, transaction_id, request).await?;
-    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
+    let id = checked.id.clone();
     let factor = 10i64.pow(checked.digits);
     let minor = (checked.amount * Decimal::from(factor))
         .trunc()
@@ -317,8 +339,20 @@ pub async fn request(
     .or_internal("write refund")?;
     let mut batch = Batch::new();
     let insert = batch.push(statement);
+    batch.extend(
+        checked
+            .book
+            .statements(&ctx.db, &refunds::stored(&id), ctx.now())
+            .or_internal("write refund")?,
+    );
     let inserted = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
+        Err(e) if db::ledger::raced(&e) => {
+            return Err(conflict(
+                "the merchant's balance changed while this refund was checked (another refund \
+                 or a settlement); read it again and retry",
+            ));
+        }
         // The key was taken meanwhile: the other request's refund answers.
         Err(_) => {
             let existing = refunds::by_key(&ctx.db, institution_id, key)
@@ -440,11 +474,19 @@ async fn send(
         )));
     }
     let send_id = sends::new_id()?;
+    // Its gas reserved in the books until the transaction is final.
+    let books = ledger::reserve_gas(ctx, name, &send_id, cost).await?;
+    let after = books.statements(
+        &ctx.db,
+        &db_sends::in_state(&send_id, SendState::Live),
+        ctx.now(),
+    )?;
     let transfer = Transfer {
         purpose: Purpose::Refund(&refund.id),
         token,
         to: &refund.to_address,
         units,
+        netted: 0,
         gas,
         price,
         rate_source: "",
@@ -455,7 +497,7 @@ async fn send(
         (name, network),
         head,
         (&send_id, &transfer),
-        (Vec::new(), Vec::new()),
+        (Vec::new(), after),
     )
     .await
     .map(drop)

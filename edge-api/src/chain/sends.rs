@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use serde_json::{json, Value};
+use shared_types::SendState;
 use worker::D1PreparedStatement;
 
 use super::config::{self, Network, NATIVE_TOKEN};
@@ -34,7 +35,7 @@ use super::error::{ChainError, ChainResult};
 use super::rpc::Node;
 use super::settle::plan::{self, Plan};
 use super::treasury::{self, Treasury};
-use super::{native, rates, rpc};
+use super::{ledger, native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::sends::{self, NewSend, Outgoing, Purpose};
@@ -72,6 +73,8 @@ pub struct Transfer<'a> {
     pub to: &'a str,
     /// Base units.
     pub units: u128,
+    /// What a settlement pays less than its payments' net: the merchant's debt netted.
+    pub netted: u128,
     /// Gas limit.
     pub gas: u64,
     /// Wei per gas.
@@ -112,6 +115,7 @@ pub async fn send(
         gas_price: transfer.price,
         rate_source: transfer.rate_source,
         units: transfer.units,
+        netted: transfer.netted,
         tx_hash: &signed.hash,
         raw: &signed.raw,
         head,
@@ -382,14 +386,23 @@ async fn settle_receipt(
         return Ok(None); // reorged away, or a backend that lags: read again next run
     }
     let now = ctx.now();
+    let gas_used = native::wei(&receipt["gasUsed"])
+        .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
+    // What the gas cost to the wei: the receipt's effective price (ours is fixed when signing,
+    // so it is the signed price unless the node says otherwise).
+    let paid = native::wei(&receipt["effectiveGasPrice"])
+        .or_else(|| u128::from_str(&carrier.gas_price).ok())
+        .unwrap_or(0);
+    let gas_wei = gas_used.saturating_mul(paid);
     let statements = if rpc::quantity(&receipt["status"])? == 1 {
-        let gas_used = native::wei(&receipt["gasUsed"])
-            .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
         let mut statements = sends::confirm(&ctx.db, carrier, &live.id, block, gas_used, now)?;
         match carrier.purpose() {
             Purpose::Settlement(id) => statements.extend(settlements::confirm(&ctx.db, id, now)?),
             Purpose::Refund(id) => statements.push(refunds::confirm(&ctx.db, id, now)?),
         }
+        let when = sends::in_state(&carrier.id, SendState::Confirmed);
+        statements
+            .extend(ledger::end_send(ctx, (live, carrier), true, gas_wei, false, &when).await?);
         statements
     } else {
         // Reverted at depth: the nonce is used for good, nothing of it can be mined any more.
@@ -403,6 +416,14 @@ async fn settle_receipt(
                 statements.push(refunds::attempt_failed(&ctx.db, id, &why, now)?);
             }
         }
+        // A refund given up at its last attempt releases what it reserved.
+        let given_up = match live.purpose() {
+            Purpose::Refund(id) => refunds::attempts(&ctx.db, id).await? + 1 >= refunds::ATTEMPTS,
+            Purpose::Settlement(_) => false,
+        };
+        let when = sends::in_state(&live.id, SendState::Failed);
+        statements
+            .extend(ledger::end_send(ctx, (live, carrier), false, gas_wei, given_up, &when).await?);
         statements
     };
     db::batch(&ctx.db, statements).await?;
@@ -459,6 +480,32 @@ async fn replace(
             (units, Vec::new(), String::new())
         }
     };
+    // The books: the old transaction's reservations voided, the new one's made (a settlement
+    // at its new fees, its merchant's debt netted as before).
+    let send_id = new_id()?;
+    let parts = match send.purpose() {
+        Purpose::Settlement(_) => Some(ledger::parts(&items)?),
+        Purpose::Refund(_) => None,
+    };
+    let gas_wei = u128::from(send.gas_limit).saturating_mul(price);
+    let when = sends::in_state(&send_id, SendState::Live);
+    let (books, units) =
+        match ledger::replace_send(ctx, send, &send_id, parts.as_deref(), gas_wei, &when).await {
+            Ok((books, payout)) => (books, if parts.is_some() { payout } else { units }),
+            Err(ChainError::Rule(why)) => {
+                sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
+                return Ok(Some(why));
+            }
+            Err(e) => return Err(e),
+        };
+    let netted = match parts {
+        Some(_) => items
+            .iter()
+            .filter_map(|i| u128::from_str(&i.units).ok())
+            .sum::<u128>()
+            .saturating_sub(units),
+        None => 0,
+    };
     let signed = treasury::sign(
         treasury,
         network,
@@ -466,7 +513,6 @@ async fn replace(
         (send.nonce, send.gas_limit, price),
         units,
     )?;
-    let send_id = new_id()?;
     let new = NewSend {
         id: &send_id,
         purpose: send.purpose(),
@@ -477,6 +523,7 @@ async fn replace(
         gas_price: price,
         rate_source: &rate_source,
         units,
+        netted,
         tx_hash: &signed.hash,
         raw: &signed.raw,
         head,
@@ -484,6 +531,7 @@ async fn replace(
     };
     let mut statements = sends::replace(&ctx.db, &send.id, &new)?;
     statements.extend(settlements::items(&ctx.db, &send_id, &items)?);
+    statements.extend(books);
     if let Err(e) = db::batch(&ctx.db, statements).await {
         worker::console_warn!(
             "replacement of {} not stored ({e}): another run replaced it",

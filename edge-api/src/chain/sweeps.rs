@@ -13,12 +13,9 @@
 //!   ([`shared_types::ledger::postings::sweep`], or [`postings::gas_funding`] and the funding's
 //!   own gas): the treasury receives what the deposit held, the gas comes out of the sender's
 //!   coin, at the receipt's gas used × effective price, so the books match the chain to the wei.
-//! - **What the chain proved.** A final transaction shows its sender held what it spent. Where
-//!   the books hold less there (coin sent to a token deposit, money arriving after its watch,
-//!   the operator's funding of the custody gas address not yet found by reconciliation), the
-//!   difference is posted first, from where it must have come: a receipt into the deposit's
-//!   unallocated account, or funding from the world for the gas address. The books never go
-//!   below what the chain had.
+//!   These are final facts of the chain, recorded whatever the limits: where the books held less
+//!   at the sender (money at a deposit that no receipt booked, the gas address's funding not yet
+//!   booked), reconciliation shows it.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -164,31 +161,19 @@ async fn final_outcome(
 /// Makes the sweep final and posts it to the books, in one batch.
 async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
     let now = ctx.now();
-    let posting = Posting::of(sweep, outcome)?;
-    let ids: Vec<String> = posting.transfers.iter().map(|t| t.id.clone()).collect();
-    let mut book = Book::load(&ctx.db, &posting.accounts, &ids, &[]).await?;
-    let finish = sweeps::finish(&ctx.db, &sweep.tx_hash, outcome, now)?;
-    if ids.iter().any(|id| book.is_posted(id)) {
-        // Posted already (another run made it final): only the state, which is then unchanged.
-        return Ok(db::batch(&ctx.db, vec![finish]).await?);
+    let (accounts, transfers) = posting(sweep, outcome)?;
+    let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    for t in transfers {
+        // Already posted (another run made it final): the state alone, then unchanged.
+        book.record(t).map_err(|refusal| {
+            ChainError::rule(format!(
+                "the books refuse sweep {}: {refusal}",
+                sweep.tx_hash
+            ))
+        })?;
     }
-    let top_ups = posting.top_ups(|id| book.available(id));
-    if !top_ups.is_empty() {
-        let mut accounts = posting.accounts.clone();
-        accounts.extend(top_ups.iter().map(|(account, _)| account.clone()));
-        let mut ids = ids.clone();
-        ids.extend(top_ups.iter().map(|(_, t)| t.id.clone()));
-        book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
-    }
-    let mut transfers: Vec<Transfer> = top_ups.into_iter().map(|(_, t)| t).collect();
-    transfers.extend(posting.transfers);
-    book.post_all(&transfers).map_err(|refusal| {
-        ChainError::rule(format!(
-            "the books refuse sweep {}: {refusal}",
-            sweep.tx_hash
-        ))
-    })?;
-    let mut statements = vec![finish];
+    let mut statements = vec![sweeps::finish(&ctx.db, &sweep.tx_hash, outcome, now)?];
     statements.extend(book.statements(&ctx.db, &sweeps::turned_final(&sweep.tx_hash, now), now)?);
     match db::batch(&ctx.db, statements).await {
         Ok(()) => Ok(()),
@@ -201,118 +186,51 @@ async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
     }
 }
 
-/// What a final sweep posts: its transfers and the accounts they name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Posting {
-    /// The accounts, each once.
-    accounts: Vec<Account>,
-    /// The transfers, in order.
-    transfers: Vec<Transfer>,
-    /// The block the sweep is in.
-    block: u64,
-    /// Its hash.
-    tx_hash: String,
-    /// Whether the custody gas address sent it.
-    from_gas_address: Option<String>,
-}
-
-impl Posting {
-    /// The transfers of `sweep` ended as `outcome`: what it moved (nothing if it reverted) and
-    /// its gas, from the sender's coin. Pure.
-    fn of(sweep: &Sweep, outcome: &Outcome) -> ChainResult<Posting> {
-        let network = sweep.network.as_str();
-        let units = u128::from_str(&sweep.units)
-            .map_err(|_| ChainError::answer("stored units are not a number"))?;
-        let moved = if outcome.succeeded { units } else { 0 };
-        let gas_wei = outcome
-            .gas_used
-            .checked_mul(outcome.gas_paid)
-            .ok_or_else(|| ChainError::answer("the receipt's gas is out of range"))?;
-        let coin = Ledger::new(network, NATIVE_TOKEN);
-        let coin_asset = (config::coin(network), NATIVE_DECIMALS);
-        let asset = Ledger::new(network, &sweep.token);
-        let asset_of = (sweep.asset.as_str(), sweep.decimals);
-        let (from, to) = (
-            sweep.from_address.to_ascii_lowercase(),
-            sweep.to_address.to_ascii_lowercase(),
-        );
-        let mut accounts = vec![
-            Account::new(&coin, coin_asset, Kind::Custody, &from),
-            Account::new(&coin, coin_asset, Kind::Gas, ""),
-        ];
-        let transfers = if sweep.is_gas() {
-            accounts.push(Account::new(&coin, coin_asset, Kind::Custody, &to));
-            let mut out: Vec<Transfer> =
-                postings::gas_funding(&coin, (&from, &to), &sweep.tx_hash, moved)
-                    .into_iter()
-                    .collect();
-            out.extend(postings::sweep(
-                (&coin, &coin),
-                &from,
-                &sweep.tx_hash,
-                0,
-                gas_wei,
-            ));
-            out
-        } else {
-            accounts.push(Account::new(&asset, asset_of, Kind::Custody, &from));
-            accounts.push(Account::new(&asset, asset_of, Kind::Treasury, ""));
-            postings::sweep((&asset, &coin), &from, &sweep.tx_hash, moved, gas_wei)
-        };
-        let mut seen = std::collections::BTreeSet::new();
-        accounts.retain(|a| seen.insert(a.id()));
-        Ok(Posting {
-            accounts,
-            transfers,
-            block: outcome.block,
-            tx_hash: sweep.tx_hash.clone(),
-            from_gas_address: sweep.is_gas().then_some(from),
-        })
-    }
-
-    /// What must be posted first so that no custody account this posting takes from goes below
-    /// zero, given what each has `available` in the books: for each, the shortfall, with the
-    /// account it comes from (the gas address's: the world, as the operator's funding; a
-    /// deposit's: its unallocated account, as a receipt). Pure.
-    fn top_ups(&self, available: impl Fn(&str) -> i128) -> Vec<(Account, Transfer)> {
-        let mut out = Vec::new();
-        for account in self.accounts.iter().filter(|a| a.kind == Kind::Custody) {
-            let id = account.id();
-            let taken: i128 = self
-                .transfers
-                .iter()
-                .map(|t| {
-                    let amount = i128::try_from(t.amount).unwrap_or(i128::MAX);
-                    if t.credit == id {
-                        amount
-                    } else if t.debit == id {
-                        -amount
-                    } else {
-                        0
-                    }
-                })
-                .sum();
-            let short = taken - available(&id).max(0);
-            let Some(short) = u128::try_from(short).ok().filter(|s| *s > 0) else {
-                continue;
-            };
-            let ledger = &account.ledger;
-            let asset = (account.asset.as_str(), account.decimals);
-            if self.from_gas_address.as_deref() == Some(account.owner.as_str()) {
-                let mut funding = postings::funding(ledger, &id, self.block, short);
-                // One funding a sweep transaction: two in one block stay apart.
-                funding.id = format!("{}:{}", funding.id, self.tx_hash);
-                out.push((Account::new(ledger, asset, Kind::World, ""), funding));
-            } else {
-                let receipt = postings::receipt(ledger, &account.owner, (&self.tx_hash, 0), short);
-                out.push((
-                    Account::new(ledger, asset, Kind::Unallocated, &account.owner),
-                    receipt,
-                ));
-            }
-        }
+/// What a final sweep posts: the accounts it names (each once) and its transfers, in order:
+/// what it moved (nothing if it reverted) and its gas, from the sender's coin. Pure.
+fn posting(sweep: &Sweep, outcome: &Outcome) -> ChainResult<(Vec<Account>, Vec<Transfer>)> {
+    let network = sweep.network.as_str();
+    let units = u128::from_str(&sweep.units)
+        .map_err(|_| ChainError::answer("stored units are not a number"))?;
+    let moved = if outcome.succeeded { units } else { 0 };
+    let gas_wei = outcome
+        .gas_used
+        .checked_mul(outcome.gas_paid)
+        .ok_or_else(|| ChainError::answer("the receipt's gas is out of range"))?;
+    let coin = Ledger::new(network, NATIVE_TOKEN);
+    let coin_asset = (config::coin(network), NATIVE_DECIMALS);
+    let asset = Ledger::new(network, &sweep.token);
+    let asset_of = (sweep.asset.as_str(), sweep.decimals);
+    let (from, to) = (
+        sweep.from_address.to_ascii_lowercase(),
+        sweep.to_address.to_ascii_lowercase(),
+    );
+    let mut accounts = vec![
+        Account::new(&coin, coin_asset, Kind::Custody, &from),
+        Account::new(&coin, coin_asset, Kind::Gas, ""),
+    ];
+    let transfers = if sweep.is_gas() {
+        accounts.push(Account::new(&coin, coin_asset, Kind::Custody, &to));
+        let mut out: Vec<Transfer> =
+            postings::gas_funding(&coin, (&from, &to), &sweep.tx_hash, moved)
+                .into_iter()
+                .collect();
+        out.extend(postings::sweep(
+            (&coin, &coin),
+            &from,
+            &sweep.tx_hash,
+            0,
+            gas_wei,
+        ));
         out
-    }
+    } else {
+        accounts.push(Account::new(&asset, asset_of, Kind::Custody, &from));
+        accounts.push(Account::new(&asset, asset_of, Kind::Treasury, ""));
+        postings::sweep((&asset, &coin), &from, &sweep.tx_hash, moved, gas_wei)
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    accounts.retain(|a| seen.insert(a.id()));
+    Ok((accounts, transfers))
 }
 
 #[cfg(test)]
@@ -354,13 +272,20 @@ mod tests {
         }
     }
 
-    /// The books with `posting`'s accounts (and its top-ups' counter accounts) at `balances`.
-    fn books(posting: &Posting, extra: &[(Account, Transfer)], balances: &[(&str, u128)]) -> Books {
+    /// Books with `accounts`, each custody one holding what `balances` says (a receipt from
+    /// its unallocated account, so every ledger balances).
+    fn books(accounts: &[Account], balances: &[(String, u128)]) -> Books {
         let mut books = Books::default();
-        for a in posting.accounts.iter().chain(extra.iter().map(|(a, _)| a)) {
+        for a in accounts {
             let mut totals = Totals::default();
             if let Some((_, b)) = balances.iter().find(|(id, _)| *id == a.id()) {
                 totals.debits_posted = *b;
+                let other = a.ledger.account(Kind::Unallocated, &a.owner);
+                let owed = Totals {
+                    credits_posted: *b,
+                    ..Totals::default()
+                };
+                books.accounts.insert(other, (Kind::Unallocated, owed));
             }
             books.accounts.insert(a.id(), (a.kind, totals));
         }
@@ -374,34 +299,30 @@ mod tests {
     #[test]
     fn a_token_sweep_moves_the_deposit_to_the_treasury_and_its_gas_from_its_coin() {
         let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
-        let posting = Posting::of(&sweep, &outcome(true, 35_000)).unwrap();
-        let codes: Vec<(Code, u128)> = posting
-            .transfers
-            .iter()
-            .map(|t| (t.code, t.amount))
-            .collect();
+        let (accounts, transfers) = posting(&sweep, &outcome(true, 35_000)).unwrap();
+        let codes: Vec<(Code, u128)> = transfers.iter().map(|t| (t.code, t.amount)).collect();
         assert_eq!(
             codes,
             [(Code::Sweep, 12_500_000), (Code::SweepGas, 35_000 * 30)]
         );
         assert_eq!(
-            posting.transfers[0].debit,
+            transfers[0].debit,
             Ledger::new("polygon", USDC).account(Kind::Treasury, "")
         );
-        assert_eq!(posting.transfers[1].credit, custody(NATIVE_TOKEN, DEPOSIT));
-        // Its books hold the payment and the funded gas: nothing to add, and it posts.
-        let held = [
-            (custody(USDC, DEPOSIT), 12_500_000),
-            (custody(NATIVE_TOKEN, DEPOSIT), 60_000 * 30),
-        ];
-        let held: Vec<(&str, u128)> = held.iter().map(|(id, b)| (id.as_str(), *b)).collect();
-        let mut book = books(&posting, &[], &held);
-        assert!(posting
-            .top_ups(|id| book.accounts.get(id).map_or(0, |(k, t)| t.available(*k)))
-            .is_empty());
-        for t in &posting.transfers {
+        assert_eq!(transfers[1].credit, custody(NATIVE_TOKEN, DEPOSIT));
+        // Its books hold the payment and the funded gas: it posts within every limit, and
+        // leaves the deposit's custody at what the chain holds.
+        let mut book = books(
+            &accounts,
+            &[
+                (custody(USDC, DEPOSIT), 12_500_000),
+                (custody(NATIVE_TOKEN, DEPOSIT), 60_000 * 30),
+            ],
+        );
+        for t in &transfers {
             book.apply(t).unwrap();
         }
+        assert!(book.balanced());
         let left = |id: &str| book.accounts[id].1.balance(Kind::Custody);
         assert_eq!(left(&custody(USDC, DEPOSIT)), 0);
         assert_eq!(
@@ -414,17 +335,16 @@ mod tests {
     #[test]
     fn a_reverted_sweep_moves_nothing_but_its_gas() {
         let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
-        let posting = Posting::of(&sweep, &outcome(false, 40_000)).unwrap();
-        assert_eq!(posting.transfers.len(), 1);
-        assert_eq!(posting.transfers[0].code, Code::SweepGas);
+        let (_, transfers) = posting(&sweep, &outcome(false, 40_000)).unwrap();
+        assert_eq!(transfers.len(), 1);
+        assert_eq!(transfers[0].code, Code::SweepGas);
     }
 
     #[test]
     fn a_gas_funding_moves_coin_between_custody_accounts_and_pays_its_own_gas() {
         let sweep = row("gas", NATIVE_TOKEN, (GAS, DEPOSIT), 1_800_000);
-        let posting = Posting::of(&sweep, &outcome(true, 21_000)).unwrap();
-        let moves: Vec<(Code, &str, &str, u128)> = posting
-            .transfers
+        let (accounts, transfers) = posting(&sweep, &outcome(true, 21_000)).unwrap();
+        let moves: Vec<(Code, &str, &str, u128)> = transfers
             .iter()
             .map(|t| (t.code, t.debit.as_str(), t.credit.as_str(), t.amount))
             .collect();
@@ -446,66 +366,21 @@ mod tests {
                 ),
             ]
         );
-        assert!(posting
-            .accounts
+        assert!(accounts
             .iter()
             .all(|a| a.asset == "POL" && a.decimals == 18));
-    }
-
-    #[test]
-    fn what_the_books_lack_is_posted_first_from_where_it_must_have_come() {
-        // The gas address's funding was never found by reconciliation: it shows up as the
-        // operator's funding, of exactly what this transaction spent beyond the books.
-        let funding = row("gas", NATIVE_TOKEN, (GAS, DEPOSIT), 1_800_000);
-        let posting = Posting::of(&funding, &outcome(true, 21_000)).unwrap();
-        let spent = 1_800_000 + 21_000 * 30;
-        let has = 1_000_000;
-        let top_ups = posting.top_ups(|id| {
-            if id == custody(NATIVE_TOKEN, GAS) {
-                has
-            } else {
-                0
-            }
-        });
-        assert_eq!(top_ups.len(), 1);
-        let (world, t) = &top_ups[0];
-        assert_eq!(world.kind, Kind::World);
-        assert_eq!((t.code, t.amount), (Code::Funding, spent - 1_000_000));
-        assert_eq!(t.debit, custody(NATIVE_TOKEN, GAS));
-        assert!(t.id.ends_with(":0xgas"), "{}", t.id);
-        let mut book = books(
-            &posting,
-            &top_ups,
-            &[(custody(NATIVE_TOKEN, GAS).as_str(), 1_000_000)],
-        );
-        book.apply(t).unwrap();
-        for t in &posting.transfers {
-            book.apply(t).unwrap();
+        // Recorded whatever the books hold at the gas address (its funding not yet booked):
+        // reconciliation shows the shortfall.
+        let mut book = books(&accounts, &[]);
+        for t in &transfers {
+            book.record(t).unwrap();
         }
+        assert!(book.balanced());
         assert_eq!(
             book.accounts[&custody(NATIVE_TOKEN, GAS)]
                 .1
                 .balance(Kind::Custody),
-            0
+            -(1_800_000 + 21_000 * 30)
         );
-
-        // A deposit whose payment the books never received: a receipt into its unallocated
-        // account, keyed by the sweep.
-        let sweep = row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000);
-        let posting = Posting::of(&sweep, &outcome(true, 35_000)).unwrap();
-        let top_ups = posting.top_ups(|id| {
-            if id == custody(NATIVE_TOKEN, DEPOSIT) {
-                60_000 * 30
-            } else {
-                0
-            }
-        });
-        assert_eq!(top_ups.len(), 1);
-        let (unallocated, t) = &top_ups[0];
-        assert_eq!(unallocated.kind, Kind::Unallocated);
-        assert_eq!(unallocated.asset, "USDC");
-        assert_eq!((t.code, t.amount), (Code::Receipt, 12_500_000));
-        assert_eq!(t.debit, custody(USDC, DEPOSIT));
-        assert!(t.id.contains("0xsweep"), "{}", t.id);
     }
 }

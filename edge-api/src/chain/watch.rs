@@ -90,6 +90,10 @@ pub enum Verdict {
         /// The asset and network of that transfer's address.
         #[serde(skip)]
         paid_with: (String, String),
+        /// What the books credit the merchant: the address paid in that asset and network,
+        /// and its confirmed transfers' base units.
+        #[serde(skip)]
+        received: (String, u128),
     },
     /// Nothing to do (already credited, failed, or ended with nothing received).
     Settled,
@@ -158,6 +162,28 @@ pub fn verdict(
         }
     }
     let gross = confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    // The books credit the base units confirmed at the addresses of the asset and network the
+    // payment is recorded in; what arrived in another way to pay stays unallocated there.
+    let received = source.as_ref().map(|(_, paid_with)| {
+        let mut units = 0u128;
+        let mut address = String::new();
+        for t in transfers
+            .iter()
+            .filter(|t| t.kind == "payment" && t.confirmed != 0)
+        {
+            let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
+                continue;
+            };
+            if (&quote.asset, &quote.network) != (&paid_with.0, &paid_with.1) {
+                continue;
+            }
+            if let Some(u) = t.amount.as_deref().and_then(|a| u128::from_str(a).ok()) {
+                units = units.saturating_add(u);
+                address.clone_from(&t.address);
+            }
+        }
+        (address, units)
+    });
     let confirming = least.map(|confirmations| Verdict::Confirming {
         confirmations: confirmations.min(depth.saturating_sub(1)),
         required: depth,
@@ -168,6 +194,7 @@ pub fn verdict(
             source_hash: hash.clone(),
             late,
             paid_with: paid_with.clone(),
+            received: received.clone().unwrap_or_default(),
         }),
         _ => None,
     };
@@ -275,7 +302,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
                 >= watch.expires_at,
         })
         .collect();
-    let statements = watches::record(
+    let mut statements = watches::record(
         &ctx.db,
         watch,
         &seen,
@@ -284,6 +311,12 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         head,
         now,
     )?;
+    // The confirmed payments' receipts, in the books before the watch moves on (the last
+    // statement), under the same condition as the rest of the check.
+    let receipts = super::ledger::receipts(ctx, watch, &seen, &watches::unchanged(watch)).await?;
+    let moves_on = statements.pop();
+    statements.extend(receipts);
+    statements.extend(moves_on);
     db::batch(&ctx.db, statements).await?;
     Ok(())
 }
@@ -459,6 +492,7 @@ async fn evaluate(
         source_hash,
         late,
         paid_with: (asset, network),
+        received,
     } = &verdict
     {
         let action = if *late {
@@ -467,7 +501,23 @@ async fn evaluate(
             Action::Pay { amount: *gross }
         };
         let paid_with = (asset.as_str(), network.as_str());
-        match payments::credit(ctx, session.transaction_id, &action, source_hash, paid_with).await {
+        let watch = list.iter().find(|w| w.address == received.0);
+        let books = watch.map(|w| payments::Received {
+            address: &w.address,
+            token: &w.token,
+            decimals: w.decimals,
+            units: received.1,
+        });
+        match payments::credit(
+            ctx,
+            session.transaction_id,
+            &action,
+            source_hash,
+            paid_with,
+            books,
+        )
+        .await
+        {
             Ok(()) => {}
             // Credited or expired meanwhile: the next check sees the new state.
             Err(err) if err.code == ErrorCode::Conflict => {}
@@ -578,6 +628,7 @@ mod tests {
                 source_hash: "0x1".into(),
                 late: false,
                 paid_with: ("USDC".into(), "polygon".into()),
+                received: (exact[0].address.clone(), 10_869_566),
             }
         );
     }

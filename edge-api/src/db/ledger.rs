@@ -325,13 +325,36 @@ impl Book {
         self.totals(id).map_or(0, |(kind, t)| t.available(kind))
     }
 
-    /// Whether `id` was already posted (of the ids asked about when loading, or by this book).
-    pub fn is_posted(&self, id: &str) -> bool {
-        self.done.contains(id)
+    /// Reads the pending transfers of `reference` still open (a settlement's transaction, a
+    /// refund), so they can be posted or voided; returns them.
+    pub async fn open_of(&mut self, db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
+        let open = open_of(db, reference).await?;
+        for t in &open {
+            self.done.insert(t.id.clone());
+            self.books.open.insert(
+                t.id.clone(),
+                Open {
+                    debit: t.debit.clone(),
+                    credit: t.credit.clone(),
+                    amount: t.amount,
+                },
+            );
+        }
+        Ok(open)
     }
 
-    /// Posts `t` in memory unless it already is; `Ok(false)`: it already was.
+    /// Posts `t` in memory unless it already is, within every limit; `Ok(false)`: it already
+    /// was.
     pub fn post(&mut self, t: Transfer) -> Result<bool, Refusal> {
+        self.post_with(t, true)
+    }
+
+    /// Posts `t`, a final fact of the chain, whatever the limits (see `Books::record`).
+    pub fn record(&mut self, t: Transfer) -> Result<bool, Refusal> {
+        self.post_with(t, false)
+    }
+
+    fn post_with(&mut self, t: Transfer, limits: bool) -> Result<bool, Refusal> {
         if self.done.contains(&t.id) {
             return Ok(false);
         }
@@ -345,7 +368,11 @@ impl Book {
             read + i64::try_from(written).unwrap_or(i64::MAX)
         };
         let before = (version(self, &t.debit), version(self, &t.credit));
-        self.books.apply(&t)?;
+        if limits {
+            self.books.apply(&t)?;
+        } else {
+            self.books.record(&t)?;
+        }
         let after = (
             self.books.accounts[&t.debit].1,
             self.books.accounts[&t.credit].1,
@@ -475,6 +502,28 @@ impl Book {
     }
 }
 
+/// What a settlement's or a refund's transaction carries, as the books need it when it ends.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Carried {
+    /// Token contract or `native`.
+    pub token: String,
+    /// Asset symbol.
+    pub symbol: String,
+    /// Decimals.
+    pub decimals: u32,
+    /// The institution.
+    pub institution_id: i64,
+    /// The merchant.
+    pub merchant_id: i64,
+}
+
+impl Carried {
+    /// (institution, merchant).
+    pub fn owners(&self) -> (i64, i64) {
+        (self.institution_id, self.merchant_id)
+    }
+}
+
 /// An account as a person reads it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AccountView {
@@ -537,16 +586,6 @@ pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Acco
     .await
 }
 
-/// Every account (for the books' checks: small, one per address, merchant and ledger).
-pub async fn accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
-    all(
-        db,
-        &format!("SELECT {VIEW_COLUMNS} FROM ledger_accounts ORDER BY id"),
-        &[],
-    )
-    .await
-}
-
 /// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
 /// `None`: from the newest).
 pub async fn statement(
@@ -605,4 +644,83 @@ pub fn set_limit(
 pub fn raced(error: &DbError) -> bool {
     let text = error.to_string();
     text.contains("ledger_transfers.guard") || text.contains("guard = 1")
+}
+
+/// What [`balance_after_query`] reads: an account's posted totals and what its transfers after
+/// a line posted, each sum in two parts (see [`SPLIT`]); every column is text.
+#[derive(Debug, Deserialize)]
+pub struct BalanceAfterRow {
+    kind: String,
+    debits_posted: String,
+    credits_posted: String,
+    later_debits_high: String,
+    later_debits_low: String,
+    later_credits_high: String,
+    later_credits_low: String,
+}
+
+/// Amounts are summed in SQL as their digits above and below the ninth, and read back as text:
+/// SQLite's integers stop at 2^63 (an 18-decimal amount passes it at 9.2 units), and a number
+/// D1 hands to JavaScript is exact only below 2^53.
+const SPLIT: u128 = 1_000_000_000;
+
+/// The statement of [`balance_after`]: one statement, so the totals and the sums are read at
+/// one moment.
+pub fn balance_after_query(account: &str, seq: i64) -> super::Select {
+    // Posted moves only: pending and void move nothing posted; a post moves what it ends.
+    let later = |side: &str, part: &str| {
+        format!(
+            "(SELECT CAST(COALESCE(sum(CAST({part} AS INTEGER)), 0) AS TEXT) \
+             FROM ledger_transfers \
+             WHERE {side}_account = ?1 AND seq > ?2 AND phase IN ('single', 'post'))"
+        )
+    };
+    let high = "substr(amount, 1, max(length(amount) - 9, 0))";
+    let low = "substr(amount, -9)";
+    super::Select {
+        sql: format!(
+            "SELECT kind, debits_posted, credits_posted, {} AS later_debits_high, \
+             {} AS later_debits_low, {} AS later_credits_high, {} AS later_credits_low \
+             FROM ledger_accounts WHERE id = ?1",
+            later("debit", high),
+            later("debit", low),
+            later("credit", high),
+            later("credit", low)
+        ),
+        params: vec![account.into(), seq.into()],
+    }
+}
+
+impl BalanceAfterRow {
+    /// The posted balance it gives, on the account's normal side.
+    pub fn balance(&self) -> DbResult<i128> {
+        let kind = Kind::parse(&self.kind)
+            .ok_or_else(|| DbError::bad_row(format!("{} is not an account kind", self.kind)))?;
+        let joined = |high: &str, low: &str| -> DbResult<u128> {
+            units(high)?
+                .checked_mul(SPLIT)
+                .and_then(|h| h.checked_add(units(low).ok()?))
+                .ok_or_else(|| DbError::bad_row(format!("{high}, {low} is not a sum of amounts")))
+        };
+        let behind = || DbError::bad_row("an account's totals are behind its transfers");
+        let totals = Totals {
+            debits_posted: units(&self.debits_posted)?
+                .checked_sub(joined(&self.later_debits_high, &self.later_debits_low)?)
+                .ok_or_else(behind)?,
+            credits_posted: units(&self.credits_posted)?
+                .checked_sub(joined(&self.later_credits_high, &self.later_credits_low)?)
+                .ok_or_else(behind)?,
+            ..Totals::default()
+        };
+        Ok(totals.balance(kind))
+    }
+}
+
+/// `account`'s posted balance just after its transfer `seq` (its posted totals less what the
+/// transfers after `seq` posted): the running balance of a statement line. `None` when there is
+/// no such account.
+pub async fn balance_after(db: &D1Database, account: &str, seq: i64) -> DbResult<Option<i128>> {
+    let query = balance_after_query(account, seq);
+    let row: Option<BalanceAfterRow> = super::first(db, &query.sql, &query.params).await?;
+    row.map(|r| r.balance()).transpose()
 }

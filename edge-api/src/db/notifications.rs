@@ -1,5 +1,5 @@
 //! Notifications to an institution's admins (an endpoint disabled for continuous failure, payments
-//! held from settlement, a settlement wallet changed).
+//! held from settlement, a settlement wallet changed, a merchant's debt limit changed).
 
 use serde::{Deserialize, Serialize};
 use worker::{D1Database, D1PreparedStatement};
@@ -16,6 +16,8 @@ pub enum NotificationKind {
     SettlementHeld,
     /// A merchant's settlement wallet was set, changed or removed.
     WalletChanged,
+    /// How far a merchant's balance may go into debt was changed.
+    DebtLimitChanged,
 }
 
 impl NotificationKind {
@@ -25,6 +27,7 @@ impl NotificationKind {
             Self::EndpointDisabled => "endpoint_disabled",
             Self::SettlementHeld => "settlement_held",
             Self::WalletChanged => "wallet_changed",
+            Self::DebtLimitChanged => "debt_limit_changed",
         }
     }
 }

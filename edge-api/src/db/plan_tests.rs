@@ -1,10 +1,11 @@
 //! Every list query, for every filter combination, is a bounded index range scan in id order:
 //! checked with EXPLAIN QUERY PLAN against the real migrations. And queries whose order is a
-//! rule (which payments settle first) run against the real migrations and demo data.
+//! rule (which payments settle first) or whose arithmetic must be exact (a statement's running
+//! balance) run against the real migrations and demo data.
 
 use rusqlite::Connection;
 
-use super::{events, merchants, settlements, transactions, Owner, Select, Value};
+use super::{events, ledger, merchants, settlements, transactions, Owner, Select, Value};
 use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
 
 fn database() -> Connection {
@@ -249,4 +250,98 @@ fn payments_that_cannot_settle_never_crowd_out_one_that_can() {
     // Then the least recently held (the last one held above, at 1000 - k).
     assert_eq!(some[1], *held.last().unwrap(), "{some:?}");
     assert_eq!(due(ids.len()).len(), ids.len());
+}
+
+/// A statement line's running balance, read in SQL, is exact with amounts far past SQLite's and
+/// JavaScript's integers (18 decimals), counts posted transfers only, and is one indexed read.
+#[test]
+fn the_running_balance_after_a_line_is_exact() {
+    let conn = database();
+    let m = "base:native:merchant:1";
+    let wei: u128 = 1_000_000_000_000_000_000;
+    // Oldest first: (debit, credit, amount, phase, pending_id).
+    let transfers: Vec<(&str, &str, u128, &str, Option<&str>)> = vec![
+        ("u", m, 40 * wei + 7, "single", None),
+        (m, "t", 12 * wei, "pending", None),
+        (m, "t", 12 * wei, "post", Some("t2")),
+        ("u", m, 3 * wei + 999_999_999, "single", None),
+        (m, "t", 30 * wei, "pending", None),
+        (m, "t", 30 * wei, "void", Some("t5")),
+        (m, "t", 31 * wei + 1, "single", None),
+    ];
+    let mut posted: (u128, u128) = (0, 0);
+    let mut expected = Vec::new();
+    for (debit, credit, amount, phase, _) in &transfers {
+        if matches!(*phase, "single" | "post") {
+            if *credit == m {
+                posted.1 += amount;
+            } else if *debit == m {
+                posted.0 += amount;
+            }
+        }
+        expected.push(i128::try_from(posted.1).unwrap() - i128::try_from(posted.0).unwrap());
+    }
+    for (id, kind) in [(m, "merchant"), ("u", "unallocated"), ("t", "treasury")] {
+        conn.execute(
+            "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+             debits_posted, credits_posted, created_at, updated_at) \
+             VALUES (?1, 'base', 'native', 'ETH', 18, ?2, '', ?3, ?4, 0, 0)",
+            rusqlite::params![
+                id,
+                kind,
+                if id == m {
+                    posted.0.to_string()
+                } else {
+                    "0".into()
+                },
+                if id == m {
+                    posted.1.to_string()
+                } else {
+                    "0".into()
+                }
+            ],
+        )
+        .unwrap();
+    }
+    for (k, (debit, credit, amount, phase, pending)) in transfers.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO ledger_transfers (id, seq, network, token, debit_account, \
+             credit_account, amount, code, phase, pending_id, reference, guard, created_at) \
+             VALUES (?1, ?2, 'base', 'native', ?3, ?4, ?5, 'credit', ?6, ?7, '', 1, 0)",
+            rusqlite::params![
+                format!("t{}", k + 1),
+                k as i64 + 1,
+                debit,
+                credit,
+                amount.to_string(),
+                phase,
+                pending
+            ],
+        )
+        .unwrap();
+    }
+    let after = |seq: i64| -> i128 {
+        let query = ledger::balance_after_query(m, seq);
+        let params = params(&query);
+        let row: ledger::BalanceAfterRow = conn
+            .query_row(&query.sql, rusqlite::params_from_iter(params.iter()), |r| {
+                let mut object = serde_json::Map::new();
+                for (i, name) in r.as_ref().column_names().iter().enumerate() {
+                    object.insert((*name).to_owned(), r.get::<_, String>(i)?.into());
+                }
+                Ok(serde_json::Value::Object(object))
+            })
+            .map(|v| serde_json::from_value(v).unwrap())
+            .unwrap();
+        row.balance().unwrap()
+    };
+    for (k, want) in expected.iter().enumerate() {
+        assert_eq!(after(k as i64 + 1), *want, "after line {}", k + 1);
+    }
+    assert_eq!(after(0), 0, "before the first line");
+    // 40 - 12 + 3 - 31 ether, and 7 + 999999999 - 1 wei; the debits posted pass 2^63.
+    assert_eq!(expected.last().copied(), Some(1_000_000_005));
+    for step in plan(&conn, &ledger::balance_after_query(m, 1)) {
+        assert!(!step.starts_with("SCAN"), "{step}");
+    }
 }

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use shared_types::RefundState;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::ledger::{Carried, When};
 use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult};
 
@@ -215,6 +216,40 @@ pub async fn note(db: &D1Database, id: &str, error: &str, now: i64) -> DbResult<
     )
     .await
     .map(drop)
+}
+
+/// What the refund's transactions carry, for the books.
+pub async fn carried(db: &D1Database, id: &str) -> DbResult<Option<Carried>> {
+    first(
+        db,
+        "SELECT f.token, f.asset AS symbol, f.decimals, f.institution_id, t.merchant_id \
+         FROM refunds f JOIN transactions t ON t.id = f.transaction_id WHERE f.id = ?1",
+        &[id.into()],
+    )
+    .await
+}
+
+/// How many of the refund's transactions failed.
+pub async fn attempts(db: &D1Database, id: &str) -> DbResult<i64> {
+    #[derive(Deserialize)]
+    struct Row {
+        attempts: i64,
+    }
+    let row: Option<Row> = first(
+        db,
+        "SELECT attempts FROM refunds WHERE id = ?1",
+        &[id.into()],
+    )
+    .await?;
+    Ok(row.map_or(0, |r| r.attempts))
+}
+
+/// The books' condition that the refund `id` was stored.
+pub fn stored(id: &str) -> When {
+    When::holds(
+        "EXISTS (SELECT 1 FROM refunds WHERE id = ?1)",
+        vec![id.into()],
+    )
 }
 
 /// Transactions a refund may take before it is given up.

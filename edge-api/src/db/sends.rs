@@ -7,6 +7,7 @@ use serde::Deserialize;
 use shared_types::SendState;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::ledger::When;
 use super::{all, bind, first, run, DbResult, Value};
 
 /// What a signed transaction pays.
@@ -48,6 +49,8 @@ pub struct NewSend<'a> {
     pub rate_source: &'a str,
     /// Base units transferred.
     pub units: u128,
+    /// What a settlement pays less than its payments' net (the merchant's debt netted).
+    pub netted: u128,
     /// Hash.
     pub tx_hash: &'a str,
     /// Raw signed bytes, `0x` hex.
@@ -70,8 +73,9 @@ pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement>
     bind(
         db,
         "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, gas_price, \
-         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14 \
+         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id, \
+         netted) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15 \
          WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
                            AND state IN ('live', 'confirmed'))",
         &[
@@ -89,6 +93,7 @@ pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement>
             big(s.head),
             s.now.into(),
             refund,
+            s.netted.to_string().into(),
         ],
     )
 }
@@ -110,6 +115,14 @@ pub fn replace(
         )?,
         insert(db, send)?,
     ])
+}
+
+/// The books' condition that the transaction `send_id` is in `state` (`live`: just stored).
+pub fn in_state(send_id: &str, state: SendState) -> When {
+    When::holds(
+        "(SELECT state FROM chain_sends WHERE id = ?1) = ?2",
+        vec![send_id.into(), state.as_str().into()],
+    )
 }
 
 /// The next nonce by what the treasury has signed on `network`: one past the highest that was or

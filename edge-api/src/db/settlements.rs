@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::ledger::Carried;
 use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult, Select};
 
@@ -120,6 +121,36 @@ pub struct Item {
     pub net: String,
     /// The same in the asset's base units (decimal text).
     pub units: String,
+    /// The PSP fee in the asset's base units, at the payment's quote (decimal text).
+    pub psp_units: String,
+    /// The gas share in the asset's base units, at the payment's quote (decimal text).
+    pub gas_units: String,
+}
+
+/// Each payment's part of the transaction `send_id`.
+pub async fn items_of(db: &D1Database, send_id: &str) -> DbResult<Vec<Item>> {
+    all(
+        db,
+        "SELECT transaction_id, psp_fee, gas_fee, net, units, psp_units, gas_units \
+         FROM settlement_items WHERE send_id = ?1 ORDER BY transaction_id",
+        &[send_id.into()],
+    )
+    .await
+}
+
+/// What the settlement's transactions carry, for the books.
+pub async fn carried(db: &D1Database, settlement_id: &str) -> DbResult<Option<Carried>> {
+    first(
+        db,
+        "SELECT s.token, s.asset AS symbol, s.institution_id, s.merchant_id, \
+         COALESCE((SELECT w.decimals FROM chain_sends c \
+                   JOIN settlement_items i ON i.send_id = c.id \
+                   JOIN deposit_watches w ON w.transaction_id = i.transaction_id \
+                   WHERE c.settlement_id = s.id LIMIT 1), 18) AS decimals \
+         FROM settlements s WHERE s.id = ?1",
+        &[settlement_id.into()],
+    )
+    .await
 }
 
 /// A settlement to start.
@@ -148,7 +179,7 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
             bind(
                 db,
                 "INSERT INTO settlement_items (send_id, transaction_id, psp_fee, gas_fee, net, \
-                 units) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 units, psp_units, gas_units) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 &[
                     send_id.into(),
                     i.transaction_id.into(),
@@ -156,6 +187,8 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
                     i.gas_fee.as_str().into(),
                     i.net.as_str().into(),
                     i.units.as_str().into(),
+                    i.psp_units.as_str().into(),
+                    i.gas_units.as_str().into(),
                 ],
             )
         })

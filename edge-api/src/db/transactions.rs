@@ -16,6 +16,7 @@ use shared_types::{
 };
 use worker::{D1Database, D1PreparedStatement};
 
+use super::ledger::When;
 use super::{all, bind, first, watches, DbError, DbResult, Owner, Select, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
@@ -400,6 +401,14 @@ struct PaymentColumns {
     paid_on_chain: i64,
     #[serde(flatten)]
     view: Row,
+}
+
+/// The books' condition that transaction `id` is at `version` (its change was written).
+pub fn at_version(id: i64, version: i64) -> When {
+    When::holds(
+        "(SELECT version FROM transactions WHERE id = ?1) = ?2",
+        vec![id.into(), version.into()],
+    )
 }
 
 /// The transaction's lifecycle state and API view, in one round trip.

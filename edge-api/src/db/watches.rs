@@ -5,6 +5,7 @@ use serde::Deserialize;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
+use super::ledger::When;
 use super::{all, bind, run, DbResult};
 
 /// A watch to create, in the batch that gives the address to its session.
@@ -233,6 +234,14 @@ pub struct SeenTransfer<'a> {
     pub kind: &'a str,
     /// Its block came after the checkout's end.
     pub after_expiry: bool,
+}
+
+/// The books' condition that a check of `watch` applies: the watch is still where it found it.
+pub fn unchanged(watch: &Watch) -> When {
+    When::holds(
+        "(SELECT scanned_to FROM deposit_watches WHERE address = ?1) = ?2",
+        vec![watch.address.as_str().into(), watch.scanned_to.into()],
+    )
 }
 
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the

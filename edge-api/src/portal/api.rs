@@ -67,6 +67,13 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
             Route::new().put(move |c| merchants::set_origins(c, id))
         }
         ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
+        ["merchants", id, "balances"] => Route::new().get(move |c| merchants::balances(c, id)),
+        ["merchants", id, "balances", network, token] => {
+            Route::new().get(move |c| merchants::statement(c, id, network, token))
+        }
+        ["merchants", id, "balances", network, token, "debt-limit"] => {
+            Route::new().put(move |c| merchants::set_debt_limit(c, id, network, token))
+        }
         ["payments"] => Route::new().get(payments::list),
         ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
         ["payments", id, "refunds"] => Route::new().post(move |c| payments::refund(c, id)),

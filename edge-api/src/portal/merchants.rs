@@ -112,7 +112,8 @@ fn view(
     }
 }
 
-async fn row(portal: &Portal<'_>, id: i64) -> Result<Row, ApiError> {
+/// The institution's merchant `id` as stored (`not_found` for another institution's).
+pub async fn row(portal: &Portal<'_>, id: i64) -> Result<Row, ApiError> {
     merchants::portal_get(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read merchant")?

@@ -1,7 +1,7 @@
 //! The institution portal: admins manage API clients and webhook endpoints. Server-rendered pages
 //! (`pages.rs`) and a JSON API (`api.rs`) share one session model and one set of operations
-//! (`clients`, `endpoints`, `deliveries`, `merchants`, `payments`, `users`, `networks`); every
-//! operation is scoped to the session's institution.
+//! (`clients`, `endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `users`,
+//! `networks`); every operation is scoped to the session's institution.
 //!
 //! Sessions: a random cookie (`HttpOnly; Secure; SameSite=Strict; Path=/portal`), stored as its
 //! SHA-256, idle end 30 minutes, absolute end 8 hours. Every state-changing request must carry
@@ -9,6 +9,7 @@
 //! browser sends an `Origin`, come from our own.
 
 pub mod api;
+pub mod balances;
 pub mod clients;
 pub mod deliveries;
 pub mod endpoints;

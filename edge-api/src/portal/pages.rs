@@ -6,6 +6,7 @@ use maud::html;
 use shared_types::ErrorCode;
 use worker::Method;
 
+mod balances;
 mod deliveries;
 mod developers;
 mod layout;
@@ -49,6 +50,13 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["merchants", id, "wallets"] => Route::new().post(move |c| merchants::set_wallet(c, id)),
         ["merchants", id, "origins"] => Route::new().post(move |c| merchants::set_origins(c, id)),
         ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
+        ["merchants", id, "debt-limit"] => Route::new().post(move |c| balances::set_limit(c, id)),
+        ["merchants", id, "balance", network, token] => {
+            Route::new().get(move |c| balances::statement(c, id, network, token))
+        }
+        ["merchants", id, "balance", network, token, "export.csv"] => {
+            Route::new().get(move |c| balances::export(c, id, network, token))
+        }
         ["developers"] => Route::new().get(developers::show),
         ["developers", "clients"] => Route::new().post(developers::create_client),
         ["developers", "clients", id, "rotate"] => {

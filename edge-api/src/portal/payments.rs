@@ -409,7 +409,7 @@ const CSV_HEADER: &[&str] = &[
 /// carriage return (a formula, or what a spreadsheet reads as one) gets a leading `'`, as
 /// OWASP's CSV injection guidance says. Customers and merchants write some of these fields
 /// (`external_reference`, `customer_email`). Pure.
-fn cell(text: &str) -> String {
+pub(crate) fn cell(text: &str) -> String {
     if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {

@@ -198,6 +198,25 @@ pub fn gas(coin: &Ledger, send_id: &str, wei: u128) -> Option<Transfer> {
     })
 }
 
+/// The most gas the treasury's transaction `send_id` can spend (its limit × price), reserved
+/// while it is out so two transactions cannot count on the same coin; voided once its real gas
+/// is known ([`gas`]).
+pub fn gas_reserve(coin: &Ledger, send_id: &str, wei: u128) -> Option<Transfer> {
+    (wei > 0).then(|| {
+        transfer(
+            format!("gas_reserve:{send_id}"),
+            (
+                coin.account(Kind::Gas, ""),
+                coin.account(Kind::Treasury, ""),
+            ),
+            wei,
+            (Code::Gas, Phase::Pending),
+            None,
+            send_id,
+        )
+    })
+}
+
 /// A refund `refund_id` of payment `transaction_id` of `merchant_id`: reserved when asked.
 pub fn refund(
     ledger: &Ledger,

@@ -179,6 +179,31 @@ fn an_exact_payment_is_detected_confirmed_and_credited() {
     let event: Value = serde_json::from_str(&payload).unwrap();
     assert_eq!(event["data"]["tx_hashes"]["source"], json!(hash));
     assert_eq!(event["data"]["amount"]["gross"], "12.50");
+    // The books: the deposit address holds it in custody, and it is owed to the merchant.
+    let db = s.worker.database();
+    let address = address.to_ascii_lowercase();
+    let posted = |id: String| -> (String, String) {
+        db.query_row(
+            "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+            [&id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or_else(|e| panic!("account {id}: {e}"))
+    };
+    let token = s.usdc.to_ascii_lowercase();
+    let custody = posted(format!("polygon:{token}:custody:{address}"));
+    assert_eq!(custody, ("12500000".to_owned(), "0".to_owned()));
+    let unallocated = posted(format!("polygon:{token}:unallocated:{address}"));
+    assert_eq!(unallocated, ("12500000".to_owned(), "12500000".to_owned()));
+    let merchant: i64 = db
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let owed = posted(format!("polygon:{token}:merchant:{merchant}"));
+    assert_eq!(owed.1, "12500000", "credited to the merchant");
 }
 
 #[test]

@@ -249,9 +249,10 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
 
 #[test]
 fn a_cron_run_stays_within_its_node_calls_and_the_watcher_cannot_starve_settlement() {
-    // The fewest calls a run may have, 180: 90 for the watcher (one token check may take 44),
-    // 54 for settlement (following one transaction may take 40), 18 for refunds, 18 for
-    // following custody's sweeps.
+    // The fewest calls a run may have, 180: 72 for the watcher (one token check may take 44),
+    // 54 for settlement (following one transaction may take 40), 18 for refunds, 18 for the
+    // books (one network's funding step takes 6, custody addresses the rest), 18 for following
+    // custody's sweeps.
     let s = start_faulty_with(json!({}), &[("PAYRAIL_CRON_NODE_CALLS", "180")]);
     let id = s.paid(0, "14.00", "USD");
     // Thirty open checkouts whose addresses the watcher reads every run: more than its share

@@ -5,6 +5,8 @@
 //! mode, a chain, another webhook schedule) start theirs. One module alone:
 //! `cargo test -p payrail-tests --test it checkout::`.
 
+mod balances;
+mod books;
 mod browser;
 mod chain_browser;
 mod chain_payments;

@@ -136,6 +136,15 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("delete", "/portal/api/merchants/{id}/wallets/{network}"),
     ("put", "/portal/api/merchants/{id}/return-origins"),
     ("post", "/portal/api/merchants/{id}/roll-key"),
+    ("get", "/portal/api/merchants/{id}/balances"),
+    (
+        "get",
+        "/portal/api/merchants/{id}/balances/{network}/{token}",
+    ),
+    (
+        "put",
+        "/portal/api/merchants/{id}/balances/{network}/{token}/debt-limit",
+    ),
     ("get", "/portal/api/payments"),
     ("get", "/portal/api/payments/{id}"),
     ("post", "/portal/api/payments/{id}/refunds/preview"),

@@ -118,6 +118,38 @@ impl Setup {
             .pay_ether(&self.anvil.account(0), &self.treasury, 10u128.pow(19));
         self.anvil
             .mint(&self.usdc, &self.treasury, 1_000_000_000_000);
+        self.books_funded();
+    }
+
+    /// The treasury's balance of `token` (`native` for the coin) in the books, in base units.
+    pub(super) fn treasury_book(&self, token: &str) -> u128 {
+        let (debits, credits): (String, String) = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+                [format!("polygon:{}:treasury", token.to_ascii_lowercase())],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap_or(("0".into(), "0".into()));
+        debits.parse::<u128>().unwrap() - credits.parse::<u128>().unwrap()
+    }
+
+    /// Runs the cron, mining the funding to its depth, until the books hold what the treasury
+    /// holds on chain (the operator's funding, booked by reconciliation).
+    pub(super) fn books_funded(&self) {
+        eventually(
+            "the treasury's funding in the books",
+            Duration::from_secs(60),
+            || {
+                self.anvil.mine(1);
+                self.worker.cron();
+                (self.treasury_book(&self.usdc)
+                    == self.anvil.balance_of(&self.usdc, &self.treasury)
+                    && self.treasury_book("native") == self.anvil.ether_balance(&self.treasury))
+                .then_some(())
+            },
+        );
     }
 
     /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
@@ -596,6 +628,48 @@ impl Setup {
         self.worker.send(request, None)
     }
 
+    /// The books' account of merchant `merchant`'s USDC on polygon.
+    pub(super) fn merchant_account(&self, merchant: usize) -> String {
+        let id: i64 = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT id FROM merchants WHERE public_key = ?1",
+                [&self.worker.credentials.institutions[0].merchants[merchant].public_key],
+                |r| r.get(0),
+            )
+            .unwrap();
+        format!("polygon:{}:merchant:{id}", self.usdc.to_ascii_lowercase())
+    }
+
+    /// The merchant's balance in the books, in base units: credits less debits posted, and
+    /// what pending transfers reserve.
+    pub(super) fn owed(&self, merchant: usize) -> (i128, i128) {
+        let (dp, cp, dpend): (String, String, String) = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT debits_posted, credits_posted, debits_pending FROM ledger_accounts \
+                 WHERE id = ?1",
+                [self.merchant_account(merchant)],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap_or(("0".into(), "0".into(), "0".into()));
+        let n = |t: &str| t.parse::<i128>().unwrap();
+        (n(&cp) - n(&dp), n(&dpend))
+    }
+
+    /// Lets merchant `merchant` owe up to `units` of USDC (what the portal's form sets).
+    pub(super) fn allow_debt(&self, merchant: usize, units: u128) {
+        self.worker
+            .database()
+            .execute(
+                "UPDATE ledger_accounts SET debt_limit = ?2, version = version + 1 WHERE id = ?1",
+                rusqlite::params![self.merchant_account(merchant), units.to_string()],
+            )
+            .unwrap();
+    }
+
     /// Runs the cron and mines until every refund of `id` is recorded on it.
     fn refunds_done(&self, id: i64) -> Value {
         eventually("the refunds to be done", Duration::from_secs(60), || {
@@ -617,6 +691,8 @@ fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
     let customer = s.anvil.account(5);
     let id = s.paid(0, "20.00", "USD");
     s.settle(&[id]);
+    // Refunds of a settled payment are the merchant's debt: this one may owe the whole gross.
+    s.allow_debt(0, 20_000_000);
     // What a refund sends is shown first, at the payment's own quote.
     let preview = s.refund(id, "5.00", &customer, None);
     assert_eq!(preview.status, 200, "{}", preview.text);
@@ -736,6 +812,7 @@ fn payment_paid_and_payment_refunded_arrive_signed_with_the_real_figures() {
     assert_eq!(simulated.status, 409, "{}", simulated.text);
     assert!(simulated.text.contains("on chain"), "{}", simulated.text);
     let customer = s.anvil.account(7);
+    s.allow_debt(0, 11_000_000);
     let refund = s.refund(id, "11.00", &customer, Some("signed-refund"));
     assert_eq!(refund.status, 201, "{}", refund.text);
     s.refunds_done(id);
@@ -954,4 +1031,149 @@ fn racing_cron_runs_replace_a_stuck_transaction_once_and_confirm_it_once() {
         )
         .unwrap();
     assert_eq!(paid, 1, "one payment.paid");
+}
+
+#[test]
+fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_settlement() {
+    let s = start(true);
+    let customer = s.anvil.account(7);
+    let first = s.paid(0, "10.00", "USD");
+    s.settle(&[first]);
+    let (left, _) = s.owed(0);
+    assert!(
+        (0..10).contains(&left),
+        "the merchant is owed at most rounding dust: {left}"
+    );
+    let treasury_before = s.anvil.balance_of(&s.usdc, &s.treasury);
+
+    // Its balance does not cover a refund and it may not owe: refused, naming the balance,
+    // and nothing leaves the treasury.
+    let refused = s.refund(first, "10.00", &customer, Some("after-settlement"));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(refused.text.contains("balance"), "{}", refused.text);
+    assert!(refused.text.contains("debt limit"), "{}", refused.text);
+    let preview = s.refund(first, "10.00", &customer, None);
+    assert_eq!(
+        preview.status, 409,
+        "the review step says so too: {}",
+        preview.text
+    );
+    s.worker.cron();
+    assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_before);
+
+    // Allowed to owe it: refunded, and the merchant owes the refund.
+    s.allow_debt(0, 10_000_000);
+    let made = s.refund(first, "10.00", &customer, Some("after-settlement-2"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    s.refunds_done(first);
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 10_000_000);
+    let (owed, reserved) = s.owed(0);
+    assert_eq!(reserved, 0);
+    assert_eq!(owed, left - 10_000_000, "the merchant owes the refund");
+
+    // Its next payment settles less by the debt: the merchant's wallet gets the rest.
+    let wallet_before = s.anvil.balance_of(&s.usdc, wallet());
+    let second = s.paid(0, "25.00", "USD");
+    s.settle(&[second]);
+    let t = s.worker.transaction(0, second);
+    let net_units = (d(&t["amount"]["net"]) * Decimal::from(1_000_000))
+        .trunc()
+        .to_string()
+        .parse::<i128>()
+        .unwrap();
+    let paid = i128::try_from(s.anvil.balance_of(&s.usdc, wallet()) - wallet_before).unwrap();
+    assert!(
+        paid <= net_units - 10_000_000 + left && paid >= net_units - 10_000_000,
+        "netted: paid {paid}, net {net_units}"
+    );
+    assert_eq!(
+        t["amount"]["gross"], "25.00",
+        "the payment's own figures are unchanged"
+    );
+    let (after, _) = s.owed(0);
+    assert!((0..10).contains(&after), "the debt is paid: {after}");
+    // Over the merchant's whole life the treasury paid out what its payments brought, less
+    // fees: the refund came out of the merchant, not out of everyone's float.
+    let netted: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT c.netted FROM chain_sends c JOIN settlement_items i ON i.send_id = c.id \
+             WHERE i.transaction_id = ?1 AND c.state = 'confirmed'",
+            [second],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(netted.parse::<i128>().unwrap(), net_units - paid);
+}
+
+#[test]
+fn refunds_of_a_settled_payment_racing_its_merchants_next_settlement_never_overdraw_it() {
+    let s = start(true);
+    let customer = s.anvil.account(8);
+    let settled = s.paid(0, "10.00", "USD");
+    s.settle(&[settled]);
+    // The next payment is credited, not yet settled: its 20.00 is what the merchant is owed.
+    let next = s.paid(0, "20.00", "USD");
+    let (owed, _) = s.owed(0);
+    assert!(owed >= 20_000_000, "{owed}");
+    // Six refunds of 5.00 of the settled payment and six cron runs at once: the refunds come
+    // out of the merchant's balance, the settlement pays what is left; never more in all.
+    let portal = s.worker.portal_login(0);
+    let made: Vec<u16> = std::thread::scope(|scope| {
+        let refunds: Vec<_> = (0..6)
+            .map(|i| {
+                let (customer, portal, s) = (&customer, &portal, &s);
+                scope.spawn(move || {
+                    s.refund_as(
+                        portal,
+                        settled,
+                        "5.00",
+                        customer,
+                        Some(&format!("race-{i}")),
+                    )
+                    .status
+                })
+            })
+            .collect();
+        let crons: Vec<_> = (0..6).map(|_| scope.spawn(|| s.worker.cron())).collect();
+        crons.into_iter().for_each(|h| drop(h.join()));
+        refunds.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(made.iter().all(|st| *st == 201 || *st == 409), "{made:?}");
+    let refunded = made.iter().filter(|st| **st == 201).count();
+    assert!(refunded <= 2, "at most the 10.00 gross: {made:?}");
+    if refunded > 0 {
+        s.refunds_done(settled);
+    }
+    s.settle(&[next]);
+    // The books: the merchant never went below zero (no debt was allowed), and what left the
+    // treasury for it is what its payments brought less fees.
+    let (after, reserved) = s.owed(0);
+    assert_eq!(reserved, 0);
+    assert!(after >= 0, "never overdrawn: {after}");
+    let out: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers \
+             WHERE debit_account = ?1 AND phase IN ('single', 'post') \
+             AND code IN ('settlement', 'refund', 'fee', 'network_fee')",
+            [s.merchant_account(0)],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let credited: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers \
+             WHERE credit_account = ?1 AND code = 'credit'",
+            [s.merchant_account(0)],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(credited, 30_000_000);
+    assert!(out <= credited, "paid out {out} of {credited}");
+    assert_eq!(i128::from(credited - out), after);
 }

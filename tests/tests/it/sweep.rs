@@ -4,15 +4,16 @@
 //! coin deposit paying its own), leaves a watched deposit alone, sends nothing when run again,
 //! and two sweeps at once send each deposit once; the worker's cron makes every sweep final (a
 //! sweep the node lost broadcast again as signed) and posts it to the books: custody at zero, the
-//! treasury credited, the gas posted at what the receipts say, and every ledger balanced.
+//! treasury credited, the gas posted at what the receipts say, every ledger balanced and the
+//! books matching the chain at every address.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use payrail_tests::books;
 use payrail_tests::chain::{Anvil, TEST_MNEMONIC, TEST_XPUB};
 use payrail_tests::{eventually, root, Worker};
 use reqwest::Method;
@@ -270,48 +271,6 @@ impl Setup {
             .unwrap_or_else(|e| panic!("no transfer {id}: {e}"))
     }
 
-    /// Every ledger's debits equal its credits, in the accounts' totals and in the transfers.
-    fn assert_books_balance(&self) {
-        let db = self.worker.database();
-        let mut sums: BTreeMap<(String, String), (i128, i128)> = BTreeMap::new();
-        let mut statement = db
-            .prepare("SELECT network, token, debits_posted, credits_posted FROM ledger_accounts")
-            .unwrap();
-        let rows = statement
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })
-            .unwrap();
-        for row in rows {
-            let (network, token, debits, credits) = row.unwrap();
-            let sum = sums.entry((network, token)).or_default();
-            sum.0 += debits.parse::<i128>().unwrap();
-            sum.1 += credits.parse::<i128>().unwrap();
-        }
-        assert!(!sums.is_empty());
-        for (ledger, (debits, credits)) in &sums {
-            assert_eq!(debits, credits, "{ledger:?} is out of balance");
-        }
-        let unbalanced: i64 = db
-            .query_row(
-                "SELECT count(*) FROM ledger_accounts a WHERE CAST(a.debits_posted AS INTEGER) <> \
-                 (SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers t \
-                  WHERE t.debit_account = a.id AND t.phase IN ('single', 'post')) \
-                 OR CAST(a.credits_posted AS INTEGER) <> \
-                 (SELECT COALESCE(sum(CAST(amount AS INTEGER)), 0) FROM ledger_transfers t \
-                  WHERE t.credit_account = a.id AND t.phase IN ('single', 'post'))",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(unbalanced, 0, "every account's totals are its transfers'");
-    }
-
     /// Gas used × effective price of a mined transaction, in wei.
     fn gas_paid(&self, hash: &str) -> u128 {
         let receipt = self.anvil.receipt(hash);
@@ -479,7 +438,7 @@ fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
         s.book_balance("polygon", &usdc, "treasury", "") >= i128::try_from(token.units).unwrap()
     );
     assert!(s.book_balance("polygon", "native", "custody", &s.gas) >= 0);
-    s.assert_books_balance();
+    books::assert_balanced(&s.worker, &s.anvil);
 
     // Run again: nothing is sent, nothing stored.
     let before = s.sweeps();
@@ -591,7 +550,7 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         s.book_balance("base", "native", "custody", &coin.address),
         0
     );
-    s.assert_books_balance();
+    books::assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -638,5 +597,5 @@ fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
         s.book_balance("base", "native", "custody", &coin.address),
         0
     );
-    s.assert_books_balance();
+    books::assert_balanced(&s.worker, &s.anvil);
 }

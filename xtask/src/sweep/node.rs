@@ -1,6 +1,7 @@
 //! A network's JSON-RPC node, as the sweep uses it: blocking calls with a deadline. The node's
 //! URL may carry a provider key, so no error here contains it.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -12,7 +13,7 @@ const DEADLINE: Duration = Duration::from_secs(20);
 pub struct Node {
     name: String,
     url: String,
-    http: reqwest::blocking::Client,
+    agent: ureq::Agent,
 }
 
 /// A quantity (`"0x1a"`) as a number.
@@ -32,14 +33,16 @@ fn block(number: u64) -> String {
 impl Node {
     /// The node of network `name` at `url`.
     pub fn new(name: &str, url: &str) -> Result<Node, String> {
-        let http = reqwest::blocking::Client::builder()
+        let tls = ureq::native_tls::TlsConnector::new()
+            .map_err(|e| format!("no TLS for the {name} node: {e}"))?;
+        let agent = ureq::AgentBuilder::new()
             .timeout(DEADLINE)
-            .build()
-            .map_err(|e| format!("an HTTP client: {e}"))?;
+            .tls_connector(Arc::new(tls))
+            .build();
         Ok(Node {
             name: name.to_owned(),
             url: url.to_owned(),
-            http,
+            agent,
         })
     }
 
@@ -47,18 +50,16 @@ impl Node {
     pub fn call(&self, method: &str, params: Value) -> Result<Value, String> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let at = || format!("the {} node ({method})", self.name);
-        let reply = self
-            .http
+        let value: Value = self
+            .agent
             .post(&self.url)
-            .json(&body)
-            .send()
-            .map_err(|e| format!("{}: {}", at(), e.without_url()))?;
-        let status = reply.status();
-        if !status.is_success() {
-            return Err(format!("{}: HTTP {status}", at()));
-        }
-        let value: Value = reply
-            .json()
+            .send_json(body)
+            .map_err(|e| match e {
+                ureq::Error::Status(status, _) => format!("{}: HTTP {status}", at()),
+                // The kind only: a transport error's text names the URL.
+                ureq::Error::Transport(t) => format!("{}: unreachable ({:?})", at(), t.kind()),
+            })?
+            .into_json()
             .map_err(|_| format!("{}: the answer is not JSON", at()))?;
         if let Some(error) = value.get("error") {
             let message: String = error["message"]

@@ -32,17 +32,17 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde_json::json;
 use shared_types::lifecycle::Action;
-use shared_types::ErrorCode;
+use shared_types::{ErrorCode, SendState};
 
 use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::rpc::Budget;
 use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, estimate, gas_price, Treasury};
-use super::{evm, rates, rpc};
+use super::{evm, ledger, rates, rpc};
 use crate::ctx::Ctx;
 use crate::db::notifications::NotificationKind;
-use crate::db::sends::Purpose;
+use crate::db::sends::{self as db_sends, Purpose};
 use crate::db::settlements::{self, NewSettlement, Settleable};
 use crate::db::{refunds, wallets};
 use crate::error::{ApiError, OrInternal};
@@ -288,7 +288,28 @@ async fn settle_group(
         return Err(NotNow::Raced);
     }
     let gas_cost = u128::from(gas) * price;
-    let needed = priced.units + if token == NATIVE_TOKEN { gas_cost } else { 0 };
+    // The books first: the fees and payout reserved against the merchant's balance (a debt
+    // from refunds after settlement is netted from the payout) and the treasury's.
+    let settlement_id = new_id("stl_")?;
+    let send_id = sends::new_id()?;
+    let asset = ledger::Asset {
+        network: name,
+        token,
+        symbol: &first.asset,
+        decimals: first.decimals,
+    };
+    let parts = ledger::parts(&priced.items)?;
+    let reserved = ledger::reserve_settlement(
+        ctx,
+        &asset,
+        (first.institution_id, first.merchant_id),
+        &send_id,
+        &parts,
+        gas_cost,
+    )
+    .await?;
+    let payout = reserved.payout;
+    let needed = payout + if token == NATIVE_TOKEN { gas_cost } else { 0 };
     let asset_units = |units: u128, decimals: u32| {
         evm::from_units(units, decimals).map_or_else(|| units.to_string(), |d| d.to_string())
     };
@@ -311,8 +332,6 @@ async fn settle_group(
         )
         .into());
     }
-    let settlement_id = new_id("stl_")?;
-    let send_id = sends::new_id()?;
     let rate_source = sources.join("; ");
     let settlement = NewSettlement {
         id: &settlement_id,
@@ -327,14 +346,22 @@ async fn settle_group(
         purpose: Purpose::Settlement(&settlement_id),
         token,
         to: &wallet,
-        units: priced.units,
+        units: payout,
+        netted: priced.units - payout,
         gas,
         price,
         rate_source: &rate_source,
     };
     let before =
         settlements::start(&ctx.db, &settlement, &priced.items, now).map_err(ChainError::from)?;
-    let after = settlements::items(&ctx.db, &send_id, &priced.items).map_err(ChainError::from)?;
+    let mut after =
+        settlements::items(&ctx.db, &send_id, &priced.items).map_err(ChainError::from)?;
+    after.extend(
+        reserved
+            .book
+            .statements(&ctx.db, &db_sends::in_state(&send_id, SendState::Live), now)
+            .map_err(ChainError::from)?,
+    );
     let stored = sends::send(
         ctx,
         treasury,

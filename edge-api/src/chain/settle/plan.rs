@@ -119,12 +119,20 @@ fn part(
                 d.currency, d.asset
             ))
         })?;
+    // The fees in base units at the same quote, rounded down: what the books charge.
+    let fee_units = |fee: Decimal| {
+        evm::at_quote(fee, (crypto_amount, expected), d.decimals)
+            .and_then(|a| evm::to_units(a, d.decimals))
+            .ok_or_else(out_of_range)
+    };
     let item = Item {
         transaction_id: d.transaction_id,
         psp_fee: psp_fee.to_string(),
         gas_fee: gas_fee.to_string(),
         net: net.to_string(),
         units: units.to_string(),
+        psp_units: fee_units(psp_fee)?.to_string(),
+        gas_units: fee_units(gas_fee)?.to_string(),
     };
     Ok((item, units))
 }

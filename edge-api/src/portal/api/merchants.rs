@@ -1,9 +1,11 @@
 //! `/portal/api/merchants`: the institution's merchants, their settlement wallets, return
-//! origins and publishable key.
+//! origins and publishable key, and their balances in the books: each one's statement and debt
+//! limit.
 
 use serde::Deserialize;
 
 use super::call::{reply, to_json, Call, Rotate};
+use crate::portal::balances;
 use crate::portal::merchants::{self, merchant_id, MerchantPatch, NewMerchantBody};
 use crate::route::Answer;
 
@@ -11,6 +13,12 @@ use crate::route::Answer;
 #[serde(deny_unknown_fields)]
 struct WalletBody {
     address: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DebtLimitBody {
+    debt_limit: String,
 }
 
 #[derive(Deserialize)]
@@ -84,5 +92,36 @@ pub async fn roll_key(mut c: Call<'_>, id: &str) -> Answer {
     reply(
         200,
         to_json(&merchants::roll_key(&c.portal, id, grace_period_seconds).await?)?,
+    )
+}
+
+/// `GET /portal/api/merchants/{id}/balances`: every balance, by network and asset.
+pub async fn balances(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let data = balances::list(&c.portal, id).await?;
+    reply(
+        200,
+        serde_json::json!({ "object": "list", "data": to_json(&data)? }),
+    )
+}
+
+/// `GET /portal/api/merchants/{id}/balances/{network}/{token}`: one balance and a page of its
+/// statement, newest first.
+pub async fn statement(c: Call<'_>, id: &str, network: &str, token: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let (balance, lines) = balances::statement(&c.portal, id, (network, token), c.query()).await?;
+    let mut body = to_json(&lines)?;
+    body["balance"] = to_json(&balance)?;
+    reply(200, body)
+}
+
+/// `PUT /portal/api/merchants/{id}/balances/{network}/{token}/debt-limit`: how far the balance
+/// may go into debt.
+pub async fn set_debt_limit(mut c: Call<'_>, id: &str, network: &str, token: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let DebtLimitBody { debt_limit } = c.json().await?;
+    reply(
+        200,
+        to_json(&balances::set_debt_limit(&c.portal, id, (network, token), &debt_limit).await?)?,
     )
 }

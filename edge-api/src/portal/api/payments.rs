@@ -5,6 +5,7 @@ use serde::Deserialize;
 use super::call::{reply, to_json, Call};
 use crate::chain::refund::{self, RefundRequest};
 use crate::error::OrInternal;
+use crate::portal::balances;
 use crate::portal::payments::{self, payment_id};
 use crate::route::Answer;
 
@@ -28,7 +29,8 @@ pub async fn show(c: Call<'_>, id: &str) -> Answer {
     )
 }
 
-/// `POST /portal/api/payments/{id}/refunds/preview`: what the refund would send.
+/// `POST /portal/api/payments/{id}/refunds/preview`: what the refund would send, and what it
+/// would do to the merchant's balance (`balance`).
 pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
     let RefundBody { amount, address } = c.json().await?;
@@ -38,7 +40,10 @@ pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
     };
     let portal = &c.portal;
     let preview = refund::preview(portal.ctx, portal.institution_id(), id, &request).await?;
-    reply(200, to_json(&preview)?)
+    let effect = balances::refund_effect(portal, id, &preview.base_units).await?;
+    let mut body = to_json(&preview)?;
+    body["balance"] = to_json(&effect)?;
+    reply(200, body)
 }
 
 /// `POST /portal/api/payments/{id}/refunds`: a refund, once per `Idempotency-Key`.

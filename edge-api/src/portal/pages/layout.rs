@@ -43,6 +43,18 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 textarea{font:13px ui-monospace,monospace;width:100%;box-sizing:border-box}
 form.wallet{display:flex;gap:.5rem}form.wallet input[type=text]{flex:1;max-width:none}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.fields dd{margin:0}
+.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.unit{color:#5b6677;font-size:.85em}
+.scroll{overflow-x:auto}tbody th{font-weight:600}
+.tag{font-size:.8em;padding:0 .4rem;border-radius:4px;background:#eef1f5;color:#3d4756}
+.tag.pending{background:#fff4d6;color:#6b4e00}.warn-text{color:#7a4f00}
+form.limit{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}form.limit label{margin-top:0}
+@media (max-width:40rem){h1{font-size:1.5rem}
+dl.fields{grid-template-columns:1fr;gap:0}dl.fields dt{color:#5b6677;font-size:.9em;margin-top:.4rem}
+table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+table.stack,table.stack tbody,table.stack tr,table.stack th,table.stack td{display:block}
+table.stack tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}table.stack th,table.stack td{border:0;padding:.1rem 0}
+table.stack td[data-label]{text-align:right}table.stack td:empty{display:none}
+table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}}
 ";
 
 pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {

@@ -1,15 +1,17 @@
 //! The merchant pages: the list with search and a "new merchant" form, and one merchant's page
-//! with its onboarding and account moves, publishable key and embed snippet, settlement wallets
-//! and their change log, and return origins. Plain forms; every change goes through the same
+//! with its onboarding and account moves, its balances (`balances`), publishable key and embed
+//! snippet, settlement wallets and their change log, and return origins. Plain forms; every change goes through the same
 //! operations as the JSON API.
 
 use maud::html;
 use shared_types::ErrorCode;
 use worker::Url;
 
+use super::balances::{self as balance_section, Refused};
 use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::error::ApiError;
 use crate::http::see_other;
+use crate::portal::balances;
 use crate::portal::merchants::{
     self, merchant_id, Merchant, MerchantDetail, MerchantPatch, NewMerchantBody,
 };
@@ -47,7 +49,7 @@ pub(super) async fn create(c: Call<'_>) -> Answer {
 
 /// `GET /portal/merchants/{id}`.
 pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
-    detail_page(&c.portal, c.url, merchant_id(id)?, None, 200).await
+    detail_page(&c.portal, c.url, merchant_id(id)?, (None, None), 200).await
 }
 
 /// `POST /portal/merchants/{id}/edit`: names, e-mail, reference, crypto on or off.
@@ -149,7 +151,7 @@ async fn changed(c: &Call<'_>, id: i64, done: Result<(), ApiError>) -> Answer {
                 &c.portal,
                 c.url,
                 id,
-                Some(&err.description),
+                (Some(&err.description), None),
                 err.code.http_status(),
             )
             .await
@@ -260,18 +262,21 @@ pub fn embed_snippet(base: &str, m: &Merchant) -> String {
     )
 }
 
-/// One merchant's page, `error` showing why a change was refused.
-async fn detail_page(
+/// One merchant's page: `error` showing at the top why a change was refused, or `limit` a debt
+/// limit refused, in its balance section.
+pub(super) async fn detail_page(
     portal: &Portal<'_>,
     url: &Url,
     id: i64,
-    error: Option<&str>,
+    (error, limit): (Option<&str>, Option<&Refused<'_>>),
     status: u16,
 ) -> Answer {
     let MerchantDetail {
         merchant: m,
         wallet_changes,
     } = merchants::detail(portal, id).await?;
+    let balances = balances::list(portal, id).await?;
+    let choices = balances::limit_choices(&balances, &balances::configured(portal));
     let base = url.origin().ascii_serialization();
     let action = |path: &str| format!("/portal/merchants/{}/{path}", m.merchant.id);
     let wallet_of = |network: &str| {
@@ -330,6 +335,7 @@ async fn detail_page(
                         }
                     }
                 }
+                (balance_section::section(portal, id, &balances, &choices, limit))
                 section {
                     h2 { "Details" }
                     form method="post" action=(action("edit")) {

@@ -1,7 +1,7 @@
 //! The payments pages: the overview (the portal's first page), the payments list with the
 //! partner API's filters, one payment with its timeline, and the CSV export.
 
-use maud::html;
+use maud::{html, Markup};
 use shared_types::{ErrorCode, PortalRole, RawStatus, Status};
 use worker::Response;
 
@@ -9,6 +9,7 @@ use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::chain::refund::{self, RefundRequest};
 use crate::error::OrInternal;
 use crate::http::see_other;
+use crate::portal::balances::{self, RefundEffect};
 use crate::portal::networks;
 use crate::portal::payments::{self, payment_id, PaymentDetail};
 use crate::route::Answer;
@@ -493,6 +494,10 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
         }
         Err(err) => return Err(err),
     };
+    let effect = match &preview {
+        Some(p) => balances::refund_effect(portal, id, &p.base_units).await?,
+        None => None,
+    };
     let key = crate::crypto::random_token("rfk_").or_internal("draw a refund key")?;
     page(
         if error.is_some() { 400 } else { 200 },
@@ -510,6 +515,7 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
                             dt { "Sends" } dd #refund-crypto { strong { (p.crypto_amount) " " (p.asset) } " on " (p.network) br; small { (p.base_units) " base units" } }
                             dt { "Rate" } dd { "1 " (p.asset) " = " (p.rate) " " (p.currency) br; small { (p.rate_source) } }
                             dt { "To" } dd { code #refund-address { (p.address) } }
+                            @if let Some(e) = &effect { (balance_effect(e)) }
                         }
                         form method="post" action=(format!("/portal/payments/{id}/refund")) {
                             (csrf_field(portal))
@@ -527,4 +533,36 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
             },
         ),
     )
+}
+
+/// A refund's effect on its merchant's balance, in the review step: available before and after,
+/// and whether it goes into debt, within or over the debt limit.
+fn balance_effect(e: &RefundEffect) -> Markup {
+    let minus = |a: &str| match a.strip_prefix('-') {
+        Some(rest) => format!("\u{2212}{rest}"),
+        None => a.to_owned(),
+    };
+    html! {
+        dt { "Merchant's balance" }
+        dd #refund-balance {
+            "Available " (minus(&e.available_before)) " → " strong.bad[e.into_debt] { (minus(&e.available_after)) } " " (e.asset) " on " (e.network)
+            br;
+            @if !e.into_debt {
+                small { "Within what the merchant has available." }
+            } @else if e.within_limit {
+                span.warn-text #refund-debt {
+                    "Goes into debt, within its debt limit of " (e.debt_limit) " " (e.asset)
+                    ": the debt is taken from the merchant's next settlements."
+                }
+            } @else {
+                span.bad #refund-over-limit {
+                    "Over its debt limit of " (e.debt_limit) " " (e.asset)
+                    ": the refund is refused until the merchant's payments cover it, or an admin "
+                    "raises the limit on "
+                    a href=(format!("/portal/merchants/{}#balance", e.merchant_id)) { "the merchant's page" }
+                    "."
+                }
+            }
+        }
+    }
 }

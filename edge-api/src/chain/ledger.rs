@@ -1,0 +1,476 @@
+//! Posting the chain's money movements to the books (`shared_types::ledger`, stored by
+//! `db::ledger`): money arriving at deposit addresses, payments credited to merchants,
+//! settlements and refunds reserved when signed and posted or voided once final, and the gas
+//! every treasury transaction spends. Each function returns the statements that go into the
+//! same D1 batch as the state change they record, so the books and the state never disagree.
+
+use std::str::FromStr;
+
+use shared_types::ledger::postings::{self, Part};
+use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
+use worker::D1PreparedStatement;
+
+use super::config::{self, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::error::{ChainError, ChainResult};
+use super::evm;
+use crate::ctx::Ctx;
+use crate::db::ledger::{Account, Book, When};
+use crate::db::sends::{Outgoing, Purpose};
+use crate::db::watches::{SeenTransfer, Watch};
+use crate::db::{refunds, settlements};
+use crate::error::{ApiError, OrInternal};
+use crate::payments::Received;
+
+/// An asset on a network, as the books name its accounts.
+#[derive(Debug, Clone)]
+pub struct Asset<'a> {
+    /// The network.
+    pub network: &'a str,
+    /// The token contract or `native`.
+    pub token: &'a str,
+    /// Its symbol.
+    pub symbol: &'a str,
+    /// Its decimals.
+    pub decimals: u32,
+}
+
+impl Asset<'_> {
+    /// Its ledger.
+    pub fn ledger(&self) -> Ledger {
+        Ledger::new(self.network, self.token)
+    }
+
+    /// Its account of `kind` owned by `owner`.
+    pub fn account(&self, kind: Kind, owner: &str) -> Account {
+        Account::new(&self.ledger(), (self.symbol, self.decimals), kind, owner)
+    }
+}
+
+/// The network's coin (what gas is paid in).
+pub fn coin(network: &str) -> Asset<'_> {
+    Asset {
+        network,
+        token: NATIVE_TOKEN,
+        symbol: config::coin(network),
+        decimals: NATIVE_DECIMALS,
+    }
+}
+
+/// An amount of base units in words: the asset amount and its symbol.
+pub fn words(units: i128, asset: &Asset<'_>) -> String {
+    let magnitude = evm::from_units(units.unsigned_abs(), asset.decimals).map_or_else(
+        || units.unsigned_abs().to_string(),
+        |d| d.normalize().to_string(),
+    );
+    let sign = if units < 0 { "-" } else { "" };
+    format!("{sign}{magnitude} {}", asset.symbol)
+}
+
+/// Why the books refuse a transfer, in words an institution can act on.
+pub fn refusal_words(refusal: &Refusal, asset: &Asset<'_>) -> String {
+    match refusal {
+        Refusal::Exceeds {
+            kind: Kind::Merchant,
+            available,
+            debt_limit,
+            amount,
+            ..
+        } => format!(
+            "the merchant's balance of {} on {} (after what is reserved) does not cover {}; \
+             its debt limit is {}",
+            words(*available, asset),
+            asset.network,
+            words(i128::try_from(*amount).unwrap_or(i128::MAX), asset),
+            words(i128::try_from(*debt_limit).unwrap_or(i128::MAX), asset),
+        ),
+        Refusal::Exceeds {
+            kind: Kind::Treasury,
+            available,
+            amount,
+            ..
+        } => format!(
+            "the treasury's books hold {} on {} (after what is reserved); {} are needed",
+            words(*available, asset),
+            asset.network,
+            words(i128::try_from(*amount).unwrap_or(i128::MAX), asset),
+        ),
+        other => other.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Money arriving
+
+/// The receipts of the confirmed payments among `seen` at `watch`'s address (posted once:
+/// a transfer seen again is skipped), written `when` the check's batch applies.
+pub async fn receipts(
+    ctx: &Ctx,
+    watch: &Watch,
+    seen: &[SeenTransfer<'_>],
+    when: &When,
+) -> ChainResult<Vec<D1PreparedStatement>> {
+    let asset = Asset {
+        network: &watch.network,
+        token: &watch.token,
+        symbol: &watch.asset,
+        decimals: watch.decimals,
+    };
+    let ledger = asset.ledger();
+    let transfers: Vec<Transfer> = seen
+        .iter()
+        .filter(|t| t.confirmed && t.kind == "payment")
+        .filter_map(|t| {
+            let units = t.amount.as_deref().and_then(|a| u128::from_str(a).ok())?;
+            (units > 0).then(|| {
+                postings::receipt(&ledger, &watch.address, (t.tx_hash, t.log_index), units)
+            })
+        })
+        .collect();
+    if transfers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let accounts = [
+        asset.account(Kind::Custody, &watch.address),
+        asset.account(Kind::Unallocated, &watch.address),
+    ];
+    let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    for t in transfers {
+        // A receipt is a fact of the chain: recorded whatever the limits.
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(book.statements(&ctx.db, when, ctx.now())?)
+}
+
+/// The credit of payment `transaction_id` (of `merchant_id`, of `institution_id`): what
+/// arrived for it at its address moves from unallocated to what the merchant is owed.
+pub async fn credit(
+    ctx: &Ctx,
+    (network, symbol, received): (&str, &str, Received<'_>),
+    (transaction_id, merchant_id, institution_id): (i64, i64, i64),
+    when: &When,
+) -> Result<Vec<D1PreparedStatement>, ApiError> {
+    if received.units == 0 {
+        return Ok(Vec::new());
+    }
+    let asset = Asset {
+        network,
+        token: received.token,
+        symbol,
+        decimals: received.decimals,
+    };
+    let t = postings::credit(
+        &asset.ledger(),
+        received.address,
+        (transaction_id, merchant_id),
+        received.units,
+    );
+    let accounts = [
+        asset.account(Kind::Unallocated, received.address),
+        asset
+            .account(Kind::Merchant, &merchant_id.to_string())
+            .of_institution(institution_id),
+    ];
+    let mut book = Book::load(&ctx.db, &accounts, std::slice::from_ref(&t.id), &[])
+        .await
+        .or_internal("read the books")?;
+    // Money that arrived is the merchant's once credited; the unallocated account was
+    // credited by the same confirmed transfers, so this never overdraws it.
+    book.record(t).or_internal("post a credit")?;
+    book.statements(&ctx.db, when, ctx.now())
+        .or_internal("post a credit")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settlements and refunds
+
+/// The accounts a settlement of `merchant_id` (of `institution_id`) in `asset` touches, with
+/// the coin's for its gas.
+fn settlement_accounts(
+    asset: &Asset<'_>,
+    (institution_id, merchant_id): (i64, i64),
+) -> Vec<Account> {
+    let gas = coin(asset.network);
+    vec![
+        asset
+            .account(Kind::Merchant, &merchant_id.to_string())
+            .of_institution(institution_id),
+        asset.account(Kind::Fees, &institution_id.to_string()),
+        asset.account(Kind::NetworkFees, ""),
+        asset.account(Kind::Treasury, ""),
+        gas.account(Kind::Treasury, ""),
+        gas.account(Kind::Gas, ""),
+    ]
+}
+
+/// Each payment's part of a settlement transaction, in base units, from its items.
+pub fn parts(items: &[settlements::Item]) -> ChainResult<Vec<Part>> {
+    let units = |text: &str| {
+        u128::from_str(text).map_err(|_| ChainError::answer(format!("{text} is not an amount")))
+    };
+    items
+        .iter()
+        .map(|i| {
+            Ok(Part {
+                transaction_id: i.transaction_id,
+                psp_units: units(&i.psp_units)?,
+                gas_units: units(&i.gas_units)?,
+                net_units: units(&i.units)?,
+            })
+        })
+        .collect()
+}
+
+/// A settlement about to be signed, reserved in the books.
+pub struct Reserved {
+    /// The book, to be written with the transaction's batch.
+    pub book: Book,
+    /// What the transaction pays the merchant: its parts' net less any debt netted.
+    pub payout: u128,
+}
+
+/// Reserves a settlement transaction `send_id` of `parts` for `merchant_id` (of
+/// `institution_id`), signed with at most `gas_wei` of gas: its fees and payout (the parts'
+/// net less what the merchant owes) and its gas. `Err` with words when the books cannot cover
+/// it (the treasury's, or the merchant's balance is owed to refunds already paid).
+pub async fn reserve_settlement(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    (institution_id, merchant_id): (i64, i64),
+    send_id: &str,
+    parts: &[Part],
+    gas_wei: u128,
+) -> ChainResult<Reserved> {
+    let accounts = settlement_accounts(asset, (institution_id, merchant_id));
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let merchant = accounts[0].id();
+    let available = book.available(&merchant);
+    let payout = postings::payout(available, parts);
+    if payout == 0 {
+        return Err(ChainError::rule(format!(
+            "the merchant's balance of {} on {} is owed to refunds already paid; these payments \
+             pay that debt first and settle once its balance covers more",
+            words(available, asset),
+            asset.network
+        )));
+    }
+    let mut transfers = postings::settlement(
+        &asset.ledger(),
+        (institution_id, merchant_id),
+        send_id,
+        parts,
+        payout,
+        false,
+    );
+    transfers.extend(postings::gas_reserve(
+        &coin(asset.network).ledger(),
+        send_id,
+        gas_wei,
+    ));
+    book.post_all(&transfers).map_err(|r| {
+        let on = if transfers_of(&r, Code::Gas) {
+            coin(asset.network)
+        } else {
+            asset.clone()
+        };
+        ChainError::rule(refusal_words(&r, &on))
+    })?;
+    Ok(Reserved { book, payout })
+}
+
+/// Whether the refusal is about the coin's ledger (gas) rather than the asset's.
+fn transfers_of(refusal: &Refusal, code: Code) -> bool {
+    code == Code::Gas
+        && matches!(refusal, Refusal::Exceeds { account, .. } if account.contains(&format!(":{NATIVE_TOKEN}:")))
+}
+
+/// Reserves a refund `refund_id` of payment `transaction_id` of `merchant_id` (of
+/// `institution_id`): `Err` with words when the merchant's balance and debt limit, or the
+/// treasury's books, cannot cover it.
+pub async fn reserve_refund(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    (institution_id, merchant_id, transaction_id): (i64, i64, i64),
+    refund_id: &str,
+    units: u128,
+) -> Result<Book, ApiError> {
+    let accounts = [
+        asset
+            .account(Kind::Merchant, &merchant_id.to_string())
+            .of_institution(institution_id),
+        asset.account(Kind::Treasury, ""),
+    ];
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[])
+        .await
+        .or_internal("read the books")?;
+    let t = postings::refund(
+        &asset.ledger(),
+        (transaction_id, merchant_id),
+        refund_id,
+        units,
+    );
+    book.post(t).map_err(|r| {
+        ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!("cannot refund now: {}", refusal_words(&r, asset)),
+        )
+    })?;
+    Ok(book)
+}
+
+/// Reserves the gas of a refund's transaction `send_id` (at most `gas_wei`).
+pub async fn reserve_gas(
+    ctx: &Ctx,
+    network: &str,
+    send_id: &str,
+    gas_wei: u128,
+) -> ChainResult<Book> {
+    let gas = coin(network);
+    let accounts = [gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    if let Some(t) = postings::gas_reserve(&gas.ledger(), send_id, gas_wei) {
+        book.post(t)
+            .map_err(|r| ChainError::rule(refusal_words(&r, &gas)))?;
+    }
+    Ok(book)
+}
+
+/// The statements posting a treasury transaction's end, `when` its state change applies: the
+/// live transaction's reservations posted (succeeded, and it is the one mined) or voided, a
+/// replaced one that was mined after all posted at its own figures, and the gas the mined one
+/// spent (`gas_wei`, read from its receipt). A refund's own reservation is posted when it
+/// succeeded, and voided when `refund_given_up`.
+#[allow(clippy::too_many_arguments)]
+pub async fn end_send(
+    ctx: &Ctx,
+    (live, carrier): (&Outgoing, &Outgoing),
+    succeeded: bool,
+    gas_wei: u128,
+    refund_given_up: bool,
+    when: &When,
+) -> ChainResult<Vec<D1PreparedStatement>> {
+    let network = live.network.as_str();
+    let gas = coin(network);
+    let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
+    let carried = match live.purpose() {
+        Purpose::Settlement(id) => settlements::carried(&ctx.db, id).await?,
+        Purpose::Refund(id) => refunds::carried(&ctx.db, id).await?,
+    };
+    let asset = carried.as_ref().map(|c| Asset {
+        network,
+        token: &c.token,
+        symbol: &c.symbol,
+        decimals: c.decimals,
+    });
+    if let (Some(asset), Some(c)) = (&asset, &carried) {
+        accounts.extend(settlement_accounts(asset, c.owners()));
+    }
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let mut open = book.open_of(&ctx.db, &live.id).await?;
+    let refund = match live.purpose() {
+        Purpose::Refund(id) => book.open_of(&ctx.db, id).await?,
+        Purpose::Settlement(_) => Vec::new(),
+    };
+    let record = |book: &mut Book, ts: Vec<Transfer>| -> ChainResult<()> {
+        for t in ts {
+            book.record(t)
+                .map_err(|r| ChainError::rule(r.to_string()))?;
+        }
+        Ok(())
+    };
+    let carrier_is_live = carrier.id == live.id;
+    // The gas reservation always ends void: the real gas is posted below.
+    let (reserve, rest): (Vec<Transfer>, Vec<Transfer>) =
+        open.drain(..).partition(|t| t.code == Code::Gas);
+    record(&mut book, postings::end(&reserve, false))?;
+    record(
+        &mut book,
+        postings::end(&rest, succeeded && carrier_is_live),
+    )?;
+    if succeeded && !carrier_is_live {
+        if let (Some(asset), Some(c), Purpose::Settlement(_)) =
+            (&asset, &carried, carrier.purpose())
+        {
+            // A transaction it replaced was mined after all: its own figures, posted at once.
+            let items = settlements::items_of(&ctx.db, &carrier.id).await?;
+            let parts = parts(&items)?;
+            let payout = u128::from_str(&carrier.units).unwrap_or(0);
+            record(
+                &mut book,
+                postings::settlement(
+                    &asset.ledger(),
+                    c.owners(),
+                    &carrier.id,
+                    &parts,
+                    payout,
+                    true,
+                ),
+            )?;
+        }
+    }
+    if succeeded || refund_given_up {
+        record(&mut book, postings::end(&refund, succeeded))?;
+    }
+    record(
+        &mut book,
+        postings::gas(&gas.ledger(), &carrier.id, gas_wei)
+            .into_iter()
+            .collect(),
+    )?;
+    Ok(book.statements(&ctx.db, when, ctx.now())?)
+}
+
+/// The statements moving a replaced transaction's reservations to its replacement `new_id`:
+/// the old ones voided; a settlement's fees and payout reserved again at the new `parts` (the
+/// payout netted as before), and the gas at its new price `gas_wei`. `Err` with words when the
+/// books cannot cover the replacement.
+pub async fn replace_send(
+    ctx: &Ctx,
+    old: &Outgoing,
+    new_id: &str,
+    parts: Option<&[Part]>,
+    gas_wei: u128,
+    when: &When,
+) -> ChainResult<(Vec<D1PreparedStatement>, u128)> {
+    let network = old.network.as_str();
+    let gas = coin(network);
+    let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
+    let carried = match old.purpose() {
+        Purpose::Settlement(id) => settlements::carried(&ctx.db, id).await?,
+        Purpose::Refund(_) => None,
+    };
+    let asset = carried.as_ref().map(|c| Asset {
+        network,
+        token: &c.token,
+        symbol: &c.symbol,
+        decimals: c.decimals,
+    });
+    if let (Some(asset), Some(c)) = (&asset, &carried) {
+        accounts.extend(settlement_accounts(asset, c.owners()));
+    }
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let open = book.open_of(&ctx.db, &old.id).await?;
+    for t in postings::end(&open, false) {
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    let mut payout = u128::from_str(&old.units).unwrap_or(0);
+    let mut transfers = Vec::new();
+    if let (Some(asset), Some(c), Some(parts)) = (&asset, &carried, parts) {
+        let merchant = asset
+            .account(Kind::Merchant, &c.owners().1.to_string())
+            .id();
+        payout = postings::payout(book.available(&merchant), parts);
+        if payout == 0 {
+            return Err(ChainError::rule(
+                "a replacement would leave the merchant nothing once its debt is netted",
+            ));
+        }
+        transfers = postings::settlement(&asset.ledger(), c.owners(), new_id, parts, payout, false);
+    }
+    transfers.extend(postings::gas_reserve(&gas.ledger(), new_id, gas_wei));
+    book.post_all(&transfers)
+        .map_err(|r| ChainError::rule(refusal_words(&r, asset.as_ref().unwrap_or(&gas))))?;
+    Ok((book.statements(&ctx.db, when, ctx.now())?, payout))
+}
