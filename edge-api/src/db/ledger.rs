@@ -610,6 +610,45 @@ pub async fn statement(
     .await
 }
 
+/// The statement of [`statement_page`]: the newest `limit` transfers before `before_seq` that
+/// debit the account and the newest `limit` that credit it, each a bounded range of its index
+/// in `seq` order, merged (an `OR` of the two would read and sort every transfer of the account
+/// on every page).
+pub fn statement_page_query(account: &str, before_seq: Option<i64>, limit: i64) -> super::Select {
+    let side = |column: &str| {
+        format!(
+            "SELECT * FROM (SELECT {TRANSFER_COLUMNS} FROM ledger_transfers t \
+             WHERE t.{column} = ?1 AND t.seq < ?2 ORDER BY t.seq DESC LIMIT ?3)"
+        )
+    };
+    super::Select {
+        sql: format!(
+            "{} UNION ALL {} ORDER BY seq DESC LIMIT ?3",
+            side("debit_account"),
+            side("credit_account")
+        ),
+        params: vec![
+            account.into(),
+            before_seq.unwrap_or(i64::MAX).into(),
+            limit.into(),
+        ],
+    }
+}
+
+/// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
+/// `None`: from the newest), reading at most `2 × limit` index entries whatever the account's
+/// history.
+pub async fn statement_page(
+    db: &D1Database,
+    account: &str,
+    before_seq: Option<i64>,
+    limit: i64,
+) -> DbResult<Vec<TransferRow>> {
+    statement_page_query(account, before_seq, limit)
+        .all(db)
+        .await
+}
+
 /// The statement that sets how far `account` (a merchant's, created if need be) may go into
 /// debt; its version moves, so a posting computed on the old limit fails.
 pub fn set_limit(

@@ -345,3 +345,57 @@ fn the_running_balance_after_a_line_is_exact() {
         assert!(!step.starts_with("SCAN"), "{step}");
     }
 }
+
+/// A statement page reads two bounded index ranges (the account's debits and its credits, each
+/// in `seq` order), never the account's whole history, and gives the newest lines of both.
+#[test]
+fn a_statement_page_is_two_bounded_index_ranges() {
+    let conn = database();
+    let steps = plan(&conn, &ledger::statement_page_query("a", Some(10), 26));
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("INDEX ledger_transfers_by_debit (debit_account=? AND seq<?)")),
+        "{steps:?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("INDEX ledger_transfers_by_credit (credit_account=? AND seq<?)")),
+        "{steps:?}"
+    );
+    assert!(!steps.iter().any(|s| s.starts_with("SCAN t")), "{steps:?}");
+    for (id, kind) in [("a", "merchant"), ("b", "treasury")] {
+        conn.execute(
+            "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+             created_at, updated_at) VALUES (?1, 'n', 't', 'X', 0, ?2, '', 0, 0)",
+            rusqlite::params![id, kind],
+        )
+        .unwrap();
+    }
+    // Seq 1 to 9: odd ones credit `a`, even ones debit it.
+    for seq in 1..10i64 {
+        let (debit, credit) = if seq % 2 == 0 { ("a", "b") } else { ("b", "a") };
+        conn.execute(
+            "INSERT INTO ledger_transfers (id, seq, network, token, debit_account, \
+             credit_account, amount, code, phase, reference, guard, created_at) \
+             VALUES (?1, ?1, 'n', 't', ?2, ?3, '1', 'credit', 'single', '', 1, 0)",
+            rusqlite::params![seq, debit, credit],
+        )
+        .unwrap();
+    }
+    let page = |before: Option<i64>, limit: i64| -> Vec<i64> {
+        let query = ledger::statement_page_query("a", before, limit);
+        let params = params(&query);
+        conn.prepare(&query.sql)
+            .unwrap()
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| r.get("seq"))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(page(None, 4), [9, 8, 7, 6]);
+    assert_eq!(page(Some(6), 4), [5, 4, 3, 2]);
+    assert_eq!(page(Some(2), 4), [1]);
+    assert_eq!(page(None, 20), (1..10).rev().collect::<Vec<_>>());
+}

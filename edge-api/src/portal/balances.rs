@@ -439,7 +439,7 @@ pub async fn statement(
         ));
     };
     let id = account_id(&asset, merchant_id);
-    let rows = ledger::statement(portal.db(), &id, q.starting_after, i64::from(q.limit) + 1)
+    let rows = ledger::statement_page(portal.db(), &id, q.starting_after, i64::from(q.limit) + 1)
         .await
         .or_internal("read statement")?;
     let top = match rows.first() {
@@ -565,7 +565,7 @@ pub async fn export(
             let page = async {
                 let db = db?;
                 let failed = |e: crate::db::DbError| worker::Error::RustError(e.to_string());
-                let mut rows = ledger::statement(&db, &id, before, limit + 1)
+                let mut rows = ledger::statement_page(&db, &id, before, limit + 1)
                     .await
                     .map_err(failed)?;
                 let more = rows.len() > limit as usize;

@@ -50,7 +50,9 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["merchants", id, "wallets"] => Route::new().post(move |c| merchants::set_wallet(c, id)),
         ["merchants", id, "origins"] => Route::new().post(move |c| merchants::set_origins(c, id)),
         ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
-        ["merchants", id, "debt-limit"] => Route::new().post(move |c| balances::set_limit(c, id)),
+        ["merchants", id, "debt-limit"] => {
+            Route::new().post(move |c| merchants::set_debt_limit(c, id))
+        }
         ["merchants", id, "balance", network, token] => {
             Route::new().get(move |c| balances::statement(c, id, network, token))
         }

@@ -1,16 +1,13 @@
 //! A merchant's balances: the "Balance" section of its page (each network and asset, with the
-//! form that sets a debt limit, for admins), the statement of one of them with its running
-//! balance, and that statement's CSV export. Every change goes through the same operations as
-//! the JSON API.
+//! form that sets a debt limit, for admins; the form posts to the merchant pages), the statement
+//! of one of them with its running balance, and that statement's CSV export.
 
 use maud::{html, Markup};
-use shared_types::{ErrorCode, PortalRole};
+use shared_types::PortalRole;
 use worker::Response;
 
 use super::layout::{csrf_field, error_box, layout, page, Call};
-use super::merchants::detail_page;
 use crate::error::OrInternal;
-use crate::http::see_other;
 use crate::portal::balances::{self, Asset, Balance};
 use crate::portal::merchants::{self, merchant_id};
 use crate::portal::Portal;
@@ -125,36 +122,6 @@ pub(super) fn section(
                 p.muted { "Every change is e-mailed to every admin of the institution." }
             }
         }
-    }
-}
-
-/// `POST /portal/merchants/{id}/debt-limit`: `ledger` (`{network}:{token}`) and `debt_limit`
-/// (an amount of the asset); back to the merchant's balances, or its page again saying why not.
-pub(super) async fn set_limit(c: Call<'_>, id: &str) -> Answer {
-    let id = merchant_id(id)?;
-    let ledger = c.form.get("ledger").unwrap_or_default();
-    let text = c.form.get("debt_limit").unwrap_or_default();
-    let done = match ledger.split_once(':') {
-        Some((network, token)) if !network.is_empty() && !token.is_empty() => {
-            balances::set_debt_limit(&c.portal, id, (network, token), text)
-                .await
-                .map(drop)
-        }
-        _ => Err(crate::error::ApiError::invalid_request(
-            "ledger must name an asset on a network, as the form offers",
-        )),
-    };
-    match done {
-        Ok(()) => see_other(c.url, &format!("/portal/merchants/{id}#balance")),
-        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::NotFound) => {
-            let refused = Refused {
-                ledger,
-                debt_limit: text,
-                why: &err.description,
-            };
-            detail_page(&c.portal, c.url, id, (None, Some(&refused)), 400).await
-        }
-        Err(err) => Err(err),
     }
 }
 

@@ -137,6 +137,36 @@ pub(super) async fn roll_key(c: Call<'_>, id: &str) -> Answer {
     changed(&c, id, done).await
 }
 
+/// `POST /portal/merchants/{id}/debt-limit`: `ledger` (`{network}:{token}`) and `debt_limit`
+/// (an amount of the asset); back to the merchant's balances, or its page again saying why not.
+pub(super) async fn set_debt_limit(c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let ledger = c.form.get("ledger").unwrap_or_default();
+    let text = c.form.get("debt_limit").unwrap_or_default();
+    let done = match ledger.split_once(':') {
+        Some((network, token)) if !network.is_empty() && !token.is_empty() => {
+            balances::set_debt_limit(&c.portal, id, (network, token), text)
+                .await
+                .map(drop)
+        }
+        _ => Err(ApiError::invalid_request(
+            "ledger must name an asset on a network, as the form offers",
+        )),
+    };
+    match done {
+        Ok(()) => see_other(c.url, &format!("/portal/merchants/{id}#balance")),
+        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::NotFound) => {
+            let refused = Refused {
+                ledger,
+                debt_limit: text,
+                why: &err.description,
+            };
+            detail_page(&c.portal, c.url, id, (None, Some(&refused)), 400).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
 /// A form field's value, empty when absent.
 fn field(c: &Call<'_>, name: &str) -> String {
     c.form.get(name).unwrap_or_default().to_owned()
@@ -264,7 +294,7 @@ pub fn embed_snippet(base: &str, m: &Merchant) -> String {
 
 /// One merchant's page: `error` showing at the top why a change was refused, or `limit` a debt
 /// limit refused, in its balance section.
-pub(super) async fn detail_page(
+async fn detail_page(
     portal: &Portal<'_>,
     url: &Url,
     id: i64,
