@@ -13,19 +13,23 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use payrail_tests::books;
 use payrail_tests::chain::{Anvil, TEST_MNEMONIC, TEST_XPUB};
 use payrail_tests::{eventually, root, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
+use xtask::reconcile;
 
 /// Confirmations on the tests' networks.
 const DEPTH: u64 = 2;
 
-/// A chain with USDC (on `polygon`) and ether (on `base`, the same node), a production worker
-/// watching both, a treasury, and a funded custody gas address.
+/// Two chains, USDC on `polygon` and ether on `base` (each network a node of its own, as in
+/// production: one address's coin on one chain is never two networks' money), a production worker
+/// watching both, a treasury, and a custody gas address funded on `polygon`.
 struct Setup {
+    /// `polygon`'s node.
     anvil: Anvil,
+    /// `base`'s node.
+    base: Anvil,
     usdc: String,
     customer: String,
     treasury: String,
@@ -39,11 +43,12 @@ fn start() -> Setup {
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
-    let eth = anvil.feed("ETH / USD", 300_000_000_000, anvil.time());
+    let base = Anvil::start();
+    let eth = base.feed("ETH / USD", 300_000_000_000, base.time());
     let chains = json!({
         "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": DEPTH,
             "tokens": {"USDC": {"address": usdc}}},
-        "base": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": DEPTH,
+        "base": {"rpc_url": base.url, "chain_id": 31337, "confirmations": DEPTH,
             "native": "ETH", "feeds": {"ETH/USD": {"address": eth}}}
     })
     .to_string();
@@ -58,6 +63,7 @@ fn start() -> Setup {
     anvil.pay_ether(&anvil.account(0), &gas, 10u128.pow(18));
     Setup {
         anvil,
+        base,
         usdc,
         customer,
         treasury,
@@ -119,9 +125,9 @@ impl Setup {
         (address, units.parse().unwrap())
     }
 
-    /// Waits until the session's payment is credited.
-    fn credited(&self, session: &str) {
-        self.anvil.mine(DEPTH);
+    /// Waits until the session's payment, on `chain`, is credited.
+    fn credited(&self, session: &str, chain: &Anvil) {
+        chain.mine(DEPTH);
         eventually(
             "the payment to be credited",
             Duration::from_secs(30),
@@ -135,7 +141,7 @@ impl Setup {
         let (address, units) = self.deposit(&session);
         self.anvil
             .transfer(&self.usdc, &self.customer, &address, units);
-        self.credited(&session);
+        self.credited(&session, &self.anvil);
         Paid { address, units }
     }
 
@@ -151,8 +157,8 @@ impl Setup {
         );
         assert_eq!(reply.status, 303, "{}", reply.text);
         let (address, wei) = self.deposit(&session);
-        self.anvil.pay_ether(&self.customer, &address, wei);
-        self.credited(&session);
+        self.base.pay_ether(&self.customer, &address, wei);
+        self.credited(&session, &self.base);
         Paid {
             address,
             units: wei,
@@ -225,6 +231,7 @@ impl Setup {
             Duration::from_secs(60),
             || {
                 self.anvil.mine(1);
+                self.base.mine(1);
                 self.worker.cron();
                 self.sweeps().iter().all(|s| s.3 != "sent").then_some(())
             },
@@ -271,11 +278,29 @@ impl Setup {
             .unwrap_or_else(|e| panic!("no transfer {id}: {e}"))
     }
 
-    /// Gas used × effective price of a mined transaction, in wei.
+    /// Gas used × effective price of a mined transaction (on either chain), in wei.
     fn gas_paid(&self, hash: &str) -> u128 {
-        let receipt = self.anvil.receipt(hash);
+        let mut receipt = self.anvil.receipt(hash);
+        if receipt.is_null() {
+            receipt = self.base.receipt(hash);
+        }
         assert_eq!(receipt["status"], "0x1", "{receipt}");
         quantity(&receipt["gasUsed"]) * quantity(&receipt["effectiveGasPrice"])
+    }
+}
+
+impl Setup {
+    /// The books balance and match both chains at every address (`xtask reconcile --local`'s
+    /// checks, each network read from its own node).
+    fn assert_books_match_the_chains(&self) {
+        let config = reconcile::Config::new(&self.chains, None, Some(TEST_XPUB)).unwrap();
+        let books = reconcile::Books::Local(self.worker.persist_to().to_path_buf());
+        let report = reconcile::reconcile(&books, &config).unwrap();
+        assert!(
+            report.clean(),
+            "the books do not match:\n{}",
+            report.render()
+        );
     }
 }
 
@@ -341,7 +366,7 @@ fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
     s.end_watch(&token);
     s.end_watch(&coin);
     let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
-    let treasury_ether = s.anvil.ether_balance(&s.treasury);
+    let treasury_ether = s.base.ether_balance(&s.treasury);
     let gas_before = s.anvil.ether_balance(&s.gas);
 
     let output = s.sweep();
@@ -356,7 +381,7 @@ fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
         token.units
     );
     assert_eq!(
-        s.anvil.ether_balance(&coin.address),
+        s.base.ether_balance(&coin.address),
         0,
         "all of it, less its gas"
     );
@@ -386,7 +411,7 @@ fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
     let coin_sweep = &coin_rows[0];
     let coin_gas = s.gas_paid(&coin_sweep.4);
     assert_eq!(
-        s.anvil.ether_balance(&s.treasury) - treasury_ether,
+        s.base.ether_balance(&s.treasury) - treasury_ether,
         coin.units - coin_gas
     );
     // The gas address paid exactly the funding and the funding's own gas.
@@ -438,7 +463,7 @@ fn ended_deposits_are_swept_to_the_treasury_once_and_the_books_follow() {
         s.book_balance("polygon", &usdc, "treasury", "") >= i128::try_from(token.units).unwrap()
     );
     assert!(s.book_balance("polygon", "native", "custody", &s.gas) >= 0);
-    books::assert_balanced(&s.worker, &s.anvil);
+    s.assert_books_match_the_chains();
 
     // Run again: nothing is sent, nothing stored.
     let before = s.sweeps();
@@ -466,7 +491,7 @@ fn two_sweeps_at_once_send_each_deposit_once() {
     s.end_watch(&token);
     s.end_watch(&coin);
     let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
-    let treasury_ether = s.anvil.ether_balance(&s.treasury);
+    let treasury_ether = s.base.ether_balance(&s.treasury);
     let gas_nonce = || {
         quantity(
             &s.anvil
@@ -522,21 +547,18 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
         token.units
     );
-    assert_eq!(s.anvil.ether_balance(&coin.address), 0);
+    assert_eq!(s.base.ether_balance(&coin.address), 0);
     let coin_sweep = rows
         .iter()
         .find(|r| r.0 == "sweep" && r.1 == coin.address)
         .unwrap();
     assert_eq!(
-        s.anvil.ether_balance(&s.treasury) - treasury_ether,
+        s.base.ether_balance(&s.treasury) - treasury_ether,
         coin.units - s.gas_paid(&coin_sweep.4)
     );
     // Each deposit's transactions: one each, mined (nothing sent that failed).
-    for address in [&token.address, &coin.address] {
-        let nonce = quantity(
-            &s.anvil
-                .rpc("eth_getTransactionCount", json!([address, "latest"])),
-        );
+    for (chain, address) in [(&s.anvil, &token.address), (&s.base, &coin.address)] {
+        let nonce = quantity(&chain.rpc("eth_getTransactionCount", json!([address, "latest"])));
         assert_eq!(nonce, 1, "{address} sent once");
     }
     s.confirm_sweeps();
@@ -550,7 +572,7 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         s.book_balance("base", "native", "custody", &coin.address),
         0
     );
-    books::assert_balanced(&s.worker, &s.anvil);
+    s.assert_books_match_the_chains();
 }
 
 #[test]
@@ -559,7 +581,7 @@ fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
     let coin = s.paid_in_ether("5.00", "LOST-ETH");
     s.end_watch(&coin);
     // The node takes the sweep but mines nothing, then loses it (a restart, an eviction).
-    s.anvil.rpc("evm_setAutomine", json!([false]));
+    s.base.rpc("evm_setAutomine", json!([false]));
     let output = succeeded(s.spawn_sweep_waiting(1).wait_with_output().unwrap());
     let rows = s.sweeps();
     let sweep = rows
@@ -568,20 +590,20 @@ fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
         .unwrap_or_else(|| panic!("{rows:?}\n{output}"))
         .clone();
     assert!(output.contains("not mined yet"), "{output}");
-    s.anvil.rpc("anvil_dropTransaction", json!([sweep.4]));
-    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.base.rpc("anvil_dropTransaction", json!([sweep.4]));
+    s.base.rpc("evm_setAutomine", json!([true]));
     assert!(s
-        .anvil
+        .base
         .rpc("eth_getTransactionByHash", json!([sweep.4]))
         .is_null());
-    assert!(s.anvil.ether_balance(&coin.address) > 0);
+    assert!(s.base.ether_balance(&coin.address) > 0);
 
     // The worker broadcasts the same bytes again, and makes the sweep final once mined deep.
     s.confirm_sweeps();
     let row = s.sweeps().into_iter().find(|r| r.4 == sweep.4).unwrap();
     assert_eq!(row.3, "confirmed");
-    assert_eq!(s.anvil.receipt(&sweep.4)["status"], "0x1");
-    assert_eq!(s.anvil.ether_balance(&coin.address), 0);
+    assert_eq!(s.base.receipt(&sweep.4)["status"], "0x1");
+    assert_eq!(s.base.ether_balance(&coin.address), 0);
     let posted: i64 = s
         .worker
         .database()
@@ -597,5 +619,5 @@ fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
         s.book_balance("base", "native", "custody", &coin.address),
         0
     );
-    books::assert_balanced(&s.worker, &s.anvil);
+    s.assert_books_match_the_chains();
 }
