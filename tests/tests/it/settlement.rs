@@ -1053,11 +1053,13 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
     assert!(refused.text.contains("balance"), "{}", refused.text);
     assert!(refused.text.contains("debt limit"), "{}", refused.text);
     let preview = s.refund(first, "10.00", &customer, None);
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    let effect = &preview.json()["balance"];
     assert_eq!(
-        preview.status, 409,
-        "the review step says so too: {}",
-        preview.text
+        effect["within_limit"], false,
+        "the review step says so first: {effect}"
     );
+    assert_eq!(effect["into_debt"], true, "{effect}");
     s.worker.cron();
     assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_before);
 
