@@ -348,6 +348,41 @@ fn a_paid_checkout_settles_its_net_to_the_merchants_wallet() {
     assert_eq!(sends[0]["state"], "confirmed");
     assert_eq!(sends[0]["tx_hash"], json!(hash));
     assert!(detail["settlement_hold"].is_null());
+    // Its life in the books: a receipt and a credit; the settlement's fee, network fee, payout
+    // and gas reserve pending, then three posts and the reserve's void; the gas it used.
+    let posted: Vec<(String, String)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT code, phase FROM ledger_transfers WHERE transaction_id = ?1 \
+                 OR reference IN (SELECT send_id FROM settlement_items WHERE transaction_id = ?1) \
+                 OR reference = ?2 ORDER BY seq",
+            )
+            .unwrap();
+        rows.query_map(
+            rusqlite::params![id, t["tx_hashes"]["source"].as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    let count = |code: &str, phase: &str| {
+        posted
+            .iter()
+            .filter(|(c, p)| c == code && p == phase)
+            .count()
+    };
+    assert_eq!(posted.len(), 11, "{posted:?}");
+    assert_eq!(count("receipt", "single"), 1, "{posted:?}");
+    assert_eq!(count("credit", "single"), 1, "{posted:?}");
+    for code in ["fee", "network_fee", "settlement"] {
+        assert_eq!(count(code, "pending"), 1, "{code}: {posted:?}");
+        assert_eq!(count(code, "post"), 1, "{code}: {posted:?}");
+    }
+    assert_eq!(count("gas", "pending"), 1, "{posted:?}");
+    assert_eq!(count("gas", "void"), 1, "{posted:?}");
+    assert_eq!(count("gas", "single"), 1, "{posted:?}");
     s.assert_books();
 }
 
