@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use shared_types::ErrorCode;
 
-use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use super::books;
+use super::config::Network;
 use super::error::{ChainError, ChainResult};
 use super::rpc::{self, Budget};
 use super::scan::{self, Scan};
@@ -33,50 +34,20 @@ const PER_RUN: i64 = 25;
 /// leave at least this of the watcher's share to the top-ups, so they are never starved.
 pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS;
 
-/// An asset a top-up address on a network is watched for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accepted {
-    /// Its symbol.
-    pub asset: String,
-    /// The token contract (lower case), or `native` for the network's coin.
-    pub token: String,
-    /// Its decimals.
-    pub decimals: u32,
-}
-
-/// The assets a top-up address on `name` is watched for: its configured tokens, then its
-/// coin. Pure.
-pub fn accepted(name: &str, network: &Network) -> Vec<Accepted> {
-    let mut out: Vec<Accepted> = config::TOKENS
-        .iter()
-        .filter_map(|asset| {
-            network.tokens.get(*asset).map(|token| Accepted {
-                asset: (*asset).to_owned(),
-                token: token.address.to_ascii_lowercase(),
-                decimals: token.decimals,
-            })
-        })
-        .collect();
-    out.push(Accepted {
-        asset: config::coin(name).to_owned(),
-        token: NATIVE_TOKEN.to_owned(),
-        decimals: NATIVE_DECIMALS,
-    });
-    out
-}
-
 /// A top-up address as an EIP-681 request on chain `chain_id`: the address alone, no asset or
 /// amount (a wallet asks for both). Pure.
 pub fn uri(chain_id: u64, address: &str) -> String {
     format!("ethereum:{address}@{chain_id}")
 }
 
-fn watched(assets: &[Accepted]) -> Vec<WatchedAsset<'_>> {
+/// The assets a top-up address on network `name` is watched for: the same ledgers as
+/// reconciliation's ([`books::assets`]), each configured token and the network's coin.
+fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
     assets
         .iter()
         .map(|a| WatchedAsset {
-            token: &a.token,
-            asset: &a.asset,
+            token: &a.ledger.token,
+            asset: &a.symbol,
             decimals: a.decimals,
         })
         .collect()
@@ -92,7 +63,7 @@ pub async fn watch_assets(
 ) -> Result<(), ApiError> {
     let mut statements = Vec::new();
     for (name, network) in networks {
-        let assets = accepted(name, network);
+        let assets = books::assets(name, network);
         statements.extend(
             topups::watch_assets(&ctx.db, (merchant_id, name), &watched(&assets), ctx.now())
                 .or_internal("watch top-up assets")?,
@@ -146,7 +117,7 @@ pub async fn create(
     })?;
     let (address, index) = super::deposit_address(ctx, name).await?;
     let index = index.ok_or_else(|| ApiError::internal("top-up address", "no deposit key"))?;
-    let assets = accepted(name, network);
+    let assets = books::assets(name, network);
     let mut statements = vec![topups::insert_address(
         &ctx.db,
         &NewAddress {
@@ -284,40 +255,4 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
     statements.extend(moves_on);
     db::batch(&ctx.db, statements).await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_top_up_address_takes_the_configured_tokens_and_the_coin() {
-        let networks = config::parse(
-            r#"{"polygon": {"rpc_url": "https://polygon.example/KEY", "chain_id": 137,
-                "tokens": {"USDT": {"address": "0xc2132D05D31c914a87C6611C10748AEb04B58e8F"},
-                           "USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}},
-                "base": {"rpc_url": "https://base.example/KEY", "chain_id": 8453,
-                "native": "ETH"}}"#,
-        )
-        .unwrap();
-        let polygon = accepted("polygon", &networks["polygon"]);
-        let names: Vec<(&str, &str, u32)> = polygon
-            .iter()
-            .map(|a| (a.asset.as_str(), a.token.as_str(), a.decimals))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("USDC", "0x3c499c542cef5e3811e1192ce70d8cc03d5c3359", 6),
-                ("USDT", "0xc2132d05d31c914a87c6611c10748aeb04b58e8f", 6),
-                ("POL", "native", 18),
-            ]
-        );
-        let base = accepted("base", &networks["base"]);
-        assert_eq!(base.len(), 1);
-        assert_eq!(
-            (base[0].asset.as_str(), base[0].token.as_str()),
-            ("ETH", "native")
-        );
-    }
 }

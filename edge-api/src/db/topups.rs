@@ -100,8 +100,6 @@ pub struct TopupAddress {
     pub address: String,
     /// Network name.
     pub network: String,
-    /// The block it was given out at.
-    pub from_block: i64,
     /// Who asked for it.
     pub created_by: String,
     /// Unix seconds.
@@ -116,7 +114,7 @@ pub async fn addresses_of(
 ) -> DbResult<Vec<TopupAddress>> {
     all(
         db,
-        "SELECT address, network, from_block, created_by, created_at FROM topup_addresses \
+        "SELECT address, network, created_by, created_at FROM topup_addresses \
          WHERE merchant_id = ?1 AND institution_id = ?2 ORDER BY network",
         &[merchant_id.into(), institution_id.into()],
     )
@@ -131,7 +129,7 @@ pub async fn address_on(
 ) -> DbResult<Option<TopupAddress>> {
     first(
         db,
-        "SELECT address, network, from_block, created_by, created_at FROM topup_addresses \
+        "SELECT address, network, created_by, created_at FROM topup_addresses \
          WHERE merchant_id = ?1 AND network = ?2",
         &[merchant_id.into(), network.into()],
     )
@@ -157,8 +155,6 @@ pub struct TopupWatch {
     pub head_block: i64,
     /// Why the last check could not read the node.
     pub node_error: Option<String>,
-    /// The last check that read the chain, Unix seconds.
-    pub read_at: i64,
     /// The merchant it tops up.
     pub merchant_id: i64,
     /// Its institution.
@@ -166,7 +162,7 @@ pub struct TopupWatch {
 }
 
 const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
-                     w.head_block, w.node_error, w.read_at, a.merchant_id, a.institution_id \
+                     w.head_block, w.node_error, a.merchant_id, a.institution_id \
                      FROM topup_watches w JOIN topup_addresses a ON a.address = w.address";
 
 /// The watches of active merchants that nobody checked since `checked_before`, the least
@@ -347,12 +343,8 @@ pub fn record(
 /// A transfer seen to a top-up address.
 #[derive(Debug, Clone, Deserialize)]
 pub struct TopupTransfer {
-    /// Network name.
-    pub network: String,
     /// Transaction hash.
     pub tx_hash: String,
-    /// Log index.
-    pub log_index: i64,
     /// The top-up address.
     pub address: String,
     /// Token contract or `native`.
@@ -363,8 +355,6 @@ pub struct TopupTransfer {
     pub block_number: i64,
     /// 1 once final (and credited).
     pub confirmed: i64,
-    /// Unix seconds.
-    pub seen_at: i64,
 }
 
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
@@ -375,8 +365,8 @@ pub async fn transfers_of(
 ) -> DbResult<Vec<TopupTransfer>> {
     all(
         db,
-        "SELECT t.network, t.tx_hash, t.log_index, t.address, t.token, t.amount, \
-         t.block_number, t.confirmed, t.seen_at FROM topup_transfers t \
+        "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed \
+         FROM topup_transfers t \
          JOIN topup_addresses a ON a.address = t.address WHERE a.merchant_id = ?1 \
          ORDER BY t.seen_at DESC, t.block_number DESC, t.log_index DESC LIMIT ?2",
         &[merchant_id.into(), limit.into()],

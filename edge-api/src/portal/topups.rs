@@ -10,7 +10,7 @@ use shared_types::{ErrorCode, MerchantStatus};
 use super::merchants;
 use super::Portal;
 use crate::chain::config::Network;
-use crate::chain::{self, evm, topup, EVM_NETWORKS};
+use crate::chain::{self, books, evm, topup, EVM_NETWORKS};
 use crate::db::topups::{self, TopupTransfer, TopupWatch};
 use crate::error::{ApiError, OrInternal};
 use crate::wallet_address::eip55;
@@ -111,10 +111,10 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
         .or_internal("read top-up watches")?;
     let missing = addresses.iter().any(|a| {
         networks.get(&a.network).is_some_and(|n| {
-            topup::accepted(&a.network, n).iter().any(|asset| {
+            books::assets(&a.network, n).iter().any(|asset| {
                 !watches
                     .iter()
-                    .any(|w| w.address == a.address && w.token == asset.token)
+                    .any(|w| w.address == a.address && w.token == asset.ledger.token)
             })
         })
     });
@@ -155,18 +155,18 @@ fn view(
     watches: &[TopupWatch],
     transfers: &[TopupTransfer],
 ) -> TopupNetwork {
-    let accepted = topup::accepted(name, network);
+    let accepted = books::assets(name, network);
     let of_address = |w: &&TopupWatch| address.is_some_and(|(a, _, _)| w.address == a);
     let assets = accepted
         .iter()
         .map(|a| TopupAsset {
-            asset: a.asset.clone(),
-            token: token_shown(&a.token),
+            asset: a.symbol.clone(),
+            token: token_shown(&a.ledger.token),
             decimals: a.decimals,
             node_error: watches
                 .iter()
                 .filter(of_address)
-                .find(|w| w.token == a.token)
+                .find(|w| w.token == a.ledger.token)
                 .and_then(|w| w.node_error.clone()),
         })
         .collect();
