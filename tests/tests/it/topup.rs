@@ -174,41 +174,6 @@ fn posted_for(worker: &Worker, hash: &str) -> BTreeMap<String, (String, String)>
         .collect()
 }
 
-/// Every ledger's debits equal its credits, posted and pending.
-fn assert_balanced(worker: &Worker) {
-    let db = worker.database();
-    let mut stmt = db
-        .prepare(
-            "SELECT network, token, debits_posted, credits_posted, debits_pending, \
-             credits_pending FROM ledger_accounts",
-        )
-        .unwrap();
-    let mut sums: BTreeMap<(String, String), [u128; 4]> = BTreeMap::new();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                (r.get::<_, String>(0)?, r.get::<_, String>(1)?),
-                [
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                ],
-            ))
-        })
-        .unwrap();
-    for row in rows {
-        let (ledger, totals) = row.unwrap();
-        let sum = sums.entry(ledger).or_default();
-        for (s, t) in sum.iter_mut().zip(totals) {
-            *s += t.parse::<u128>().unwrap();
-        }
-    }
-    for (ledger, [dp, cp, dq, cq]) in sums {
-        assert_eq!((dp, dq), (cp, cq), "{ledger:?} does not balance");
-    }
-}
-
 /// When the watch of `token` at `address` was last checked, Unix seconds.
 fn last_check(worker: &Worker, address: &str, token: &str) -> i64 {
     worker
@@ -531,7 +496,8 @@ fn usdc_and_ether_sent_to_top_up_addresses_credit_the_merchant_once_at_their_dep
         )
         .unwrap();
     assert_eq!(topups, 2);
-    assert_balanced(worker);
+    // The books balance, and every address holds on chain what they say.
+    payrail_tests::books::assert_balanced(worker, &s.anvil);
 }
 
 #[test]
@@ -623,7 +589,8 @@ fn a_top_up_reorged_away_before_its_depth_is_never_credited() {
         posted(worker, &format!("polygon:{usdc}:merchant:{merchant}")),
         (0, 7_000_000)
     );
-    assert_balanced(worker);
+    // The books balance, and every address holds on chain what they say.
+    payrail_tests::books::assert_balanced(worker, &s.anvil);
 }
 
 #[test]
