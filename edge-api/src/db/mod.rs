@@ -29,6 +29,7 @@ pub mod sends;
 pub mod sessions;
 pub mod settlements;
 pub mod throttle;
+pub mod topups;
 pub mod transactions;
 pub mod wallets;
 pub mod watches;

@@ -33,6 +33,7 @@ mod service;
 mod settlement;
 mod stranded;
 mod token;
+mod topup;
 mod transactions;
 mod webhooks;
 mod webhooks_disable;
