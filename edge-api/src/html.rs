@@ -1,5 +1,5 @@
 //! HTML documents and their responses: the one head every page shares and the security headers
-//! every page gets. maud escapes every interpolated value.
+//! every page gets, and QR codes drawn as SVG. maud escapes every interpolated value.
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 use worker::Response;
@@ -47,4 +47,16 @@ pub fn document(title: &str, style: &str, extra: Markup, body: Markup) -> Markup
             body { (body) }
         }
     }
+}
+
+/// `text` (a payment request, an address) as a QR code: an SVG drawn here, no third-party
+/// script or image. `None` when it is too long for one.
+pub fn qr_svg(text: &str) -> Option<String> {
+    let code = qrcode::QrCode::new(text.as_bytes()).ok()?;
+    Some(
+        code.render::<qrcode::render::svg::Color<'_>>()
+            .min_dimensions(208, 208)
+            .quiet_zone(true)
+            .build(),
+    )
 }

@@ -49,6 +49,26 @@ pub fn assert_balanced(worker: &Worker, anvil: &Anvil) {
     );
 }
 
+/// Runs the cron and mines a block until nothing is in flight and the books balance and match
+/// the chain (a transaction just mined is booked once it is deep enough); panics with the last
+/// report after a minute.
+pub fn settle_and_assert_balanced(worker: &Worker, anvil: &Anvil) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        anvil.mine(1);
+        worker.cron();
+        let report = check(worker, anvil);
+        if report.clean() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the books do not match:\n{}",
+            report.render()
+        );
+    }
+}
+
 /// The treasury's address, as the portal shows it.
 pub fn treasury_address(worker: &Worker) -> String {
     let portal = worker.portal_login(0);

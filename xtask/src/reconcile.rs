@@ -6,8 +6,9 @@
 //!    totals recomputed from its transfers ([`shared_types::ledger::recompute`]).
 //! 2. **The books match the chain**, at each network's confirmed block
 //!    `B = head + 1 − confirmations`, for each configured token and the coin: the treasury's
-//!    balance against its account, and every deposit address ever given out (plus the custody
-//!    gas address and any other address with a custody account) against its custody account.
+//!    balance against its account, and every deposit address ever given out (and every
+//!    merchant's top-up address, plus the custody gas address and any other address with a
+//!    custody account) against its custody account.
 //!    Money that reached a deposit address after its watch ended is on chain and not in the
 //!    books: drift. A watched address is compared as far as its watcher has read it.
 //!
@@ -385,8 +386,11 @@ impl Snapshot {
                 break;
             }
         }
+        // Checkout deposits, and merchants' top-up addresses, which stay watched (no end).
         let watches = parse(books.rows(
-            "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches",
+            "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
+             UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
+             FROM topup_watches",
         )?)?;
         // The treasury's address is hex (checked): safe to write into the statement.
         let treasury = treasury.filter(|t| is_address(t)).unwrap_or("");

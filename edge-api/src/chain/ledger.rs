@@ -1,5 +1,6 @@
 //! Posting the chain's money movements to the books (`shared_types::ledger`, stored by
 //! `db::ledger`): money arriving at deposit addresses, payments credited to merchants,
+//! merchants' top-ups,
 //! settlements and refunds reserved when signed and posted or voided once final, and the gas
 //! every treasury transaction spends. Each function returns the statements that go into the
 //! same D1 batch as the state change they record, so the books and the state never disagree.
@@ -16,6 +17,7 @@ use super::evm;
 use crate::ctx::Ctx;
 use crate::db::ledger::{Account, Book, When};
 use crate::db::sends::{Outgoing, Purpose};
+use crate::db::topups::{SeenTopup, TopupWatch};
 use crate::db::watches::{SeenTransfer, Watch};
 use crate::db::{refunds, settlements};
 use crate::error::{ApiError, OrInternal};
@@ -180,6 +182,56 @@ pub async fn credit(
     book.record(t).or_internal("post a credit")?;
     book.statements(&ctx.db, when, ctx.now())
         .or_internal("post a credit")
+}
+
+/// The postings of the confirmed transfers among `seen` at the top-up address of `watch`: each
+/// one's receipt (custody ← unallocated at the address) and its top-up (unallocated → the
+/// merchant), both ids derived from the chain transfer, so one seen again (a later check, a
+/// racing cron run) is never posted twice. Written `when` the check's batch applies.
+pub async fn topups(
+    ctx: &Ctx,
+    watch: &TopupWatch,
+    seen: &[SeenTopup<'_>],
+    when: &When,
+) -> ChainResult<Vec<D1PreparedStatement>> {
+    let asset = Asset {
+        network: &watch.network,
+        token: &watch.token,
+        symbol: &watch.asset,
+        decimals: watch.decimals,
+    };
+    let ledger = asset.ledger();
+    let transfers: Vec<Transfer> = seen
+        .iter()
+        .filter(|t| t.confirmed && t.units > 0)
+        .flat_map(|t| {
+            let key = (t.tx_hash, t.log_index);
+            [
+                postings::receipt(&ledger, &watch.address, key, t.units),
+                postings::topup(&ledger, &watch.address, key, watch.merchant_id, t.units),
+            ]
+        })
+        .collect();
+    if transfers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let accounts = [
+        asset.account(Kind::Custody, &watch.address),
+        asset.account(Kind::Unallocated, &watch.address),
+        asset
+            .account(Kind::Merchant, &watch.merchant_id.to_string())
+            .of_institution(watch.institution_id),
+    ];
+    let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    for t in transfers {
+        // Money that arrived is a fact of the chain, and the merchant's once it is final: its
+        // receipt credited the unallocated account just before, so the top-up never overdraws
+        // it.
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(book.statements(&ctx.db, when, ctx.now())?)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,9 +26,11 @@ pub mod native;
 pub mod rates;
 pub mod refund;
 pub mod rpc;
+pub mod scan;
 pub mod sends;
 pub mod settle;
 pub mod sweeps;
+pub mod topup;
 pub mod treasury;
 pub mod tx;
 pub mod watch;
@@ -403,8 +405,11 @@ mod tests {
         // The smallest total allowed still lets every task take its largest step on a token
         // network.
         let least = CronShares::of(super::MIN_CRON_NODE_CALLS);
+        // The watcher's share covers a checkout's check and, left over for the top-ups, one
+        // top-up check.
         assert!(
-            least.watcher >= super::watch::MOST_TOKEN_CHECK_CALLS,
+            least.watcher
+                >= super::watch::MOST_TOKEN_CHECK_CALLS + super::topup::MOST_TOKEN_CHECK_CALLS,
             "{least:?}"
         );
         assert!(

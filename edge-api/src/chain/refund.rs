@@ -25,7 +25,6 @@ use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
 use super::{evm, ledger, rpc};
 use crate::ctx::{timestamp, Ctx};
-use crate::db::ledger::Book;
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
 use crate::db::sends::{self as db_sends, Purpose};
 use crate::db::{self, events, transactions, Batch};
@@ -138,8 +137,7 @@ fn conflict(text: impl Into<String>) -> ApiError {
 
 /// A checked request: the payment, its quote, and what is to be sent.
 struct Checked {
-    id: String,
-    book: Book,
+    merchant_id: i64,
     quote: PaymentQuote,
     preview: Preview,
     amount: Decimal,
@@ -236,26 +234,8 @@ async fn check(
         ),
         address,
     };
-    // The books: the merchant's balance (down to its debt limit) and the treasury's must
-    // cover it. A refund after settlement is the merchant's debt, never the treasury's loss.
-    let asset = ledger::Asset {
-        network: &quote.network,
-        token: &quote.token,
-        symbol: &quote.asset,
-        decimals: quote.decimals,
-    };
-    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
-    let book = ledger::reserve_refund(
-        ctx,
-        &asset,
-        (institution_id, t.merchant_id, transaction_id),
-        &id,
-        units,
-    )
-    .await?;
     Ok(Checked {
-        id,
-        book,
+        merchant_id: t.merchant_id,
         quote,
         preview,
         amount,
@@ -310,7 +290,23 @@ pub async fn request(
         };
     }
     let checked = check(ctx, institution_id, transaction_id, request).await?;
-    let id = checked.id.clone();
+    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
+    // The books: the merchant's balance (down to its debt limit) and the treasury's must
+    // cover it. A refund after settlement is the merchant's debt, never the treasury's loss.
+    let asset = ledger::Asset {
+        network: &checked.quote.network,
+        token: &checked.quote.token,
+        symbol: &checked.quote.asset,
+        decimals: checked.quote.decimals,
+    };
+    let book = ledger::reserve_refund(
+        ctx,
+        &asset,
+        (institution_id, checked.merchant_id, transaction_id),
+        &id,
+        checked.units,
+    )
+    .await?;
     let factor = 10i64.pow(checked.digits);
     let minor = (checked.amount * Decimal::from(factor))
         .trunc()
@@ -340,9 +336,7 @@ pub async fn request(
     let mut batch = Batch::new();
     let insert = batch.push(statement);
     batch.extend(
-        checked
-            .book
-            .statements(&ctx.db, &refunds::stored(&id), ctx.now())
+        book.statements(&ctx.db, &refunds::stored(&id), ctx.now())
             .or_internal("write refund")?,
     );
     let inserted = match batch.run(&ctx.db).await {

@@ -4,8 +4,12 @@
 //! check, so a reorg's lost transfer disappears), and credits the payment once the confirmed
 //! transfers cover it, through the lifecycle and the outbox like every other change.
 //!
+//! Each check reads the address's new blocks for its asset as every watch does
+//! ([`super::scan`]), then what only a checkout needs: other tokens' transfers, for review, and
+//! the times of the blocks.
+//!
 //! It runs from the cron for the open watches (pending payments first, a bounded number per
-//! run) and on demand when the hosted page polls a session's status (at most one check per watch
+//! run; the merchants' top-up addresses after them, [`super::topup`]) and on demand when the hosted page polls a session's status (at most one check per watch
 //! every [`POLL_GAP_SECONDS`]), so a customer sees their payment within seconds of its block.
 //!
 //! Rules ([`verdict`], pure):
@@ -37,7 +41,8 @@ use shared_types::{ErrorCode, RawStatus};
 use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::rpc::Budget;
-use super::{evm, native, networks, rpc};
+use super::scan::{self, Scan};
+use super::{evm, networks, rpc, topup};
 use crate::ctx::Ctx;
 use crate::db::sessions::SessionView;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
@@ -49,13 +54,8 @@ pub const POLL_GAP_SECONDS: i64 = 2;
 /// Most watches one cron run checks (each takes three or more node requests).
 const SWEEP_PER_RUN: i64 = 25;
 pub use watches::END_GRACE_SECONDS;
-/// Most `eth_getLogs` requests one check makes; a longer way behind is caught up next time.
-const MAX_LOG_REQUESTS: u64 = 5;
 /// Most blocks whose time one check reads.
 const MAX_BLOCK_TIMES: usize = 16;
-/// Largest answer read for one block's logs (a block's gas limit bounds how many transfers
-/// to one address it can hold).
-const MAX_BLOCK_LOGS: usize = 8 * 1024 * 1024;
 /// Most transfers of other contracts, and most zero-value ones of the quoted token, one check
 /// records.
 const MAX_OTHER_TRANSFERS: usize = 50;
@@ -212,28 +212,27 @@ pub fn verdict(
 /// watch; nothing else changes.
 async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     let node = &network.node;
-    super::check_chain(&watch.network, network).await?;
-    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
-    let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
-    // Blocks from the last one read as final, and `confirmations` more below it again: a node
-    // behind a load balancer may have answered from a backend that lagged.
-    let from = (scanned_to + 1).saturating_sub(network.confirmations);
-    if head <= scanned_to {
-        // Nothing new (the node is not past what was read): only its head is recorded.
-        return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?);
-    }
-    let (mut found, read_to, mut times) = if watch.token == NATIVE_TOKEN {
-        let native = native::read(node, &watch.address, from.max(1), head).await?;
-        if native.read_to < from.max(1) {
-            return Err(ChainError::rule(format!(
-                "blocks from {from} could not be accounted for in one check"
-            )));
-        }
-        (native.transfers, native.read_to, native.times)
-    } else {
-        let (found, read_to) = token_transfers(network, watch, from, head).await?;
-        (found, read_to, BTreeMap::new())
+    let target = scan::Target {
+        network: &watch.network,
+        address: &watch.address,
+        token: &watch.token,
+        scanned_to: watch.scanned_to,
     };
+    let scan::Fresh {
+        head,
+        from,
+        read_to,
+        final_to,
+        transfers: mut found,
+        mut times,
+    } = match scan::read(network, &target).await? {
+        // Nothing new (the node is not past what was read): only its head is recorded.
+        Scan::Nothing { head } => {
+            return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?)
+        }
+        Scan::Read(fresh) => fresh,
+    };
+    let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     // Other contracts' transfers to the address, for review: best effort, one request (they
     // are never credited, so they never hold up the payment's own reading).
     match rpc::call(
@@ -252,10 +251,6 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         ),
         Err(e) => worker::console_warn!("other tokens to a {} deposit: {e}", watch.network),
     }
-    // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
-    let final_to = (head + 1)
-        .saturating_sub(network.confirmations)
-        .min(read_to);
     // The block time says whether a transfer came after the checkout's end; read for the
     // quoted token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are judged
     // by the time they were seen.
@@ -321,66 +316,18 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     Ok(())
 }
 
-/// The quoted token's transfers to the watch's address in blocks `from..` up to `head`, and the
-/// last block read.
-async fn token_transfers(
-    network: &Network,
-    watch: &Watch,
-    from: u64,
-    head: u64,
-) -> ChainResult<(Vec<evm::Transfer>, u64)> {
-    let node = &network.node;
-    let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
-    // The quoted token's transfers, in ranges of `log_range` blocks; an answer too large (or
-    // refused: providers cap results) is asked again for half the range, down to one block,
-    // whose answer may be larger (a block's gas limit bounds its logs). Only this token's logs
-    // are asked for, so nobody can crowd them out with another contract's.
-    let mut found = Vec::new();
-    let mut next = from;
-    let mut span = network.log_range;
-    let mut requests = 0;
-    while next <= until && requests < MAX_LOG_REQUESTS + 20 {
-        let end = until.min(next + span - 1);
-        requests += 1;
-        let filter = evm::transfers_to(&watch.address, next, end, Some(&watch.token));
-        let cap = if span == 1 {
-            MAX_BLOCK_LOGS
-        } else {
-            rpc::MAX_ANSWER
-        };
-        match rpc::call_capped(node, "eth_getLogs", filter, cap).await {
-            Ok(logs) => {
-                found.extend(evm::transfers(&logs)?);
-                next = end + 1;
-            }
-            Err(e) if span > 1 && e.ask_less() => {
-                span = (span / 2).max(1);
-            }
-            Err(e) => return Err(ChainError::from(e).within(format!("blocks {next} to {end}"))),
-        }
-    }
-    let Some(read_to) = next.checked_sub(1).filter(|r| *r >= from) else {
-        return Err(ChainError::rule(format!(
-            "blocks from {from} could not be read in {requests} requests"
-        )));
-    };
-    Ok((found, read_to))
-}
-
-/// The most node calls one check of `watch` makes: the chain id and the head, then a token's
-/// log pages, the other tokens' logs and its blocks' times, or ether's balance reads, blocks and
-/// receipts.
+/// The most node calls one check of `watch` makes: reading its asset, then the other tokens'
+/// logs and, for a token, its blocks' times (ether's are read with its payments).
 fn most_calls(watch: &Watch) -> u32 {
     if watch.token == NATIVE_TOKEN {
-        2 + native::MOST_CALLS + 1
+        scan::MOST_NATIVE_CALLS + 1
     } else {
         MOST_TOKEN_CHECK_CALLS
     }
 }
 
 /// The most node calls one check of a token's deposit address makes.
-pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 =
-    2 + MAX_LOG_REQUESTS as u32 + 20 + 1 + MAX_BLOCK_TIMES as u32;
+pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1 + MAX_BLOCK_TIMES as u32;
 
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
 async fn check(
@@ -542,23 +489,24 @@ pub fn end_read(expires_at: i64, watches: &[Watch], now: i64) -> bool {
 }
 
 /// The cron's part: checks the open watches that are due (pending payments first), and settles
-/// their sessions' payments.
+/// their sessions' payments; then the merchants' top-up addresses ([`super::topup`]).
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
-        .await
-        .or_internal("read due watches")?;
-    if due.is_empty() {
-        return Ok(());
-    }
-    // The watcher's share of the run's node calls: a check starts only when what it could take
-    // at most is left; the watches after it wait for the next run (the least recently checked
+    // The watcher's share of the run's node calls, for both: a check starts only when what it
+    // could take at most is left, and the checkout watches leave the top-ups enough for one
+    // check of a token; the watches after it wait for the next run (the least recently checked
     // go first).
     let budget = Budget::new(super::CronShares::configured(ctx).watcher);
     let networks = super::networks_within(ctx, &budget)?;
+    if networks.is_empty() {
+        return Ok(());
+    }
+    let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
+        .await
+        .or_internal("read due watches")?;
     let mut sessions = BTreeSet::new();
     for watch in &due {
-        if budget.left() < most_calls(watch) {
+        if budget.left() < most_calls(watch) + topup::MOST_TOKEN_CHECK_CALLS {
             break;
         }
         check(ctx, &networks, watch, now - watches::sweep_gap(watch, now)).await?;
@@ -572,7 +520,7 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
             evaluate(ctx, &session, &networks).await?;
         }
     }
-    Ok(())
+    topup::sweep(ctx, &budget, &networks).await
 }
 
 #[cfg(test)]

@@ -400,11 +400,6 @@ impl Book {
         Ok(())
     }
 
-    /// Whether this change posts anything.
-    pub fn is_empty(&self) -> bool {
-        self.posted.is_empty()
-    }
-
     /// The statements that write what was posted, under `when`: first the accounts to create
     /// (nothing if they exist by then), then each transfer (guarded on its accounts' versions)
     /// and its two accounts' new totals.
@@ -539,8 +534,6 @@ pub struct AccountView {
     pub decimals: u32,
     /// Kind.
     pub kind: String,
-    /// Owner.
-    pub owner: String,
     /// Debits posted (decimal text).
     pub debits_posted: String,
     /// Credits posted.
@@ -570,7 +563,7 @@ impl AccountView {
     }
 }
 
-const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, owner, debits_posted, \
+const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, debits_posted, \
      credits_posted, debits_pending, credits_pending, debt_limit";
 
 /// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on).
@@ -582,30 +575,6 @@ pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Acco
              ORDER BY network, asset"
         ),
         &[merchant_id.to_string().into()],
-    )
-    .await
-}
-
-/// The transfers of `account`, newest first, `limit` of them before `before_seq` (exclusive;
-/// `None`: from the newest).
-pub async fn statement(
-    db: &D1Database,
-    account: &str,
-    before_seq: Option<i64>,
-    limit: i64,
-) -> DbResult<Vec<TransferRow>> {
-    all(
-        db,
-        &format!(
-            "SELECT {TRANSFER_COLUMNS} FROM ledger_transfers t \
-             WHERE (t.debit_account = ?1 OR t.credit_account = ?1) AND t.seq < ?2 \
-             ORDER BY t.seq DESC LIMIT ?3"
-        ),
-        &[
-            account.into(),
-            before_seq.unwrap_or(i64::MAX).into(),
-            limit.into(),
-        ],
     )
     .await
 }

@@ -18,7 +18,6 @@ pub mod endpoints;
 pub mod events;
 // Posting (`Book`, `When`, `open_of`, `raced`) is used once payments, settlements and refunds
 // post their transfers; until then only the portal's reads are.
-#[allow(dead_code)]
 pub mod ledger;
 pub mod merchants;
 pub mod notifications;
@@ -31,6 +30,7 @@ pub mod sessions;
 pub mod settlements;
 pub mod sweeps;
 pub mod throttle;
+pub mod topups;
 pub mod transactions;
 pub mod wallets;
 pub mod watches;

@@ -54,12 +54,15 @@ pub const CUSTODY: &str = "WITH candidates AS ( \
                OR credits_pending <> '0') \
        UNION SELECT address FROM deposit_watches \
         WHERE watch_until > ?3 AND network = ?1 AND token = ?2 \
+       UNION SELECT address FROM topup_watches WHERE network = ?1 AND token = ?2 \
        UNION SELECT ?4 WHERE ?4 <> '') \
      SELECT c.address, \
        COALESCE(a.debits_posted, '0') AS debits_posted, \
        COALESCE(a.credits_posted, '0') AS credits_posted, \
-       (SELECT w.scanned_to FROM deposit_watches w WHERE w.address = c.address \
-         AND w.network = ?1 AND w.token = ?2 AND w.watch_until > ?3) AS watched_to, \
+       COALESCE((SELECT w.scanned_to FROM deposit_watches w WHERE w.address = c.address \
+         AND w.network = ?1 AND w.token = ?2 AND w.watch_until > ?3), \
+         (SELECT t.scanned_to FROM topup_watches t WHERE t.address = c.address \
+         AND t.network = ?1 AND t.token = ?2)) AS watched_to, \
        COALESCE(r.checked_at, 0) AS reconciled_at \
      FROM candidates c \
      LEFT JOIN ledger_accounts a ON a.id = ?1 || ':' || ?2 || ':custody:' || c.address \
@@ -86,8 +89,8 @@ pub struct Custody {
 }
 
 /// The custody addresses of a ledger to compare, at most `limit`, least recently compared
-/// first: those whose account holds something, those still watched, and the custody gas
-/// address (`gas`, `""` for none); none that a sweep in flight moves money from or to.
+/// first: those whose account holds something, those still watched (checkout deposits and
+/// merchants' top-up addresses, which stay watched), and the custody gas address (`gas`, `""` for none); none that a sweep in flight moves money from or to.
 pub async fn custody(
     db: &D1Database,
     (network, token): (&str, &str),
@@ -477,7 +480,11 @@ mod tests {
              ('0xended', 2, 's2', 2, 'polygon', 'ETH', 'native', 18, '1', '1', '1', 'x', 0, \
               40, 42, 44, 50, 0), \
              ('0xtoken', 3, 's3', 3, 'polygon', 'USDC', '0xusdc', 6, '1', '1', '1', 'x', 0, \
-              40, 42, 44, 200, 0);",
+              40, 42, 44, 200, 0); \
+             INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
+               scanned_to, head_block, created_at) VALUES \
+             ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0), \
+             ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0);",
         )
         .unwrap();
         let mut statement = conn.prepare(CUSTODY).unwrap();
@@ -492,6 +499,8 @@ mod tests {
             rows,
             [
                 ("0xgas".into(), "0".into(), None, 0),
+                // A top-up address is compared as far as its own asset's watch has read.
+                ("0xtopup".into(), "0".into(), Some(38), 0),
                 ("0xwatched".into(), "0".into(), Some(42), 0),
                 ("0xheld".into(), "9".into(), None, 50),
             ]

@@ -11,6 +11,7 @@ mod notifications;
 mod overview;
 mod payments;
 mod session;
+mod topups;
 mod users;
 mod webhook_endpoints;
 
@@ -60,6 +61,10 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["merchants", id] => Route::new()
             .get(move |c| merchants::show(c, id))
             .patch(move |c| merchants::update(c, id)),
+        ["merchants", id, "topup"] => Route::new().get(move |c| topups::list(c, id)),
+        ["merchants", id, "topup", network] => {
+            Route::new().post(move |c| topups::create(c, id, network))
+        }
         ["merchants", id, "wallets", network] => Route::new()
             .put(move |c| merchants::set_wallet(c, id, network))
             .delete(move |c| merchants::remove_wallet(c, id, network)),

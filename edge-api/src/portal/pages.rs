@@ -13,6 +13,7 @@ mod layout;
 mod merchants;
 mod payments;
 mod session;
+mod topups;
 mod users;
 mod webhooks;
 
@@ -42,6 +43,7 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["payments", id, "refund"] => Route::new().post(move |c| payments::refund(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
         ["merchants", id] => Route::new().get(move |c| merchants::show(c, id)),
+        ["merchants", id, "topup"] => Route::new().post(move |c| topups::create(c, id)),
         ["merchants", id, "edit"] => Route::new().post(move |c| merchants::edit(c, id)),
         ["merchants", id, "status"] => Route::new().post(move |c| merchants::set_status(c, id)),
         ["merchants", id, "onboarding"] => {

@@ -6,7 +6,7 @@ use worker::Response;
 
 use crate::db::sessions::SessionView;
 use crate::error::ApiError;
-use crate::html::document;
+use crate::html::{document, qr_svg};
 
 /// Seconds between refreshes of a pending checkout page when scripts are off (with scripts,
 /// `/hosted.js` polls the status and reloads only on a change, so no click is lost).
@@ -61,17 +61,6 @@ impl PaymentRequest {
             None => crate::chain::evm::native_payment_uri(self.chain_id, deposit, self.base_units),
         }
     }
-}
-
-/// The request as a QR code, an SVG drawn here (no third-party script or image).
-fn qr_svg(uri: &str) -> Option<String> {
-    let code = qrcode::QrCode::new(uri.as_bytes()).ok()?;
-    Some(
-        code.render::<qrcode::render::svg::Color<'_>>()
-            .min_dimensions(208, 208)
-            .quiet_zone(true)
-            .build(),
-    )
 }
 
 /// A page response: the referrer is never sent.

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | money confirmed at a deposit address | receipt: custody ← unallocated (its address's) |
 //! | a payment credited (on time or late) | credit: unallocated → merchant |
+//! | money confirmed at a merchant's top-up address | its receipt, and topup: unallocated → merchant |
 //! | a settlement signed | pending: merchant → fees (each PSP fee), merchant → network fees (each gas share), merchant → treasury (the payout, less any debt netted) |
 //! | its transaction replaced | the old transaction's pending transfers voided, the new one's pending |
 //! | its transaction final and succeeded | its pending transfers posted (or, when a transaction it replaced was the one mined, those voided and the mined one's posted at once) |
@@ -76,6 +77,30 @@ pub fn credit(
         (Code::Credit, Phase::Single),
         Some(transaction_id),
         &format!("payment {transaction_id}"),
+    )
+}
+
+/// A merchant's top-up: the chain transfer `(tx_hash, log_index)` confirmed at its top-up
+/// address (whose [`receipt`] is posted with it) is owed to `merchant_id`. Its id is derived
+/// from the same chain transfer as the receipt's, so neither is ever posted twice.
+pub fn topup(
+    ledger: &Ledger,
+    address: &str,
+    (tx_hash, log_index): (&str, u64),
+    merchant_id: i64,
+    units: u128,
+) -> Transfer {
+    let address = address.to_ascii_lowercase();
+    transfer(
+        format!("topup:{}:{tx_hash}:{log_index}:{address}", ledger.network),
+        (
+            ledger.account(Kind::Unallocated, &address),
+            ledger.account(Kind::Merchant, &merchant_id.to_string()),
+        ),
+        units,
+        (Code::Topup, Phase::Single),
+        None,
+        tx_hash,
     )
 }
 

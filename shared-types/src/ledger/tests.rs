@@ -165,6 +165,79 @@ fn a_refund_after_settlement_is_refused_beyond_the_debt_limit_and_netted_within_
 }
 
 #[test]
+fn a_top_up_is_in_custody_at_its_address_and_owed_to_its_merchant_once() {
+    let l = usdc();
+    let merchant = l.account(Kind::Merchant, "1");
+    let mut b = books(0);
+    b.apply(&postings::funding(
+        &l,
+        &l.account(Kind::Treasury, ""),
+        1,
+        100,
+    ))
+    .unwrap();
+    // A payment settled in full: nothing is left to refund it from.
+    b.apply(&postings::receipt(&l, "0xd0", ("0xaa", 0), 10))
+        .unwrap();
+    b.apply(&postings::credit(&l, "0xd0", (11, 1), 10)).unwrap();
+    let parts = [Part {
+        transaction_id: 11,
+        psp_units: 0,
+        gas_units: 0,
+        net_units: 10,
+    }];
+    let pending = postings::settlement(&l, (7, 1), "snd_1", &parts, 10, false);
+    pending.iter().for_each(|t| b.apply(t).unwrap());
+    postings::end(&pending, true)
+        .iter()
+        .for_each(|t| b.apply(t).unwrap());
+    assert!(b
+        .apply(&postings::refund(&l, (11, 1), "rfd_1", 10))
+        .is_err());
+
+    // The merchant tops up 25 at its top-up address 0xD2 (any case).
+    let chain_transfer = ("0xcc", 3);
+    let receipt = postings::receipt(&l, "0xD2", chain_transfer, 25);
+    let topup = postings::topup(&l, "0xD2", chain_transfer, 1, 25);
+    assert_eq!(topup.id, "topup:polygon:0xcc:3:0xd2");
+    assert_eq!(topup.code, Code::Topup);
+    assert_eq!(topup.phase, Phase::Single);
+    assert_eq!(
+        (topup.debit.as_str(), topup.credit.as_str()),
+        (receipt.credit.as_str(), merchant.as_str()),
+        "what arrived at the address is moved to the merchant"
+    );
+    assert_eq!(topup, postings::topup(&l, "0xd2", chain_transfer, 1, 25));
+    assert_ne!(topup.id, receipt.id);
+    assert_ne!(
+        topup.id,
+        postings::topup(&l, "0xd2", ("0xcc", 4), 1, 25).id,
+        "another log of the same transaction is another top-up"
+    );
+    b.apply(&receipt).unwrap();
+    b.apply(&topup).unwrap();
+    assert_eq!(balance(&b, &l.account(Kind::Custody, "0xd2")), 25);
+    assert_eq!(balance(&b, &l.account(Kind::Unallocated, "0xd2")), 0);
+    assert_eq!(balance(&b, &merchant), 25);
+    assert!(b.balanced());
+    // Now the refund is covered by the top-up.
+    b.apply(&postings::refund(&l, (11, 1), "rfd_1", 10))
+        .unwrap();
+    assert_eq!(b.accounts[&merchant].1.available(Kind::Merchant), 15);
+    // A top-up never moves more than arrived at its address.
+    let mut again = postings::topup(&l, "0xd2", ("0xdd", 0), 1, 1);
+    assert!(matches!(
+        b.apply(&again),
+        Err(Refusal::Exceeds {
+            kind: Kind::Unallocated,
+            ..
+        })
+    ));
+    again.amount = 0;
+    assert!(matches!(b.apply(&again), Err(Refusal::Zero(_))));
+}
+
+#[test]
 fn a_post_must_match_its_pending_transfer_and_ends_it_once() {
     let l = usdc();
     let mut b = books(0);

@@ -138,10 +138,18 @@ fn seed(worker: &Worker, merchant_id: i64, debt_limit: u128, transfers: &[Seeded
         (format!("{ledger}:fees:1"), "fees", "1"),
         (format!("{ledger}:network_fees"), "network_fees", ""),
     ] {
+        // The treasury holds a float (the operator's funding), so a refund is the merchant's
+        // balance's question alone.
+        let float = if kind == "treasury" {
+            "1000000000000"
+        } else {
+            "0"
+        };
         conn.execute(
             "INSERT OR IGNORE INTO ledger_accounts (id, network, token, asset, decimals, kind, \
-             owner, created_at, updated_at) VALUES (?1, 'polygon', ?2, 'USDC', 6, ?3, ?4, 0, 0)",
-            rusqlite::params![id, USDC, kind, owner],
+             owner, debits_posted, created_at, updated_at) \
+             VALUES (?1, 'polygon', ?2, 'USDC', 6, ?3, ?4, ?5, 0, 0)",
+            rusqlite::params![id, USDC, kind, owner, float],
         )
         .unwrap();
     }

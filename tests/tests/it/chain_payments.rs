@@ -202,8 +202,23 @@ fn an_exact_payment_is_detected_confirmed_and_credited() {
             |r| r.get(0),
         )
         .unwrap();
-    let owed = posted(format!("polygon:{token}:merchant:{merchant}"));
-    assert_eq!(owed.1, "12500000", "credited to the merchant");
+    let credit: (String, String, String) = db
+        .query_row(
+            "SELECT debit_account, credit_account, amount FROM ledger_transfers WHERE id = ?1",
+            [format!("credit:{id}")],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        credit,
+        (
+            format!("polygon:{token}:unallocated:{address}"),
+            format!("polygon:{token}:merchant:{merchant}"),
+            "12500000".to_owned()
+        ),
+        "credited to the merchant"
+    );
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -227,6 +242,7 @@ fn transfers_add_up_and_more_is_overpaid() {
     assert_eq!(t["amount"]["gross"], "25.00");
     assert_eq!(t["amount_status"], "OVERPAID");
     assert_eq!(t["tx_hashes"]["source"], json!(first), "the first transfer");
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -322,6 +338,7 @@ fn another_token_is_recorded_for_review_and_never_credited() {
         None,
     );
     assert_eq!(hidden.status, 404);
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -358,6 +375,7 @@ fn orders_in_other_currencies_take_a_fresh_feed_and_a_stale_one_offers_nothing()
     );
     let why = stale.assert_error(503, "payments_unavailable");
     assert!(why.contains("GBP/USD price feed is stale"), "{why}");
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -412,6 +430,7 @@ fn a_transfer_reorged_away_before_its_depth_returns_the_checkout_to_waiting() {
         assert_eq!(t["tx_hashes"]["source"], json!(hash));
         assert_eq!(t["amount_status"], "EXACT");
     }
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -496,6 +515,7 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
         },
     );
     assert_eq!(t["amount"]["gross"], Value::Null);
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -576,6 +596,7 @@ fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
     let t = s.worker.transaction(0, late_id);
     assert_eq!(t["amount_status"], "EXACT", "{t}");
     assert_eq!(t["amount"]["gross"], "5.00");
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -613,6 +634,7 @@ fn racing_polls_and_cron_runs_credit_a_payment_once() {
     assert_eq!(events, 1, "one payment.succeeded");
     let t = s.worker.transaction(0, id);
     assert_eq!(t["amount"]["gross"], "8.00");
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -670,6 +692,7 @@ fn a_way_to_pay_chosen_again_keeps_its_address_and_every_address_stays_watched()
         )
         .unwrap();
     assert_eq!(usdt_watch, s.usdt.to_ascii_lowercase());
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -744,6 +767,7 @@ fn ether_sent_directly_and_from_inside_a_contract_call_adds_up_and_is_credited()
             ),
         ]
     );
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 
 #[test]
@@ -787,4 +811,5 @@ fn ether_sent_from_inside_calls_to_two_deposit_addresses_in_one_block_credits_bo
         )
         .unwrap();
     assert_eq!(rows, 2, "one transfer per address");
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }

@@ -97,6 +97,7 @@ fn a_node_that_answers_null_receipts_never_makes_the_treasury_pay_twice() {
         s.detail(id)["settlement_hold"].is_null(),
         "the hold is cleared"
     );
+    s.assert_books();
 }
 
 #[test]
@@ -147,6 +148,7 @@ fn a_node_that_refuses_broadcasts_stops_the_price_at_its_cap() {
         s.anvil.balance_of(&s.usdc, wallet()) - before,
         settled_units(&s, id)
     );
+    s.assert_books();
 }
 
 #[test]
@@ -186,6 +188,7 @@ fn a_stuck_settlement_stops_at_the_fee_cap_and_is_held() {
         "{sends:?}"
     );
     assert!(sends.iter().all(|(_, _, price)| *price <= 3_000_000_000));
+    s.assert_books();
 }
 
 #[test]
@@ -245,6 +248,7 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         settled,
         "the wallet received exactly what the confirmed transactions carried"
     );
+    s.assert_books();
 }
 
 #[test]
@@ -298,4 +302,5 @@ fn a_cron_run_stays_within_its_node_calls_and_the_watcher_cannot_starve_settleme
             (unread == 0).then_some(())
         },
     );
+    s.assert_books();
 }

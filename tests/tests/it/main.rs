@@ -34,6 +34,7 @@ mod settlement;
 mod stranded;
 mod sweep;
 mod token;
+mod topup;
 mod transactions;
 mod webhooks;
 mod webhooks_disable;

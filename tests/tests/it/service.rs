@@ -154,6 +154,8 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("post", "/portal/api/users"),
     ("delete", "/portal/api/users/{id}"),
     ("get", "/portal/api/networks"),
+    ("get", "/portal/api/merchants/{id}/topup"),
+    ("post", "/portal/api/merchants/{id}/topup/{network}"),
 ];
 
 /// The document describes the portal's JSON API, and only what it has: each operation tagged

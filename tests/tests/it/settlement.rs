@@ -348,6 +348,42 @@ fn a_paid_checkout_settles_its_net_to_the_merchants_wallet() {
     assert_eq!(sends[0]["state"], "confirmed");
     assert_eq!(sends[0]["tx_hash"], json!(hash));
     assert!(detail["settlement_hold"].is_null());
+    // Its life in the books: a receipt and a credit; the settlement's fee, network fee, payout
+    // and gas reserve pending, then three posts and the reserve's void; the gas it used.
+    let posted: Vec<(String, String)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT code, phase FROM ledger_transfers WHERE transaction_id = ?1 \
+                 OR reference IN (SELECT send_id FROM settlement_items WHERE transaction_id = ?1) \
+                 OR reference = ?2 ORDER BY seq",
+            )
+            .unwrap();
+        rows.query_map(
+            rusqlite::params![id, t["tx_hashes"]["source"].as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    let count = |code: &str, phase: &str| {
+        posted
+            .iter()
+            .filter(|(c, p)| c == code && p == phase)
+            .count()
+    };
+    assert_eq!(posted.len(), 11, "{posted:?}");
+    assert_eq!(count("receipt", "single"), 1, "{posted:?}");
+    assert_eq!(count("credit", "single"), 1, "{posted:?}");
+    for code in ["fee", "network_fee", "settlement"] {
+        assert_eq!(count(code, "pending"), 1, "{code}: {posted:?}");
+        assert_eq!(count(code, "post"), 1, "{code}: {posted:?}");
+    }
+    assert_eq!(count("gas", "pending"), 1, "{posted:?}");
+    assert_eq!(count("gas", "void"), 1, "{posted:?}");
+    assert_eq!(count("gas", "single"), 1, "{posted:?}");
+    s.assert_books();
 }
 
 #[test]
@@ -397,6 +433,7 @@ fn a_batch_pays_several_payments_in_one_transfer() {
         Decimal::from(s.anvil.balance_of(&s.usdc, wallet()) - before),
         expected_units
     );
+    s.assert_books();
 }
 
 #[test]
@@ -449,6 +486,7 @@ fn a_payment_without_a_wallet_on_its_network_waits_until_one_is_added() {
         "the hold is cleared"
     );
     assert_eq!(s.sends(id).len(), 1);
+    s.assert_books();
 }
 
 #[test]
@@ -480,6 +518,7 @@ fn racing_cron_runs_send_one_transaction_per_payment() {
         nets * Decimal::from(1_000_000),
         "paid once"
     );
+    s.assert_books();
 }
 
 #[test]
@@ -539,6 +578,7 @@ fn an_empty_treasury_holds_payments_until_it_is_funded() {
     let balances = &shown.json()["data"][0]["treasury"]["balances"];
     assert_eq!(balances[0]["asset"], "POL", "{balances}");
     assert_eq!(balances[1]["asset"], "USDC");
+    s.assert_books();
 }
 
 #[test]
@@ -588,6 +628,7 @@ fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
         1,
         "{states:?}"
     );
+    s.assert_books();
 }
 
 impl Setup {
@@ -626,6 +667,11 @@ impl Setup {
             request = request.header("Idempotency-Key", key);
         }
         self.worker.send(request, None)
+    }
+
+    /// The books balance and match the chain once nothing is in flight.
+    pub(super) fn assert_books(&self) {
+        payrail_tests::books::settle_and_assert_balanced(&self.worker, &self.anvil);
     }
 
     /// The books' account of merchant `merchant`'s USDC on polygon.
@@ -760,6 +806,7 @@ fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
     assert_eq!(events, 4, "one payment.refunded per refund");
     let nothing = s.refund(id, "0.01", &customer, Some("refund-more"));
     assert_eq!(nothing.status, 409);
+    s.assert_books();
 }
 
 #[test]
@@ -777,6 +824,7 @@ fn a_payment_not_yet_settled_is_refunded_in_full_and_then_never_settled() {
     assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 8_000_000);
     s.worker.cron();
     assert!(s.sends(id).is_empty(), "a refunded payment is not settled");
+    s.assert_books();
 }
 
 /// Sandbox mode only because production refuses loopback webhook receivers; the chain side is
@@ -823,6 +871,7 @@ fn payment_paid_and_payment_refunded_arrive_signed_with_the_real_figures() {
     assert_eq!(refunded.len(), 1);
     assert_eq!(refunded[0].json()["data"]["status"], "refunded");
     assert_signed(&refunded[0], &secret);
+    s.assert_books();
 }
 
 #[test]
@@ -850,6 +899,7 @@ fn a_settlement_the_node_dropped_is_sent_again_and_mined_once() {
     let t = s.worker.transaction(0, id);
     assert_eq!(t["tx_hashes"]["settlement"], json!(hash));
     assert_eq!(s.sends(id), vec![(hash, "confirmed".to_owned())]);
+    s.assert_books();
 }
 
 /// A sandbox with a watched chain (as `scripts/dev` runs): a payment the sandbox API simulates
@@ -908,6 +958,7 @@ fn a_simulated_payment_on_a_watched_checkout_never_moves_treasury_money() {
     s.worker.cron();
     assert!(s.sends(id).is_empty());
     assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_usdc);
+    s.assert_books();
 }
 
 #[test]
@@ -980,6 +1031,7 @@ fn a_changed_wallet_is_used_only_after_its_cool_off_and_the_admins_are_told_at_o
     let before = s.anvil.balance_of(&s.usdc, &other);
     s.settle(&[id]);
     assert!(s.anvil.balance_of(&s.usdc, &other) > before);
+    s.assert_books();
 }
 
 #[test]
@@ -1031,6 +1083,7 @@ fn racing_cron_runs_replace_a_stuck_transaction_once_and_confirm_it_once() {
         )
         .unwrap();
     assert_eq!(paid, 1, "one payment.paid");
+    s.assert_books();
 }
 
 #[test]
@@ -1053,11 +1106,13 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
     assert!(refused.text.contains("balance"), "{}", refused.text);
     assert!(refused.text.contains("debt limit"), "{}", refused.text);
     let preview = s.refund(first, "10.00", &customer, None);
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    let effect = &preview.json()["balance"];
     assert_eq!(
-        preview.status, 409,
-        "the review step says so too: {}",
-        preview.text
+        effect["within_limit"], false,
+        "the review step says so first: {effect}"
     );
+    assert_eq!(effect["into_debt"], true, "{effect}");
     s.worker.cron();
     assert_eq!(s.anvil.balance_of(&s.usdc, &s.treasury), treasury_before);
 
@@ -1105,6 +1160,7 @@ fn a_refund_after_settlement_is_the_merchants_debt_and_is_netted_from_its_next_s
         )
         .unwrap();
     assert_eq!(netted.parse::<i128>().unwrap(), net_units - paid);
+    s.assert_books();
 }
 
 #[test]
@@ -1176,4 +1232,5 @@ fn refunds_of_a_settled_payment_racing_its_merchants_next_settlement_never_overd
     assert_eq!(credited, 30_000_000);
     assert!(out <= credited, "paid out {out} of {credited}");
     assert_eq!(i128::from(credited - out), after);
+    s.assert_books();
 }

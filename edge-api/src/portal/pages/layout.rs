@@ -37,6 +37,12 @@ font:inherit;padding:.35rem .5rem;width:100%;max-width:32rem;box-sizing:border-b
 fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-weight:400;margin-right:1rem}
 .secret{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.75rem 1rem}
 .error{background:#fdecec;border:1px solid #e8a1a1;border-radius:8px;padding:.75rem 1rem}
+.topup{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:flex-start}.topup dl{flex:1 1 18rem;min-width:0}
+.topup dl.fields{grid-template-columns:max-content minmax(0,1fr)}.topup dd{overflow-wrap:anywhere}
+.topup .qr{display:block;flex:none;width:10rem;height:10rem}.topup .qr svg{width:100%;height:100%}
+.topup-scroll{overflow-x:auto}.topup-scroll caption{text-align:left;padding:.25rem 0}
+.topup-transfers th,.topup-transfers td{padding:.4rem .3rem}
+@media (max-width:40rem){.topup dl.fields{grid-template-columns:minmax(0,1fr)}.topup dl.fields dd{margin-bottom:.4rem}}
 .muted{color:#5b6677}.bad{color:#b42318}
 .ok{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.5rem 1rem}
 .warn{background:#fff4d6;border:1px solid #e0c060;border-radius:8px;padding:.5rem 1rem}

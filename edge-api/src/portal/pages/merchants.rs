@@ -1,6 +1,7 @@
 //! The merchant pages: the list with search and a "new merchant" form, and one merchant's page
 //! with its onboarding and account moves, its balances (`balances`), publishable key and embed
-//! snippet, settlement wallets and their change log, and return origins. Plain forms; every change goes through the same
+//! snippet, settlement wallets and their change log, top-up addresses (`topups`), and return
+//! origins. Plain forms; every change goes through the same
 //! operations as the JSON API.
 
 use maud::html;
@@ -322,6 +323,8 @@ async fn detail_page(
             .find(|w| w.network == network && w.usable_from > portal.now)
             .and_then(|w| shared_types::time::format_unix(w.usable_from))
     };
+    // Its top-up addresses, in a section of their own (`topups`).
+    let topups = crate::portal::topups::list(portal, id).await?;
     page(
         status,
         layout(
@@ -450,6 +453,7 @@ async fn detail_page(
                         }
                     }
                 }
+                (super::topups::section(portal, &topups, m.merchant.status.as_str()))
                 section {
                     h2 { "Allowed return origins" }
                     p.muted { "A checkout may send the customer back only to these sites (its redirectUrl's origin)." }

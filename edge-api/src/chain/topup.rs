@@ -1,0 +1,258 @@
+//! Merchants' top-ups: a merchant adds to its balance by sending money to a top-up address of
+//! its own on a network, so that a refund its balance does not cover can be paid now.
+//!
+//! Each merchant has at most one top-up address per network, derived from the deposit key
+//! (`PAYRAIL_EVM_XPUB`) at a fresh index of the same allocator as checkout deposits, so it is
+//! never reused and never a checkout's. It is watched for every asset of its network (the
+//! configured tokens and the network's coin) while its merchant is active, by the cron, within
+//! the watcher's share of the run's node calls, read the way a checkout's address is
+//! ([`super::scan`]): a transfer counts once it is at the network's depth, and one reorged away
+//! before that disappears. Each confirmed transfer is posted to the books in the batch that
+//! stores it: its receipt (custody ← unallocated at the address) and the top-up (unallocated →
+//! the merchant), ids derived from the chain transfer, so nothing is posted twice.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use shared_types::ErrorCode;
+
+use super::books;
+use super::config::Network;
+use super::error::{ChainError, ChainResult};
+use super::rpc::{self, Budget};
+use super::scan::{self, Scan};
+use crate::ctx::Ctx;
+use crate::db;
+use crate::db::topups::{self, NewAddress, SeenTopup, TopupAddress, TopupWatch, WatchedAsset};
+use crate::error::{ApiError, OrInternal};
+
+/// Least time between two checks of one top-up watch.
+pub const CHECK_GAP_SECONDS: i64 = 5;
+/// Most top-up watches one cron run checks.
+const PER_RUN: i64 = 25;
+/// The most node calls one check of a token at a top-up address makes: the checkout watches
+/// leave at least this of the watcher's share to the top-ups, so they are never starved.
+pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS;
+
+/// A top-up address as an EIP-681 request on chain `chain_id`: the address alone, no asset or
+/// amount (a wallet asks for both). Pure.
+pub fn uri(chain_id: u64, address: &str) -> String {
+    format!("ethereum:{address}@{chain_id}")
+}
+
+/// The assets a top-up address on network `name` is watched for: the same ledgers as
+/// reconciliation's ([`books::assets`]), each configured token and the network's coin.
+fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
+    assets
+        .iter()
+        .map(|a| WatchedAsset {
+            token: &a.ledger.token,
+            asset: &a.symbol,
+            decimals: a.decimals,
+        })
+        .collect()
+}
+
+/// Watches `merchant_id`'s top-up addresses for every asset now configured on their networks
+/// (an asset configured after the address was given out is read from the address's first
+/// block). Writes nothing when they all are.
+pub async fn watch_assets(
+    ctx: &Ctx,
+    merchant_id: i64,
+    networks: &BTreeMap<String, Network>,
+) -> Result<(), ApiError> {
+    let mut statements = Vec::new();
+    for (name, network) in networks {
+        let assets = books::assets(name, network);
+        statements.extend(
+            topups::watch_assets(&ctx.db, (merchant_id, name), &watched(&assets), ctx.now())
+                .or_internal("watch top-up assets")?,
+        );
+    }
+    if statements.is_empty() {
+        return Ok(());
+    }
+    db::batch(&ctx.db, statements)
+        .await
+        .or_internal("watch top-up assets")
+}
+
+/// The top-up address of `merchant_id` (of `institution_id`) on `network`, given out now if it
+/// has none (`created_by` asked), and watched from the node's newest block. 404 for a network
+/// not configured (or no deposit key); 503 when its node cannot say its newest block.
+pub async fn create(
+    ctx: &Ctx,
+    (institution_id, merchant_id): (i64, i64),
+    name: &str,
+    created_by: &str,
+) -> Result<TopupAddress, ApiError> {
+    let networks = super::networks(ctx)?;
+    let Some(network) = networks.get(name) else {
+        return Err(ApiError::not_found(format!(
+            "top-ups are taken only on the networks whose chain is watched; {name:?} is not one"
+        )));
+    };
+    if let Some(existing) = topups::address_on(&ctx.db, merchant_id, name)
+        .await
+        .or_internal("read top-up address")?
+    {
+        return Ok(existing);
+    }
+    let head = async {
+        super::check_chain(name, network).await?;
+        ChainResult::Ok(rpc::quantity(
+            &rpc::call(&network.node, "eth_blockNumber", json!([])).await?,
+        )?)
+    }
+    .await
+    .map_err(|e| {
+        worker::console_warn!("no top-up address on {name}: {e}");
+        ApiError::new(
+            ErrorCode::PaymentsUnavailable,
+            format!(
+                "the {name} node cannot be read now ({}); try again shortly",
+                e.public()
+            ),
+        )
+    })?;
+    let (address, index) = super::deposit_address(ctx, name).await?;
+    let index = index.ok_or_else(|| ApiError::internal("top-up address", "no deposit key"))?;
+    let assets = books::assets(name, network);
+    let mut statements = vec![topups::insert_address(
+        &ctx.db,
+        &NewAddress {
+            address: &address,
+            derivation_index: index,
+            merchant_id,
+            institution_id,
+            network: name,
+            from_block: head,
+            created_by,
+            now: ctx.now(),
+        },
+    )
+    .or_internal("store top-up address")?];
+    statements.extend(
+        topups::watch_assets(&ctx.db, (merchant_id, name), &watched(&assets), ctx.now())
+            .or_internal("watch top-up address")?,
+    );
+    db::batch(&ctx.db, statements)
+        .await
+        .or_internal("store top-up address")?;
+    // Of two given out at once, the first stored is the merchant's (the other index stays
+    // unused: indexes are never reused).
+    topups::address_on(&ctx.db, merchant_id, name)
+        .await
+        .or_internal("read top-up address")?
+        .ok_or_else(|| ApiError::internal("top-up address", "not stored"))
+}
+
+/// The cron's part, after the checkout watches and within the same `budget`: checks the
+/// top-up watches that are due, least recently checked first; one whose largest check no
+/// longer fits waits for the next run, while cheaper ones still go.
+pub async fn sweep(
+    ctx: &Ctx,
+    budget: &Budget,
+    networks: &BTreeMap<String, Network>,
+) -> Result<(), ApiError> {
+    let checked_before = ctx.now() - CHECK_GAP_SECONDS;
+    let due = topups::due(&ctx.db, checked_before, PER_RUN)
+        .await
+        .or_internal("read due top-up watches")?;
+    for watch in &due {
+        if budget.left() < scan::most_calls(&watch.token) {
+            continue;
+        }
+        check(ctx, networks, watch, checked_before).await?;
+    }
+    Ok(())
+}
+
+/// Checks `watch` unless somebody did since `checked_before`; records why the node could not
+/// be read.
+async fn check(
+    ctx: &Ctx,
+    networks: &BTreeMap<String, Network>,
+    watch: &TopupWatch,
+    checked_before: i64,
+) -> Result<(), ApiError> {
+    let claimed = topups::claim(&ctx.db, watch, checked_before, ctx.now())
+        .await
+        .or_internal("claim top-up watch")?;
+    if !claimed {
+        return Ok(());
+    }
+    let outcome = match networks.get(&watch.network) {
+        Some(network) => read(ctx, network, watch).await,
+        None => Err(ChainError::Config(format!(
+            "{} is no longer configured",
+            watch.network
+        ))),
+    };
+    match outcome {
+        Ok(()) => Ok(()),
+        // Not the node's fault: read again next time (a batch that lost a race with another
+        // check, or the run's node calls spent).
+        Err(error @ ChainError::Db(_)) => {
+            worker::console_warn!("top-up watch on {}: {error}", watch.network);
+            Ok(())
+        }
+        Err(error) if error.is_budget() => Ok(()),
+        Err(error) => {
+            worker::console_warn!("top-up watch on {}: {error}", watch.network);
+            topups::failed(&ctx.db, watch, &error.public())
+                .await
+                .or_internal("record node failure")
+        }
+    }
+}
+
+/// Reads one top-up watch's new blocks and stores what arrived, with the postings of what is
+/// now confirmed, in one batch that applies only while the watch is where it was read.
+async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<()> {
+    let target = scan::Target {
+        network: &watch.network,
+        address: &watch.address,
+        token: &watch.token,
+        scanned_to: watch.scanned_to,
+    };
+    let fresh = match scan::read(network, &target).await? {
+        Scan::Nothing { head } => {
+            return Ok(topups::touch(&ctx.db, watch, head, ctx.now()).await?);
+        }
+        Scan::Read(fresh) => fresh,
+    };
+    // Only what can be credited is recorded: a positive amount of the watched asset.
+    let seen: Vec<SeenTopup<'_>> = fresh
+        .transfers
+        .iter()
+        .filter(|t| t.to == watch.address && t.token == watch.token)
+        .filter_map(|t| {
+            let units = t.amount.filter(|units| *units > 0)?;
+            Some(SeenTopup {
+                tx_hash: &t.tx_hash,
+                log_index: t.log_index,
+                units,
+                block_number: t.block_number,
+                confirmed: t.block_number <= fresh.final_to,
+            })
+        })
+        .collect();
+    let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
+    let mut statements = topups::record(
+        &ctx.db,
+        watch,
+        &seen,
+        (fresh.from, fresh.read_to),
+        (fresh.final_to.max(scanned_to), fresh.head),
+        ctx.now(),
+    )?;
+    let postings = super::ledger::topups(ctx, watch, &seen, &topups::unchanged(watch)).await?;
+    // The postings go before the watch moves on (the last statement): they apply under the same
+    // condition as the rest of the check.
+    let moves_on = statements.pop();
+    statements.extend(postings);
+    statements.extend(moves_on);
+    db::batch(&ctx.db, statements).await?;
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! Merchants' top-ups: `topup_addresses` (one per merchant and network), `topup_watches` (one
+//! per address and asset, with how far its chain was read) and `topup_transfers` (what was seen
+//! arriving there), written only here. See migration 0018.
+
+use serde::Deserialize;
+use worker::{D1Database, D1PreparedStatement};
+
+use super::ledger::When;
+use super::{all, bind, first, run, DbResult, Value};
+
+/// A top-up address to store, in the batch that also creates its watches.
+pub struct NewAddress<'a> {
+    /// The address (any case; stored lower case).
+    pub address: &'a str,
+    /// The BIP32 index it was derived at.
+    pub derivation_index: i64,
+    /// Its merchant.
+    pub merchant_id: i64,
+    /// The merchant's institution.
+    pub institution_id: i64,
+    /// Network name.
+    pub network: &'a str,
+    /// The newest block when it was given out.
+    pub from_block: u64,
+    /// Who asked for it.
+    pub created_by: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// An asset a top-up address is watched for.
+pub struct WatchedAsset<'a> {
+    /// Token contract (any case; stored lower case) or `native`.
+    pub token: &'a str,
+    /// Its symbol.
+    pub asset: &'a str,
+    /// Its decimals.
+    pub decimals: u32,
+}
+
+/// The statement storing a new top-up address; it inserts nothing when the merchant already
+/// has one on the network (a concurrent request made it first).
+pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "INSERT INTO topup_addresses (address, derivation_index, merchant_id, institution_id, \
+         network, from_block, created_by, created_at) \
+         VALUES (lower(?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT DO NOTHING",
+        &[
+            a.address.into(),
+            a.derivation_index.into(),
+            a.merchant_id.into(),
+            a.institution_id.into(),
+            a.network.into(),
+            i64::try_from(a.from_block).unwrap_or(i64::MAX).into(),
+            a.created_by.into(),
+            a.now.into(),
+        ],
+    )
+}
+
+/// The statements that watch `merchant_id`'s top-up address on `network` for each of `assets`
+/// it is not watched for yet (from the block the address was given out at): nothing when it has
+/// no address there.
+pub fn watch_assets(
+    db: &D1Database,
+    (merchant_id, network): (i64, &str),
+    assets: &[WatchedAsset<'_>],
+    now: i64,
+) -> DbResult<Vec<D1PreparedStatement>> {
+    assets
+        .iter()
+        .map(|w| {
+            bind(
+                db,
+                "INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
+                 scanned_to, head_block, created_at) \
+                 SELECT a.address, lower(?3), a.network, ?4, ?5, a.from_block, a.from_block - 1, \
+                 a.from_block, ?6 FROM topup_addresses a \
+                 WHERE a.merchant_id = ?1 AND a.network = ?2 \
+                 ON CONFLICT (address, token) DO NOTHING",
+                &[
+                    merchant_id.into(),
+                    network.into(),
+                    w.token.into(),
+                    w.asset.into(),
+                    i64::from(w.decimals).into(),
+                    now.into(),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// A merchant's top-up address.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TopupAddress {
+    /// Lower case.
+    pub address: String,
+    /// Network name.
+    pub network: String,
+    /// Who asked for it.
+    pub created_by: String,
+    /// Unix seconds.
+    pub created_at: i64,
+}
+
+/// The top-up addresses of `merchant_id` (of `institution_id`), by network.
+pub async fn addresses_of(
+    db: &D1Database,
+    institution_id: i64,
+    merchant_id: i64,
+) -> DbResult<Vec<TopupAddress>> {
+    all(
+        db,
+        "SELECT address, network, created_by, created_at FROM topup_addresses \
+         WHERE merchant_id = ?1 AND institution_id = ?2 ORDER BY network",
+        &[merchant_id.into(), institution_id.into()],
+    )
+    .await
+}
+
+/// The top-up address of `merchant_id` on `network`, if it has one.
+pub async fn address_on(
+    db: &D1Database,
+    merchant_id: i64,
+    network: &str,
+) -> DbResult<Option<TopupAddress>> {
+    first(
+        db,
+        "SELECT address, network, created_by, created_at FROM topup_addresses \
+         WHERE merchant_id = ?1 AND network = ?2",
+        &[merchant_id.into(), network.into()],
+    )
+    .await
+}
+
+/// A top-up watch as the watcher reads it, with its address's merchant.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TopupWatch {
+    /// The top-up address, lower case.
+    pub address: String,
+    /// Token contract, lower case, or `native`.
+    pub token: String,
+    /// Network name.
+    pub network: String,
+    /// Asset symbol.
+    pub asset: String,
+    /// Decimals.
+    pub decimals: u32,
+    /// Every block up to this one has been read and its transfers stored (and posted) as final.
+    pub scanned_to: i64,
+    /// The newest block at the last check.
+    pub head_block: i64,
+    /// Why the last check could not read the node.
+    pub node_error: Option<String>,
+    /// The merchant it tops up.
+    pub merchant_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
+}
+
+const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
+                     w.head_block, w.node_error, a.merchant_id, a.institution_id \
+                     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address";
+
+/// The watches of active merchants that nobody checked since `checked_before`, the least
+/// recently checked first; at most `limit`. (A suspended or disabled merchant's address is not
+/// read: it is caught up from where it stopped once the merchant is active again.)
+pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<Vec<TopupWatch>> {
+    all(
+        db,
+        &format!(
+            "{WATCH} JOIN merchants m ON m.id = a.merchant_id \
+             WHERE w.checked_at < ?1 AND m.status = 'active' ORDER BY w.checked_at LIMIT ?2"
+        ),
+        &[checked_before.into(), limit.into()],
+    )
+    .await
+}
+
+/// Every watch of `merchant_id`'s top-up addresses.
+pub async fn watches_of(db: &D1Database, merchant_id: i64) -> DbResult<Vec<TopupWatch>> {
+    all(
+        db,
+        &format!("{WATCH} WHERE a.merchant_id = ?1 ORDER BY w.network, w.asset"),
+        &[merchant_id.into()],
+    )
+    .await
+}
+
+/// Takes the watch's next check, unless it was checked after `checked_before` (two overlapping
+/// checks are kept apart by [`record`]).
+pub async fn claim(
+    db: &D1Database,
+    watch: &TopupWatch,
+    checked_before: i64,
+    now: i64,
+) -> DbResult<bool> {
+    run(
+        db,
+        "UPDATE topup_watches SET checked_at = ?4 WHERE address = ?1 AND token = ?2 \
+         AND checked_at < ?3",
+        &[
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            checked_before.into(),
+            now.into(),
+        ],
+    )
+    .await
+    .map(|changed| changed == 1)
+}
+
+/// Records a check that found nothing new to read: its head, and that the node answered.
+pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE topup_watches SET head_block = max(head_block, ?3), node_error = NULL, \
+         read_at = ?4 WHERE address = ?1 AND token = ?2",
+        &[
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            i64::try_from(head).unwrap_or(i64::MAX).into(),
+            now.into(),
+        ],
+    )
+    .await
+    .map(drop)
+}
+
+/// Records that the node could not be read (the text never holds its URL).
+pub async fn failed(db: &D1Database, watch: &TopupWatch, error: &str) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2",
+        &[
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            error.into(),
+        ],
+    )
+    .await
+    .map(drop)
+}
+
+/// One transfer to a top-up address as the watcher found it.
+pub struct SeenTopup<'a> {
+    /// Transaction hash (or block hash), lower case.
+    pub tx_hash: &'a str,
+    /// Log index (transaction index for coin).
+    pub log_index: u64,
+    /// Base units.
+    pub units: u128,
+    /// Its block.
+    pub block_number: u64,
+    /// At the confirmation depth.
+    pub confirmed: bool,
+}
+
+/// The condition of everything a check of `watch` writes: the watch is still where the check
+/// found it.
+pub fn unchanged(watch: &TopupWatch) -> When {
+    When::holds(
+        "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3",
+        vec![
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            watch.scanned_to.into(),
+        ],
+    )
+}
+
+/// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
+/// unconfirmed transfers it found replace those stored there before (one reorged away
+/// disappears), confirmed ones are kept for good, and (the last statement) the watch moves on
+/// to `scanned_to` and `head`. Each applies only while the watch is where this check found it:
+/// of two overlapping checks, the later to finish writes nothing.
+pub fn record(
+    db: &D1Database,
+    watch: &TopupWatch,
+    seen: &[SeenTopup<'_>],
+    read: (u64, u64),
+    (scanned_to, head): (u64, u64),
+    now: i64,
+) -> DbResult<Vec<D1PreparedStatement>> {
+    let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
+    let unchanged = "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3";
+    let watch_params = || -> Vec<Value> {
+        vec![
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            watch.scanned_to.into(),
+        ]
+    };
+    let mut params = watch_params();
+    params.extend([block(read.0), block(read.1)]);
+    let mut statements = vec![bind(
+        db,
+        &format!(
+            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND confirmed = 0 \
+             AND block_number BETWEEN ?4 AND ?5 AND {unchanged}"
+        ),
+        &params,
+    )?];
+    for t in seen {
+        let mut params = watch_params();
+        params.extend([
+            watch.network.as_str().into(),
+            t.tx_hash.into(),
+            block(t.log_index),
+            t.units.to_string().into(),
+            block(t.block_number),
+            i64::from(t.confirmed).into(),
+            now.into(),
+        ]);
+        statements.push(bind(
+            db,
+            &format!(
+                "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
+                 amount, block_number, confirmed, seen_at) \
+                 SELECT ?4, ?5, ?6, ?1, ?2, ?7, ?8, ?9, ?10 WHERE {unchanged} \
+                 ON CONFLICT (network, tx_hash, log_index, address, token) DO UPDATE SET \
+                 confirmed = max(confirmed, excluded.confirmed), \
+                 block_number = excluded.block_number"
+            ),
+            &params,
+        )?);
+    }
+    let mut params = watch_params();
+    params.extend([block(scanned_to), block(head), now.into()]);
+    statements.push(bind(
+        db,
+        "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
+         head_block = max(head_block, ?5), node_error = NULL, read_at = ?6 \
+         WHERE address = ?1 AND token = ?2 AND scanned_to = ?3",
+        &params,
+    )?);
+    Ok(statements)
+}
+
+/// A transfer seen to a top-up address.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TopupTransfer {
+    /// Transaction hash.
+    pub tx_hash: String,
+    /// The top-up address.
+    pub address: String,
+    /// Token contract or `native`.
+    pub token: String,
+    /// Base units, decimal text.
+    pub amount: String,
+    /// Its block.
+    pub block_number: i64,
+    /// 1 once final (and credited).
+    pub confirmed: i64,
+}
+
+/// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
+pub async fn transfers_of(
+    db: &D1Database,
+    merchant_id: i64,
+    limit: i64,
+) -> DbResult<Vec<TopupTransfer>> {
+    all(
+        db,
+        "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed \
+         FROM topup_transfers t \
+         JOIN topup_addresses a ON a.address = t.address WHERE a.merchant_id = ?1 \
+         ORDER BY t.seen_at DESC, t.block_number DESC, t.log_index DESC LIMIT ?2",
+        &[merchant_id.into(), limit.into()],
+    )
+    .await
+}
