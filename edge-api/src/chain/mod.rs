@@ -130,6 +130,27 @@ pub async fn check_chain(name: &str, network: &config::Network) -> ChainResult<(
     Ok(())
 }
 
+/// Which networks' nodes are on their configured chains, each asked once a run ([`check_chain`])
+/// however many items on it the run follows.
+#[derive(Default)]
+pub struct ChainChecks<'a>(std::collections::BTreeMap<&'a str, bool>);
+
+impl<'a> ChainChecks<'a> {
+    /// Whether `name`'s node is on its chain; the first time, asks it, and warns that `what`
+    /// on it waits when it is not.
+    pub async fn right(&mut self, name: &'a str, network: &config::Network, what: &str) -> bool {
+        if let Some(right) = self.0.get(name) {
+            return *right;
+        }
+        let checked = check_chain(name, network).await;
+        if let Err(e) = &checked {
+            worker::console_warn!("{what} on {name} wait: {e}");
+        }
+        self.0.insert(name, checked.is_ok());
+        checked.is_ok()
+    }
+}
+
 /// The ways to pay this deployment offers, in the order the hosted page lists them: the watched
 /// ones first, then (sandbox only) the simulated ones on networks without a node.
 pub fn methods(ctx: &Ctx) -> Result<Vec<Method>, ApiError> {

@@ -242,7 +242,7 @@ pub async fn follow(
         .or_internal("read transactions out")?;
     let mut stalled = Vec::new();
     // Each network's node is asked its chain id once a run: one on another chain is not read.
-    let mut on_chain: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut chains = super::ChainChecks::default();
     for send in live {
         let Some((name, network)) = networks.get_key_value(&send.network) else {
             worker::console_warn!(
@@ -252,17 +252,7 @@ pub async fn follow(
             );
             continue;
         };
-        let right = match on_chain.get(name.as_str()) {
-            Some(right) => *right,
-            None => {
-                let checked = super::check_chain(name, network).await;
-                if let Err(e) = &checked {
-                    worker::console_warn!("transactions out on {name} wait: {e}");
-                }
-                on_chain.insert(name.as_str(), checked.is_ok());
-                checked.is_ok()
-            }
-        };
+        let right = chains.right(name, network, "transactions out").await;
         if !right || network.node.calls_left() < MOST_FOLLOW_CALLS {
             continue; // another chain, or this run's calls on it are spent: next run
         }

@@ -17,7 +17,6 @@
 //!   at the sender (money at a deposit that no receipt booked, the gas address's funding not yet
 //!   booked), reconciliation shows it.
 
-use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use serde_json::{json, Value};
@@ -52,7 +51,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let budget = Budget::new(super::CronShares::configured(ctx).sweeps);
     let networks = super::networks_within(ctx, &budget)?;
     // Each network's node is asked its chain id once a run: one on another chain is not read.
-    let mut on_chain: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut chains = super::ChainChecks::default();
     for sweep in &live {
         let Some((name, network)) = networks.get_key_value(&sweep.network) else {
             worker::console_warn!(
@@ -62,17 +61,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             );
             continue;
         };
-        let right = match on_chain.get(name.as_str()) {
-            Some(right) => *right,
-            None => {
-                let checked = super::check_chain(name, network).await;
-                if let Err(e) = &checked {
-                    worker::console_warn!("custody sweeps on {name} wait: {e}");
-                }
-                on_chain.insert(name.as_str(), checked.is_ok());
-                checked.is_ok()
-            }
-        };
+        let right = chains.right(name, network, "custody sweeps").await;
         if !right || network.node.calls_left() < MOST_FOLLOW_CALLS {
             continue; // another chain, or this run's calls on it are spent: next run
         }
