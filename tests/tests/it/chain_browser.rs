@@ -244,4 +244,6 @@ fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
         receipt["from"].as_str().unwrap().to_ascii_lowercase(),
         customer.to_ascii_lowercase()
     );
+    // The books hold the payment in custody, owed to its merchant, as the chain does.
+    payrail_tests::books::settle_and_assert_balanced(&worker, &anvil);
 }
