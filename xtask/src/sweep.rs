@@ -71,13 +71,7 @@ pub fn networks(chains: &str) -> Result<BTreeMap<String, Network>, String> {
 }
 
 /// The coin a network's gas is paid in (the worker's `chain::config::coin`).
-pub fn coin(network: &str) -> &'static str {
-    if network == "polygon" {
-        "POL"
-    } else {
-        "ETH"
-    }
-}
+pub use crate::reconcile::coin;
 
 /// `units` of an asset with `decimals`, as a person reads it.
 pub fn amount(units: u128, decimals: u32) -> String {
