@@ -530,6 +530,21 @@ pub fn recompute(
     totals
 }
 
+/// `units` base units of an asset with `decimals` as decimal text. Pure.
+pub fn units_text(units: i128, decimals: u32) -> String {
+    let digits = units.unsigned_abs().to_string();
+    let places = decimals as usize;
+    let padded = format!("{digits:0>width$}", width = places + 1);
+    let (whole, fraction) = padded.split_at(padded.len() - places);
+    let fraction = fraction.trim_end_matches('0');
+    let sign = if units < 0 { "-" } else { "" };
+    if fraction.is_empty() {
+        format!("{sign}{whole}")
+    } else {
+        format!("{sign}{whole}.{fraction}")
+    }
+}
+
 pub mod postings;
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use bip32::{ChildNumber, XPub};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha3::{Digest, Keccak256};
-use shared_types::ledger::{self, Code, Kind, Phase, Totals, Transfer};
+use shared_types::ledger::{self, units_text, Code, Kind, Phase, Totals, Transfer};
 
 use crate::secrets::{self, Target};
 
@@ -717,21 +717,6 @@ impl Report {
             let _ = writeln!(out, "result: DRIFT in {}", problems.join(", "));
         }
         out
-    }
-}
-
-/// `units` base units with `decimals` as decimal text.
-pub fn units_text(units: i128, decimals: u32) -> String {
-    let digits = units.unsigned_abs().to_string();
-    let places = decimals as usize;
-    let padded = format!("{digits:0>width$}", width = places + 1);
-    let (whole, fraction) = padded.split_at(padded.len() - places);
-    let fraction = fraction.trim_end_matches('0');
-    let sign = if units < 0 { "-" } else { "" };
-    if fraction.is_empty() {
-        format!("{sign}{whole}")
-    } else {
-        format!("{sign}{whole}.{fraction}")
     }
 }
 

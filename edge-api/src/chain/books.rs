@@ -24,7 +24,7 @@
 //! flight during the read.
 
 use serde_json::json;
-use shared_types::ledger::{postings, Kind, Ledger};
+use shared_types::ledger::{postings, units_text, Kind, Ledger};
 
 use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
@@ -461,21 +461,6 @@ async fn tell(ctx: &Ctx, name: &str, found: Vec<NewDrift>) {
         if let Err(e) = reconciliations::emailed(&ctx.db, id, status).await {
             worker::console_warn!("record the e-mail about reconciliation {id}: {e}");
         }
-    }
-}
-
-/// `units` base units of an asset with `decimals` as decimal text. Pure.
-pub fn units_text(units: i128, decimals: u32) -> String {
-    let digits = units.unsigned_abs().to_string();
-    let places = decimals as usize;
-    let padded = format!("{digits:0>width$}", width = places + 1);
-    let (whole, fraction) = padded.split_at(padded.len() - places);
-    let fraction = fraction.trim_end_matches('0');
-    let sign = if units < 0 { "-" } else { "" };
-    if fraction.is_empty() {
-        format!("{sign}{whole}")
-    } else {
-        format!("{sign}{whole}.{fraction}")
     }
 }
 
