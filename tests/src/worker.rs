@@ -1,6 +1,7 @@
 //! The worker process: each [`Worker`] is the built worker under `wrangler dev` (workerd, local
-//! D1) on a free port, with a database of its own, migrated and seeded before it starts, so
-//! tests never race the worker for SQLite's lock while seeding. A watchdog shell stops wrangler
+//! D1) on a free port, with a database of its own, migrated (a copy of one migrated once per
+//! test process) and seeded before it starts, so tests never race the worker for SQLite's lock
+//! while seeding. A watchdog shell stops wrangler
 //! when the test process goes away, however it ends.
 
 use std::collections::HashMap;
@@ -127,15 +128,7 @@ impl Worker {
         let _ = std::fs::remove_dir_all(&persist_to);
         std::fs::create_dir_all(&persist_to).expect("create persist dir");
 
-        let status = Command::new("wrangler")
-            .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
-            .arg(&persist_to)
-            .current_dir(&root)
-            .env("CI", "true")
-            .stdout(Stdio::null())
-            .status()
-            .expect("run wrangler (is scripts/env.sh sourced? use scripts/test)");
-        assert!(status.success(), "migrations failed");
+        copy_tree(migrated(), &persist_to).expect("copy the migrated database");
         let conn =
             Connection::open(xtask::localdb::database_file(&persist_to).expect("local database"))
                 .expect("open local database");
@@ -250,6 +243,46 @@ impl Worker {
 }
 
 /// Stops a wrangler that did not come up as ours: closing the pipe makes its watchdog kill it.
+/// A local D1 with every migration applied by `wrangler d1 migrations apply`, made once per
+/// test process: each worker starts from a copy of it (applying the migrations costs wrangler
+/// about ten seconds of CPU, copying the files a few milliseconds).
+fn migrated() -> &'static Path {
+    static MIGRATED: OnceLock<PathBuf> = OnceLock::new();
+    MIGRATED.get_or_init(|| {
+        let root = root();
+        let dir = root
+            .join("target/payrail-tests")
+            .join(format!("{}-migrated", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the migrated database's dir");
+        let status = Command::new("wrangler")
+            .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
+            .arg(&dir)
+            .current_dir(&root)
+            .env("CI", "true")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run wrangler (is scripts/env.sh sourced? use scripts/test)");
+        assert!(status.success(), "migrations failed");
+        dir
+    })
+}
+
+/// Copies the directory tree `from` into `to` (which exists).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 fn stop(mut child: Child, stdin: ChildStdin) -> Option<Worker> {
     drop(stdin);
     let _ = child.wait();

@@ -1,5 +1,5 @@
-//! Credential commands for operators: rotate a client secret, add a portal admin, on the local
-//! or the production D1 through `wrangler d1 execute`. Formats, hashes, Argon2id parameters and
+//! Credential commands for operators: rotate a client secret, add a portal admin, on the
+//! production D1 through `wrangler d1 execute --remote`, or on the local D1's file. Formats, hashes, Argon2id parameters and
 //! statements all come from `payrail-credentials`, as the worker's do, so the two cannot drift;
 //! this module adds only the OS's randomness and the running of SQL.
 
@@ -66,7 +66,7 @@ pub enum Target {
 }
 
 /// Replaces a client's secret and revokes every token issued under the old one, in one batch of
-/// statements run by `wrangler d1 execute` (so the same command serves local and production).
+/// statements (the same command serves the local and the production database).
 /// Returns the new secret, which is stored nowhere.
 pub fn rotate(client_id: &str, target: &Target) -> Result<String, String> {
     if client_id.is_empty()
@@ -134,14 +134,13 @@ fn found(stdout: &str) -> Option<i64> {
         .find_map(|r| r["results"].as_array()?.first()?["found"].as_i64())
 }
 
-/// Runs SQL on the target database through `wrangler d1 execute --json`; returns its output.
+/// Runs SQL on the target database, the production one through `wrangler d1 execute --remote
+/// --json`; returns wrangler's output, or the same shape from the local file.
 pub(crate) fn execute(sql: &str, target: &Target) -> Result<String, String> {
     let mut command = std::process::Command::new("wrangler");
     command.args(["d1", "execute", "DB", "--json", "--command", sql]);
     match target {
-        Target::Local(persist_to) => {
-            command.arg("--local").arg("--persist-to").arg(persist_to);
-        }
+        Target::Local(persist_to) => return execute_local(sql, persist_to),
         Target::Remote => {
             command.arg("--remote");
         }
@@ -157,6 +156,55 @@ pub(crate) fn execute(sql: &str, target: &Target) -> Result<String, String> {
         ));
     }
     Ok(stdout)
+}
+
+/// Runs `sql` on the local D1 file under `persist_to` as one transaction, answering as
+/// `wrangler d1 execute --json` does: each statement's rows, in order. The file is opened
+/// directly (as `reconcile --local` reads it), not through a wrangler process of its own, which
+/// would cost seconds of start-up for each command.
+fn execute_local(sql: &str, persist_to: &std::path::Path) -> Result<String, String> {
+    use rusqlite::types::ValueRef;
+    use serde_json::{Map, Value};
+
+    let failed = |e: rusqlite::Error| format!("the local D1 refused a statement: {e}");
+    let file = crate::localdb::database_file(persist_to)?;
+    let mut conn =
+        rusqlite::Connection::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(failed)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
+    let mut answers = Vec::new();
+    {
+        let mut batch = rusqlite::Batch::new(&tx, sql);
+        while let Some(mut statement) = batch.next().map_err(failed)? {
+            let names: Vec<String> = statement
+                .column_names()
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let mut rows = statement.raw_query();
+            let mut results = Vec::new();
+            while let Some(row) = rows.next().map_err(failed)? {
+                let mut object = Map::new();
+                for (i, name) in names.iter().enumerate() {
+                    let value = match row.get_ref(i).map_err(failed)? {
+                        ValueRef::Null => Value::Null,
+                        ValueRef::Integer(n) => Value::from(n),
+                        ValueRef::Real(x) => Value::from(x),
+                        ValueRef::Text(t) => Value::from(String::from_utf8_lossy(t).into_owned()),
+                        ValueRef::Blob(_) => return Err("a statement answered a blob".to_owned()),
+                    };
+                    object.insert(name.clone(), value);
+                }
+                results.push(Value::Object(object));
+            }
+            answers.push(serde_json::json!({ "results": results, "success": true }));
+        }
+    }
+    tx.commit().map_err(failed)?;
+    Ok(Value::Array(answers).to_string())
 }
 
 /// Sets an institution's PSP fee (basis points of each payment's gross, 0 to 5000) for the
@@ -315,5 +363,39 @@ mod tests {
         assert!(add_admin(1, "a'b@x.example", &target)
             .unwrap_err()
             .contains("not an e-mail"));
+    }
+
+    #[test]
+    fn a_local_batch_answers_as_wrangler_does_and_is_one_transaction() {
+        let persist_to = std::env::temp_dir().join(format!("xtask-local-{}", std::process::id()));
+        let dir = persist_to.join("v3/d1/miniflare-D1DatabaseObject");
+        std::fs::create_dir_all(&dir).unwrap();
+        let conn = rusqlite::Connection::open(dir.join("db.sqlite")).unwrap();
+        conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, r REAL)")
+            .unwrap();
+        let target = Target::Local(persist_to.clone());
+        let answer = execute(
+            "INSERT INTO t (name, r) VALUES ('a', 1.5);\nINSERT INTO t (name) VALUES ('b');\n\
+             SELECT id, name, r FROM t ORDER BY id",
+            &target,
+        )
+        .unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer.as_array().unwrap().len(), 3);
+        assert_eq!(
+            answer[2]["results"],
+            serde_json::json!([{"id": 1, "name": "a", "r": 1.5}, {"id": 2, "name": "b", "r": null}])
+        );
+        // A statement that fails undoes the ones before it.
+        let refused = execute(
+            "INSERT INTO t (name) VALUES ('c');\nINSERT INTO missing VALUES (1)",
+            &target,
+        );
+        assert!(refused.unwrap_err().contains("missing"));
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, 2);
+        std::fs::remove_dir_all(&persist_to).unwrap();
     }
 }

@@ -995,14 +995,21 @@ fn the_refund_review_shows_what_the_refund_does_to_the_balance() {
             ],
         );
         assert_eq!(reply.status, 200, "{}", reply.text);
-        element(&reply.text, "id=\"refund-balance\"", "dd").to_owned()
+        let confirm = reply.text.contains("Confirm and send the refund");
+        (
+            element(&reply.text, "id=\"refund-balance\"", "dd").to_owned(),
+            confirm,
+        )
     };
-    let shown = review("10.00");
+    let (shown, confirm) = review("10.00");
     assert!(shown.contains("\u{2212}10.00"), "{shown}");
     assert!(shown.contains("id=\"refund-debt\""), "{shown}");
     assert!(shown.contains("20.00 USDC"), "{shown}");
-    let shown = review("30.00");
+    assert!(confirm, "a refund within the limit can be confirmed");
+    // Over the limit, the page offers no button the books would refuse.
+    let (shown, confirm) = review("30.00");
     assert!(shown.contains("id=\"refund-over-limit\""), "{shown}");
+    assert!(!confirm, "a refund over the limit offers no confirm button");
     assert!(
         shown.contains(&format!("/portal/merchants/{id}#balance")),
         "{shown}"

@@ -1,5 +1,6 @@
-//! What the sweep reads and writes in D1, through `wrangler d1 execute` as the other operator
-//! commands do (so one command serves the local and the production database): the deposits
+//! What the sweep reads and writes in D1, with the same statements as the other operator
+//! commands (through `wrangler d1 execute --remote` in production, on the local D1's file
+//! locally): the deposits
 //! whose watch has ended, the sweeps already stored, and each new transaction, stored before it
 //! is broadcast. The insert is what makes two sweeps at once safe: a transaction takes its
 //! sender's nonce (`custody_sweeps_nonce` is unique), and a gas funding is refused while an
@@ -159,7 +160,7 @@ pub struct Snapshot {
 }
 
 /// Reads what a sweep at `now` (Unix seconds) starts from, with the custody gas address
-/// `gas`: one wrangler call.
+/// `gas`: one batch of statements.
 pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String> {
     #[derive(Deserialize)]
     struct Nonce {

@@ -517,14 +517,22 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
                             dt { "To" } dd { code #refund-address { (p.address) } }
                             @if let Some(e) = &effect { (balance_effect(e)) }
                         }
-                        form method="post" action=(format!("/portal/payments/{id}/refund")) {
-                            (csrf_field(portal))
-                            input type="hidden" name="step" value="confirm";
-                            input type="hidden" name="key" value=(key);
-                            input type="hidden" name="amount" value=(p.amount);
-                            input type="hidden" name="address" value=(p.address);
-                            button.danger type="submit" { "Confirm and send the refund" }
-                            " " a href=(format!("/portal/payments/{id}")) { "Cancel" }
+                        @if effect.as_ref().is_some_and(|e| !e.within_limit) {
+                            // The books would refuse it (409): no button that cannot work.
+                            p #refund-refused {
+                                "This refund cannot be sent now. "
+                                a href=(format!("/portal/payments/{id}#refunds")) { "Back to the payment" }
+                            }
+                        } @else {
+                            form method="post" action=(format!("/portal/payments/{id}/refund")) {
+                                (csrf_field(portal))
+                                input type="hidden" name="step" value="confirm";
+                                input type="hidden" name="key" value=(key);
+                                input type="hidden" name="amount" value=(p.amount);
+                                input type="hidden" name="address" value=(p.address);
+                                button.danger type="submit" { "Confirm and send the refund" }
+                                " " a href=(format!("/portal/payments/{id}")) { "Cancel" }
+                            }
                         }
                     } @else {
                         p { a href=(format!("/portal/payments/{id}#refunds")) { "Back to the payment" } }
