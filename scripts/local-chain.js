@@ -102,9 +102,11 @@ async function main() {
   // themselves.
   await rpc("evm_setIntervalMining", [2]);
   const tokenFeeds = Object.fromEntries(Object.entries(feeds).filter(([pair]) => pair !== "ETH/USD"));
+  // The node is also the URL a browser wallet is asked to add the local network with (on this
+  // machine nothing in it is secret; in production public_rpc_url is a public endpoint).
   const chains = {
-    [network]: { rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
-    [etherNetwork]: { rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
+    [network]: { rpc_url: node, public_rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
+    [etherNetwork]: { rpc_url: node, public_rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
   };
   process.stdout.write(JSON.stringify({ chains, customer, treasury, custody_gas: CUSTODY_GAS }) + "\n");
 }

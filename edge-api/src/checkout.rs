@@ -71,8 +71,14 @@ impl From<ApiError> for Refusal {
 /// and of the caller's address (the context's): the pending transaction, its session with the
 /// first way to pay that can be quoted now, the deposit address's watch and the idempotency key,
 /// written in one atomic batch. The same idempotency key with the same options answers the
-/// session it made (also to a concurrent request that lost the race to write it).
-pub async fn create(ctx: &Ctx, options: &CheckoutOptions) -> Result<Session, Refusal> {
+/// session it made (also to a concurrent request that lost the race to write it). `locale` is
+/// the hosted page's language (`None`: the customer's browser's); it changes no payment, so it
+/// is not part of what the idempotency key guards, and a replay keeps the first session's.
+pub async fn create(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    locale: Option<&str>,
+) -> Result<Session, Refusal> {
     options
         .validate()
         .map_err(|e| Refusal::Invalid(e.message))?;
@@ -176,6 +182,7 @@ pub async fn create(ctx: &Ctx, options: &CheckoutOptions) -> Result<Session, Ref
         crypto_amount: &crypto_amount,
         now,
         expires_at: now + SESSION_SECONDS,
+        locale,
     };
     // The transaction, its session and the idempotency key in one atomic batch: it fails as a
     // whole when the key was taken meanwhile (a concurrent double click).

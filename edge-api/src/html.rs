@@ -31,11 +31,23 @@ pub fn page(status: u16, markup: Markup, referrer: &str) -> Result<Response, Api
     Ok(response)
 }
 
-/// A whole page: doctype, the head every page shares (with `extra` in it), and `body`.
+/// A whole page in English: doctype, the head every page shares (with `extra` in it), and
+/// `body`.
 pub fn document(title: &str, style: &str, extra: Markup, body: Markup) -> Markup {
+    document_in("en", title, style, extra, body)
+}
+
+/// A whole page in `language` (a BCP 47 tag).
+pub fn document_in(
+    language: &str,
+    title: &str,
+    style: &str,
+    extra: Markup,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
-        html lang="en" {
+        html lang=(language) {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";

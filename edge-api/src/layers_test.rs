@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
         "error",
         "http",
         "html",
+        "locale",
         "query",
         "crypto",
         "webhook_url",

@@ -4,7 +4,8 @@
 //! Layers, each importing only from the ones below it (a test checks this):
 //! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
 //! `throttle`, `payments`, `checkout`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`,
-//! `http`, `html`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) → `shared-types`.
+//! `http`, `html`, `locale`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) →
+//! `shared-types`.
 
 mod auth;
 mod chain;
@@ -16,6 +17,7 @@ mod db;
 mod error;
 mod html;
 mod http;
+mod locale;
 mod payments;
 mod portal;
 mod query;

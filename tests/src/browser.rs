@@ -25,6 +25,7 @@ pub struct Browser {
     runtime: tokio::runtime::Runtime,
     client: Option<Client>,
     driver: Child,
+    driver_port: u16,
     profile: PathBuf,
 }
 
@@ -74,8 +75,62 @@ impl Browser {
             runtime,
             client: Some(client),
             driver,
+            driver_port: port,
             profile,
         }
+    }
+
+    /// Sends a Chrome DevTools Protocol command to the current tab (chromedriver's
+    /// `goog/cdp/execute`); returns its result.
+    pub fn devtools(&self, command: &str, params: Value) -> Value {
+        let session = self
+            .runtime
+            .block_on(self.client().session_id())
+            .expect("session id")
+            .expect("an open session");
+        let reply = reqwest::blocking::Client::new()
+            .post(format!(
+                "http://127.0.0.1:{}/session/{session}/goog/cdp/execute",
+                self.driver_port
+            ))
+            .json(&json!({ "cmd": command, "params": params }))
+            .send()
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
+        let body: Value = reply.json().unwrap_or_else(|e| panic!("{command}: {e}"));
+        assert!(body["value"]["error"].is_null(), "{command}: {body}");
+        body["value"].clone()
+    }
+
+    /// Runs `script` in every document the tab loads from now on, before the page's own
+    /// scripts (as a browser extension's injected script does; the page's CSP does not apply).
+    pub fn inject_on_new_document(&self, script: &str) {
+        self.devtools(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": script }),
+        );
+    }
+
+    /// Makes the tab send `accept_language` as its `Accept-Language` (and report it as
+    /// `navigator.languages`).
+    pub fn set_accept_language(&self, accept_language: &str) {
+        let agent = self.eval("return navigator.userAgent;");
+        self.devtools(
+            "Emulation.setUserAgentOverride",
+            json!({ "userAgent": agent, "acceptLanguage": accept_language }),
+        );
+    }
+
+    /// Presses Tab once, as a keyboard user moves to the next control.
+    pub fn press_tab(&self) {
+        use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+        use fantoccini::key::Key;
+        let tab = char::from(Key::Tab);
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: tab })
+            .then(KeyAction::Up { value: tab });
+        self.runtime
+            .block_on(self.client().perform_actions(keys))
+            .expect("press Tab");
     }
 
     fn client(&self) -> &Client {

@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod http;
 pub mod openapi;
 pub mod receiver;
+pub mod wallet;
 pub mod worker;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,9 @@
 //! put API keys in their URLs): a JSON object from network name to its JSON-RPC URL, its chain
 //! id, the confirmation depth a payment on it needs, the token contracts customers may pay with
 //! and the price feeds rates are read from, and whether customers may pay in the network's own
-//! coin (`"native": "ETH"`, on the networks whose coin ether is). Pure; tested natively.
+//! coin (`"native": "ETH"`, on the networks whose coin ether is), and optionally a public RPC
+//! URL a customer's browser wallet may be asked to add the network with (`public_rpc_url`: shown
+//! to customers, so never the node URL above, which may carry a key). Pure; tested natively.
 //!
 //! ```json
 //! {"polygon": {"rpc_url": "https://polygon.example/KEY", "chain_id": 137, "confirmations": 64,
@@ -84,6 +86,11 @@ pub struct Network {
     /// a stuck one stops being re-priced there (its payments are held with the reason).
     #[serde(default = "default_max_gas_price")]
     pub max_gas_price_gwei: u64,
+    /// A public JSON-RPC endpoint for the network that the hosted page may hand a browser wallet
+    /// which does not know the chain (`wallet_addEthereumChain`). Shown to customers: never a
+    /// URL with a key. None: such a wallet is asked to add the network itself.
+    #[serde(default)]
+    pub public_rpc_url: Option<String>,
 }
 
 /// The coin a network's gas is paid in: ether, or POL on Polygon.
@@ -175,6 +182,22 @@ pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
             return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name}.rpc_url must be http or https"
             )));
+        }
+        if let Some(public) = &network.public_rpc_url {
+            // A public endpoint is https, or http on this machine (a local node in development).
+            let ok = url::Url::parse(public).is_ok_and(|u| {
+                u.username().is_empty()
+                    && u.password().is_none()
+                    && (u.scheme() == "https"
+                        || (u.scheme() == "http"
+                            && matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))))
+            });
+            if !ok {
+                return Err(ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {name}.public_rpc_url must be an https URL without \
+                     credentials (http only on localhost)"
+                )));
+            }
         }
         if network.chain_id == 0 {
             return Err(ChainError::Config(format!(
@@ -281,6 +304,14 @@ mod tests {
             r#"{"base": {"rpc_url": "http://n.example", "chain_id": 8453, "native": "ETH"}}"#,
         );
         assert!(ether.unwrap()["base"].is_native("ETH"));
+        let public = parse(
+            r#"{"base": {"rpc_url": "https://n.example/KEY", "chain_id": 8453,
+                "public_rpc_url": "https://mainnet.base.org"}}"#,
+        );
+        assert_eq!(
+            public.unwrap()["base"].public_rpc_url.as_deref(),
+            Some("https://mainnet.base.org")
+        );
         let with_tokens = parse(
             r#"{"polygon": {"rpc_url": "https://p.example", "chain_id": 137,
                 "tokens": {"USDC": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}},
@@ -303,6 +334,16 @@ mod tests {
             (
                 r#"{"polygon": {"rpc_url": "ftp://secret.example", "chain_id": 1}}"#,
                 "http",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "public_rpc_url": "http://rpc.example"}}"#,
+                "polygon.public_rpc_url",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "public_rpc_url": "https://user:key@rpc.example"}}"#,
+                "polygon.public_rpc_url",
             ),
             (
                 r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 0}}"#,

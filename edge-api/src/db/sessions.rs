@@ -82,6 +82,8 @@ pub struct NewSession<'a> {
     pub now: i64,
     /// Session lifetime end, Unix seconds.
     pub expires_at: i64,
+    /// The hosted page's language (the `locale` option); `None`: the customer's browser's.
+    pub locale: Option<&'a str>,
 }
 
 /// The session row, for the transaction the previous statement of the batch inserted.
@@ -89,8 +91,8 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
     bind(
         db,
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-         asset, network, deposit_address, crypto_amount, created_at, expires_at, deposit_index) \
-         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         asset, network, deposit_address, crypto_amount, created_at, expires_at, deposit_index, \
+         locale) VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         &[
             s.id.into(),
             s.merchant_id.into(),
@@ -103,6 +105,7 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
             s.now.into(),
             s.expires_at.into(),
             s.deposit_index.into(),
+            s.locale.into(),
         ],
     )
 }
@@ -168,6 +171,8 @@ pub struct SessionView {
     pub amount_refunded: Option<String>,
     /// The transaction's row version.
     pub version: i64,
+    /// The hosted page's language (the `locale` option); `None`: the customer's browser's.
+    pub locale: Option<String>,
 }
 
 /// The session with this id.
@@ -177,7 +182,7 @@ pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
         "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, s.title, \
          t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
          s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
-         t.version \
+         t.version, s.locale \
          FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
          JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1",
         &[id.into()],

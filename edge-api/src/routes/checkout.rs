@@ -12,12 +12,42 @@ use crate::checkout::{self, MethodChange, Refusal, Simulation};
 use crate::ctx::Ctx;
 use crate::db::{sessions, watches};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
+use crate::locale::{self, Catalogue};
 use crate::route::Incoming;
 use crate::{chain, http};
 
-/// Why the way to pay cannot change any more.
-const CLOSED: &str = "this checkout is no longer waiting for a payment, so its way to pay \
-                      cannot change";
+/// What the hosted page says above itself when an action could not be taken.
+enum Notice {
+    /// The checkout no longer waits for a payment, so its way to pay cannot change.
+    Closed,
+    /// The chosen way to pay cannot be quoted now.
+    Unquoted(shared_types::quote::Method),
+    /// A sandbox control's answer (the developer's, in English).
+    Sandbox(String),
+}
+
+impl Notice {
+    fn text(&self, lang: &Catalogue) -> String {
+        match self {
+            Notice::Closed => lang.page.closed.clone(),
+            Notice::Unquoted(method) => hosted_page::unquoted(lang, method),
+            Notice::Sandbox(text) => text.clone(),
+        }
+    }
+}
+
+/// The request's `Accept-Language`, for a session created without a `locale`.
+fn accept_language(req: &Request) -> Option<String> {
+    req.headers().get("Accept-Language").ok().flatten()
+}
+
+/// The page's language: the session's `locale` option, else the browser's preference.
+fn language(session: Option<&sessions::SessionView>, accept: Option<&str>) -> &'static Catalogue {
+    session
+        .and_then(|s| s.locale.as_deref())
+        .and_then(locale::catalogue)
+        .unwrap_or_else(|| locale::negotiate(accept))
+}
 
 /// `OPTIONS /checkout/sessions`: the CORS preflight.
 pub async fn preflight(_: Incoming<'_>) -> Result<Response, ApiError> {
@@ -75,8 +105,10 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
 }
 
 /// Reads the options: a JSON object whose `amount` may be a number or decimal text (checked
-/// against the checkout rules by the service).
-fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
+/// against the checkout rules by the service), and whose optional `locale` (`auto` or a
+/// language the hosted page speaks) is read here, where the page's languages are known.
+/// Returns the options and the language chosen (`None`: follow the customer's browser).
+fn parse_options(body: &str) -> Result<(CheckoutOptions, Option<&'static str>), ApiError> {
     let not_object =
         || ApiError::invalid_request("the body must be a JSON object of checkout options");
     check_json_depth(body)?;
@@ -87,13 +119,26 @@ fn parse_options(body: &str) -> Result<CheckoutOptions, ApiError> {
         let text = n.to_string();
         object.insert("amount".into(), serde_json::Value::String(text));
     }
-    from_json(&value.to_string())
+    let language = match object.remove("locale") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(tag)) => {
+            locale::option_language(&tag).map_err(ApiError::invalid_request)?
+        }
+        Some(_) => {
+            return Err(ApiError::invalid_request(
+                "locale must be a string: \"auto\" or a language tag such as \"de\"",
+            ))
+        }
+    };
+    Ok((from_json(&value.to_string())?, language))
 }
 
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
     let body = http::body_of_type(req, "application/json", http::CHECKOUT_BODY_MAX).await?;
-    let options = parse_options(&body)?;
-    let session = checkout::create(ctx, &options).await.map_err(refused)?;
+    let (options, language) = parse_options(&body)?;
+    let session = checkout::create(ctx, &options, language)
+        .await
+        .map_err(refused)?;
     Ok((
         if session.created { 201 } else { 200 },
         Created {
@@ -144,21 +189,29 @@ fn refused(refusal: Refusal) -> ApiError {
 }
 
 /// `GET /checkout/{id}`: the hosted page.
-pub async fn show(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
-    page(ctx, id, None).await
+pub async fn show(Incoming { ctx, req, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
+    page(ctx, id, None, accept_language(&req).as_deref()).await
 }
 
-/// The hosted page, with `notice` above it when an action could not be taken.
-pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Response, ApiError> {
+/// The hosted page, with `notice` above it when an action could not be taken, in the session's
+/// language or else the one `accept` (the request's `Accept-Language`) prefers.
+async fn page(
+    ctx: &Ctx,
+    id: &str,
+    notice: Option<Notice>,
+    accept: Option<&str>,
+) -> Result<Response, ApiError> {
     let session = sessions::get(&ctx.db, id)
         .await
         .or_internal("read session")?;
+    let lang = language(session.as_ref(), accept);
     match session {
-        None => hosted_page::respond(404, hosted_page::not_found()),
+        None => hosted_page::respond(404, hosted_page::not_found(lang)),
         Some(session) => {
             let status = if notice.is_some() { 409 } else { 200 };
             let offered = checkout::offered_methods(ctx, session.merchant_id).await?;
             let request = payment_request(ctx, &session).await?;
+            let notice = notice.map(|n| n.text(lang));
             hosted_page::respond(
                 status,
                 hosted_page::checkout(
@@ -169,6 +222,7 @@ pub async fn page(ctx: &Ctx, id: &str, notice: Option<String>) -> Result<Respons
                     notice.as_deref(),
                     request.as_ref(),
                     ctx.demo_wallet().is_some(),
+                    lang,
                 ),
             )
         }
@@ -181,6 +235,7 @@ async fn pay_from_demo_wallet(
     ctx: &Ctx,
     url: &Url,
     session: &sessions::SessionView,
+    accept: Option<&str>,
 ) -> Result<Response, ApiError> {
     let request = payment_request(ctx, session).await?;
     let outcome = match (&request, session.raw_status) {
@@ -204,12 +259,8 @@ async fn pay_from_demo_wallet(
     match outcome {
         Ok(_) => http::see_other(url, &hosted_path(&session.id)),
         Err(why) => {
-            page(
-                ctx,
-                &session.id,
-                Some(format!("The demo wallet could not pay: {}", why.public())),
-            )
-            .await
+            let why = format!("The demo wallet could not pay: {}", why.public());
+            page(ctx, &session.id, Some(Notice::Sandbox(why)), accept).await
         }
     }
 }
@@ -232,18 +283,26 @@ async fn payment_request(
     let Some(network) = networks.get(&watch.network) else {
         return Ok(None);
     };
-    let token = match network.tokens.get(&watch.asset) {
-        Some(token) => Some(token.address.clone()),
-        None if watch.token == chain::config::NATIVE_TOKEN => None,
-        None => Some(crate::wallet_address::eip55(
-            watch.token.trim_start_matches("0x"),
-        )),
+    let (token, decimals) = match network.tokens.get(&watch.asset) {
+        Some(token) => (Some(token.address.clone()), token.decimals),
+        None if watch.token == chain::config::NATIVE_TOKEN => {
+            (None, chain::config::NATIVE_DECIMALS)
+        }
+        None => (
+            Some(crate::wallet_address::eip55(
+                watch.token.trim_start_matches("0x"),
+            )),
+            chain::config::DEFAULT_TOKEN_DECIMALS,
+        ),
     };
     Ok(Some(hosted_page::PaymentRequest {
         token,
         chain_id: network.chain_id,
         base_units: watch.base_units.parse().or_internal("read base units")?,
+        decimals,
         confirmations: network.confirmations,
+        coin: chain::config::coin(&watch.network),
+        public_rpc_url: network.public_rpc_url.clone(),
     }))
 }
 
@@ -281,6 +340,8 @@ pub async fn choose_method(
     Incoming { mut req, ctx, url }: Incoming<'_>,
     id: &str,
 ) -> Result<Response, ApiError> {
+    let accept = accept_language(&req);
+    let accept = accept.as_deref();
     let form = http::body(&mut req, http::CHECKOUT_BODY_MAX).await?;
     let chosen = http::form_fields(&form)?
         .into_iter()
@@ -293,24 +354,23 @@ pub async fn choose_method(
         MethodChange::NotOffered => Err(ApiError::invalid_request(
             "method must be one of the offered ways to pay",
         )),
-        MethodChange::Closed => page(ctx, id, Some(CLOSED.to_owned())).await,
+        MethodChange::Closed => page(ctx, id, Some(Notice::Closed), accept).await,
         MethodChange::Unquoted { method, why } => {
-            let notice = format!(
-                "{} on {} cannot be offered right now: {why}. Choose another way to pay, or \
-                 try again in a moment.",
-                method.asset, method.network
-            );
-            page(ctx, id, Some(notice)).await
+            // Why is the operator's (a node or a price feed down), not the customer's.
+            worker::console_warn!("checkout {id}: {method:?} not quoted: {why}");
+            page(ctx, id, Some(Notice::Unquoted(method)), accept).await
         }
     }
 }
 
 /// `POST /checkout/{id}/sandbox/{control}`: the hosted page's sandbox buttons.
 pub async fn sandbox_control(
-    Incoming { ctx, url, .. }: Incoming<'_>,
+    Incoming { ctx, url, req }: Incoming<'_>,
     id: &str,
     control: &str,
 ) -> Result<Response, ApiError> {
+    let accept = accept_language(&req);
+    let accept = accept.as_deref();
     if !ctx.sandbox() {
         return Err(ApiError::not_found(format!(
             "no such endpoint: {}",
@@ -319,18 +379,18 @@ pub async fn sandbox_control(
     }
     let session = session(ctx, id).await?;
     if control == "pay-from-demo-wallet" {
-        return pay_from_demo_wallet(ctx, url, &session).await;
+        return pay_from_demo_wallet(ctx, url, &session, accept).await;
     }
     match checkout::simulate(ctx, &session, control).await? {
         Simulation::Done => http::see_other(url, &hosted_path(id)),
         Simulation::Watched => {
             let notice = "this checkout's network is watched: its payment is made on chain \
                           (the simulated payments are for networks without a node)";
-            page(ctx, id, Some(notice.to_owned())).await
+            page(ctx, id, Some(Notice::Sandbox(notice.to_owned())), accept).await
         }
         Simulation::Unknown => Err(ApiError::not_found(format!(
             "no such sandbox control: {control}"
         ))),
-        Simulation::Refused(why) => page(ctx, id, Some(why)).await,
+        Simulation::Refused(why) => page(ctx, id, Some(Notice::Sandbox(why)), accept).await,
     }
 }

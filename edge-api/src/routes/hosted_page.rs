@@ -1,12 +1,18 @@
-//! The hosted checkout page, server-rendered (maud escapes every interpolated value).
+//! The hosted checkout page, server-rendered (maud escapes every interpolated value), in the
+//! customer's language ([`crate::locale`]). With a watched network it offers the QR code (an
+//! EIP-681 payment request) and, through `/hosted.js`, the wallets the browser injects (EIP-1193,
+//! discovered by EIP-6963): the data the script needs rides in one `data-page` attribute, so the
+//! page keeps its strict CSP (no inline script).
 
 use maud::{html, Markup, PreEscaped};
+use serde_json::json;
 use shared_types::{quote, RawStatus};
 use worker::Response;
 
 use crate::db::sessions::SessionView;
 use crate::error::ApiError;
-use crate::html::{document, qr_svg};
+use crate::html::{document_in, qr_svg};
+use crate::locale::{around, fill, Catalogue};
 
 /// Seconds between refreshes of a pending checkout page when scripts are off (with scripts,
 /// `/hosted.js` polls the status and reloads only on a change, so no click is lost).
@@ -26,18 +32,29 @@ dd{margin:0;word-break:break-all}code{font:14px ui-monospace,monospace}
 .status.ok{background:#e7f7ee}.status.bad{background:#fdecec}
 .sandbox{border:2px dashed #c59b00;border-radius:8px;padding:.75rem 1rem;margin-top:1.5rem}
 .sandbox h2{font-size:1rem;margin:0 0 .5rem}.sandbox form{display:inline-block;margin:.2rem}
-button{font:inherit;padding:.4rem .9rem;border-radius:6px;border:1px solid #8893a3;background:#fff;
-cursor:pointer}.label{margin:0 0 .25rem}.methods button{margin:0 .25rem .35rem 0;font-size:.9rem}
+button{font:inherit;padding:.4rem .9rem;border-radius:6px;border:1px solid #6b7686;background:#fff;
+color:#1c2430;cursor:pointer}.label{margin:0 0 .25rem;color:#4a5566}
+.methods button{margin:0 .25rem .35rem 0;font-size:.9rem}
 .methods button[aria-pressed=true]{border-color:#1d4ed8;background:#e8efff;font-weight:600}
+:focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
 .notice{background:#fff4d6;padding:.5rem 1rem;border-radius:6px}
 .simulated{border:2px dashed #c59b00;border-radius:6px;padding:.4rem .8rem;font-size:.9rem}
 .qr{display:block;width:13rem;height:13rem;margin:.5rem auto}.qr svg{width:100%;height:100%}
+.hint{text-align:center;color:#4a5566;font-size:.9rem;margin:.25rem 0 .75rem}
+.wallets{text-align:center;margin:0 0 .75rem}
+.wallets button{background:#1d4ed8;border-color:#1d4ed8;color:#fff;font-weight:600;margin:.2rem}
+.wallets button[disabled]{background:#6b7fb8;border-color:#6b7fb8;cursor:progress}
+.wallet-state{margin:.25rem 0;word-break:break-word}.wallet-state:empty{display:none}
+.wallet-error{background:#fdecec;padding:.5rem 1rem;border-radius:6px}.wallet-error:empty{display:none}
 .copy{font-size:.8rem;padding:.15rem .6rem;margin-left:.4rem}.countdown{font-weight:600}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);
+white-space:nowrap}
 @media (max-width:34rem){main{margin:0;border-radius:0;padding:1rem 1.1rem}
 dl{grid-template-columns:1fr}dt{margin-top:.4rem}.amount{font-size:1.6rem}}
 ";
 
-/// What a wallet needs to pay a watched deposit address: the EIP-681 request the QR code holds.
+/// What a wallet needs to pay a watched deposit address: the EIP-681 request the QR code holds,
+/// and what a browser wallet is asked for (its chain, and how to add it).
 #[derive(Debug, Clone)]
 pub struct PaymentRequest {
     /// The token contract (EIP-55); `None` for the network's own coin.
@@ -46,8 +63,15 @@ pub struct PaymentRequest {
     pub chain_id: u64,
     /// The quoted amount in the token's base units.
     pub base_units: u128,
+    /// The token's (or the coin's) decimals.
+    pub decimals: u32,
     /// The confirmations the network needs.
     pub confirmations: u64,
+    /// The coin the network's gas is paid in (`ETH`, `POL`).
+    pub coin: &'static str,
+    /// A public JSON-RPC endpoint a wallet may add the network with (never the worker's own
+    /// node URL, which may carry a key); `None`: the wallet must know the network already.
+    pub public_rpc_url: Option<String>,
 }
 
 impl PaymentRequest {
@@ -61,6 +85,22 @@ impl PaymentRequest {
             None => crate::chain::evm::native_payment_uri(self.chain_id, deposit, self.base_units),
         }
     }
+
+    /// What `/hosted.js` needs to pay from a browser wallet: the transfer (to, token, amount)
+    /// and the chain as `wallet_switchEthereumChain` and `wallet_addEthereumChain` take it.
+    fn for_wallet(&self, session: &SessionView) -> serde_json::Value {
+        json!({
+            "chainId": format!("0x{:x}", self.chain_id),
+            "chainName": network_name(&session.network),
+            "nativeCurrency": {"name": self.coin, "symbol": self.coin, "decimals": 18},
+            "rpcUrls": self.public_rpc_url.iter().collect::<Vec<_>>(),
+            "to": session.deposit_address,
+            "token": self.token,
+            "amount": self.base_units.to_string(),
+            "decimals": self.decimals,
+            "asset": session.asset,
+        })
+    }
 }
 
 /// A page response: the referrer is never sent.
@@ -68,18 +108,20 @@ pub fn respond(status: u16, markup: Markup) -> Result<Response, ApiError> {
     crate::html::page(status, markup, "no-referrer")
 }
 
-fn layout(title: &str, head: Markup, body: Markup) -> Markup {
-    document(title, STYLE, head, html! { main { (body) } })
+fn layout(lang: &Catalogue, title: &str, head: Markup, body: Markup) -> Markup {
+    document_in(lang.code, title, STYLE, head, html! { main { (body) } })
 }
 
 /// The page for an unknown checkout.
-pub fn not_found() -> Markup {
+pub fn not_found(lang: &Catalogue) -> Markup {
+    let t = &lang.page;
     layout(
-        "Checkout not found — Payrail",
+        lang,
+        &t.not_found_title,
         html! {},
         html! {
-            h1 { "This checkout does not exist" }
-            p { "Check the link, or go back to the shop and start again." }
+            h1 { (t.not_found_heading) }
+            p { (t.not_found_body) }
         },
     )
 }
@@ -90,6 +132,12 @@ fn network_name(network: &str) -> String {
         .next()
         .map(|c| c.to_uppercase().chain(chars).collect())
         .unwrap_or_default()
+}
+
+/// The notice for a way to pay that cannot be quoted now.
+pub fn unquoted(lang: &Catalogue, method: &quote::Method) -> String {
+    let named = format!("{} · {}", method.asset, network_name(method.network));
+    fill(&lang.page.unquoted, &[("method", &named)])
 }
 
 /// The status the page shows: the raw status, or `expired` for a pending checkout past its end
@@ -103,8 +151,29 @@ pub fn shown_status(session: &SessionView, now: i64, watched: bool) -> RawStatus
     }
 }
 
+/// `template` with `{merchant}` as the merchant's name in bold.
+fn with_merchant(template: &str, merchant: &str) -> Markup {
+    let (before, after) = around(template, "merchant");
+    html! { (before) strong { (merchant) } (after) }
+}
+
+/// What the page's script reads: the language's script messages and number format, and the
+/// payment a browser wallet would make (none once the time is up or without a watched chain).
+fn script_data(lang: &Catalogue, currency: &str, wallet: Option<serde_json::Value>) -> String {
+    json!({
+        "lang": lang.code,
+        "number": lang.number,
+        "money": lang.money,
+        "currency": currency,
+        "messages": lang.script,
+        "payment": wallet,
+    })
+    .to_string()
+}
+
 /// The hosted checkout page for `session`, as it stands, offering `methods` (none: payments are
-/// unavailable, and no deposit address is shown).
+/// unavailable, and no deposit address is shown), in `lang`.
+#[allow(clippy::too_many_arguments)]
 pub fn checkout(
     session: &SessionView,
     methods: &[quote::Method],
@@ -113,7 +182,9 @@ pub fn checkout(
     notice: Option<&str>,
     request: Option<&PaymentRequest>,
     demo_wallet: bool,
+    lang: &Catalogue,
 ) -> Markup {
+    let t = &lang.page;
     let raw = shown_status(session, now, request.is_some());
     let pending = raw == RawStatus::Pending;
     let time_up = session.expires_at <= now;
@@ -124,6 +195,9 @@ pub fn checkout(
     let action = |path: &str| format!("/checkout/{}/{path}", session.id);
     // The simulated payments are for networks nobody watches; a watched one is paid on chain.
     let simulated_pending = pending && request.is_none();
+    let wallet = request
+        .filter(|_| pending && !time_up && !methods.is_empty())
+        .map(|r| r.for_wallet(session));
     let head = html! {
         @if pending {
             noscript { meta http-equiv="refresh" content=(REFRESH_SECONDS); }
@@ -132,39 +206,42 @@ pub fn checkout(
             meta http-equiv="refresh" content=(format!("{RETURN_SECONDS}; url={}", session.redirect_url));
         }
     };
-    let title = format!("Pay {} — Payrail", session.merchant_name);
+    let left = (session.expires_at - now).max(0);
+    let title = fill(&t.title, &[("merchant", &session.merchant_name)]);
+    let merchant = session.merchant_name.as_str();
     layout(
+        lang,
         &title,
         head,
         html! {
-            p.merchant { "Pay " strong { (session.merchant_name) } }
+            p.merchant { (with_merchant(&t.pay_merchant, merchant)) }
             h1 { (session.title) }
-            p.amount { (session.amount_expected) " " (session.currency) }
+            p.amount #order-amount { (lang.money(&session.amount_expected, &session.currency)) }
             @if let Some(notice) = notice {
                 p.notice role="alert" { (notice) }
             }
             @if pending && methods.is_empty() {
                 p.status.bad #status data-status="unavailable" {
-                    "Payments are unavailable right now. No funds can be taken: please return to "
-                    (session.merchant_name) " and try again later."
+                    (fill(&t.unavailable, &[("merchant", merchant)]))
                 }
-                p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else if pending {
+                div #checkout-data hidden data-page=(script_data(lang, &session.currency, wallet)) {}
                 @if sandbox && request.is_none() {
-                    p.simulated role="note" {
-                        strong { "Sandbox" } ": simulated networks. Do not send real funds to this address."
-                    }
+                    p.simulated role="note" { (t.sandbox_note) }
                 }
                 // One button per way to pay: a click switches at once, so the page's own
                 // refresh never loses a half-made choice.
                 @if !time_up {
                     form.methods method="post" action=(action("method")) {
-                        p.label { "Pay with" }
-                        @for m in methods {
-                            @let value = format!("{}:{}", m.asset, m.network);
-                            @let chosen = m.asset == session.asset && m.network == session.network;
-                            button type="submit" name="method" value=(value) aria-pressed=(chosen) {
-                                (m.asset) " · " (network_name(m.network))
+                        p.label #way-to-pay { (t.way_to_pay) }
+                        div role="group" aria-labelledby="way-to-pay" {
+                            @for m in methods {
+                                @let value = format!("{}:{}", m.asset, m.network);
+                                @let chosen = m.asset == session.asset && m.network == session.network;
+                                button type="submit" name="method" value=(value) aria-pressed=(chosen) {
+                                    (m.asset) " · " (network_name(m.network))
+                                }
                             }
                         }
                     }
@@ -174,47 +251,55 @@ pub fn checkout(
                     @if let Some(request) = request {
                         @let uri = request.uri(&session.deposit_address);
                         @if let Some(svg) = qr_svg(&uri) {
-                            a.qr #payment-qr href=(uri) data-uri=(uri) aria-label="Payment request for your wallet (EIP-681)" {
+                            a.qr #payment-qr href=(uri) data-uri=(uri) aria-label=(t.qr_label) {
                                 (PreEscaped(svg))
                             }
                         }
+                        p.hint { (t.qr_hint) }
+                        // Filled by the script with one button per wallet the browser has.
+                        div.wallets #wallets role="group" aria-label=(t.browser_wallet) hidden {}
+                        p.wallet-state #wallet-state role="status" {}
+                        p.wallet-error #wallet-error role="alert" {}
                     }
                     dl {
-                        dt { "Send exactly" } dd #crypto-amount { strong { (session.crypto_amount) " " (session.asset) } }
-                        dt { "Network" } dd #network { (network_name(&session.network)) }
+                        dt { (t.send_exactly) } dd #crypto-amount { strong { (lang.money(&session.crypto_amount, &session.asset)) } }
+                        dt { (t.network) } dd #network { (network_name(&session.network)) }
                         @if let Some(token) = request.and_then(|r| r.token.as_ref()) {
-                            dt { "Token contract" } dd { code #token-contract { (token) } }
+                            dt { (t.token_contract) } dd { code #token-contract { (token) } }
                         }
-                        dt { "To address" } dd {
+                        dt { (t.to_address) } dd {
                             code #deposit-address { (session.deposit_address) }
-                            button.copy type="button" #copy-address data-copy=(session.deposit_address) hidden { "Copy" }
+                            button.copy type="button" #copy-address data-copy=(session.deposit_address) hidden { (t.copy) }
                         }
-                        dt { "Time left" } dd.countdown #countdown data-expires-at=(session.expires_at) {
-                            (format!("{}:{:02}", (session.expires_at - now).max(0) / 60, (session.expires_at - now).max(0) % 60))
+                        dt { (t.time_left) } dd.countdown #countdown data-expires-at=(session.expires_at) {
+                            (format!("{}:{:02}", left / 60, left % 60))
+                        }
+                        dt { (t.pay_by) } dd {
+                            time #pay-by datetime=(shared_types::time::format_unix(session.expires_at).unwrap_or_default()) {
+                                (lang.date(session.expires_at))
+                            }
                         }
                     }
                 }
-                p.status #status data-status="pending" data-expires-at=(session.expires_at) data-confirmations=[request.map(|r| r.confirmations)] {
+                // The one polite live region: the chain's news, and the time left now and then.
+                p.status #status role="status" data-status="pending" data-expires-at=(session.expires_at) data-confirmations=[request.map(|r| r.confirmations)] {
                     span #chain-state {
-                        @if time_up {
-                            "The time to pay is up. Checking the network for a payment sent before the end."
-                        } @else {
-                            "Waiting for your payment."
-                        }
+                        @if time_up { (t.time_up) } @else { (t.waiting) }
                     }
-                    " This page updates by itself."
+                    " " span #time-note { (t.updates_itself) }
+                    " " span.visually-hidden #time-announce {}
                 }
             } @else if received {
-                p.status.ok #status data-status=(session.raw_status.as_str()) {
-                    "Payment received. Returning you to " (session.merchant_name) "…"
+                p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
+                    (fill(&t.received, &[("merchant", merchant)]))
                 }
-                p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else {
-                @let why = if raw == RawStatus::Failed { "This payment failed." } else { "This checkout has expired." };
-                p.status.bad #status data-status=(raw.as_str()) {
-                    (why) " No funds were taken."
+                @let why = if raw == RawStatus::Failed { &t.failed } else { &t.expired };
+                p.status.bad #status role="status" data-status=(raw.as_str()) {
+                    (why) " " (t.no_funds)
                 }
-                p { a href=(session.redirect_url) { "Return to " (session.merchant_name) } }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             }
             @if sandbox {
                 @let controls = [
@@ -227,10 +312,11 @@ pub fn checkout(
                     ("refund", "Refund the rest", received && raw != RawStatus::Refunded),
                 ];
                 @if controls.iter().any(|(_, _, allowed)| *allowed) {
-                    section.sandbox aria-label="Sandbox controls" {
+                    // The sandbox panel is the developer's, not the customer's: it stays English.
+                    section.sandbox aria-label="Sandbox controls" lang="en" {
                         h2 { "Sandbox" }
                         @if request.is_some() {
-                            p { "This checkout is paid on the local chain. Settlement and refunds are still acted out here." }
+                            p { "This checkout is paid on the local chain. The demo wallet sends a real transaction from a local account; settlement and refunds are acted out here." }
                         } @else {
                             p { "No real chain here: act out what the customer and the network would do." }
                         }

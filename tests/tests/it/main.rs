@@ -36,6 +36,7 @@ mod sweep;
 mod token;
 mod topup;
 mod transactions;
+mod wallet_browser;
 mod webhooks;
 mod webhooks_disable;
 mod webhooks_timeout;

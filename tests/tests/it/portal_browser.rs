@@ -110,3 +110,55 @@ fn an_admin_manages_clients_and_endpoints_in_the_browser() {
     assert!(browser.wait_text("main table").contains("payment.paid"));
     browser.screenshot("portal-webhooks");
 }
+
+/// Every page of the portal, at a desktop's and a phone's width, has no serious or critical
+/// axe-core violation (the pages other modules check in their own states are among them).
+#[test]
+fn every_portal_page_passes_axe_core() {
+    let _one = exclusive();
+    let worker = worker();
+    let admin = &worker.credentials.institutions[0];
+    let browser = Browser::start();
+    browser.goto(&format!("{}/portal/login", worker.base_url));
+    check_page(&browser, "login");
+    browser.fill("#email", &admin.admin_email);
+    browser.fill("#password", &admin.admin_password);
+    browser.click("form[action='/portal/login'] button");
+    browser.wait_text("header .who");
+    let mut paths: Vec<String> = [
+        "/portal/",
+        "/portal/payments",
+        "/portal/merchants",
+        "/portal/developers",
+        "/portal/webhooks",
+        "/portal/users",
+    ]
+    .map(String::from)
+    .to_vec();
+    // One of each detail page, found from the lists.
+    for (list, link) in [
+        ("/portal/payments", "/portal/payments/"),
+        ("/portal/merchants", "/portal/merchants/"),
+    ] {
+        browser.goto(&format!("{}{list}", worker.base_url));
+        let href = browser.eval(&format!(
+            "var a = document.querySelector(\"main a[href^='{link}']\"); \
+             return a ? a.getAttribute('href') : null;"
+        ));
+        paths.push(href.as_str().expect("a detail link").to_owned());
+    }
+    for path in &paths {
+        browser.goto(&format!("{}{path}", worker.base_url));
+        browser.wait_text("main");
+        check_page(&browser, path);
+    }
+}
+
+/// axe-core at 1280 px and 390 px on the current page.
+fn check_page(browser: &Browser, what: &str) {
+    for width in [1280, 390] {
+        browser.resize(width, 900);
+        let violations = browser.serious_accessibility_violations();
+        assert!(violations.is_empty(), "{what} at {width}: {violations:#?}");
+    }
+}
