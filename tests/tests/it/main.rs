@@ -17,6 +17,7 @@ mod expiry;
 mod faults;
 mod lifecycle;
 mod limits;
+mod local_cron;
 mod merchants;
 mod networks;
 mod onboarding;
