@@ -45,7 +45,8 @@ pub fn parse_filter_bound(text: &str) -> Option<String> {
 fn bound_shaped(text: &str) -> bool {
     let b = text.as_bytes();
     let digits = |range: std::ops::Range<usize>| {
-        b.get(range).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+        b.get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
     let at = |i: usize, c: u8| b.get(i) == Some(&c);
     let date = digits(0..4) && at(4, b'-') && digits(5..7) && at(7, b'-') && digits(8..10);
@@ -55,9 +56,13 @@ fn bound_shaped(text: &str) -> bool {
     if b.len() == 10 {
         return true;
     }
-    if !(at(10, b'T') && digits(11..13) && at(13, b':') && digits(14..16) && at(16, b':'))
-        || !digits(17..19)
-    {
+    let time = at(10, b'T')
+        && digits(11..13)
+        && at(13, b':')
+        && digits(14..16)
+        && at(16, b':')
+        && digits(17..19);
+    if !time {
         return false;
     }
     let mut i = 19;

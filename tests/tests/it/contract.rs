@@ -12,7 +12,7 @@
 
 use std::process::Command;
 
-use payrail_tests::{root, Worker};
+use payrail_tests::Worker;
 
 /// The seed: the same requests on every run.
 const SEED: &str = "20261123";

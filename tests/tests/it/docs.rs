@@ -108,6 +108,17 @@ fn every_operation_of_the_document_is_listed_and_nothing_comes_from_elsewhere() 
         serde_json::json!([]),
         "requests to other origins"
     );
+    // The renderer draws sections as they come into view: at the top, wait for the document's
+    // title before the screenshot.
+    let title = document["info"]["title"].as_str().unwrap().to_owned();
+    let shown = |browser: &Browser| {
+        browser.eval("window.scrollTo(0, 0); return document.querySelector('main h1, .section h1')?.innerText || '';")
+            .as_str()
+            .is_some_and(|h| h.contains(&title))
+    };
+    eventually("the introduction drawn", Duration::from_secs(30), || {
+        shown(&browser).then_some(())
+    });
     browser.screenshot("docs-1280");
     // axe-core finds serious and critical violations inside Scalar's own components, which
     // this project cannot change short of forking the renderer: the auth panel's code inputs
@@ -134,5 +145,10 @@ fn every_operation_of_the_document_is_listed_and_nothing_comes_from_elsewhere() 
         .collect();
     assert!(ours.is_empty(), "{ours:#?}");
     browser.resize(390, 844);
+    eventually(
+        "the introduction drawn at 390 px",
+        Duration::from_secs(30),
+        || shown(&browser).then_some(()),
+    );
     browser.screenshot("docs-390");
 }
