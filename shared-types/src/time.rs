@@ -18,10 +18,15 @@ pub fn parse_unix(text: &str) -> Option<i64> {
 /// Parses a date-time filter value into the canonical form of the first whole second at or after
 /// it, so that `created_at >= bound` and `created_at < bound` stay exact over whole-second data.
 ///
-/// Accepts an RFC 3339 date-time with an offset (`2026-11-21T04:35:27Z`,
-/// `2026-11-21T05:35:27.250+01:00`) or a calendar date (`2026-11-21`, midnight UTC). A date-time
-/// without an offset is refused: it names no instant.
+/// Accepts an RFC 3339 date-time with an upper-case `T` and an offset (`2026-11-21T04:35:27Z`,
+/// `2026-11-21T05:35:27.250+01:00`) or an RFC 3339 full-date (`2026-11-21`, midnight UTC), each
+/// a day of the calendar and a time of the clock: exactly openapi.json's `TimeBound`. A
+/// date-time without an offset is refused: it names no instant. A leap second (`23:59:60`)
+/// rounds up to the next minute.
 pub fn parse_filter_bound(text: &str) -> Option<String> {
+    if !bound_shaped(text) {
+        return None;
+    }
     let instant = match DateTime::parse_from_rfc3339(text) {
         Ok(t) => t.with_timezone(&Utc),
         Err(_) => NaiveDate::parse_from_str(text, "%Y-%m-%d")
@@ -34,6 +39,49 @@ pub fn parse_filter_bound(text: &str) -> Option<String> {
     format_unix(whole)
 }
 
+/// Whether `text` has the shape of `TimeBound`'s patterns:
+/// `^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2}))?$` (chrono alone would
+/// also take a lower-case `t` or `z`, or a space).
+fn bound_shaped(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    let date = digits(0..4) && at(4, b'-') && digits(5..7) && at(7, b'-') && digits(8..10);
+    if !date {
+        return false;
+    }
+    if b.len() == 10 {
+        return true;
+    }
+    let time = at(10, b'T')
+        && digits(11..13)
+        && at(13, b':')
+        && digits(14..16)
+        && at(16, b':')
+        && digits(17..19);
+    if !time {
+        return false;
+    }
+    let mut i = 19;
+    if at(i, b'.') {
+        let fraction = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if fraction == 0 {
+            return false;
+        }
+        i += 1 + fraction;
+    }
+    match b.get(i) {
+        Some(b'Z') => b.len() == i + 1,
+        Some(b'+' | b'-') => {
+            b.len() == i + 6 && digits(i + 1..i + 3) && at(i + 3, b':') && digits(i + 4..i + 6)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +91,44 @@ mod tests {
         assert_eq!(format_unix(0).unwrap(), "1970-01-01T00:00:00Z");
         assert_eq!(format_unix(1_795_000_000).unwrap(), "2026-11-18T11:06:40Z");
         assert_eq!(parse_unix("2026-11-18T11:06:40Z"), Some(1_795_000_000));
+    }
+
+    #[test]
+    fn filter_bounds_are_exactly_the_documented_time_bounds() {
+        for good in [
+            "2026-11-21",
+            "0001-01-01",
+            "2024-02-29",
+            "2026-11-21T00:00:00Z",
+            "2026-11-21T23:59:59.999999999999-23:59",
+            "2026-11-21T05:35:27.250+01:00",
+        ] {
+            assert!(parse_filter_bound(good).is_some(), "{good}");
+        }
+        assert_eq!(
+            parse_filter_bound("2026-12-31T23:59:60Z").unwrap(),
+            "2027-01-01T00:00:00Z",
+            "a leap second rounds up to the next minute"
+        );
+        for bad in [
+            "0000-00-00",
+            "2026-13-01",
+            "2026-04-31",
+            "2025-02-29",
+            "2026-11-21T24:00:00Z",
+            "2026-11-21T00:60:00Z",
+            "2026-11-21t00:00:00z",
+            "2026-11-21 00:00:00Z",
+            "2026-11-21T00:00:00",
+            "2026-11-21T00:00:00.Z",
+            "2026-11-21T00:00:00+01",
+            "2026-11-21T00:00:00+24:00",
+            "+2026-11-21",
+            "2026-11-2",
+            "",
+        ] {
+            assert!(parse_filter_bound(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

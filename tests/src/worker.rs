@@ -106,11 +106,23 @@ impl Worker {
 
     /// The same with more `--var NAME:value` settings (a value must not contain `'`).
     pub fn start_with_vars(mode: &str, time_scale: u64, vars: &[(&str, &str)]) -> Worker {
+        Worker::start_with_cron(mode, time_scale, vars, None)
+    }
+
+    /// The same, and when `cron_period` is given, with the cron trigger fired by itself every
+    /// that many seconds by `scripts/local-cron`, the loop `scripts/dev` runs every minute; it
+    /// stops with the worker. (Without it, a test runs the cron with [`Worker::cron`].)
+    pub fn start_with_cron(
+        mode: &str,
+        time_scale: u64,
+        vars: &[(&str, &str)],
+        cron_period: Option<u64>,
+    ) -> Worker {
         // A port found free can be taken by another process before wrangler binds it (the
         // tests of a binary start their workers in parallel, and each wrangler opens ports of
         // its own): then it starts again on other ports.
         for _ in 0..3 {
-            if let Some(worker) = Worker::try_start(mode, time_scale, vars) {
+            if let Some(worker) = Worker::try_start(mode, time_scale, vars, cron_period) {
                 return worker;
             }
         }
@@ -118,7 +130,12 @@ impl Worker {
     }
 
     /// One start; `None` when another process holds the port chosen.
-    fn try_start(mode: &str, time_scale: u64, vars: &[(&str, &str)]) -> Option<Worker> {
+    fn try_start(
+        mode: &str,
+        time_scale: u64,
+        vars: &[(&str, &str)],
+        cron_period: Option<u64>,
+    ) -> Option<Worker> {
         let root = root();
         let port = free_port();
         let base_url = format!("http://127.0.0.1:{port}");
@@ -148,12 +165,20 @@ impl Worker {
                 format!(" --var '{name}:{value}'")
             })
             .collect();
+        // The local cron's loop is a child of the watchdog, so it stops with it.
+        let cron = cron_period.map_or(String::new(), |period| {
+            format!(
+                "bash scripts/local-cron {base_url} {period} 2>'{}' & c=$!; ",
+                persist_to.join("local-cron.log").display()
+            )
+        });
+        let stop_cron = if cron_period.is_some() { " $c" } else { "" };
         let script = format!(
             "PAYRAIL_SKIP_BUILD=1 wrangler dev --ip 127.0.0.1 --port {port} --inspector-port {} \
              --persist-to '{}' --var PAYRAIL_MODE:{mode} --var PAYRAIL_ENCRYPTION_KEY:{key} \
              --var PAYRAIL_WEBHOOK_TIME_SCALE:{time_scale}{extra} --test-scheduled \
-             --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; cat >/dev/null; kill $w; \
-             wait $w",
+             --show-interactive-dev-session=false >'{}' 2>&1 & w=$!; {cron}cat >/dev/null; \
+             kill $w{stop_cron}; wait $w",
             free_port(),
             persist_to.display(),
             log.display()

@@ -158,9 +158,12 @@ fn refused(refusal: Refusal) -> ApiError {
             "payments are unavailable: this deployment does not watch any chain yet, so it \
              offers no way to pay",
         ),
-        Refusal::UnknownKey => {
-            ApiError::invalid_request("publicKey is not the publishable key of any merchant")
-        }
+        // Well formed but naming no merchant: the options are valid, what they name is not
+        // there, as for an unknown merchant id.
+        Refusal::UnknownKey => ApiError::new(
+            ErrorCode::NotFound,
+            "publicKey is not the publishable key of any merchant",
+        ),
         Refusal::MerchantUnavailable(why) => ApiError::new(
             ErrorCode::MerchantUnavailable,
             format!("this merchant cannot take payments: {why}"),

@@ -185,7 +185,7 @@ fn bad_options_are_400_naming_the_option() {
     let mut unknown = options(worker, "CO-BAD");
     unknown["publicKey"] = json!("pk_live_nobodyhasthiskey000000");
     assert!(create(worker, &unknown)
-        .assert_error(400, "invalid_request")
+        .assert_error(404, "not_found")
         .contains("publicKey"));
 }
 

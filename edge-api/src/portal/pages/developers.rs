@@ -58,7 +58,7 @@ async fn clients_page(
             html! {
                 section {
                     h1 { "API clients" }
-                    p.muted { "Exchange a client's id and secret for a token at " code { "POST /oauth/token" } "." }
+                    p.muted { "Exchange a client's id and secret for a token at " code { "POST /oauth/token" } ". Every operation, with its parameters, examples and errors, and a way to try it: the " a href="/docs" { "API reference" } " (" a href="/openapi.json" { "openapi.json" } ")." }
                     @if let Some((client, secret)) = shown {
                         (secret_box(&format!("Secret of {} ({})", client.name, client.client_id), secret,
                             "Copy it now: it is shown once and stored only as a hash."))

@@ -1,0 +1,116 @@
+//! The local cron, as `scripts/dev` runs it: a worker on the local chain `scripts/dev` sets up
+//! (`scripts/local-chain.js`: tokens, price feeds, a funded treasury, a block every two seconds),
+//! its cron trigger fired by `scripts/local-cron` alone (every two seconds here, every minute in
+//! `scripts/dev`). A customer pays on chain with no page open, and nobody requests
+//! `/__scheduled` nor the checkout's status: the payment is credited and settled to the merchant
+//! all the same.
+
+use std::process::Command;
+use std::time::Duration;
+
+use payrail_tests::chain::{Anvil, TEST_XPUB};
+use payrail_tests::{eventually, root, Worker};
+use serde_json::{json, Value};
+use xtask::demo::DEMO_WALLETS;
+
+/// The treasury of `scripts/dev`: anvil's well-known account 2, funded by `local-chain.js`.
+const TREASURY_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+/// How often the test's local cron fires, in seconds (`scripts/dev`: 60).
+const PERIOD: u64 = 2;
+
+#[test]
+fn a_payment_on_chain_is_credited_and_settled_by_the_cron_alone() {
+    let anvil = Anvil::start();
+    let output = Command::new("node")
+        .args(["scripts/local-chain.js", &anvil.url, "polygon", "base"])
+        .current_dir(root())
+        .output()
+        .expect("run node (is scripts/env.sh sourced? use scripts/test)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let local: Value = serde_json::from_slice(&output.stdout).expect("local-chain.js prints JSON");
+    let usdc = local["chains"]["polygon"]["tokens"]["USDC"]["address"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let customer = local["customer"].as_str().unwrap().to_owned();
+    let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
+        .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
+    let sealed = xtask::secrets::seal_treasury_key(&key, TREASURY_KEY).unwrap();
+    let chains = local["chains"].to_string();
+    let worker = Worker::start_with_cron(
+        "sandbox",
+        3600,
+        &[
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            ("PAYRAIL_CHAINS", &chains),
+            ("PAYRAIL_TREASURY_KEY", &sealed),
+            ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
+        ],
+        Some(PERIOD),
+    );
+
+    let merchant = &worker.credentials.institutions[0].merchants[0];
+    let session = worker.checkout_session(&json!({
+        "publicKey": merchant.public_key, "amount": "7.00", "currency": "USD",
+        "title": "Paid from a phone", "externalReference": "LOCAL-CRON-1",
+        "redirectUrl": "https://shop.example/done", "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let (address, units): (String, String) = worker
+        .database()
+        .query_row(
+            "SELECT w.address, w.base_units FROM checkout_sessions s \
+             JOIN deposit_watches w ON w.address = lower(s.deposit_address) \
+             WHERE s.id = ?1 AND w.asset = 'USDC'",
+            [session["id"].as_str().unwrap()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the session's USDC deposit address");
+    let wallet = DEMO_WALLETS
+        .iter()
+        .find(|(network, _)| *network == "polygon")
+        .unwrap()
+        .1;
+    let before = anvil.balance_of(&usdc, wallet);
+    // The customer pays from a wallet and closes the page: from here on the test only reads
+    // (the database, the partner API, the chain); it never asks for the page, its status, or a
+    // cron run, and mines nothing (the node makes a block every two seconds).
+    anvil.transfer(&usdc, &customer, &address, units.parse().unwrap());
+
+    let raw = |worker: &Worker| -> String {
+        worker
+            .database()
+            .query_row(
+                "SELECT raw_status FROM transactions WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    eventually(
+        "the payment to be credited by the cron",
+        Duration::from_secs(60),
+        || (raw(&worker) != "pending").then_some(()),
+    );
+    eventually(
+        "the payment to be settled by the cron",
+        Duration::from_secs(90),
+        || (raw(&worker) == "paid").then_some(()),
+    );
+    let t = worker.transaction(0, id);
+    assert_eq!(t["status"], "paid", "{t}");
+    assert_eq!(t["networks"]["settlement"], "polygon", "{t}");
+    let hash = t["tx_hashes"]["settlement"].as_str().expect("a settlement");
+    assert_eq!(anvil.receipt(hash)["status"], "0x1");
+    assert!(
+        anvil.balance_of(&usdc, wallet) > before,
+        "the merchant's wallet received the net"
+    );
+    // The runs were scripts/local-cron's: its log holds no failed run.
+    let log = std::fs::read_to_string(worker.persist_to().join("local-cron.log")).unwrap();
+    assert!(log.is_empty(), "local-cron reported: {log}");
+}
