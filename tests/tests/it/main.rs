@@ -19,6 +19,7 @@ mod lifecycle;
 mod limits;
 mod merchants;
 mod networks;
+mod node_trust;
 mod onboarding;
 mod onboarding_browser;
 mod partner_tools;
