@@ -164,6 +164,18 @@ impl Anvil {
         receipt["transactionHash"].as_str().unwrap().to_owned()
     }
 
+    /// The same without waiting for it to be mined (with automine off, many go into one block:
+    /// each takes at most 100,000 gas); returns its hash.
+    pub fn transfer_unmined(&self, token: &str, from: &str, to: &str, units: u128) -> String {
+        let transfer = selector("TestToken", "transfer(address,uint256)");
+        let data = format!("0x{transfer}{}{}", address_word(to), word(units));
+        let tx = json!({"from": from, "to": token, "data": data, "gas": "0x186a0"});
+        self.rpc("eth_sendTransaction", json!([tx]))
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
     /// Sends `wei` of ether from `from` to `to` in a transaction of its own; returns its hash.
     pub fn pay_ether(&self, from: &str, to: &str, wei: u128) -> String {
         let receipt = self.send_value(from, Some(to), "0x", wei);
@@ -198,11 +210,17 @@ impl Anvil {
         // constructor(uint8 decimals, string description)
         let args = format!("{}{}{}", word(8), word(0x40), abi_string(description));
         let feed = self.deploy("TestPriceFeed", &args);
+        self.set_feed(&feed, answer, updated_at);
+        feed
+    }
+
+    /// Sets a `TestPriceFeed`'s answer as of `updated_at` (for a sequencer uptime feed: 0 up,
+    /// 1 down, since `updated_at`).
+    pub fn set_feed(&self, feed: &str, answer: u128, updated_at: u64) {
         // set(int256 answer, uint256 updatedAt)
         let set = selector("TestPriceFeed", "set(int256,uint256)");
         let data = format!("0x{set}{}{}", word(answer), word(updated_at.into()));
-        self.send(&self.account(0), Some(&feed), &data);
-        feed
+        self.send(&self.account(0), Some(feed), &data);
     }
 
     /// `owner`'s balance of `token` (ERC-20 `balanceOf`).

@@ -1,8 +1,9 @@
 //! A JSON-RPC node that misbehaves on request: a proxy in front of a real node (anvil) that the
 //! tests control. Per method and at a chosen rate it drops the call, hangs past the worker's
 //! deadline, answers garbage, an oversized body or a JSON-RPC error, answers `null` for a
-//! receipt or a transaction that exists, lags the head by some blocks, or reports another
-//! chain id. Everything else is passed to the node as it is.
+//! receipt or a transaction that exists, lags the head by some blocks or freezes it at one,
+//! invents a transfer log, or reports another chain id. Everything else is passed to the node
+//! as it is.
 //!
 //! Real nodes and the load balancers in front of them do all of these; the worker must never
 //! move money twice, or spend without bound, because of one.
@@ -35,6 +36,11 @@ pub enum Fault {
     Lag(u64),
     /// Answers this chain id (`eth_chainId`).
     ChainId(u64),
+    /// Answers this block number as the head (`eth_blockNumber`): a node frozen there.
+    Head(u64),
+    /// Passes the call on and adds this log to the answer when the request's filter would
+    /// match it (`eth_getLogs`): a node that invents a transfer.
+    ExtraLog(Value),
 }
 
 #[derive(Default)]
@@ -219,6 +225,17 @@ fn serve(
         Some(Fault::ChainId(chain)) => {
             Some(json!({"jsonrpc": "2.0", "id": id, "result": format!("{chain:#x}")}))
         }
+        Some(Fault::Head(head)) => {
+            Some(json!({"jsonrpc": "2.0", "id": id, "result": format!("{head:#x}")}))
+        }
+        Some(Fault::ExtraLog(log)) => pass().map(|mut answer| {
+            if matches(&request["params"][0], &log) {
+                if let Some(logs) = answer["result"].as_array_mut() {
+                    logs.push(log);
+                }
+            }
+            answer
+        }),
         Some(Fault::Lag(blocks)) => pass().map(|mut answer| {
             let head = answer["result"]
                 .as_str()
@@ -232,6 +249,35 @@ fn serve(
         Some(answer) => respond(&mut writer, answer.to_string().as_bytes()),
         None => respond(&mut writer, b"{}"),
     }
+}
+
+/// Whether an `eth_getLogs` `filter` would match `log`: its block range, its address (when
+/// the filter names one) and every topic the filter names.
+fn matches(filter: &Value, log: &Value) -> bool {
+    let number = |v: &Value| {
+        v.as_str()
+            .and_then(|h| u64::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+    };
+    let block = number(&log["blockNumber"]);
+    let in_range = match (
+        number(&filter["fromBlock"]),
+        number(&filter["toBlock"]),
+        block,
+    ) {
+        (Some(from), Some(to), Some(block)) => (from..=to).contains(&block),
+        _ => false,
+    };
+    let same = |a: &Value, b: &Value| {
+        a.as_str().map(str::to_ascii_lowercase) == b.as_str().map(str::to_ascii_lowercase)
+    };
+    let address = filter["address"].is_null() || same(&filter["address"], &log["address"]);
+    let topics = filter["topics"].as_array().is_none_or(|wanted| {
+        wanted
+            .iter()
+            .enumerate()
+            .all(|(i, topic)| topic.is_null() || same(topic, &log["topics"][i]))
+    });
+    in_range && address && topics
 }
 
 fn respond(writer: &mut TcpStream, body: &[u8]) {

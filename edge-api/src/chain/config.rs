@@ -14,7 +14,9 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
+use rust_decimal::Decimal;
 use serde::Deserialize;
 
 use super::error::{ChainError, ChainResult};
@@ -36,8 +38,17 @@ pub const DEFAULT_TOKEN_DECIMALS: u32 = 6;
 /// `ETH/USD` prices ether and `POL/USD` Polygon's coin (payments and settlement gas), the others
 /// the order currencies.
 pub const FEED_PAIRS: &[&str] = &[
-    "EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD", "ETH/USD", "POL/USD",
+    "EUR/USD", "GBP/USD", "CHF/USD", "JPY/USD", "ETH/USD", "POL/USD", "USDC/USD", "USDT/USD",
 ];
+/// How far, in basis points, a stablecoin's `COIN/USD` feed may stray from 1 USD before the
+/// coin is no longer taken at its peg, when the feed's configuration names no limit.
+pub const DEFAULT_PEG_TOLERANCE_BPS: u32 = 200;
+/// How long after an L2's sequencer comes back up its prices are still refused, when the
+/// configuration names no period (Chainlink's example uses an hour).
+pub const DEFAULT_SEQUENCER_GRACE_SECONDS: u64 = 3600;
+/// The networks that are L2 rollups with a sequencer, where Chainlink publishes a sequencer
+/// uptime feed.
+pub const SEQUENCER_NETWORKS: &[&str] = &["base", "arbitrum"];
 /// The coin customers may pay with natively, and the networks whose own coin it is.
 pub const NATIVE_ASSET: &str = "ETH";
 /// The networks whose coin is ether (Polygon's is POL, which Payrail does not take).
@@ -56,6 +67,22 @@ pub const DEFAULT_LOG_RANGE: u64 = 2000;
 pub const DEFAULT_MAX_GAS_PRICE_GWEI: u64 = 500;
 /// Wei per gwei.
 pub const WEI_PER_GWEI: u128 = 1_000_000_000;
+/// How many block times a node's head may stand still before its answers are no longer taken
+/// as fresh, when the configuration names no number.
+pub const DEFAULT_STALE_HEAD_BLOCKS: u64 = 30;
+/// Most transfers of the quoted asset one check of a deposit address records, when the
+/// configuration names no number; the rest are recorded by the next checks.
+pub const DEFAULT_TRANSFERS_PER_CHECK: u64 = 200;
+
+/// The usual time between blocks on `network`, in seconds: Ethereum's 12-second slots, Polygon's
+/// and Base's 2 seconds, Arbitrum's sub-second blocks counted as 1.
+pub fn default_block_time(network: &str) -> u64 {
+    match network {
+        "ethereum" => 12,
+        "polygon" | "base" => 2,
+        _ => 1,
+    }
+}
 
 /// One network's node and rules.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -91,6 +118,33 @@ pub struct Network {
     /// URL with a key. None: such a wallet is asked to add the network itself.
     #[serde(default)]
     pub public_rpc_url: Option<String>,
+    /// Seconds between blocks ([`default_block_time`] when not named).
+    #[serde(default)]
+    pub block_time_seconds: Option<u64>,
+    /// How many block times the node's head may stand still before its answers are not taken
+    /// as fresh: nothing is credited, expired or given up on from them until it moves.
+    #[serde(default = "default_stale_head_blocks")]
+    pub stale_head_blocks: u64,
+    /// Most transfers of the quoted asset one check of a deposit address records (a flood of
+    /// dust is recorded over several checks, never in one batch).
+    #[serde(default = "default_transfers_per_check")]
+    pub transfers_per_check: u64,
+    /// Chainlink's L2 sequencer uptime feed ([`SEQUENCER_NETWORKS`] only): no price is taken on
+    /// the network while its sequencer is down, nor for a grace period after it is back up.
+    #[serde(default)]
+    pub sequencer_uptime_feed: Option<SequencerFeed>,
+}
+
+/// An L2 sequencer uptime feed (Chainlink's: answer 0 up, 1 down; `startedAt` when it last
+/// changed).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequencerFeed {
+    /// The feed's address.
+    pub address: String,
+    /// How long after the sequencer is back up prices are still refused.
+    #[serde(default = "default_sequencer_grace")]
+    pub grace_period_seconds: u64,
 }
 
 /// The coin a network's gas is paid in: ether, or POL on Polygon.
@@ -111,6 +165,14 @@ impl Network {
     /// The most the treasury pays per gas here, in wei.
     pub fn max_gas_price(&self) -> u128 {
         u128::from(self.max_gas_price_gwei) * WEI_PER_GWEI
+    }
+
+    /// How long, in seconds, the node's head may stand still and its answers still count as
+    /// fresh: [`Network::stale_head_blocks`] block times.
+    pub fn stale_after_seconds(&self) -> u64 {
+        self.block_time_seconds
+            .unwrap_or(1)
+            .saturating_mul(self.stale_head_blocks)
     }
 }
 
@@ -134,6 +196,40 @@ pub struct Feed {
     /// An answer older than this is stale: the ways to pay that need it are not offered.
     #[serde(default = "default_feed_age")]
     pub max_age_seconds: u64,
+    /// The least answer taken, in US dollars (a feed stuck at its aggregator's floor, or a
+    /// broken one, answers below any real price).
+    #[serde(default, deserialize_with = "bound")]
+    pub min_answer: Option<Decimal>,
+    /// The greatest answer taken, in US dollars.
+    #[serde(default, deserialize_with = "bound")]
+    pub max_answer: Option<Decimal>,
+    /// A stablecoin's feed (`USDC/USD`, `USDT/USD`): how far from 1 USD, in basis points, its
+    /// answer may be for the coin to be taken at its peg.
+    #[serde(default = "default_peg_tolerance")]
+    pub peg_tolerance_bps: u32,
+}
+
+/// A bound given as a JSON number or decimal text.
+fn bound<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Option<Decimal>, D::Error> {
+    use serde::de::Error;
+    let text = match Option::<serde_json::Value>::deserialize(from)? {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(serde_json::Value::String(text)) => text,
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        Some(_) => return Err(D::Error::custom("a bound is a number")),
+    };
+    Decimal::from_str(&text)
+        .or_else(|_| Decimal::from_scientific(&text))
+        .map(Some)
+        .map_err(|_| D::Error::custom("a bound is a number"))
+}
+
+fn default_peg_tolerance() -> u32 {
+    DEFAULT_PEG_TOLERANCE_BPS
+}
+
+fn default_sequencer_grace() -> u64 {
+    DEFAULT_SEQUENCER_GRACE_SECONDS
 }
 
 fn node<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Node, D::Error> {
@@ -158,6 +254,14 @@ fn default_log_range() -> u64 {
 
 fn default_max_gas_price() -> u64 {
     DEFAULT_MAX_GAS_PRICE_GWEI
+}
+
+fn default_stale_head_blocks() -> u64 {
+    DEFAULT_STALE_HEAD_BLOCKS
+}
+
+fn default_transfers_per_check() -> u64 {
+    DEFAULT_TRANSFERS_PER_CHECK
 }
 
 /// Reads the configuration; the error names what is wrong without echoing URLs.
@@ -214,6 +318,24 @@ pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
                 "PAYRAIL_CHAINS: {name}.max_gas_price_gwei must be from 1 to 1000000"
             )));
         }
+        let block_time = *network
+            .block_time_seconds
+            .get_or_insert_with(|| default_block_time(name));
+        if !(1..=600).contains(&block_time) {
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.block_time_seconds must be from 1 to 600"
+            )));
+        }
+        if !(2..=10_000).contains(&network.stale_head_blocks) {
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.stale_head_blocks must be from 2 to 10000"
+            )));
+        }
+        if !(1..=1_000).contains(&network.transfers_per_check) {
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.transfers_per_check must be from 1 to 1000"
+            )));
+        }
         if !(1..=100_000).contains(&network.log_range) {
             return Err(ChainError::Config(format!(
                 "PAYRAIL_CHAINS: {name}.log_range must be from 1 to 100000"
@@ -259,6 +381,40 @@ pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
             if feed.max_age_seconds == 0 {
                 return Err(ChainError::Config(format!(
                     "PAYRAIL_CHAINS: {name}.feeds.{pair}.max_age_seconds must be positive"
+                )));
+            }
+            let positive = |b: &Option<Decimal>| b.is_none_or(|b| b > Decimal::ZERO);
+            let ordered = match (feed.min_answer, feed.max_answer) {
+                (Some(min), Some(max)) => min < max,
+                _ => true,
+            };
+            if !positive(&feed.min_answer) || !positive(&feed.max_answer) || !ordered {
+                return Err(ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {name}.feeds.{pair}: min_answer and max_answer must be \
+                     positive, the least below the greatest"
+                )));
+            }
+            if !(1..=5_000).contains(&feed.peg_tolerance_bps) {
+                return Err(ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {name}.feeds.{pair}.peg_tolerance_bps must be from 1 to 5000"
+                )));
+            }
+        }
+        if let Some(feed) = &mut network.sequencer_uptime_feed {
+            if !SEQUENCER_NETWORKS.contains(&name.as_str()) {
+                return Err(ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {name}.sequencer_uptime_feed is for L2 networks only ({})",
+                    SEQUENCER_NETWORKS.join(", ")
+                )));
+            }
+            feed.address = contract(
+                format!("{name}.sequencer_uptime_feed.address"),
+                &feed.address,
+            )?;
+            if feed.grace_period_seconds > 86_400 {
+                return Err(ChainError::Config(format!(
+                    "PAYRAIL_CHAINS: {name}.sequencer_uptime_feed.grace_period_seconds must be \
+                     at most 86400"
                 )));
             }
         }
@@ -322,6 +478,29 @@ mod tests {
         let polygon = &with_tokens["polygon"];
         assert_eq!(polygon.tokens["USDC"].decimals, DEFAULT_TOKEN_DECIMALS);
         assert_eq!(polygon.feeds["EUR/USD"].max_age_seconds, 86400);
+        assert_eq!(polygon.feeds["EUR/USD"].min_answer, None);
+        assert_eq!(polygon.block_time_seconds, Some(2));
+        assert_eq!(polygon.stale_after_seconds(), 60);
+        assert_eq!(polygon.transfers_per_check, DEFAULT_TRANSFERS_PER_CHECK);
+        let guarded = parse(
+            r#"{"base": {"rpc_url": "https://b.example", "chain_id": 8453,
+                "feeds": {"USDC/USD": {"address": "0x7e860098F58bBFC8648a4311b374B1D669a2bc6B",
+                                       "min_answer": "0.5", "max_answer": 2,
+                                       "peg_tolerance_bps": 100}},
+                "sequencer_uptime_feed": {"address": "0xBCF85224fc0756B9Fa45aA7892530B47e10b6433"}}}"#,
+        )
+        .unwrap();
+        let base = &guarded["base"];
+        let usdc = &base.feeds["USDC/USD"];
+        assert_eq!(usdc.min_answer, Some(Decimal::new(5, 1)));
+        assert_eq!(usdc.max_answer, Some(Decimal::from(2)));
+        assert_eq!(usdc.peg_tolerance_bps, 100);
+        let sequencer = base.sequencer_uptime_feed.as_ref().unwrap();
+        assert_eq!(
+            sequencer.grace_period_seconds,
+            DEFAULT_SEQUENCER_GRACE_SECONDS
+        );
+        assert_eq!(base.block_time_seconds, Some(2));
     }
 
     #[test]
@@ -358,6 +537,27 @@ mod tests {
                 "missing",
             ),
             ("not json", "not JSON"),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "sequencer_uptime_feed": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}"#,
+                "L2 networks only",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "feeds": {"EUR/USD": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359",
+                                          "min_answer": 2, "max_answer": 1}}}}"#,
+                "min_answer",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "stale_head_blocks": 1}}"#,
+                "stale_head_blocks",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "transfers_per_check": 0}}"#,
+                "transfers_per_check",
+            ),
             (
                 r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1, "native": "ETH"}}"#,
                 "polygon.native",

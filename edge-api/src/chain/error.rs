@@ -23,6 +23,9 @@ pub enum ChainError {
     Rule(String),
     /// A price feed's answer is older than its configured age.
     Stale(String),
+    /// The node's head has not moved for longer than its network allows: its answers describe
+    /// the past, and nothing is decided on them.
+    StaleHead(String),
     /// The configuration (`PAYRAIL_CHAINS`, a key) cannot be used.
     Config(String),
     /// A database operation failed.
@@ -79,6 +82,7 @@ impl fmt::Display for ChainError {
             ChainError::Answer(why)
             | ChainError::Rule(why)
             | ChainError::Stale(why)
+            | ChainError::StaleHead(why)
             | ChainError::Config(why) => f.write_str(why),
             ChainError::Db(e) => write!(f, "the database: {e}"),
             ChainError::Within(context, inner) => write!(f, "{context}: {inner}"),

@@ -124,12 +124,14 @@ pub fn uint(result: &Value) -> Option<u128> {
 pub struct RoundData {
     /// The answer, scaled by the feed's decimals.
     pub answer: i128,
+    /// When the round started (a sequencer uptime feed: when its status last changed).
+    pub started_at: u64,
     /// When the answer was last updated.
     pub updated_at: u64,
 }
 
-/// Reads the `latestRoundData()` answer: five words, the answer second (signed), the update
-/// time fourth.
+/// Reads the `latestRoundData()` answer: five words, the answer second (signed), the start
+/// time third, the update time fourth.
 pub fn round_data(result: &Value) -> ChainResult<RoundData> {
     let hex = result
         .as_str()
@@ -151,11 +153,17 @@ pub fn round_data(result: &Value) -> ChainResult<RoundData> {
             ))
         }
     };
-    let updated_at = word(&format!("0x{}", words[3]))
-        .flatten()
-        .and_then(|t| u64::try_from(t).ok())
-        .ok_or_else(|| ChainError::answer("the price feed's update time is out of range"))?;
-    Ok(RoundData { answer, updated_at })
+    let time = |w: &str| {
+        word(&format!("0x{w}"))
+            .flatten()
+            .and_then(|t| u64::try_from(t).ok())
+            .ok_or_else(|| ChainError::answer("the price feed's round time is out of range"))
+    };
+    Ok(RoundData {
+        answer,
+        started_at: time(words[2])?,
+        updated_at: time(words[3])?,
+    })
 }
 
 /// `amount` of an order currency in the asset at a payment's own quote (`crypto_amount` of the
@@ -310,6 +318,7 @@ mod tests {
             round,
             RoundData {
                 answer: 108_450_000,
+                started_at: 1_700_000_000,
                 updated_at: 1_700_000_100
             }
         );

@@ -21,6 +21,7 @@ pub mod config;
 pub mod deposit;
 pub mod error;
 pub mod evm;
+pub mod heads;
 pub mod ledger;
 pub mod native;
 pub mod rates;

@@ -2,8 +2,17 @@
 //! currency, and where that figure came from. USDC and USDT are taken at their US-dollar peg,
 //! ether at the `ETH/USD` price feed; an order in another currency also needs that currency's
 //! feed (`CUR/USD`). Feeds are Chainlink's `AggregatorV3Interface`, read with `eth_call` on the
-//! same node, and an answer older than its configured age is refused. No rate means the way to
-//! pay is not offered: never a made-up price.
+//! same node. No rate means the way to pay is not offered: never a made-up price.
+//!
+//! Chainlink's documented practice for consumers is followed:
+//! - an answer older than its feed's `max_age_seconds` is refused, and so is one outside the
+//!   feed's configured `min_answer`..`max_answer` (a feed stuck at its aggregator's floor or
+//!   ceiling, or a broken one);
+//! - a stablecoin taken at its peg is checked against its own `COIN/USD` feed where one is
+//!   configured: beyond `peg_tolerance_bps` from 1 USD it is not quoted (a depeg);
+//! - on an L2 with a sequencer uptime feed configured (Base, Arbitrum), no price is taken while
+//!   the sequencer is down, nor for its grace period after it is back up (its feeds could not be
+//!   updated meanwhile, while their answers still look fresh).
 
 use rust_decimal::Decimal;
 use serde_json::json;
@@ -33,7 +42,8 @@ pub async fn rate(
     if network.is_native(asset) {
         return coin_rate(network, network_name, asset, currency, now).await;
     }
-    let peg = (Decimal::ONE, format!("peg: 1 {asset} = 1 USD"));
+    sequencer_up(network, network_name, now).await?;
+    let peg = pegged(network, network_name, asset, now).await?;
     in_currency(network, network_name, peg, currency, now).await
 }
 
@@ -46,8 +56,88 @@ pub async fn coin_rate(
     currency: &str,
     now: i64,
 ) -> ChainResult<Rate> {
+    sequencer_up(network, network_name, now).await?;
     let price = feed_price(network, network_name, &format!("{coin}/USD"), now).await?;
     in_currency(network, network_name, price, currency, now).await
+}
+
+/// A stablecoin at its peg, 1 USD, once its own `COIN/USD` feed (where configured) says it is
+/// within the feed's `peg_tolerance_bps` of it.
+async fn pegged(
+    network: &Network,
+    network_name: &str,
+    asset: &str,
+    now: i64,
+) -> ChainResult<(Decimal, String)> {
+    let pair = format!("{asset}/USD");
+    let peg = format!("peg: 1 {asset} = 1 USD");
+    let Some(feed) = network.feeds.get(&pair) else {
+        return Ok((Decimal::ONE, peg));
+    };
+    let (price, source) = feed_price(network, network_name, &pair, now).await?;
+    on_peg(asset, price, feed.peg_tolerance_bps)?;
+    Ok((Decimal::ONE, format!("{peg} ({source}: {price})")))
+}
+
+/// Refuses a stablecoin whose US-dollar price is more than `tolerance_bps` from 1. Pure.
+pub fn on_peg(asset: &str, price: Decimal, tolerance_bps: u32) -> ChainResult<()> {
+    let off = (price - Decimal::ONE).abs();
+    if off * Decimal::from(10_000) > Decimal::from(tolerance_bps) {
+        return Err(ChainError::rule(format!(
+            "{asset} is off its peg: its {asset}/USD feed answers {} USD, more than {} % from \
+             1 USD, so it is not taken at its peg",
+            price.normalize(),
+            (Decimal::from(tolerance_bps) / Decimal::from(100)).normalize()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses every price on `network` while its L2 sequencer is down, and for its grace period
+/// after it is back up, when a sequencer uptime feed is configured (Chainlink's practice: the
+/// feed answers 0 while up, 1 while down; `startedAt` is when that last changed, 0 in an
+/// invalid round).
+pub async fn sequencer_up(network: &Network, network_name: &str, now: i64) -> ChainResult<()> {
+    let Some(feed) = &network.sequencer_uptime_feed else {
+        return Ok(());
+    };
+    let answer = rpc::call(
+        &network.node,
+        "eth_call",
+        json!([{"to": feed.address, "data": evm::LATEST_ROUND_DATA}, "latest"]),
+    )
+    .await?;
+    let round = evm::round_data(&answer)?;
+    sequencer_rule(network_name, round, feed.grace_period_seconds, now)
+}
+
+/// The sequencer rule on its feed's `round`, pure.
+pub fn sequencer_rule(
+    network_name: &str,
+    round: evm::RoundData,
+    grace: u64,
+    now: i64,
+) -> ChainResult<()> {
+    if round.answer != 0 {
+        return Err(ChainError::rule(format!(
+            "the {network_name} sequencer is down (its uptime feed says so): no price is taken \
+             until it is back up and {grace} s have passed"
+        )));
+    }
+    if round.started_at == 0 {
+        return Err(ChainError::answer(format!(
+            "the {network_name} sequencer uptime feed's round is not valid"
+        )));
+    }
+    let up_for = now.saturating_sub(i64::try_from(round.started_at).unwrap_or(i64::MAX));
+    if up_for <= i64::try_from(grace).unwrap_or(i64::MAX) {
+        return Err(ChainError::rule(format!(
+            "the {network_name} sequencer came back up {} s ago: no price is taken until {grace} \
+             s have passed",
+            up_for.max(0)
+        )));
+    }
+    Ok(())
 }
 
 /// A US-dollar price (and its source) in `currency`, through its `CUR/USD` feed.
@@ -77,7 +167,8 @@ async fn in_currency(
     })
 }
 
-/// US dollars per unit of `pair`'s base (its feed's fresh answer), and where it came from.
+/// US dollars per unit of `pair`'s base (its feed's fresh answer, within its bounds), and
+/// where it came from.
 async fn feed_price(
     network: &Network,
     network_name: &str,
@@ -91,6 +182,7 @@ async fn feed_price(
     })?;
     let (round, decimals) = read_feed(network, pair, feed).await?;
     let price = usd_price(pair, round, decimals, now, feed.max_age_seconds)?;
+    within_bounds(pair, price, feed)?;
     let source = format!(
         "{pair} feed {} updated at {}",
         feed.address,
@@ -98,6 +190,22 @@ async fn feed_price(
             .unwrap_or_default()
     );
     Ok((price, source))
+}
+
+/// Refuses a price outside the feed's configured `min_answer`..=`max_answer`. Pure.
+pub fn within_bounds(pair: &str, price: Decimal, feed: &Feed) -> ChainResult<()> {
+    let below = feed.min_answer.is_some_and(|min| price < min);
+    let above = feed.max_answer.is_some_and(|max| price > max);
+    if below || above {
+        let bound = |b: Option<Decimal>| b.map_or("none".to_owned(), |b| b.normalize().to_string());
+        return Err(ChainError::answer(format!(
+            "the {pair} price feed answers {}, outside its bounds ({} to {})",
+            price.normalize(),
+            bound(feed.min_answer),
+            bound(feed.max_answer)
+        )));
+    }
+    Ok(())
 }
 
 /// A feed's latest round and its decimals, read with `eth_call`.
@@ -155,6 +263,7 @@ mod tests {
     fn a_fresh_feed_gives_its_price_and_a_stale_one_none() {
         let round = evm::RoundData {
             answer: 125_000_000,
+            started_at: 1_000,
             updated_at: 1_000,
         };
         assert_eq!(
@@ -167,8 +276,47 @@ mod tests {
         assert!(stale.contains("stale"), "{stale}");
         let negative = evm::RoundData {
             answer: -1,
+            started_at: 1_000,
             updated_at: 1_000,
         };
         assert!(usd_price("EUR/USD", negative, 8, 1_000, 3600).is_err());
+    }
+
+    #[test]
+    fn bounds_pegs_and_the_sequencer() {
+        let d = |s: &str| Decimal::from_str(s).unwrap();
+        let feed = Feed {
+            address: "0x1".into(),
+            max_age_seconds: 3600,
+            min_answer: Some(d("0.5")),
+            max_answer: Some(d("2")),
+            peg_tolerance_bps: 200,
+        };
+        assert!(within_bounds("EUR/USD", d("1.25"), &feed).is_ok());
+        let low = within_bounds("EUR/USD", d("0.1"), &feed).unwrap_err();
+        assert!(
+            low.public().contains("outside its bounds (0.5 to 2)"),
+            "{low}"
+        );
+        assert!(within_bounds("EUR/USD", d("2.01"), &feed).is_err());
+        assert!(on_peg("USDC", d("0.9801"), 200).is_ok());
+        assert!(on_peg("USDC", d("1.02"), 200).is_ok());
+        let off = on_peg("USDC", d("0.95"), 200).unwrap_err();
+        assert!(off.public().contains("off its peg"), "{off}");
+        assert!(off.public().contains("more than 2 %"), "{off}");
+        let round = |answer, started_at| evm::RoundData {
+            answer,
+            started_at,
+            updated_at: started_at,
+        };
+        assert!(sequencer_rule("base", round(0, 1_000), 3600, 4_601).is_ok());
+        let down = sequencer_rule("base", round(1, 1_000), 3600, 9_000).unwrap_err();
+        assert!(down.public().contains("sequencer is down"), "{down}");
+        let grace = sequencer_rule("base", round(0, 1_000), 3600, 4_600).unwrap_err();
+        assert!(
+            grace.public().contains("came back up 3600 s ago"),
+            "{grace}"
+        );
+        assert!(sequencer_rule("base", round(0, 0), 3600, 9_000).is_err());
     }
 }

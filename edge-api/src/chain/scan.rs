@@ -15,6 +15,7 @@ use serde_json::json;
 use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::{evm, native, rpc};
+use crate::ctx::Ctx;
 
 /// Most `eth_getLogs` requests one check makes; a longer way behind is caught up next time.
 pub const MAX_LOG_REQUESTS: u64 = 5;
@@ -83,11 +84,13 @@ pub struct Fresh {
 }
 
 /// Reads `target`'s new blocks from `network`'s node, after checking the node serves the
-/// configured chain.
-pub async fn read(network: &Network, target: &Target<'_>) -> ChainResult<Scan> {
+/// configured chain and its head is fresh ([`super::heads`]: a node whose head stands still is
+/// not read, so nothing is recorded or decided on it).
+pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainResult<Scan> {
     let node = &network.node;
     super::check_chain(target.network, network).await?;
     let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    super::heads::fresh(ctx, target.network, network, head).await?;
     let scanned_to = u64::try_from(target.scanned_to).unwrap_or(0);
     if head <= scanned_to {
         return Ok(Scan::Nothing { head });

@@ -47,7 +47,7 @@ const LIVE_PER_RUN: i64 = 20;
 /// The most node calls following one transaction makes: the head, the receipts of its nonce's
 /// transactions (a capped replacement makes at most a dozen), the block, the nonce, the
 /// transaction, a broadcast, and a replacement's price, rates and broadcast.
-pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 4 + 1;
+pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 5 + 1;
 /// A stuck transaction's replacements never cost more per gas than this many times the first
 /// price its nonce was signed at.
 pub const MAX_PRICE_GROWTH: u128 = 10;
@@ -262,7 +262,10 @@ pub async fn follow(
             Err(e) if e.is_budget() => {}
             Err(e) => {
                 worker::console_warn!("following {}: {e}", send.id);
-                let within = e.within(format!("the {} node", send.network));
+                let within = match e {
+                    stale @ ChainError::StaleHead(_) => stale,
+                    e => e.within(format!("the {} node", send.network)),
+                };
                 if let Err(e) = sends::note(&ctx.db, &send.id, &within.public(), ctx.now()).await {
                     worker::console_warn!("record why {} waits: {e}", send.id);
                 }
@@ -301,6 +304,9 @@ async fn follow_one(
     let node = &network.node;
     let now = ctx.now();
     let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    // A node whose head stands still says nothing final: no receipt is acted on, no nonce
+    // taken for used, nothing broadcast again or replaced, until it moves.
+    super::heads::fresh(ctx, &send.network, network, head).await?;
     let stuck = head >= send.sent_block.saturating_add(stuck_after(network));
     // The live transaction, or one it replaced, may be the one mined.
     let mut candidates = vec![send.clone()];

@@ -70,7 +70,10 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
                 continue;
             }
             worker::console_warn!("following sweep {}: {e}", sweep.tx_hash);
-            let why = e.within(format!("the {name} node")).public();
+            let why = match e {
+                stale @ ChainError::StaleHead(_) => stale.public(),
+                e => e.within(format!("the {name} node")).public(),
+            };
             if let Err(e) = sweeps::note(&ctx.db, &sweep.tx_hash, Some(&why), ctx.now()).await {
                 worker::console_warn!("record why sweep {} waits: {e}", sweep.tx_hash);
             }
@@ -84,6 +87,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
 async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> {
     let node = &network.node;
     let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    // A node whose head stands still is not asked to decide anything.
+    super::heads::fresh(ctx, &sweep.network, network, head).await?;
     let receipt = rpc::call(node, "eth_getTransactionReceipt", json!([sweep.tx_hash])).await?;
     if receipt.is_null() {
         let known = rpc::call(node, "eth_getTransactionByHash", json!([sweep.tx_hash])).await?;

@@ -216,7 +216,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
         token: &watch.token,
         scanned_to: watch.scanned_to,
     };
-    let fresh = match scan::read(network, &target).await? {
+    let fresh = match scan::read(ctx, network, &target).await? {
         Scan::Nothing { head } => {
             return Ok(topups::touch(&ctx.db, watch, head, ctx.now()).await?);
         }

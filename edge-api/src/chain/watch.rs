@@ -225,7 +225,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         final_to,
         transfers: mut found,
         mut times,
-    } = match scan::read(network, &target).await? {
+    } = match scan::read(ctx, network, &target).await? {
         // Nothing new (the node is not past what was read): only its head is recorded.
         Scan::Nothing { head } => {
             return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?)
@@ -271,7 +271,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     let now = ctx.now();
     // Zero-value spam of the quoted token is recorded too, but at most this many a check.
     let mut no_value = 0;
-    let seen: Vec<SeenTransfer<'_>> = found
+    let mut seen: Vec<SeenTransfer<'_>> = found
         .iter()
         .filter(|t| t.to == watch.address)
         .filter(|t| {
@@ -297,13 +297,43 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
                 >= watch.expires_at,
         })
         .collect();
+    // The payments already stored as final: seen again (the first blocks of a check are read
+    // again, in case a node behind a load balancer lagged), they are left as they are.
+    let stored = if seen.iter().any(|t| t.kind == "payment") {
+        watches::confirmed_payments(&ctx.db, &watch.address).await?
+    } else {
+        Vec::new()
+    };
+    seen.retain(|t| {
+        !(t.kind == "payment"
+            && t.confirmed
+            && stored
+                .iter()
+                .any(|s| s.tx_hash == t.tx_hash && s.log_index == block_number(t.log_index)))
+    });
+    // At most `transfers_per_check` payments a check (a flood of dust is recorded over several
+    // checks, never as one batch): the rest, from the first block not wholly recorded, is read
+    // again at the next check (what was recorded of that block is then left as it is).
+    let cut = cap(
+        &mut seen,
+        usize::try_from(network.transfers_per_check).unwrap_or(usize::MAX),
+    );
+    // Nothing is credited from logs alone: the address must hold what they say it received, at
+    // the last final block.
+    cross_check(network, watch, &seen, &stored, final_to).await?;
+    let (read_to, final_to) = match cut {
+        Some(block) => (read_to.min(block), final_to.min(block.saturating_sub(1))),
+        None => (read_to, final_to),
+    };
     let mut statements = watches::record(
         &ctx.db,
         watch,
         &seen,
         (from, read_to),
-        final_to.max(scanned_to),
-        head,
+        (final_to.max(scanned_to), head),
+        // The check read up to the node's head: what it found is all there was (only then
+        // may the checkout's end be decided on it).
+        cut.is_none() && read_to >= head,
         now,
     )?;
     // The confirmed payments' receipts, in the books before the watch moves on (the last
@@ -313,6 +343,95 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     statements.extend(receipts);
     statements.extend(moves_on);
     db::batch(&ctx.db, statements).await?;
+    Ok(())
+}
+
+fn block_number(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Keeps at most `limit` payments of `seen`, the earliest in chain order, and the other
+/// transfers in the blocks before the first block it does not wholly keep; returns that block
+/// (the check reads up to it, and is final only below it), or `None` when all are kept. Pure.
+pub fn cap(seen: &mut Vec<SeenTransfer<'_>>, limit: usize) -> Option<u64> {
+    let mut payments: Vec<(u64, u64)> = seen
+        .iter()
+        .filter(|t| t.kind == "payment")
+        .map(|t| (t.block_number, t.log_index))
+        .collect();
+    if payments.len() <= limit {
+        return None;
+    }
+    payments.sort_unstable();
+    let kept = &payments[..limit];
+    let cut = payments[limit].0;
+    seen.retain(|t| {
+        t.block_number < cut
+            || (t.kind == "payment" && kept.binary_search(&(t.block_number, t.log_index)).is_ok())
+    });
+    Some(cut)
+}
+
+/// Refuses a check whose logs claim more of the token than the address holds: before the
+/// payments it confirms are stored, the address's `balanceOf` at the last final block must
+/// cover every payment confirmed to it, those stored before (`stored`) and these. A deposit
+/// address never sends while it is watched (custody sweeps it only after), so a balance below
+/// the logs means the node invented a transfer, or the token took the money back: the check is
+/// refused with the reason (the watch shows it, nothing is credited and the checkout's end is
+/// not decided) and read again at the next.
+async fn cross_check(
+    network: &Network,
+    watch: &Watch,
+    seen: &[SeenTransfer<'_>],
+    stored: &[watches::ConfirmedPayment],
+    final_to: u64,
+) -> ChainResult<()> {
+    if watch.token == NATIVE_TOKEN {
+        return Ok(()); // ether is read from the balance itself
+    }
+    let units = |amount: &str| {
+        u128::from_str(amount).map_err(|_| ChainError::answer("a stored amount is not a number"))
+    };
+    let mut claimed = 0u128;
+    let mut new = false;
+    for amount in seen
+        .iter()
+        .filter(|t| t.kind == "payment" && t.confirmed)
+        .filter_map(|t| t.amount.as_deref())
+    {
+        new = true;
+        claimed = claimed.saturating_add(units(amount)?);
+    }
+    if !new {
+        return Ok(());
+    }
+    for s in stored {
+        claimed = claimed.saturating_add(units(&s.amount)?);
+    }
+    let call = json!({"to": watch.token, "data": evm::balance_of_call(&watch.address)});
+    let word = rpc::call(
+        &network.node,
+        "eth_call",
+        json!([call, format!("{final_to:#x}")]),
+    )
+    .await?;
+    let held = evm::uint(&word)
+        .ok_or_else(|| ChainError::answer("the token's balanceOf answer is unreadable"))?;
+    if held < claimed {
+        let amount = |u: u128| {
+            evm::from_units(u, watch.decimals)
+                .map_or_else(|| u.to_string(), |d| d.normalize().to_string())
+        };
+        return Err(ChainError::answer(format!(
+            "the node's transfer logs show {} {} paid to the address by block {final_to}, but \
+             its balance there is {} {}: nothing is credited until the chain holds what the logs \
+             say",
+            amount(claimed),
+            watch.asset,
+            amount(held),
+            watch.asset
+        )));
+    }
     Ok(())
 }
 
@@ -326,8 +445,10 @@ fn most_calls(watch: &Watch) -> u32 {
     }
 }
 
-/// The most node calls one check of a token's deposit address makes.
-pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1 + MAX_BLOCK_TIMES as u32;
+/// The most node calls one check of a token's deposit address makes: its logs, the other
+/// tokens' logs, the blocks' times and the balance that must cover the logs.
+pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 =
+    scan::MOST_TOKEN_CALLS + 1 + MAX_BLOCK_TIMES as u32 + 1;
 
 /// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
 async fn check(

@@ -247,7 +247,9 @@ pub fn unchanged(watch: &Watch) -> When {
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
 /// unconfirmed transfers it found there replace the ones stored there before (a transfer
 /// reorged away disappears), confirmed ones are kept for good, and the watch moves on to
-/// `scanned_to` and `head`. One batch, in which every statement applies only if the watch is
+/// `scanned_to` and `head`; it counts as read now (`read_at`, which the checkout's end waits
+/// for) only when the check was `caught_up`: it read up to the node's head and recorded all it
+/// found. One batch, in which every statement applies only if the watch is
 /// still where this check found it: of two overlapping checks, the later to finish writes
 /// nothing.
 pub fn record(
@@ -255,8 +257,8 @@ pub fn record(
     watch: &Watch,
     seen: &[SeenTransfer<'_>],
     read: (u64, u64),
-    scanned_to: u64,
-    head: u64,
+    (scanned_to, head): (u64, u64),
+    caught_up: bool,
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
@@ -305,7 +307,8 @@ pub fn record(
     statements.push(bind(
         db,
         "UPDATE deposit_watches SET scanned_to = max(scanned_to, ?2), \
-         head_block = max(head_block, ?3), node_error = NULL, read_at = ?5 \
+         head_block = max(head_block, ?3), node_error = NULL, \
+         read_at = CASE WHEN ?6 THEN ?5 ELSE read_at END \
          WHERE address = ?1 AND scanned_to = ?4",
         &[
             watch.address.as_str().into(),
@@ -313,9 +316,44 @@ pub fn record(
             block(head).into(),
             watch.scanned_to.into(),
             now.into(),
+            i64::from(caught_up).into(),
         ],
     )?);
     Ok(statements)
+}
+
+/// Most final payments to one address read at once; beyond it the address is not credited
+/// from its logs (the cross-check would not be complete).
+pub const MAX_CONFIRMED_PAYMENTS: i64 = 10_000;
+
+/// A payment to a watched address stored as final.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ConfirmedPayment {
+    /// Transaction hash.
+    pub tx_hash: String,
+    /// Log index.
+    pub log_index: i64,
+    /// Base units, decimal text.
+    pub amount: String,
+}
+
+/// Every payment stored as final to `address` (at most [`MAX_CONFIRMED_PAYMENTS`]; more is an
+/// error).
+pub async fn confirmed_payments(db: &D1Database, address: &str) -> DbResult<Vec<ConfirmedPayment>> {
+    let rows: Vec<ConfirmedPayment> = all(
+        db,
+        "SELECT tx_hash, log_index, amount FROM chain_transfers \
+         WHERE address = ?1 AND confirmed = 1 AND kind = 'payment' AND amount IS NOT NULL \
+         LIMIT ?2",
+        &[address.into(), (MAX_CONFIRMED_PAYMENTS + 1).into()],
+    )
+    .await?;
+    if rows.len() > usize::try_from(MAX_CONFIRMED_PAYMENTS).unwrap_or(usize::MAX) {
+        return Err(super::DbError::bad_row(format!(
+            "more than {MAX_CONFIRMED_PAYMENTS} final payments to one address"
+        )));
+    }
+    Ok(rows)
 }
 
 /// A stored transfer.

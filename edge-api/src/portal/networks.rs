@@ -21,7 +21,8 @@ pub struct NetworkStatus {
     pub chain_id: u64,
     /// The confirmation depth payments on it need.
     pub confirmations: u64,
-    /// `ok`, `wrong_chain` (the node is on another chain) or `unreachable`.
+    /// `ok`, `stale` (its head has stood still for longer than the network allows: nothing is
+    /// decided on its answers), `wrong_chain` (the node is on another chain) or `unreachable`.
     pub status: &'static str,
     /// The chain id the node reports.
     pub node_chain_id: Option<u64>,
@@ -103,7 +104,15 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             Ok::<_, RpcError>((chain, head))
         };
         let (status, node_chain_id, head_block, error) = match node.await {
-            Ok((chain, head)) if chain == network.chain_id => ("ok", Some(chain), Some(head), None),
+            Ok((chain, head)) if chain == network.chain_id => {
+                // A head that stands still is recorded and judged as the watcher judges it.
+                match chain::heads::fresh(portal.ctx, &name, &network, head).await {
+                    Err(stale @ ChainError::StaleHead(_)) => {
+                        ("stale", Some(chain), Some(head), Some(stale.public()))
+                    }
+                    _ => ("ok", Some(chain), Some(head), None),
+                }
+            }
             Ok((chain, head)) => (
                 "wrong_chain",
                 Some(chain),
@@ -131,7 +140,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             .collect();
         let mut feeds = Vec::new();
         for (pair, feed) in &network.feeds {
-            let read = if status == "ok" {
+            let read = if matches!(status, "ok" | "stale") {
                 rates::read_feed(&network, pair, feed).await
             } else {
                 Err(ChainError::rule("the node cannot be used"))
@@ -139,7 +148,8 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             let (status, answer, updated_at, error) = match read {
                 Ok((round, decimals)) => {
                     let fresh =
-                        rates::usd_price(pair, round, decimals, portal.now, feed.max_age_seconds);
+                        rates::usd_price(pair, round, decimals, portal.now, feed.max_age_seconds)
+                            .and_then(|price| rates::within_bounds(pair, price, feed));
                     let answer = u32::try_from(decimals)
                         .ok()
                         .and_then(|d| Decimal::try_from_i128_with_scale(round.answer, d).ok())
@@ -168,7 +178,9 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             });
         }
         let treasury = match &treasury {
-            Some(address) if status == "ok" => Some(treasury_view(&name, &network, address).await),
+            Some(address) if matches!(status, "ok" | "stale") => {
+                Some(treasury_view(&name, &network, address).await)
+            }
             _ => None,
         };
         out.push(NetworkStatus {

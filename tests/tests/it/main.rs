@@ -22,6 +22,7 @@ mod limits;
 mod local_cron;
 mod merchants;
 mod networks;
+mod node_trust;
 mod onboarding;
 mod onboarding_browser;
 mod partner_tools;

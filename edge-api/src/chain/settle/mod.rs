@@ -118,7 +118,7 @@ impl From<ChainError> for NotNow {
 /// The most node calls starting one group's settlement makes: the chain id, the gas's rate in
 /// each of up to five currencies, the head, the price, the balances and nonce, two estimates,
 /// the nonce and the broadcast.
-pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 4 + 1 + 2 + 3 + 2 + 1 + 1;
+pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 5 + 1 + 2 + 3 + 2 + 1 + 1;
 
 async fn start(
     ctx: &Ctx,

@@ -1,0 +1,36 @@
+//! The newest block each network's node has reported and when it was first reported
+//! (`node_heads`): how the worker tells a node whose head has stopped moving from a fresh one.
+
+use serde::Deserialize;
+use worker::D1Database;
+
+use super::{first, DbError, DbResult};
+
+/// A network's newest head as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Head {
+    /// The highest block number its node has answered.
+    pub head: i64,
+    /// When that number was first answered (Unix seconds).
+    pub first_seen_at: i64,
+}
+
+/// Records that `network`'s node answered `head` at `now`, and returns the newest head stored
+/// after it: `head` first seen now when it is higher than any before, else the stored one with
+/// its first sighting (a head that did not move, or moved back, changes nothing). One statement,
+/// so racing readers keep the highest head and its earliest sighting.
+pub async fn seen(db: &D1Database, network: &str, head: u64, now: i64) -> DbResult<Head> {
+    let head = i64::try_from(head).unwrap_or(i64::MAX);
+    first(
+        db,
+        "INSERT INTO node_heads (network, head, first_seen_at, checked_at) VALUES (?1, ?2, ?3, ?3) \
+         ON CONFLICT (network) DO UPDATE SET \
+         first_seen_at = CASE WHEN excluded.head > head THEN excluded.first_seen_at \
+         ELSE first_seen_at END, \
+         head = max(head, excluded.head), checked_at = excluded.checked_at \
+         RETURNING head, first_seen_at",
+        &[network.into(), head.into(), now.into()],
+    )
+    .await?
+    .ok_or_else(|| DbError::bad_row("the head's upsert returned no row"))
+}
