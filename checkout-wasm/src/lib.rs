@@ -7,25 +7,78 @@
 //! it. The button is disabled while the session is created, so a double click makes one payment.
 //!
 //! Nothing here throws into the merchant's page: every failure is logged with `console.error`.
+//!
+//! Built for the browser without std (`--no-default-features`, see the crate's `std` feature):
+//! std's panic and formatting machinery were most of the module. Nothing here formats (no
+//! `format!`, no `{}`): messages are joined from pieces.
 
-use std::cell::Cell;
-use std::rc::Rc;
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
+
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use alloc::rc::Rc;
+use alloc::string::String;
+use core::cell::Cell;
 
 use shared_types::checkout::{self, CheckoutOptions, OPTION_NAMES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, Window};
 
-// Talc instead of the default dlmalloc: a fraction of its size in the module, for a script
-// that allocates little.
+// Talc instead of dlmalloc: a fraction of its size in the module, for a script that allocates
+// little. Each time it runs out it claims a new heap from `memory.grow` rather than extending
+// the last one: a little more fragmentation, a little less code.
 #[cfg(target_family = "wasm")]
 #[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+static ALLOCATOR: talc::cell::TalcSyncCell<talc::wasm::WasmGrowAndClaim, talc::wasm::WasmBinning> =
+    talc::cell::TalcSyncCell::new_wasm(talc::wasm::WasmGrowAndClaim);
+
+/// A panic (a bug: nothing here should panic) traps, so the call into the module throws a
+/// `RuntimeError`, which the loader catches and logs. No message: formatting it would bring
+/// `core::fmt` back.
+#[cfg(all(target_arch = "wasm32", not(feature = "std")))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    core::arch::wasm32::unreachable()
+}
 
 const PREFIX: &str = "Payrail checkout: ";
 
+/// Joins message pieces, without `concat` or `join` (whose panic paths would bring `core::fmt`
+/// into the module).
+fn join(pieces: &[&str]) -> String {
+    let mut text = String::new();
+    for piece in pieces {
+        text.push_str(piece);
+    }
+    text
+}
+
 fn log_error(message: &str) {
-    web_sys::console::error_1(&JsValue::from_str(&[PREFIX, message].concat()));
+    web_sys::console::error_1(&JsValue::from_str(&join(&[PREFIX, message])));
+}
+
+#[wasm_bindgen]
+extern "C" {
+    // The page's globals, reached by name: cheaper than finding `window` first.
+
+    /// `document.querySelector(selector)`; throws for an invalid selector.
+    #[wasm_bindgen(js_namespace = document, js_name = querySelector, catch)]
+    fn query_selector(selector: &str) -> Result<Option<Element>, JsValue>;
+
+    /// `open(url, target)`: the new tab, or `null` when a blocker stopped it.
+    #[wasm_bindgen(js_name = open, catch)]
+    fn open_tab(url: &str, target: &str) -> Result<Option<Window>, JsValue>;
+
+    /// `location.assign(url)`: leaves the page.
+    #[wasm_bindgen(js_namespace = location, js_name = assign, catch)]
+    fn leave_for(url: &str) -> Result<(), JsValue>;
+
+    /// `fetch(url, init)`, the page's own (so whatever wraps it sees the request).
+    #[wasm_bindgen(js_name = fetch)]
+    fn fetch(url: &str, init: &web_sys::RequestInit) -> js_sys::Promise;
 }
 
 /// Binds checkout to the element matching `selector`. `base_url` is the origin `checkout.js`
@@ -43,16 +96,13 @@ fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), S
     let selector = selector
         .as_string()
         .ok_or("the second argument must be a CSS selector string, such as \"#pay\"")?;
-    let window = web_sys::window().ok_or("no window")?;
-    let document = window.document().ok_or("no document")?;
-    let button = document
-        .query_selector(&selector)
-        .map_err(|_| ["\"", &selector, "\" is not a valid CSS selector"].concat())?
-        .ok_or_else(|| ["no element matches \"", &selector, "\""].concat())?;
+    let button = query_selector(&selector)
+        .map_err(|_| join(&["\"", &selector, "\" is not a valid CSS selector"]))?
+        .ok_or_else(|| join(&["no element matches \"", &selector, "\""]))?;
 
     let busy = Rc::new(Cell::new(false));
     let target = button.clone();
-    let on_click = Closure::<dyn Fn(Event)>::new(move |event: Event| {
+    let on_click = Closure::<dyn FnMut(Event)>::new(move |event: Event| {
         event.prevent_default();
         if busy.replace(true) {
             return;
@@ -60,20 +110,13 @@ fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), S
         let _ = target.set_attribute("disabled", "");
         // A new tab must be opened inside the click, or popup blockers stop it.
         let tab = if options.open_in_new_tab {
-            window.open_with_url_and_target("", "_blank").ok().flatten()
+            open_tab("", "_blank").ok().flatten()
         } else {
             None
         };
-        let (options, base_url, window, target, busy) = (
-            options.clone(),
-            base_url.clone(),
-            window.clone(),
-            target.clone(),
-            busy.clone(),
-        );
-        wasm_bindgen_futures::spawn_local(async move {
-            let result = create_session(&base_url, &options).await;
-            finish(result, &window, tab, &target, &busy);
+        let (target, busy) = (target.clone(), busy.clone());
+        create_session(&base_url, &options, move |result| {
+            finish(result, tab, &target, &busy)
         });
     });
     button
@@ -86,7 +129,6 @@ fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), S
 
 fn finish(
     result: Result<String, String>,
-    window: &Window,
     tab: Option<Window>,
     button: &Element,
     busy: &Cell<bool>,
@@ -100,7 +142,7 @@ fn finish(
         }
         (Ok(url), None) => {
             // Leaving the page: the button stays disabled.
-            if window.location().set_href(&url).is_err() {
+            if leave_for(&url).is_err() {
                 log_error("could not open the checkout page");
                 release(button, busy);
             }
@@ -145,10 +187,61 @@ fn options_json(o: &CheckoutOptions) -> Option<String> {
     js_sys::JSON::stringify(&object).ok()?.as_string()
 }
 
-/// Creates the session; returns the hosted page's URL or a message for the console.
-async fn create_session(base_url: &str, options: &CheckoutOptions) -> Result<String, String> {
+#[wasm_bindgen]
+extern "C" {
+    /// A promise, seen through `then` with one callback for either outcome: so a callback made
+    /// with `Closure::once_into_js` is always called, and so freed.
+    type Settling;
+
+    #[wasm_bindgen(method)]
+    fn then(this: &Settling, fulfilled: &JsValue, rejected: &JsValue);
+}
+
+/// Calls `callback` once `promise` settles, with its value or its rejection's reason. Boxed,
+/// so that every callback shares one set of wasm-bindgen's closure shims.
+fn when_settled(promise: &js_sys::Promise, callback: Box<dyn FnOnce(JsValue)>) {
+    let callback = Closure::once_into_js(callback);
+    promise
+        .unchecked_ref::<Settling>()
+        .then(&callback, &callback);
+}
+
+const UNREACHABLE: &str = "could not reach Payrail; check the connection and try again";
+
+/// Creates the session, then calls `done` with the hosted page's URL or a message for the
+/// console. Promises and callbacks rather than an async fn: an executor would cost more bytes
+/// than the rest of the request.
+fn create_session(
+    base_url: &str,
+    options: &CheckoutOptions,
+    done: impl FnOnce(Result<String, String>) + 'static,
+) {
+    let request = match request(base_url, options) {
+        Ok(request) => request,
+        Err(message) => return done(Err(message.to_owned())),
+    };
+    when_settled(
+        &request,
+        Box::new(move |response| {
+            // A rejection (the network failed) is no Response.
+            let Ok(response) = response.dyn_into::<web_sys::Response>() else {
+                return done(Err(UNREACHABLE.to_owned()));
+            };
+            let ok = response.ok();
+            match response.text() {
+                Ok(text) => when_settled(
+                    &text,
+                    Box::new(move |text| done(answer(ok, &text.as_string().unwrap_or_default()))),
+                ),
+                Err(_) => done(answer(ok, "")),
+            }
+        }),
+    );
+}
+
+/// The session request, sent.
+fn request(base_url: &str, options: &CheckoutOptions) -> Result<js_sys::Promise, &'static str> {
     let body = options_json(options).ok_or("could not encode the options")?;
-    let unreachable = "could not reach Payrail; check the connection and try again";
     let init = web_sys::RequestInit::new();
     init.set_method("POST");
     let headers = js_sys::Object::new();
@@ -160,24 +253,13 @@ async fn create_session(base_url: &str, options: &CheckoutOptions) -> Result<Str
     .map_err(|_| "could not build the request")?;
     init.set_headers(&headers);
     init.set_body(&JsValue::from_str(&body));
-    let window = web_sys::window().ok_or("no window")?;
-    let url = [base_url, "/checkout/sessions"].concat();
-    let response: web_sys::Response =
-        wasm_bindgen_futures::JsFuture::from(window.fetch_with_str_and_init(&url, &init))
-            .await
-            .map_err(|_| unreachable)?
-            .dyn_into()
-            .map_err(|_| unreachable)?;
-    let ok = response.ok();
-    let text = match response.text() {
-        Ok(promise) => wasm_bindgen_futures::JsFuture::from(promise)
-            .await
-            .ok()
-            .and_then(|t| t.as_string())
-            .unwrap_or_default(),
-        Err(_) => String::new(),
-    };
-    let json = js_sys::JSON::parse(&text).unwrap_or(JsValue::NULL);
+    let url = join(&[base_url, "/checkout/sessions"]);
+    Ok(fetch(&url, &init))
+}
+
+/// The hosted page's URL from the session endpoint's answer, or a message for the console.
+fn answer(ok: bool, text: &str) -> Result<String, String> {
+    let json = js_sys::JSON::parse(text).unwrap_or(JsValue::NULL);
     // Read the one member needed rather than deserializing.
     let member = |name: &str| {
         js_sys::Reflect::get(&json, &JsValue::from_str(name))
@@ -202,13 +284,14 @@ fn read_options(options: &JsValue) -> Result<CheckoutOptions, String> {
     for key in js_sys::Object::keys(object).iter() {
         let key = key.as_string().unwrap_or_default();
         if !OPTION_NAMES.contains(&key.as_str()) {
-            return Err([
-                "unknown option \"",
-                &key,
-                "\"; the options are ",
-                &OPTION_NAMES.join(", "),
-            ]
-            .concat());
+            let mut message = join(&["unknown option \"", &key, "\"; the options are "]);
+            for (index, name) in OPTION_NAMES.iter().enumerate() {
+                if index > 0 {
+                    message.push_str(", ");
+                }
+                message.push_str(name);
+            }
+            return Err(message);
         }
     }
     let get = |name: &str| {
@@ -218,21 +301,21 @@ fn read_options(options: &JsValue) -> Result<CheckoutOptions, String> {
     };
     let text = |name: &str, required: bool| -> Result<Option<String>, String> {
         match get(name) {
-            None if required => Err([name, " is required"].concat()),
+            None if required => Err(join(&[name, " is required"])),
             None => Ok(None),
             Some(v) => v
                 .as_string()
                 .map(Some)
-                .ok_or_else(|| [name, " must be a string"].concat()),
+                .ok_or_else(|| join(&[name, " must be a string"])),
         }
     };
     let flag = |name: &str, required: bool| -> Result<bool, String> {
         match get(name) {
-            None if required => Err([name, " is required (true or false)"].concat()),
+            None if required => Err(join(&[name, " is required (true or false)"])),
             None => Ok(false),
             Some(v) => v
                 .as_bool()
-                .ok_or_else(|| [name, " must be true or false"].concat()),
+                .ok_or_else(|| join(&[name, " must be true or false"])),
         }
     };
     let amount = match get("amount") {

@@ -1,6 +1,8 @@
 //! The nine checkout options (spec §1) and the one set of rules that checks them, used alike by
 //! the browser script (before any request) and by `POST /checkout/sessions`.
 
+use alloc::string::String;
+
 use serde::{Deserialize, Serialize};
 
 /// Currencies an order may be priced in, with their minor-unit digits (ISO 4217).
@@ -55,6 +57,28 @@ pub const OPTION_NAMES: [&str; 9] = [
     "allowCrypto",
 ];
 
+/// Joins message pieces. The browser script runs these rules, so they build messages without
+/// `format!` or `concat` (whose panic paths bring `core::fmt` into the module) and without
+/// any other code that can panic: see the crate's docs.
+fn text(pieces: &[&str]) -> String {
+    let mut text = String::new();
+    for piece in pieces {
+        text.push_str(piece);
+    }
+    text
+}
+
+/// The decimal text of a number, without `core::fmt`.
+fn decimal(n: u64) -> String {
+    let mut text = if n >= 10 {
+        decimal(n / 10)
+    } else {
+        String::new()
+    };
+    text.push(char::from(b'0' + (n % 10) as u8));
+    text
+}
+
 /// An option that failed its rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionError {
@@ -64,8 +88,8 @@ pub struct OptionError {
     pub message: String,
 }
 
-impl std::fmt::Display for OptionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(&self.message)
     }
 }
@@ -132,83 +156,117 @@ pub fn currency_digits(code: &str) -> Option<u32> {
 
 /// A supported ISO 4217 code, upper case.
 pub fn check_currency(code: &str) -> Result<(), OptionError> {
-    match currency_digits(code) {
-        Some(_) => Ok(()),
-        None => fail(
-            "currency",
-            format!(
-                "currency must be one of {}; got \"{code}\"",
-                CURRENCIES
-                    .iter()
-                    .map(|(c, _)| *c)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
+    if currency_digits(code).is_some() {
+        return Ok(());
     }
+    let mut message = text(&["currency must be one of "]);
+    for (index, (currency, _)) in CURRENCIES.iter().enumerate() {
+        if index > 0 {
+            message.push_str(", ");
+        }
+        message.push_str(currency);
+    }
+    message.push_str(&text(&["; got \"", code, "\""]));
+    fail("currency", message)
 }
 
 /// Positive decimal text (`19.99`), at most the currency's minor digits, at most
 /// [`MAX_AMOUNT_MAJOR`]. No sign, exponent or spaces.
 pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
     let digits = currency_digits(currency).unwrap_or(2);
-    let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+    // The text as bytes, read with `get` and iterators: nothing here can panic (see `text`).
+    let bytes = amount.as_bytes();
+    let dot = bytes.iter().position(|&b| b == b'.');
+    let (whole, fraction) = match dot {
+        Some(at) => (
+            bytes.get(..at).unwrap_or_default(),
+            bytes.get(at + 1..).unwrap_or_default(),
+        ),
+        None => (bytes, &[][..]),
+    };
     let well_formed = !whole.is_empty()
-        && whole.bytes().all(|b| b.is_ascii_digit())
-        && fraction.bytes().all(|b| b.is_ascii_digit())
-        && (amount.contains('.') <= !fraction.is_empty());
+        && whole.iter().all(u8::is_ascii_digit)
+        && fraction.iter().all(u8::is_ascii_digit)
+        && (dot.is_some() <= !fraction.is_empty());
     let describe = || {
         if digits == 0 {
-            format!("a whole number of {currency}")
+            text(&["a whole number of ", currency])
         } else {
-            format!("at most {digits} decimal places")
+            text(&["at most ", &decimal(digits.into()), " decimal places"])
         }
     };
     if !well_formed {
         return fail(
             "amount",
-            format!(
-                "amount must be a positive number with {}; got \"{amount}\"",
-                describe()
-            ),
+            text(&[
+                "amount must be a positive number with ",
+                &describe(),
+                "; got \"",
+                amount,
+                "\"",
+            ]),
         );
     }
-    let significant = fraction.trim_end_matches('0');
-    if significant.len() > digits as usize {
+    // The fraction without its trailing zeros, and the whole part without its leading ones.
+    let significant = fraction
+        .iter()
+        .rposition(|&b| b != b'0')
+        .map_or(0, |at| at + 1);
+    if significant > digits as usize {
         return fail(
             "amount",
-            format!("amount must have {}; got {amount}", describe()),
+            text(&["amount must have ", &describe(), "; got ", amount]),
         );
     }
-    let whole_value = whole.trim_start_matches('0');
-    let zero = whole_value.is_empty() && significant.is_empty();
-    let too_big = whole_value.len() > 7
-        || whole_value.parse::<u64>().unwrap_or(0) > MAX_AMOUNT_MAJOR
-        || (whole_value.parse::<u64>().unwrap_or(0) == MAX_AMOUNT_MAJOR && !significant.is_empty());
+    let leading_zeros = whole.iter().take_while(|&&b| b == b'0').count();
+    let whole_value = whole.get(leading_zeros..).unwrap_or_default();
+    let zero = whole_value.is_empty() && significant == 0;
+    // Seven digits at most, so the value cannot overflow.
+    let too_big = whole_value.len() > 7 || {
+        let value = whole_value
+            .iter()
+            .fold(0u64, |value, &b| value * 10 + u64::from(b - b'0'));
+        value > MAX_AMOUNT_MAJOR || (value == MAX_AMOUNT_MAJOR && significant > 0)
+    };
     if zero {
         return fail("amount", "amount must be greater than zero");
     }
     if too_big {
         return fail(
             "amount",
-            format!("amount must be at most {MAX_AMOUNT_MAJOR}; got {amount}"),
+            text(&[
+                "amount must be at most ",
+                &decimal(MAX_AMOUNT_MAJOR),
+                "; got ",
+                amount,
+            ]),
         );
     }
     Ok(())
 }
 
 /// Non-blank text of at most `max` characters without control characters.
-pub fn check_text(option: &'static str, text: &str, max: usize) -> Result<(), OptionError> {
-    if text.trim().is_empty() {
-        return fail(option, format!("{option} must not be empty"));
+pub fn check_text(option: &'static str, value: &str, max: usize) -> Result<(), OptionError> {
+    if value.chars().all(char::is_whitespace) {
+        return fail(option, text(&[option, " must not be empty"]));
     }
-    if text.chars().count() > max {
-        return fail(option, format!("{option} must be at most {max} characters"));
-    }
-    if text.chars().any(char::is_control) {
+    // Characters are the bytes that do not continue one (what `chars().count()` counts).
+    let chars = value.bytes().filter(|&b| (b as i8) >= -0x40).count();
+    if chars > max {
         return fail(
             option,
-            format!("{option} must not contain control characters"),
+            text(&[
+                option,
+                " must be at most ",
+                &decimal(max as u64),
+                " characters",
+            ]),
+        );
+    }
+    if value.chars().any(char::is_control) {
+        return fail(
+            option,
+            text(&[option, " must not contain control characters"]),
         );
     }
     Ok(())
@@ -228,7 +286,8 @@ pub fn check_idempotency_key(key: &str) -> Result<(), OptionError> {
 }
 
 /// An absolute `https` URL, or `http` to `localhost` / `127.0.0.1` for development; no spaces,
-/// no credentials, at most [`MAX_URL_CHARS`].
+/// no credentials, at most [`MAX_URL_CHARS`]. The scheme and host are compared without regard
+/// to case; the host is what comes before any port (an IPv6 host in brackets as it is).
 pub fn check_redirect_url(url: &str) -> Result<(), OptionError> {
     let bad = || {
         fail(
@@ -239,38 +298,219 @@ pub fn check_redirect_url(url: &str) -> Result<(), OptionError> {
     if url.len() > MAX_URL_CHARS || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return bad();
     }
-    let (scheme, rest) = match url.split_once("://") {
-        Some(parts) => parts,
-        None => return bad(),
+    // Read as bytes with `get` and iterators: nothing here can panic (see `text`).
+    let bytes = url.as_bytes();
+    let after = |prefix: &str| {
+        let (start, rest) = bytes.split_at_checked(prefix.len())?;
+        start
+            .eq_ignore_ascii_case(prefix.as_bytes())
+            .then_some(rest)
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.is_empty() || authority.contains('@') {
+    let (secure, rest) = match (after("https://"), after("http://")) {
+        (Some(rest), _) => (true, rest),
+        (None, Some(rest)) => (false, rest),
+        (None, None) => return bad(),
+    };
+    let end = rest
+        .iter()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = rest.get(..end).unwrap_or_default();
+    if authority.is_empty() || authority.contains(&b'@') {
         return bad();
     }
-    let host = if authority.starts_with('[') {
-        authority
-            .split(']')
-            .next()
-            .map(|h| format!("{h}]"))
-            .unwrap_or_default()
-    } else {
-        authority
-            .split(':')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase()
+    let until = |stop: u8| {
+        let end = authority
+            .iter()
+            .position(|&b| b == stop)
+            .unwrap_or(authority.len());
+        authority.get(..end).unwrap_or_default()
     };
-    let local = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
-    match scheme.to_ascii_lowercase().as_str() {
-        "https" if !host.is_empty() => Ok(()),
-        "http" if local => Ok(()),
+    // An IPv6 host runs to its closing bracket; any other to the port's colon.
+    let (host_empty, local) = if authority.first() == Some(&b'[') {
+        (false, until(b']') == b"[::1")
+    } else {
+        let host = until(b':');
+        let local = [&b"localhost"[..], b"127.0.0.1"]
+            .iter()
+            .any(|name| host.eq_ignore_ascii_case(name));
+        (host.is_empty(), local)
+    };
+    match secure {
+        true if !host_empty => Ok(()),
+        false if local => Ok(()),
         _ => bad(),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The rules as first written, with `str` methods and `format!`: the plainest statement of
+    /// them. The ones above read bytes so that the browser script carries no panic path; they
+    /// must agree with these on every input, messages included.
+    mod plain {
+        use super::super::{currency_digits, MAX_AMOUNT_MAJOR, MAX_URL_CHARS};
+
+        pub fn amount(amount: &str, currency: &str) -> Result<(), String> {
+            let digits = currency_digits(currency).unwrap_or(2);
+            let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+            let well_formed = !whole.is_empty()
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+                && (amount.contains('.') <= !fraction.is_empty());
+            let describe = || {
+                if digits == 0 {
+                    format!("a whole number of {currency}")
+                } else {
+                    format!("at most {digits} decimal places")
+                }
+            };
+            if !well_formed {
+                return Err(format!(
+                    "amount must be a positive number with {}; got \"{amount}\"",
+                    describe()
+                ));
+            }
+            let significant = fraction.trim_end_matches('0');
+            if significant.len() > digits as usize {
+                return Err(format!("amount must have {}; got {amount}", describe()));
+            }
+            let whole_value = whole.trim_start_matches('0');
+            let zero = whole_value.is_empty() && significant.is_empty();
+            let value = whole_value.parse::<u64>().unwrap_or(0);
+            let too_big = whole_value.len() > 7
+                || value > MAX_AMOUNT_MAJOR
+                || (value == MAX_AMOUNT_MAJOR && !significant.is_empty());
+            if zero {
+                return Err("amount must be greater than zero".into());
+            }
+            if too_big {
+                return Err(format!(
+                    "amount must be at most {MAX_AMOUNT_MAJOR}; got {amount}"
+                ));
+            }
+            Ok(())
+        }
+
+        pub fn text(option: &str, text: &str, max: usize) -> Result<(), String> {
+            if text.trim().is_empty() {
+                return Err(format!("{option} must not be empty"));
+            }
+            if text.chars().count() > max {
+                return Err(format!("{option} must be at most {max} characters"));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(format!("{option} must not contain control characters"));
+            }
+            Ok(())
+        }
+
+        pub fn redirect_url(url: &str) -> bool {
+            if url.len() > MAX_URL_CHARS || url.chars().any(|c| c.is_whitespace() || c.is_control())
+            {
+                return false;
+            }
+            let Some((scheme, rest)) = url.split_once("://") else {
+                return false;
+            };
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+            if authority.is_empty() || authority.contains('@') {
+                return false;
+            }
+            let host = if authority.starts_with('[') {
+                authority
+                    .split(']')
+                    .next()
+                    .map(|h| format!("{h}]"))
+                    .unwrap_or_default()
+            } else {
+                authority
+                    .split(':')
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase()
+            };
+            let local = matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]");
+            match scheme.to_ascii_lowercase().as_str() {
+                "https" => !host.is_empty(),
+                "http" => local,
+                _ => false,
+            }
+        }
+    }
+
+    /// Text made of pieces that matter to the rules, and any characters at all.
+    fn pieces(choices: &'static [&'static str]) -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::collection::vec(proptest::sample::select(choices), 0..8)
+                .prop_map(|parts| parts.concat()),
+            "\\PC{0,12}",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn amount_rule_agrees_with_its_plain_form(
+            amount in prop_oneof![
+                // Shaped like an amount, each part right or nearly so.
+                (
+                    proptest::sample::select(&["", "0", "00", "7", "1000000", "0999999", "10000000", "-1", "1e3"][..]),
+                    proptest::sample::select(&["", ".", ".."][..]),
+                    proptest::sample::select(&["", "0", "00", "5", "50", "05", "001", "x"][..]),
+                )
+                    .prop_map(|(a, b, c)| [a, b, c].concat()),
+                pieces(&["0", "1", "9", "1000000", ".", "5", "-", "e", " ", "\u{e9}"]),
+            ],
+            currency in proptest::sample::select(&["EUR", "JPY", "BTC"][..]),
+        ) {
+            prop_assert_eq!(
+                check_amount(&amount, currency).map_err(|e| e.message),
+                plain::amount(&amount, currency)
+            );
+        }
+
+        #[test]
+        fn text_rule_agrees_with_its_plain_form(
+            value in pieces(&["a", " ", "\t", "\u{a0}", "\u{e9}", "\u{1f600}", "\u{7}", "\u{85}", "xy"]),
+            max in 0usize..6,
+        ) {
+            prop_assert_eq!(
+                check_text("title", &value, max).map_err(|e| e.message),
+                plain::text("title", &value, max)
+            );
+        }
+
+        #[test]
+        fn redirect_rule_agrees_with_its_plain_form(
+            url in prop_oneof![
+                // Shaped like a URL, each part right or nearly so.
+                (
+                    proptest::sample::select(&["https", "HTTPS", "http", "HtTp", "ftp", "", "https:"][..]),
+                    proptest::sample::select(&["://", ":/", "//", ":///", ""][..]),
+                    proptest::sample::select(&[
+                        "localhost", "LocalHost", "127.0.0.1", "[::1]", "[::1", "[::1]x", "[", "",
+                        "shop.example", "user@shop.example", ":8080", "\u{e9}.example",
+                    ][..]),
+                    proptest::sample::select(&["", ":8080", ":", "@x"][..]),
+                    proptest::sample::select(&["", "/", "/a b", "?q=1", "#top", "/p?q#f"][..]),
+                )
+                    .prop_map(|(a, b, c, d, e)| [a, b, c, d, e].concat()),
+                pieces(&[
+                    "https", "http", "ftp", "://", ":", "/", "?", "#", "@", "localhost",
+                    "127.0.0.1", "[::1]", "[", "]", "shop.example", " ", "\u{e9}",
+                ]),
+            ],
+        ) {
+            prop_assert_eq!(check_redirect_url(&url).is_ok(), plain::redirect_url(&url));
+        }
+    }
 
     fn options() -> CheckoutOptions {
         CheckoutOptions {

@@ -1,5 +1,7 @@
 //! The error body of every failed request (spec §2.5) and the codes it can carry.
 
+use alloc::string::String;
+
 use serde::{Deserialize, Serialize};
 
 /// Every `error` code the service answers with. The OAuth codes come from RFC 6749 §5.2 and

@@ -18,8 +18,11 @@
 //! | `gas` | debit | none | coin spent on gas |
 //! | `world` | credit | none | money from outside: the operator's funding |
 
-use std::collections::BTreeMap;
-use std::fmt;
+use alloc::borrow::ToOwned;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::{String, ToString};
+use core::fmt;
 
 /// One network and one asset: what a ledger's amounts are in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

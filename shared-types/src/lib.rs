@@ -3,6 +3,16 @@
 //!
 //! Pure Rust with no platform dependencies, so it builds for the worker (wasm32), the browser
 //! script and native receivers alike, and is tested natively with `cargo test`.
+//!
+//! `no_std` + `alloc`: the browser script links no std (its panic and formatting machinery would
+//! be most of `checkout.js`'s size), so these rules may use only `core` and `alloc`. The `std`
+//! feature (default) turns on the dependencies' std parts for the worker and native tools; the
+//! code is the same either way. The checkout rules ([`checkout`]) build their messages without
+//! `format!`, which would pull `core::fmt` into the browser script.
+
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
 
 pub mod checkout;
 pub mod error;

@@ -13,6 +13,9 @@
 //! `pay_late` is a payment found on chain after its checkout expired: money the customer sent,
 //! credited like any other (only the chain watcher does it).
 
+use alloc::format;
+use alloc::string::String;
+
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::status::{AmountStatus, RawStatus};
@@ -180,8 +183,8 @@ pub enum Refusal {
     ExceedsRefundable(Decimal),
 }
 
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Refusal::IllegalTransition { action, from } => {
                 write!(f, "cannot {action} a payment whose raw_status is {from}")
@@ -224,9 +227,9 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
         (Action::Pay { amount }, S::Pending) | (Action::PayLate { amount }, S::Expired) => {
             check_amount(*amount, digits)?;
             let amount_status = match amount.cmp(&payment.expected) {
-                std::cmp::Ordering::Less => AmountStatus::Underpaid,
-                std::cmp::Ordering::Equal => AmountStatus::Exact,
-                std::cmp::Ordering::Greater => AmountStatus::Overpaid,
+                core::cmp::Ordering::Less => AmountStatus::Underpaid,
+                core::cmp::Ordering::Equal => AmountStatus::Exact,
+                core::cmp::Ordering::Greater => AmountStatus::Overpaid,
             };
             Ok(Change {
                 raw_status: Some(S::Succeeded),
@@ -317,7 +320,7 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::str::FromStr;
+    use core::str::FromStr;
 
     fn d(text: &str) -> Decimal {
         Decimal::from_str(text).unwrap()

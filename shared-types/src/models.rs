@@ -1,5 +1,8 @@
 //! Resource models of the partner REST API (spec §2), serialized exactly as the wire shows them.
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -183,7 +186,7 @@ pub struct TokenResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::str::FromStr;
+    use core::str::FromStr;
 
     fn transaction(id: i64) -> Transaction {
         Transaction {

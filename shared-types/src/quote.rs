@@ -116,7 +116,7 @@ pub fn crypto_amount(amount: Decimal, currency: &str, method: Method) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::str::FromStr;
+    use core::str::FromStr;
 
     #[test]
     fn quotes_round_up_in_the_asset() {

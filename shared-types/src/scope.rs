@@ -1,6 +1,8 @@
 //! OAuth scopes (spec §5.4) and space-separated scope sets (RFC 6749 §3.3).
 
-use std::fmt;
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use core::fmt;
 
 use crate::status::UnknownValue;
 
@@ -47,7 +49,7 @@ impl Scope {
     }
 }
 
-impl std::str::FromStr for Scope {
+impl core::str::FromStr for Scope {
     type Err = UnknownValue;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -80,7 +82,7 @@ impl fmt::Display for ScopeError {
     }
 }
 
-impl std::error::Error for ScopeError {}
+impl core::error::Error for ScopeError {}
 
 impl ScopeSet {
     /// Parses a space-separated scope list (RFC 6749 §3.3: `scope-token *( SP scope-token )`).

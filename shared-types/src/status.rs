@@ -1,8 +1,8 @@
 //! Status enums of transactions and merchants (spec §2.2, §2.3, §3) and of webhook deliveries,
 //! endpoints and attempts: read straight from rows, compared as types, never as strings.
 
-use std::fmt;
-use std::str::FromStr;
+use core::fmt;
+use core::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 

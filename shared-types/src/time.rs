@@ -1,6 +1,8 @@
 //! Timestamps: ISO 8601 UTC with whole seconds on the wire and in storage
 //! (`2026-11-21T04:35:27Z`), so that text order is time order.
 
+use alloc::string::String;
+
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
 /// Formats Unix seconds as the canonical timestamp, or `None` when out of range.

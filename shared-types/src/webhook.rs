@@ -13,6 +13,12 @@
 //! assert!(verifier.verify(&header, body, 1795000100).is_ok());
 //! ```
 
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -78,8 +84,8 @@ pub enum VerifyError {
     BadPayload,
 }
 
-impl std::fmt::Display for VerifyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
             Self::MalformedHeader => "the Payrail-Signature header is malformed",
             Self::TimestampOutOfTolerance => "the signature's timestamp is outside the tolerance",
@@ -89,7 +95,7 @@ impl std::fmt::Display for VerifyError {
     }
 }
 
-impl std::error::Error for VerifyError {}
+impl core::error::Error for VerifyError {}
 
 /// Verifies deliveries for one endpoint: its signing secret, or several while a rotation is under
 /// way on the receiver's side (a delivery is accepted when any `v1` matches any secret).
@@ -183,9 +189,12 @@ pub fn retry_delay(attempt: u32, scale: u64) -> u64 {
 /// Adds up to ±10 % jitter to a delay; `unit` is a random number in [0, 1).
 pub fn with_jitter(delay: u64, unit: f64) -> u64 {
     let spread = delay as f64 * 0.1;
-    ((delay as f64) + spread * (2.0 * unit - 1.0))
-        .round()
-        .max(1.0) as u64
+    let jittered = (delay as f64) + spread * (2.0 * unit - 1.0);
+    // Rounded half away from zero, as `f64::round` would (which `core` lacks): for a
+    // non-negative value, taking the whole part away leaves the fraction exactly.
+    let whole = jittered as u64;
+    let rounded = whole + u64::from(jittered - whole as f64 >= 0.5);
+    rounded.max(1)
 }
 
 /// Continuous failure that disables an endpoint: 5 days (divided by the same scale).

@@ -16,6 +16,11 @@
 //! | a sweep final | sweep: treasury ← custody; its gas: gas ← custody (coin); gas funding: custody (deposit) ← custody (gas address) |
 //! | the operator's funding found by reconciliation | funding: treasury (or the custody gas address) ← world |
 
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
 use super::{Code, Kind, Ledger, Phase, Transfer};
 
 /// A transfer of `code` between two accounts.

@@ -482,9 +482,9 @@ fn summary(files: &[String]) {
     for d in &docs {
         if let Some(gz) = d.get("gzip").and_then(Value::as_u64) {
             println!(
-                "checkout.js + wasm ≤ 20 KB gzipped: {:.1} KB → {}",
+                "checkout.js + wasm ≤ 12 KB gzipped: {:.1} KB → {}",
                 gz as f64 / 1024.0,
-                verdict(gz <= 20 * 1024)
+                verdict(gz <= 12 * 1024)
             );
             let ready = d["ready_ms"].as_f64().unwrap_or(f64::MAX);
             println!(
