@@ -46,7 +46,7 @@ pub fn parse_filter_bound(text: &str) -> Option<String> {
 /// also take a lower-case `t` or `z`, or a space).
 fn bound_shaped(text: &str) -> bool {
     let b = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| {
+    let digits = |range: core::ops::Range<usize>| {
         b.get(range)
             .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
