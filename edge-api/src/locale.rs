@@ -418,6 +418,32 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_locale_pattern_names_every_language_the_page_speaks() {
+        let document: serde_json::Value =
+            serde_json::from_str(include_str!("../openapi.json")).unwrap();
+        let pattern = document["components"]["schemas"]
+            .as_object()
+            .unwrap()
+            .values()
+            .find_map(|schema| schema["properties"]["locale"]["pattern"].as_str())
+            .expect("the locale option's pattern");
+        let spoken: Vec<String> = languages()
+            .iter()
+            .map(|code| {
+                code.chars()
+                    .map(|c| format!("[{c}{}]", c.to_ascii_uppercase()))
+                    .collect()
+            })
+            .collect();
+        let documented = pattern
+            .trim_start_matches("^(auto|(")
+            .split(")(")
+            .next()
+            .unwrap();
+        assert_eq!(documented, spoken.join("|"), "{pattern}");
+    }
+
+    #[test]
     fn the_locale_option_is_auto_or_a_spoken_language() {
         assert_eq!(option_language("auto"), Ok(None));
         assert_eq!(option_language("de"), Ok(Some("de")));

@@ -303,6 +303,31 @@ impl Drop for Browser {
     }
 }
 
+/// A merchant's shop on its own origin with a `/thanks` page, that demo merchant `merchant`'s
+/// checkouts may return the customer to: its return origins become `also` and the shop's.
+pub fn shop_site(
+    worker: &crate::Worker,
+    portal: &crate::http::PortalSession,
+    merchant: i64,
+    also: &[&str],
+) -> Site {
+    let site = Site::start();
+    site.page(
+        "/thanks",
+        "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
+    );
+    let mut origins: Vec<&str> = also.to_vec();
+    origins.push(&site.origin);
+    let reply = worker.portal(
+        reqwest::Method::PUT,
+        &format!("/portal/api/merchants/{merchant}/return-origins"),
+        Some(portal),
+        Some(&json!({ "return_origins": origins })),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    site
+}
+
 /// A merchant's website on its own origin: serves the pages registered with [`Site::page`].
 pub struct Site {
     /// `http://127.0.0.1:<port>`.

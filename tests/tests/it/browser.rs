@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use payrail_tests::browser::{exclusive, Browser, Site};
+use payrail_tests::browser::{exclusive, shop_site, Browser, Site};
 use payrail_tests::{eventually, Worker};
 use serde_json::{json, Value};
 
@@ -21,25 +21,11 @@ const KEY: &str = "pk_live_demoAlpineOutfitters0000";
 fn site() -> &'static Site {
     static SITE: OnceLock<Site> = OnceLock::new();
     SITE.get_or_init(|| {
-        let site = Site::start();
-        site.page(
-            "/thanks",
-            "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
-        );
         // The merchant lets its checkouts return the customer to this site.
         let worker = worker();
         let merchant = worker.credentials.institutions[0].merchants[0].id;
-        let session = worker.portal_login(0);
-        let reply = worker.portal(
-            reqwest::Method::PUT,
-            &format!("/portal/api/merchants/{merchant}/return-origins"),
-            Some(&session),
-            Some(&json!({"return_origins": [
-                "https://shop.example", worker.base_url, site.origin
-            ]})),
-        );
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        site
+        let also = ["https://shop.example", worker.base_url.as_str()];
+        shop_site(worker, &worker.portal_login(0), merchant, &also)
     })
 }
 

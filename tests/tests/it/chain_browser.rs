@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use payrail_tests::browser::{exclusive, Browser, Site};
+use payrail_tests::browser::{exclusive, shop_site, Browser};
 use payrail_tests::chain::{chains, Anvil, Relay, TEST_XPUB};
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
 use payrail_tests::receiver::Receiver;
@@ -50,19 +50,8 @@ fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
     let receiver = Receiver::start();
     let portal = worker.portal_login(0);
     let (_, secret) = endpoint(&worker, &portal, &receiver.url("/hooks"), None);
-    let site = Site::start();
-    site.page(
-        "/thanks",
-        "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
-    );
     let merchant = &worker.credentials.institutions[0].merchants[0];
-    let origins = worker.portal(
-        Method::PUT,
-        &format!("/portal/api/merchants/{}/return-origins", merchant.id),
-        Some(&portal),
-        Some(&json!({"return_origins": [site.origin]})),
-    );
-    assert_eq!(origins.status, 200, "{}", origins.text);
+    let site = shop_site(&worker, &portal, merchant.id, &[]);
     let page = site.checkout_page(
         "/order",
         &worker.base_url,

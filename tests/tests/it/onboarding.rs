@@ -428,7 +428,7 @@ fn a_rolled_key_stops_at_once_or_after_its_grace() {
     assert_eq!(now.status, 200, "{}", now.text);
     let third = now.json()["public_key"].as_str().unwrap().to_owned();
     for old in [&first, &second] {
-        checkout(worker, old, "https://shop.example/a").assert_error(400, "invalid_request");
+        checkout(worker, old, "https://shop.example/a").assert_error(404, "not_found");
     }
     assert_eq!(
         checkout(worker, &third, "https://shop.example/a").status,

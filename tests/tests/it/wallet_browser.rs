@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use payrail_tests::browser::{exclusive, Browser, Site};
+use payrail_tests::browser::{exclusive, shop_site, Browser};
 use payrail_tests::chain::{chains, Anvil, TEST_XPUB};
 use payrail_tests::wallet::{WalletRequest, Wallets};
 use payrail_tests::{eventually, Worker};
@@ -62,19 +62,8 @@ fn a_customer_pays_from_the_browser_wallet_in_their_language_and_by_keyboard() {
         ],
     );
     let portal = worker.portal_login(0);
-    let site = Site::start();
-    site.page(
-        "/thanks",
-        "<!doctype html><title>Thanks</title><h1>Thanks</h1>".to_owned(),
-    );
     let merchant = &worker.credentials.institutions[0].merchants[0];
-    let origins = worker.portal(
-        Method::PUT,
-        &format!("/portal/api/merchants/{}/return-origins", merchant.id),
-        Some(&portal),
-        Some(&json!({"return_origins": [site.origin]})),
-    );
-    assert_eq!(origins.status, 200, "{}", origins.text);
+    let site = shop_site(&worker, &portal, merchant.id, &[]);
     let options = |reference: &str| {
         json!({
             "publicKey": merchant.public_key, "amount": 25.5, "currency": "USD",
