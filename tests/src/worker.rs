@@ -241,6 +241,21 @@ impl Worker {
         })
     }
 
+    /// Session `session`'s deposit address (lower case) and the base units it asks for, as the
+    /// worker stored them.
+    pub fn deposit(&self, session: &str) -> (String, u128) {
+        let (address, units): (String, String) = self
+            .database()
+            .query_row(
+                "SELECT w.address, w.base_units FROM checkout_sessions s \
+                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("the session's deposit address");
+        (address, units.parse().expect("base units"))
+    }
+
     /// Opens the worker's local D1 database directly, to check what the worker stored. Never
     /// write through it while the worker runs: workerd does not wait on SQLite's lock.
     pub fn database(&self) -> Connection {

@@ -136,17 +136,8 @@ impl Setup {
             .checkout_session(&self.order(amount, currency, reference));
         let id = session["transaction_id"].as_i64().unwrap();
         let session = session["id"].as_str().unwrap().to_owned();
-        let (address, units): (String, String) = self
-            .worker
-            .database()
-            .query_row(
-                "SELECT w.address, w.base_units FROM checkout_sessions s \
-                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
-                [&session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
-        (session, id, address, units.parse().unwrap())
+        let (address, units) = self.worker.deposit(&session);
+        (session, id, address, units)
     }
 
     /// The hosted page's status poll (which checks the session's address).

@@ -163,18 +163,9 @@ impl Setup {
         }));
         let id = session["transaction_id"].as_i64().unwrap();
         let session = session["id"].as_str().unwrap().to_owned();
-        let (address, units): (String, String) = self
-            .worker
-            .database()
-            .query_row(
-                "SELECT w.address, w.base_units FROM checkout_sessions s \
-                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
-                [&session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
+        let (address, units) = self.worker.deposit(&session);
         self.anvil
-            .transfer(&self.usdc, &self.customer, &address, units.parse().unwrap());
+            .transfer(&self.usdc, &self.customer, &address, units);
         self.anvil.mine(DEPTH);
         eventually(
             "the payment to be credited",

@@ -112,17 +112,7 @@ impl Setup {
 
     /// The session's deposit address (lower case) and the units it asks for.
     fn deposit(&self, session: &str) -> (String, u128) {
-        let (address, units): (String, String) = self
-            .worker
-            .database()
-            .query_row(
-                "SELECT w.address, w.base_units FROM checkout_sessions s \
-                 JOIN deposit_watches w ON w.address = lower(s.deposit_address) WHERE s.id = ?1",
-                [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap();
-        (address, units.parse().unwrap())
+        self.worker.deposit(session)
     }
 
     /// Waits until the session's payment, on `chain`, is credited.
