@@ -27,8 +27,8 @@ pub mod webhook;
 
 pub use error::{ErrorBody, ErrorCode};
 pub use models::{
-    Amount, List, ListObject, Merchant, MerchantObject, Networks, TokenResponse, Transaction,
-    TransactionObject, TxHashes,
+    Amount, ApiClientObject, DeliveryObject, List, ListObject, Merchant, MerchantObject, Networks,
+    TokenResponse, Transaction, TransactionObject, TxHashes,
 };
 pub use scope::{Scope, ScopeSet};
 pub use status::{

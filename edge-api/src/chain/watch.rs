@@ -136,7 +136,7 @@ pub fn verdict(
         let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
             continue;
         };
-        if t.confirmed == 0 {
+        if !t.confirmed {
             let confirmations = u64::try_from(quote.head_block - t.block_number + 1).unwrap_or(0);
             least = Some(least.map_or(confirmations, |l| l.min(confirmations)));
             continue;
@@ -169,7 +169,7 @@ pub fn verdict(
         let mut address = String::new();
         for t in transfers
             .iter()
-            .filter(|t| t.kind == "payment" && t.confirmed != 0)
+            .filter(|t| t.kind == "payment" && t.confirmed)
         {
             let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
                 continue;

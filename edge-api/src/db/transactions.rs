@@ -398,7 +398,8 @@ struct PaymentColumns {
     amount_refunded: Option<String>,
     version: i64,
     expires_at: Option<i64>,
-    paid_on_chain: i64,
+    #[serde(deserialize_with = "super::flag")]
+    paid_on_chain: bool,
     #[serde(flatten)]
     view: Row,
 }
@@ -435,7 +436,7 @@ pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
         refunded,
         version: row.version,
         expires_at: row.expires_at,
-        paid_on_chain: row.paid_on_chain != 0,
+        paid_on_chain: row.paid_on_chain,
         transaction: row.view.into_transaction()?,
     }))
 }

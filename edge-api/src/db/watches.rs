@@ -371,12 +371,14 @@ pub struct StoredTransfer {
     pub amount: Option<String>,
     /// Its block.
     pub block_number: i64,
-    /// 1 once final.
-    pub confirmed: i64,
+    /// Once final.
+    #[serde(deserialize_with = "super::flag")]
+    pub confirmed: bool,
     /// `payment`, `no_value` or `unexpected_token`.
     pub kind: String,
-    /// 1 when after the checkout's end.
-    pub after_expiry: i64,
+    /// In a block after the checkout's end.
+    #[serde(deserialize_with = "super::flag")]
+    pub after_expiry: bool,
 }
 
 /// A deposit address given out for a transaction, with its quote and watch state.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use shared_types::checkout::currency_digits;
 use shared_types::{List, SendState, Status, Transaction};
 
-use super::deliveries::{Attempt, Delivery};
+use crate::db::deliveries::{Attempt, Delivery};
 use super::Portal;
 use crate::chain;
 use crate::chain::refund::RefundView;
@@ -206,12 +206,9 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         for delivery in mine {
             let attempt_log = deliveries::attempts(portal.db(), &delivery.id)
                 .await
-                .or_internal("read attempts")?
-                .into_iter()
-                .map(Attempt::from)
-                .collect();
+                .or_internal("read attempts")?;
             with_attempts.push(TimelineDelivery {
-                delivery: Delivery::from(delivery),
+                delivery,
                 attempt_log,
             });
         }
@@ -244,9 +241,9 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                 amount,
                 base_units: t.amount,
                 block_number: t.block_number,
-                confirmed: t.confirmed == 1,
+                confirmed: t.confirmed,
                 kind: t.kind,
-                after_expiry: t.after_expiry == 1,
+                after_expiry: t.after_expiry,
             }
         })
         .collect();

@@ -183,7 +183,7 @@ fn view(
                 watch.map_or_else(|| (t.token.clone(), 0), |w| (w.asset.clone(), w.decimals));
             let units: u128 = t.amount.parse().unwrap_or(0);
             let head = watch.map_or(t.block_number, |w| w.head_block);
-            let credited = t.confirmed != 0;
+            let credited = t.confirmed;
             TopupReceived {
                 asset,
                 amount: evm::from_units(units, decimals)

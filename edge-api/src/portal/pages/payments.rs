@@ -416,7 +416,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                                         @for a in &d.attempt_log {
                                                             (a.attempt) ". " (a.outcome.as_str())
                                                             @if let Some(code) = a.status_code { " " (code) }
-                                                            " · " (a.started_at.as_deref().unwrap_or("")) br;
+                                                            " · " (a.started_at) br;
                                                         }
                                                     }
                                                     td {
