@@ -298,9 +298,9 @@ pub async fn change_method(
         .find(|w| w.network == method.network && w.asset == method.asset);
     let (address, deposit_index, crypto_amount, watch) = match earlier {
         Some(w) => (
-            crate::wallet_address::eip55(w.address.trim_start_matches("0x")),
+            crate::wallet_address::eip55(&w.address),
             Some(w.derivation_index),
-            w.crypto_amount,
+            w.crypto_amount.to_string(),
             None,
         ),
         None => {

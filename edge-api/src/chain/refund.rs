@@ -115,7 +115,7 @@ impl RefundView {
             created_at: timestamp(r.created_at)?,
             crypto_amount: evm::from_units(units, r.decimals)
                 .map_or_else(|| r.units.clone(), |a| a.to_string()),
-            address: wallet_address::eip55(r.to_address.trim_start_matches("0x")),
+            address: wallet_address::eip55(&r.to_address),
             id: r.id,
             transaction_id: r.transaction_id,
             amount: r.amount,

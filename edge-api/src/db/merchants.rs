@@ -153,11 +153,7 @@ pub struct Gate {
 impl Gate {
     /// Why this merchant cannot take payments now, if it cannot.
     pub fn refusal(&self) -> Option<String> {
-        refusal(
-            self.status,
-            self.onboarding_status,
-            self.crypto_enabled,
-        )
+        refusal(self.status, self.onboarding_status, self.crypto_enabled)
     }
 }
 

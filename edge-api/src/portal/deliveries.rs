@@ -42,11 +42,9 @@ pub async fn log(
     )
     .await
     .or_internal("read deliveries")?;
-    Ok(List::from_overfetch(
-        rows,
-        q.limit as usize,
-        |d| d.id.clone(),
-    ))
+    Ok(List::from_overfetch(rows, q.limit as usize, |d| {
+        d.id.clone()
+    }))
 }
 
 fn no_delivery() -> ApiError {

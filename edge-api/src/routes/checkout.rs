@@ -292,9 +292,7 @@ async fn payment_request(
             (None, chain::config::NATIVE_DECIMALS)
         }
         None => (
-            Some(crate::wallet_address::eip55(
-                watch.token.trim_start_matches("0x"),
-            )),
+            Some(crate::wallet_address::eip55(&watch.token)),
             chain::config::DEFAULT_TOKEN_DECIMALS,
         ),
     };
