@@ -81,9 +81,11 @@ impl Visitor<'_> for UnixTimeVisitor {
     /// A JavaScript number (how a D1 row carries an integer): whole and within ±2^53.
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnixTime, E> {
         const EXACT: f64 = 9_007_199_254_740_992.0;
-        if v.fract() == 0.0 && (-EXACT..=EXACT).contains(&v) {
-            #[allow(clippy::cast_possible_truncation)]
-            Ok(UnixTime(v as i64))
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        let whole = v as i64;
+        #[allow(clippy::cast_precision_loss)]
+        if (-EXACT..=EXACT).contains(&v) && whole as f64 == v {
+            Ok(UnixTime(whole))
         } else {
             Err(E::custom("a time that is not whole Unix seconds"))
         }
