@@ -16,6 +16,7 @@ extern crate alloc;
 
 pub mod checkout;
 pub mod error;
+pub mod ids;
 pub mod ledger;
 pub mod lifecycle;
 pub mod models;

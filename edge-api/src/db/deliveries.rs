@@ -2,6 +2,7 @@
 //! records, the cron sweep's overdue list, and the delivery log admins read and resend from.
 
 use serde::{Deserialize, Serialize};
+use shared_types::ids::{DeliveryId, EndpointId, EventId};
 use shared_types::time::UnixTime;
 use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatus};
 use worker::{D1Database, D1PreparedStatement};
@@ -274,11 +275,11 @@ pub struct Delivery {
     #[serde(skip_deserializing)]
     pub object: DeliveryObject,
     /// `dlv_…`.
-    pub id: String,
+    pub id: DeliveryId,
     /// Endpoint.
-    pub endpoint_id: String,
+    pub endpoint_id: EndpointId,
     /// Event.
-    pub event_id: String,
+    pub event_id: EventId,
     /// Event type.
     pub event_type: String,
     /// Where it stands.
@@ -290,7 +291,7 @@ pub struct Delivery {
     /// When the last attempt was made.
     pub last_attempt_at: Option<UnixTime>,
     /// The delivery this one resends.
-    pub redelivery_of: Option<String>,
+    pub redelivery_of: Option<DeliveryId>,
     /// Creation time.
     pub created_at: UnixTime,
 }

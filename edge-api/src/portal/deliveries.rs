@@ -1,6 +1,7 @@
 //! The delivery log and what an admin can do with it: read, resend, re-enable an endpoint (with
 //! a bulk resend of what failed meanwhile), send a test event, read notifications.
 
+use shared_types::ids::DeliveryId;
 use shared_types::webhook::{Event, TEST_EVENT_TYPE};
 use shared_types::{EndpointStatus, ErrorCode, List};
 
@@ -18,19 +19,19 @@ pub async fn log(
     portal: &Portal<'_>,
     endpoint_id: &str,
     query: &str,
-) -> Result<List<Delivery, String>, ApiError> {
+) -> Result<List<Delivery, DeliveryId>, ApiError> {
     super::endpoints::get(portal, endpoint_id).await?;
     let q = DeliveryLogQuery::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
     let cursor = match &q.starting_after {
         None => None,
         Some(id) => {
-            let cursor = deliveries::get(portal.db(), portal.institution_id(), id)
+            let cursor = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
                 .await
                 .or_internal("read cursor")?
                 .ok_or_else(|| {
                     ApiError::invalid_request("starting_after must be a delivery id from this log")
                 })?;
-            Some((cursor.created_at.seconds(), cursor.id))
+            Some((cursor.created_at.seconds(), String::from(cursor.id)))
         }
     };
     let rows = deliveries::page(
@@ -51,16 +52,22 @@ fn no_delivery() -> ApiError {
     ApiError::not_found("no such delivery")
 }
 
+/// A delivery id from a path: one not of our shape reads like an unknown one, without a query.
+fn delivery_id(text: &str) -> Result<DeliveryId, ApiError> {
+    DeliveryId::parse(text).map_err(|_| no_delivery())
+}
+
 /// One delivery with its attempts and the body it sends.
 pub async fn detail(portal: &Portal<'_>, id: &str) -> Result<serde_json::Value, ApiError> {
-    let row = deliveries::get(portal.db(), portal.institution_id(), id)
+    let id = delivery_id(id)?;
+    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
-    let attempts: Vec<Attempt> = deliveries::attempts(portal.db(), &row.id)
+    let attempts: Vec<Attempt> = deliveries::attempts(portal.db(), row.id.as_str())
         .await
         .or_internal("read attempts")?;
-    let payload = events::payload(portal.db(), &row.event_id)
+    let payload = events::payload(portal.db(), row.event_id.as_str())
         .await
         .or_internal("read event")?
         .unwrap_or_default();
@@ -75,7 +82,7 @@ async fn queue_new(portal: &Portal<'_>, ids: &[String]) -> Result<Vec<Delivery>,
     let created = deliveries::resend(portal.db(), portal.institution_id(), ids, portal.now)
         .await
         .or_internal("resend")?;
-    let created_ids: Vec<String> = created.iter().map(|d| d.id.clone()).collect();
+    let created_ids: Vec<String> = created.iter().map(|d| d.id.to_string()).collect();
     webhooks::enqueue(portal.ctx, &created_ids, 0).await?;
     Ok(created)
 }
@@ -90,7 +97,8 @@ fn endpoint_disabled() -> ApiError {
 /// Resends a delivery: a new delivery of the same event to the same endpoint, marked as a
 /// redelivery of the original.
 pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError> {
-    let row = deliveries::get(portal.db(), portal.institution_id(), id)
+    let id = delivery_id(id)?;
+    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
@@ -105,7 +113,7 @@ pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError>
     if endpoint.status != EndpointStatus::Enabled {
         return Err(endpoint_disabled());
     }
-    queue_new(portal, &[row.id])
+    queue_new(portal, &[row.id.into()])
         .await?
         .pop()
         .ok_or_else(no_delivery)

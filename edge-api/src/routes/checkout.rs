@@ -4,6 +4,7 @@
 //! (`crate::checkout`); here are bodies, JSON, pages and redirects.
 
 use shared_types::checkout::CheckoutOptions;
+use shared_types::ids::SessionId;
 use shared_types::{ErrorCode, RawStatus};
 use worker::{Request, Response, Url};
 
@@ -204,9 +205,13 @@ async fn page(
     notice: Option<Notice>,
     accept: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let session = sessions::get(&ctx.db, id)
-        .await
-        .or_internal("read session")?;
+    // An id not of a session's shape is an unknown session, found without a query.
+    let session = match SessionId::parse(id) {
+        Ok(id) => sessions::get(&ctx.db, &id)
+            .await
+            .or_internal("read session")?,
+        Err(_) => None,
+    };
     let lang = language(session.as_ref(), accept);
     match session {
         None => hosted_page::respond(404, hosted_page::not_found(lang)),
@@ -307,11 +312,15 @@ async fn payment_request(
     }))
 }
 
+/// The session a path names; an id not of a session's shape reads like an unknown one, without
+/// a query.
 async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
-    sessions::get(&ctx.db, id)
+    let no_checkout = || ApiError::not_found("no such checkout");
+    let id = SessionId::parse(id).map_err(|_| no_checkout())?;
+    sessions::get(&ctx.db, &id)
         .await
         .or_internal("read session")?
-        .ok_or_else(|| ApiError::not_found("no such checkout"))
+        .ok_or_else(no_checkout)
 }
 
 /// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it
