@@ -304,7 +304,7 @@ pub async fn change_method(
             None,
         ),
         None => {
-            let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+            let amount = session.amount_expected;
             let quote = match chain::quote(ctx, method, amount, &session.currency).await {
                 Ok(quote) => quote,
                 Err(why) => {
@@ -420,7 +420,7 @@ pub async fn simulate(
             return Ok(Simulation::Watched);
         }
     }
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let expected = session.amount_expected;
     let digits = currency_digits(&session.currency).unwrap_or(2);
     let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
     let action = match control {

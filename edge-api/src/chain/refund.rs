@@ -80,7 +80,7 @@ pub struct RefundView {
     /// The payment.
     pub transaction_id: i64,
     /// The amount, in the order currency.
-    pub amount: String,
+    pub amount: Decimal,
     /// The asset sent.
     pub asset: String,
     /// The network.
@@ -186,12 +186,7 @@ async fn check(
     let asked = refunds::of_transaction(&ctx.db, transaction_id)
         .await
         .or_internal("read refunds")?;
-    let left = shared_types::refundable(
-        gross,
-        asked
-            .iter()
-            .filter_map(|r| Some((Decimal::from_str(&r.amount).ok()?, r.state))),
-    );
+    let left = shared_types::refundable(gross, asked.iter().map(|r| (r.amount, r.state)));
     if amount > left {
         return Err(conflict(format!(
             "amount exceeds what is left to refund ({left} {currency})"
@@ -203,8 +198,7 @@ async fn check(
              once it is paid"
         )));
     }
-    let number = |text: &str| Decimal::from_str(text).or_internal("read the payment's quote");
-    let (crypto_amount, expected) = (number(&quote.crypto_amount)?, number(&quote.expected)?);
+    let (crypto_amount, expected) = (quote.crypto_amount, quote.expected);
     if crypto_amount <= Decimal::ZERO || expected <= Decimal::ZERO {
         return Err(conflict("the payment's quote has no amount"));
     }
@@ -228,10 +222,7 @@ async fn check(
         crypto_amount: asset_amount.normalize().to_string(),
         base_units: units.to_string(),
         rate: rate.to_string(),
-        rate_source: format!(
-            "the payment's quote of {}",
-            timestamp(quote.quoted_at).unwrap_or_default()
-        ),
+        rate_source: format!("the payment's quote of {}", quote.quoted_at),
         address,
     };
     Ok(Checked {
@@ -273,7 +264,7 @@ pub async fn request(
     }
     let same = |r: &Refund| {
         r.transaction_id == transaction_id
-            && Decimal::from_str(&r.amount).ok() == Decimal::from_str(request.amount.trim()).ok()
+            && Decimal::from_str(request.amount.trim()).is_ok_and(|asked| asked == r.amount)
             && wallet_address::check(&r.network, request.address)
                 .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))
     };
@@ -504,7 +495,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
         .await
         .or_internal("read confirmed refunds")?
     {
-        let amount = Decimal::from_str(&refund.amount).or_internal("read refund amount")?;
+        let amount = refund.amount;
         let outcome = payments::refund(
             ctx,
             refund.transaction_id,

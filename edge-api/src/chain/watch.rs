@@ -547,7 +547,7 @@ async fn evaluate(
         .map(|n| n.confirmations)
         .max()
         .unwrap_or(super::config::DEFAULT_CONFIRMATIONS);
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let expected = session.amount_expected;
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let verdict = verdict(
         session.raw_status,
