@@ -1,12 +1,12 @@
-//! `checkout.js`: `Payrail.checkout(options, selector)` binds Payrail checkout to a merchant's
-//! button. The options are checked with the server's own rules (`shared-types`) before anything
-//! is sent; a bad option is one console error naming it, and the button is left alone.
+//! `checkout.js`'s module: reads the merchant's `Payrail.checkout` options and checks them
+//! with the server's own rules (`shared-types`) before anything is sent, so a bad option is
+//! named in the browser exactly as the server would name it. It answers the session request's
+//! JSON body, or the message naming the first bad option.
 //!
-//! A click creates a checkout session (`POST {base}/checkout/sessions`) and sends the customer to
-//! the hosted page, in the same tab or in a tab opened inside the click so popup blockers allow
-//! it. The button is disabled while the session is created, so a double click makes one payment.
-//!
-//! Nothing here throws into the merchant's page: every failure is logged with `console.error`.
+//! The rest of checkout.js is its loader (`loader.js`): it binds the button, creates the session
+//! (`POST {base}/checkout/sessions`) and sends the customer to the hosted page. That is DOM and
+//! network plumbing, a few dozen lines of JavaScript; made in Rust through wasm-bindgen it cost
+//! several times their size (closures, promises and their glue), for no rule of ours.
 //!
 //! Built for the browser without std (`--no-default-features`, see the crate's `std` feature):
 //! std's panic and formatting machinery were most of the module. Nothing here formats (no
@@ -17,15 +17,11 @@
 extern crate alloc;
 
 use alloc::borrow::ToOwned;
-use alloc::boxed::Box;
-use alloc::rc::Rc;
 use alloc::string::String;
-use core::cell::Cell;
 
 use shared_types::checkout::{CheckoutOptions, OPTION_NAMES};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Element, Event, Window};
 
 // Talc instead of dlmalloc: a fraction of its size in the module, for a script that allocates
 // little. Each time it runs out it claims a new heap from `memory.grow` rather than extending
@@ -44,8 +40,6 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     core::arch::wasm32::unreachable()
 }
 
-const PREFIX: &str = "Payrail checkout: ";
-
 /// Joins message pieces, without `concat` or `join` (whose panic paths would bring `core::fmt`
 /// into the module).
 fn join(pieces: &[&str]) -> String {
@@ -56,197 +50,14 @@ fn join(pieces: &[&str]) -> String {
     text
 }
 
-fn log_error(message: &str) {
-    web_sys::console::error_1(&JsValue::from_str(&join(&[PREFIX, message])));
-}
-
+/// The merchant's options checked by the checkout rules: the session request's JSON body, or
+/// (thrown) the message naming the first option that is missing, unknown, of the wrong type or
+/// refused by a rule. Called by the loader in `checkout.js`.
 #[wasm_bindgen]
-extern "C" {
-    // The page's globals, reached by name: cheaper than finding `window` first.
-
-    /// `document.querySelector(selector)`; throws for an invalid selector.
-    #[wasm_bindgen(js_namespace = document, js_name = querySelector, catch)]
-    fn query_selector(selector: &str) -> Result<Option<Element>, JsValue>;
-
-    /// `open(url, target)`: the new tab, or `null` when a blocker stopped it.
-    #[wasm_bindgen(js_name = open, catch)]
-    fn open_tab(url: &str, target: &str) -> Result<Option<Window>, JsValue>;
-
-    /// `location.assign(url)`: leaves the page.
-    #[wasm_bindgen(js_namespace = location, js_name = assign, catch)]
-    fn leave_for(url: &str) -> Result<(), JsValue>;
-
-    /// `fetch(url, init)`, the page's own (so whatever wraps it sees the request).
-    #[wasm_bindgen(js_name = fetch)]
-    fn fetch(url: &str, init: &web_sys::RequestInit) -> js_sys::Promise;
-}
-
-/// Binds checkout to the element matching `selector`. `base_url` is the origin `checkout.js`
-/// was loaded from. Called by the loader in `checkout.js`; never throws.
-#[wasm_bindgen]
-pub fn checkout(options: JsValue, selector: JsValue, base_url: String) {
-    if let Err(message) = bind(&options, &selector, base_url) {
-        log_error(&message);
-    }
-}
-
-fn bind(options: &JsValue, selector: &JsValue, base_url: String) -> Result<(), String> {
-    let (options, body) = read_options(options)?;
+pub fn body(options: JsValue) -> Result<String, String> {
+    let (options, body) = read_options(&options)?;
     options.validate().map_err(|e| e.message)?;
-    let open_in_new_tab = options.open_in_new_tab;
-    let selector = selector
-        .as_string()
-        .ok_or("the second argument must be a CSS selector string, such as \"#pay\"")?;
-    let button = query_selector(&selector)
-        .map_err(|_| join(&["\"", &selector, "\" is not a valid CSS selector"]))?
-        .ok_or_else(|| join(&["no element matches \"", &selector, "\""]))?;
-
-    let busy = Rc::new(Cell::new(false));
-    let target = button.clone();
-    let on_click = Closure::<dyn FnMut(Event)>::new(move |event: Event| {
-        event.prevent_default();
-        if busy.replace(true) {
-            return;
-        }
-        let _ = target.set_attribute("disabled", "");
-        // A new tab must be opened inside the click, or popup blockers stop it.
-        let tab = if open_in_new_tab {
-            open_tab("", "_blank").ok().flatten()
-        } else {
-            None
-        };
-        let (target, busy) = (target.clone(), busy.clone());
-        create_session(&base_url, &body, move |result| {
-            finish(result, tab, &target, &busy)
-        });
-    });
-    button
-        .add_event_listener_with_callback("click", on_click.as_ref().unchecked_ref())
-        .map_err(|_| "could not listen for clicks".to_owned())?;
-    // The listener lives as long as the page, like the button it serves.
-    on_click.forget();
-    Ok(())
-}
-
-fn finish(
-    result: Result<String, String>,
-    tab: Option<Window>,
-    button: &Element,
-    busy: &Cell<bool>,
-) {
-    match (result, tab) {
-        (Ok(url), Some(tab)) => {
-            // The hosted page must not be able to reach back into the merchant's page.
-            let _ = js_sys::Reflect::set(&tab, &"opener".into(), &JsValue::NULL);
-            let _ = tab.location().set_href(&url);
-            release(button, busy);
-        }
-        (Ok(url), None) => {
-            // Leaving the page: the button stays disabled.
-            if leave_for(&url).is_err() {
-                log_error("could not open the checkout page");
-                release(button, busy);
-            }
-        }
-        (Err(message), tab) => {
-            if let Some(tab) = tab {
-                let _ = tab.close();
-            }
-            log_error(&message);
-            release(button, busy);
-        }
-    }
-}
-
-fn release(button: &Element, busy: &Cell<bool>) {
-    let _ = button.remove_attribute("disabled");
-    busy.set(false);
-}
-
-#[wasm_bindgen]
-extern "C" {
-    /// A promise, seen through `then` with one callback for either outcome: so a callback made
-    /// with `Closure::once_into_js` is always called, and so freed.
-    type Settling;
-
-    #[wasm_bindgen(method)]
-    fn then(this: &Settling, fulfilled: &JsValue, rejected: &JsValue);
-}
-
-/// Calls `callback` once `promise` settles, with its value or its rejection's reason. Boxed,
-/// so that every callback shares one set of wasm-bindgen's closure shims.
-fn when_settled(promise: &js_sys::Promise, callback: Box<dyn FnOnce(JsValue)>) {
-    let callback = Closure::once_into_js(callback);
-    promise
-        .unchecked_ref::<Settling>()
-        .then(&callback, &callback);
-}
-
-const UNREACHABLE: &str = "could not reach Payrail; check the connection and try again";
-
-/// Creates the session, then calls `done` with the hosted page's URL or a message for the
-/// console. Promises and callbacks rather than an async fn: an executor would cost more bytes
-/// than the rest of the request.
-fn create_session(
-    base_url: &str,
-    body: &str,
-    done: impl FnOnce(Result<String, String>) + 'static,
-) {
-    let request = match request(base_url, body) {
-        Ok(request) => request,
-        Err(message) => return done(Err(message.to_owned())),
-    };
-    when_settled(
-        &request,
-        Box::new(move |response| {
-            // A rejection (the network failed) is no Response.
-            let Ok(response) = response.dyn_into::<web_sys::Response>() else {
-                return done(Err(UNREACHABLE.to_owned()));
-            };
-            let ok = response.ok();
-            match response.text() {
-                Ok(text) => when_settled(
-                    &text,
-                    Box::new(move |text| done(answer(ok, &text.as_string().unwrap_or_default()))),
-                ),
-                Err(_) => done(answer(ok, "")),
-            }
-        }),
-    );
-}
-
-/// The session request, sent.
-fn request(base_url: &str, body: &str) -> Result<js_sys::Promise, &'static str> {
-    let init = web_sys::RequestInit::new();
-    init.set_method("POST");
-    let headers = js_sys::Object::new();
-    js_sys::Reflect::set(
-        &headers,
-        &JsValue::from_str("Content-Type"),
-        &JsValue::from_str("application/json"),
-    )
-    .map_err(|_| "could not build the request")?;
-    init.set_headers(&headers);
-    init.set_body(&JsValue::from_str(body));
-    let url = join(&[base_url, "/checkout/sessions"]);
-    Ok(fetch(&url, &init))
-}
-
-/// The hosted page's URL from the session endpoint's answer, or a message for the console.
-fn answer(ok: bool, text: &str) -> Result<String, String> {
-    let json = js_sys::JSON::parse(text).unwrap_or(JsValue::NULL);
-    // Read the one member needed rather than deserializing.
-    let member = |name: &str| {
-        js_sys::Reflect::get(&json, &JsValue::from_str(name))
-            .ok()
-            .and_then(|v| v.as_string())
-    };
-    if ok {
-        member("url").ok_or_else(|| "unexpected answer from Payrail".to_owned())
-    } else {
-        Err(member("error_description")
-            .unwrap_or_else(|| "the checkout could not be started".to_owned()))
-    }
+    Ok(body)
 }
 
 /// How an option is read: its JavaScript type, and whether it must be there.

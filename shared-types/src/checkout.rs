@@ -713,13 +713,30 @@ mod tests {
                 && (rest.is_empty()
                     || (rest.starts_with(['-', '_'])
                         && rest[1..].split(['-', '_']).all(|p| {
-                            (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric())
+                            (1..=8).contains(&p.len())
+                                && p.bytes().all(|b| b.is_ascii_alphanumeric())
                         })))
         };
         for tag in [
-            "auto", "de", "DE", "dE-ch", "de_CH", "des", "de-", "de--ch", "-de", "de-12345678",
-            "de-123456789", "fr-ca-x-1", "it", "", "au", "en-\u{e9}", "es-419",
-            "en-aaaaaaaa-bbbbbbbb-cccccccc-ddd", "en-aaaaaaaa-bbbbbbbb-cccccccc-dddd",
+            "auto",
+            "de",
+            "DE",
+            "dE-ch",
+            "de_CH",
+            "des",
+            "de-",
+            "de--ch",
+            "-de",
+            "de-12345678",
+            "de-123456789",
+            "fr-ca-x-1",
+            "it",
+            "",
+            "au",
+            "en-\u{e9}",
+            "es-419",
+            "en-aaaaaaaa-bbbbbbbb-cccccccc-ddd",
+            "en-aaaaaaaa-bbbbbbbb-cccccccc-dddd",
         ] {
             assert_eq!(check_locale(tag).is_ok(), plain(tag), "{tag}");
         }
