@@ -1,7 +1,8 @@
 //! The customer's language on the hosted checkout page: the message catalogues (one JSON file per
 //! language under `edge-api/locales/`, compiled in by `build.rs`, so adding a language is adding
 //! a file), which one a request gets (the session's `locale` option, checked by shared-types'
-//! rule, else `Accept-Language`, else English), and amounts and dates written the language's way. Pure; tested natively.
+//! rule, else `Accept-Language`, else English), and amounts and dates written the language's
+//! way. Pure; tested natively.
 //!
 //! Amounts are decimal text and stay so: formatting only swaps the separators and groups the
 //! whole part, never rounds or drops a digit (a crypto amount must be sent exactly).
@@ -151,7 +152,8 @@ pub fn default() -> &'static Catalogue {
         .expect("edge-api/locales holds at least the default language")
 }
 
-/// The codes of the languages the page speaks, in order.
+/// The codes of the languages the page speaks, in order (held to shared-types' list by a test).
+#[cfg(test)]
 pub fn languages() -> Vec<&'static str> {
     catalogues().iter().map(|c| c.code).collect()
 }

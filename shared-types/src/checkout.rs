@@ -1,5 +1,6 @@
-//! The checkout options (spec §1, and the hosted page's `locale`) and the one set of rules that checks them, used alike by
-//! the browser script (before any request) and by `POST /checkout/sessions`.
+//! The checkout options (spec §1, and the hosted page's `locale`) and the one set of rules that
+//! checks them, used alike by the browser script (before any request) and by
+//! `POST /checkout/sessions`.
 
 use alloc::string::String;
 
