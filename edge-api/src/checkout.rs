@@ -237,11 +237,13 @@ pub async fn create(
     })
 }
 
-/// Fingerprint of everything but the key: the same key with other options is a conflict.
+/// Fingerprint of everything but the key and the page's language: the same key with other
+/// options is a conflict.
 fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
     let amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
     let canonical = CheckoutOptions {
         idempotency_key: None,
+        locale: None,
         amount: amount.normalize().to_string(),
         ..options.clone()
     };
@@ -521,15 +523,17 @@ mod tests {
             redirect_url: "https://shop.example/done".into(),
             open_in_new_tab: false,
             allow_crypto: true,
+            locale: None,
         }
     }
 
     #[test]
-    fn the_fingerprint_leaves_out_the_key_and_reads_the_amount_as_a_number() {
+    fn the_fingerprint_leaves_out_the_key_and_the_language_and_reads_the_amount_as_a_number() {
         let first = fingerprint(&options()).unwrap();
         let same = CheckoutOptions {
             amount: "149.90".into(),
             idempotency_key: Some("key-2".into()),
+            locale: Some("de".into()),
             ..options()
         };
         assert_eq!(fingerprint(&same).unwrap(), first);

@@ -106,9 +106,8 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
 }
 
 /// Reads the options: a JSON object whose `amount` may be a number or decimal text (checked
-/// against the checkout rules by the service), and whose optional `locale` (`auto` or a
-/// language the hosted page speaks) is read here, where the page's languages are known.
-/// Returns the options and the language chosen (`None`: follow the customer's browser).
+/// against the checkout rules by the service, as is the `locale`). Returns the options and the
+/// language chosen (`None`: follow the customer's browser).
 fn parse_options(body: &str) -> Result<(CheckoutOptions, Option<&'static str>), ApiError> {
     let not_object =
         || ApiError::invalid_request("the body must be a JSON object of checkout options");
@@ -120,18 +119,17 @@ fn parse_options(body: &str) -> Result<(CheckoutOptions, Option<&'static str>), 
         let text = n.to_string();
         object.insert("amount".into(), serde_json::Value::String(text));
     }
-    let language = match object.remove("locale") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(tag)) => {
-            locale::option_language(&tag).map_err(ApiError::invalid_request)?
-        }
-        Some(_) => {
-            return Err(ApiError::invalid_request(
-                "locale must be a string: \"auto\" or a language tag such as \"de\"",
-            ))
-        }
-    };
-    Ok((from_json(&value.to_string())?, language))
+    if object
+        .get("locale")
+        .is_some_and(|locale| !locale.is_string() && !locale.is_null())
+    {
+        return Err(ApiError::invalid_request(
+            "locale must be a string: \"auto\" or a language tag such as \"de\"",
+        ));
+    }
+    let options: CheckoutOptions = from_json(&value.to_string())?;
+    let language = options.language();
+    Ok((options, language))
 }
 
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
