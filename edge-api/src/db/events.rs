@@ -164,3 +164,18 @@ pub async fn feed(db: &D1Database, owner: Owner<'_>, filter: &EventFilter) -> Db
     )
     .await
 }
+
+/// Deletes the events past their retention (see [`super::deliveries::PRUNABLE_EVENTS`]), after
+/// the statements of [`super::deliveries::prune`] in the same batch have deleted their
+/// deliveries.
+pub fn prune(db: &D1Database, before: i64, limit: i64) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        &format!(
+            "DELETE FROM events WHERE id IN ({}) \
+             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)",
+            super::deliveries::PRUNABLE_EVENTS
+        ),
+        &[before.into(), limit.into()],
+    )
+}

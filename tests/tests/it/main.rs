@@ -31,6 +31,7 @@ mod portal;
 mod portal_browser;
 mod production;
 mod races;
+mod retention;
 mod roles;
 mod rotation;
 mod service;
