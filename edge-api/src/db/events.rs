@@ -154,7 +154,11 @@ pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Select {
 }
 
 /// One page of the events feed as JSON (each event exactly as its deliveries send it).
-pub async fn feed(db: &D1Database, owner: Owner<'_>, filter: &EventFilter) -> DbResult<JsonPage> {
+pub async fn feed(
+    db: &impl super::Prepare,
+    owner: Owner<'_>,
+    filter: &EventFilter,
+) -> DbResult<JsonPage> {
     super::json_page(
         db,
         owner,

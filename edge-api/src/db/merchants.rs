@@ -93,7 +93,7 @@ const MERCHANT_JSON: &str = "json_object('object', 'merchant', 'id', id, 'name',
 
 /// One page of merchants as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     owner: Owner<'_>,
     filter: &MerchantFilter,
 ) -> DbResult<super::JsonPage> {
@@ -110,7 +110,7 @@ pub async fn list_json(
 /// One merchant of the token's institution as the partner API's JSON, built by SQLite, and
 /// the token's scopes (`None`: not a live token), in one statement.
 pub async fn get_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     token_hash: &str,
     id: i64,
 ) -> DbResult<(Option<String>, Option<String>)> {

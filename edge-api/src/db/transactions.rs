@@ -184,7 +184,7 @@ const TRANSACTION_JSON: &str = "json_object('object', 'transaction', 'id', id, \
 
 /// One page of transactions as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     owner: Owner<'_>,
     filter: &TransactionFilter,
 ) -> DbResult<super::JsonPage> {

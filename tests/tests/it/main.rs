@@ -31,6 +31,7 @@ mod portal;
 mod portal_browser;
 mod production;
 mod races;
+mod read_sessions;
 mod retention;
 mod roles;
 mod rotation;
