@@ -87,8 +87,18 @@ pub struct FeedStatus {
     pub error: Option<String>,
 }
 
-/// Every configured network's state; an invalid configuration is one clear error.
+/// Every configured network's state, with the treasury's balances as its node answers now; an
+/// invalid configuration is one clear error.
 pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError> {
+    status_of(portal, true).await
+}
+
+/// The same, the treasury's balances read from its node only when `read_treasury` (the
+/// overview shows the books' figure instead: no node call per balance on every view).
+pub async fn status_of(
+    portal: &Portal<'_>,
+    read_treasury: bool,
+) -> Result<Vec<NetworkStatus>, ApiError> {
     let Some(text) = portal.ctx.chains() else {
         return Ok(Vec::new());
     };
@@ -178,7 +188,7 @@ pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError>
             });
         }
         let treasury = match &treasury {
-            Some(address) if matches!(status, "ok" | "stale") => {
+            Some(address) if read_treasury && matches!(status, "ok" | "stale") => {
                 Some(treasury_view(&name, &network, address).await)
             }
             _ => None,
