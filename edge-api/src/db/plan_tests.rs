@@ -11,6 +11,8 @@ use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
 fn database() -> Connection {
     let conn = Connection::open_in_memory().unwrap();
     xtask::localdb::apply_migrations(&conn).unwrap();
+    // D1's own limit (SQLite's default is 500): a statement over it fails there, and here.
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_COMPOUND_SELECT, 5);
     conn
 }
 

@@ -93,11 +93,15 @@ pub fn volume_chart(series: &Series) -> Markup {
     let first = series.days.first().map(|d| d.date.as_str()).unwrap_or("");
     let last = series.days.last().map(|d| d.date.as_str()).unwrap_or("");
     let description = format!(
-        "{} {} from {} payments over the last {} days ({first} to {last}); {} days with payments; \
+        "{} {} from {} over the last {} days ({first} to {last}); {} days with payments; \
          the largest day is {peak_date} with {} {}.",
         series.total,
         series.currency,
-        series.count,
+        if series.count == 1 {
+            "1 payment".to_owned()
+        } else {
+            format!("{} payments", series.count)
+        },
         series.days.len(),
         busy,
         peak.0,
@@ -109,7 +113,7 @@ pub fn volume_chart(series: &Series) -> Markup {
             figcaption {
                 strong { (series.currency) } " "
                 span.num data-total { (series.total) } " "
-                span.muted { "from " (series.count) " payments, last " (series.days.len()) " days" }
+                span.muted { "from " (series.count) @if series.count == 1 { " payment" } @else { " payments" } ", last " (series.days.len()) " days" }
             }
             svg role="img" aria-labelledby=(format!("{id}-title {id}-desc"))
                 viewBox=(format!("0 0 {WIDTH} {HEIGHT}"))

@@ -64,12 +64,14 @@ input[type=search],input[type=date]{font:inherit;padding:.35rem .5rem;box-sizing
 form.filters{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:flex-end;margin-top:.75rem}
 form.filters .field{flex:1 1 9rem;min-width:0}form.filters .merchant{flex-basis:12rem}
 form.filters .actions{flex:0 0 auto;padding-bottom:.3rem}
-form.filters label{margin:0 0 .15rem;font-size:.85em}form.filters select,form.filters input{width:100%;max-width:none}
+form.filters label{margin:0 0 .15rem;font-size:.85em}form.filters select,form.filters input{width:100%;max-width:none;height:2.3rem}
+form.filters button{height:2.3rem}
 .toolbar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;justify-content:space-between;align-items:center;margin-top:.75rem}
 .chip{display:inline-block;padding:.1rem .6rem;margin-right:.3rem;border:1px solid #8893a3;border-radius:999px;
 color:#1c2430;text-decoration:none}.chip.on{background:#1c2430;color:#fff;border-color:#1c2430}
 table.payments td,table.payments th{white-space:nowrap}table.payments td:nth-child(8){white-space:normal}
-figure.chart{margin:1rem 0}figure.chart svg{display:block;width:100%;height:auto;max-height:14rem}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.5rem 2rem}
+figure.chart{margin:.5rem 0;min-width:0}figure.chart svg{display:block;width:100%;height:auto;max-height:14rem}
 figure.chart figcaption{margin-bottom:.25rem}svg.status-chart{display:block;width:100%;max-width:44rem;height:auto}
 details summary{cursor:pointer;color:#1d4ed8}table.figures caption{text-align:left}
 @media (max-width:40rem){h1{font-size:1.5rem}
@@ -78,7 +80,9 @@ table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-pa
 table.stack,table.stack tbody,table.stack tr,table.stack th,table.stack td{display:block}
 table.stack tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}table.stack th,table.stack td{border:0;padding:.1rem 0}
 table.stack td[data-label]{text-align:right}table.stack td:empty{display:none}
-table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}}
+table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}
+.charts{grid-template-columns:minmax(0,1fr)}form.filters .field{flex:1 1 40%}form.filters .actions{flex:1 1 100%}
+table.payments.stack td{white-space:normal}}
 ";
 
 pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {

@@ -64,7 +64,7 @@ fn volume_section(health: &Health) -> Markup {
             h2 { "Volume, last " (overview::CHART_DAYS) " days" }
             p.muted { "Gross received per day (UTC) from the payments created that day, one chart per currency." }
             @if health.volume.is_empty() { p { "No payments received anything in the last " (overview::CHART_DAYS) " days." } }
-            @for series in &health.volume { (volume_chart(series)) }
+            div.charts { @for series in &health.volume { (volume_chart(series)) } }
         }
     }
 }

@@ -173,9 +173,9 @@ pub(super) async fn list(c: Call<'_>) -> Answer {
                         @if search.is_none() && error.is_none() { p { "No payments match." } }
                     } @else {
                         div.scroll {
-                            table #payments.payments {
+                            table #payments.payments.stack {
                                 thead { tr {
-                                    th scope="col" { "Payment" } th scope="col" { "Created" } th scope="col" { "Merchant" }
+                                    th scope="col" { "Payment" } th scope="col" { "Created (UTC)" } th scope="col" { "Merchant" }
                                     th scope="col" { "Status" } th.num scope="col" { "Amount" } th.num scope="col" { "Gross" }
                                     th scope="col" { "Paid" } th scope="col" { "Reference" }
                                     @if search.is_some() { th scope="col" { "Matched by" } }
