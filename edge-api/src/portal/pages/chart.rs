@@ -15,8 +15,8 @@ const WIDTH: u32 = 720;
 const HEIGHT: u32 = 180;
 /// Room for the axis labels.
 const LEFT: u32 = 8;
-const BOTTOM: u32 = 22;
-const TOP: u32 = 20;
+const BOTTOM: u32 = 26;
+const TOP: u32 = 24;
 
 /// A status as people read it.
 pub fn status_label(status: Status) -> &'static str {
@@ -122,14 +122,14 @@ pub fn volume_chart(series: &Series) -> Markup {
                 desc id=(format!("{id}-desc")) { (description) }
                 line x1=(LEFT) x2=(WIDTH) y1=(TOP + plot_h) y2=(TOP + plot_h) stroke="#8893a3" stroke-width="1" {}
                 line x1=(LEFT) x2=(WIDTH) y1=(TOP) y2=(TOP) stroke="#e3e7ee" stroke-width="1" stroke-dasharray="4 4" {}
-                text x=(LEFT) y=(TOP - 6) font-size="12" fill="#5b6677" { (peak.0) " " (series.currency) }
+                text x=(LEFT) y=(TOP - 6) font-size="16" fill="#5b6677" { (peak.0) " " (series.currency) }
                 @for (i, day) in series.days.iter().enumerate() {
                     @let h = height(day.gross);
                     rect x=(LEFT + i as u32 * slot + (slot - bar) / 2) y=(TOP + plot_h - h)
                         width=(bar) height=(h) fill="#2563eb" data-day=(day.date) data-gross=(day.gross) {}
                 }
-                text x=(LEFT) y=(HEIGHT - 6) font-size="12" fill="#5b6677" { (first) }
-                text x=(WIDTH) y=(HEIGHT - 6) font-size="12" fill="#5b6677" text-anchor="end" { (last) }
+                text x=(LEFT) y=(HEIGHT - 6) font-size="16" fill="#5b6677" { (first) }
+                text x=(WIDTH) y=(HEIGHT - 6) font-size="16" fill="#5b6677" text-anchor="end" { (last) }
             }
             details {
                 summary { "Figures per day" }

@@ -96,15 +96,15 @@ fn status_section(counts: &Overview) -> Markup {
                 h3 { "Last " (period.days) " days" }
                 @if period.lines.is_empty() { p { "No payments." } } @else {
                     div.scroll {
-                        table data-days=(period.days) {
+                        table.stack data-days=(period.days) {
                             thead { tr { th scope="col" { "Status" } th scope="col" { "Currency" } th.num scope="col" { "Payments" } th.num scope="col" { "Gross" } } }
                             tbody {
                                 @for line in &period.lines {
                                     tr {
-                                        td { a href=(format!("/portal/payments?status={}", line.status.as_str())) { (status_badge(line.status)) } }
-                                        td { (line.currency.as_deref().unwrap_or("—")) }
-                                        td.num { (line.count) }
-                                        td.num { (line.gross) }
+                                        td data-label="Status" { a href=(format!("/portal/payments?status={}", line.status.as_str())) { (status_badge(line.status)) } }
+                                        td data-label="Currency" { (line.currency.as_deref().unwrap_or("—")) }
+                                        td.num data-label="Payments" { (line.count) }
+                                        td.num data-label="Gross" { (line.gross) }
                                     }
                                 }
                             }
@@ -127,7 +127,7 @@ fn float_section(float: &[Float]) -> Markup {
             }
             @if float.is_empty() { p { "No treasury or merchant balance yet." } } @else {
                 div.scroll {
-                    table #float {
+                    table #float.stack {
                         thead { tr {
                             th scope="col" { "Network" } th scope="col" { "Asset" }
                             th.num scope="col" { "Treasury" } th.num scope="col" { "Can pay out now" }
@@ -136,12 +136,12 @@ fn float_section(float: &[Float]) -> Markup {
                         tbody {
                             @for f in float {
                                 tr data-network=(f.network) data-asset=(f.asset) {
-                                    td { (f.network) }
-                                    td { (f.asset) }
-                                    td.num { (f.balance) }
-                                    td.num data-available { (f.available) }
-                                    td.num data-owed { (f.owed) }
-                                    td {
+                                    td data-label="Network" { (f.network) }
+                                    td data-label="Asset" { (f.asset) }
+                                    td.num data-label="Treasury" { (f.balance) }
+                                    td.num data-label="Can pay out now" data-available { (f.available) }
+                                    td.num data-label="Owed to merchants" data-owed { (f.owed) }
+                                    td data-label="State" {
                                         @if f.short { span.badge.s-failed { "Short by " (f.shortfall.as_deref().unwrap_or("")) } }
                                         @else { span.badge.s-paid { "Covered" } }
                                     }
@@ -161,16 +161,16 @@ fn endpoints_section(endpoints: &[Troubled]) -> Markup {
             h2 { "Webhook endpoints failing or disabled" }
             @if endpoints.is_empty() { p #endpoints-healthy { "None: every endpoint delivers." } } @else {
                 div.scroll {
-                    table #troubled-endpoints {
+                    table #troubled-endpoints.stack {
                         thead { tr { th scope="col" { "Endpoint" } th scope="col" { "State" } th scope="col" { "Last success" } } }
                         tbody {
                             @for e in endpoints {
                                 tr data-endpoint=(e.id) {
-                                    td {
+                                    td data-label="Endpoint" {
                                         a href=(format!("/portal/webhooks/{}", e.id)) { code { (e.url) } }
                                         @if !e.description.is_empty() { br; span.muted { (e.description) } }
                                     }
-                                    td {
+                                    td data-label="State" {
                                         @if e.disabled {
                                             span.badge.s-failed { "Disabled" }
                                             @if let Some(why) = &e.disabled_reason { br; small { (why) } }
@@ -179,7 +179,7 @@ fn endpoints_section(endpoints: &[Troubled]) -> Markup {
                                             @if let Some(since) = &e.failing_since { br; small { "since " (since) } }
                                         }
                                     }
-                                    td { (e.last_success.as_deref().unwrap_or("never")) }
+                                    td data-label="Last success" { (e.last_success.as_deref().unwrap_or("never")) }
                                 }
                             }
                         }
