@@ -104,7 +104,11 @@ pub async fn status_of(
     };
     let networks =
         config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))?;
-    let treasury = treasury::treasury(portal.ctx)?.map(|t| t.address);
+    let treasury = if read_treasury {
+        treasury::treasury(portal.ctx)?.map(|t| t.address)
+    } else {
+        None
+    };
     let mut out = Vec::new();
     for (name, network) in networks {
         let node = async {
@@ -188,7 +192,7 @@ pub async fn status_of(
             });
         }
         let treasury = match &treasury {
-            Some(address) if read_treasury && matches!(status, "ok" | "stale") => {
+            Some(address) if matches!(status, "ok" | "stale") => {
                 Some(treasury_view(&name, &network, address).await)
             }
             _ => None,

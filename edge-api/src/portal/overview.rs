@@ -15,6 +15,7 @@ use shared_types::ledger::{units_text, Kind};
 use shared_types::EndpointStatus;
 
 use super::Portal;
+use crate::chain::treasury;
 use crate::ctx::timestamp;
 use crate::db::ledger::AccountView;
 use crate::db::{endpoints, ledger, transactions};
@@ -95,6 +96,9 @@ pub struct Health {
     pub float: Vec<Float>,
     /// Disabled or failing endpoints.
     pub endpoints: Vec<Troubled>,
+    /// The treasury's address (EIP-55), when a treasury key is configured: where the operator
+    /// funds it.
+    pub treasury_address: Option<String>,
 }
 
 /// The day `days` before `now`'s (UTC), `YYYY-MM-DD`.
@@ -144,10 +148,14 @@ pub async fn health(portal: &Portal<'_>) -> Result<Health, ApiError> {
             })
         })
         .collect::<Result<_, ApiError>>()?;
+    // Opening the sealed key is local work: no node is asked.
+    let treasury_address = treasury::treasury(portal.ctx)?
+        .map(|t| crate::wallet_address::eip55(t.address.trim_start_matches("0x")));
     Ok(Health {
         volume,
         float,
         endpoints,
+        treasury_address,
     })
 }
 

@@ -49,9 +49,9 @@ pub(super) async fn show(c: Call<'_>) -> Answer {
                     }
                 }
                 (volume_section(&health))
-                (status_section(&counts))
-                (float_section(&health.float))
+                (float_section(&health.float, health.treasury_address.as_deref()))
                 (endpoints_section(&health.endpoints))
+                (status_section(&counts))
                 (networks_section(&networks))
             },
         ),
@@ -92,11 +92,13 @@ fn status_section(counts: &Overview) -> Markup {
             h2 { "Payments by status" }
             p.muted { "Payments created in the period, by status and currency. Gross is what customers paid." }
             (status_chart(&per_status, 30))
+            details #by-currency {
+            summary { "By status and currency, last 7 and 30 days" }
             @for period in &counts.periods {
                 h3 { "Last " (period.days) " days" }
                 @if period.lines.is_empty() { p { "No payments." } } @else {
                     div.scroll {
-                        table.stack data-days=(period.days) {
+                        table data-days=(period.days) {
                             thead { tr { th scope="col" { "Status" } th scope="col" { "Currency" } th.num scope="col" { "Payments" } th.num scope="col" { "Gross" } } }
                             tbody {
                                 @for line in &period.lines {
@@ -112,11 +114,12 @@ fn status_section(counts: &Overview) -> Markup {
                     }
                 }
             }
+            }
         }
     }
 }
 
-fn float_section(float: &[Float]) -> Markup {
+fn float_section(float: &[Float], address: Option<&str>) -> Markup {
     html! {
         section #treasury-float {
             h2 { "Treasury float" }
@@ -124,6 +127,9 @@ fn float_section(float: &[Float]) -> Markup {
                 "What the treasury (the hot wallet settlements and refunds are paid from) holds by the books, "
                 "per network and asset, against what your merchants are owed and not yet paid out. "
                 "The books are compared with the chain by every cron run; a drift is e-mailed to the operator."
+            }
+            @if let Some(address) = address {
+                p { "Treasury address (the same on every network): " code #treasury-address { (address) } }
             }
             @if float.is_empty() { p { "No treasury or merchant balance yet." } } @else {
                 div.scroll {

@@ -163,7 +163,7 @@ pub(super) async fn list(c: Call<'_>) -> Answer {
                 section {
                     @if let Some((text, more)) = &search {
                         p #search-result role="status" {
-                            @if rows.is_empty() { "No payment matches " } @else { (rows.len()) " payment" @if rows.len() > 1 { "s" } " match " }
+                            @if rows.is_empty() { "No payment matches " } @else if rows.len() == 1 { "1 payment matches " } @else { (rows.len()) " payments match " }
                             code { (text) } ". "
                             @if *more { "Only the newest " (rows.len()) " are shown. " }
                             a href="/portal/payments" { "All payments" }
@@ -177,7 +177,7 @@ pub(super) async fn list(c: Call<'_>) -> Answer {
                                 thead { tr {
                                     th scope="col" { "Payment" } th scope="col" { "Created (UTC)" } th scope="col" { "Merchant" }
                                     th scope="col" { "Status" } th.num scope="col" { "Amount" } th.num scope="col" { "Gross" }
-                                    th scope="col" { "Paid" } th scope="col" { "Reference" }
+                                    th scope="col" { "Received" } th scope="col" { "Reference" }
                                     @if search.is_some() { th scope="col" { "Matched by" } }
                                 } }
                                 tbody {
@@ -194,7 +194,7 @@ pub(super) async fn list(c: Call<'_>) -> Answer {
                                             td data-label="Status" { (status_badge(t.status)) }
                                             td.num data-label="Amount" { (t.amount.expected.map(|d| d.to_string()).unwrap_or_default()) " " span.unit { (t.currency.as_deref().unwrap_or("")) } }
                                             td.num data-label="Gross" { (t.amount.gross.map(|d| d.to_string()).unwrap_or_default()) }
-                                            td data-label="Paid" { (amount_badge(t.amount_status)) }
+                                            td data-label="Received" { (amount_badge(t.amount_status)) }
                                             td data-label="Reference" { code { (t.external_reference.as_deref().unwrap_or("")) } }
                                             @if let Some(key) = key { td data-label="Matched by" data-key=(key) { (key_label(key)) } }
                                         }
