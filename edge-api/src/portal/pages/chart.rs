@@ -10,13 +10,12 @@ use shared_types::{AmountStatus, Status};
 
 use crate::portal::overview::Series;
 
-/// Width and height of a volume chart's drawing (it scales to its box).
-const WIDTH: u32 = 720;
-const HEIGHT: u32 = 180;
-/// Room for the axis labels.
-const LEFT: u32 = 8;
-const BOTTOM: u32 = 26;
-const TOP: u32 = 24;
+/// Width and height of a volume chart's drawing (it scales to its box; its words are HTML
+/// around it, so they keep their size on a phone).
+const WIDTH: u32 = 600;
+const HEIGHT: u32 = 150;
+/// A line of room above the tallest bar.
+const TOP: u32 = 4;
 
 /// A status as people read it.
 pub fn status_label(status: Status) -> &'static str {
@@ -73,8 +72,8 @@ pub fn volume_chart(series: &Series) -> Markup {
         .unwrap_or((Decimal::ZERO, ""));
     let busy = series.days.iter().filter(|d| d.count > 0).count();
     let n = series.days.len().max(1) as u32;
-    let plot_w = WIDTH - LEFT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
+    let plot_w = WIDTH;
+    let plot_h = HEIGHT - TOP;
     let slot = plot_w / n;
     let bar = (slot * 3 / 4).max(1);
     let height = |gross: Decimal| -> u32 {
@@ -120,16 +119,18 @@ pub fn volume_chart(series: &Series) -> Markup {
                 xmlns="http://www.w3.org/2000/svg" {
                 title id=(format!("{id}-title")) { "Gross volume per day, " (series.currency) }
                 desc id=(format!("{id}-desc")) { (description) }
-                line x1=(LEFT) x2=(WIDTH) y1=(TOP + plot_h) y2=(TOP + plot_h) stroke="#8893a3" stroke-width="1" {}
-                line x1=(LEFT) x2=(WIDTH) y1=(TOP) y2=(TOP) stroke="#e3e7ee" stroke-width="1" stroke-dasharray="4 4" {}
-                text x=(LEFT) y=(TOP - 6) font-size="16" fill="#5b6677" { (peak.0) " " (series.currency) }
+                line x1="0" x2=(WIDTH) y1=(TOP) y2=(TOP) stroke="#e3e7ee" stroke-width="1" stroke-dasharray="4 4" {}
                 @for (i, day) in series.days.iter().enumerate() {
                     @let h = height(day.gross);
-                    rect x=(LEFT + i as u32 * slot + (slot - bar) / 2) y=(TOP + plot_h - h)
+                    rect x=(i as u32 * slot + (slot - bar) / 2) y=(TOP + plot_h - h)
                         width=(bar) height=(h) fill="#2563eb" data-day=(day.date) data-gross=(day.gross) {}
                 }
-                text x=(LEFT) y=(HEIGHT - 6) font-size="16" fill="#5b6677" { (first) }
-                text x=(WIDTH) y=(HEIGHT - 6) font-size="16" fill="#5b6677" text-anchor="end" { (last) }
+                line x1="0" x2=(WIDTH) y1=(HEIGHT - 1) y2=(HEIGHT - 1) stroke="#8893a3" stroke-width="2" {}
+            }
+            div.axis aria-hidden="true" {
+                span { (first) }
+                @if peak.0 > Decimal::ZERO { span.peak { "top " (peak.0) " " (series.currency) " on " (peak.1) } }
+                span { (last) }
             }
             details {
                 summary { "Figures per day" }
@@ -152,10 +153,11 @@ pub fn volume_chart(series: &Series) -> Markup {
 /// Counts per status as horizontal bars, each labelled with its status and count in words.
 pub fn status_chart(counts: &[(Status, i64)], days: i64) -> Markup {
     let max = counts.iter().map(|(_, c)| *c).max().unwrap_or(0).max(1);
-    let row = 28u32;
-    let label_w = 150u32;
-    let width = 720u32;
-    let bar_room = width - label_w - 60;
+    // Sized near a phone's width, so its words read at about their size there.
+    let row = 24u32;
+    let label_w = 118u32;
+    let width = 320u32;
+    let bar_room = width - label_w - 44;
     let height = row * counts.len().max(1) as u32;
     let total: i64 = counts.iter().map(|(_, c)| c).sum();
     let description = counts
@@ -171,10 +173,10 @@ pub fn status_chart(counts: &[(Status, i64)], days: i64) -> Markup {
             @for (i, (status, count)) in counts.iter().enumerate() {
                 @let y = i as u32 * row;
                 @let w = u32::try_from(i64::from(bar_room) * count / max).unwrap_or(0);
-                text x="0" y=(y + 19) font-size="14" fill="#1c2430" { (status_label(*status)) }
-                rect x=(label_w) y=(y + 6) width=(w.max(if *count > 0 { 2 } else { 0 })) height="16" rx="3"
+                text x="0" y=(y + 17) font-size="13" fill="#1c2430" { (status_label(*status)) }
+                rect x=(label_w) y=(y + 5) width=(w.max(if *count > 0 { 2 } else { 0 })) height="14" rx="3"
                     fill=(status_fill(*status)) data-status=(status.as_str()) data-count=(count) {}
-                text x=(label_w + w + 8) y=(y + 19) font-size="14" fill="#1c2430" { (count) }
+                text x=(label_w + w + 6) y=(y + 17) font-size="13" fill="#1c2430" { (count) }
             }
         }
     }
@@ -202,7 +204,7 @@ mod tests {
         let svg = volume_chart(&sample()).into_string();
         assert_eq!(svg.matches("<rect").count(), 2, "{svg}");
         // The largest day fills the plot's height; the other a quarter of it.
-        let plot = HEIGHT - TOP - BOTTOM;
+        let plot = HEIGHT - TOP;
         assert!(
             svg.contains(&format!(
                 "height=\"{plot}\" fill=\"#2563eb\" data-day=\"2026-11-22\""

@@ -72,7 +72,8 @@ color:#1c2430;text-decoration:none}.chip.on{background:#1c2430;color:#fff;border
 table.payments td,table.payments th{white-space:nowrap}table.payments td:nth-child(8){white-space:normal}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.5rem 2rem}
 figure.chart{margin:.5rem 0;min-width:0}figure.chart svg{display:block;width:100%;height:auto;max-height:14rem}
-figure.chart figcaption{margin-bottom:.25rem}svg.status-chart{display:block;width:100%;max-width:44rem;height:auto}
+figure.chart figcaption{margin-bottom:.25rem}svg.status-chart{display:block;width:100%;max-width:28rem;height:auto}
+.axis{display:flex;justify-content:space-between;gap:.5rem;font-size:.8em;color:#5b6677;white-space:nowrap}
 details summary{cursor:pointer;color:#1d4ed8}table.figures caption{text-align:left}
 @media (max-width:40rem){h1{font-size:1.5rem}
 dl.fields{grid-template-columns:1fr;gap:0}dl.fields dt{color:#5b6677;font-size:.9em;margin-top:.4rem}
@@ -82,7 +83,7 @@ table.stack tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}table.stack th,ta
 table.stack td[data-label]{text-align:right}table.stack td:empty{display:none}
 table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}
 .charts{grid-template-columns:minmax(0,1fr)}form.filters .field{flex:1 1 40%}form.filters .actions{flex:1 1 100%}
-table.payments.stack td{white-space:normal}}
+table.payments.stack td{white-space:normal}.axis .peak{display:none}}
 ";
 
 pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {

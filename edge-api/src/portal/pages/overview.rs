@@ -90,7 +90,7 @@ fn status_section(counts: &Overview) -> Markup {
     html! {
         section #by-status {
             h2 { "Payments by status" }
-            p.muted { "Payments created in the period, by status and currency. Gross is what customers paid." }
+            p.muted { "Payments created in the last 30 days, by status; below, by status and currency over 7 and 30 days (gross is what customers paid)." }
             (status_chart(&per_status, 30))
             details #by-currency {
             summary { "By status and currency, last 7 and 30 days" }
