@@ -35,7 +35,8 @@ struct Seeded {
     reference: &'static str,
 }
 
-/// Oldest first: ids follow creation time, as the worker allocates them.
+/// Oldest first, so their ids follow their creation times among themselves (as the worker
+/// allocates them; the date filters turn date bounds into id bounds).
 const SEEDED: &[Seeded] = &[
     // Outside the 30 days: counted nowhere.
     Seeded {
