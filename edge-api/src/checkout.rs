@@ -237,11 +237,13 @@ pub async fn create(
     })
 }
 
-/// Fingerprint of everything but the key: the same key with other options is a conflict.
+/// Fingerprint of everything but the key and the page's language: the same key with other
+/// options is a conflict.
 fn fingerprint(options: &CheckoutOptions) -> Result<String, ApiError> {
     let amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
     let canonical = CheckoutOptions {
         idempotency_key: None,
+        locale: None,
         amount: amount.normalize().to_string(),
         ..options.clone()
     };
@@ -298,13 +300,13 @@ pub async fn change_method(
         .find(|w| w.network == method.network && w.asset == method.asset);
     let (address, deposit_index, crypto_amount, watch) = match earlier {
         Some(w) => (
-            crate::wallet_address::eip55(w.address.trim_start_matches("0x")),
+            crate::wallet_address::eip55(&w.address),
             Some(w.derivation_index),
-            w.crypto_amount,
+            w.crypto_amount.to_string(),
             None,
         ),
         None => {
-            let amount = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+            let amount = session.amount_expected;
             let quote = match chain::quote(ctx, method, amount, &session.currency).await {
                 Ok(quote) => quote,
                 Err(why) => {
@@ -420,7 +422,7 @@ pub async fn simulate(
             return Ok(Simulation::Watched);
         }
     }
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let expected = session.amount_expected;
     let digits = currency_digits(&session.currency).unwrap_or(2);
     let share = |percent: i64| (expected * Decimal::new(percent, 2)).round_dp(digits);
     let action = match control {
@@ -521,15 +523,17 @@ mod tests {
             redirect_url: "https://shop.example/done".into(),
             open_in_new_tab: false,
             allow_crypto: true,
+            locale: None,
         }
     }
 
     #[test]
-    fn the_fingerprint_leaves_out_the_key_and_reads_the_amount_as_a_number() {
+    fn the_fingerprint_leaves_out_the_key_and_the_language_and_reads_the_amount_as_a_number() {
         let first = fingerprint(&options()).unwrap();
         let same = CheckoutOptions {
             amount: "149.90".into(),
             idempotency_key: Some("key-2".into()),
+            locale: Some("de".into()),
             ..options()
         };
         assert_eq!(fingerprint(&same).unwrap(), first);

@@ -1,7 +1,8 @@
 //! The customer's language on the hosted checkout page: the message catalogues (one JSON file per
 //! language under `edge-api/locales/`, compiled in by `build.rs`, so adding a language is adding
-//! a file), which one a request gets (the session's `locale` option, else `Accept-Language`,
-//! else English), and amounts and dates written the language's way. Pure; tested natively.
+//! a file), which one a request gets (the session's `locale` option, checked by shared-types'
+//! rule, else `Accept-Language`, else English), and amounts and dates written the language's
+//! way. Pure; tested natively.
 //!
 //! Amounts are decimal text and stay so: formatting only swaps the separators and groups the
 //! whole part, never rounds or drops a digit (a crypto amount must be sent exactly).
@@ -14,9 +15,7 @@ include!(concat!(env!("OUT_DIR"), "/locales.rs"));
 
 /// The language a page falls back to, and whose catalogue every other must match.
 pub const DEFAULT_LANGUAGE: &str = "en";
-/// The locale option's value that follows the customer's browser.
-pub const AUTO: &str = "auto";
-/// Longest `locale` option or `Accept-Language` entry read (BCP 47 tags are short).
+/// Longest `Accept-Language` entry read (BCP 47 tags are short).
 const MAX_TAG_CHARS: usize = 35;
 /// Most `Accept-Language` bytes read; browsers send a few dozen.
 const MAX_ACCEPT_LANGUAGE: usize = 1024;
@@ -153,7 +152,8 @@ pub fn default() -> &'static Catalogue {
         .expect("edge-api/locales holds at least the default language")
 }
 
-/// The codes of the languages the page speaks, in order.
+/// The codes of the languages the page speaks, in order (held to shared-types' list by a test).
+#[cfg(test)]
 pub fn languages() -> Vec<&'static str> {
     catalogues().iter().map(|c| c.code).collect()
 }
@@ -171,27 +171,6 @@ fn primary_language(tag: &str) -> Option<String> {
     let rest_ok =
         parts.all(|p| (1..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()));
     (language_ok && rest_ok).then(|| language.to_ascii_lowercase())
-}
-
-/// Reads the `locale` checkout option: `auto` (follow the customer's browser, the default) or a
-/// language tag whose language the page speaks (`de`, `fr-CA`). Returns the language to store,
-/// `None` for `auto`, or the message naming the problem.
-pub fn option_language(value: &str) -> Result<Option<&'static str>, String> {
-    if value == AUTO {
-        return Ok(None);
-    }
-    primary_language(value)
-        .and_then(|language| catalogue(&language))
-        .map(|c| Some(c.code))
-        .ok_or_else(|| {
-            let shown: String = value.chars().take(MAX_TAG_CHARS).collect();
-            format!(
-                "locale must be \"auto\" or a language tag in one of the languages the checkout \
-                 page speaks ({}); got \"{}\"",
-                languages().join(", "),
-                shown.escape_default()
-            )
-        })
 }
 
 /// The catalogue for an `Accept-Language` header: the supported language the browser prefers
@@ -444,24 +423,9 @@ mod tests {
     }
 
     #[test]
-    fn the_locale_option_is_auto_or_a_spoken_language() {
-        assert_eq!(option_language("auto"), Ok(None));
-        assert_eq!(option_language("de"), Ok(Some("de")));
-        assert_eq!(option_language("fr-CA"), Ok(Some("fr")));
-        assert_eq!(option_language("ES"), Ok(Some("es")));
-        for bad in [
-            "",
-            "it",
-            "klingon",
-            "de-",
-            "d",
-            "de--CH",
-            "en-verylongsubtag",
-            "<b>",
-        ] {
-            let err = option_language(bad).unwrap_err();
-            assert!(err.starts_with("locale must be"), "{bad}: {err}");
-            assert!(err.contains("en, "), "{err}");
-        }
+    fn the_shared_locale_rule_names_the_languages_the_page_speaks() {
+        // The browser script checks the locale option with shared-types' list of languages
+        // before any request: it must be the catalogues' list.
+        assert_eq!(languages(), shared_types::checkout::LANGUAGES);
     }
 }

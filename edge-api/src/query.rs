@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use shared_types::ids::{DeliveryId, EventId};
 use shared_types::lifecycle::EventType;
 use shared_types::webhook::TEST_EVENT_TYPE;
 use shared_types::{time, DeliveryStatus, Status};
@@ -62,7 +63,7 @@ pub struct EventFilter {
     /// Page size, 1 to 100.
     pub limit: u32,
     /// Only events created before this one (its `evt_…` id): the next page.
-    pub starting_after: Option<String>,
+    pub starting_after: Option<EventId>,
     /// One event type.
     pub kind: Option<EventType>,
     /// One transaction's events.
@@ -90,20 +91,7 @@ impl EventFilter {
         let starting_after = params
             .take("starting_after")
             .map(|v| {
-                let shaped = v.len() <= 64
-                    && v.strip_prefix("evt_").is_some_and(|rest| {
-                        !rest.is_empty()
-                            && rest
-                                .bytes()
-                                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                    });
-                if shaped {
-                    Ok(v)
-                } else {
-                    Err(QueryError(format!(
-                        "starting_after must be an event id (evt_…); got {v:?}"
-                    )))
-                }
+                EventId::parse(&v).map_err(|e| QueryError(format!("starting_after {e}; got {v:?}")))
             })
             .transpose()?;
         Ok(EventFilter {
@@ -232,7 +220,7 @@ pub struct DeliveryLogQuery {
     /// Page size, 1 to 100.
     pub limit: u32,
     /// Only deliveries older than this one (a delivery id).
-    pub starting_after: Option<String>,
+    pub starting_after: Option<DeliveryId>,
     /// One status.
     pub status: Option<DeliveryStatus>,
     /// One event type (`webhook.test` included).
@@ -259,7 +247,13 @@ impl DeliveryLogQuery {
         )?;
         Ok(DeliveryLogQuery {
             limit: params.limit()?,
-            starting_after: params.reference("starting_after")?,
+            starting_after: params
+                .take("starting_after")
+                .map(|v| {
+                    DeliveryId::parse(&v)
+                        .map_err(|e| QueryError(format!("starting_after {e}; got {v:?}")))
+                })
+                .transpose()?,
             status: params
                 .take("status")
                 .map(|v| {

@@ -10,7 +10,7 @@
 //! - Solana: base58 of 32 bytes.
 //! - Tron: base58check of 21 bytes starting 0x41 (`T…`).
 
-use sha3::{Digest, Keccak256};
+use payrail_evm::Address;
 
 /// Longest address text considered at all.
 const MAX_LEN: usize = 128;
@@ -46,24 +46,10 @@ fn label(network: &str) -> String {
         .unwrap_or_default()
 }
 
-/// EIP-55: each hex letter is upper case when the matching nibble of Keccak-256 of the
-/// lower-case hex is 8 or more.
-pub fn eip55(hex40: &str) -> String {
-    let lower = hex40.to_ascii_lowercase();
-    let hash = Keccak256::digest(lower.as_bytes());
-    let checksummed: String = lower
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            let nibble = (hash[i / 2] >> (if i % 2 == 0 { 4 } else { 0 })) & 0x0f;
-            if c.is_ascii_alphabetic() && nibble >= 8 {
-                c.to_ascii_uppercase()
-            } else {
-                c
-            }
-        })
-        .collect();
-    format!("0x{checksummed}")
+/// A stored or typed EVM address (`0x` and 40 hex digits, any case) as people read it, with its
+/// EIP-55 checksum; text that is not an address is returned as it is (it is shown, never paid).
+pub fn eip55(address: &str) -> String {
+    Address::parse(address).map_or_else(|_| address.to_owned(), |a| a.checksummed())
 }
 
 fn evm(network: &str, address: &str) -> Result<String, String> {
@@ -80,7 +66,7 @@ fn evm(network: &str, address: &str) -> Result<String, String> {
     if hex.bytes().all(|b| b == b'0') {
         return Err("address must not be the zero address: funds sent there are lost".into());
     }
-    let checksummed = eip55(hex);
+    let checksummed = eip55(address);
     let mixed =
         hex.bytes().any(|b| b.is_ascii_lowercase()) && hex.bytes().any(|b| b.is_ascii_uppercase());
     if mixed && checksummed[2..] != *hex {

@@ -10,7 +10,7 @@ use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::ctx::{timestamp, Ctx};
-use crate::db::deliveries::{self, Attempt, Due, NewDelivery};
+use crate::db::deliveries::{self, Due, NewAttempt, NewDelivery};
 use crate::db::events::{self, Guard, OutboxEvent};
 use crate::db::notifications::{self, EmailStatus, NewNotification, NotificationKind};
 use crate::db::{endpoints, portal, Batch, BatchResults, Handle};
@@ -132,7 +132,7 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
         }
     };
     let scale = ctx.webhook_time_scale();
-    let mut record = Attempt {
+    let mut record = NewAttempt {
         delivery_id: &due.id,
         endpoint_id: &due.endpoint_id,
         attempt,
@@ -200,7 +200,7 @@ async fn not_claimed(ctx: &Ctx, id: &str, now: i64) -> Result<(), ApiError> {
 /// Writes the attempt and what follows from it in one batch.
 async fn record_attempt(
     ctx: &Ctx,
-    record: &Attempt<'_>,
+    record: &NewAttempt<'_>,
     then: Vec<db::DbResult<worker::D1PreparedStatement>>,
 ) -> Result<(), ApiError> {
     let mut statements = vec![deliveries::insert_attempt(&ctx.db, record)];
@@ -277,7 +277,7 @@ async fn post(
 async fn disable(
     ctx: &Ctx,
     due: &Due,
-    record: &Attempt<'_>,
+    record: &NewAttempt<'_>,
     first_failure: i64,
 ) -> Result<(), ApiError> {
     let database = &ctx.db;

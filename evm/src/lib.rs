@@ -6,6 +6,10 @@
 //! wasm-friendly; pinned by native tests against published vectors, and the chain tests send
 //! what this signs to a real node.
 
+mod address;
+
+pub use address::{Address, NotHex, Token, TxHash};
+
 use alloy_rlp::{BufMut, Encodable, Header};
 pub use k256;
 use k256::ecdsa::{RecoveryId, Signature, SigningKey, VerifyingKey};

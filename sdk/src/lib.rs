@@ -35,6 +35,7 @@ pub use client::{
 pub use error::{Error, Result};
 pub use query::{EventQuery, MerchantQuery, TimeBound, TransactionQuery};
 pub use retry::RetryPolicy;
+pub use shared_types::ids::{DeliveryId, EventId};
 pub use shared_types::lifecycle::EventType;
 pub use shared_types::{
     Amount, AmountStatus, List, Merchant, MerchantStatus, Networks, OnboardingStatus, RawStatus,

@@ -1,5 +1,6 @@
-//! The nine checkout options (spec §1) and the one set of rules that checks them, used alike by
-//! the browser script (before any request) and by `POST /checkout/sessions`.
+//! The checkout options (spec §1, and the hosted page's `locale`) and the one set of rules that
+//! checks them, used alike by the browser script (before any request) and by
+//! `POST /checkout/sessions`.
 
 use alloc::string::String;
 
@@ -16,6 +17,13 @@ pub const MAX_TITLE_CHARS: usize = 200;
 pub const MAX_REFERENCE_CHARS: usize = 255;
 /// Longest redirect URL.
 pub const MAX_URL_CHARS: usize = 2048;
+/// The languages the hosted page speaks (the catalogues under `edge-api/locales/`, which the
+/// worker's tests hold to this list), in order.
+pub const LANGUAGES: &[&str] = &["de", "en", "es", "fr"];
+/// The `locale` option's value that follows the customer's browser (`Accept-Language`).
+pub const LOCALE_AUTO: &str = "auto";
+/// Longest `locale` option (BCP 47 tags are short).
+pub const MAX_LOCALE_CHARS: usize = 35;
 
 /// The options as the session endpoint receives them (camelCase, as in the spec). `amount` is
 /// the decimal text of the number the merchant passed.
@@ -42,10 +50,15 @@ pub struct CheckoutOptions {
     pub open_in_new_tab: bool,
     /// Enables crypto payment; must be true, as crypto is the only method offered.
     pub allow_crypto: bool,
+    /// The hosted page's language: `auto` (or absent) follows the customer's browser; else a
+    /// language tag in one of [`LANGUAGES`] (`de`, `fr-CA`). Left out of the wire form when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
 }
 
 /// The option names, as the merchant writes them.
-pub const OPTION_NAMES: [&str; 9] = [
+pub const OPTION_NAMES: [&str; 10] = [
     "publicKey",
     "amount",
     "currency",
@@ -55,6 +68,7 @@ pub const OPTION_NAMES: [&str; 9] = [
     "redirectUrl",
     "openInNewTab",
     "allowCrypto",
+    "locale",
 ];
 
 /// Joins message pieces. The browser script runs these rules, so they build messages without
@@ -123,8 +137,74 @@ impl CheckoutOptions {
                 "allowCrypto must be true: crypto is the only way to pay at Payrail checkout",
             );
         }
+        if let Some(locale) = &self.locale {
+            check_locale(locale)?;
+        }
         Ok(())
     }
+
+    /// The hosted page's language chosen by the `locale` option (one of [`LANGUAGES`]), or
+    /// `None` to follow the customer's browser (also for a value [`check_locale`] refuses).
+    pub fn language(&self) -> Option<&'static str> {
+        self.locale.as_deref().and_then(locale_language)
+    }
+}
+
+/// The language of a `locale` option: `None` for `auto`; else the tag's primary language when
+/// the page speaks it (one of [`LANGUAGES`], in any case) and the tag is well formed: the
+/// language, then any number of `-` or `_` and a subtag of 1 to 8 letters and digits, at most
+/// [`MAX_LOCALE_CHARS`] in all. `FR-ca` is French.
+pub fn locale_language(tag: &str) -> Option<&'static str> {
+    if tag.len() > MAX_LOCALE_CHARS {
+        return None;
+    }
+    // Read as bytes (see `text`): the language, then the subtags.
+    LANGUAGES.iter().copied().find(|code| {
+        tag.as_bytes()
+            .split_at_checked(code.len())
+            .is_some_and(|(language, rest)| {
+                language.eq_ignore_ascii_case(code.as_bytes()) && subtags_well_formed(rest)
+            })
+    })
+}
+
+/// Empty, or `-`/`_`-led subtags of 1 to 8 letters and digits.
+fn subtags_well_formed(rest: &[u8]) -> bool {
+    // The length of the subtag being read; it starts "full", so that the first byte must be a
+    // separator.
+    let mut length = 8;
+    for &b in rest {
+        length = match b {
+            b'-' | b'_' if length > 0 => 0,
+            _ if b.is_ascii_alphanumeric() && length < 8 => length + 1,
+            _ => return false,
+        };
+    }
+    length > 0
+}
+
+/// `auto`, or a language tag in a language the hosted page speaks (see [`locale_language`]).
+pub fn check_locale(tag: &str) -> Result<(), OptionError> {
+    if tag == LOCALE_AUTO || locale_language(tag).is_some() {
+        return Ok(());
+    }
+    let mut message = String::from(
+        "locale must be \"auto\" or a language tag in one of the languages the checkout page \
+         speaks (",
+    );
+    for (index, code) in LANGUAGES.iter().enumerate() {
+        if index > 0 {
+            message.push_str(", ");
+        }
+        message.push_str(code);
+    }
+    // What was given, when it is short enough to show.
+    if tag.len() <= MAX_LOCALE_CHARS {
+        message.push_str(&text(&["); got \"", tag, "\""]));
+    } else {
+        message.push_str(&text(&["); got ", &decimal(tag.len() as u64), " bytes"]));
+    }
+    fail("locale", message)
 }
 
 /// `pk_live_` or `pk_test_` followed by 16 to 64 letters and digits.
@@ -523,6 +603,7 @@ mod tests {
             redirect_url: "https://shop.example/thanks?order=1001".into(),
             open_in_new_tab: false,
             allow_crypto: true,
+            locale: None,
         }
     }
 
@@ -604,6 +685,87 @@ mod tests {
             );
         }
         assert_eq!(refused(|o| o.allow_crypto = false), "allowCrypto");
+        for bad in [
+            "",
+            "it",
+            "klingon",
+            "de-",
+            "d",
+            "de--CH",
+            "en-verylongsubtag",
+            "<b>",
+            "AUTO",
+        ] {
+            assert_eq!(refused(|o| o.locale = Some(bad.into())), "locale", "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_locale_option_is_auto_or_a_spoken_language() {
+        // The rule is the contract's pattern (with its maxLength of 35):
+        // ^(auto|(de|en|es|fr, any case)([-_][A-Za-z0-9]{1,8})*)$
+        let plain = |tag: &str| {
+            let lower = tag.to_ascii_lowercase();
+            let Some(code) = LANGUAGES.iter().find(|c| lower.starts_with(**c)) else {
+                return tag == "auto";
+            };
+            let rest = &tag[code.len()..];
+            tag.len() <= 35
+                && (rest.is_empty()
+                    || (rest.starts_with(['-', '_'])
+                        && rest[1..].split(['-', '_']).all(|p| {
+                            (1..=8).contains(&p.len())
+                                && p.bytes().all(|b| b.is_ascii_alphanumeric())
+                        })))
+        };
+        for tag in [
+            "auto",
+            "de",
+            "DE",
+            "dE-ch",
+            "de_CH",
+            "des",
+            "de-",
+            "de--ch",
+            "-de",
+            "de-12345678",
+            "de-123456789",
+            "fr-ca-x-1",
+            "it",
+            "",
+            "au",
+            "en-\u{e9}",
+            "es-419",
+            "en-aaaaaaaa-bbbbbbbb-cccccccc-ddd",
+            "en-aaaaaaaa-bbbbbbbb-cccccccc-dddd",
+        ] {
+            assert_eq!(check_locale(tag).is_ok(), plain(tag), "{tag}");
+        }
+        for (tag, language) in [
+            ("auto", None),
+            ("de", Some("de")),
+            ("fr-CA", Some("fr")),
+            ("ES", Some("es")),
+            ("es_419", Some("es")),
+            ("en-Latn-GB-x-private", Some("en")),
+        ] {
+            check_locale(tag).unwrap();
+            let o = CheckoutOptions {
+                locale: Some(tag.into()),
+                ..options()
+            };
+            o.validate().unwrap();
+            assert_eq!(o.language(), language, "{tag}");
+        }
+        assert_eq!(options().language(), None);
+        let err = check_locale("it-IT").unwrap_err();
+        assert_eq!(
+            err.message,
+            "locale must be \"auto\" or a language tag in one of the languages the checkout page \
+             speaks (de, en, es, fr); got \"it-IT\""
+        );
+        let long = check_locale(&"x".repeat(100)).unwrap_err().message;
+        assert!(long.ends_with("; got 100 bytes"), "{long}");
     }
 
     #[test]
@@ -625,9 +787,16 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        for name in OPTION_NAMES {
-            assert!(keys.contains(&name), "{name}");
+        // Every option but an absent locale, which the wire form leaves out.
+        for name in OPTION_NAMES.iter().filter(|&&n| n != "locale") {
+            assert!(keys.contains(name), "{name}");
         }
+        assert!(!keys.contains(&"locale"));
+        let with_locale = CheckoutOptions {
+            locale: Some("de".into()),
+            ..options()
+        };
+        assert_eq!(serde_json::to_value(with_locale).unwrap()["locale"], "de");
         let unknown = r#"{"publicKey":"pk_live_abcdefghijklmnop1234","amount":"1","currency":"EUR",
             "title":"t","externalReference":"r","redirectUrl":"https://a.example","allowCrypto":true,
             "colour":"red"}"#;

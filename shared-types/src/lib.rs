@@ -16,6 +16,7 @@ extern crate alloc;
 
 pub mod checkout;
 pub mod error;
+pub mod ids;
 pub mod ledger;
 pub mod lifecycle;
 pub mod models;
@@ -27,8 +28,8 @@ pub mod webhook;
 
 pub use error::{ErrorBody, ErrorCode};
 pub use models::{
-    Amount, List, ListObject, Merchant, MerchantObject, Networks, TokenResponse, Transaction,
-    TransactionObject, TxHashes,
+    Amount, ApiClientObject, DeliveryObject, List, ListObject, Merchant, MerchantObject, Networks,
+    TokenResponse, Transaction, TransactionObject, TxHashes,
 };
 pub use scope::{Scope, ScopeSet};
 pub use status::{

@@ -69,6 +69,24 @@ pub enum MerchantObject {
     Merchant,
 }
 
+/// The `object` tag of a webhook delivery in the portal's API: always `webhook_delivery`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum DeliveryObject {
+    /// `webhook_delivery`
+    #[default]
+    #[serde(rename = "webhook_delivery")]
+    WebhookDelivery,
+}
+
+/// The `object` tag of an API client in the portal's API: always `api_client`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ApiClientObject {
+    /// `api_client`
+    #[default]
+    #[serde(rename = "api_client")]
+    ApiClient,
+}
+
 /// A transaction (spec §2.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transaction {

@@ -4,6 +4,99 @@
 use alloc::string::String;
 
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// An instant, as Unix seconds: what the database stores (an integer column, so that ranges and
+/// order are arithmetic) and what the API shows as the canonical timestamp
+/// (`2026-11-21T04:35:27Z`).
+///
+/// It reads either form, an integer (a database row) or a timestamp (an API body), and always
+/// writes the timestamp: one struct serves as the row and as the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct UnixTime(pub i64);
+
+impl UnixTime {
+    /// The Unix seconds.
+    pub fn seconds(self) -> i64 {
+        self.0
+    }
+
+    /// The canonical timestamp, or `None` when out of chrono's range.
+    pub fn to_timestamp(self) -> Option<String> {
+        format_unix(self.0)
+    }
+}
+
+/// The canonical timestamp (or the bare seconds, for a time out of chrono's range), as pages show
+/// it.
+impl core::fmt::Display for UnixTime {
+    fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+        match format_unix(self.0) {
+            Some(text) => f.write_str(&text),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl From<i64> for UnixTime {
+    fn from(seconds: i64) -> Self {
+        UnixTime(seconds)
+    }
+}
+
+impl Serialize for UnixTime {
+    fn serialize<S: Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        let text =
+            format_unix(self.0).ok_or_else(|| serde::ser::Error::custom("a time out of range"))?;
+        to.serialize_str(&text)
+    }
+}
+
+impl<'de> Deserialize<'de> for UnixTime {
+    fn deserialize<D: Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        from.deserialize_any(UnixTimeVisitor)
+    }
+}
+
+struct UnixTimeVisitor;
+
+impl Visitor<'_> for UnixTimeVisitor {
+    type Value = UnixTime;
+
+    fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+        f.write_str("Unix seconds or an RFC 3339 timestamp")
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<UnixTime, E> {
+        Ok(UnixTime(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<UnixTime, E> {
+        i64::try_from(v)
+            .map(UnixTime)
+            .map_err(|_| E::custom("a time out of range"))
+    }
+
+    /// A JavaScript number (how a D1 row carries an integer): whole and within ±2^53.
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnixTime, E> {
+        const EXACT: f64 = 9_007_199_254_740_992.0;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        let whole = v as i64;
+        #[allow(clippy::cast_precision_loss)]
+        if (-EXACT..=EXACT).contains(&v) && whole as f64 == v {
+            Ok(UnixTime(whole))
+        } else {
+            Err(E::custom("a time that is not whole Unix seconds"))
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<UnixTime, E> {
+        parse_unix(v)
+            .map(UnixTime)
+            .ok_or_else(|| E::custom("a time that is not an RFC 3339 timestamp"))
+    }
+}
 
 /// Formats Unix seconds as the canonical timestamp, or `None` when out of range.
 pub fn format_unix(secs: i64) -> Option<String> {
@@ -87,6 +180,25 @@ fn bound_shaped(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unix_time_reads_a_row_or_a_body_and_writes_the_timestamp() {
+        let t: UnixTime = serde_json::from_str("1795000000").unwrap();
+        assert_eq!(t, UnixTime(1_795_000_000));
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#""2026-11-18T11:06:40Z""#
+        );
+        let back: UnixTime = serde_json::from_str(r#""2026-11-18T11:06:40Z""#).unwrap();
+        assert_eq!(back, t);
+        let number: UnixTime = serde_json::from_str("1795000000.0").unwrap();
+        assert_eq!(number, t, "a JavaScript number, as D1 gives it");
+        assert!(serde_json::from_str::<UnixTime>("1795000000.5").is_err());
+        assert!(serde_json::from_str::<UnixTime>(r#""yesterday""#).is_err());
+        assert!(serde_json::to_string(&UnixTime(i64::MAX)).is_err());
+        let none: Option<UnixTime> = serde_json::from_str("null").unwrap();
+        assert_eq!(none, None);
+    }
 
     #[test]
     fn formats_whole_seconds_in_utc() {

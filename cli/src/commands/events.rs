@@ -49,17 +49,8 @@ fn row(e: &Event) -> Vec<String> {
 
 /// Asks the portal to deliver `delivery`'s event again (needs a portal session).
 async fn resend(cx: &Context<'_>, io: &mut Io, delivery: &str) -> Outcome {
-    let valid = delivery.len() <= 64
-        && delivery.strip_prefix("dlv_").is_some_and(|rest| {
-            !rest.is_empty()
-                && rest
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        });
-    if !valid {
-        return Err(Failure::from(format!(
-            "{delivery:?} is not a delivery id (dlv_…)"
-        )));
+    if let Err(e) = payrail::DeliveryId::parse(delivery) {
+        return Err(Failure::from(format!("{delivery:?} {e}")));
     }
     let Some(login) = &cx.config.portal else {
         return Err(Failure::from(

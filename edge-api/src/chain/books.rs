@@ -442,7 +442,7 @@ async fn reconcile(
                 c.scope.as_str()
             );
         }
-        if let Some(row) = results.rows(handle)?.first().filter(|r| r.new_drift == 1) {
+        if let Some(row) = results.rows(handle)?.first().filter(|r| r.new_drift) {
             found.push(NewDrift {
                 id: row.id,
                 compared: c,

@@ -6,9 +6,8 @@
 use std::str::FromStr;
 
 use bip32::{ChildNumber, XPub};
+use payrail_evm::Address;
 use sha3::{Digest, Keccak256};
-
-use crate::wallet_address::eip55;
 
 /// Largest index a non-hardened BIP32 child can have.
 pub const MAX_INDEX: i64 = (1 << 31) - 1;
@@ -36,7 +35,9 @@ pub fn evm_address(xpub: &XPub, index: i64) -> Result<String, DeriveError> {
         .map_err(|_| DeriveError(format!("no child {index} of the deposit key")))?;
     let point = child.public_key().to_encoded_point(false);
     let hash = Keccak256::digest(&point.as_bytes()[1..]);
-    Ok(eip55(&hex::encode(&hash[12..])))
+    let mut address = [0u8; 20];
+    address.copy_from_slice(&hash[12..]);
+    Ok(Address(address).checksummed())
 }
 
 #[cfg(test)]

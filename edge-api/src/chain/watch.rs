@@ -32,6 +32,7 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
+use payrail_evm::Address;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde::Serialize;
 use serde_json::json;
@@ -102,8 +103,8 @@ pub enum Verdict {
 /// A watch's quote, for converting its transfers.
 #[derive(Debug, Clone)]
 pub struct Quoted {
-    /// Deposit address, lower case.
-    pub address: String,
+    /// Deposit address.
+    pub address: Address,
     /// Its asset.
     pub asset: String,
     /// Its network.
@@ -136,7 +137,7 @@ pub fn verdict(
         let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
             continue;
         };
-        if t.confirmed == 0 {
+        if !t.confirmed {
             let confirmations = u64::try_from(quote.head_block - t.block_number + 1).unwrap_or(0);
             least = Some(least.map_or(confirmations, |l| l.min(confirmations)));
             continue;
@@ -155,7 +156,7 @@ pub fn verdict(
             confirmed = sum;
             source.get_or_insert_with(|| {
                 (
-                    t.tx_hash.clone(),
+                    t.tx_hash.to_string(),
                     (quote.asset.clone(), quote.network.clone()),
                 )
             });
@@ -169,7 +170,7 @@ pub fn verdict(
         let mut address = String::new();
         for t in transfers
             .iter()
-            .filter(|t| t.kind == "payment" && t.confirmed != 0)
+            .filter(|t| t.kind == "payment" && t.confirmed)
         {
             let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
                 continue;
@@ -179,7 +180,7 @@ pub fn verdict(
             }
             if let Some(u) = t.amount.as_deref().and_then(|a| u128::from_str(a).ok()) {
                 units = units.saturating_add(u);
-                address.clone_from(&t.address);
+                address = t.address.lower();
             }
         }
         (address, units)
@@ -529,22 +530,24 @@ async fn evaluate(
         .or_internal("read transfers")?;
     let quotes: Vec<Quoted> = list
         .iter()
-        .map(|w| Quoted {
-            address: w.address.clone(),
-            asset: w.asset.clone(),
-            network: w.network.clone(),
-            decimals: w.decimals,
-            crypto_amount: Decimal::from_str(&w.crypto_amount).unwrap_or_default(),
-            head_block: w.head_block,
+        .map(|w| {
+            Ok(Quoted {
+                address: Address::parse(&w.address).or_internal("read a deposit address")?,
+                asset: w.asset.clone(),
+                network: w.network.clone(),
+                decimals: w.decimals,
+                crypto_amount: w.crypto_amount,
+                head_block: w.head_block,
+            })
         })
-        .collect();
+        .collect::<Result<_, ApiError>>()?;
     let depth = list
         .iter()
         .filter_map(|w| networks.get(&w.network))
         .map(|n| n.confirmations)
         .max()
         .unwrap_or(super::config::DEFAULT_CONFIRMATIONS);
-    let expected = Decimal::from_str(&session.amount_expected).or_internal("parse amount")?;
+    let expected = session.amount_expected;
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let verdict = verdict(
         session.raw_status,
@@ -646,15 +649,27 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
 
 #[cfg(test)]
 mod tests {
+    use payrail_evm::{Token, TxHash};
+
     use super::*;
 
     fn d(text: &str) -> Decimal {
         Decimal::from_str(text).unwrap()
     }
 
+    /// The test's deposit address.
+    fn deposit() -> Address {
+        Address([0xab; 20])
+    }
+
+    /// A transaction hash from a short hex number (`0x1`).
+    fn hash(short: &str) -> TxHash {
+        TxHash::parse(&format!("0x{:0>64}", short.trim_start_matches("0x"))).unwrap()
+    }
+
     fn quote() -> Quoted {
         Quoted {
-            address: "0xabc".into(),
+            address: deposit(),
             asset: "USDC".into(),
             network: "polygon".into(),
             decimals: 6,
@@ -671,15 +686,15 @@ mod tests {
         kind: &str,
     ) -> StoredTransfer {
         StoredTransfer {
-            tx_hash: hash.into(),
+            tx_hash: self::hash(hash),
             log_index: 0,
-            address: "0xabc".into(),
-            token: "0xtoken".into(),
+            address: deposit(),
+            token: Token::Erc20(Address([0x70; 20])),
             amount: Some(units.into()),
             block_number: block,
-            confirmed: i64::from(confirmed),
+            confirmed,
             kind: kind.into(),
-            after_expiry: 0,
+            after_expiry: false,
         }
     }
 
@@ -694,10 +709,10 @@ mod tests {
             judge(RawStatus::Pending, false, &exact),
             Verdict::Credit {
                 gross: d("10.00"),
-                source_hash: "0x1".into(),
+                source_hash: hash("0x1").to_string(),
                 late: false,
                 paid_with: ("USDC".into(), "polygon".into()),
-                received: (exact[0].address.clone(), 10_869_566),
+                received: (exact[0].address.lower(), 10_869_566),
             }
         );
     }
@@ -738,7 +753,7 @@ mod tests {
         let rest = transfer("0x2", "5434783", 95, true, "payment");
         assert!(matches!(
             judge(RawStatus::Pending, false, &[half.clone(), rest]),
-            Verdict::Credit { gross, ref source_hash, .. } if gross == d("10.00") && source_hash == "0x1"
+            Verdict::Credit { gross, ref source_hash, .. } if gross == d("10.00") && *source_hash == hash("0x1").to_string()
         ));
         // At the end, the part is credited (underpaid).
         assert!(matches!(
@@ -786,7 +801,7 @@ mod tests {
             asset: "USDC".into(),
             token: "0xtoken".into(),
             decimals: 6,
-            crypto_amount: "10".into(),
+            crypto_amount: d("10"),
             base_units: "10000000".into(),
             scanned_to: 99,
             head_block: 100,

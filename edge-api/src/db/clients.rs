@@ -2,7 +2,8 @@
 //! die with its secret).
 
 use payrail_credentials::sql;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use shared_types::ApiClientObject;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, first, run, Batch, DbResult, Returning, Value};
@@ -174,14 +175,19 @@ pub async fn purge_expired_tokens(db: &D1Database, now: i64) -> DbResult<usize> 
     .await
 }
 
-/// An API client as the portal lists it.
-#[derive(Debug, Deserialize)]
-pub struct ClientRow {
+/// An API client as the portal lists it (never its secret): read from its row, written with its
+/// scopes as a list.
+#[derive(Debug, Deserialize, Serialize)]
+pub struct ApiClient {
+    /// Always `api_client`.
+    #[serde(skip_deserializing)]
+    pub object: ApiClientObject,
     /// Public client id.
     pub client_id: String,
     /// Display name.
     pub name: String,
-    /// Granted scopes, space-separated.
+    /// Granted scopes: stored space-separated, written as a list.
+    #[serde(serialize_with = "words")]
     pub scopes: String,
     /// Creation time.
     pub created_at: String,
@@ -191,10 +197,14 @@ pub struct ClientRow {
     pub secret_rotated_at: Option<String>,
 }
 
+fn words<S: serde::Serializer>(text: &str, to: S) -> Result<S::Ok, S::Error> {
+    to.collect_seq(text.split(' ').filter(|w| !w.is_empty()))
+}
+
 const CLIENT_COLUMNS: &str = "client_id, name, scopes, created_at, last_used_at, secret_rotated_at";
 
 /// The institution's clients, newest first.
-pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<ClientRow>> {
+pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<ApiClient>> {
     all(
         db,
         &format!(
@@ -210,7 +220,7 @@ pub async fn get(
     db: &D1Database,
     institution_id: i64,
     client_id: &str,
-) -> DbResult<Option<ClientRow>> {
+) -> DbResult<Option<ApiClient>> {
     first(
         db,
         &format!(

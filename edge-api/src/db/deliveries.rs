@@ -2,7 +2,9 @@
 //! records, the cron sweep's overdue list, and the delivery log admins read and resend from.
 
 use serde::{Deserialize, Serialize};
-use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
+use shared_types::ids::{DeliveryId, EndpointId, EventId};
+use shared_types::time::UnixTime;
+use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatus};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{
@@ -192,8 +194,8 @@ pub async fn give_up(db: &D1Database, id: &str) -> DbResult<()> {
     .map(drop)
 }
 
-/// One attempt's result.
-pub struct Attempt<'a> {
+/// One attempt's result, to store.
+pub struct NewAttempt<'a> {
     /// Delivery.
     pub delivery_id: &'a str,
     /// Endpoint.
@@ -215,7 +217,7 @@ pub struct Attempt<'a> {
 }
 
 /// The attempt's row.
-pub fn insert_attempt(db: &D1Database, a: &Attempt<'_>) -> DbResult<D1PreparedStatement> {
+pub fn insert_attempt(db: &D1Database, a: &NewAttempt<'_>) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, status_code, \
@@ -266,29 +268,32 @@ pub fn fail_pending_of_endpoint(
     )
 }
 
-/// A delivery as the log shows it.
+/// A delivery as the log shows it: read from its row, written with its times as timestamps.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct DeliveryRow {
+pub struct Delivery {
+    /// Always `webhook_delivery`.
+    #[serde(skip_deserializing)]
+    pub object: DeliveryObject,
     /// `dlv_…`.
-    pub id: String,
+    pub id: DeliveryId,
     /// Endpoint.
-    pub endpoint_id: String,
+    pub endpoint_id: EndpointId,
     /// Event.
-    pub event_id: String,
+    pub event_id: EventId,
     /// Event type.
     pub event_type: String,
     /// Where it stands.
     pub status: DeliveryStatus,
     /// Attempts made.
     pub attempts: i64,
-    /// Next attempt, Unix seconds.
-    pub next_attempt_at: Option<i64>,
-    /// Last attempt, Unix seconds.
-    pub last_attempt_at: Option<i64>,
+    /// When the next attempt is due.
+    pub next_attempt_at: Option<UnixTime>,
+    /// When the last attempt was made.
+    pub last_attempt_at: Option<UnixTime>,
     /// The delivery this one resends.
-    pub redelivery_of: Option<String>,
-    /// Unix seconds.
-    pub created_at: i64,
+    pub redelivery_of: Option<DeliveryId>,
+    /// Creation time.
+    pub created_at: UnixTime,
 }
 
 const DELIVERY_COLUMNS: &str = "id, endpoint_id, event_id, event_type, status, attempts, \
@@ -302,7 +307,7 @@ pub async fn page(
     endpoint_id: &str,
     f: &DeliveryLogQuery,
     cursor: Option<(i64, String)>,
-) -> DbResult<Vec<DeliveryRow>> {
+) -> DbResult<Vec<Delivery>> {
     let mut sql = format!(
         "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND endpoint_id = ?2"
     );
@@ -336,7 +341,7 @@ pub async fn page(
 }
 
 /// One delivery of the institution.
-pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<DeliveryRow>> {
+pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<Delivery>> {
     first(
         db,
         &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND id = ?2"),
@@ -351,7 +356,7 @@ pub async fn of_transaction(
     db: &D1Database,
     institution_id: i64,
     transaction_id: i64,
-) -> DbResult<Vec<DeliveryRow>> {
+) -> DbResult<Vec<Delivery>> {
     all(
         db,
         "SELECT d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, \
@@ -366,11 +371,11 @@ pub async fn of_transaction(
 
 /// One attempt, as the log shows it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct AttemptRow {
+pub struct Attempt {
     /// 1-based.
     pub attempt: i64,
-    /// Unix seconds.
-    pub started_at: i64,
+    /// When it started.
+    pub started_at: UnixTime,
     /// HTTP status, if the receiver answered.
     pub status_code: Option<i64>,
     /// How it ended.
@@ -380,11 +385,11 @@ pub struct AttemptRow {
     /// First 4 KB of the body.
     pub response_body: Option<String>,
     /// When the next attempt was due.
-    pub next_attempt_at: Option<i64>,
+    pub next_attempt_at: Option<UnixTime>,
 }
 
 /// A delivery's attempts, in order.
-pub async fn attempts(db: &D1Database, delivery_id: &str) -> DbResult<Vec<AttemptRow>> {
+pub async fn attempts(db: &D1Database, delivery_id: &str) -> DbResult<Vec<Attempt>> {
     all(
         db,
         "SELECT attempt, started_at, status_code, outcome, latency_ms, response_body, \
@@ -404,7 +409,7 @@ pub async fn resend(
     institution_id: i64,
     ids: &[String],
     now: i64,
-) -> DbResult<Vec<DeliveryRow>> {
+) -> DbResult<Vec<Delivery>> {
     let mut batch = Batch::new();
     let mut chunks = Vec::new();
     for chunk in ids.chunks(RESEND_CHUNK) {
@@ -423,7 +428,7 @@ pub async fn resend(
             ),
             &params,
         )?;
-        chunks.push(batch.push(Returning::<DeliveryRow>::new(copy)));
+        chunks.push(batch.push(Returning::<Delivery>::new(copy)));
     }
     let results = batch.run(db).await?;
     let mut created = Vec::new();

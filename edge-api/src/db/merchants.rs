@@ -27,8 +27,9 @@ pub struct Row {
     pub status: MerchantStatus,
     /// Onboarding status.
     pub onboarding_status: OnboardingStatus,
-    /// 0 or 1.
-    pub crypto_enabled: i64,
+    /// Whether it may take crypto payments.
+    #[serde(deserialize_with = "super::flag")]
+    pub crypto_enabled: bool,
     created_at: String,
     /// Last change (merchants made before the portal could edit them have none).
     pub updated_at: Option<String>,
@@ -50,7 +51,7 @@ impl Row {
             status: self.status,
             onboarding_complete: self.onboarding_status.is_complete(),
             onboarding_status: self.onboarding_status,
-            crypto_enabled: self.crypto_enabled != 0,
+            crypto_enabled: self.crypto_enabled,
             created_at: self.created_at,
         }
     }
@@ -144,18 +145,15 @@ pub struct Gate {
     pub status: MerchantStatus,
     /// Onboarding status.
     pub onboarding_status: OnboardingStatus,
-    /// 0 or 1.
-    pub crypto_enabled: i64,
+    /// Whether it may take crypto payments.
+    #[serde(deserialize_with = "super::flag")]
+    pub crypto_enabled: bool,
 }
 
 impl Gate {
     /// Why this merchant cannot take payments now, if it cannot.
     pub fn refusal(&self) -> Option<String> {
-        refusal(
-            self.status,
-            self.onboarding_status,
-            self.crypto_enabled != 0,
-        )
+        refusal(self.status, self.onboarding_status, self.crypto_enabled)
     }
 }
 

@@ -100,6 +100,68 @@ impl From<i64> for Value {
     }
 }
 
+impl From<bool> for Value {
+    /// SQLite's booleans: 1 and 0.
+    fn from(b: bool) -> Self {
+        Value::Int(i64::from(b))
+    }
+}
+
+impl From<shared_types::time::UnixTime> for Value {
+    fn from(t: shared_types::time::UnixTime) -> Self {
+        Value::Int(t.seconds())
+    }
+}
+
+impl From<&payrail_evm::Address> for Value {
+    /// The stored form, lower-case.
+    fn from(a: &payrail_evm::Address) -> Self {
+        Value::Text(a.lower())
+    }
+}
+
+impl From<&payrail_evm::Token> for Value {
+    /// The stored form: `native` or the lower-case contract.
+    fn from(t: &payrail_evm::Token) -> Self {
+        Value::Text(t.lower())
+    }
+}
+
+/// Reads one of SQLite's booleans (a column of 0 and 1, as D1 returns it) as a `bool`: use as
+/// `#[serde(deserialize_with = "flag")]`. Any other value is a bad row, not a guess.
+pub fn flag<'de, D: serde::Deserializer<'de>>(from: D) -> Result<bool, D::Error> {
+    struct Flag;
+    impl serde::de::Visitor<'_> for Flag {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("0 or 1")
+        }
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<bool, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<bool, E> {
+            match v {
+                0 => Ok(false),
+                1 => Ok(true),
+                _ => Err(E::custom(format!("{v} where 0 or 1 was stored"))),
+            }
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<bool, E> {
+            self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<bool, E> {
+            if v == 0.0 {
+                Ok(false)
+            } else if v == 1.0 {
+                Ok(true)
+            } else {
+                Err(E::custom(format!("{v} where 0 or 1 was stored")))
+            }
+        }
+    }
+    from.deserialize_any(Flag)
+}
+
 impl From<&str> for Value {
     fn from(s: &str) -> Self {
         Value::Text(s.to_owned())

@@ -2,6 +2,7 @@
 //! held from settlement, a settlement wallet changed, a merchant's debt limit changed).
 
 use serde::{Deserialize, Serialize};
+use shared_types::time::UnixTime;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, DbResult};
@@ -115,7 +116,7 @@ pub fn insert(
 
 /// A notification as the portal shows it.
 #[derive(Debug, Deserialize, Serialize)]
-pub struct NotificationRow {
+pub struct Notification {
     /// Row id.
     pub id: i64,
     /// What it is about.
@@ -126,12 +127,12 @@ pub struct NotificationRow {
     pub body: String,
     /// sent, not_configured, no_recipients, failed.
     pub email_status: EmailStatus,
-    /// Unix seconds.
-    pub created_at: i64,
+    /// When.
+    pub created_at: UnixTime,
 }
 
 /// The institution's newest notifications.
-pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<NotificationRow>> {
+pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<Notification>> {
     all(
         db,
         "SELECT id, kind, subject, body, email_status, created_at FROM notifications \

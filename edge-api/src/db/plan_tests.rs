@@ -94,7 +94,7 @@ fn every_events_feed_filter_combination_is_an_index_range_scan() {
         let on = |bit: u32| mask & (1 << bit) != 0;
         let filter = EventFilter {
             limit: 25,
-            starting_after: on(0).then(|| "evt_abc".to_owned()),
+            starting_after: on(0).then(|| shared_types::ids::EventId::parse("evt_abc").unwrap()),
             kind: on(1).then_some(shared_types::lifecycle::EventType::PaymentPaid),
             transaction_id: on(2).then_some(7),
             created_after: on(3).then_some(1_700_000_000),

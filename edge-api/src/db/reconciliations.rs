@@ -249,8 +249,9 @@ pub const PRUNE: &str = "DELETE FROM reconciliations WHERE network = ?1 AND toke
 pub struct Recorded {
     /// Row id.
     pub id: i64,
-    /// 1 when an address read drifted anew.
-    pub new_drift: i64,
+    /// Whether an address read drifted anew.
+    #[serde(deserialize_with = "super::flag")]
+    pub new_drift: bool,
 }
 
 /// The statement recording `r` (before [`remember`] in its batch: it compares with each

@@ -2,7 +2,9 @@
 //! quote it is paid at, and its state. Their transactions are `chain_sends` rows (see
 //! `db::sends`). See migration 0011.
 
+use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::time::UnixTime;
 use shared_types::RefundState;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -21,12 +23,12 @@ pub struct PaymentQuote {
     pub token: String,
     /// The asset's decimals.
     pub decimals: u32,
-    /// The asset amount the order was quoted at (decimal text).
-    pub crypto_amount: String,
-    /// The order amount (decimal text).
-    pub expected: String,
-    /// When the quote was taken (Unix seconds).
-    pub quoted_at: i64,
+    /// The asset amount the order was quoted at.
+    pub crypto_amount: Decimal,
+    /// The order amount.
+    pub expected: Decimal,
+    /// When the quote was taken.
+    pub quoted_at: UnixTime,
 }
 
 /// The quote of the deposit address `transaction_id` was paid to, when it was paid on chain.
@@ -128,8 +130,8 @@ pub struct Refund {
     pub id: String,
     /// The payment.
     pub transaction_id: i64,
-    /// Order currency, decimal text.
-    pub amount: String,
+    /// Order currency.
+    pub amount: Decimal,
     /// Network.
     pub network: String,
     /// Asset.

@@ -3,7 +3,9 @@
 //! is its purpose's own table (`settlements`, `refunds`); the statements that move both are
 //! committed together by `chain::sends`. See migration 0011.
 
-use serde::Deserialize;
+use payrail_evm::{Address, TxHash};
+use serde::{Deserialize, Serialize};
+use shared_types::time::UnixTime;
 use shared_types::SendState;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -331,37 +333,39 @@ pub fn fail(
     )
 }
 
-/// A transaction the treasury signed for a payment's settlement, as the portal shows it.
-#[derive(Debug, Clone, Deserialize)]
+/// A transaction the treasury signed for a payment's settlement (alone or in a batch), as the
+/// portal shows it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct SendView {
-    /// Hash.
-    pub tx_hash: String,
-    /// Where it stands.
+    /// Its hash.
+    pub tx_hash: TxHash,
+    /// `live` (out, not yet final), `replaced` (by one with the same nonce at a higher price),
+    /// `confirmed`, `failed` (reverted), `dropped` (recorded before the final-evidence rule).
     pub state: SendState,
-    /// Nonce.
+    /// The treasury's nonce.
     pub nonce: i64,
-    /// Wei per gas.
+    /// Wei per gas (fixed when signed).
     pub gas_price: String,
     /// Gas limit.
     pub gas_limit: i64,
-    /// Gas the receipt says it used, once mined.
+    /// Gas used, once mined.
     pub gas_used: Option<String>,
     /// Its block, once mined.
     pub block_number: Option<i64>,
     /// Why it failed, or why its last broadcast did, or why it waits.
     pub error: Option<String>,
-    /// Where the gas's rate came from.
+    /// What the gas was converted to the order currency with.
     pub rate_source: String,
-    /// This payment's gas share and net (order currency), and net in base units.
+    /// This payment's share of its gas, in the order currency.
     pub gas_fee: String,
-    /// Net.
+    /// What it pays the merchant for this payment, in the order currency.
     pub net: String,
-    /// Net in base units.
-    pub units: String,
-    /// The merchant wallet.
-    pub wallet: String,
-    /// Unix seconds.
-    pub created_at: i64,
+    /// The same in the asset's base units.
+    pub net_base_units: String,
+    /// The merchant wallet it pays.
+    pub wallet: Address,
+    /// When it was signed.
+    pub created_at: UnixTime,
 }
 
 /// Every transaction signed to settle the payment, oldest first.
@@ -369,7 +373,8 @@ pub async fn of_settled_payment(db: &D1Database, transaction_id: i64) -> DbResul
     all(
         db,
         "SELECT c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, c.gas_used, \
-         c.block_number, c.error, c.rate_source, i.gas_fee, i.net, i.units, s.wallet, \
+         c.block_number, c.error, c.rate_source, i.gas_fee, i.net, i.units AS net_base_units, \
+         s.wallet, \
          c.created_at \
          FROM settlement_items i JOIN chain_sends c ON c.id = i.send_id \
          JOIN settlements s ON s.id = c.settlement_id \

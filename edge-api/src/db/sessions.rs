@@ -1,5 +1,6 @@
 //! Checkout sessions and their idempotency keys.
 
+use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
@@ -148,7 +149,7 @@ pub struct SessionView {
     /// Order title.
     pub title: String,
     /// Order amount.
-    pub amount_expected: String,
+    pub amount_expected: Decimal,
     /// Order currency.
     pub currency: String,
     /// Internal status.

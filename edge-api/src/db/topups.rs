@@ -353,8 +353,9 @@ pub struct TopupTransfer {
     pub amount: String,
     /// Its block.
     pub block_number: i64,
-    /// 1 once final (and credited).
-    pub confirmed: i64,
+    /// Once final (and credited).
+    #[serde(deserialize_with = "super::flag")]
+    pub confirmed: bool,
 }
 
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.

@@ -45,12 +45,12 @@ struct Row {
     amount_status: Option<AmountStatus>,
     asset: Option<String>,
     currency: Option<String>,
-    amount_gross: Option<String>,
-    amount_net: Option<String>,
-    amount_expected: Option<String>,
-    psp_fee: Option<String>,
-    gas_fee: Option<String>,
-    bridge_fee: Option<String>,
+    amount_gross: Option<Decimal>,
+    amount_net: Option<Decimal>,
+    amount_expected: Option<Decimal>,
+    psp_fee: Option<Decimal>,
+    gas_fee: Option<Decimal>,
+    bridge_fee: Option<Decimal>,
     network_payment: Option<String>,
     network_settlement: Option<String>,
     tx_hash_source: Option<String>,
@@ -65,12 +65,6 @@ struct Row {
 impl Row {
     fn into_transaction(self) -> DbResult<Transaction> {
         let id = self.id;
-        let bad = |what: &str| DbError::bad_row(format!("transaction {id}: bad {what}"));
-        let decimal = |value: Option<String>, what: &str| {
-            value
-                .map(|v| Decimal::from_str(&v).map_err(|_| bad(what)))
-                .transpose()
-        };
         Ok(Transaction {
             object: TransactionObject::Transaction,
             id,
@@ -81,12 +75,12 @@ impl Row {
             asset: self.asset,
             currency: self.currency,
             amount: Amount {
-                gross: decimal(self.amount_gross, "amount_gross")?,
-                net: decimal(self.amount_net, "amount_net")?,
-                expected: decimal(self.amount_expected, "amount_expected")?,
-                psp_fee: decimal(self.psp_fee, "psp_fee")?,
-                gas_fee: decimal(self.gas_fee, "gas_fee")?,
-                bridge_fee: decimal(self.bridge_fee, "bridge_fee")?,
+                gross: self.amount_gross,
+                net: self.amount_net,
+                expected: self.amount_expected,
+                psp_fee: self.psp_fee,
+                gas_fee: self.gas_fee,
+                bridge_fee: self.bridge_fee,
             },
             networks: Networks {
                 payment: self.network_payment,
@@ -537,7 +531,8 @@ struct PaymentColumns {
     amount_refunded: Option<String>,
     version: i64,
     expires_at: Option<i64>,
-    paid_on_chain: i64,
+    #[serde(deserialize_with = "super::flag")]
+    paid_on_chain: bool,
     #[serde(flatten)]
     view: Row,
 }
@@ -574,7 +569,7 @@ pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
         refunded,
         version: row.version,
         expires_at: row.expires_at,
-        paid_on_chain: row.paid_on_chain != 0,
+        paid_on_chain: row.paid_on_chain,
         transaction: row.view.into_transaction()?,
     }))
 }

@@ -1,7 +1,10 @@
 //! Deposit watches (one per deposit address given out, with its quote and how far its chain was
 //! read) and the chain transfers seen to them.
 
+use payrail_evm::{Address, Token, TxHash};
+use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::time::UnixTime;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -87,7 +90,7 @@ pub struct Watch {
     /// Token decimals.
     pub decimals: u32,
     /// The quoted amount, decimal text.
-    pub crypto_amount: String,
+    pub crypto_amount: Decimal,
     /// The same in base units.
     pub base_units: String,
     /// Every block up to this one has been read and its transfers stored as final.
@@ -360,36 +363,38 @@ pub async fn confirmed_payments(db: &D1Database, address: &str) -> DbResult<Vec<
 #[derive(Debug, Clone, Deserialize)]
 pub struct StoredTransfer {
     /// Transaction hash.
-    pub tx_hash: String,
+    pub tx_hash: TxHash,
     /// Log index.
     pub log_index: i64,
     /// The watched address.
-    pub address: String,
-    /// Token contract.
-    pub token: String,
+    pub address: Address,
+    /// What moved.
+    pub token: Token,
     /// Base units, decimal text.
     pub amount: Option<String>,
     /// Its block.
     pub block_number: i64,
-    /// 1 once final.
-    pub confirmed: i64,
+    /// Once final.
+    #[serde(deserialize_with = "super::flag")]
+    pub confirmed: bool,
     /// `payment`, `no_value` or `unexpected_token`.
     pub kind: String,
-    /// 1 when after the checkout's end.
-    pub after_expiry: i64,
+    /// In a block after the checkout's end.
+    #[serde(deserialize_with = "super::flag")]
+    pub after_expiry: bool,
 }
 
 /// A deposit address given out for a transaction, with its quote and watch state.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Deposit {
-    /// Deposit address, lower case.
-    pub address: String,
+    /// Deposit address.
+    pub address: Address,
     /// Network name.
     pub network: String,
     /// Asset code.
     pub asset: String,
-    /// Token contract, lower case.
-    pub token: String,
+    /// What it is paid in.
+    pub token: Token,
     /// Token decimals.
     pub decimals: u32,
     /// The quoted amount, decimal text.
@@ -398,8 +403,8 @@ pub struct Deposit {
     pub rate: String,
     /// Where the rate came from.
     pub rate_source: String,
-    /// When quoted, Unix seconds.
-    pub quoted_at: i64,
+    /// When quoted.
+    pub quoted_at: UnixTime,
     /// The newest block at the last check.
     pub head_block: i64,
     /// Why the last check could not read the node.

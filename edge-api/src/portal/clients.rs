@@ -2,57 +2,21 @@
 //! the secret, delete. Every function is scoped to the portal session's institution: another
 //! institution's client is `not_found`, like an unknown one.
 
-use serde::Serialize;
 use shared_types::{Scope, ScopeSet};
 
 use super::fields::check_text;
 use super::Portal;
 use crate::crypto;
 use crate::ctx::timestamp;
-use crate::db::clients::{self, ClientRow, NewClient};
+pub use crate::db::clients::ApiClient;
+use crate::db::clients::{self, NewClient};
 use crate::error::{ApiError, OrInternal};
 
-/// An API client as the portal shows it (never its secret).
-#[derive(Debug, Serialize)]
-pub struct Client {
-    /// Always `api_client`.
-    pub object: &'static str,
-    /// Public id.
-    pub client_id: String,
-    /// Display name.
-    pub name: String,
-    /// Granted scopes.
-    pub scopes: Vec<String>,
-    /// Creation time.
-    pub created_at: String,
-    /// When a token was last issued.
-    pub last_used_at: Option<String>,
-    /// When the secret was last rotated.
-    pub secret_rotated_at: Option<String>,
-}
-
-impl From<ClientRow> for Client {
-    fn from(row: ClientRow) -> Self {
-        Client {
-            object: "api_client",
-            client_id: row.client_id,
-            name: row.name,
-            scopes: row.scopes.split(' ').map(str::to_owned).collect(),
-            created_at: row.created_at,
-            last_used_at: row.last_used_at,
-            secret_rotated_at: row.secret_rotated_at,
-        }
-    }
-}
-
 /// The institution's API clients, newest first.
-pub async fn list(portal: &Portal<'_>) -> Result<Vec<Client>, ApiError> {
-    Ok(clients::list(portal.db(), portal.institution_id())
+pub async fn list(portal: &Portal<'_>) -> Result<Vec<ApiClient>, ApiError> {
+    clients::list(portal.db(), portal.institution_id())
         .await
-        .or_internal("list clients")?
-        .into_iter()
-        .map(Client::from)
-        .collect())
+        .or_internal("list clients")
 }
 
 /// Creates a client; returns it and its secret, which is shown this once.
@@ -60,7 +24,7 @@ pub async fn create(
     portal: &Portal<'_>,
     name: &str,
     scopes: &[String],
-) -> Result<(Client, String), ApiError> {
+) -> Result<(ApiClient, String), ApiError> {
     let name = check_text("name", name, 1, 100)?;
     if scopes.is_empty() {
         return Err(ApiError::invalid_request(
@@ -102,7 +66,7 @@ pub async fn create(
         .or_internal("read client")?
         .ok_or("client vanished")
         .or_internal("read client")?;
-    Ok((client.into(), secret))
+    Ok((client, secret))
 }
 
 fn no_client() -> ApiError {
@@ -110,7 +74,7 @@ fn no_client() -> ApiError {
 }
 
 /// New secret for a client; the old one and its tokens stop working now.
-pub async fn rotate(portal: &Portal<'_>, client_id: &str) -> Result<(Client, String), ApiError> {
+pub async fn rotate(portal: &Portal<'_>, client_id: &str) -> Result<(ApiClient, String), ApiError> {
     let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
         .or_internal("generate secret")?;
     let rotated = clients::rotate(
@@ -129,7 +93,7 @@ pub async fn rotate(portal: &Portal<'_>, client_id: &str) -> Result<(Client, Str
         .await
         .or_internal("read client")?
         .ok_or_else(no_client)?;
-    Ok((client.into(), secret))
+    Ok((client, secret))
 }
 
 /// Deletes a client and its tokens.

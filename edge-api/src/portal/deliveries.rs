@@ -1,145 +1,37 @@
 //! The delivery log and what an admin can do with it: read, resend, re-enable an endpoint (with
 //! a bulk resend of what failed meanwhile), send a test event, read notifications.
 
-use serde::Serialize;
+use shared_types::ids::DeliveryId;
 use shared_types::webhook::{Event, TEST_EVENT_TYPE};
-use shared_types::{time, AttemptOutcome, DeliveryStatus, EndpointStatus, ErrorCode, List};
+use shared_types::{EndpointStatus, ErrorCode, List};
 
 use super::Portal;
-use crate::db::deliveries::{self, AttemptRow, DeliveryRow};
+use crate::db::deliveries::{self, Attempt, Delivery};
 use crate::db::events::{self, Guard, OutboxEvent};
-use crate::db::notifications::{self, EmailStatus, NotificationKind, NotificationRow};
-
-/// A notification as the portal shows it, its time as a timestamp like every other.
-#[derive(Debug, Serialize)]
-pub struct Notification {
-    /// Id.
-    pub id: i64,
-    /// What it is about.
-    pub kind: NotificationKind,
-    /// Subject line.
-    pub subject: String,
-    /// Text.
-    pub body: String,
-    /// What happened to its e-mail.
-    pub email_status: EmailStatus,
-    /// When.
-    pub created_at: Option<String>,
-}
-
-impl From<NotificationRow> for Notification {
-    fn from(n: NotificationRow) -> Self {
-        Notification {
-            id: n.id,
-            kind: n.kind,
-            subject: n.subject,
-            body: n.body,
-            email_status: n.email_status,
-            created_at: time::format_unix(n.created_at),
-        }
-    }
-}
+use crate::db::notifications::{self, Notification};
 use crate::db::{endpoints, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_time_bound, DeliveryLogQuery};
 use crate::{crypto, webhooks};
-
-/// A delivery with its times as timestamps.
-#[derive(Debug, Serialize)]
-pub struct Delivery {
-    /// Always `webhook_delivery`.
-    pub object: &'static str,
-    /// `dlv_…`.
-    pub id: String,
-    /// Endpoint.
-    pub endpoint_id: String,
-    /// Event.
-    pub event_id: String,
-    /// Event type.
-    pub event_type: String,
-    /// Where it stands.
-    pub status: DeliveryStatus,
-    /// Attempts made.
-    pub attempts: i64,
-    /// When the next attempt is due.
-    pub next_attempt_at: Option<String>,
-    /// When the last attempt was made.
-    pub last_attempt_at: Option<String>,
-    /// The delivery this one resends.
-    pub redelivery_of: Option<String>,
-    /// Creation time.
-    pub created_at: Option<String>,
-}
-
-impl From<DeliveryRow> for Delivery {
-    fn from(d: DeliveryRow) -> Self {
-        Delivery {
-            object: "webhook_delivery",
-            id: d.id,
-            endpoint_id: d.endpoint_id,
-            event_id: d.event_id,
-            event_type: d.event_type,
-            status: d.status,
-            attempts: d.attempts,
-            next_attempt_at: d.next_attempt_at.and_then(time::format_unix),
-            last_attempt_at: d.last_attempt_at.and_then(time::format_unix),
-            redelivery_of: d.redelivery_of,
-            created_at: time::format_unix(d.created_at),
-        }
-    }
-}
-
-/// One attempt, times as timestamps.
-#[derive(Debug, Serialize)]
-pub struct Attempt {
-    /// 1-based.
-    pub attempt: i64,
-    /// When it started.
-    pub started_at: Option<String>,
-    /// HTTP status, if any.
-    pub status_code: Option<i64>,
-    /// How it ended.
-    pub outcome: AttemptOutcome,
-    /// Milliseconds.
-    pub latency_ms: i64,
-    /// First 4 KB of the answer.
-    pub response_body: Option<String>,
-    /// When the next attempt was due.
-    pub next_attempt_at: Option<String>,
-}
-
-impl From<AttemptRow> for Attempt {
-    fn from(a: AttemptRow) -> Self {
-        Attempt {
-            attempt: a.attempt,
-            started_at: time::format_unix(a.started_at),
-            status_code: a.status_code,
-            outcome: a.outcome,
-            latency_ms: a.latency_ms,
-            response_body: a.response_body,
-            next_attempt_at: a.next_attempt_at.and_then(time::format_unix),
-        }
-    }
-}
 
 /// An endpoint's deliveries, newest first, filtered as [`DeliveryLogQuery`] reads the query.
 pub async fn log(
     portal: &Portal<'_>,
     endpoint_id: &str,
     query: &str,
-) -> Result<List<Delivery, String>, ApiError> {
+) -> Result<List<Delivery, DeliveryId>, ApiError> {
     super::endpoints::get(portal, endpoint_id).await?;
     let q = DeliveryLogQuery::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
     let cursor = match &q.starting_after {
         None => None,
         Some(id) => {
-            let cursor = deliveries::get(portal.db(), portal.institution_id(), id)
+            let cursor = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
                 .await
                 .or_internal("read cursor")?
                 .ok_or_else(|| {
                     ApiError::invalid_request("starting_after must be a delivery id from this log")
                 })?;
-            Some((cursor.created_at, cursor.id))
+            Some((cursor.created_at.seconds(), String::from(cursor.id)))
         }
     };
     let rows = deliveries::page(
@@ -151,34 +43,35 @@ pub async fn log(
     )
     .await
     .or_internal("read deliveries")?;
-    Ok(List::from_overfetch(
-        rows.into_iter().map(Delivery::from).collect(),
-        q.limit as usize,
-        |d| d.id.clone(),
-    ))
+    Ok(List::from_overfetch(rows, q.limit as usize, |d| {
+        d.id.clone()
+    }))
 }
 
 fn no_delivery() -> ApiError {
     ApiError::not_found("no such delivery")
 }
 
+/// A delivery id from a path: one not of our shape reads like an unknown one, without a query.
+fn delivery_id(text: &str) -> Result<DeliveryId, ApiError> {
+    DeliveryId::parse(text).map_err(|_| no_delivery())
+}
+
 /// One delivery with its attempts and the body it sends.
 pub async fn detail(portal: &Portal<'_>, id: &str) -> Result<serde_json::Value, ApiError> {
-    let row = deliveries::get(portal.db(), portal.institution_id(), id)
+    let id = delivery_id(id)?;
+    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
-    let attempts: Vec<Attempt> = deliveries::attempts(portal.db(), &row.id)
+    let attempts: Vec<Attempt> = deliveries::attempts(portal.db(), row.id.as_str())
         .await
-        .or_internal("read attempts")?
-        .into_iter()
-        .map(Attempt::from)
-        .collect();
-    let payload = events::payload(portal.db(), &row.event_id)
+        .or_internal("read attempts")?;
+    let payload = events::payload(portal.db(), row.event_id.as_str())
         .await
         .or_internal("read event")?
         .unwrap_or_default();
-    let mut value = serde_json::to_value(Delivery::from(row)).or_internal("encode")?;
+    let mut value = serde_json::to_value(row).or_internal("encode")?;
     value["attempts"] = serde_json::to_value(attempts).or_internal("encode")?;
     value["payload"] = serde_json::Value::String(payload);
     Ok(value)
@@ -189,9 +82,9 @@ async fn queue_new(portal: &Portal<'_>, ids: &[String]) -> Result<Vec<Delivery>,
     let created = deliveries::resend(portal.db(), portal.institution_id(), ids, portal.now)
         .await
         .or_internal("resend")?;
-    let created_ids: Vec<String> = created.iter().map(|d| d.id.clone()).collect();
+    let created_ids: Vec<String> = created.iter().map(|d| d.id.to_string()).collect();
     webhooks::enqueue(portal.ctx, &created_ids, 0).await?;
-    Ok(created.into_iter().map(Delivery::from).collect())
+    Ok(created)
 }
 
 fn endpoint_disabled() -> ApiError {
@@ -204,7 +97,8 @@ fn endpoint_disabled() -> ApiError {
 /// Resends a delivery: a new delivery of the same event to the same endpoint, marked as a
 /// redelivery of the original.
 pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError> {
-    let row = deliveries::get(portal.db(), portal.institution_id(), id)
+    let id = delivery_id(id)?;
+    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
@@ -219,7 +113,7 @@ pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError>
     if endpoint.status != EndpointStatus::Enabled {
         return Err(endpoint_disabled());
     }
-    queue_new(portal, &[row.id])
+    queue_new(portal, &[row.id.into()])
         .await?
         .pop()
         .ok_or_else(no_delivery)
@@ -328,15 +222,12 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
     .await
     .or_internal("read delivery")?
     .ok_or_else(no_delivery)?;
-    Ok(Delivery::from(row))
+    Ok(row)
 }
 
 /// The institution's notifications.
 pub async fn list_notifications(portal: &Portal<'_>) -> Result<Vec<Notification>, ApiError> {
-    Ok(notifications::list(portal.db(), portal.institution_id())
+    notifications::list(portal.db(), portal.institution_id())
         .await
-        .or_internal("read notifications")?
-        .into_iter()
-        .map(Notification::from)
-        .collect())
+        .or_internal("read notifications")
 }

@@ -3,6 +3,7 @@
 //! session's institution: another institution's endpoint is `not_found`, like an unknown one.
 
 use serde::{Deserialize, Serialize};
+use shared_types::ids::EndpointId;
 use shared_types::lifecycle::EventType;
 use shared_types::{time, EndpointStatus, ErrorCode};
 
@@ -407,12 +408,5 @@ pub async fn rotate_secret(
 
 /// Refuses an id that is not one of ours in shape (saves a query, reads like unknown).
 pub fn endpoint_id(id: &str) -> Result<&str, ApiError> {
-    if id.starts_with("ep_")
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        Ok(id)
-    } else {
-        Err(no_endpoint())
-    }
+    EndpointId::parse(id).map(|_| id).map_err(|_| no_endpoint())
 }

@@ -81,7 +81,7 @@ fn view(
     let networks: Vec<String> = wallets.iter().map(|w| w.network.clone()).collect();
     // An unreadable chain configuration reads as nothing offered (the worker's log names it).
     let offered = chain::methods(ctx).unwrap_or_default();
-    let because = merchants::refusal(row.status, row.onboarding_status, row.crypto_enabled != 0)
+    let because = merchants::refusal(row.status, row.onboarding_status, row.crypto_enabled)
         .or_else(|| {
             if offered.is_empty() {
                 Some("this deployment offers no way to pay yet".to_owned())

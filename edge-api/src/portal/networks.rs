@@ -234,7 +234,7 @@ async fn treasury_view(name: &str, network: &config::Network, address: &str) -> 
         });
     }
     TreasuryView {
-        address: crate::wallet_address::eip55(address.trim_start_matches("0x")),
+        address: crate::wallet_address::eip55(address),
         balances,
     }
 }

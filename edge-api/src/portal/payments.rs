@@ -4,15 +4,17 @@
 //! page, and the overview's counts and gross volume per status and currency.
 
 use futures_util::stream::{self, Stream};
+use payrail_evm::{Address, Token, TxHash};
 use serde::Serialize;
 use shared_types::checkout::currency_digits;
-use shared_types::{List, SendState, Status, Transaction};
+use shared_types::time::UnixTime;
+use shared_types::{List, Status, Transaction};
 
-use super::deliveries::{Attempt, Delivery};
 use super::Portal;
 use crate::chain;
 use crate::chain::refund::RefundView;
 use crate::ctx::timestamp;
+use crate::db::deliveries::{Attempt, Delivery};
 use crate::db::{deliveries, events, refunds, sends, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
@@ -57,9 +59,9 @@ pub struct DepositView {
     /// Asset.
     pub asset: String,
     /// The deposit address.
-    pub address: String,
-    /// The token contract.
-    pub token: String,
+    pub address: Address,
+    /// What it is paid in: `native` or the token contract.
+    pub token: Token,
     /// What the customer was asked to send.
     pub crypto_amount: String,
     /// Order currency per unit of the asset.
@@ -67,7 +69,7 @@ pub struct DepositView {
     /// Where the rate came from.
     pub rate_source: String,
     /// When the quote was taken.
-    pub quoted_at: String,
+    pub quoted_at: UnixTime,
     /// The newest block at the last check.
     pub head_block: i64,
     /// Why the last check could not read the network's node, if it could not.
@@ -78,13 +80,13 @@ pub struct DepositView {
 #[derive(Debug, Serialize)]
 pub struct TransferView {
     /// Transaction hash.
-    pub tx_hash: String,
+    pub tx_hash: TxHash,
     /// Its log's index.
     pub log_index: i64,
     /// The deposit address it went to.
-    pub address: String,
-    /// The token contract that moved.
-    pub token: String,
+    pub address: Address,
+    /// What moved: `native` or the token contract.
+    pub token: Token,
     /// Amount in the quoted asset's units (`null` when it is not the quoted token, or beyond any
     /// real amount).
     pub amount: Option<String>,
@@ -114,7 +116,7 @@ pub struct PaymentDetail {
     /// Why it is held in custody instead of settling, when it is.
     pub settlement_hold: Option<HoldView>,
     /// Every transaction the treasury signed to settle it, oldest first.
-    pub settlement_transactions: Vec<SettlementSendView>,
+    pub settlement_transactions: Vec<sends::SendView>,
     /// Its refunds on chain, oldest first.
     pub refunds: Vec<RefundView>,
 }
@@ -126,49 +128,6 @@ pub struct HoldView {
     pub reason: String,
     /// Since when.
     pub since: String,
-}
-
-/// A transaction the treasury signed to settle a payment (alone or in a batch).
-#[derive(Debug, Serialize)]
-pub struct SettlementSendView {
-    /// Its hash.
-    pub tx_hash: String,
-    /// `live` (out, not yet final), `replaced` (by one with the same nonce at a higher price),
-    /// `confirmed`, `failed` (reverted), `dropped` (recorded before the final-evidence rule).
-    pub state: SendState,
-    /// The treasury's nonce.
-    pub nonce: i64,
-    /// Wei per gas (fixed when signed).
-    pub gas_price: String,
-    /// Gas limit.
-    pub gas_limit: i64,
-    /// Gas used, once mined.
-    pub gas_used: Option<String>,
-    /// Its block, once mined.
-    pub block_number: Option<i64>,
-    /// Why it failed, or why its last broadcast did.
-    pub error: Option<String>,
-    /// What the gas was converted to the order currency with.
-    pub rate_source: String,
-    /// This payment's share of its gas, in the order currency.
-    pub gas_fee: String,
-    /// What it pays the merchant for this payment, in the order currency.
-    pub net: String,
-    /// The same in the asset's base units.
-    pub net_base_units: String,
-    /// The merchant wallet it pays (EIP-55).
-    pub wallet: String,
-    /// When it was signed.
-    pub created_at: String,
-}
-
-/// A stored lower-case EVM address as people read it (EIP-55); `native` (the network's own
-/// coin, in place of a token contract) as it is.
-fn checksummed(address: &str) -> String {
-    if address == crate::chain::config::NATIVE_TOKEN {
-        return address.to_owned();
-    }
-    crate::wallet_address::eip55(address.trim_start_matches("0x"))
 }
 
 fn no_payment() -> ApiError {
@@ -206,12 +165,9 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         for delivery in mine {
             let attempt_log = deliveries::attempts(portal.db(), &delivery.id)
                 .await
-                .or_internal("read attempts")?
-                .into_iter()
-                .map(Attempt::from)
-                .collect();
+                .or_internal("read attempts")?;
             with_attempts.push(TimelineDelivery {
-                delivery: Delivery::from(delivery),
+                delivery,
                 attempt_log,
             });
         }
@@ -239,14 +195,14 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             TransferView {
                 tx_hash: t.tx_hash,
                 log_index: t.log_index,
-                address: checksummed(&t.address),
-                token: checksummed(&t.token),
+                address: t.address,
+                token: t.token,
                 amount,
                 base_units: t.amount,
                 block_number: t.block_number,
-                confirmed: t.confirmed == 1,
+                confirmed: t.confirmed,
                 kind: t.kind,
-                after_expiry: t.after_expiry == 1,
+                after_expiry: t.after_expiry,
             }
         })
         .collect();
@@ -254,11 +210,11 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         .into_iter()
         .map(|d| {
             Ok(DepositView {
-                quoted_at: timestamp(d.quoted_at)?,
+                quoted_at: d.quoted_at,
                 network: d.network,
                 asset: d.asset,
-                address: checksummed(&d.address),
-                token: checksummed(&d.token),
+                address: d.address,
+                token: d.token,
                 crypto_amount: d.crypto_amount,
                 rate: d.rate,
                 rate_source: d.rate_source,
@@ -279,27 +235,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         .transpose()?;
     let settlement_transactions = sends::of_settled_payment(portal.db(), id)
         .await
-        .or_internal("read settlement transactions")?
-        .into_iter()
-        .map(|c| {
-            Ok(SettlementSendView {
-                created_at: timestamp(c.created_at)?,
-                tx_hash: c.tx_hash,
-                state: c.state,
-                nonce: c.nonce,
-                gas_price: c.gas_price,
-                gas_limit: c.gas_limit,
-                gas_used: c.gas_used,
-                block_number: c.block_number,
-                error: c.error,
-                rate_source: c.rate_source,
-                gas_fee: c.gas_fee,
-                net: c.net,
-                net_base_units: c.units,
-                wallet: checksummed(&c.wallet),
-            })
-        })
-        .collect::<Result<_, ApiError>>()?;
+        .or_internal("read settlement transactions")?;
     let refunds = refunds::of_transaction(portal.db(), id)
         .await
         .or_internal("read refunds")?

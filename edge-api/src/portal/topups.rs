@@ -84,20 +84,6 @@ pub struct TopupReceived {
     pub credited: bool,
 }
 
-/// The address as people and wallets read it.
-fn checksummed(address: &str) -> String {
-    eip55(address.trim_start_matches("0x"))
-}
-
-/// A token as shown.
-fn token_shown(token: &str) -> String {
-    if token == chain::config::NATIVE_TOKEN {
-        token.to_owned()
-    } else {
-        checksummed(token)
-    }
-}
-
 /// The merchant's top-ups. Also watches its addresses for an asset configured since they were
 /// given out (written only then).
 pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiError> {
@@ -161,7 +147,7 @@ fn view(
         .iter()
         .map(|a| TopupAsset {
             asset: a.symbol.clone(),
-            token: token_shown(&a.ledger.token),
+            token: eip55(&a.ledger.token),
             decimals: a.decimals,
             node_error: watches
                 .iter()
@@ -183,7 +169,7 @@ fn view(
                 watch.map_or_else(|| (t.token.clone(), 0), |w| (w.asset.clone(), w.decimals));
             let units: u128 = t.amount.parse().unwrap_or(0);
             let head = watch.map_or(t.block_number, |w| w.head_block);
-            let credited = t.confirmed != 0;
+            let credited = t.confirmed;
             TopupReceived {
                 asset,
                 amount: evm::from_units(units, decimals)
@@ -204,8 +190,8 @@ fn view(
         .collect();
     TopupNetwork {
         network: name.to_owned(),
-        address: address.map(|(a, _, _)| checksummed(a)),
-        payment_uri: address.map(|(a, _, _)| topup::uri(network.chain_id, &checksummed(a))),
+        address: address.map(|(a, _, _)| eip55(a)),
+        payment_uri: address.map(|(a, _, _)| topup::uri(network.chain_id, &eip55(a))),
         confirmations: network.confirmations,
         created_by: address.map(|(_, by, _)| by.to_owned()),
         created_at: address.and_then(|(_, _, at)| shared_types::time::format_unix(at)),

@@ -4,6 +4,7 @@
 //! (`crate::checkout`); here are bodies, JSON, pages and redirects.
 
 use shared_types::checkout::CheckoutOptions;
+use shared_types::ids::SessionId;
 use shared_types::{ErrorCode, RawStatus};
 use worker::{Request, Response, Url};
 
@@ -105,9 +106,8 @@ fn hosted_url(url: &Url, session_id: &str) -> String {
 }
 
 /// Reads the options: a JSON object whose `amount` may be a number or decimal text (checked
-/// against the checkout rules by the service), and whose optional `locale` (`auto` or a
-/// language the hosted page speaks) is read here, where the page's languages are known.
-/// Returns the options and the language chosen (`None`: follow the customer's browser).
+/// against the checkout rules by the service, as is the `locale`). Returns the options and the
+/// language chosen (`None`: follow the customer's browser).
 fn parse_options(body: &str) -> Result<(CheckoutOptions, Option<&'static str>), ApiError> {
     let not_object =
         || ApiError::invalid_request("the body must be a JSON object of checkout options");
@@ -119,18 +119,17 @@ fn parse_options(body: &str) -> Result<(CheckoutOptions, Option<&'static str>), 
         let text = n.to_string();
         object.insert("amount".into(), serde_json::Value::String(text));
     }
-    let language = match object.remove("locale") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(tag)) => {
-            locale::option_language(&tag).map_err(ApiError::invalid_request)?
-        }
-        Some(_) => {
-            return Err(ApiError::invalid_request(
-                "locale must be a string: \"auto\" or a language tag such as \"de\"",
-            ))
-        }
-    };
-    Ok((from_json(&value.to_string())?, language))
+    if object
+        .get("locale")
+        .is_some_and(|locale| !locale.is_string() && !locale.is_null())
+    {
+        return Err(ApiError::invalid_request(
+            "locale must be a string: \"auto\" or a language tag such as \"de\"",
+        ));
+    }
+    let options: CheckoutOptions = from_json(&value.to_string())?;
+    let language = options.language();
+    Ok((options, language))
 }
 
 async fn create(req: &mut Request, ctx: &Ctx, url: &Url) -> Result<(u16, Created), ApiError> {
@@ -204,9 +203,13 @@ async fn page(
     notice: Option<Notice>,
     accept: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let session = sessions::get(&ctx.db, id)
-        .await
-        .or_internal("read session")?;
+    // An id not of a session's shape is an unknown session, found without a query.
+    let session = match SessionId::parse(id) {
+        Ok(id) => sessions::get(&ctx.db, &id)
+            .await
+            .or_internal("read session")?,
+        Err(_) => None,
+    };
     let lang = language(session.as_ref(), accept);
     match session {
         None => hosted_page::respond(404, hosted_page::not_found(lang)),
@@ -292,9 +295,7 @@ async fn payment_request(
             (None, chain::config::NATIVE_DECIMALS)
         }
         None => (
-            Some(crate::wallet_address::eip55(
-                watch.token.trim_start_matches("0x"),
-            )),
+            Some(crate::wallet_address::eip55(&watch.token)),
             chain::config::DEFAULT_TOKEN_DECIMALS,
         ),
     };
@@ -309,11 +310,15 @@ async fn payment_request(
     }))
 }
 
+/// The session a path names; an id not of a session's shape reads like an unknown one, without
+/// a query.
 async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
-    sessions::get(&ctx.db, id)
+    let no_checkout = || ApiError::not_found("no such checkout");
+    let id = SessionId::parse(id).map_err(|_| no_checkout())?;
+    sessions::get(&ctx.db, &id)
         .await
         .or_internal("read session")?
-        .ok_or_else(|| ApiError::not_found("no such checkout"))
+        .ok_or_else(no_checkout)
 }
 
 /// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it

@@ -216,7 +216,7 @@ pub fn checkout(
         html! {
             p.merchant { (with_merchant(&t.pay_merchant, merchant)) }
             h1 { (session.title) }
-            p.amount #order-amount { (lang.money(&session.amount_expected, &session.currency)) }
+            p.amount #order-amount { (lang.money(&session.amount_expected.to_string(), &session.currency)) }
             @if let Some(notice) = notice {
                 p.notice role="alert" { (notice) }
             }

@@ -176,6 +176,8 @@ fn invalid_options_log_one_error_naming_the_option_and_send_nothing() {
         ),
         ("openInNewTab", "openInNewTab", Some(json!("yes"))),
         ("allowCrypto", "allowCrypto", Some(json!(false))),
+        ("locale", "locale", Some(json!("it"))),
+        ("locale", "locale", Some(json!(5))),
         ("colour", "colour", Some(json!("blue"))),
     ];
     for (index, (option, field, value)) in cases.into_iter().enumerate() {

@@ -1,11 +1,12 @@
 //! The hosted page's second way to pay, a wallet in the customer's browser (EIP-1193, found by
 //! EIP-6963), on a real local chain in headless Chromium: the test plays two injected wallets,
 //! forwarding one's requests to anvil from an unlocked account and declining with the other. A
-//! refusal, the wrong chain and too little balance each get their message; the payment made is
-//! credited and settled like a QR payment, and the books match the chain. Then the page for
-//! everyone: in German by `Accept-Language`, in French by the `locale` option (amounts and
-//! dates the language's way), by keyboard alone in order with a visible focus, and with no
-//! serious axe-core violation — as the demo shop.
+//! refusal, the wrong chain and too little balance each get their message; the payments made, an
+//! ERC-20 transfer and then ether, are credited and settled like QR payments, and the books
+//! match the chain. Then the page for everyone: in German by `Accept-Language`, in French by the
+//! `locale` option and in Spanish by checkout.js's `locale` option (amounts and dates the
+//! language's way), by keyboard alone in order with a visible focus, and with no serious
+//! axe-core violation — as the demo shop.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -53,6 +54,10 @@ fn a_customer_pays_from_the_browser_wallet_in_their_language_and_by_keyboard() {
     let mut config: Value =
         serde_json::from_str(&chains("polygon", &anvil.url, 3, &[("USDC", &usdc)], &[])).unwrap();
     config["polygon"]["public_rpc_url"] = json!(anvil.url);
+    // Base on the same node, taking ether at 3,000 USD.
+    let ether_usd = anvil.feed("ETH / USD", 300_000_000_000, anvil.time());
+    config["base"] = json!({"rpc_url": anvil.url, "public_rpc_url": anvil.url, "chain_id": 31337,
+        "confirmations": 3, "native": "ETH", "feeds": {"ETH/USD": {"address": ether_usd}}});
     let worker = Worker::start_with_vars(
         "sandbox",
         3600,
@@ -101,10 +106,9 @@ fn a_customer_pays_from_the_browser_wallet_in_their_language_and_by_keyboard() {
         .iter()
         .map(|m| format!("button {}", m.as_str().unwrap()))
         .collect();
-    assert!(
-        methods.contains(&"button USDC · Polygon".to_owned()),
-        "{methods:?}"
-    );
+    for method in ["button USDC · Polygon", "button ETH · Base"] {
+        assert!(methods.contains(&method.to_owned()), "{methods:?}");
+    }
     let mut expected = methods.clone();
     expected.extend(
         [
@@ -269,6 +273,52 @@ fn a_customer_pays_from_the_browser_wallet_in_their_language_and_by_keyboard() {
     assert_eq!(t["amount"]["gross"], "25.50");
     assert_eq!(t["amount_status"], "EXACT");
 
+    // In ether: the same wallet sends exactly the quoted value to the deposit address, no call.
+    let page = site.checkout_page("/order-ether", &worker.base_url, &options("WALLET-ETH"));
+    browser.goto(&page);
+    browser.click("#pay");
+    browser.wait_for_url("the hosted page", |u| u.contains("/checkout/cs_"));
+    browser.wait_text("#deposit-address");
+    browser.click("button[value='ETH:base']");
+    // 25.50 USD at 3,000 USD an ether.
+    eventually("the ether quote", Duration::from_secs(10), || {
+        browser
+            .text("#crypto-amount")
+            .filter(|t| t.as_str() == "0.0085 ETH")
+    });
+    let deposit = browser.wait_text("#deposit-address");
+    state.borrow_mut().sent = None;
+    eventually("the wallet offered", Duration::from_secs(10), || {
+        browser
+            .text("#wallets button:nth-child(1)")
+            .filter(|t| t.as_str() == "Pay with Anvil Wallet")
+    });
+    browser.click("#wallets button:nth-child(1)");
+    let sent_text = until("the ether sent", "#wallet-state", "transaction 0x");
+    let (tx, hash) = state.borrow().sent.clone().expect("a transaction sent");
+    assert!(sent_text.contains(&hash), "{sent_text}");
+    assert_eq!(
+        tx["to"].as_str().unwrap().to_ascii_lowercase(),
+        deposit.to_ascii_lowercase()
+    );
+    assert_eq!(
+        tx["value"],
+        json!(format!("{:#x}", 8_500_000_000_000_000u128))
+    );
+    assert!(tx.get("data").is_none(), "{tx}");
+    until("the ether confirming", "#chain-state", "confirming 1/3");
+    anvil.mine(2);
+    until("the ether received", "#status", "Payment received");
+    let list = worker.get(
+        "/v1/transactions?external_reference=WALLET-ETH",
+        Some(&token),
+        "/v1/transactions",
+    );
+    let t = &list.json()["data"][0];
+    assert_eq!(t["raw_status"], "succeeded", "{t}");
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    assert_eq!(t["amount_status"], "EXACT");
+
     // In German, by the browser's Accept-Language (through checkout.js, as a shop does).
     browser.set_accept_language("de-DE,de;q=0.9,en;q=0.5");
     let page = site.checkout_page("/order-de", &worker.base_url, &options("WALLET-DE"));
@@ -352,6 +402,37 @@ fn a_customer_pays_from_the_browser_wallet_in_their_language_and_by_keyboard() {
     browser.screenshot("hosted-fr-1280");
     browser.resize(390, 1700);
     browser.screenshot("hosted-fr-390");
+
+    // In Spanish, by checkout.js's locale option, whatever the browser prefers (German).
+    let mut spanish = options("WALLET-ES");
+    spanish["locale"] = json!("es-ES");
+    let page = site.checkout_page("/order-es", &worker.base_url, &spanish);
+    browser.goto(&page);
+    browser.click("#pay");
+    browser.wait_for_url("the hosted page", |u| u.contains("/checkout/cs_"));
+    let shown = eventually("the page in Spanish", Duration::from_secs(10), || {
+        browser
+            .text("main")
+            .filter(|t| t.contains("Pagar con Anvil Wallet"))
+    });
+    assert_eq!(browser.eval("return document.documentElement.lang;"), "es");
+    for shown_text in [
+        "Pago a",
+        "25,50 USD",
+        "Envíe exactamente",
+        "25,5 USDC",
+        "Tiempo restante",
+        "Esperando su pago.",
+    ] {
+        assert!(
+            plain(&shown).contains(shown_text),
+            "{shown_text} missing from:\n{shown}"
+        );
+    }
+    no_serious_violations(&browser, "the hosted page in Spanish");
+    browser.screenshot("hosted-es-390");
+    browser.resize(1280, 1300);
+    browser.screenshot("hosted-es-1280");
 
     // The other two ways round, over plain HTTP: French by Accept-Language, German by option.
     let by_header = worker.checkout_session(&options("WALLET-FR-HEADER"));

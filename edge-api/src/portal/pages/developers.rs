@@ -6,7 +6,7 @@ use shared_types::{ErrorCode, Scope};
 
 use super::layout::{csrf_field, error_box, layout, page, secret_box, Call};
 use crate::http::see_other;
-use crate::portal::clients::{self, Client};
+use crate::portal::clients::{self, ApiClient};
 use crate::portal::Portal;
 use crate::route::Answer;
 
@@ -42,7 +42,7 @@ pub(super) async fn delete_client(c: Call<'_>, id: &str) -> Answer {
 
 async fn clients_page(
     portal: &Portal<'_>,
-    shown: Option<(&Client, &str)>,
+    shown: Option<(&ApiClient, &str)>,
     error: Option<&str>,
 ) -> Answer {
     let clients = clients::list(portal).await?;
@@ -71,7 +71,7 @@ async fn clients_page(
                                     tr data-client=(c.client_id) {
                                         td { (c.name) }
                                         td { code { (c.client_id) } }
-                                        td { (c.scopes.join(" ")) }
+                                        td { (c.scopes) }
                                         td { (c.created_at) }
                                         td { (c.last_used_at.as_deref().unwrap_or("never")) }
                                         td {

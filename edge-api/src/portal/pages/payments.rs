@@ -239,14 +239,10 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         settlement_transactions,
         refunds,
     } = payments::detail(portal, id).await?;
-    let refundable = t.amount.gross.map(|gross| {
-        shared_types::refundable(
-            gross,
-            refunds
-                .iter()
-                .filter_map(|r| Some((r.amount.parse().ok()?, r.state))),
-        )
-    });
+    let refundable = t
+        .amount
+        .gross
+        .map(|gross| shared_types::refundable(gross, refunds.iter().map(|r| (r.amount, r.state))));
     let may_refund = portal.session.role == PortalRole::Admin
         && !deposits.is_empty()
         && matches!(
@@ -436,7 +432,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                                         @for a in &d.attempt_log {
                                                             (a.attempt) ". " (a.outcome.as_str())
                                                             @if let Some(code) = a.status_code { " " (code) }
-                                                            " · " (a.started_at.as_deref().unwrap_or("")) br;
+                                                            " · " (a.started_at) br;
                                                         }
                                                     }
                                                     td {

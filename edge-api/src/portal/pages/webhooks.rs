@@ -193,7 +193,7 @@ async fn list_page(
                             div.error {
                                 strong { (n.subject) } br;
                                 (n.body) br;
-                                span.muted { (n.created_at.as_deref().unwrap_or_default())
+                                span.muted { (n.created_at)
                                     " · e-mail: " (n.email_status) }
                             }
                         }
@@ -284,11 +284,11 @@ async fn endpoint_page(
                             tbody {
                                 @for d in &log.data {
                                     tr data-delivery=(d.id) {
-                                        td { a href=(format!("/portal/deliveries/{}", d.id)) { (d.created_at.as_deref().unwrap_or("")) } }
+                                        td { a href=(format!("/portal/deliveries/{}", d.id)) { (d.created_at) } }
                                         td { (d.event_type) }
                                         td { (d.status.as_str()) @if d.redelivery_of.is_some() { " (resent)" } }
                                         td { (d.attempts) }
-                                        td { (d.next_attempt_at.as_deref().unwrap_or("—")) }
+                                        td { (d.next_attempt_at.map_or("—".into(), |t| t.to_string())) }
                                         td {
                                             form method="post" action=(format!("/portal/deliveries/{}/resend", d.id)) {
                                                 (csrf_field(portal)) button type="submit" { "Resend" }
