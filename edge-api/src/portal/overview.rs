@@ -149,8 +149,8 @@ pub async fn health(portal: &Portal<'_>) -> Result<Health, ApiError> {
         })
         .collect::<Result<_, ApiError>>()?;
     // Opening the sealed key is local work: no node is asked.
-    let treasury_address = treasury::treasury(portal.ctx)?
-        .map(|t| crate::wallet_address::eip55(t.address.trim_start_matches("0x")));
+    let treasury_address =
+        treasury::treasury(portal.ctx)?.map(|t| crate::wallet_address::eip55(&t.address));
     Ok(Health {
         volume,
         float,
