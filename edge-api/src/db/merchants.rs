@@ -228,6 +228,35 @@ pub async fn portal_page(
     all(db, &sql, &params).await
 }
 
+/// A merchant's id and name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Name {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+}
+
+/// The names of the institution's merchants among `ids` (a page's: at most a hundred and one),
+/// each a primary-key lookup; another institution's merchant is simply not among them.
+pub async fn names(db: &D1Database, institution_id: i64, ids: &[i64]) -> DbResult<Vec<Name>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (0..ids.len()).map(|i| format!("?{}", i + 2)).collect();
+    let mut params = vec![Value::Int(institution_id)];
+    params.extend(ids.iter().map(|id| Value::Int(*id)));
+    all(
+        db,
+        &format!(
+            "SELECT id, name FROM merchants WHERE id IN ({}) AND institution_id = ?1",
+            marks.join(", ")
+        ),
+        &params,
+    )
+    .await
+}
+
 /// One merchant of the institution, as the portal shows it.
 pub async fn portal_get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Row>> {
     first(

@@ -29,6 +29,7 @@ mod partner_tools;
 mod payments_view;
 mod portal;
 mod portal_browser;
+mod portal_overview;
 mod production;
 mod races;
 mod read_sessions;
