@@ -105,35 +105,22 @@ fn every_events_feed_filter_combination_is_an_index_range_scan() {
 }
 
 #[test]
-fn the_overview_reads_one_range_of_a_covering_index() {
+fn the_overview_and_its_chart_read_one_range_of_a_covering_index() {
     let conn = database();
-    let steps = plan(
-        &conn,
-        &transactions::volume_query(1, "2026-11-01T00:00:00Z"),
-    );
-    assert!(
-        steps[0].starts_with("SEARCH")
-            && steps[0].contains("COVERING INDEX transactions_by_institution_created")
-            && steps[0].contains("institution_id=? AND created_at>?"),
-        "{steps:?}"
-    );
-    assert!(!steps.iter().any(|s| s.starts_with("SCAN")), "{steps:?}");
-}
-
-#[test]
-fn the_overview_chart_reads_the_same_covering_index_range() {
-    let conn = database();
-    let steps = plan(
-        &conn,
-        &transactions::daily_volume_query(1, "2026-10-25T00:00:00Z"),
-    );
-    assert!(
-        steps[0].starts_with("SEARCH")
-            && steps[0].contains("COVERING INDEX transactions_by_institution_created")
-            && steps[0].contains("institution_id=? AND created_at>?"),
-        "{steps:?}"
-    );
-    assert!(!steps.iter().any(|s| s.starts_with("SCAN")), "{steps:?}");
+    for query in [
+        transactions::volume_query(1, "2026-11-01T00:00:00Z"),
+        transactions::daily_volume_query(1, "2026-10-25T00:00:00Z"),
+    ] {
+        let steps = plan(&conn, &query);
+        assert!(
+            steps[0].starts_with("SEARCH")
+                && steps[0].contains("COVERING INDEX transactions_by_institution_created")
+                && steps[0].contains("institution_id=? AND created_at>?"),
+            "{steps:?} for {}",
+            query.sql
+        );
+        assert!(!steps.iter().any(|s| s.starts_with("SCAN")), "{steps:?}");
+    }
 }
 
 #[test]

@@ -110,32 +110,24 @@ fn the_cron_prunes_what_is_past_retention_in_bounded_batches_and_keeps_what_is_n
         !event_exists(&gone_event),
         "an old event whose delivery ended goes"
     );
-    assert_eq!(
-        count(
-            &db,
-            "SELECT count(*) FROM deliveries WHERE id = 'dlv_retention_failed'"
+    for (sql, what) in [
+        (
+            "SELECT count(*) FROM deliveries WHERE id = 'dlv_retention_failed'",
+            "the old event's ended delivery goes with it",
         ),
-        0,
-        "with its delivery"
-    );
-    assert_eq!(
-        count(
-            &db,
+        (
             "SELECT count(*) FROM deliveries d WHERE NOT EXISTS \
-             (SELECT 1 FROM events e WHERE e.id = d.event_id)"
+             (SELECT 1 FROM events e WHERE e.id = d.event_id)",
+            "no delivery outlives its event",
         ),
-        0,
-        "no delivery outlives its event"
-    );
-    assert_eq!(
-        count(
-            &db,
+        (
             "SELECT count(*) FROM delivery_attempts a WHERE NOT EXISTS \
-             (SELECT 1 FROM deliveries d WHERE d.id = a.delivery_id)"
+             (SELECT 1 FROM deliveries d WHERE d.id = a.delivery_id)",
+            "no attempt outlives its delivery",
         ),
-        0,
-        "no attempt outlives its delivery"
-    );
+    ] {
+        assert_eq!(count(&db, sql), 0, "{what}");
+    }
 
     // The feed shows what is kept; a new event is kept.
     let (client, secret) = worker.new_client(0, "Retention reader", &["events:read"]);
