@@ -1,5 +1,6 @@
 //! The cron trigger's work, every minute: forget expired tokens, closed throttle windows, ended
-//! portal sessions and idempotency keys past their retention; read the watched chains and credit
+//! portal sessions and idempotency keys past their retention, and prune events (with their
+//! deliveries and attempts) and ended checkout sessions past theirs, each in bounded batches; read the watched chains and credit
 //! what arrived; close checkouts that ended unpaid; follow custody's sweeps into the treasury and
 //! post them to the books; reconcile the books with the chain (booking the operator's funding);
 //! settle what is held in custody to the merchants (and follow those transactions); and send
@@ -10,16 +11,23 @@ use crate::db::{clients, portal, sessions, throttle as throttle_db};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, payments, throttle, webhooks};
 
+/// Most rows one pruning statement deletes in a run: a run stays short whatever has piled up,
+/// and what is left goes in the next minute's.
+pub const PRUNE_ROWS: i64 = 1_000;
+
+/// Most events pruned in a run, each with its deliveries and their attempts.
+pub const PRUNE_EVENTS: i64 = 200;
+
 /// Runs every task. They are independent, so each runs even if one before it failed; the first
 /// failure is reported.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
     let results = [
-        clients::purge_expired_tokens(&ctx.db, now)
+        clients::purge_expired_tokens(&ctx.db, now, PRUNE_ROWS)
             .await
             .or_internal("purge expired tokens")
             .map(drop),
-        throttle_db::purge(&ctx.db, now - throttle::LONGEST_WINDOW_SECONDS)
+        throttle_db::purge(&ctx.db, now - throttle::LONGEST_WINDOW_SECONDS, PRUNE_ROWS)
             .await
             .or_internal("purge throttle windows")
             .map(drop),
@@ -36,13 +44,18 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         chain::settle::run(ctx).await,
         chain::refund::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
-        sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS)
+        sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS, PRUNE_ROWS)
             .await
             .or_internal("purge idempotency keys")
             .map(drop),
-        portal::purge_sessions(&ctx.db, now)
+        sessions::purge_ended(&ctx.db, now - ctx.retention_seconds(), PRUNE_ROWS)
+            .await
+            .or_internal("purge ended checkout sessions")
+            .map(drop),
+        portal::purge_sessions(&ctx.db, now, PRUNE_ROWS)
             .await
             .or_internal("purge portal sessions"),
+        webhooks::prune(ctx, now - ctx.retention_seconds(), PRUNE_EVENTS).await,
         webhooks::sweep(ctx).await,
     ];
     results

@@ -165,6 +165,16 @@ impl Ctx {
             .unwrap_or(DEFAULT_WALLET_COOL_OFF_SECONDS)
     }
 
+    /// How long events (with their deliveries and attempts) and ended checkout sessions are
+    /// kept (`PAYRAIL_RETENTION_SECONDS`, from 0 to 400 days; 30 days when unset, as Stripe
+    /// keeps events). Tests set it low to watch the cron prune.
+    pub fn retention_seconds(&self) -> i64 {
+        self.var("PAYRAIL_RETENTION_SECONDS")
+            .and_then(|v| v.parse().ok())
+            .filter(|s| (0..=400 * 24 * 3600).contains(s))
+            .unwrap_or(DEFAULT_RETENTION_SECONDS)
+    }
+
     /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
     /// production, larger in tests).
     pub fn webhook_time_scale(&self) -> u64 {
@@ -189,6 +199,9 @@ impl Ctx {
             .or_internal("sealing key")
     }
 }
+
+/// How long events and ended checkout sessions are kept unless configured: 30 days.
+pub const DEFAULT_RETENTION_SECONDS: i64 = 30 * 24 * 60 * 60;
 
 /// Unix seconds as the API's timestamp text (`2026-11-21T10:00:00Z`).
 pub fn timestamp(unix: i64) -> Result<String, ApiError> {

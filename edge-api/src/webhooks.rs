@@ -392,3 +392,13 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
         .or_internal("find overdue deliveries")?;
     enqueue(ctx, &ids, 0).await
 }
+
+/// Deletes up to `limit` events created before `before` with their deliveries and attempts, in
+/// one batch, so an event never outlives or loses its deliveries halfway.
+pub async fn prune(ctx: &Ctx, before: i64, limit: i64) -> Result<(), ApiError> {
+    let mut statements = deliveries::prune(&ctx.db, before, limit).or_internal("prune events")?;
+    statements.push(events::prune(&ctx.db, before, limit).or_internal("prune events")?);
+    db::batch(&ctx.db, statements)
+        .await
+        .or_internal("prune events")
+}

@@ -49,8 +49,11 @@ fn row(e: &Event) -> Vec<String> {
 
 /// Asks the portal to deliver `delivery`'s event again (needs a portal session).
 async fn resend(cx: &Context<'_>, io: &mut Io, delivery: &str) -> Outcome {
-    if let Err(e) = payrail::DeliveryId::parse(delivery) {
-        return Err(Failure::from(format!("{delivery:?} {e}")));
+    if payrail::DeliveryId::parse(delivery).is_err() {
+        return Err(Failure::from(format!(
+            "{delivery:?} is not a delivery id ({}…)",
+            payrail::DeliveryId::PREFIX
+        )));
     }
     let Some(login) = &cx.config.portal else {
         return Err(Failure::from(

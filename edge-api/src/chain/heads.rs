@@ -15,10 +15,26 @@ use crate::db::heads::{self, Head};
 
 /// Records the `head` `name`'s node just answered, and refuses it as stale when the newest
 /// head has not moved for longer than the network allows.
+/// The first time a stall is found, the operator is e-mailed about it (once per stall).
 pub async fn fresh(ctx: &Ctx, name: &str, network: &Network, head: u64) -> ChainResult<()> {
     let now = ctx.now();
     let newest = heads::seen(&ctx.db, name, head, now).await?;
-    judge(name, network, head, newest, now)
+    let verdict = judge(name, network, head, newest, now);
+    if let Err(ChainError::StaleHead(why)) = &verdict {
+        if heads::claim_alert(&ctx.db, name, newest.head, now).await? {
+            let subject = format!("Payrail: the {name} node's head stands still");
+            let body = format!(
+                "{why}.\n\nWhile it stands still, no payment on {name} is credited, no \
+                 checkout's end is decided and no treasury transaction is taken for mined, \
+                 failed or dropped. Check the node (PAYRAIL_CHAINS' rpc_url for {name}) or \
+                 point it at another provider; everything resumes by itself once its head \
+                 moves. This e-mail is sent once per stall."
+            );
+            let status = crate::webhooks::email_operator(ctx, &subject, &body).await;
+            heads::alerted(&ctx.db, name, status).await?;
+        }
+    }
+    verdict
 }
 
 /// The rule, pure: the answer is fresh unless the newest head (`newest`) was first seen longer

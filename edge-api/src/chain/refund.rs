@@ -280,6 +280,70 @@ pub async fn request(
             ))
         };
     }
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match store(
+            ctx,
+            institution_id,
+            transaction_id,
+            request,
+            key,
+            requested_by,
+            &same,
+        )
+        .await?
+        {
+            Attempt::Stored => break,
+            Attempt::Existing(view) => return Ok((*view, false)),
+            // Another refund or a settlement changed what this one was checked against: check
+            // again on what is now true (which may refuse it), a few times, then ask the caller.
+            Attempt::Raced if tries < STORE_TRIES => continue,
+            Attempt::Raced => {
+                return Err(conflict(
+                    "the payment or the merchant's balance kept changing while this refund was \
+                     checked (other refunds or a settlement); read it again and retry",
+                ))
+            }
+        }
+    }
+    // Signed and sent now when the treasury can; otherwise the cron tries again.
+    if let Some(treasury) = treasury::treasury(ctx)? {
+        let networks = super::networks(ctx)?;
+        send_due(ctx, &networks, &treasury).await;
+    }
+    let stored = refunds::by_key(&ctx.db, institution_id, key)
+        .await
+        .or_internal("read refund")?
+        .ok_or("refund vanished")
+        .or_internal("read refund")?;
+    Ok((RefundView::of(stored)?, true))
+}
+
+/// How many times a refund is checked and stored when others race it.
+const STORE_TRIES: u32 = 4;
+
+/// What one check-and-store of a refund came to.
+enum Attempt {
+    /// Stored, with its books.
+    Stored,
+    /// Another request stored a refund under the same key first: that one answers.
+    Existing(Box<RefundView>),
+    /// What it was checked against changed before it was stored: nothing was written.
+    Raced,
+}
+
+/// Checks the refund against the payment and the books as they are now, and stores it with its
+/// pending transfers in one batch guarded on what was read.
+async fn store(
+    ctx: &Ctx,
+    institution_id: i64,
+    transaction_id: i64,
+    request: &RefundRequest<'_>,
+    key: &str,
+    requested_by: &str,
+    same: &impl Fn(&Refund) -> bool,
+) -> Result<Attempt, ApiError> {
     let checked = check(ctx, institution_id, transaction_id, request).await?;
     let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
     // The books: the merchant's balance (down to its debt limit) and the treasury's must
@@ -333,10 +397,7 @@ pub async fn request(
     let inserted = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
         Err(e) if db::ledger::raced(&e) => {
-            return Err(conflict(
-                "the merchant's balance changed while this refund was checked (another refund \
-                 or a settlement); read it again and retry",
-            ));
+            return Ok(Attempt::Raced);
         }
         // The key was taken meanwhile: the other request's refund answers.
         Err(_) => {
@@ -346,30 +407,18 @@ pub async fn request(
                 .ok_or("refund vanished")
                 .or_internal("write refund")?;
             return if same(&existing) {
-                Ok((RefundView::of(existing)?, false))
+                Ok(Attempt::Existing(Box::new(RefundView::of(existing)?)))
             } else {
                 Err(conflict("this Idempotency-Key was used for another refund"))
             };
         }
     };
-    if !inserted {
-        // Checked a moment ago: what changed is another refund, or a settlement, in between.
-        return Err(conflict(
-            "the payment changed while this refund was checked (another refund or its \
-             settlement); read it again and retry",
-        ));
-    }
-    // Signed and sent now when the treasury can; otherwise the cron tries again.
-    if let Some(treasury) = treasury::treasury(ctx)? {
-        let networks = super::networks(ctx)?;
-        send_due(ctx, &networks, &treasury).await;
-    }
-    let stored = refunds::by_key(&ctx.db, institution_id, key)
-        .await
-        .or_internal("read refund")?
-        .ok_or("refund vanished")
-        .or_internal("read refund")?;
-    Ok((RefundView::of(stored)?, true))
+    // Not inserted: checked a moment ago, and another refund or a settlement came in between.
+    Ok(if inserted {
+        Attempt::Stored
+    } else {
+        Attempt::Raced
+    })
 }
 
 /// The cron's part (after the settlement's, which follows every transaction out): signs the

@@ -165,12 +165,14 @@ pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> DbResult
     .await
 }
 
-/// Deletes expired tokens.
-pub async fn purge_expired_tokens(db: &D1Database, now: i64) -> DbResult<usize> {
+/// Deletes expired tokens, at most `limit` of them.
+pub async fn purge_expired_tokens(db: &D1Database, now: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
-        "DELETE FROM access_tokens WHERE expires_at <= ?1",
-        &[now.into()],
+        "DELETE FROM access_tokens WHERE token_hash IN (SELECT token_hash FROM access_tokens \
+         INDEXED BY access_tokens_by_expiry \
+         WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+        &[now.into(), limit.into()],
     )
     .await
 }

@@ -194,6 +194,33 @@ pub async fn give_up(db: &D1Database, id: &str) -> DbResult<()> {
     .map(drop)
 }
 
+/// The events past their retention that may go, at most `?2`, oldest first: created before
+/// `?1` and with no delivery still pending (none is, long before: retries end within days).
+pub const PRUNABLE_EVENTS: &str = "SELECT e.id FROM events e INDEXED BY events_by_created \
+     WHERE e.created < ?1 AND NOT EXISTS (SELECT 1 FROM deliveries p \
+     WHERE p.event_id = e.id AND p.status = 'pending') ORDER BY e.created LIMIT ?2";
+
+/// The statements deleting the deliveries of [`PRUNABLE_EVENTS`] and their attempts, for the
+/// batch that deletes the events after them.
+pub fn prune(db: &D1Database, before: i64, limit: i64) -> DbResult<Vec<D1PreparedStatement>> {
+    let params = [before.into(), limit.into()];
+    Ok(vec![
+        bind(
+            db,
+            &format!(
+                "DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT d.id FROM deliveries d \
+                 WHERE d.event_id IN ({PRUNABLE_EVENTS}))"
+            ),
+            &params,
+        )?,
+        bind(
+            db,
+            &format!("DELETE FROM deliveries WHERE event_id IN ({PRUNABLE_EVENTS})"),
+            &params,
+        )?,
+    ])
+}
+
 /// One attempt's result, to store.
 pub struct NewAttempt<'a> {
     /// Delivery.

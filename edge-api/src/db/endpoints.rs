@@ -50,6 +50,38 @@ pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<Endpoint
     .await
 }
 
+/// An endpoint that needs someone's attention: disabled, or failing since a moment.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Troubled {
+    /// `ep_…`.
+    pub id: String,
+    /// Receiver URL.
+    pub url: String,
+    /// Free text.
+    pub description: String,
+    /// Enabled or disabled.
+    pub status: EndpointStatus,
+    /// Why Payrail disabled it, when it did.
+    pub disabled_reason: Option<String>,
+    /// Failing continuously since then (Unix seconds).
+    pub first_failure_at: Option<i64>,
+    /// Its last successful delivery (Unix seconds).
+    pub last_success_at: Option<i64>,
+}
+
+/// The institution's disabled or failing endpoints (at most twenty exist), disabled first.
+pub async fn troubled(db: &D1Database, institution_id: i64) -> DbResult<Vec<Troubled>> {
+    all(
+        db,
+        "SELECT id, url, description, status, disabled_reason, first_failure_at, \
+         last_success_at FROM webhook_endpoints WHERE institution_id = ?1 \
+         AND (status = 'disabled' OR first_failure_at IS NOT NULL) \
+         ORDER BY status = 'disabled' DESC, first_failure_at, id",
+        &[institution_id.into()],
+    )
+    .await
+}
+
 /// One endpoint of the institution.
 pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<EndpointRow>> {
     first(

@@ -154,7 +154,11 @@ pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Select {
 }
 
 /// One page of the events feed as JSON (each event exactly as its deliveries send it).
-pub async fn feed(db: &D1Database, owner: Owner<'_>, filter: &EventFilter) -> DbResult<JsonPage> {
+pub async fn feed(
+    db: &impl super::Prepare,
+    owner: Owner<'_>,
+    filter: &EventFilter,
+) -> DbResult<JsonPage> {
     super::json_page(
         db,
         owner,
@@ -163,4 +167,19 @@ pub async fn feed(db: &D1Database, owner: Owner<'_>, filter: &EventFilter) -> Db
         ("json(payload)", FEED_ORDER),
     )
     .await
+}
+
+/// Deletes the events past their retention (see [`super::deliveries::PRUNABLE_EVENTS`]), after
+/// the statements of [`super::deliveries::prune`] in the same batch have deleted their
+/// deliveries.
+pub fn prune(db: &D1Database, before: i64, limit: i64) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        &format!(
+            "DELETE FROM events WHERE id IN ({}) \
+             AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)",
+            super::deliveries::PRUNABLE_EVENTS
+        ),
+        &[before.into(), limit.into()],
+    )
 }

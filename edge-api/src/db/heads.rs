@@ -4,7 +4,8 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::{first, DbError, DbResult};
+use super::notifications::EmailStatus;
+use super::{first, run, DbError, DbResult};
 
 /// A network's newest head as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -33,4 +34,29 @@ pub async fn seen(db: &D1Database, network: &str, head: u64, now: i64) -> DbResu
     )
     .await?
     .ok_or_else(|| DbError::bad_row("the head's upsert returned no row"))
+}
+
+/// Claims the alert about `network`'s node standing still at `head`: true for the one caller
+/// that should e-mail the operator about this stall (the head moved since the last alert, or
+/// none was sent), false for every other. One guarded statement, so racing runs send one.
+pub async fn claim_alert(db: &D1Database, network: &str, head: i64, now: i64) -> DbResult<bool> {
+    let changed = run(
+        db,
+        "UPDATE node_heads SET alerted_head = head, alerted_at = ?3, alert_email_status = NULL \
+         WHERE network = ?1 AND head = ?2 AND alerted_head IS NOT head",
+        &[network.into(), head.into(), now.into()],
+    )
+    .await?;
+    Ok(changed == 1)
+}
+
+/// Records what became of the alert's e-mail.
+pub async fn alerted(db: &D1Database, network: &str, status: EmailStatus) -> DbResult<()> {
+    run(
+        db,
+        "UPDATE node_heads SET alert_email_status = ?2 WHERE network = ?1",
+        &[network.into(), status.as_str().into()],
+    )
+    .await
+    .map(drop)
 }

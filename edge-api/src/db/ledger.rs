@@ -579,6 +579,36 @@ pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Acco
     .await
 }
 
+/// The treasury's accounts, one per network and asset it has held or been reserved against.
+pub async fn treasury_accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!(
+            "SELECT {VIEW_COLUMNS} FROM ledger_accounts INDEXED BY ledger_accounts_by_kind \
+             WHERE kind = 'treasury' AND owner = '' ORDER BY network, asset"
+        ),
+        &[],
+    )
+    .await
+}
+
+/// Every merchant account of the institution (what Payrail owes each of its merchants, per
+/// network and asset).
+pub async fn merchant_accounts_of(
+    db: &D1Database,
+    institution_id: i64,
+) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!(
+            "SELECT {VIEW_COLUMNS} FROM ledger_accounts INDEXED BY ledger_accounts_by_institution \
+             WHERE institution_id = ?1 AND kind = 'merchant'"
+        ),
+        &[institution_id.into()],
+    )
+    .await
+}
+
 /// The statement of [`statement_page`]: the newest `limit` transfers before `before_seq` that
 /// debit the account and the newest `limit` that credit it, each a bounded range of its index
 /// in `seq` order, merged (an `OR` of the two would read and sort every transfer of the account

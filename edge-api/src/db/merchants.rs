@@ -93,7 +93,7 @@ const MERCHANT_JSON: &str = "json_object('object', 'merchant', 'id', id, 'name',
 
 /// One page of merchants as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     owner: Owner<'_>,
     filter: &MerchantFilter,
 ) -> DbResult<super::JsonPage> {
@@ -110,7 +110,7 @@ pub async fn list_json(
 /// One merchant of the token's institution as the partner API's JSON, built by SQLite, and
 /// the token's scopes (`None`: not a live token), in one statement.
 pub async fn get_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     token_hash: &str,
     id: i64,
 ) -> DbResult<(Option<String>, Option<String>)> {
@@ -226,6 +226,35 @@ pub async fn portal_page(
     params.push(Value::Int(i64::from(limit) + 1));
     sql.push_str(&format!(" ORDER BY id DESC LIMIT ?{}", params.len()));
     all(db, &sql, &params).await
+}
+
+/// A merchant's id and name.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Name {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+}
+
+/// The names of the institution's merchants among `ids` (a page's: at most a hundred and one),
+/// each a primary-key lookup; another institution's merchant is simply not among them.
+pub async fn names(db: &D1Database, institution_id: i64, ids: &[i64]) -> DbResult<Vec<Name>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (0..ids.len()).map(|i| format!("?{}", i + 2)).collect();
+    let mut params = vec![Value::Int(institution_id)];
+    params.extend(ids.iter().map(|id| Value::Int(*id)));
+    all(
+        db,
+        &format!(
+            "SELECT id, name FROM merchants WHERE id IN ({}) AND institution_id = ?1",
+            marks.join(", ")
+        ),
+        &params,
+    )
+    .await
 }
 
 /// One merchant of the institution, as the portal shows it.

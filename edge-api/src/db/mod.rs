@@ -291,7 +291,7 @@ pub const BY_ID: Order = Order {
 /// `order`, its last parameter the `LIMIT`) with each row turned into JSON by `object` (a
 /// `json_object(...)` over its columns).
 pub async fn json_page(
-    db: &D1Database,
+    db: &impl Prepare,
     owner: Owner<'_>,
     page: Select,
     limit: u32,
@@ -317,15 +317,35 @@ pub async fn json_page(
         .ok_or_else(|| DbError::bad_row("a page query returned no row"))
 }
 
+/// What statements are prepared on: the database itself (its primary: every write and every
+/// money decision) or a session of it (D1's Sessions API: reads that a replica may answer,
+/// sequentially consistent within the session, see `routes::list::read_session`).
+pub trait Prepare {
+    /// `sql` as a statement of this database or session.
+    fn statement(&self, sql: &str) -> D1PreparedStatement;
+}
+
+impl Prepare for D1Database {
+    fn statement(&self, sql: &str) -> D1PreparedStatement {
+        self.prepare(sql)
+    }
+}
+
+impl Prepare for worker::D1DatabaseSession {
+    fn statement(&self, sql: &str) -> D1PreparedStatement {
+        self.prepare(sql)
+    }
+}
+
 /// Prepares `sql` on `db` with `params` bound in order.
-pub fn bind(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<D1PreparedStatement> {
+pub fn bind(db: &impl Prepare, sql: &str, params: &[Value]) -> DbResult<D1PreparedStatement> {
     let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
-    Ok(db.prepare(sql).bind(&values)?)
+    Ok(db.statement(sql).bind(&values)?)
 }
 
 /// The first row, if any.
 pub async fn first<R: DeserializeOwned>(
-    db: &D1Database,
+    db: &impl Prepare,
     sql: &str,
     params: &[Value],
 ) -> DbResult<Option<R>> {
@@ -334,7 +354,7 @@ pub async fn first<R: DeserializeOwned>(
 
 /// Every row.
 pub async fn all<R: DeserializeOwned>(
-    db: &D1Database,
+    db: &impl Prepare,
     sql: &str,
     params: &[Value],
 ) -> DbResult<Vec<R>> {

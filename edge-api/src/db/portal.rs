@@ -112,12 +112,14 @@ pub async fn delete_session(db: &D1Database, token_hash: &str) -> DbResult<()> {
     .map(drop)
 }
 
-/// Deletes sessions past their end.
-pub async fn purge_sessions(db: &D1Database, now: i64) -> DbResult<()> {
+/// Deletes sessions past their end, at most `limit` of them.
+pub async fn purge_sessions(db: &D1Database, now: i64, limit: i64) -> DbResult<()> {
     run(
         db,
-        "DELETE FROM portal_sessions WHERE expires_at <= ?1",
-        &[now.into()],
+        "DELETE FROM portal_sessions WHERE token_hash IN (SELECT token_hash FROM portal_sessions \
+         INDEXED BY portal_sessions_by_expiry \
+         WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+        &[now.into(), limit.into()],
     )
     .await
     .map(drop)

@@ -49,12 +49,32 @@ pub async fn forget_key(db: &D1Database, merchant_id: i64, key: &str, before: i6
     .map(drop)
 }
 
-/// Deletes idempotency keys created before `before`.
-pub async fn purge_keys(db: &D1Database, before: i64) -> DbResult<usize> {
+/// Deletes idempotency keys created before `before`, at most `limit` of them.
+pub async fn purge_keys(db: &D1Database, before: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
-        "DELETE FROM idempotency_keys WHERE created_at < ?1",
-        &[before.into()],
+        "DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (SELECT merchant_id, key \
+         FROM idempotency_keys INDEXED BY idempotency_keys_by_age \
+         WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+        &[before.into(), limit.into()],
+    )
+    .await
+}
+
+/// Deletes checkout sessions that ended before `before` and that nothing needs any more: their
+/// payment is no longer pending (the cron closes pending ones by their session's end), no
+/// deposit address was given out for them (those are part of the payment's money record and
+/// are kept with it) and no idempotency key names them. At most `limit`, oldest first.
+pub async fn purge_ended(db: &D1Database, before: i64, limit: i64) -> DbResult<usize> {
+    run(
+        db,
+        "DELETE FROM checkout_sessions WHERE id IN (SELECT s.id FROM checkout_sessions s \
+         INDEXED BY checkout_sessions_by_expiry WHERE s.expires_at < ?1 \
+         AND (SELECT raw_status FROM transactions t WHERE t.id = s.transaction_id) != 'pending' \
+         AND NOT EXISTS (SELECT 1 FROM deposit_watches w WHERE w.session_id = s.id) \
+         AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.session_id = s.id) \
+         ORDER BY s.expires_at LIMIT ?2)",
+        &[before.into(), limit.into()],
     )
     .await
 }

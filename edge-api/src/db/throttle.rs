@@ -85,12 +85,14 @@ pub fn clear(
     )
 }
 
-/// Deletes windows that opened at or before `closed_before`.
-pub async fn purge(db: &D1Database, closed_before: i64) -> DbResult<usize> {
+/// Deletes windows that opened at or before `closed_before`, at most `limit` of them.
+pub async fn purge(db: &D1Database, closed_before: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
-        "DELETE FROM auth_failures WHERE window_start <= ?1",
-        &[closed_before.into()],
+        "DELETE FROM auth_failures WHERE (client_id, source) IN (SELECT client_id, source \
+         FROM auth_failures INDEXED BY auth_failures_by_window \
+         WHERE window_start <= ?1 ORDER BY window_start LIMIT ?2)",
+        &[closed_before.into(), limit.into()],
     )
     .await
 }

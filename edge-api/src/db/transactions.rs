@@ -184,7 +184,7 @@ const TRANSACTION_JSON: &str = "json_object('object', 'transaction', 'id', id, \
 
 /// One page of transactions as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &D1Database,
+    db: &impl super::Prepare,
     owner: Owner<'_>,
     filter: &TransactionFilter,
 ) -> DbResult<super::JsonPage> {
@@ -252,6 +252,145 @@ pub fn volume_query(institution_id: i64, since: &str) -> Select {
 /// Volume per status and currency since `since`.
 pub async fn volume(db: &D1Database, institution_id: i64, since: &str) -> DbResult<Vec<Volume>> {
     volume_query(institution_id, since).all(db).await
+}
+
+/// Gross volume and count of one day (UTC, `YYYY-MM-DD`) and currency.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DayVolume {
+    /// The day the payments were created.
+    pub day: String,
+    /// Order currency.
+    pub currency: String,
+    /// Payments with a gross amount (something was paid).
+    pub count: i64,
+    /// Sum of `amount.gross` in minor units, as [`Volume::gross_minor`].
+    pub gross_minor: i64,
+}
+
+/// The overview's chart: the institution's gross volume per day and currency of the payments
+/// created since `since` that received something, from the same covering index range as
+/// [`volume_query`].
+pub fn daily_volume_query(institution_id: i64, since: &str) -> Select {
+    Select {
+        sql: "SELECT substr(created_at, 1, 10) AS day, currency, count(*) AS count, \
+              coalesce(sum(CAST(round(CAST(amount_gross AS REAL) * \
+              CASE currency WHEN 'JPY' THEN 1 ELSE 100 END) AS INTEGER)), 0) AS gross_minor \
+              FROM transactions INDEXED BY transactions_by_institution_created \
+              WHERE institution_id = ?1 AND created_at >= ?2 \
+              AND amount_gross IS NOT NULL AND currency IS NOT NULL \
+              GROUP BY day, currency"
+            .to_owned(),
+        params: vec![institution_id.into(), since.into()],
+    }
+}
+
+/// Volume per day and currency since `since`.
+pub async fn daily_volume(
+    db: &D1Database,
+    institution_id: i64,
+    since: &str,
+) -> DbResult<Vec<DayVolume>> {
+    daily_volume_query(institution_id, since).all(db).await
+}
+
+/// Most payments one search answers.
+pub const SEARCH_MAX: i64 = 50;
+
+/// What the portal's search box looks for, each compared exactly.
+#[derive(Debug, Clone, Default)]
+pub struct SearchKeys<'a> {
+    /// A payment id.
+    pub id: Option<i64>,
+    /// An external reference, as typed.
+    pub reference: &'a str,
+    /// A transaction hash or a deposit address, as stored (lower-case for EVM hex).
+    pub chain: &'a str,
+}
+
+/// A payment the search found, and by what.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Found {
+    /// The payment.
+    pub id: i64,
+    /// `id`, `external_reference`, `tx_hash` or `deposit_address`.
+    pub key: String,
+}
+
+/// The search: the institution's payments whose id, external reference, hash (its own source or
+/// settlement hash, or any transfer seen to its deposit address) or deposit address is exactly
+/// the key; each arm an index search scoped to the institution; at most [`SEARCH_MAX`] + 1
+/// rows, newest first.
+pub fn search_query(institution_id: i64, keys: &SearchKeys<'_>) -> Select {
+    Select {
+        // Two compounds in a union of two: D1 allows at most five terms in one.
+        sql: "SELECT id, key FROM (SELECT * FROM (\
+              SELECT id, 'id' AS key FROM transactions WHERE id = ?2 AND institution_id = ?1 \
+              UNION ALL SELECT id, 'external_reference' FROM transactions \
+                INDEXED BY transactions_by_reference \
+                WHERE institution_id = ?1 AND external_reference = ?3 \
+              UNION ALL SELECT id, 'tx_hash' FROM transactions \
+                INDEXED BY transactions_by_source_hash \
+                WHERE institution_id = ?1 AND tx_hash_source = ?4 \
+              UNION ALL SELECT id, 'tx_hash' FROM transactions \
+                INDEXED BY transactions_by_settlement_hash \
+                WHERE institution_id = ?1 AND tx_hash_settlement = ?4) \
+              UNION ALL SELECT * FROM (\
+              SELECT t.id, 'tx_hash' AS key FROM chain_transfers c \
+                INDEXED BY chain_transfers_by_hash \
+                JOIN deposit_watches w ON w.address = c.address \
+                JOIN transactions t ON t.id = w.transaction_id \
+                WHERE c.tx_hash = ?4 AND t.institution_id = ?1 \
+              UNION ALL SELECT t.id, 'deposit_address' FROM deposit_watches w \
+                JOIN transactions t ON t.id = w.transaction_id \
+                WHERE w.address = ?4 AND t.institution_id = ?1 \
+              UNION ALL SELECT t.id, 'deposit_address' FROM checkout_sessions s \
+                INDEXED BY checkout_sessions_by_deposit_address \
+                JOIN transactions t ON t.id = s.transaction_id \
+                WHERE s.deposit_address = ?4 AND t.institution_id = ?1)) \
+              GROUP BY id ORDER BY id DESC LIMIT ?5"
+            .to_owned(),
+        params: vec![
+            institution_id.into(),
+            keys.id.into(),
+            keys.reference.into(),
+            keys.chain.into(),
+            (SEARCH_MAX + 1).into(),
+        ],
+    }
+}
+
+/// The payments the search finds (see [`search_query`]).
+pub async fn search(
+    db: &D1Database,
+    institution_id: i64,
+    keys: &SearchKeys<'_>,
+) -> DbResult<Vec<Found>> {
+    search_query(institution_id, keys).all(db).await
+}
+
+/// The institution's payments of these ids (at most [`SEARCH_MAX`] + 1), newest first.
+pub async fn of_ids(
+    db: &D1Database,
+    institution_id: i64,
+    ids: &[i64],
+) -> DbResult<Vec<Transaction>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (0..ids.len()).map(|i| format!("?{}", i + 2)).collect();
+    let mut params = vec![Value::Int(institution_id)];
+    params.extend(ids.iter().map(|id| Value::Int(*id)));
+    let rows: Vec<Row> = all(
+        db,
+        &format!(
+            "SELECT {COLUMNS} FROM transactions WHERE institution_id = ?1 AND id IN ({}) \
+             ORDER BY id DESC",
+            marks.join(", ")
+        ),
+        &params,
+    )
+    .await?;
+    rows.into_iter().map(Row::into_transaction).collect()
 }
 
 /// The institution's newest transaction id (a sample for test events).

@@ -1,7 +1,7 @@
 //! The institution portal: admins manage API clients and webhook endpoints. Server-rendered pages
 //! (`pages.rs`) and a JSON API (`api.rs`) share one session model and one set of operations
-//! (`clients`, `endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `topups`,
-//! `users`, `networks`); every operation is scoped to the session's institution.
+//! (`clients`, `endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `search`,
+//! `overview`, `topups`, `users`, `networks`); every operation is scoped to the session's institution.
 //!
 //! Sessions: a random cookie (`HttpOnly; Secure; SameSite=Strict; Path=/portal`), stored as its
 //! SHA-256, idle end 30 minutes, absolute end 8 hours. Every state-changing request must carry
@@ -16,8 +16,10 @@ pub mod endpoints;
 pub mod fields;
 pub mod merchants;
 pub mod networks;
+pub mod overview;
 pub mod pages;
 pub mod payments;
+pub mod search;
 pub mod topups;
 pub mod users;
 

@@ -87,14 +87,28 @@ pub struct FeedStatus {
     pub error: Option<String>,
 }
 
-/// Every configured network's state; an invalid configuration is one clear error.
+/// Every configured network's state, with the treasury's balances as its node answers now; an
+/// invalid configuration is one clear error.
 pub async fn status(portal: &Portal<'_>) -> Result<Vec<NetworkStatus>, ApiError> {
+    status_of(portal, true).await
+}
+
+/// The same, the treasury's balances read from its node only when `read_treasury` (the
+/// overview shows the books' figure instead: no node call per balance on every view).
+pub async fn status_of(
+    portal: &Portal<'_>,
+    read_treasury: bool,
+) -> Result<Vec<NetworkStatus>, ApiError> {
     let Some(text) = portal.ctx.chains() else {
         return Ok(Vec::new());
     };
     let networks =
         config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))?;
-    let treasury = treasury::treasury(portal.ctx)?.map(|t| t.address);
+    let treasury = if read_treasury {
+        treasury::treasury(portal.ctx)?.map(|t| t.address)
+    } else {
+        None
+    };
     let mut out = Vec::new();
     for (name, network) in networks {
         let node = async {

@@ -7,10 +7,12 @@ use shared_types::ErrorCode;
 use worker::Method;
 
 mod balances;
+mod chart;
 mod deliveries;
 mod developers;
 mod layout;
 mod merchants;
+mod overview;
 mod payments;
 mod session;
 mod topups;
@@ -35,7 +37,7 @@ pub fn route<'a>(rest: &[&'a str]) -> Option<Route<'a, Incoming<'a>>> {
 /// Every page on the session: its path, and for each method the handler.
 fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
     Some(match *rest {
-        [] | [""] => Route::new().get(payments::overview),
+        [] | [""] => Route::new().get(overview::show),
         ["logout"] => Route::new().post(session::logout),
         ["payments"] => Route::new().get(payments::list),
         ["payments", "export.csv"] => Route::new().get(payments::export),
@@ -129,7 +131,7 @@ fn refused(why: &str) -> Answer {
             None,
             html! {
                 section { h1 { "Request refused" } (error_box(Some(why)))
-                    p { a href="/portal/developers" { "Back to the portal" } } }
+                    p { a href="/portal/" { "Back to the portal" } } }
             },
         ),
     )

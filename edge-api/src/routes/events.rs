@@ -6,16 +6,19 @@ use shared_types::Scope;
 use worker::Response;
 
 use crate::db::{events, Owner};
-use crate::error::{ApiError, OrInternal};
+use crate::error::ApiError;
 use crate::query::EventFilter;
 use crate::route::Incoming;
+
+use super::list::{read_page, Freshness};
 
 /// One page of the caller's events: the token's check and the page in one statement.
 pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) =
         super::list::request(&req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
-    let page = events::feed(&ctx.db, Owner::Token(&hash), &filter)
-        .await
-        .or_internal("list events")?;
+    let page = read_page(&req, ctx, Freshness::Replica, async |db| {
+        events::feed(db, Owner::Token(&hash), &filter).await
+    })
+    .await?;
     super::list::response(page, Scope::EventsRead, filter.limit)
 }

@@ -2,7 +2,7 @@
 //! checked on what the list's own statement read.
 
 use shared_types::Scope;
-use worker::{Request, Response, Url};
+use worker::{D1DatabaseSession, Request, Response, Url};
 
 use crate::auth;
 use crate::ctx::Ctx;
@@ -31,9 +31,120 @@ pub async fn request<F>(
     }
 }
 
-/// The page a list statement built, once the token it read holds `scope`.
-pub fn response(page: JsonPage, scope: Scope, limit: u32) -> Result<Response, ApiError> {
+/// The request header a client sends back the `Payrail-Bookmark` of an earlier answer in, to
+/// read at least what that answer saw.
+pub const BOOKMARK: &str = "Payrail-Bookmark";
+
+/// Longest bookmark accepted (D1's are about 50 characters).
+const BOOKMARK_MAX: usize = 128;
+
+/// Where a read may be answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Any replica (D1's `first-unconstrained`): lists, which a client pages through and may
+    /// read a moment behind.
+    Replica,
+    /// The primary (`first-primary`): lookups by id, which a receiver makes right after a
+    /// webhook and must show what the webhook said.
+    Primary,
+}
+
+/// A D1 session for a partner read: on the primary for [`Freshness::Primary`] (newer than any
+/// bookmark), else from the request's `Payrail-Bookmark` when it carries one (a read at least as
+/// new as that answer's), else on any replica. A `Payrail-Bookmark` that is not shaped like one
+/// is refused by name. Writes and money decisions never use a session: they go to the database
+/// itself, the primary.
+pub fn read_session(
+    req: &Request,
+    ctx: &Ctx,
+    freshness: Freshness,
+) -> Result<D1DatabaseSession, ApiError> {
+    let bookmark = bookmark(req)?;
+    let start = match (freshness, &bookmark) {
+        (Freshness::Primary, _) => PRIMARY,
+        (Freshness::Replica, Some(b)) => b.as_str(),
+        (Freshness::Replica, None) => "first-unconstrained",
+    };
+    ctx.db
+        .with_session(Some(start))
+        .or_internal("open a read session")
+}
+
+/// D1's constraint for a session that starts on the primary.
+const PRIMARY: &str = "first-primary";
+
+/// The request's `Payrail-Bookmark`, if it sends one shaped like D1's.
+fn bookmark(req: &Request) -> Result<Option<String>, ApiError> {
+    let Some(b) = req.headers().get(BOOKMARK).ok().flatten() else {
+        return Ok(None);
+    };
+    let shaped = !b.is_empty()
+        && b.len() <= BOOKMARK_MAX
+        && b.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-');
+    if shaped {
+        Ok(Some(b))
+    } else {
+        Err(ApiError::invalid_request(format!(
+            "the {BOOKMARK} header must be a bookmark from an earlier answer's {BOOKMARK} header"
+        )))
+    }
+}
+
+/// Reads a page as [`read_session`] says, and again on the primary when the first session's
+/// answer cannot be used: a replica that does not know the token (issued a moment ago, not yet
+/// copied there: a new token never reads as a bad one), or a bookmark D1 does not take (the
+/// primary is at least as new as any bookmark). Returns the page and the session that answered.
+pub async fn read_page(
+    req: &Request,
+    ctx: &Ctx,
+    freshness: Freshness,
+    read: impl AsyncFn(&D1DatabaseSession) -> crate::db::DbResult<JsonPage>,
+) -> Result<(JsonPage, D1DatabaseSession), ApiError> {
+    let session = read_session(req, ctx, freshness)?;
+    if freshness == Freshness::Primary {
+        let page = read(&session).await.or_internal("read page")?;
+        return Ok((page, session));
+    }
+    match read(&session).await {
+        Ok(page) if page.scopes.is_some() => return Ok((page, session)),
+        Ok(_) => {}
+        Err(e) if bookmark(req)?.is_none() => return Err(e).or_internal("read page"),
+        Err(_) => {}
+    }
+    let primary = ctx
+        .db
+        .with_session(Some(PRIMARY))
+        .or_internal("open a read session")?;
+    let page = read(&primary).await.or_internal("read page")?;
+    Ok((page, primary))
+}
+
+/// Sets `Payrail-Bookmark` on `response`: where the session's reads stood, for the client's next
+/// read.
+pub fn with_bookmark(
+    mut response: Response,
+    session: &D1DatabaseSession,
+) -> Result<Response, ApiError> {
+    if let Some(bookmark) = session.get_bookmark().or_internal("read the bookmark")? {
+        response
+            .headers_mut()
+            .set(BOOKMARK, &bookmark)
+            .or_internal("build response")?;
+    }
+    Ok(response)
+}
+
+/// The page a list statement built, once the token it read holds `scope`, with the session's
+/// bookmark.
+pub fn response(
+    (page, session): (JsonPage, D1DatabaseSession),
+    scope: Scope,
+    limit: u32,
+) -> Result<Response, ApiError> {
     auth::allowed(page.scopes.as_deref(), scope)?;
     let body = page.envelope(limit).or_internal("read page")?;
-    http::json_js(200, &body).or_internal("build response")
+    with_bookmark(
+        http::json_js(200, &body).or_internal("build response")?,
+        &session,
+    )
 }

@@ -10,13 +10,21 @@ use crate::http;
 use crate::query::{parse_id, MerchantFilter};
 use crate::route::Incoming;
 
+use super::list::{read_page, read_session, with_bookmark, Freshness};
+
 /// One page of the caller's merchants: the token's check and the page in one statement.
 pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) =
         super::list::request(&req, ctx, url, Scope::MerchantsRead, MerchantFilter::parse).await?;
-    let page = merchants::list_json(&ctx.db, Owner::Token(&hash), &filter)
-        .await
-        .or_internal("list merchants")?;
+    let freshness = if filter.id.is_some() {
+        Freshness::Primary
+    } else {
+        Freshness::Replica
+    };
+    let page = read_page(&req, ctx, freshness, async |db| {
+        merchants::list_json(db, Owner::Token(&hash), &filter).await
+    })
+    .await?;
     super::list::response(page, Scope::MerchantsRead, filter.limit)
 }
 
@@ -29,9 +37,14 @@ pub async fn get(Incoming { req, ctx, .. }: Incoming<'_>, id: &str) -> Result<Re
         auth::authorize(ctx, req.headers(), Scope::MerchantsRead).await?;
         return Err(not_found());
     };
-    let (merchant, scopes) = merchants::get_json(&ctx.db, &hash, id)
+    // A lookup: the primary answers it.
+    let session = read_session(&req, ctx, Freshness::Primary)?;
+    let (merchant, scopes) = merchants::get_json(&session, &hash, id)
         .await
         .or_internal("read merchant")?;
     auth::allowed(scopes.as_deref(), Scope::MerchantsRead)?;
-    http::json_text(200, &merchant.ok_or_else(not_found)?).or_internal("build response")
+    with_bookmark(
+        http::json_text(200, &merchant.ok_or_else(not_found)?).or_internal("build response")?,
+        &session,
+    )
 }

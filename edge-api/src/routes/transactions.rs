@@ -4,9 +4,11 @@ use shared_types::Scope;
 use worker::Response;
 
 use crate::db::{transactions, Owner};
-use crate::error::{ApiError, OrInternal};
+use crate::error::ApiError;
 use crate::query::TransactionFilter;
 use crate::route::Incoming;
+
+use super::list::{read_page, Freshness};
 
 /// One page of the caller's transactions: the token's check and the page in one statement.
 pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
@@ -18,8 +20,15 @@ pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, 
         TransactionFilter::parse,
     )
     .await?;
-    let page = transactions::list_json(&ctx.db, Owner::Token(&hash), &filter)
-        .await
-        .or_internal("list transactions")?;
+    // A lookup by id is what a receiver makes right after a webhook: the primary answers it.
+    let freshness = if filter.id.is_some() {
+        Freshness::Primary
+    } else {
+        Freshness::Replica
+    };
+    let page = read_page(&req, ctx, freshness, async |db| {
+        transactions::list_json(db, Owner::Token(&hash), &filter).await
+    })
+    .await?;
     super::list::response(page, Scope::TransactionsRead, filter.limit)
 }

@@ -1087,7 +1087,7 @@ fn the_balance_and_its_statement_in_chromium_at_desktop_and_phone_widths() {
     browser.fill("#email", &admin.admin_email);
     browser.fill("#password", &admin.admin_password);
     browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the portal", |u| u.ends_with("/portal/developers"));
+    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
 
     for (width, height) in [(1280, 900), (390, 844)] {
         browser.resize(width, height);

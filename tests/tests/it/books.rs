@@ -260,6 +260,33 @@ fn the_cron_books_the_operators_funding_of_the_treasury() {
         "{rows:?}"
     );
     books::assert_balanced(&s.worker, &s.anvil);
+    // The portal's overview shows the treasury's address and the booked float, from the books.
+    let session = s.worker.portal_login(0);
+    let html = s
+        .worker
+        .send(
+            s.worker
+                .request(reqwest::Method::GET, "/portal/")
+                .header("Cookie", format!("payrail_portal={}", session.cookie)),
+            None,
+        )
+        .text;
+    let address = html
+        .split("id=\"treasury-address\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_else(|| panic!("the treasury's address on the overview: {html}"));
+    assert_eq!(address.to_ascii_lowercase(), s.treasury);
+    let row = html
+        .split("<tr data-network=\"polygon\" data-asset=\"USDC\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("the USDC float on the overview: {html}"));
+    let float = shared_types::ledger::units_text(s.held(&usdc), 6);
+    assert!(
+        row.contains(&format!("data-label=\"Treasury\">{float}<")),
+        "{float} in {row}"
+    );
 }
 
 #[test]

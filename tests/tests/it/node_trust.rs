@@ -268,6 +268,22 @@ fn a_node_whose_head_stands_still_decides_no_checkouts_end() {
         s.refusal(id).filter(|why| why.contains("head"))
     });
     assert!(why.contains(&format!("at block {frozen}")), "{why}");
+    // The operator is e-mailed about it once (this worker has no e-mail binding: the record
+    // says so), not at every read.
+    let alert = || -> (i64, i64, String) {
+        s.worker
+            .database()
+            .query_row(
+                "SELECT alerted_head, alerted_at, alert_email_status FROM node_heads \
+                 WHERE alerted_head = ?1",
+                [i64::try_from(frozen).unwrap()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .expect("the stall's alert")
+    };
+    let first = alert();
+    assert_eq!(first.0, i64::try_from(frozen).unwrap());
+    assert_eq!(first.2, "not_configured");
     // The operator's overview says so too.
     let networks = s
         .worker
@@ -293,6 +309,11 @@ fn a_node_whose_head_stands_still_decides_no_checkouts_end() {
         assert_eq!(s.status(&session)["status"], "pending");
     }
     assert_eq!(s.raw_status(id), "pending", "not expired on a stale head");
+    assert_eq!(
+        alert(),
+        first,
+        "one alert for the stall, however many reads saw it"
+    );
     // The node catches up: the payment made in time is credited, never expired first.
     s.node.heal();
     eventually("the payment credited", Duration::from_secs(30), || {

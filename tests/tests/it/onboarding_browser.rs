@@ -33,7 +33,7 @@ fn a_new_institution_onboards_a_merchant_and_takes_its_first_payment() {
     browser.fill("#email", "admin@browser-psp.example");
     browser.fill("#password", &password);
     browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the portal", |u| u.contains("/portal/developers"));
+    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
 
     // An empty institution: no merchant yet.
     browser.goto(&format!("{}/portal/merchants", worker.base_url));
@@ -134,6 +134,8 @@ fn a_new_institution_onboards_a_merchant_and_takes_its_first_payment() {
 
     // The other new pages, to be looked at: the overview counts the payment.
     browser.goto(&format!("{}/portal/", worker.base_url));
+    assert!(browser.wait_text("#volume").contains("19.99"));
+    browser.click("#by-currency summary");
     assert!(browser.wait_text("table[data-days='7']").contains("19.99"));
     browser.screenshot("portal-overview");
     browser.goto(&format!("{}/portal/payments", worker.base_url));

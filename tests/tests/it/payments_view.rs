@@ -1,6 +1,8 @@
-//! The portal's payments view: the same filters and pages as the partner API, one payment's
-//! timeline with its deliveries and attempts, the overview's exact volume, and the CSV export of
-//! every matching payment.
+//! The portal's payments view: the same filters and pages as the partner API, merchant names and
+//! status badges, the quick date ranges, the search box (by id, external reference, transaction
+//! hash or deposit address, never another institution's payment), one payment's timeline with
+//! its deliveries and attempts, the overview's exact volume, and the CSV export of every
+//! matching payment.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -245,4 +247,195 @@ fn a_reference_a_spreadsheet_would_run_is_exported_as_text() {
     // The API itself still answers the reference as it was given.
     let t = worker.transaction(0, id);
     assert_eq!(t["external_reference"], reference);
+}
+
+/// The ids of the rows of a payments page, in order.
+fn row_ids(html: &str) -> Vec<i64> {
+    html.split("data-payment=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_list_shows_merchant_names_and_status_badges() {
+    let worker = worker();
+    let session = worker.portal_login(0);
+    // The API's page first: payments made meanwhile only push its rows down the longer page.
+    let api = api(worker, &session, "/payments?limit=25").json();
+    let html = page(worker, &session, "/portal/payments?limit=100").text;
+    assert!(!row_ids(&html).is_empty());
+    let names: std::collections::HashMap<i64, String> = worker.credentials.institutions[0]
+        .merchants
+        .iter()
+        .map(|m| (m.id, m.name.clone()))
+        .collect();
+    for t in api["data"].as_array().unwrap() {
+        let id = t["id"].as_i64().unwrap();
+        let row = html
+            .split(&format!("data-payment=\"{id}\""))
+            .nth(1)
+            .and_then(|r| r.split("</tr>").next())
+            .unwrap_or_else(|| panic!("row {id} in the page"));
+        let merchant = t["merchant_id"].as_i64().unwrap();
+        let name = names
+            .get(&merchant)
+            .expect("a demo merchant")
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            row.contains(&format!(
+                "<a href=\"/portal/merchants/{merchant}\">{name}</a>"
+            )),
+            "{row}"
+        );
+        let status = t["status"].as_str().unwrap();
+        assert!(
+            row.contains(&format!("class=\"badge s-{status}\"")),
+            "{row}"
+        );
+        if let Some(amount) = t["amount_status"].as_str() {
+            let label = match amount {
+                "EXACT" => "Exact",
+                "UNDERPAID" => "Underpaid",
+                _ => "Overpaid",
+            };
+            assert!(row.contains(&format!(">{label}</span>")), "{row}");
+        }
+    }
+}
+
+#[test]
+fn quick_ranges_filter_by_the_day_created() {
+    let worker = worker();
+    let session = worker.portal_login(0);
+    let today = &shared_types::time::format_unix(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64,
+    )
+    .unwrap()[..10];
+    let fresh = payment(worker, 0, "VIEW-QUICK-RANGE");
+    let html = page(worker, &session, "/portal/payments?status=pending").text;
+    // Each range keeps the other filters and starts on its first day.
+    let link = format!("/portal/payments?status=pending&amp;created_after={today}");
+    assert!(html.contains(&format!("href=\"{link}\"")), "{html}");
+    for label in ["Today", "7 days", "30 days"] {
+        assert!(html.contains(&format!(">{label}</a>")), "{label}");
+    }
+    // The range's page is the API's list of the same filters (read again if a payment made by
+    // another test alongside landed between the two reads).
+    eventually("the same list twice", Duration::from_secs(20), || {
+        let ranged = page(
+            worker,
+            &session,
+            &format!("/portal/payments?status=pending&created_after={today}&limit=100"),
+        );
+        assert_eq!(ranged.status, 200);
+        assert!(ranged.text.contains("aria-current=\"page\">Today"));
+        let ids = row_ids(&ranged.text);
+        assert!(ids.contains(&fresh), "{ids:?}");
+        let expected: Vec<i64> = api(
+            worker,
+            &session,
+            &format!("/payments?status=pending&created_after={today}&limit=100"),
+        )
+        .json()["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect();
+        (ids == expected).then_some(())
+    });
+    // Before today: not there.
+    let before = page(
+        worker,
+        &session,
+        &format!("/portal/payments?created_before={today}&limit=100"),
+    );
+    assert!(!row_ids(&before.text).contains(&fresh));
+}
+
+#[test]
+fn the_search_finds_a_payment_by_each_key_and_never_another_institutions() {
+    let worker = worker();
+    let session = worker.portal_login(0);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let s = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "12.00", "currency": "EUR", "title": "Search",
+        "externalReference": "VIEW-SEARCH-1", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = s["transaction_id"].as_i64().unwrap();
+    act(worker, 0, id, "pay", json!({"amount": "12.00"}));
+    let settled = act(worker, 0, id, "settle", json!({}));
+    let source = settled["tx_hashes"]["source"].as_str().unwrap().to_owned();
+    let settlement = settled["tx_hashes"]["settlement"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let address: String = worker
+        .database()
+        .query_row(
+            "SELECT deposit_address FROM checkout_sessions WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let search = |session: &PortalSession, q: &str| {
+        let query: String = form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", q)
+            .finish();
+        page(worker, session, &format!("/portal/payments?{query}"))
+    };
+    let mut keys = vec![
+        (id.to_string(), "id"),
+        ("VIEW-SEARCH-1".to_owned(), "external_reference"),
+        (source.clone(), "tx_hash"),
+        (settlement.clone(), "tx_hash"),
+        (address.clone(), "deposit_address"),
+        (format!("  {source}  "), "tx_hash"),
+    ];
+    if let Some(hex) = address.strip_prefix("0x") {
+        // EVM hex as people paste it, in any case.
+        keys.push((format!("0x{}", hex.to_ascii_uppercase()), "deposit_address"));
+    }
+    for (q, key) in keys {
+        let found = search(&session, &q);
+        assert_eq!(found.status, 200, "{q}: {}", found.text);
+        assert_eq!(row_ids(&found.text), [id], "{q}");
+        assert!(found.text.contains(&format!("data-key=\"{key}\"")), "{q}");
+        assert!(found.text.contains("1 payment match"), "{q}");
+    }
+    // Exact matches only.
+    let partial = search(&session, &source[..20]);
+    assert!(row_ids(&partial.text).is_empty());
+    assert!(partial.text.contains("No payment matches"));
+    // Another institution finds none of it.
+    let globex = worker.portal_login(1);
+    for q in [
+        id.to_string(),
+        "VIEW-SEARCH-1".into(),
+        source,
+        settlement,
+        address,
+    ] {
+        let found = search(&globex, &q);
+        assert_eq!(found.status, 200);
+        assert!(
+            row_ids(&found.text).is_empty(),
+            "{q} found by another institution"
+        );
+    }
+    // Bounded: a text longer than any key is refused, saying so.
+    let long = search(&session, &"x".repeat(256));
+    assert_eq!(long.status, 400);
+    assert!(
+        long.text.contains("at most 255 characters"),
+        "{}",
+        long.text
+    );
 }

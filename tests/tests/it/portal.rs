@@ -712,6 +712,14 @@ fn pages_need_a_session_and_forms_need_the_token() {
         None,
     );
     assert_eq!(posted.status, 303);
+    // An admin lands on the overview.
+    assert!(
+        posted
+            .header("location")
+            .is_some_and(|l| l.ends_with("/portal/")),
+        "{:?}",
+        posted.header("location")
+    );
     let cookie = posted
         .header("set-cookie")
         .unwrap()

@@ -28,10 +28,13 @@ fn an_admin_manages_clients_and_endpoints_in_the_browser() {
     browser.fill("#password", &admin.admin_password);
     browser.screenshot("portal-login");
     browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the developers page", |u| u.ends_with("/portal/developers"));
+    // The admin lands on the overview, then goes to the developers page.
+    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
     assert!(browser
         .wait_text("header .who")
         .contains("Northwind Payments"));
+    browser.click("a[href='/portal/developers']");
+    browser.wait_for_url("the developers page", |u| u.ends_with("/portal/developers"));
 
     // A new client; its secret is shown once and works at the token endpoint.
     browser.fill("#client-name", "Browser-made client");

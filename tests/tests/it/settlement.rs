@@ -773,8 +773,15 @@ fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_eq!(made.iter().filter(|st| **st == 201).count(), 2, "{made:?}");
+    // At most two fit. A request that loses every race to the others (each retried on what
+    // is then true) is refused with 409 and can be made again: it never pays beyond the rest.
+    let won = made.iter().filter(|st| **st == 201).count();
+    assert!((1..=2).contains(&won), "{made:?}");
     assert!(made.iter().all(|st| *st == 201 || *st == 409), "{made:?}");
+    if won == 1 {
+        let again = s.refund_as(&portal, id, "6.00", &customer, Some("race-again"));
+        assert_eq!(again.status, 201, "{}", again.text);
+    }
     let rest = s.refund(id, "3.00", &customer, Some("refund-rest"));
     assert_eq!(rest.status, 201, "{}", rest.text);
     let detail = s.refunds_done(id);

@@ -23,7 +23,7 @@ body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1c2430;background:#f4f6f
 header{background:#1c2430;color:#fff;padding:.6rem 1.5rem;display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:center}
 header a{color:#fff}header .who{margin-left:auto;opacity:.8}header form{display:inline}
 header button{background:none;border:1px solid #8893a3;color:#fff}
-main{max-width:60rem;margin:1.5rem auto;padding:0 1.5rem}
+main{max-width:72rem;margin:1.5rem auto;padding:0 1.5rem}
 section{background:#fff;border-radius:8px;padding:1rem 1.5rem;margin-bottom:1.25rem;
 box-shadow:0 1px 3px rgba(0,0,0,.06)}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.4rem .5rem;
@@ -54,13 +54,36 @@ dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.
 .tag{font-size:.8em;padding:0 .4rem;border-radius:4px;background:#eef1f5;color:#3d4756}
 .tag.pending{background:#fff4d6;color:#6b4e00}.warn-text{color:#7a4f00}
 form.limit{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}form.limit label{margin-top:0}
+.badge{display:inline-block;font-size:.8em;font-weight:600;line-height:1.5;padding:0 .5rem;border-radius:999px;
+border:1px solid currentColor;white-space:nowrap}
+.s-paid,.a-exact{background:#e7f7ee;color:#0a5c2e}.s-pending,.a-under{background:#fff4d6;color:#6b4e00}
+.s-failed{background:#fdecec;color:#9b1c1c}.s-refunded{background:#eef1f5;color:#3d4756}
+.s-partially_refunded{background:#f1ecfe;color:#5b21b6}.a-over{background:#e6efff;color:#1e429f}
+form.search .row{display:flex;gap:.5rem}form.search input{flex:1;min-width:0;max-width:none}
+input[type=search],input[type=date]{font:inherit;padding:.35rem .5rem;box-sizing:border-box}
+form.filters{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:flex-end;margin-top:.75rem}
+form.filters .field{flex:1 1 9rem;min-width:0}form.filters .merchant{flex-basis:12rem}
+form.filters .actions{flex:0 0 auto;padding-bottom:.3rem}
+form.filters label{margin:0 0 .15rem;font-size:.85em}form.filters select,form.filters input{width:100%;max-width:none;height:2.3rem}
+form.filters button{height:2.3rem}
+.toolbar{display:flex;flex-wrap:wrap;gap:.5rem 1rem;justify-content:space-between;align-items:center;margin-top:.75rem}
+.chip{display:inline-block;padding:.1rem .6rem;margin-right:.3rem;border:1px solid #8893a3;border-radius:999px;
+color:#1c2430;text-decoration:none}.chip.on{background:#1c2430;color:#fff;border-color:#1c2430}
+table.payments td,table.payments th{white-space:nowrap}table.payments td:nth-child(8){white-space:normal}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:.5rem 2rem}
+figure.chart{margin:.5rem 0;min-width:0}figure.chart svg{display:block;width:100%;height:auto;max-height:14rem}
+figure.chart figcaption{margin-bottom:.25rem}svg.status-chart{display:block;width:100%;max-width:28rem;height:auto}
+.axis{display:flex;justify-content:space-between;gap:.5rem;font-size:.8em;color:#5b6677;white-space:nowrap}
+details summary{cursor:pointer;color:#1d4ed8}table.figures caption{text-align:left}
 @media (max-width:40rem){h1{font-size:1.5rem}
 dl.fields{grid-template-columns:1fr;gap:0}dl.fields dt{color:#5b6677;font-size:.9em;margin-top:.4rem}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 table.stack,table.stack tbody,table.stack tr,table.stack th,table.stack td{display:block}
 table.stack tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}table.stack th,table.stack td{border:0;padding:.1rem 0}
 table.stack td[data-label]{text-align:right}table.stack td:empty{display:none}
-table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}}
+table.stack td[data-label]::before{content:attr(data-label);float:left;font-weight:600;color:#5b6677}
+.charts{grid-template-columns:minmax(0,1fr)}form.filters .field{flex:1 1 40%}form.filters .actions{flex:1 1 100%}
+table.payments.stack td{white-space:normal}.axis .peak{display:none}}
 ";
 
 pub(super) fn page(status: u16, markup: Markup) -> Result<Response, ApiError> {

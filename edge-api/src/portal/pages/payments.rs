@@ -1,207 +1,203 @@
-//! The payments pages: the overview (the portal's first page), the payments list with the
-//! partner API's filters, one payment with its timeline, and the CSV export.
+//! The payments pages: the payments list with its search and the partner API's filters, one
+//! payment with its timeline, and the CSV export.
 
 use maud::{html, Markup};
-use shared_types::{ErrorCode, PortalRole, RawStatus, Status};
+use shared_types::{ErrorCode, PortalRole, RawStatus, Status, Transaction};
 use worker::Response;
 
+use super::chart::{amount_badge, status_badge, status_label};
 use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::chain::refund::{self, RefundRequest};
 use crate::error::OrInternal;
 use crate::http::see_other;
 use crate::portal::balances::{self, RefundEffect};
-use crate::portal::networks;
 use crate::portal::payments::{self, payment_id, PaymentDetail};
+use crate::portal::{overview, search};
 use crate::route::Answer;
 
-/// `GET /portal/`: counts and gross volume per status and currency, last 7 and 30 days.
-pub(super) async fn overview(c: Call<'_>) -> Answer {
-    let portal = &c.portal;
-    let overview = payments::overview(portal).await?;
-    let networks = networks::status(portal).await?;
-    page(
-        200,
-        layout(
-            "Overview",
-            Some(portal),
-            html! {
-                section {
-                    h1 { "Overview" }
-                    p.muted { "Payments created in the period, by status and currency. Gross is what customers paid." }
-                    @for period in &overview.periods {
-                        h2 { "Last " (period.days) " days" }
-                        @if period.lines.is_empty() { p { "No payments." } } @else {
-                            table data-days=(period.days) {
-                                thead { tr { th { "Status" } th { "Currency" } th { "Payments" } th { "Gross" } } }
-                                tbody {
-                                    @for line in &period.lines {
-                                        tr {
-                                            td { a href=(format!("/portal/payments?status={}", line.status.as_str())) { (line.status.as_str()) } }
-                                            td { (line.currency.as_deref().unwrap_or("—")) }
-                                            td { (line.count) }
-                                            td { (line.gross) }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                @if !networks.is_empty() {
-                    section {
-                        h2 { "Networks" }
-                        p.muted { "The nodes this deployment reads its EVM networks from." }
-                        table #networks {
-                            thead { tr { th { "Network" } th { "Chain id" } th { "Confirmations" } th { "Node" } th { "Newest block" } th { "Tokens" } } }
-                            tbody {
-                                @for n in &networks {
-                                    tr data-network=(n.network) {
-                                        td { (n.network) }
-                                        td { (n.chain_id) }
-                                        td { (n.confirmations) }
-                                        td {
-                                            @if n.status == "ok" { span.ok { "ok" } }
-                                            @else { span.warn { (n.status) ": " (n.error.as_deref().unwrap_or("")) } }
-                                        }
-                                        td { (n.head_block.map(|b| b.to_string()).unwrap_or_else(|| "—".into())) }
-                                        td {
-                                            @if n.tokens.is_empty() { "none: no way to pay is offered" }
-                                            @for t in &n.tokens {
-                                                (t.asset) " "
-                                                @if t.address == crate::chain::config::NATIVE_TOKEN { "(the network's own coin)" }
-                                                @else { code { (t.address) } }
-                                                br;
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        @if networks.iter().any(|n| !n.feeds.is_empty()) {
-                            h3 { "Price feeds" }
-                            p.muted { "Quotes in ether and in other currencies than USD, and settlement gas, are priced from these; a stale or unreadable feed withdraws the ways to pay that need it and holds the settlements that need it." }
-                            table #feeds {
-                                thead { tr { th { "Network" } th { "Pair" } th { "State" } th { "Answer (USD)" } th { "Updated" } } }
-                                tbody {
-                                    @for n in &networks {
-                                        @for f in &n.feeds {
-                                            tr data-feed=(format!("{}:{}", n.network, f.pair)) {
-                                                td { (n.network) }
-                                                td { (f.pair) br; code { (f.address) } }
-                                                td {
-                                                    @if f.status == "ok" { span.ok { "ok" } }
-                                                    @else { span.warn { (f.status) ": " (f.error.as_deref().unwrap_or("")) } }
-                                                }
-                                                td { (f.answer.as_deref().unwrap_or("—")) }
-                                                td { (f.updated_at.as_deref().unwrap_or("—")) br; small { "at most " (f.max_age_seconds) " s old" } }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        @if networks.iter().any(|n| n.treasury.is_some()) {
-                            h3 { "Treasury" }
-                            p.muted { "The hot wallet settlements are paid from: each network's coin pays the gas. Deposits reach it through custody's sweep." }
-                            table #treasury {
-                                thead { tr { th { "Network" } th { "Address" } th { "Holds" } } }
-                                tbody {
-                                    @for n in &networks {
-                                        @if let Some(t) = &n.treasury {
-                                            tr data-network=(n.network) {
-                                                td { (n.network) }
-                                                td { code { (t.address) } }
-                                                td {
-                                                    @for b in &t.balances {
-                                                        (b.amount.as_deref().unwrap_or("—")) " " (b.asset) br;
-                                                    }
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            },
-        ),
-    )
-}
+/// The filters the bar carries (`q` searches instead, on its own).
+const FILTERS: &[&str] = &["status", "merchant_id", "created_after", "created_before"];
 
-/// `GET /portal/payments`: the filters, one page, the next page and the export.
+/// `GET /portal/payments`: the search box, the one-line filter bar with its quick ranges, one
+/// page of payments (merchant names, status and amount badges), the next page and the export.
+/// With `q`, the search's matches instead of a page.
 pub(super) async fn list(c: Call<'_>) -> Answer {
     let (portal, url) = (&c.portal, c.url);
-    // The filter form sends every field, empty ones too: an empty field means no filter.
-    let mut query = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in url.query_pairs() {
-        if !v.is_empty() {
-            query.append_pair(&k, &v);
-        }
-    }
-    let found = payments::list(portal, &query.finish()).await?;
     let given = |name: &str| {
         url.query_pairs()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
             .unwrap_or_default()
     };
-    // The same filters without the cursor, for the next page and the export.
-    let mut filters = form_urlencoded::Serializer::new(String::new());
+    let q = given("q");
+    // The filter bar sends every field, empty ones too: an empty field means no filter.
+    let mut query = form_urlencoded::Serializer::new(String::new());
     for (k, v) in url.query_pairs() {
-        if k != "starting_after" && k != "limit" && !v.is_empty() {
-            filters.append_pair(&k, &v);
+        if !v.is_empty() && k != "q" {
+            query.append_pair(&k, &v);
         }
     }
-    let filters = filters.finish();
-    let next = found.next_cursor.map(|cursor| {
-        let sep = if filters.is_empty() { "" } else { "&" };
-        format!("/portal/payments?{filters}{sep}starting_after={cursor}")
-    });
+    let (rows, next, search, error) = if q.is_empty() {
+        let found = payments::list(portal, &query.finish()).await?;
+        let next = found.next_cursor;
+        let rows: Vec<(Transaction, Option<String>)> =
+            found.data.into_iter().map(|t| (t, None)).collect();
+        (rows, next, None, None)
+    } else {
+        match search::search(portal, &q).await {
+            Ok(found) => {
+                let rows = found
+                    .hits
+                    .into_iter()
+                    .map(|h| (h.transaction, Some(h.key)))
+                    .collect();
+                (rows, None, Some((found.text, found.more)), None)
+            }
+            Err(err) if err.code == ErrorCode::InvalidRequest => {
+                (Vec::new(), None, None, Some(err.description))
+            }
+            Err(err) => return Err(err),
+        }
+    };
+    let names = search::merchant_names(portal, rows.iter().map(|(t, _)| t.merchant_id)).await?;
+    let choices = search::merchant_choices(portal).await?;
+    // The same filters without the cursor, for the next page, the export and the quick ranges.
+    let kept = |skip: &[&str]| {
+        let mut out = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in url.query_pairs() {
+            if FILTERS.contains(&k.as_ref()) && !skip.contains(&k.as_ref()) && !v.is_empty() {
+                out.append_pair(&k, &v);
+            }
+        }
+        out.finish()
+    };
+    let filters = kept(&[]);
+    let and = |query: &str| {
+        if query.is_empty() {
+            String::new()
+        } else {
+            format!("{query}&")
+        }
+    };
+    let next =
+        next.map(|cursor| format!("/portal/payments?{}starting_after={cursor}", and(&filters)));
+    let ranges = [("Today", 0), ("7 days", 6), ("30 days", 29)]
+        .into_iter()
+        .map(|(label, back)| {
+            let from = overview::day_before(portal.now, back)?;
+            let href = format!(
+                "/portal/payments?{}created_after={from}",
+                and(&kept(&["created_after", "created_before"]))
+            );
+            let active = given("created_after") == from && given("created_before").is_empty();
+            Ok((label, href, active))
+        })
+        .collect::<Result<Vec<_>, crate::error::ApiError>>()?;
     let status = given("status");
+    let merchant = given("merchant_id");
+    let any_filter = !filters.is_empty();
     page(
-        200,
+        if error.is_some() { 400 } else { 200 },
         layout(
             "Payments",
             Some(portal),
             html! {
                 section {
                     h1 { "Payments" }
-                    form method="get" action="/portal/payments" {
-                        label for="status" { "Status" }
-                        select #status name="status" {
-                            option value="" { "any" }
-                            @for s in Status::ALL {
-                                option value=(s.as_str()) selected[status == s.as_str()] { (s.as_str()) }
+                    form.search role="search" method="get" action="/portal/payments" {
+                        label for="q" { "Find a payment" }
+                        div.row {
+                            input #q type="search" name="q" value=(q) maxlength="255" autocomplete="off"
+                                placeholder="Payment id, reference, transaction hash or deposit address";
+                            button type="submit" { "Search" }
+                        }
+                    }
+                    (error_box(error.as_deref()))
+                    form.filters method="get" action="/portal/payments" aria-label="Filters" {
+                        div.field {
+                            label for="status" { "Status" }
+                            select #status name="status" {
+                                option value="" { "Any" }
+                                @for s in Status::ALL {
+                                    option value=(s.as_str()) selected[status == s.as_str()] { (status_label(*s)) }
+                                }
                             }
                         }
-                        label for="merchant_id" { "Merchant id" }
-                        input #merchant_id type="text" name="merchant_id" value=(given("merchant_id"));
-                        label for="external_reference" { "External reference" }
-                        input #external_reference type="text" name="external_reference" value=(given("external_reference"));
-                        label for="id" { "Payment id" }
-                        input #id type="text" name="id" value=(given("id"));
-                        label for="created_after" { "Created from (date or date-time)" }
-                        input #created_after type="text" name="created_after" value=(given("created_after")) placeholder="2026-11-01";
-                        label for="created_before" { "Created before" }
-                        input #created_before type="text" name="created_before" value=(given("created_before")) placeholder="2026-12-01";
-                        p { button type="submit" { "Filter" } " " a href=(format!("/portal/payments/export.csv?{filters}")) #export { "Export CSV" } }
+                        div.field.merchant {
+                            label for="merchant_id" { "Merchant" }
+                            @if let Some(choices) = &choices {
+                                select #merchant_id name="merchant_id" {
+                                    option value="" { "Any" }
+                                    @for (id, name) in choices {
+                                        option value=(id) selected[merchant == id.to_string()] { (name) }
+                                    }
+                                }
+                            } @else {
+                                input #merchant_id type="text" inputmode="numeric" name="merchant_id" value=(merchant) placeholder="Merchant id";
+                            }
+                        }
+                        div.field {
+                            label for="created_after" { "From" }
+                            input #created_after type="date" name="created_after" value=(given("created_after"));
+                        }
+                        div.field {
+                            label for="created_before" { "Before" }
+                            input #created_before type="date" name="created_before" value=(given("created_before"));
+                        }
+                        div.field.actions {
+                            button type="submit" { "Filter" }
+                            @if any_filter { " " a href="/portal/payments" #clear { "Clear" } }
+                        }
+                    }
+                    div.toolbar {
+                        nav.quick aria-label="Quick date ranges" {
+                            span.muted { "Created: " }
+                            @for (label, href, active) in &ranges {
+                                @if *active { a.chip.on href=(href) aria-current="page" { (label) } }
+                                @else { a.chip href=(href) { (label) } }
+                            }
+                        }
+                        a href=(format!("/portal/payments/export.csv?{filters}")) #export { "Export CSV" }
                     }
                 }
                 section {
-                    @if found.data.is_empty() { p { "No payments match." } } @else {
-                        table #payments {
-                            thead { tr { th { "Id" } th { "Created" } th { "Merchant" } th { "Status" } th { "Expected" } th { "Gross" } th { "Reference" } } }
-                            tbody {
-                                @for t in &found.data {
-                                    tr data-payment=(t.id) {
-                                        td { a href=(format!("/portal/payments/{}", t.id)) { (t.id) } }
-                                        td { (t.created_at.as_deref().unwrap_or("")) }
-                                        td { (t.merchant_id) }
-                                        td { (t.status.as_str()) }
-                                        td { (t.amount.expected.map(|d| d.to_string()).unwrap_or_default()) " " (t.currency.as_deref().unwrap_or("")) }
-                                        td { (t.amount.gross.map(|d| d.to_string()).unwrap_or_default()) }
-                                        td { code { (t.external_reference.as_deref().unwrap_or("")) } }
+                    @if let Some((text, more)) = &search {
+                        p #search-result role="status" {
+                            @if rows.is_empty() { "No payment matches " } @else if rows.len() == 1 { "1 payment matches " } @else { (rows.len()) " payments match " }
+                            code { (text) } ". "
+                            @if *more { "Only the newest " (rows.len()) " are shown. " }
+                            a href="/portal/payments" { "All payments" }
+                        }
+                    }
+                    @if rows.is_empty() {
+                        @if search.is_none() && error.is_none() { p { "No payments match." } }
+                    } @else {
+                        div.scroll {
+                            table #payments.payments.stack {
+                                thead { tr {
+                                    th scope="col" { "Payment" } th scope="col" { "Created (UTC)" } th scope="col" { "Merchant" }
+                                    th scope="col" { "Status" } th.num scope="col" { "Amount" } th.num scope="col" { "Gross" }
+                                    th scope="col" { "Received" } th scope="col" { "Reference" }
+                                    @if search.is_some() { th scope="col" { "Matched by" } }
+                                } }
+                                tbody {
+                                    @for (t, key) in &rows {
+                                        tr data-payment=(t.id) data-merchant=(t.merchant_id) {
+                                            td data-label="Payment" { a href=(format!("/portal/payments/{}", t.id)) { (t.id) } }
+                                            td data-label="Created" { (created(t.created_at.as_deref())) }
+                                            td data-label="Merchant" data-merchant-name {
+                                                @match names.get(&t.merchant_id) {
+                                                    Some(name) => { a href=(format!("/portal/merchants/{}", t.merchant_id)) { (name) } }
+                                                    None => { "Merchant " (t.merchant_id) }
+                                                }
+                                            }
+                                            td data-label="Status" { (status_badge(t.status)) }
+                                            td.num data-label="Amount" { (t.amount.expected.map(|d| d.to_string()).unwrap_or_default()) " " span.unit { (t.currency.as_deref().unwrap_or("")) } }
+                                            td.num data-label="Gross" { (t.amount.gross.map(|d| d.to_string()).unwrap_or_default()) }
+                                            td data-label="Received" { (amount_badge(t.amount_status)) }
+                                            td data-label="Reference" { code { (t.external_reference.as_deref().unwrap_or("")) } }
+                                            @if let Some(key) = key { td data-label="Matched by" data-key=(key) { (key_label(key)) } }
+                                        }
                                     }
                                 }
                             }
@@ -212,6 +208,22 @@ pub(super) async fn list(c: Call<'_>) -> Answer {
             },
         ),
     )
+}
+
+/// A creation time as the list shows it: `2026-11-23 14:05` (UTC).
+fn created(at: Option<&str>) -> String {
+    at.map(|t| t.get(..16).unwrap_or(t).replacen('T', " ", 1))
+        .unwrap_or_default()
+}
+
+/// What a search matched, in words.
+fn key_label(key: &str) -> &'static str {
+    match key {
+        "id" => "Payment id",
+        "external_reference" => "External reference",
+        "tx_hash" => "Transaction hash",
+        _ => "Deposit address",
+    }
 }
 
 /// `GET /portal/payments/{id}`: every field and the timeline.
@@ -238,6 +250,9 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
             RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded
         )
         && refundable.is_some_and(|r| r > rust_decimal::Decimal::ZERO);
+    let merchant = search::merchant_names(portal, [t.merchant_id])
+        .await?
+        .remove(&t.merchant_id);
     let money =
         |d: Option<rust_decimal::Decimal>| d.map(|d| d.to_string()).unwrap_or_else(|| "—".into());
     let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "—".into());
@@ -252,11 +267,16 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                     h1 { "Payment " (t.id) }
                     dl.fields {
                         dt { "Status" } dd #status { (t.status.as_str()) " (" (t.raw_status.as_str()) ")" }
-                        dt { "Merchant" } dd { (t.merchant_id) }
+                        dt { "Merchant" } dd #merchant {
+                            a href=(format!("/portal/merchants/{}", t.merchant_id)) { (merchant.as_deref().unwrap_or("")) }
+                            " " span.muted { "(" (t.merchant_id) ")" }
+                        }
                         dt { "External reference" } dd { code { (text(&t.external_reference)) } }
                         dt { "Expected" } dd { (money(t.amount.expected)) " " (text(&t.currency)) }
                         dt { "Gross" } dd { (money(t.amount.gross)) }
-                        dt { "Amount status" } dd { (t.amount_status.map(|s| s.as_str()).unwrap_or("—")) }
+                        dt { "Amount status" } dd {
+                            @if t.amount_status.is_some() { (amount_badge(t.amount_status)) } @else { "—" }
+                        }
                         dt { "PSP fee" } dd { (money(t.amount.psp_fee)) }
                         dt { "Gas fee" } dd { (money(t.amount.gas_fee)) }
                         dt { "Bridge fee" } dd { (money(t.amount.bridge_fee)) }

@@ -9,27 +9,25 @@ use crate::http::see_other;
 use crate::portal::{self, with_cookie, Cookie, Csrf};
 use crate::route::{Answer, Incoming};
 
-/// `GET /portal/login`: the form, or the portal when already logged in.
+/// `GET /portal/login`: the form, or the overview when already logged in.
 pub(super) async fn show_login(Incoming { req, ctx, url }: Incoming<'_>) -> Answer {
     if portal::authenticate(&req, ctx, url, Csrf::NotNeeded)
         .await
         .is_ok()
     {
-        return see_other(url, "/portal/developers");
+        return see_other(url, "/portal/");
     }
     page(200, login_page(None, ""))
 }
 
-/// `POST /portal/login`: a session cookie and the portal, or the form again saying why not.
+/// `POST /portal/login`: a session cookie and the overview (where an admin lands, as on
+/// Stripe's dashboard), or the form again saying why not.
 pub(super) async fn login(Incoming { mut req, ctx, url }: Incoming<'_>) -> Answer {
     portal::check_origin(&req, url)?;
     let form = Form::read(&mut req).await?;
     let email = form.get("email").unwrap_or_default().to_owned();
     match portal::login(ctx, &email, form.get("password").unwrap_or_default()).await {
-        Ok(session) => with_cookie(
-            see_other(url, "/portal/developers")?,
-            Cookie::Start(&session.token),
-        ),
+        Ok(session) => with_cookie(see_other(url, "/portal/")?, Cookie::Start(&session.token)),
         Err(err) if err.code == ErrorCode::ServerError => Err(err),
         Err(err) => {
             let response = page(
