@@ -163,7 +163,8 @@ pub async fn create(
     let Some((method, quote)) = chosen else {
         return Err(Refusal::NoQuote(unavailable));
     };
-    let session_id = crypto::random_token("cs_").or_internal("generate session id")?;
+    let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
+        .or_internal("generate session id")?;
     let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
     let now_text = timestamp(now)?;
     let crypto_amount = quote.crypto_amount.to_string();

@@ -215,7 +215,8 @@ async fn apply(
         Some(kind) => {
             let id = match on_chain {
                 OnChain::Refund(event_id) => event_id.to_owned(),
-                _ => crypto::random_token("evt_").or_internal("generate event id")?,
+                _ => crypto::random_token(shared_types::ids::EventId::PREFIX)
+                    .or_internal("generate event id")?,
             };
             let envelope = Event {
                 id,

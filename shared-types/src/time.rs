@@ -1,5 +1,6 @@
-//! Timestamps: ISO 8601 UTC with whole seconds on the wire and in storage
-//! (`2026-11-21T04:35:27Z`), so that text order is time order.
+//! Timestamps: ISO 8601 UTC with whole seconds on the wire (`2026-11-21T04:35:27Z`), so that
+//! text order is time order. In storage, the partner API's first tables keep that text; the
+//! newer ones keep Unix seconds, read and shown through [`UnixTime`].
 
 use alloc::string::String;
 

@@ -345,7 +345,8 @@ async fn store(
     same: &impl Fn(&Refund) -> bool,
 ) -> Result<Attempt, ApiError> {
     let checked = check(ctx, institution_id, transaction_id, request).await?;
-    let id = crypto::random_token("rfd_").or_internal("generate refund id")?;
+    let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
+        .or_internal("generate refund id")?;
     // The books: the merchant's balance (down to its debt limit) and the treasury's must
     // cover it. A refund after settlement is the merchant's debt, never the treasury's loss.
     let asset = ledger::Asset {

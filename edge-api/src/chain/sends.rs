@@ -60,7 +60,8 @@ pub fn stuck_after(network: &Network) -> u64 {
 
 /// A new send id.
 pub fn new_id() -> ChainResult<String> {
-    crypto::random_token("snd_").map_err(|e| ChainError::Config(e.to_string()))
+    crypto::random_token(shared_types::ids::SendId::PREFIX)
+        .map_err(|e| ChainError::Config(e.to_string()))
 }
 
 /// A transfer out of the treasury, priced, to sign.

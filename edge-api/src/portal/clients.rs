@@ -2,6 +2,7 @@
 //! the secret, delete. Every function is scoped to the portal session's institution: another
 //! institution's client is `not_found`, like an unknown one.
 
+use shared_types::ids::ClientId;
 use shared_types::{Scope, ScopeSet};
 
 use super::fields::check_text;
@@ -43,7 +44,8 @@ pub async fn create(
         ));
     }
     let client_id = format!(
-        "cli_{}",
+        "{}{}",
+        ClientId::PREFIX,
         hex::encode(crypto::random_bytes::<8>().or_internal("generate id")?)
     );
     let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
@@ -75,6 +77,8 @@ fn no_client() -> ApiError {
 
 /// New secret for a client; the old one and its tokens stop working now.
 pub async fn rotate(portal: &Portal<'_>, client_id: &str) -> Result<(ApiClient, String), ApiError> {
+    // An id not of a client's shape reads like an unknown one, without a query.
+    ClientId::parse(client_id).map_err(|_| no_client())?;
     let secret = crypto::random_token(payrail_credentials::CLIENT_SECRET_PREFIX)
         .or_internal("generate secret")?;
     let rotated = clients::rotate(
@@ -98,6 +102,7 @@ pub async fn rotate(portal: &Portal<'_>, client_id: &str) -> Result<(ApiClient, 
 
 /// Deletes a client and its tokens.
 pub async fn delete(portal: &Portal<'_>, client_id: &str) -> Result<(), ApiError> {
+    ClientId::parse(client_id).map_err(|_| no_client())?;
     match clients::delete(portal.db(), portal.institution_id(), client_id)
         .await
         .or_internal("delete client")?

@@ -180,7 +180,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         .or_internal("read sample")?
         .ok_or_else(no_sample)?;
     let event = Event {
-        id: crypto::random_token("evt_").or_internal("generate id")?,
+        id: crypto::random_token(shared_types::ids::EventId::PREFIX).or_internal("generate id")?,
         kind: TEST_EVENT_TYPE.to_owned(),
         created: portal.now,
         data: sample,

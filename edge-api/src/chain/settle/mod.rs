@@ -290,7 +290,7 @@ async fn settle_group(
     let gas_cost = u128::from(gas) * price;
     // The books first: the fees and payout reserved against the merchant's balance (a debt
     // from refunds after settlement is netted from the payout) and the treasury's.
-    let settlement_id = new_id("stl_")?;
+    let settlement_id = new_id(shared_types::ids::SettlementId::PREFIX)?;
     let send_id = sends::new_id()?;
     let asset = ledger::Asset {
         network: name,
