@@ -106,6 +106,14 @@ fn a_person_sees_the_reference_with_every_operation_and_nothing_from_elsewhere()
     // The introduction's title and the sidebar's entry for every operation are on screen,
     // the first entries on top in the sidebar's visible part, the others laid out (the
     // sidebar scrolls), each group open.
+    let entries = format!(
+        "{{{}}}",
+        operations
+            .iter()
+            .map(|(op, _)| format!("{}: !!({})", serde_json::to_string(op).unwrap(), entry(op)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let missing = eventually(
         "the introduction and every operation in the sidebar, on screen",
         Duration::from_secs(30),
@@ -118,18 +126,7 @@ fn a_person_sees_the_reference_with_every_operation_and_nothing_from_elsewhere()
                 ops =
                     serde_json::to_string(&operations.iter().map(|(op, _)| op).collect::<Vec<_>>())
                         .unwrap(),
-                entries = format!(
-                    "{{{}}}",
-                    operations
-                        .iter()
-                        .map(|(op, _)| format!(
-                            "{}: !!({})",
-                            serde_json::to_string(op).unwrap(),
-                            entry(op)
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                entries = entries,
             );
             let missing = browser.eval(&script);
             missing.as_array().cloned()
