@@ -23,7 +23,9 @@
       },
     };
   }
-  Scalar.createApiReference("#api-reference", {
+  // The mount point is #reference, never #api-reference (see docs.html): the standalone
+  // script would mount an unconfigured second reference over that id.
+  Scalar.createApiReference("#reference", {
     url: "/openapi.json",
     // A document's own settings (agent, mcp below) are looked up by its slug: name it.
     slug: "payrail",
