@@ -92,6 +92,12 @@ impl Ctx {
         self
     }
 
+    /// Whether D1 work is counted and reported (`PAYRAIL_METER=1`; see `db::meter`). Off unless
+    /// set, and never set in the production configuration.
+    pub fn metered(&self) -> bool {
+        self.var("PAYRAIL_METER").as_deref() == Some("1")
+    }
+
     /// Whether sandbox controls exist.
     pub fn sandbox(&self) -> bool {
         self.mode == Mode::Sandbox

@@ -43,7 +43,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     match Ctx::new(env) {
         Ok(ctx) => {
             let ctx = ctx.with_caller_address(http::caller_address(&req));
-            routes::handle(req, &ctx).await
+            if !ctx.metered() {
+                return routes::handle(req, &ctx).await;
+            }
+            db::meter::start();
+            let answer = routes::handle(req, &ctx).await;
+            let counts = db::meter::finish().unwrap_or_default();
+            answer.and_then(|response| metered(response, &counts))
         }
         Err(err) => http::error(&err),
     }
@@ -52,6 +58,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     let result = match Ctx::new(env) {
+        Ok(ctx) if ctx.metered() => {
+            db::meter::start();
+            let result = cron::run(&ctx).await;
+            let counts = db::meter::finish().unwrap_or_default();
+            worker::console_log!("payrail-d1 cron {}", counts.render());
+            result
+        }
         Ok(ctx) => cron::run(&ctx).await,
         Err(err) => Err(err),
     };
@@ -72,6 +85,10 @@ async fn queue(
     // anything unfinished is swept by the cron trigger, so each message is acknowledged once
     // handled, whatever happened.
     let messages = batch.messages()?;
+    let metered = ctx.metered();
+    if metered {
+        db::meter::start();
+    }
     futures_util::future::join_all(messages.iter().map(|message| async {
         match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
             Ok(task) => {
@@ -84,5 +101,21 @@ async fn queue(
         message.ack();
     }))
     .await;
+    if metered {
+        let counts = db::meter::finish().unwrap_or_default();
+        worker::console_log!(
+            "payrail-d1 queue messages={};{}",
+            messages.len(),
+            counts.render()
+        );
+    }
     Ok(())
+}
+
+/// `response` with the D1 work that made it in `Payrail-D1` (see `db::meter`); its headers are
+/// copied into a new response, since a response's own may be immutable.
+fn metered(response: Response, counts: &db::meter::Counts) -> worker::Result<Response> {
+    let headers = response.headers().clone();
+    headers.set("Payrail-D1", &counts.render())?;
+    Ok(response.with_headers(headers))
 }

@@ -39,6 +39,7 @@ pub mod watches;
 #[cfg(test)]
 mod plan_tests;
 
+use std::cell::RefCell;
 use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
@@ -349,7 +350,15 @@ pub async fn first<R: DeserializeOwned>(
     sql: &str,
     params: &[Value],
 ) -> DbResult<Option<R>> {
-    Ok(bind(db, sql, params)?.first(None).await?)
+    let statement = bind(db, sql, params)?;
+    if !meter::on() {
+        return Ok(statement.first(None).await?);
+    }
+    // Metered, the same statement runs with `all` (D1's `first` answers no `meta`) and the
+    // first row is kept: the answer is the same, the cost is counted.
+    let result = statement.all().await?;
+    meter::record(1, std::slice::from_ref(&result));
+    Ok(result.results::<R>()?.into_iter().next())
 }
 
 /// Every row.
@@ -358,18 +367,33 @@ pub async fn all<R: DeserializeOwned>(
     sql: &str,
     params: &[Value],
 ) -> DbResult<Vec<R>> {
-    Ok(bind(db, sql, params)?.all().await?.results()?)
+    let result = bind(db, sql, params)?.all().await?;
+    meter::record(1, std::slice::from_ref(&result));
+    Ok(result.results()?)
 }
 
 /// Runs a statement; returns how many rows it changed.
 pub async fn run(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<usize> {
     let result = bind(db, sql, params)?.run().await?;
+    meter::record(1, std::slice::from_ref(&result));
     Ok(changes(&result))
 }
 
 /// The first column of every row, as text.
 pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<Vec<String>> {
-    let rows: Vec<Vec<String>> = bind(db, sql, params)?.raw().await?;
+    let statement = bind(db, sql, params)?;
+    if meter::on() {
+        // Metered, through `all` (`raw` answers no `meta`): each row is one column.
+        let result = statement.all().await?;
+        meter::record(1, std::slice::from_ref(&result));
+        let rows: Vec<serde_json::Map<String, serde_json::Value>> = result.results()?;
+        return Ok(rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next())
+            .filter_map(|(_, v)| v.as_str().map(str::to_owned))
+            .collect());
+    }
+    let rows: Vec<Vec<String>> = statement.raw().await?;
     Ok(rows
         .into_iter()
         .filter_map(|row| row.into_iter().next())
@@ -379,7 +403,8 @@ pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<V
 /// Commits the statements as one atomic transaction, reading nothing back (a batch whose
 /// results are read is built with [`Batch`]).
 pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> DbResult<()> {
-    db.batch(statements).await?;
+    let results = db.batch(statements).await?;
+    meter::record(1, &results);
     Ok(())
 }
 
@@ -477,7 +502,9 @@ impl Batch {
 
     /// Commits the statements, in the order added, as one atomic transaction.
     pub async fn run(self, db: &D1Database) -> DbResult<BatchResults> {
-        Ok(BatchResults(db.batch(self.statements).await?))
+        let results = db.batch(self.statements).await?;
+        meter::record(1, &results);
+        Ok(BatchResults(results))
     }
 }
 
@@ -509,4 +536,85 @@ fn changes(result: &D1Result) -> usize {
         .flatten()
         .and_then(|m| m.changes)
         .unwrap_or(0)
+}
+
+/// What D1 work costs, counted from each call's own `meta` when switched on (`PAYRAIL_METER=1`,
+/// never in the production configuration): round trips, statements, rows read and written, the
+/// time D1 reports, and the database's size after the last call. The entry points start it
+/// for each event and report it (a response header, or one log line for cron and queue work).
+///
+/// It lives in the isolate, not in the request: requests that interleave in one isolate share
+/// it, so a measurement sends one request at a time (as `scripts/bench` does). Switched off,
+/// every call is made exactly as before and nothing is counted.
+pub mod meter {
+    use super::{D1Result, RefCell};
+
+    /// The sums over one event's D1 calls.
+    #[derive(Debug, Default, Clone, Copy, PartialEq)]
+    pub struct Counts {
+        /// Calls to D1 (a batch is one).
+        pub trips: u64,
+        /// Statements run.
+        pub statements: u64,
+        /// Rows D1 reports read.
+        pub rows_read: u64,
+        /// Rows D1 reports written (index entries included).
+        pub rows_written: u64,
+        /// Milliseconds D1 reports spent executing, summed.
+        pub duration_ms: f64,
+        /// The database's size in bytes after the last call, when reported.
+        pub size_after: Option<u64>,
+    }
+
+    impl Counts {
+        /// The header's (and the log line's) form:
+        /// `trips=2;statements=5;rows_read=9;rows_written=4;duration_ms=0.412;size_after=86016`.
+        pub fn render(&self) -> String {
+            let mut text = format!(
+                "trips={};statements={};rows_read={};rows_written={};duration_ms={:.3}",
+                self.trips, self.statements, self.rows_read, self.rows_written, self.duration_ms
+            );
+            if let Some(size) = self.size_after {
+                text.push_str(&format!(";size_after={size}"));
+            }
+            text
+        }
+    }
+
+    thread_local! {
+        static METER: RefCell<Option<Counts>> = const { RefCell::new(None) };
+    }
+
+    /// Starts counting from zero.
+    pub fn start() {
+        METER.with(|m| *m.borrow_mut() = Some(Counts::default()));
+    }
+
+    /// Stops counting; what was counted since [`start`], if it was started.
+    pub fn finish() -> Option<Counts> {
+        METER.with(|m| m.borrow_mut().take())
+    }
+
+    /// Whether counting is on.
+    pub fn on() -> bool {
+        METER.with(|m| m.borrow().is_some())
+    }
+
+    /// Adds `trips` round trips that answered `results` (one per statement).
+    pub fn record(trips: u64, results: &[D1Result]) {
+        METER.with(|m| {
+            if let Some(counts) = m.borrow_mut().as_mut() {
+                counts.trips += trips;
+                counts.statements += results.len() as u64;
+                for meta in results.iter().filter_map(|r| r.meta().ok().flatten()) {
+                    counts.rows_read += meta.rows_read.unwrap_or(0) as u64;
+                    counts.rows_written += meta.rows_written.unwrap_or(0) as u64;
+                    counts.duration_ms += meta.duration.unwrap_or(0.0);
+                    if let Some(size) = meta.size_after {
+                        counts.size_after = Some(size as u64);
+                    }
+                }
+            }
+        });
+    }
 }

@@ -11,6 +11,12 @@
 //!   through the sandbox lifecycle (two events each) into a loopback receiver: events per second
 //!   delivered, lost and duplicated, against the receiver's raw rate; then a fifth of them again
 //!   with a receiver that fails 20 % at random;
+//! - `bench cost <ours> <persist_dir> <worker.log> <out.json>`: against a worker started with
+//!   `PAYRAIL_METER=1`, the D1 cost of each step of a payment's life (from its `Payrail-D1`
+//!   header, or the `payrail-d1` log lines of queue and cron work), the bytes each table grew
+//!   by, and what follows for one database;
+//! - `bench capacity <ours> <persist_dir> <out.json>`: checkout sessions and sandbox lifecycles
+//!   at rising rates until p99 or errors break;
 //! - `bench summary <small.json> [<large.json>] <checkout.json> [<webhooks.json>]`: one line per
 //!   goal.
 
@@ -30,6 +36,8 @@ fn main() {
         "checkout" => checkout(&arg(1), &arg(2)),
         "webhooks" => webhooks(&arg(1), &arg(2), &arg(3)),
         "summary" => summary(&args[1..]),
+        "cost" => cost(&arg(1), &arg(2), &arg(3), &arg(4)),
+        "capacity" => capacity(&arg(1), &arg(2), &arg(3)),
         _ => panic!("usage: bench latency|checkout|summary …"),
     }
 }
@@ -730,5 +738,543 @@ fn webhooks(ours: &str, persist: &str, out: &str) {
         "flaky": {"events": flaky_got, "lost": flaky_expected - flaky_got,
                   "attempts": attempts, "duplicates": flaky_duplicates}
     });
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+/// The `Payrail-D1` header's (or a `payrail-d1` log line's) counts.
+#[derive(Debug, Default, Clone, Copy)]
+struct D1Cost {
+    trips: f64,
+    statements: f64,
+    rows_read: f64,
+    rows_written: f64,
+    duration_ms: f64,
+}
+
+impl D1Cost {
+    fn parse(text: &str) -> Option<D1Cost> {
+        let mut cost = D1Cost::default();
+        let mut seen = false;
+        for (k, v) in text.split(';').filter_map(|kv| kv.trim().split_once('=')) {
+            let Ok(v) = v.parse::<f64>() else { continue };
+            seen = true;
+            match k {
+                "trips" => cost.trips = v,
+                "statements" => cost.statements = v,
+                "rows_read" => cost.rows_read = v,
+                "rows_written" => cost.rows_written = v,
+                "duration_ms" => cost.duration_ms = v,
+                _ => {}
+            }
+        }
+        seen.then_some(cost)
+    }
+
+    fn add(&mut self, other: &D1Cost) {
+        self.trips += other.trips;
+        self.statements += other.statements;
+        self.rows_read += other.rows_read;
+        self.rows_written += other.rows_written;
+        self.duration_ms += other.duration_ms;
+    }
+
+    fn scaled(&self, by: f64) -> D1Cost {
+        D1Cost {
+            trips: self.trips * by,
+            statements: self.statements * by,
+            rows_read: self.rows_read * by,
+            rows_written: self.rows_written * by,
+            duration_ms: self.duration_ms * by,
+        }
+    }
+}
+
+/// Sends a metered request; its status, body and D1 cost (the request fails the run when the
+/// worker sent no `Payrail-D1`: it was not started metered).
+fn metered(request: RequestBuilder, what: &str) -> (u16, Value, D1Cost) {
+    let response = request.send().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let status = response.status().as_u16();
+    let cost = response
+        .headers()
+        .get("payrail-d1")
+        .and_then(|v| v.to_str().ok())
+        .and_then(D1Cost::parse)
+        .unwrap_or_else(|| panic!("{what}: no Payrail-D1 header; is PAYRAIL_METER=1 set?"));
+    let text = response.text().unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body, cost)
+}
+
+/// Bytes per table (and its indexes, by `dbstat`'s `name`) in the local database.
+fn table_bytes(persist: &str) -> BTreeMap<String, i64> {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    conn.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    let mut statement = conn
+        .prepare("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+        .expect("dbstat (SQLite built with DBSTAT)");
+    let rows = statement
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .expect("dbstat");
+    rows.map(|r| r.expect("dbstat row")).collect()
+}
+
+/// The `payrail-d1 <kind>` lines the worker logged after byte `from` of `log`.
+fn logged_costs(log: &str, from: usize, kind: &str) -> Vec<D1Cost> {
+    let text = std::fs::read(log).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text[from.min(text.len())..]).into_owned();
+    let marker = format!("payrail-d1 {kind} ");
+    text.lines()
+        .filter_map(|line| line.split_once(&marker).map(|(_, rest)| rest.to_owned()))
+        .filter_map(|rest| {
+            // `messages=N;` leads a queue line: counted per message below.
+            let messages = rest
+                .split(';')
+                .find_map(|kv| kv.strip_prefix("messages="))
+                .and_then(|n| n.trim().parse::<f64>().ok())
+                .unwrap_or(1.0);
+            D1Cost::parse(rest.trim_end_matches(|c: char| c.is_control()))
+                .map(|c| c.scaled(1.0 / messages.max(1.0)))
+        })
+        .collect()
+}
+
+fn log_len(log: &str) -> usize {
+    std::fs::metadata(log).map_or(0, |m| m.len() as usize)
+}
+
+/// Payments in the cost run (`BENCH_COST_PAYMENTS`, default 40).
+fn cost_payments() -> usize {
+    std::env::var("BENCH_COST_PAYMENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(40)
+}
+
+fn public_key(persist: &str) -> String {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    conn.query_row(
+        "SELECT m.public_key FROM merchants m JOIN api_clients c \
+         ON c.institution_id = m.institution_id AND c.client_id = ?1 \
+         WHERE m.status = 'active' AND m.onboarding_status = 'completed' \
+         AND m.crypto_enabled = 1 ORDER BY m.id LIMIT 1",
+        [INSTITUTIONS[0].client.client_id],
+        |r| r.get(0),
+    )
+    .expect("a merchant that takes crypto")
+}
+
+fn bearer(http: &Client, ours: &str, client: &xtask::demo::DemoClient) -> (String, D1Cost) {
+    let (status, reply, cost) = metered(
+        http.post(format!("{ours}/oauth/token"))
+            .basic_auth(client.client_id, Some(client.client_secret))
+            .form(&[("grant_type", "client_credentials")]),
+        "token",
+    );
+    assert_eq!(status, 200, "token: {reply}");
+    let token = reply["access_token"].as_str().expect("token").to_owned();
+    (token, cost)
+}
+
+/// The D1 cost of each step of a payment's life, measured on a metered worker.
+fn cost(ours: &str, persist: &str, log: &str, out: &str) {
+    let n = cost_payments();
+    let http = Client::builder()
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("http client");
+    let key = public_key(persist);
+    // The demo's partner client reads transactions and merchants; the feed needs events:read,
+    // granted here on the bench's own copy of the demo data.
+    rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .and_then(|conn| {
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.execute(
+            "UPDATE api_clients SET scopes = 'transactions:read merchants:read events:read' \
+             WHERE client_id = ?1",
+            [INSTITUTIONS[0].client.client_id],
+        )
+    })
+    .expect("grant events:read");
+    let receiver = payrail_tests::receiver::Receiver::start();
+    let (cookie, csrf) = portal_login(&http, ours);
+    let endpoint: Value = http
+        .post(format!("{ours}/portal/api/webhook-endpoints"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .json(&json!({"url": receiver.url("/hooks"), "description": "cost receiver"}))
+        .send()
+        .and_then(|r| r.json())
+        .expect("endpoint");
+    assert!(endpoint["id"].is_string(), "{endpoint}");
+    let (api, token_cost) = bearer(&http, ours, &INSTITUTIONS[0].client);
+    let (sandbox, _) = bearer(&http, ours, &INSTITUTIONS[0].sandbox_client);
+    let mut steps: Vec<(String, Vec<D1Cost>)> = Vec::new();
+    let mut add = |name: &str, cost: D1Cost| match steps.iter_mut().find(|(s, _)| s == name) {
+        Some((_, costs)) => costs.push(cost),
+        None => steps.push((name.to_owned(), vec![cost])),
+    };
+    add("token issue (one batch)", token_cost);
+    let before = table_bytes(persist);
+    let queue_from = log_len(log);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let mut unquoted = 0;
+    let mut sent_events = 0;
+    for i in 0..n {
+        let mut options = checkout_options(&key);
+        options["externalReference"] = json!(format!("COST-{run}-{i}"));
+        let (status, session, c) = metered(
+            http.post(format!("{ours}/checkout/sessions"))
+                .json(&options),
+            "session",
+        );
+        assert_eq!(status, 201, "session: {session}");
+        add("checkout session create", c);
+        let id = session["id"].as_str().expect("session id").to_owned();
+        let transaction = session["transaction_id"].as_i64().expect("transaction id");
+        let (_, _, c) = metered(http.get(format!("{ours}/checkout/{id}")), "hosted page");
+        add("hosted page render", c);
+        let method = shared_types::quote::METHODS[(i + 1) % 2];
+        let (status, _, c) = metered(
+            http.post(format!("{ours}/checkout/{id}/method"))
+                .form(&[("method", format!("{}:{}", method.asset, method.network))]),
+            "way-to-pay change",
+        );
+        if status == 303 {
+            add("way-to-pay change", c);
+        } else {
+            unquoted += 1;
+        }
+        for _ in 0..3 {
+            let (status, _, c) = metered(
+                http.get(format!("{ours}/checkout/{id}/status")),
+                "status poll",
+            );
+            assert_eq!(status, 200, "status poll");
+            add("status poll (each)", c);
+        }
+        for (action, body, step) in [
+            (
+                "pay",
+                json!({"amount": "19.90"}),
+                "detection + credit (sandbox pay)",
+            ),
+            (
+                "settle",
+                json!({}),
+                "settlement + confirmation (sandbox settle)",
+            ),
+            (
+                "refund",
+                json!({"amount": "19.90"}),
+                "refund (sandbox refund)",
+            ),
+        ] {
+            let (status, reply, c) = metered(
+                http.post(format!(
+                    "{ours}/sandbox/transactions/{transaction}/{action}"
+                ))
+                .bearer_auth(&sandbox)
+                .json(&body),
+                action,
+            );
+            assert_eq!(status, 200, "{action}: {reply}");
+            add(step, c);
+            // Each action makes one event; its delivery (queue work, metered apart) is let
+            // finish before the next request, so no request's figures carry a delivery's.
+            sent_events += 1;
+            collect(&receiver, sent_events, 0, Duration::from_secs(10));
+        }
+        let (status, _, c) = metered(
+            http.get(format!("{ours}/v1/events?limit=25"))
+                .bearer_auth(&api),
+            "events",
+        );
+        assert_eq!(status, 200, "events feed");
+        add("events feed read (25)", c);
+        let (status, _, c) = metered(
+            http.get(format!("{ours}/v1/transactions?limit=25"))
+                .bearer_auth(&api),
+            "list",
+        );
+        assert_eq!(status, 200, "transactions list");
+        add("transactions list (25)", c);
+    }
+    // Every payment made events; wait until the receiver has them, so the queue's lines are in.
+    let expected_events = n * 3;
+    let (arrived, _) = collect(&receiver, expected_events, 0, Duration::from_secs(120));
+    let deliveries = logged_costs(log, queue_from, "queue");
+    for c in &deliveries {
+        add("webhook delivery + attempt (per message)", *c);
+    }
+    // One cron run over what is left (sweeps, retries, watches): its own line.
+    let cron_from = log_len(log);
+    let _ = http
+        .get(format!("{ours}/__scheduled?cron=*+*+*+*+*"))
+        .send();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut cron = Vec::new();
+    while cron.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        cron = logged_costs(log, cron_from, "cron");
+    }
+    for c in &cron {
+        add("cron run (all due work)", *c);
+    }
+    let after = table_bytes(persist);
+    let mut growth: Vec<(String, f64)> = after
+        .iter()
+        .map(|(name, bytes)| {
+            let was = before.get(name).copied().unwrap_or(0);
+            (name.clone(), (bytes - was) as f64 / n as f64)
+        })
+        .filter(|(_, b)| *b > 0.0)
+        .collect();
+    growth.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let bytes_per_payment: f64 = growth.iter().map(|(_, b)| b).sum();
+
+    println!(
+        "D1 cost per step, mean over {n} payments (3 events each; {} of {expected_events} \
+         delivered); from D1's own meta under wrangler dev (workerd, local SQLite){}",
+        arrived.len(),
+        if unquoted > 0 {
+            format!("; {unquoted} way-to-pay changes not quoted, left out")
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "{:<44} {:>6} {:>6} {:>10} {:>10} {:>10} {:>6}",
+        "step", "trips", "stmts", "rows read", "rows wrtn", "D1 ms", "count"
+    );
+    let mut table = BTreeMap::new();
+    let mut payment = D1Cost::default();
+    for (name, costs) in &steps {
+        let mut sum = D1Cost::default();
+        for c in costs {
+            sum.add(c);
+        }
+        let mean = sum.scaled(1.0 / costs.len() as f64);
+        println!(
+            "{name:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3} {:>6}",
+            mean.trips,
+            mean.statements,
+            mean.rows_read,
+            mean.rows_written,
+            mean.duration_ms,
+            costs.len()
+        );
+        // A payment's life: everything but the token, the list and the cron run, whose costs
+        // are not per payment; deliveries are per message, three per payment.
+        let per_payment = match name.as_str() {
+            "token issue (one batch)" | "transactions list (25)" | "cron run (all due work)" => 0.0,
+            "status poll (each)" => 3.0,
+            "webhook delivery + attempt (per message)" => 3.0,
+            _ => 1.0,
+        };
+        payment.add(&mean.scaled(per_payment));
+        table.insert(
+            name.clone(),
+            json!({"trips": mean.trips, "statements": mean.statements,
+                   "rows_read": mean.rows_read, "rows_written": mean.rows_written,
+                   "duration_ms": mean.duration_ms, "count": costs.len()}),
+        );
+    }
+    println!(
+        "{:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3}",
+        "one payment (session … refund, 3 polls, 3 events)",
+        payment.trips,
+        payment.statements,
+        payment.rows_read,
+        payment.rows_written,
+        payment.duration_ms
+    );
+    println!("bytes added per payment, by table or index (dbstat, pages in use):");
+    for (name, bytes) in growth.iter().take(12) {
+        println!("  {name:<52} {bytes:>9.0}");
+    }
+    println!("  {:<52} {bytes_per_payment:>9.0}", "all");
+    // One database: D1 runs one query at a time (Cloudflare: about 1,000 queries/s at 1 ms).
+    let by_queries = 1000.0 / payment.statements.max(1.0);
+    let by_time = 1000.0 / payment.duration_ms.max(0.001);
+    let ceiling = by_queries.min(by_time);
+    let per_gb = 1e9 / bytes_per_payment.max(1.0);
+    let days = |rate: f64| 10e9 / bytes_per_payment.max(1.0) / rate / 86_400.0;
+    println!(
+        "one database: {by_queries:.0} payments/s at 1,000 queries/s ({:.1} statements each); \
+         {by_time:.0} payments/s by the D1 time measured here ({:.2} ms each); ceiling \
+         {ceiling:.0} payments/s",
+        payment.statements, payment.duration_ms
+    );
+    println!(
+        "{per_gb:.0} payments per GB ({bytes_per_payment:.0} bytes each); 10 GB in {:.1} days \
+         at 10/s, {:.2} days at 100/s, {:.3} days at 1,000/s (nothing pruned)",
+        days(10.0),
+        days(100.0),
+        days(1000.0)
+    );
+    let doc = json!({
+        "payments": n, "steps": table,
+        "payment": {"trips": payment.trips, "statements": payment.statements,
+                    "rows_read": payment.rows_read, "rows_written": payment.rows_written,
+                    "duration_ms": payment.duration_ms},
+        "bytes_per_payment": bytes_per_payment,
+        "growth": growth.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
+        "ceiling_per_second": ceiling, "by_queries": by_queries, "by_time": by_time,
+        "payments_per_gb": per_gb,
+        "days_to_10gb": {"10": days(10.0), "100": days(100.0), "1000": days(1000.0)}
+    });
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+/// The p99 bound of the saturation run: past it a rate is over the ceiling.
+const CAPACITY_P99_MS: f64 = 250.0;
+
+/// Payments (a checkout session, then sandbox pay and settle: three requests) at rising rates,
+/// each for a few seconds, open loop (started on schedule whether or not earlier ones have
+/// answered), until p99 passes [`CAPACITY_P99_MS`] or more than 1 % fail; where it broke, and
+/// which step took the most D1 time (from the meter's header).
+fn capacity(ours: &str, persist: &str, out: &str) {
+    let key = public_key(persist);
+    let http = Client::builder()
+        .timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(64)
+        .build()
+        .expect("http client");
+    let (sandbox, _) = bearer(&http, ours, &INSTITUTIONS[0].sandbox_client);
+    let seconds_per_rate = 8.0;
+    let rates = [2.0, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0];
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let mut stages = Vec::new();
+    let mut broke = None;
+    for (stage, rate) in rates.iter().enumerate() {
+        let total = (rate * seconds_per_rate) as usize;
+        let interval = Duration::from_secs_f64(1.0 / rate);
+        let started = Instant::now();
+        // (latency ms of each request, failed, D1 cost by step)
+        let results = std::sync::Mutex::new((Vec::new(), 0usize, BTreeMap::<&str, D1Cost>::new()));
+        std::thread::scope(|scope| {
+            for i in 0..total {
+                let at = started + interval * i as u32;
+                if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+                let (http, key, sandbox, results) = (&http, &key, &sandbox, &results);
+                scope.spawn(move || {
+                    let mut options = checkout_options(key);
+                    options["externalReference"] = json!(format!("CAP-{run}-{stage}-{i}"));
+                    let record = |step: &'static str, request: RequestBuilder| {
+                        let t = Instant::now();
+                        let reply = request.send();
+                        let ms = t.elapsed().as_secs_f64() * 1000.0;
+                        let mut r = results.lock().unwrap();
+                        r.0.push(ms);
+                        match reply {
+                            Ok(reply) if reply.status().is_success() => {
+                                if let Some(c) = reply
+                                    .headers()
+                                    .get("payrail-d1")
+                                    .and_then(|v| v.to_str().ok())
+                                    .and_then(D1Cost::parse)
+                                {
+                                    r.2.entry(step).or_default().add(&c);
+                                }
+                                reply.json::<Value>().ok()
+                            }
+                            _ => {
+                                r.1 += 1;
+                                None
+                            }
+                        }
+                    };
+                    let Some(session) = record(
+                        "checkout session create",
+                        http.post(format!("{ours}/checkout/sessions"))
+                            .json(&options),
+                    ) else {
+                        return;
+                    };
+                    let Some(id) = session["transaction_id"].as_i64() else {
+                        return;
+                    };
+                    for (action, body) in
+                        [("pay", json!({"amount": "19.90"})), ("settle", json!({}))]
+                    {
+                        let step = if action == "pay" {
+                            "sandbox pay"
+                        } else {
+                            "sandbox settle"
+                        };
+                        record(
+                            step,
+                            http.post(format!("{ours}/sandbox/transactions/{id}/{action}"))
+                                .bearer_auth(sandbox)
+                                .json(&body),
+                        );
+                    }
+                });
+            }
+        });
+        let elapsed = started.elapsed().as_secs_f64();
+        let (mut times, failed, by_step) = results.into_inner().unwrap();
+        let requests = times.len();
+        let (p50, p99) = (p(&mut times, 50), p(&mut times, 99));
+        let achieved = total as f64 / elapsed;
+        let (dominant, d1_ms) = by_step
+            .iter()
+            .max_by(|a, b| a.1.duration_ms.total_cmp(&b.1.duration_ms))
+            .map_or(("—", 0.0), |(s, c)| (*s, c.duration_ms));
+        let d1_total: f64 = by_step.values().map(|c| c.duration_ms).sum();
+        println!(
+            "{rate:>5.0} payments/s offered, {achieved:>6.1} done: {requests} requests, p50 \
+             {p50:.1} ms, p99 {p99:.1} ms, {failed} failed; D1 time {:.0} ms/s, most in \
+             {dominant} ({:.0} %)",
+            d1_total / elapsed,
+            100.0 * d1_ms / d1_total.max(0.001)
+        );
+        stages.push(
+            json!({"rate": rate, "achieved": achieved, "requests": requests,
+                           "p50": p50, "p99": p99, "failed": failed,
+                           "d1_ms_per_second": d1_total / elapsed, "dominant": dominant}),
+        );
+        let why = if failed * 100 > requests {
+            Some(format!("{failed} of {requests} requests failed"))
+        } else if p99 > CAPACITY_P99_MS {
+            Some(format!("p99 {p99:.0} ms > {CAPACITY_P99_MS:.0} ms"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            broke = Some(json!({"rate": rate, "why": why, "dominant": dominant}));
+            break;
+        }
+    }
+    match &broke {
+        Some(b) => println!(
+            "broke at {} payments/s offered: {}; the step with the most D1 time: {}",
+            b["rate"],
+            b["why"].as_str().unwrap_or_default(),
+            b["dominant"].as_str().unwrap_or_default()
+        ),
+        None => println!(
+            "held every rate up to {} payments/s",
+            rates[rates.len() - 1]
+        ),
+    }
+    let doc = json!({"p99_bound_ms": CAPACITY_P99_MS, "stages": stages, "broke": broke});
     std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
 }

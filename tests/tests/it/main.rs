@@ -21,6 +21,7 @@ mod lifecycle;
 mod limits;
 mod local_cron;
 mod merchants;
+mod meter;
 mod networks;
 mod node_trust;
 mod onboarding;
