@@ -45,8 +45,31 @@ pub enum Fault {
     /// Answers this block number as the head (`eth_blockNumber`): a node frozen there.
     Head(u64),
     /// Passes the call on and adds this log to the answer when the request's filter would
-    /// match it (`eth_getLogs`): a node that invents a transfer.
+    /// match it (`eth_getLogs`): a node that invents a transfer ([`invented_transfer`]).
     ExtraLog(Value),
+}
+
+/// An ERC-20 `Transfer` log of `units` of `token` from `from` to `to` in block `block`, in a
+/// transaction the chain never saw (`hash`): what [`Fault::ExtraLog`] adds to answers.
+pub fn invented_transfer(
+    (token, from, to): (&str, &str, &str),
+    units: u128,
+    block: u64,
+    hash: &str,
+) -> Value {
+    let topic = |a: &str| format!("0x{:0>64}", a.trim_start_matches("0x").to_ascii_lowercase());
+    json!({
+        "address": token,
+        "topics": ["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+                   topic(from), topic(to)],
+        "data": format!("0x{units:064x}"),
+        "blockNumber": format!("{block:#x}"),
+        "blockHash": format!("0x{}", "cd".repeat(32)),
+        "transactionHash": hash,
+        "transactionIndex": "0x0",
+        "logIndex": "0x0",
+        "removed": false
+    })
 }
 
 /// The L1 data fee the proxy charges (see the module's documentation).

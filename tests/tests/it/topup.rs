@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::chain::{chains, Anvil, TEST_XPUB};
-use payrail_tests::faults::{Fault, FaultyNode};
+use payrail_tests::faults::{invented_transfer, Fault, FaultyNode};
 use payrail_tests::{eventually, form, PortalSession, Reply, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -636,23 +636,16 @@ fn a_top_up_log_the_address_balance_does_not_bear_out_is_never_credited() {
     );
     assert_eq!(posted(worker, &owed), (0, 5_000_000));
     // The node invents 20 USDC more, in the next block, in every answer that covers it.
-    let topic = |a: &str| format!("0x{:0>64}", a.trim_start_matches("0x").to_ascii_lowercase());
     let invented = format!("0x{}", "ef".repeat(32));
     let block = s.anvil.head() + 1;
     s.node.set(
         "eth_getLogs",
-        Fault::ExtraLog(json!({
-            "address": s.usdc,
-            "topics": ["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
-                       topic(&s.customer), topic(&polygon)],
-            "data": format!("0x{:064x}", 20_000_000u128),
-            "blockNumber": format!("{block:#x}"),
-            "blockHash": format!("0x{}", "cd".repeat(32)),
-            "transactionHash": invented,
-            "transactionIndex": "0x0",
-            "logIndex": "0x0",
-            "removed": false
-        })),
+        Fault::ExtraLog(invented_transfer(
+            (&s.usdc, &s.customer, &polygon),
+            20_000_000,
+            block,
+            &invented,
+        )),
         100,
     );
     s.anvil.mine(DEPTH + 1);
