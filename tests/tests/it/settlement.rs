@@ -1,8 +1,9 @@
 //! Settlement on a real local chain, in production mode: payments held in custody are paid to
 //! the merchant's wallet by transactions the worker signs with the treasury key, followed to
 //! their depth before `payment.paid`; fees add up to the gross; a batch is one transfer; a
-//! missing wallet or an empty treasury holds the payment with a reason until it is fixed; a
-//! stuck transaction is replaced; racing cron runs send one transaction per payment.
+//! missing wallet or an empty treasury holds the payment with a reason until it is fixed (and
+//! two hundred held payments never keep one that can settle waiting); a stuck transaction is
+//! replaced; racing cron runs send one transaction per payment.
 
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -425,6 +426,136 @@ fn a_batch_pays_several_payments_in_one_transfer() {
         expected_units
     );
     s.assert_books();
+}
+
+/// Copies the row of `table` whose `key` column is `value`, with the columns `set` names given
+/// new values (the rest as they are); the new row's rowid.
+fn copy_row(
+    db: &rusqlite::Connection,
+    table: &str,
+    (key, value): (&str, &dyn rusqlite::ToSql),
+    set: &[(&str, rusqlite::types::Value)],
+) -> i64 {
+    let columns: Vec<String> = db
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut params: Vec<&dyn rusqlite::ToSql> = vec![value];
+    let chosen: Vec<String> = columns
+        .iter()
+        .map(|c| match set.iter().find(|(name, _)| name == c) {
+            Some((_, v)) => {
+                params.push(v);
+                format!("?{}", params.len())
+            }
+            None => c.clone(),
+        })
+        .collect();
+    db.execute(
+        &format!(
+            "INSERT INTO {table} ({}) SELECT {} FROM {table} WHERE {key} = ?1",
+            columns.join(", "),
+            chosen.join(", ")
+        ),
+        params.as_slice(),
+    )
+    .unwrap();
+    db.last_insert_rowid()
+}
+
+#[test]
+fn two_hundred_payments_that_cannot_settle_never_keep_one_that_can_from_settling() {
+    use rusqlite::types::Value as Sql;
+    let s = start(true);
+    // Merchant 1's wallet on Polygon is removed once its payment arrived: the payment is held.
+    let template = s.paid(1, "3.00", "USD");
+    let merchant = &s.worker.credentials.institutions[0].merchants[1];
+    let portal = s.worker.portal_login(0);
+    let path = format!("/portal/api/merchants/{}/wallets/polygon", merchant.id);
+    let removed = s.worker.portal(Method::DELETE, &path, Some(&portal), None);
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    eventually("the payment to be held", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.detail(template)["settlement_hold"]["reason"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    // Two hundred more like it (a run considers 200 payments), each with its watch, its
+    // confirmed transfer and its hold, all older than the payment that can settle.
+    let held: Vec<i64> = {
+        let db = s.worker.database();
+        let (address, session): (String, String) = db
+            .query_row(
+                "SELECT address, session_id FROM deposit_watches WHERE transaction_id = ?1",
+                [template],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        (0..200)
+            .map(|k: i64| {
+                let id = copy_row(
+                    &db,
+                    "transactions",
+                    ("id", &template),
+                    &[
+                        ("id", Sql::Null),
+                        ("external_reference", Sql::Text(format!("HELD-{k}"))),
+                    ],
+                );
+                let copy = format!("0x{:040x}", 0xdead_0000 + k);
+                let copied_session = format!("cs_held_{k}");
+                copy_row(
+                    &db,
+                    "checkout_sessions",
+                    ("id", &session),
+                    &[
+                        ("id", Sql::Text(copied_session.clone())),
+                        ("transaction_id", Sql::Integer(id)),
+                        ("deposit_address", Sql::Text(copy.clone())),
+                    ],
+                );
+                copy_row(
+                    &db,
+                    "deposit_watches",
+                    ("address", &address),
+                    &[
+                        ("address", Sql::Text(copy.clone())),
+                        ("transaction_id", Sql::Integer(id)),
+                        ("session_id", Sql::Text(copied_session.clone())),
+                    ],
+                );
+                copy_row(
+                    &db,
+                    "chain_transfers",
+                    ("address", &address),
+                    &[
+                        ("address", Sql::Text(copy)),
+                        ("session_id", Sql::Text(copied_session)),
+                        ("tx_hash", Sql::Text(format!("0x{:064x}", 0xbeef_0000 + k))),
+                    ],
+                );
+                copy_row(
+                    &db,
+                    "settlement_holds",
+                    ("transaction_id", &template),
+                    &[("transaction_id", Sql::Integer(id))],
+                );
+                id
+            })
+            .collect()
+    };
+    assert_eq!(held.len(), 200);
+    // Merchant 0's payment can settle, and does, ahead of the two hundred.
+    let id = s.paid(0, "4.00", "USD");
+    s.settle(&[id]);
+    assert_eq!(s.raw_status(id), "paid");
+    for h in [template, held[0], held[199]] {
+        assert_eq!(s.raw_status(h), "succeeded", "still held: {h}");
+        assert!(s.sends(h).is_empty());
+    }
 }
 
 #[test]
