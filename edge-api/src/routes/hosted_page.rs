@@ -293,6 +293,16 @@ pub fn checkout(
                 p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
                     (fill(&t.received, &[("merchant", merchant)]))
                 }
+                // Money after the end counts at the rate when it arrived, not the quote.
+                @if let (Some(rate), Some(asset), Some(gross)) = (&session.late_rate, &session.paid_asset, &session.amount_gross) {
+                    p #late-valuation {
+                        (fill(&t.late_valued, &[
+                            ("asset", asset),
+                            ("rate", &lang.money(rate, &session.currency)),
+                            ("value", &lang.money(gross, &session.currency)),
+                        ]))
+                    }
+                }
                 p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else {
                 @let why = if raw == RawStatus::Failed { &t.failed } else { &t.expired };
