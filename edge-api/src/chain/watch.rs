@@ -188,7 +188,10 @@ pub fn verdict(
             });
         }
     }
-    let gross = confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    // Shown with the currency's minor unit whatever the rate's places (12.5 × 1 is 12.50).
+    let mut gross =
+        confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    gross.rescale(digits);
     // The books credit the base units confirmed at the addresses of the asset and network the
     // payment is recorded in; what arrived in another way to pay stays unallocated there.
     let received = source.as_ref().map(|(_, paid_with)| {
@@ -918,6 +921,11 @@ mod tests {
         // Quoted 10.869566 USDC for 10.00 (0.92 each); it arrived late, when one was worth
         // 0.50: 5.43, underpaid, and the payment's rate is that one.
         let valued = [late("0x1", "10869566", Some("0.5"))];
+        // Two places whatever the rate's: 10 at 1 is 10.00.
+        assert!(matches!(
+            judge(RawStatus::Expired, true, &[late("0x1", "10000000", Some("1"))]),
+            Verdict::Credit { gross, .. } if gross.to_string() == "10.00"
+        ));
         match judge(RawStatus::Expired, true, &valued) {
             Verdict::Credit {
                 gross,
@@ -925,7 +933,7 @@ mod tests {
                 late_rate: Some((rate, source)),
                 ..
             } => {
-                assert_eq!(gross, d("5.43"));
+                assert_eq!(gross.to_string(), "5.43");
                 assert_eq!(rate, d("0.5"));
                 assert_eq!(source, "feed: 0.5");
             }
