@@ -609,6 +609,20 @@ fn late_ether_is_valued_at_the_price_when_it_arrived_never_the_old_quote() {
         "{}",
         page.text
     );
+    {
+        // As a customer sees it, at both widths (before the page returns them to the shop).
+        let _one = payrail_tests::browser::exclusive();
+        let browser = payrail_tests::browser::Browser::start();
+        for (width, name) in [(1280, "late-valued-1280"), (390, "late-valued-390")] {
+            browser.resize(width, 900);
+            browser.goto(&format!("{}/checkout/{session}", s.worker.base_url));
+            let said = browser.text("#late-valuation").unwrap_or_default();
+            assert!(said.contains("1 ETH = 1,500 USD"), "{said}");
+            browser.screenshot(name);
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "{violations:#?}");
+        }
+    }
 
     // The feed stale when the money arrives: nothing is decided on the old quote; the page's
     // status says why; once a fresh price can be read, the first one after it values it.
