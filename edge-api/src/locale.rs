@@ -91,6 +91,7 @@ pub struct PageMessages {
     pub updates_itself: String,
     pub received: String,
     pub late_valued: String,
+    pub late_arrived: String,
     pub failed: String,
     pub expired: String,
     pub no_funds: String,

@@ -308,6 +308,10 @@ pub fn checkout(
                     }
                 }
                 p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
+            } @else if raw == RawStatus::Expired && session.late_seen {
+                // Not "no funds were taken": money came after the end and is being valued.
+                p.status #status role="status" data-status="valuing" { (t.late_arrived) }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else {
                 @let why = if raw == RawStatus::Failed { &t.failed } else { &t.expired };
                 p.status.bad #status role="status" data-status=(raw.as_str()) {

@@ -646,6 +646,17 @@ fn late_ether_is_valued_at_the_price_when_it_arrived_never_the_old_quote() {
     );
     s.worker.cron();
     assert_eq!(s.worker.transaction(0, stale_id)["raw_status"], "expired");
+    let page = s.worker.send(
+        s.worker.request(Method::GET, &format!("/checkout/{stale}")),
+        None,
+    );
+    assert!(
+        page.text
+            .contains("A payment arrived after the time to pay was up")
+            && !page.text.contains("No funds were taken"),
+        "{}",
+        page.text
+    );
     s.anvil.set_feed(&s.eth, usd(2_000), s.anvil.time());
     let t = eventually("the held ether credited", Duration::from_secs(20), || {
         status(&s.worker, &stale);
