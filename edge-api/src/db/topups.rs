@@ -159,10 +159,28 @@ pub struct TopupWatch {
     pub merchant_id: i64,
     /// Its institution.
     pub institution_id: i64,
+    /// What its confirmed transfers add up to (base units, decimal text); `None` for a watch
+    /// not totalled yet (from before migration 0028).
+    pub confirmed_units: Option<String>,
 }
 
+impl TopupWatch {
+    /// Its condition's value: where it was read to and its total (see [`unchanged`]).
+    fn state(&self) -> String {
+        format!(
+            "{}/{}",
+            self.scanned_to,
+            self.confirmed_units.as_deref().unwrap_or("")
+        )
+    }
+}
+
+/// Most confirmed transfers a watch not yet totalled is totalled from in one check.
+pub const MOST_TOTALLED: i64 = 10_000;
+
 const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
-                     w.head_block, w.node_error, a.merchant_id, a.institution_id \
+                     w.head_block, w.node_error, a.merchant_id, a.institution_id, \
+                     w.confirmed_units \
                      FROM topup_watches w JOIN topup_addresses a ON a.address = w.address";
 
 /// The watches of active merchants that nobody checked since `checked_before`, the least
@@ -259,41 +277,94 @@ pub struct SeenTopup<'a> {
     pub confirmed: bool,
 }
 
+/// Whether the watch is still where a check found it: read to the same block, with the same
+/// confirmed total (`?1` address, `?2` token, `?3` [`TopupWatch::state`]).
+const UNCHANGED: &str = "(SELECT scanned_to || '/' || COALESCE(confirmed_units, '') \
+                         FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3";
+
 /// The condition of everything a check of `watch` writes: the watch is still where the check
-/// found it.
+/// found it, so of two overlapping checks the later to finish writes nothing (and its total is
+/// never added twice).
 pub fn unchanged(watch: &TopupWatch) -> When {
-    When::holds(
-        "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3",
-        vec![
+    When::holds(UNCHANGED, watch_params(watch))
+}
+
+fn watch_params(watch: &TopupWatch) -> Vec<Value> {
+    vec![
+        watch.address.as_str().into(),
+        watch.token.as_str().into(),
+        watch.state().into(),
+    ]
+}
+
+/// The amounts of `watch`'s confirmed transfers (decimal text), at most [`MOST_TOTALLED`] + 1:
+/// what a watch not yet totalled is totalled from.
+pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        amount: String,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT amount FROM topup_transfers WHERE address = ?1 AND token = ?2 AND confirmed = 1 \
+         LIMIT ?3",
+        &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
-            watch.scanned_to.into(),
+            (MOST_TOTALLED + 1).into(),
         ],
     )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.amount).collect())
+}
+
+/// The confirmed transfers stored for `watch` in blocks `from..=to` (a check reads its first
+/// blocks again): (hash, log index), at most `limit`.
+pub async fn confirmed_in(
+    db: &D1Database,
+    watch: &TopupWatch,
+    (from, to): (u64, u64),
+    limit: i64,
+) -> DbResult<Vec<(String, u64)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        tx_hash: String,
+        log_index: u64,
+    }
+    let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT tx_hash, log_index FROM topup_transfers WHERE address = ?1 AND token = ?2 \
+         AND confirmed = 1 AND block_number BETWEEN ?3 AND ?4 LIMIT ?5",
+        &[
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            block(from),
+            block(to),
+            limit.into(),
+        ],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.tx_hash, r.log_index)).collect())
 }
 
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
 /// unconfirmed transfers it found replace those stored there before (one reorged away
 /// disappears), confirmed ones are kept for good, and (the last statement) the watch moves on
-/// to `scanned_to` and `head`. Each applies only while the watch is where this check found it:
-/// of two overlapping checks, the later to finish writes nothing.
+/// to `scanned_to` and `head` with its confirmed transfers adding up to `total`. Each applies
+/// only while the watch is where this check found it: of two overlapping checks, the later to
+/// finish writes nothing.
 pub fn record(
     db: &D1Database,
     watch: &TopupWatch,
     seen: &[SeenTopup<'_>],
     read: (u64, u64),
-    (scanned_to, head): (u64, u64),
+    (scanned_to, head, total): (u64, u64, u128),
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
-    let unchanged = "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3";
-    let watch_params = || -> Vec<Value> {
-        vec![
-            watch.address.as_str().into(),
-            watch.token.as_str().into(),
-            watch.scanned_to.into(),
-        ]
-    };
+    let unchanged = UNCHANGED;
+    let watch_params = || watch_params(watch);
     let mut params = watch_params();
     params.extend([block(read.0), block(read.1)]);
     let mut statements = vec![bind(
@@ -329,12 +400,19 @@ pub fn record(
         )?);
     }
     let mut params = watch_params();
-    params.extend([block(scanned_to), block(head), now.into()]);
+    params.extend([
+        block(scanned_to),
+        block(head),
+        now.into(),
+        total.to_string().into(),
+    ]);
     statements.push(bind(
         db,
-        "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
-         head_block = max(head_block, ?5), node_error = NULL, read_at = ?6 \
-         WHERE address = ?1 AND token = ?2 AND scanned_to = ?3",
+        &format!(
+            "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
+             head_block = max(head_block, ?5), node_error = NULL, read_at = ?6, \
+             confirmed_units = ?7 WHERE address = ?1 AND token = ?2 AND {unchanged}"
+        ),
         &params,
     )?);
     Ok(statements)
