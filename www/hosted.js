@@ -68,6 +68,7 @@
     var waiting = Date.now() >= end ? t.time_up : t.waiting;
     if (!chain) return waiting;
     if (chain.node_unreachable && chain.state !== "confirming") return t.checking;
+    if (chain.state === "valuing") return t.valuing;
     if (chain.state === "confirming") {
       return say(t.confirming, { confirmations: chain.confirmations, required: chain.required });
     }

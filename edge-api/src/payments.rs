@@ -45,7 +45,9 @@ pub struct Received<'a> {
 
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
 /// the transaction `source_hash`, of `asset` on `network`; what it brought (`received`) is
-/// credited to its merchant in the books, in the same write.
+/// credited to its merchant in the books, in the same write. `late_rate`: when some of it came
+/// after the checkout's end, the rate it was valued at and its source (recorded on the payment:
+/// its settlement and refunds are paid at it).
 pub async fn credit(
     ctx: &Ctx,
     id: i64,
@@ -53,12 +55,14 @@ pub async fn credit(
     source_hash: &str,
     (asset, network): (&str, &str),
     received: Option<Received<'_>>,
+    late_rate: Option<(rust_decimal::Decimal, &str)>,
 ) -> Result<(), ApiError> {
     let found = OnChain::Payment {
         hash: source_hash,
         asset,
         network,
         received,
+        late_rate,
     };
     apply(ctx, id, None, action, found).await.map(drop)
 }
@@ -96,12 +100,14 @@ pub fn refund_event_id(refund_id: &str) -> String {
 #[derive(Clone, Copy)]
 enum OnChain<'a> {
     Nothing,
-    /// The customer's payment: its transaction, asset and network, and what it brought.
+    /// The customer's payment: its transaction, asset and network, what it brought, and the
+    /// rate its late money was valued at.
     Payment {
         hash: &'a str,
         asset: &'a str,
         network: &'a str,
         received: Option<Received<'a>>,
+        late_rate: Option<(rust_decimal::Decimal, &'a str)>,
     },
     /// The settlement's transaction.
     Settlement(&'a str),
@@ -208,6 +214,13 @@ async fn apply(
             before.asset.as_deref() != Some(*asset)
                 || before.networks.payment.as_deref() != Some(*network)
         }),
+        late_rate: match on_chain {
+            OnChain::Payment {
+                late_rate: Some((rate, source)),
+                ..
+            } => Some((rate.to_string(), source)),
+            _ => None,
+        },
     };
     let after = updated(row.transaction.clone(), &change, &stamps);
     let event = match change.event {

@@ -39,12 +39,54 @@ pub async fn rate(
     currency: &str,
     now: i64,
 ) -> ChainResult<Rate> {
-    if network.is_native(asset) {
-        return coin_rate(network, network_name, asset, currency, now).await;
+    rate_at(network, network_name, asset, currency, At::latest(now)).await
+}
+
+/// Where on the chain a rate is read: at `block` (the feeds' state at it), judged as of `time`
+/// (that block's time: an answer is fresh, and the sequencer up, as of then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct At {
+    /// The block, `None`: the node's latest.
+    pub block: Option<u64>,
+    /// Unix seconds the answers are judged at.
+    pub time: i64,
+}
+
+impl At {
+    /// The node's latest state, as of `now`.
+    pub fn latest(now: i64) -> At {
+        At {
+            block: None,
+            time: now,
+        }
     }
-    sequencer_up(network, network_name, now).await?;
-    let peg = pegged(network, network_name, asset, now).await?;
-    in_currency(network, network_name, peg, currency, now).await
+
+    /// The JSON-RPC block tag.
+    fn tag(self) -> serde_json::Value {
+        match self.block {
+            Some(block) => json!(format!("{block:#x}")),
+            None => json!("latest"),
+        }
+    }
+}
+
+/// The rate of `asset` in `currency` on `network` as the chain stood `at` a block: the rules
+/// of [`rate`] (fresh, within bounds, on peg, sequencer up), judged at that block's time. What
+/// late money is valued at: the rate when it arrived.
+pub async fn rate_at(
+    network: &Network,
+    network_name: &str,
+    asset: &str,
+    currency: &str,
+    at: At,
+) -> ChainResult<Rate> {
+    sequencer_up(network, network_name, at).await?;
+    if network.is_native(asset) {
+        let price = feed_price(network, network_name, &format!("{asset}/USD"), at).await?;
+        return in_currency(network, network_name, price, currency, at).await;
+    }
+    let peg = pegged(network, network_name, asset, at).await?;
+    in_currency(network, network_name, peg, currency, at).await
 }
 
 /// The rate of a coin priced by its `COIN/USD` feed (ether; Polygon's POL, which pays its gas)
@@ -56,9 +98,10 @@ pub async fn coin_rate(
     currency: &str,
     now: i64,
 ) -> ChainResult<Rate> {
-    sequencer_up(network, network_name, now).await?;
-    let price = feed_price(network, network_name, &format!("{coin}/USD"), now).await?;
-    in_currency(network, network_name, price, currency, now).await
+    let at = At::latest(now);
+    sequencer_up(network, network_name, at).await?;
+    let price = feed_price(network, network_name, &format!("{coin}/USD"), at).await?;
+    in_currency(network, network_name, price, currency, at).await
 }
 
 /// A stablecoin at its peg, 1 USD, once its own `COIN/USD` feed (where configured) says it is
@@ -67,14 +110,14 @@ async fn pegged(
     network: &Network,
     network_name: &str,
     asset: &str,
-    now: i64,
+    at: At,
 ) -> ChainResult<(Decimal, String)> {
     let pair = format!("{asset}/USD");
     let peg = format!("peg: 1 {asset} = 1 USD");
     let Some(feed) = network.feeds.get(&pair) else {
         return Ok((Decimal::ONE, peg));
     };
-    let (price, source) = feed_price(network, network_name, &pair, now).await?;
+    let (price, source) = feed_price(network, network_name, &pair, at).await?;
     on_peg(asset, price, feed.peg_tolerance_bps)?;
     Ok((Decimal::ONE, format!("{peg} ({source}: {price})")))
 }
@@ -97,18 +140,18 @@ pub fn on_peg(asset: &str, price: Decimal, tolerance_bps: u32) -> ChainResult<()
 /// after it is back up, when a sequencer uptime feed is configured (Chainlink's practice: the
 /// feed answers 0 while up, 1 while down; `startedAt` is when that last changed, 0 in an
 /// invalid round).
-pub async fn sequencer_up(network: &Network, network_name: &str, now: i64) -> ChainResult<()> {
+pub async fn sequencer_up(network: &Network, network_name: &str, at: At) -> ChainResult<()> {
     let Some(feed) = &network.sequencer_uptime_feed else {
         return Ok(());
     };
     let answer = rpc::call(
         &network.node,
         "eth_call",
-        json!([{"to": feed.address, "data": evm::LATEST_ROUND_DATA}, "latest"]),
+        json!([{"to": feed.address, "data": evm::LATEST_ROUND_DATA}, at.tag()]),
     )
     .await?;
     let round = evm::round_data(&answer)?;
-    sequencer_rule(network_name, round, feed.grace_period_seconds, now)
+    sequencer_rule(network_name, round, feed.grace_period_seconds, at.time)
 }
 
 /// The sequencer rule on its feed's `round`, pure.
@@ -146,7 +189,7 @@ async fn in_currency(
     network_name: &str,
     (usd, source): (Decimal, String),
     currency: &str,
-    now: i64,
+    at: At,
 ) -> ChainResult<Rate> {
     if currency == "USD" {
         return Ok(Rate {
@@ -155,7 +198,7 @@ async fn in_currency(
         });
     }
     let (currency_usd, currency_source) =
-        feed_price(network, network_name, &format!("{currency}/USD"), now).await?;
+        feed_price(network, network_name, &format!("{currency}/USD"), at).await?;
     let per_unit = usd.checked_div(currency_usd).ok_or_else(|| {
         ChainError::answer(format!(
             "the {currency}/USD price feed's answer is out of range"
@@ -173,15 +216,15 @@ async fn feed_price(
     network: &Network,
     network_name: &str,
     pair: &str,
-    now: i64,
+    at: At,
 ) -> ChainResult<(Decimal, String)> {
     let feed = network.feeds.get(pair).ok_or_else(|| {
         ChainError::rule(format!(
             "no {pair} price feed is configured on {network_name}"
         ))
     })?;
-    let (round, decimals) = read_feed(network, pair, feed).await?;
-    let price = usd_price(pair, round, decimals, now, feed.max_age_seconds)?;
+    let (round, decimals) = read_feed_at(network, pair, feed, at.tag()).await?;
+    let price = usd_price(pair, round, decimals, at.time, feed.max_age_seconds)?;
     within_bounds(pair, price, feed)?;
     let source = format!(
         "{pair} feed {} updated at {}",
@@ -214,11 +257,21 @@ pub async fn read_feed(
     pair: &str,
     feed: &Feed,
 ) -> ChainResult<(evm::RoundData, u64)> {
+    read_feed_at(network, pair, feed, json!("latest")).await
+}
+
+/// A feed's round and decimals at the block `tag`.
+async fn read_feed_at(
+    network: &Network,
+    pair: &str,
+    feed: &Feed,
+    tag: serde_json::Value,
+) -> ChainResult<(evm::RoundData, u64)> {
     let call = |data: &str| {
         rpc::call(
             &network.node,
             "eth_call",
-            json!([{"to": feed.address, "data": data}, "latest"]),
+            json!([{"to": feed.address, "data": data}, tag]),
         )
     };
     let round = evm::round_data(&call(evm::LATEST_ROUND_DATA).await?)?;

@@ -222,7 +222,12 @@ async fn check(
         crypto_amount: asset_amount.normalize().to_string(),
         base_units: units.to_string(),
         rate: rate.to_string(),
-        rate_source: format!("the payment's quote of {}", quote.quoted_at),
+        rate_source: match &quote.late_rate_source {
+            Some(source) => {
+                format!("the rate when the payment arrived, after its checkout ended: {source}")
+            }
+            None => format!("the payment's quote of {}", quote.quoted_at),
+        },
         address,
     };
     Ok(Checked {

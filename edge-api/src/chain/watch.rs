@@ -43,7 +43,7 @@ use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::rpc::Budget;
 use super::scan::{self, Scan};
-use super::{evm, networks, rpc, topup};
+use super::{evm, networks, rates, rpc, topup};
 use crate::ctx::Ctx;
 use crate::db::sessions::SessionView;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
@@ -95,6 +95,16 @@ pub enum Verdict {
         /// and its confirmed transfers' base units.
         #[serde(skip)]
         received: (String, u128),
+        /// When some of that money came after the checkout's end: the rate it was all valued
+        /// at (order currency per unit) and where it came from.
+        #[serde(skip)]
+        late_rate: Option<(Decimal, String)>,
+    },
+    /// Money arrived after the checkout's end, and the rate when it arrived could not be read
+    /// yet: nothing is decided until it is (the next check tries again).
+    Valuing {
+        /// Late payments not yet valued.
+        transfers: u32,
     },
     /// Nothing to do (already credited, failed, or ended with nothing received).
     Settled,
@@ -130,9 +140,13 @@ pub fn verdict(
     if !matches!(raw_status, RawStatus::Pending | RawStatus::Expired) {
         return Verdict::Settled;
     }
+    // Each confirmed payment's value in the order currency: (its way to pay, its asset amount,
+    // its value, the source of its rate when it was valued at arrival).
+    let mut parts: Vec<(&Quoted, Decimal, Decimal, Option<&str>)> = Vec::new();
     let mut confirmed = Decimal::ZERO;
     let mut source: Option<(String, (String, String))> = None;
     let mut least = None::<u64>;
+    let mut unvalued = 0u32;
     for t in transfers.iter().filter(|t| t.kind == "payment") {
         let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
             continue;
@@ -146,14 +160,26 @@ pub fn verdict(
         let Some(amount) = units.and_then(|u| evm::from_units(u, quote.decimals)) else {
             continue; // beyond any real amount: left for review
         };
-        // In the order currency at the address's quote; an absurd amount (beyond what a
+        // In the order currency: money that came in time at the quote its address was given
+        // under; money that came after the checkout's end at the rate when it arrived (none
+        // read yet: the decision waits, never the old quote). An absurd amount (beyond what a
         // decimal holds) is left for review, never a panic.
-        let value = amount
-            .checked_mul(expected)
-            .and_then(|v| v.checked_div(quote.crypto_amount))
-            .and_then(|v| confirmed.checked_add(v));
-        if let Some(sum) = value.filter(|_| quote.crypto_amount > Decimal::ZERO) {
+        let value = if t.after_expiry {
+            let Some(rate) = t.rate else {
+                unvalued += 1;
+                continue;
+            };
+            amount.checked_mul(rate)
+        } else if quote.crypto_amount > Decimal::ZERO {
+            amount
+                .checked_mul(expected)
+                .and_then(|v| v.checked_div(quote.crypto_amount))
+        } else {
+            None
+        };
+        if let Some((value, sum)) = value.and_then(|v| Some((v, confirmed.checked_add(v)?))) {
             confirmed = sum;
+            parts.push((quote, amount, value, t.rate_source.as_deref()));
             source.get_or_insert_with(|| {
                 (
                     t.tx_hash.to_string(),
@@ -162,7 +188,10 @@ pub fn verdict(
             });
         }
     }
-    let gross = confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    // Shown with the currency's minor unit whatever the rate's places (12.5 × 1 is 12.50).
+    let mut gross =
+        confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+    gross.rescale(digits);
     // The books credit the base units confirmed at the addresses of the asset and network the
     // payment is recorded in; what arrived in another way to pay stays unallocated there.
     let received = source.as_ref().map(|(_, paid_with)| {
@@ -185,10 +214,18 @@ pub fn verdict(
         }
         (address, units)
     });
+    let late_rate = source
+        .as_ref()
+        .and_then(|(_, paid_with)| late_rate(&parts, paid_with));
     let confirming = least.map(|confirmations| Verdict::Confirming {
         confirmations: confirmations.min(depth.saturating_sub(1)),
         required: depth,
     });
+    if unvalued > 0 {
+        return confirming.unwrap_or(Verdict::Valuing {
+            transfers: unvalued,
+        });
+    }
     let credit = |late| match &source {
         Some((hash, paid_with)) if gross > Decimal::ZERO => Some(Verdict::Credit {
             gross,
@@ -196,6 +233,7 @@ pub fn verdict(
             late,
             paid_with: paid_with.clone(),
             received: received.clone().unwrap_or_default(),
+            late_rate: late_rate.clone(),
         }),
         _ => None,
     };
@@ -206,6 +244,37 @@ pub fn verdict(
         _ => confirming.or_else(|| credit(true)),
     }
     .unwrap_or(Verdict::Settled)
+}
+
+/// When some of the money in the payment's recorded way to pay (`paid_with`) was valued at the
+/// rate when it arrived: the rate all of that money was valued at (its value over its amount,
+/// 12 places), which its settlement and refunds are paid at, and where it came from. Pure.
+fn late_rate(
+    parts: &[(&Quoted, Decimal, Decimal, Option<&str>)],
+    paid_with: &(String, String),
+) -> Option<(Decimal, String)> {
+    let mine = || {
+        parts
+            .iter()
+            .filter(|(q, ..)| (&q.asset, &q.network) == (&paid_with.0, &paid_with.1))
+    };
+    let sources: Vec<&str> = mine().filter_map(|(.., source)| *source).collect();
+    let first = sources.first()?;
+    let (amount, value) = mine().try_fold((Decimal::ZERO, Decimal::ZERO), |(a, v), part| {
+        Some((a.checked_add(part.1)?, v.checked_add(part.2)?))
+    })?;
+    let rate = value.checked_div(amount)?.round_dp(12).normalize();
+    let source = match (sources.len(), mine().count()) {
+        (1, 1) => (*first).to_owned(),
+        (late, all) if late == all => {
+            format!("{all} payments, each valued at the rate when it arrived (the first: {first})")
+        }
+        (late, all) => format!(
+            "{late} of {all} payments valued at the rate when each arrived (the first: {first}), \
+             the rest at the quote"
+        ),
+    };
+    Some((rate, source))
 }
 
 /// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
@@ -466,6 +535,10 @@ pub struct ChainState {
     pub verdict: Verdict,
     /// The last check could not read the node (the page says it is checking).
     pub node_unreachable: bool,
+    /// While late money waits for its valuation: why the rate when it arrived could not be
+    /// read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valuation_error: Option<String>,
 }
 
 /// Checks every watch of `session` (throttled) and credits its payment when the transfers cover
@@ -499,9 +572,14 @@ async fn evaluate(
     let list = watches::of_session(&ctx.db, &session.id)
         .await
         .or_internal("read watches")?;
-    let transfers = watches::transfers_of_session(&ctx.db, &session.id)
+    let mut transfers = watches::transfers_of_session(&ctx.db, &session.id)
         .await
         .or_internal("read transfers")?;
+    let valuation_error = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
+        value_late(ctx, session, &list, networks, &mut transfers).await?
+    } else {
+        None
+    };
     let quotes: Vec<Quoted> = list
         .iter()
         .map(|w| {
@@ -538,6 +616,7 @@ async fn evaluate(
         late,
         paid_with: (asset, network),
         received,
+        late_rate,
     } = &verdict
     {
         let action = if *late {
@@ -560,6 +639,9 @@ async fn evaluate(
             source_hash,
             paid_with,
             books,
+            late_rate
+                .as_ref()
+                .map(|(rate, source)| (*rate, source.as_str())),
         )
         .await
         {
@@ -570,9 +652,113 @@ async fn evaluate(
         }
     }
     Ok(ChainState {
+        valuation_error: valuation_error.filter(|_| matches!(verdict, Verdict::Valuing { .. })),
         verdict,
         node_unreachable: list.iter().any(|w| w.node_error.is_some()),
     })
+}
+
+/// Most late payments one evaluation values (each takes a block's time and a rate: a few node
+/// calls); the rest at the next.
+const MAX_VALUED_PER_CHECK: usize = 4;
+
+/// Values the session's final late payments that have no rate yet at the rate when each
+/// arrived ([`arrival_rate`]), records it on the transfer (once: a rate recorded stays), and
+/// sets it on `transfers`. A rate that cannot be read leaves the transfer unvalued (the verdict
+/// then waits) and is returned, for the page: the next check tries again.
+async fn value_late(
+    ctx: &Ctx,
+    session: &SessionView,
+    watches: &[Watch],
+    networks: &BTreeMap<String, Network>,
+    transfers: &mut [StoredTransfer],
+) -> Result<Option<String>, ApiError> {
+    let mut failure = None;
+    let unvalued = transfers
+        .iter_mut()
+        .filter(|t| t.kind == "payment" && t.confirmed && t.after_expiry && t.rate.is_none())
+        .take(MAX_VALUED_PER_CHECK);
+    for t in unvalued {
+        let Some(watch) = watches.iter().find(|w| t.address.lower() == w.address) else {
+            continue;
+        };
+        let Some(network) = networks.get(&watch.network) else {
+            continue;
+        };
+        let block = u64::try_from(t.block_number).unwrap_or(0);
+        match arrival_rate(network, watch, &session.currency, block, ctx.now()).await {
+            Ok((rate, source)) => {
+                // Valued by another check meanwhile: its rate stands, read at the next check.
+                if watches::set_rate(&ctx.db, &watch.network, t, rate, &source)
+                    .await
+                    .or_internal("value a late payment")?
+                {
+                    t.rate = Some(rate);
+                    t.rate_source = Some(source);
+                }
+            }
+            Err(error) => {
+                worker::console_warn!("valuing a late {} payment: {error}", watch.network);
+                failure.get_or_insert_with(|| error.public());
+            }
+        }
+    }
+    Ok(failure)
+}
+
+/// The rate (order currency per unit of `watch`'s asset) of money that arrived in `block`:
+/// the feeds as they stood at that block, judged at its time; when the node cannot answer for
+/// that block or the rules refuse its price there (a stale or out-of-bounds answer, a depeg, a
+/// sequencer down), the first price read after it that the rules accept, now. Never the
+/// address's quote. With where it came from.
+pub async fn arrival_rate(
+    network: &Network,
+    watch: &Watch,
+    currency: &str,
+    block: u64,
+    now: i64,
+) -> ChainResult<(Decimal, String)> {
+    let at_block = async {
+        let header = rpc::call(
+            &network.node,
+            "eth_getBlockByNumber",
+            json!([format!("{block:#x}"), false]),
+        )
+        .await?;
+        let time = i64::try_from(rpc::quantity(&header["timestamp"])?).unwrap_or(i64::MAX);
+        let at = rates::At {
+            block: Some(block),
+            time,
+        };
+        rates::rate_at(network, &watch.network, &watch.asset, currency, at).await
+    };
+    let rate = match at_block.await {
+        Ok(rate) => Ok((
+            rate.per_unit,
+            format!("{} at block {block}, when it arrived", rate.source),
+        )),
+        Err(at_arrival) => rates::rate_at(
+            network,
+            &watch.network,
+            &watch.asset,
+            currency,
+            rates::At::latest(now),
+        )
+        .await
+        .map(|rate| {
+            (
+                rate.per_unit,
+                format!(
+                    "{}, the first price read after it arrived at block {block} (the price \
+                         at that block could not be taken: {})",
+                    rate.source,
+                    at_arrival.public()
+                ),
+            )
+        }),
+    }?;
+    let (per_unit, source) = rate;
+    Ok((per_unit.round_dp(12).normalize(), source))
 }
 
 /// Whether a checkout's end is known on chain: its time is up, and every address of it was
@@ -669,6 +855,8 @@ mod tests {
             confirmed,
             kind: kind.into(),
             after_expiry: false,
+            rate: None,
+            rate_source: None,
         }
     }
 
@@ -687,8 +875,82 @@ mod tests {
                 late: false,
                 paid_with: ("USDC".into(), "polygon".into()),
                 received: (exact[0].address.lower(), 10_869_566),
+                late_rate: None,
             }
         );
+    }
+
+    /// A transfer after the end, valued at `rate` (none: not yet).
+    fn late(hash: &str, units: &str, rate: Option<&str>) -> StoredTransfer {
+        StoredTransfer {
+            after_expiry: true,
+            rate: rate.map(d),
+            rate_source: rate.map(|r| format!("feed: {r}")),
+            ..transfer(hash, units, 95, true, "payment")
+        }
+    }
+
+    #[test]
+    fn late_money_is_valued_at_the_rate_when_it_arrived_never_the_quote() {
+        // Quoted 10.869566 USDC for 10.00 (0.92 each); it arrived late, when one was worth
+        // 0.50: 5.43, underpaid, and the payment's rate is that one.
+        let valued = [late("0x1", "10869566", Some("0.5"))];
+        // Two places whatever the rate's: 10 at 1 is 10.00.
+        assert!(matches!(
+            judge(RawStatus::Expired, true, &[late("0x1", "10000000", Some("1"))]),
+            Verdict::Credit { gross, .. } if gross.to_string() == "10.00"
+        ));
+        match judge(RawStatus::Expired, true, &valued) {
+            Verdict::Credit {
+                gross,
+                late: true,
+                late_rate: Some((rate, source)),
+                ..
+            } => {
+                assert_eq!(gross.to_string(), "5.43");
+                assert_eq!(rate, d("0.5"));
+                assert_eq!(source, "feed: 0.5");
+            }
+            other => panic!("{other:?}"),
+        }
+        // No rate read yet: nothing is decided, whatever the quote says.
+        let unvalued = [late("0x1", "10869566", None)];
+        assert_eq!(
+            judge(RawStatus::Expired, true, &unvalued),
+            Verdict::Valuing { transfers: 1 }
+        );
+        // Money in time at the quote, the rest late at its own rate: the payment's rate is
+        // what it all was worth over what it all was.
+        let mixed = [
+            transfer("0x1", "5434783", 90, true, "payment"),
+            late("0x2", "5434783", Some("1")),
+        ];
+        match judge(RawStatus::Pending, true, &mixed) {
+            Verdict::Credit {
+                gross,
+                late: false,
+                late_rate: Some((rate, source)),
+                ..
+            } => {
+                // 5.00 at the quote and 5.434783 at 1.
+                assert_eq!(gross, d("10.43"));
+                assert_eq!(rate, d("0.95999996688"));
+                assert!(source.starts_with("1 of 2 payments"), "{source}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Money in time only: no late rate, the quote stands.
+        assert!(matches!(
+            judge(
+                RawStatus::Pending,
+                false,
+                &[transfer("0x1", "10869566", 90, true, "payment")]
+            ),
+            Verdict::Credit {
+                late_rate: None,
+                ..
+            }
+        ));
     }
 
     #[test]

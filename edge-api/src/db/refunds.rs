@@ -29,6 +29,10 @@ pub struct PaymentQuote {
     pub expected: Decimal,
     /// When the quote was taken.
     pub quoted_at: UnixTime,
+    /// When some of the payment's money came after its checkout's end: the rate it was valued
+    /// at (the rate when it arrived), which its refunds are paid at instead of the quote
+    /// (`crypto_amount` is then 1 and `expected` that rate); with where it came from.
+    pub late_rate_source: Option<String>,
 }
 
 /// The quote of the deposit address `transaction_id` was paid to, when it was paid on chain.
@@ -36,8 +40,10 @@ pub async fn quote_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<P
     first(
         db,
         &format!(
-            "SELECT w.network, w.asset, w.token, w.decimals, w.crypto_amount, \
-             t.amount_expected AS expected, w.quoted_at \
+            "SELECT w.network, w.asset, w.token, w.decimals, \
+             CASE WHEN t.late_rate IS NULL THEN w.crypto_amount ELSE '1' END AS crypto_amount, \
+             COALESCE(t.late_rate, t.amount_expected) AS expected, w.quoted_at, \
+             t.late_rate_source \
              FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
              AND w.network = t.network_payment AND w.asset = t.asset \
              WHERE t.id = ?1 AND {CREDITED_ON_CHAIN}"

@@ -194,6 +194,16 @@ pub struct SessionView {
     pub version: i64,
     /// The hosted page's language (the `locale` option); `None`: the customer's browser's.
     pub locale: Option<String>,
+    /// The asset the payment was made in, once paid.
+    #[serde(default)]
+    pub paid_asset: Option<String>,
+    /// When money came after the checkout's end: the rate it was valued at (order currency
+    /// per unit of `paid_asset`, the rate when it arrived).
+    #[serde(default)]
+    pub late_rate: Option<String>,
+    /// Money came to its addresses after its end (credited, or waiting for its valuation).
+    #[serde(default, deserialize_with = "super::flag")]
+    pub late_seen: bool,
 }
 
 /// The session with this id.
@@ -203,7 +213,9 @@ pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
         "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, s.title, \
          t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
          s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
-         t.version, s.locale \
+         t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
+         EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
+                 AND c.kind = 'payment' AND c.after_expiry = 1) AS late_seen \
          FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
          JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1",
         &[id.into()],

@@ -22,7 +22,10 @@ pub struct Settleable {
     pub currency: String,
     /// What the customer paid, in the order currency (decimal text).
     pub gross: String,
-    /// What was asked, in the order currency (decimal text).
+    /// With `crypto_amount`, the rate its net is paid at (`expected` of the order currency is
+    /// worth `crypto_amount` of the asset): what was asked and the asset amount it was quoted at,
+    /// or, when some of its money came after the checkout's end and was valued at the rate when
+    /// it arrived, that rate (`late_rate`) for one unit of the asset (decimal text).
     pub expected: String,
     /// The asset it was paid in.
     pub asset: String,
@@ -42,8 +45,10 @@ pub struct Settleable {
 }
 
 const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.merchant_id, \
-     t.currency, t.amount_gross AS gross, t.amount_expected AS expected, t.asset, \
-     t.network_payment AS network, w.token, w.decimals, w.crypto_amount, i.psp_fee_bps, \
+     t.currency, t.amount_gross AS gross, t.asset, \
+     COALESCE(t.late_rate, t.amount_expected) AS expected, \
+     CASE WHEN t.late_rate IS NULL THEN w.crypto_amount ELSE '1' END AS crypto_amount, \
+     t.network_payment AS network, w.token, w.decimals, i.psp_fee_bps, \
      COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id), 0) \
      AS held_at \
      FROM transactions t \

@@ -587,6 +587,8 @@ pub struct Stamps<'a> {
     /// The asset and network a payment found on chain came in, when they are not the checkout's
     /// current way to pay (the customer switched after paying an earlier address).
     pub paid_with: Option<(&'a str, &'a str)>,
+    /// The rate a payment's late money was valued at (decimal text) and its source.
+    pub late_rate: Option<(String, &'a str)>,
 }
 
 /// A lifecycle change as one UPDATE guarded by the row version it was computed from: if anything
@@ -629,6 +631,10 @@ pub fn apply_change(
     if let Some((asset, network)) = stamps.paid_with {
         text("asset", Some(asset.to_owned()));
         text("network_payment", Some(network.to_owned()));
+    }
+    if let Some((rate, source)) = &stamps.late_rate {
+        text("late_rate", Some(rate.clone()));
+        text("late_rate_source", Some((*source).to_owned()));
     }
     if change.gross.is_some() {
         text("paid_at", Some(stamps.now_text.to_owned()));

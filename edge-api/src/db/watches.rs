@@ -382,6 +382,40 @@ pub struct StoredTransfer {
     /// In a block after the checkout's end.
     #[serde(deserialize_with = "super::flag")]
     pub after_expiry: bool,
+    /// For a late payment: the rate it was valued at (order currency per unit of the asset),
+    /// once read.
+    #[serde(default)]
+    pub rate: Option<Decimal>,
+    /// Where that rate came from.
+    #[serde(default)]
+    pub rate_source: Option<String>,
+}
+
+/// Records the rate a late payment transfer was valued at: only once (a
+/// valuation already recorded stays), and only on a final payment. Whether it wrote.
+pub async fn set_rate(
+    db: &D1Database,
+    network: &str,
+    transfer: &StoredTransfer,
+    rate: Decimal,
+    source: &str,
+) -> DbResult<bool> {
+    run(
+        db,
+        "UPDATE chain_transfers SET rate = ?5, rate_source = ?6 WHERE network = ?1 \
+         AND tx_hash = ?2 AND log_index = ?3 AND address = ?4 AND rate IS NULL \
+         AND confirmed = 1 AND kind = 'payment' AND after_expiry = 1",
+        &[
+            network.into(),
+            transfer.tx_hash.to_string().into(),
+            transfer.log_index.into(),
+            transfer.address.lower().into(),
+            rate.to_string().into(),
+            source.into(),
+        ],
+    )
+    .await
+    .map(|changed| changed == 1)
 }
 
 /// A deposit address given out for a transaction, with its quote and watch state.
@@ -428,7 +462,7 @@ pub async fn transfers_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<
     all(
         db,
         "SELECT c.tx_hash, c.log_index, c.address, c.token, c.amount, c.block_number, \
-         c.confirmed, c.kind, c.after_expiry FROM chain_transfers c \
+         c.confirmed, c.kind, c.after_expiry, c.rate, c.rate_source FROM chain_transfers c \
          JOIN deposit_watches w ON w.address = c.address WHERE w.transaction_id = ?1 \
          ORDER BY c.block_number, c.log_index",
         &[id.into()],
@@ -444,7 +478,7 @@ pub async fn transfers_of_session(
     all(
         db,
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
-         after_expiry FROM chain_transfers WHERE session_id = ?1 \
+         after_expiry, rate, rate_source FROM chain_transfers WHERE session_id = ?1 \
          ORDER BY block_number, log_index",
         &[session_id.into()],
     )

@@ -100,6 +100,10 @@ pub struct TransferView {
     pub kind: String,
     /// In a block after the checkout's end (credited late).
     pub after_expiry: bool,
+    /// A late payment's rate (order currency per unit: the rate when it arrived), once valued.
+    pub rate: Option<String>,
+    /// Where that rate came from.
+    pub rate_source: Option<String>,
 }
 
 /// A payment with its timeline.
@@ -203,6 +207,8 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                 confirmed: t.confirmed,
                 kind: t.kind,
                 after_expiry: t.after_expiry,
+                rate: t.rate.map(|r| r.normalize().to_string()),
+                rate_source: t.rate_source,
             }
         })
         .collect();

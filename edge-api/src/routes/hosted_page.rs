@@ -202,7 +202,7 @@ pub fn checkout(
         @if pending {
             noscript { meta http-equiv="refresh" content=(REFRESH_SECONDS); }
             script src="/hosted.js" defer {}
-        } @else if received {
+        } @else if received && session.late_rate.is_none() {
             meta http-equiv="refresh" content=(format!("{RETURN_SECONDS}; url={}", session.redirect_url));
         }
     };
@@ -290,9 +290,27 @@ pub fn checkout(
                     " " span.visually-hidden #time-announce {}
                 }
             } @else if received {
-                p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
-                    (fill(&t.received, &[("merchant", merchant)]))
+                // Money after the end counts at the rate when it arrived, not the quote: the
+                // page says so and stays (no automatic return) until the customer has read it.
+                @if let (Some(rate), Some(asset), Some(gross)) = (&session.late_rate, &session.paid_asset, &session.amount_gross) {
+                    p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
+                        span #late-valuation {
+                            (fill(&t.late_valued, &[
+                                ("asset", asset),
+                                ("rate", &lang.money(rate, &session.currency)),
+                                ("value", &lang.money(gross, &session.currency)),
+                            ]))
+                        }
+                    }
+                } @else {
+                    p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
+                        (fill(&t.received, &[("merchant", merchant)]))
+                    }
                 }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
+            } @else if raw == RawStatus::Expired && session.late_seen {
+                // Not "no funds were taken": money came after the end and is being valued.
+                p.status #status role="status" data-status="valuing" { (t.late_arrived) }
                 p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else {
                 @let why = if raw == RawStatus::Failed { &t.failed } else { &t.expired };

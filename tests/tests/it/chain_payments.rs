@@ -19,6 +19,8 @@ struct Setup {
     other: String,
     forwarder: String,
     customer: String,
+    /// The `ETH/USD` feed (3,000 USD at the start).
+    eth: String,
     worker: Worker,
 }
 
@@ -66,6 +68,7 @@ fn start(anvil: Anvil, rpc_url: Option<&str>) -> Setup {
         other,
         forwarder,
         customer,
+        eth,
         worker,
     }
 }
@@ -515,6 +518,162 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
         },
     );
     assert_eq!(t["amount"]["gross"], Value::Null);
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
+}
+
+/// `ETH/USD` feed answers (8 decimals) for a price in whole US dollars.
+fn usd(dollars: u128) -> u128 {
+    dollars * 100_000_000
+}
+
+#[test]
+fn late_ether_is_valued_at_the_price_when_it_arrived_never_the_old_quote() {
+    let s = start(Anvil::start(), None);
+    let end = |session: &str| {
+        s.worker
+            .database()
+            .execute(
+                "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
+                [session],
+            )
+            .unwrap();
+    };
+    let expired = |session: &str, id: i64| {
+        end(session);
+        eventually("the checkout to expire", Duration::from_secs(20), || {
+            s.worker.cron();
+            Some(s.worker.transaction(0, id)).filter(|t| t["raw_status"] == "expired")
+        });
+    };
+    let db = || s.worker.database();
+
+    // 30.00 USD quoted at 3,000 USD an ether: 0.01 ETH. Nothing by the end: expired.
+    let (session, id) = checkout(&s.worker, "30.00", "USD", "CHAIN-LATE-ETH");
+    let (address, wei) = choose(&s.worker, &session, "ETH:base");
+    assert_eq!(wei, 10_000_000_000_000_000);
+    expired(&session, id);
+    // Ether halves; the customer sends the old quote's 0.01 ETH; then the price is back. The
+    // money is worth what ether was worth in its block: 15.00, underpaid.
+    s.anvil.set_feed(&s.eth, usd(1_500), s.anvil.time());
+    let hash = s.anvil.pay_ether(&s.customer, &address, wei);
+    s.anvil.set_feed(&s.eth, usd(3_000), s.anvil.time());
+    s.anvil.mine(DEPTH);
+    let t = eventually("the late ether credited", Duration::from_secs(20), || {
+        status(&s.worker, &session);
+        Some(s.worker.transaction(0, id)).filter(|t| t["raw_status"] == "succeeded")
+    });
+    assert_eq!(t["amount"]["gross"], "15.00", "{t}");
+    assert_eq!(t["amount_status"], "UNDERPAID");
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    let (rate, source): (String, String) = db()
+        .query_row(
+            "SELECT rate, rate_source FROM chain_transfers WHERE tx_hash = ?1",
+            [&hash],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(rate, "1500");
+    assert!(
+        source.contains("ETH/USD feed") && source.contains("when it arrived"),
+        "{source}"
+    );
+    let late_rate: String = db()
+        .query_row(
+            "SELECT late_rate FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(late_rate, "1500");
+    // The event carries the value at arrival (the spec's transaction object, nothing added).
+    let payload: String = db()
+        .query_row(
+            "SELECT payload FROM events WHERE transaction_id = ?1 AND type = 'payment.succeeded'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let event: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(event["data"]["amount"]["gross"], "15.00");
+    assert_eq!(event["data"]["amount_status"], "UNDERPAID");
+    // The page says so.
+    let page = s.worker.send(
+        s.worker
+            .request(Method::GET, &format!("/checkout/{session}")),
+        None,
+    );
+    assert!(
+        page.text.contains(
+            "valued at the rate when it arrived: 1 ETH = 1,500 USD. It counts as 15.00 USD"
+        ),
+        "{}",
+        page.text
+    );
+    {
+        // As a customer sees it, at both widths (before the page returns them to the shop).
+        let _one = payrail_tests::browser::exclusive();
+        let browser = payrail_tests::browser::Browser::start();
+        for (width, name) in [(1280, "late-valued-1280"), (390, "late-valued-390")] {
+            browser.resize(width, 900);
+            browser.goto(&format!("{}/checkout/{session}", s.worker.base_url));
+            let said = browser.text("#late-valuation").unwrap_or_default();
+            assert!(said.contains("1 ETH = 1,500 USD"), "{said}");
+            browser.screenshot(name);
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "{violations:#?}");
+        }
+    }
+
+    // The feed stale when the money arrives: nothing is decided on the old quote; the page's
+    // status says why; once a fresh price can be read, the first one after it values it.
+    let (stale, stale_id) = checkout(&s.worker, "30.00", "USD", "CHAIN-LATE-STALE");
+    let (address, wei) = choose(&s.worker, &stale, "ETH:base");
+    expired(&stale, stale_id);
+    s.anvil.set_feed(&s.eth, usd(3_000), s.anvil.time() - 7_200);
+    s.anvil.pay_ether(&s.customer, &address, wei);
+    s.anvil.mine(DEPTH);
+    let held = until(
+        &s.worker,
+        &stale,
+        "the late money held for its rate",
+        |st| st["chain"]["state"] == "valuing",
+    );
+    assert!(
+        held["chain"]["valuation_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("stale")),
+        "{held}"
+    );
+    s.worker.cron();
+    assert_eq!(s.worker.transaction(0, stale_id)["raw_status"], "expired");
+    let page = s.worker.send(
+        s.worker.request(Method::GET, &format!("/checkout/{stale}")),
+        None,
+    );
+    assert!(
+        page.text
+            .contains("A payment arrived after the time to pay was up")
+            && !page.text.contains("No funds were taken"),
+        "{}",
+        page.text
+    );
+    s.anvil.set_feed(&s.eth, usd(2_000), s.anvil.time());
+    let t = eventually("the held ether credited", Duration::from_secs(20), || {
+        status(&s.worker, &stale);
+        Some(s.worker.transaction(0, stale_id)).filter(|t| t["raw_status"] == "succeeded")
+    });
+    assert_eq!(t["amount"]["gross"], "20.00", "{t}");
+    let source: String = db()
+        .query_row(
+            "SELECT late_rate_source FROM transactions WHERE id = ?1",
+            [stale_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(source.contains("first price read after"), "{source}");
+    s.anvil.set_feed(&s.eth, usd(3_000), s.anvil.time());
+
+    // Its settlement at that rate: settlement::late_money_settles_and_refunds_at_the_rate_it_was_valued_at.
     payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
 }
 

@@ -32,6 +32,8 @@ pub(super) struct Setup {
     pub(super) anvil: Anvil,
     pub(super) usdc: String,
     customer: String,
+    /// The `EUR/USD` feed (1.25 at the start).
+    eur: String,
     pub(super) treasury: String,
     pub(super) worker: Worker,
     /// The node as the worker sees it, when it is behind a proxy that misbehaves on request.
@@ -102,6 +104,7 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str
         anvil,
         usdc,
         customer,
+        eur,
         treasury,
         worker,
         node,
@@ -1361,5 +1364,76 @@ fn refunds_of_a_settled_payment_racing_its_merchants_next_settlement_never_overd
     assert_eq!(credited, 30_000_000);
     assert!(out <= credited, "paid out {out} of {credited}");
     assert_eq!(i128::from(credited - out), after);
+    s.assert_books();
+}
+
+#[test]
+fn late_money_settles_and_refunds_at_the_rate_it_was_valued_at() {
+    let s = start(true);
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let session = s.worker.checkout_session(&json!({
+        "publicKey": key, "amount": "10.00", "currency": "EUR", "title": "Late",
+        "externalReference": "SETTLE-LATE", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let session = session["id"].as_str().unwrap().to_owned();
+    let (address, units) = s.worker.deposit(&session);
+    // 10.00 EUR at 1.25 USD each: 12.50 USDC.
+    assert_eq!(units, 12_500_000);
+    s.worker
+        .database()
+        .execute(
+            "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
+            [&session],
+        )
+        .unwrap();
+    eventually("the checkout to expire", Duration::from_secs(20), || {
+        s.worker.cron();
+        (s.raw_status(id) == "expired").then_some(())
+    });
+    // The euro falls to 1 USD before the money arrives: 12.50 USDC is then worth 12.50 EUR.
+    s.anvil.set_feed(&s.eur, 100_000_000, s.anvil.time());
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    eventually("the late money credited", Duration::from_secs(20), || {
+        s.worker.send(
+            s.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        );
+        (s.raw_status(id) == "succeeded").then_some(())
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "12.50", "{t}");
+    assert_eq!(t["amount_status"], "OVERPAID");
+    // The merchant is paid its net at that rate, 1 USDC a euro (at the quote's 1.25 it would
+    // be sent more USDC than came in).
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    let net = t["amount"]["net"].as_str().unwrap();
+    let cents: u128 = net.replace('.', "").parse().unwrap();
+    let sent: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT units FROM settlement_items WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(sent, (cents * 10_000).to_string(), "{net} EUR at 1 USDC");
+    // A refund is paid at it too, and says so.
+    let preview = s.refund(id, "5.00", &s.anvil.account(5), None);
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    let preview = preview.json();
+    assert_eq!(preview["crypto_amount"], "5");
+    assert_eq!(preview["rate"], "1");
+    assert!(
+        preview["rate_source"]
+            .as_str()
+            .is_some_and(|r| r.contains("after its checkout ended") && r.contains("EUR/USD")),
+        "{preview}"
+    );
     s.assert_books();
 }

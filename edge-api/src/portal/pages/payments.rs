@@ -329,6 +329,9 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                                 (if c.confirmed { "confirmed" } else { "confirming" })
                                                 @if c.kind == "unexpected_token" { " · " strong { "another token: for review" } }
                                                 @if c.after_expiry { " · after the checkout ended" }
+                                                @if let (Some(rate), Some(source)) = (&c.rate, &c.rate_source) {
+                                                    " · valued at the rate when it arrived: 1 " (text(&t.asset)) " = " (rate) " " (text(&t.currency)) " (" (source) ")"
+                                                }
                                             }
                                         }
                                     }
