@@ -321,24 +321,19 @@ async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError>
         .ok_or_else(no_checkout)
 }
 
-/// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it
-/// reads the chain first (at most once per watch every couple of seconds), so a payment shows
-/// within seconds of its block.
+/// `GET /checkout/{id}/status`: what the hosted page's script polls. One round trip reads the
+/// session and what the watcher stored of its chain; on a watched network an address whose last
+/// check is older than [`chain::watch::POLL_GAP_SECONDS`] is read from the chain first, so a
+/// payment shows within seconds of its block.
 pub async fn status(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
-    let mut session = session(ctx, id).await?;
-    let chain = chain::watch::check_session(ctx, &session, chain::watch::POLL_GAP_SECONDS).await?;
-    if matches!(
-        chain,
-        Some(chain::watch::ChainState {
-            verdict: chain::watch::Verdict::Credit { .. },
-            ..
-        })
-    ) {
-        session = self::session(ctx, id).await?;
-    }
+    let no_checkout = || ApiError::not_found("no such checkout");
+    let id = SessionId::parse(id).map_err(|_| no_checkout())?;
+    let polled = chain::watch::poll(ctx, &id, chain::watch::POLL_GAP_SECONDS)
+        .await?
+        .ok_or_else(no_checkout)?;
     let body = serde_json::json!({
-        "status": hosted_page::shown_status(&session, ctx.now(), chain.is_some()),
-        "chain": chain,
+        "status": hosted_page::shown_status(&polled.session, ctx.now(), polled.chain.is_some()),
+        "chain": polled.chain,
     });
     http::json(200, &body).or_internal("build response")
 }
