@@ -864,6 +864,7 @@ mod tests {
             head_block: 100,
             node_error: node_error.map(str::to_owned),
             read_at,
+            checked_at: read_at,
             expires_at: 1_000,
             raw_status: RawStatus::Pending,
         }
