@@ -63,6 +63,21 @@ pub fn networks_by_key(
     .map(Returning::new)
 }
 
+/// The networks of the wallets of the merchant of checkout session `session_id`, for the hosted
+/// page's read batch.
+pub fn networks_of_session(
+    db: &D1Database,
+    session_id: &str,
+) -> DbResult<Returning<WalletNetwork>> {
+    bind(
+        db,
+        "SELECT network FROM merchant_wallets WHERE merchant_id = \
+         (SELECT merchant_id FROM checkout_sessions WHERE id = ?1) ORDER BY network",
+        &[session_id.into()],
+    )
+    .map(Returning::new)
+}
+
 /// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a
 /// whole page of merchants.
 pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wallet)>> {
