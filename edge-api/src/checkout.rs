@@ -16,7 +16,7 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, NewSession, SessionView, StoredKey, KEY_SECONDS};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{self, merchants, origins, wallets, Batch};
+use crate::db::{merchants, origins, wallets, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, payments, throttle};
 
@@ -85,38 +85,80 @@ pub async fn create(
     if chain::methods(ctx)?.is_empty() {
         return Err(Refusal::NoWayToPay);
     }
-    throttle::count_checkout(ctx, &options.public_key).await?;
     let database = &ctx.db;
     let now = ctx.now();
+    // The hosted page is ours: it may only send the customer back to the merchant's own sites.
+    // The rules passed, but a URL parser may still find no host in it (`https://[`): the same
+    // refusal, never a server error (given where the origin is judged, below).
+    let origin = Url::parse(&options.redirect_url).map(|u| u.origin().ascii_serialization());
 
-    let merchant = merchants::gate_by_key(database, &options.public_key, now)
-        .await
+    // One round trip reads all the session needs: the attempt counted against both limits,
+    // the merchant the key names, its wallets' networks, whether the return origin is its,
+    // and what the idempotency key made before. Each is judged below in this order, as if
+    // read one by one (the counts are taken whatever follows).
+    let key = &options.public_key;
+    let mut reads = Batch::new();
+    let (per_key, per_address) = throttle::count_checkout(ctx, key)?;
+    let (per_key, per_address) = (reads.push(per_key), reads.push(per_address));
+    let gate = reads.push(merchants::gate_by_key(database, key, now).or_internal("read merchant")?);
+    let networks =
+        reads.push(wallets::networks_by_key(database, key, now).or_internal("read wallets")?);
+    let allowed =
+        match &origin {
+            Ok(origin) => Some(reads.push(
+                origins::allows_by_key(database, key, now, origin).or_internal("read origins")?,
+            )),
+            Err(_) => None,
+        };
+    let stored = match &options.idempotency_key {
+        Some(idempotency_key) => Some(
+            reads.push(
+                sessions::find_key_by_public_key(
+                    database,
+                    key,
+                    now,
+                    idempotency_key,
+                    now - KEY_SECONDS,
+                )
+                .or_internal("read idempotency key")?,
+            ),
+        ),
+        None => None,
+    };
+    let read = reads.run(database).await.or_internal("read checkout")?;
+    throttle::refuse_checkout(
+        ctx,
+        read.rows(per_key).or_internal("count attempt")?.first(),
+        read.rows(per_address).or_internal("count attempt")?.first(),
+    )?;
+    let merchant = read
+        .rows(gate)
         .or_internal("read merchant")?
+        .into_iter()
+        .next()
         .ok_or(Refusal::UnknownKey)?;
     if let Some(why) = merchant.refusal() {
         return Err(Refusal::MerchantUnavailable(why));
     }
-    let offered = offered_methods(ctx, merchant.id).await?;
+    let networks: Vec<String> = read
+        .rows(networks)
+        .or_internal("read wallets")?
+        .into_iter()
+        .map(|w| w.network)
+        .collect();
+    let offered = chain::methods_for(ctx, &networks)?;
     if offered.is_empty() {
         return Err(Refusal::MerchantUnavailable(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
     }
-    // The hosted page is ours: it may only send the customer back to the merchant's own sites.
-    // The rules above passed, but a URL parser may still find no host in it (`https://[`):
-    // the same refusal, never a server error.
-    let origin = Url::parse(&options.redirect_url)
-        .map(|u| u.origin().ascii_serialization())
-        .map_err(|_| {
-            Refusal::Invalid(
-                "redirectUrl must be an absolute https:// URL (http:// only for localhost)"
-                    .to_owned(),
-            )
-        })?;
-    if !origins::allows(database, merchant.id, &origin)
-        .await
-        .or_internal("read origins")?
-    {
+    let (Ok(origin), Some(allowed)) = (origin, allowed) else {
+        return Err(Refusal::Invalid(
+            "redirectUrl must be an absolute https:// URL (http:// only for localhost)".to_owned(),
+        ));
+    };
+    let allowed = read.rows(allowed).or_internal("read origins")?;
+    if !allowed.iter().any(|row| row.found == 1) {
         return Err(Refusal::RedirectNotAllowed { origin });
     }
 
@@ -132,16 +174,15 @@ pub async fn create(
             Err(Refusal::KeyReused)
         }
     };
-    if let Some(key) = &options.idempotency_key {
-        if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
-            .await
+    if let Some(stored) = stored {
+        if let Some(stored) = read
+            .rows(stored)
             .or_internal("read idempotency key")?
+            .into_iter()
+            .next()
         {
             return replay(stored);
         }
-        sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
-            .await
-            .or_internal("forget stale key")?;
     }
 
     // Stored with the currency's minor digits: "149.9" EUR becomes "149.90".
@@ -193,47 +234,58 @@ pub async fn create(
         locale,
     };
     // The transaction, its session and the idempotency key in one atomic batch: it fails as a
-    // whole when the key was taken meanwhile (a concurrent double click).
-    let mut statements = vec![
-        transactions::insert_pending(database, &payment).or_internal("create session")?,
-        sessions::insert(database, &session).or_internal("create session")?,
-    ];
-    if let Some(watch) = watch_statement(
+    // whole when the key was taken meanwhile (a concurrent double click). A key older than its
+    // day is forgotten first, in the same batch, so it can be used afresh.
+    let mut writes = Batch::new();
+    if let Some(key) = &options.idempotency_key {
+        writes.push(
+            sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
+                .or_internal("forget stale key")?,
+        );
+    }
+    let created = writes
+        .push(transactions::insert_pending(database, &payment).or_internal("create session")?);
+    writes.push(sessions::insert(database, &session).or_internal("create session")?);
+    writes.extend(watch_statement(
         ctx,
         &session_id,
         method,
         (&deposit_address, deposit_index),
         &quote,
         now + SESSION_SECONDS,
-    )? {
-        statements.push(watch);
-    }
+    )?);
     if let Some(key) = &options.idempotency_key {
-        statements.push(
+        writes.push(
             sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
                 .or_internal("create session")?,
         );
     }
-    if let Err(err) = db::batch(database, statements).await {
-        // A concurrent request with the same key won the race: answer as it did.
-        if let Some(key) = &options.idempotency_key {
-            if let Some(stored) = sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
-                .await
-                .or_internal("read idempotency key")?
-            {
-                return replay(stored);
+    let written = match writes.run(database).await {
+        Ok(written) => written,
+        Err(err) => {
+            // A concurrent request with the same key won the race: answer as it did.
+            if let Some(key) = &options.idempotency_key {
+                if let Some(stored) =
+                    sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
+                        .await
+                        .or_internal("read idempotency key")?
+                {
+                    return replay(stored);
+                }
             }
+            return Err(ApiError::internal("create session", err).into());
         }
-        return Err(ApiError::internal("create session", err).into());
-    }
-    let session = sessions::get(database, &session_id)
-        .await
-        .or_internal("read session")?
-        .ok_or("session vanished")
-        .or_internal("read session")?;
+    };
+    let transaction_id = written
+        .rows(created)
+        .or_internal("create session")?
+        .first()
+        .map(|row| row.id)
+        .ok_or("the transaction's insert answered no id")
+        .or_internal("create session")?;
     Ok(Session {
         id: session_id,
-        transaction_id: session.transaction_id,
+        transaction_id,
         created: true,
     })
 }

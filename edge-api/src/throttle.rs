@@ -9,6 +9,7 @@ use shared_types::ErrorCode;
 
 use crate::ctx::Ctx;
 use crate::db::throttle as db;
+use crate::db::Returning;
 use crate::error::{ApiError, OrInternal};
 
 /// How many failures a window allows, and what the refusal says.
@@ -78,16 +79,48 @@ pub const CHECKOUT_PER_ADDRESS: Limit = Limit {
     refusal: "too many checkouts from this address in the last minute; retry shortly",
 };
 
-/// Counts one checkout session for `public_key` from the caller; refuses past either limit.
-pub async fn count_checkout(ctx: &Ctx, public_key: &str) -> Result<(), ApiError> {
-    count_one(
-        ctx,
+/// The two counts of one checkout session for `public_key` from the caller (per key from every
+/// address, then per address whatever the key), as statements of the batch that reads what the
+/// session needs: the attempt is counted whatever that batch finds. Their rows go to
+/// [`refuse_checkout`].
+pub fn count_checkout(
+    ctx: &Ctx,
+    public_key: &str,
+) -> Result<(Returning<db::Failures>, Returning<db::Failures>), ApiError> {
+    let now = ctx.now();
+    let per_key = db::count_attempt_in_batch(
+        &ctx.db,
         &format!("checkout:{public_key}"),
         EVERY_ADDRESS,
-        &CHECKOUT_PER_KEY,
+        now,
+        CHECKOUT_PER_KEY.window_seconds,
     )
-    .await?;
-    count_one(ctx, "checkout", ctx.caller_address(), &CHECKOUT_PER_ADDRESS).await
+    .or_internal("count attempt")?;
+    let per_address = db::count_attempt_in_batch(
+        &ctx.db,
+        "checkout",
+        ctx.caller_address(),
+        now,
+        CHECKOUT_PER_ADDRESS.window_seconds,
+    )
+    .or_internal("count attempt")?;
+    Ok((per_key, per_address))
+}
+
+/// The refusal of a checkout session past either limit, from the windows [`count_checkout`]'s
+/// statements answered (the per-key limit's first).
+pub fn refuse_checkout(
+    ctx: &Ctx,
+    per_key: Option<&db::Failures>,
+    per_address: Option<&db::Failures>,
+) -> Result<(), ApiError> {
+    let missing = || ApiError::internal("count attempt", "the attempt count returned no row");
+    over(per_key.ok_or_else(missing)?, &CHECKOUT_PER_KEY, ctx.now())?;
+    over(
+        per_address.ok_or_else(missing)?,
+        &CHECKOUT_PER_ADDRESS,
+        ctx.now(),
+    )
 }
 
 /// Counts one event of `subject` from `source`, atomically; refuses it past the limit.
@@ -96,6 +129,11 @@ async fn count_one(ctx: &Ctx, subject: &str, source: &str, limit: &Limit) -> Res
     let f = db::count_attempt(&ctx.db, subject, source, now, limit.window_seconds)
         .await
         .or_internal("count attempt")?;
+    over(&f, limit, now)
+}
+
+/// The refusal when the window `f`, this attempt counted, is past `limit`.
+fn over(f: &db::Failures, limit: &Limit, now: i64) -> Result<(), ApiError> {
     if f.failures > limit.max_failures {
         let window_end = f.window_start + limit.window_seconds;
         return Err(ApiError::new(ErrorCode::RateLimited, limit.refusal)

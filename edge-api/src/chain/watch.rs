@@ -45,7 +45,7 @@ use super::rpc::Budget;
 use super::scan::{self, Scan};
 use super::{evm, networks, rates, rpc, topup};
 use crate::ctx::Ctx;
-use crate::db::sessions::SessionView;
+use crate::db::sessions::{self, SessionView};
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
 use crate::error::{ApiError, OrInternal};
 use crate::{db, payments};
@@ -541,42 +541,100 @@ pub struct ChainState {
     pub valuation_error: Option<String>,
 }
 
-/// Checks every watch of `session` (throttled) and credits its payment when the transfers cover
-/// it. `None` when the session has no watched address.
-pub async fn check_session(
-    ctx: &Ctx,
-    session: &SessionView,
-    gap: i64,
-) -> Result<Option<ChainState>, ApiError> {
-    let list = watches::of_session(&ctx.db, &session.id)
-        .await
-        .or_internal("read watches")?;
-    if list.is_empty() {
+/// What a status poll found: the session (as it stands after any credit the poll made) and, when
+/// it has a watched address, its chain.
+pub struct Polled {
+    /// The session.
+    pub session: SessionView,
+    /// Its chain, when an address of it is watched.
+    pub chain: Option<ChainState>,
+}
+
+/// The hosted page's status poll of session `id`: `None` when there is no such session.
+///
+/// One round trip reads the session, its watches and their transfers. A watch is read from its
+/// chain only when its last check (the cron's or a poll's) is more than `gap` seconds old, and
+/// only while the payment is pending or expired; otherwise the poll answers from what that check
+/// stored, with no node call and no further round trip. Either way the verdict is taken from the
+/// stored transfers, and a payment they cover is credited (guarded as every credit is).
+pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiError> {
+    let mut batch = db::Batch::new();
+    let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
+    let watched =
+        batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
+    let transfers =
+        batch.push(watches::transfers_of_session(&ctx.db, id).or_internal("read transfers")?);
+    let read = batch.run(&ctx.db).await.or_internal("read session")?;
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
         return Ok(None);
+    };
+    let list = read.rows(watched).or_internal("read watches")?;
+    if list.is_empty() {
+        return Ok(Some(Polled {
+            session,
+            chain: None,
+        }));
     }
     let networks = networks(ctx)?;
     let now = ctx.now();
-    if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
-        for watch in &list {
+    let due: Vec<&Watch> = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired)
+    {
+        list.iter().filter(|w| w.checked_at < now - gap).collect()
+    } else {
+        Vec::new()
+    };
+    let state = if due.is_empty() {
+        let transfers = read.rows(transfers).or_internal("read transfers")?;
+        judge(ctx, &session, &networks, &list, transfers).await?
+    } else {
+        for watch in due {
             check(ctx, &networks, watch, now - gap).await?;
         }
-    }
-    evaluate(ctx, session, &networks).await.map(Some)
+        evaluate(ctx, &session, &networks).await?
+    };
+    let session = match &state.verdict {
+        // The credit changed the payment: the page is shown it as it now stands.
+        Verdict::Credit { .. } => sessions::get(&ctx.db, id)
+            .await
+            .or_internal("read session")?
+            .unwrap_or(session),
+        _ => session,
+    };
+    Ok(Some(Polled {
+        session,
+        chain: Some(state),
+    }))
 }
 
+/// Reads `session`'s watches and transfers as they are now (one round trip) and [`judge`]s them.
 async fn evaluate(
     ctx: &Ctx,
     session: &SessionView,
     networks: &BTreeMap<String, Network>,
 ) -> Result<ChainState, ApiError> {
-    let list = watches::of_session(&ctx.db, &session.id)
-        .await
-        .or_internal("read watches")?;
-    let mut transfers = watches::transfers_of_session(&ctx.db, &session.id)
-        .await
-        .or_internal("read transfers")?;
+    let mut batch = db::Batch::new();
+    let watched =
+        batch.push(watches::of_session_in_batch(&ctx.db, &session.id).or_internal("read watches")?);
+    let transfers = batch
+        .push(watches::transfers_of_session(&ctx.db, &session.id).or_internal("read transfers")?);
+    let read = batch.run(&ctx.db).await.or_internal("read watches")?;
+    let list = read.rows(watched).or_internal("read watches")?;
+    let transfers = read.rows(transfers).or_internal("read transfers")?;
+    judge(ctx, session, networks, &list, transfers).await
+}
+
+/// The verdict on `session`'s stored watches `list` and `transfers` (late money among them
+/// valued first, at the rate when it arrived); a credit is made through the lifecycle (a
+/// payment credited or expired meanwhile is left to the next look).
+async fn judge(
+    ctx: &Ctx,
+    session: &SessionView,
+    networks: &BTreeMap<String, Network>,
+    list: &[Watch],
+    mut transfers: Vec<StoredTransfer>,
+) -> Result<ChainState, ApiError> {
     let valuation_error = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
-        value_late(ctx, session, &list, networks, &mut transfers).await?
+        value_late(ctx, session, list, networks, &mut transfers).await?
     } else {
         None
     };
@@ -603,7 +661,7 @@ async fn evaluate(
     let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
     let verdict = verdict(
         session.raw_status,
-        end_read(session.expires_at, &list, ctx.now()),
+        end_read(session.expires_at, list, ctx.now()),
         expected,
         digits,
         &quotes,
@@ -1043,6 +1101,7 @@ mod tests {
             head_block: 100,
             node_error: node_error.map(str::to_owned),
             read_at,
+            checked_at: read_at,
             expires_at: 1_000,
             raw_status: RawStatus::Pending,
         }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
-use super::{all, first, run, DbResult, Owner, Select, Value};
+use super::{all, bind, first, run, DbResult, Owner, Returning, Select, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -177,19 +177,24 @@ pub fn refusal(
     None
 }
 
-/// The merchant with this publishable key: its current key, or the previous one while its grace
-/// period after a roll lasts.
-pub async fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Option<Gate>> {
-    first(
+/// SQL: the id of the merchant with the publishable key `?1` at `?2` (Unix seconds): its current
+/// key, or the previous one while its grace period after a roll lasts; NULL for none. The
+/// statements of checkout's read batch find their merchant with it, as [`gate_by_key`] does.
+pub const BY_KEY: &str = "(SELECT id FROM merchants WHERE public_key = ?1 \
+     UNION ALL SELECT id FROM merchants WHERE previous_public_key = ?1 \
+     AND previous_key_expires_at > ?2 LIMIT 1)";
+
+/// The merchant with this publishable key at `now` (see [`BY_KEY`]), for a batch.
+pub fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Returning<Gate>> {
+    bind(
         db,
-        "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
-         WHERE public_key = ?1 \
-         UNION ALL SELECT id, institution_id, status, onboarding_status, crypto_enabled \
-         FROM merchants WHERE previous_public_key = ?1 AND previous_key_expires_at > ?2 \
-         LIMIT 1",
+        &format!(
+            "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
+             WHERE id = {BY_KEY}"
+        ),
         &[public_key.into(), now.into()],
     )
-    .await
+    .map(Returning::new)
 }
 
 /// One page of the institution's merchants for the portal, newest first, one row over `limit`;

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::{batch, bind, strings, DbResult, Value};
+use super::{batch, bind, strings, DbResult, Returning, Value};
 
 /// The merchant's allowed return origins.
 pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
@@ -65,17 +65,29 @@ pub async fn replace(
     batch(db, statements).await
 }
 
-/// Whether `origin` is one of the merchant's.
-pub async fn allows(db: &D1Database, merchant_id: i64, origin: &str) -> DbResult<bool> {
-    #[derive(Deserialize)]
-    struct Found {
-        found: i64,
-    }
-    let row: Option<Found> = super::first(
+/// A row that is there when the origin is allowed.
+#[derive(Debug, Deserialize)]
+pub struct Allowed {
+    /// Always 1.
+    pub found: i64,
+}
+
+/// Whether `origin` is one of the return origins of the merchant with the publishable key
+/// `public_key` at `now` (see [`super::merchants::BY_KEY`]): one row when it is, none when it is
+/// not, for checkout's read batch.
+pub fn allows_by_key(
+    db: &D1Database,
+    public_key: &str,
+    now: i64,
+    origin: &str,
+) -> DbResult<Returning<Allowed>> {
+    bind(
         db,
-        "SELECT 1 AS found FROM merchant_origins WHERE merchant_id = ?1 AND origin = ?2",
-        &[merchant_id.into(), origin.into()],
+        &format!(
+            "SELECT 1 AS found FROM merchant_origins WHERE merchant_id = {} AND origin = ?3",
+            super::merchants::BY_KEY
+        ),
+        &[public_key.into(), now.into(), origin.into()],
     )
-    .await?;
-    Ok(row.is_some_and(|r| r.found == 1))
+    .map(Returning::new)
 }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, DbResult};
+use super::{bind, first, run, DbResult, Returning};
 
 /// How long an idempotency key holds.
 pub const KEY_SECONDS: i64 = 24 * 60 * 60;
@@ -21,6 +21,11 @@ pub struct StoredKey {
     pub transaction_id: i64,
 }
 
+/// SQL of a stored key and its session, for `WHERE k.merchant_id = … AND k.key = … AND
+/// k.created_at >= …`.
+const STORED_KEY: &str = "SELECT k.fingerprint, k.session_id, s.transaction_id \
+     FROM idempotency_keys k JOIN checkout_sessions s ON s.id = k.session_id";
+
 /// The session an idempotency key created, if the key is known and young enough.
 pub async fn find_key(
     db: &D1Database,
@@ -30,23 +35,45 @@ pub async fn find_key(
 ) -> DbResult<Option<StoredKey>> {
     first(
         db,
-        "SELECT k.fingerprint, k.session_id, s.transaction_id FROM idempotency_keys k \
-         JOIN checkout_sessions s ON s.id = k.session_id \
-         WHERE k.merchant_id = ?1 AND k.key = ?2 AND k.created_at >= ?3",
+        &format!("{STORED_KEY} WHERE k.merchant_id = ?1 AND k.key = ?2 AND k.created_at >= ?3"),
         &[merchant_id.into(), key.into(), not_before.into()],
     )
     .await
 }
 
-/// Deletes the merchant's key if it was created before `before` (so it can be used afresh).
-pub async fn forget_key(db: &D1Database, merchant_id: i64, key: &str, before: i64) -> DbResult<()> {
-    run(
+/// [`find_key`] for the merchant with the publishable key `public_key` at `now` (see
+/// [`super::merchants::BY_KEY`]), for checkout's read batch.
+pub fn find_key_by_public_key(
+    db: &D1Database,
+    public_key: &str,
+    now: i64,
+    key: &str,
+    not_before: i64,
+) -> DbResult<Returning<StoredKey>> {
+    bind(
+        db,
+        &format!(
+            "{STORED_KEY} WHERE k.merchant_id = {} AND k.key = ?3 AND k.created_at >= ?4",
+            super::merchants::BY_KEY
+        ),
+        &[public_key.into(), now.into(), key.into(), not_before.into()],
+    )
+    .map(Returning::new)
+}
+
+/// Deletes the merchant's key if it was created before `before` (so it can be used afresh): the
+/// first statement of the batch that stores the key again.
+pub fn forget_key(
+    db: &D1Database,
+    merchant_id: i64,
+    key: &str,
+    before: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
         db,
         "DELETE FROM idempotency_keys WHERE merchant_id = ?1 AND key = ?2 AND created_at < ?3",
         &[merchant_id.into(), key.into(), before.into()],
     )
-    .await
-    .map(drop)
 }
 
 /// Deletes idempotency keys created before `before`, at most `limit` of them.
@@ -206,21 +233,24 @@ pub struct SessionView {
     pub late_seen: bool,
 }
 
+/// The session with this id: a primary-key read of it, its transaction and its merchant.
+const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, \
+     s.title, t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
+     s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
+     t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
+     EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
+             AND c.kind = 'payment' AND c.after_expiry = 1) AS late_seen \
+     FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
+     JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1";
+
 /// The session with this id.
 pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
-    first(
-        db,
-        "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, s.title, \
-         t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
-         s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
-         t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
-         EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
-                 AND c.kind = 'payment' AND c.after_expiry = 1) AS late_seen \
-         FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
-         JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1",
-        &[id.into()],
-    )
-    .await
+    first(db, SESSION, &[id.into()]).await
+}
+
+/// [`get`] as a statement of a batch (no row: no such session).
+pub fn get_in_batch(db: &D1Database, id: &str) -> DbResult<Returning<SessionView>> {
+    bind(db, SESSION, &[id.into()]).map(Returning::new)
 }
 
 /// The session's new way to pay, written only if the statement before it in the batch (the

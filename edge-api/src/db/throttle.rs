@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, DbResult};
+use super::{bind, first, run, DbResult, Returning};
 
 /// Failures of one subject from one source, in the current window.
 #[derive(Debug, Deserialize)]
@@ -41,6 +41,16 @@ pub async fn record_failure(
     .map(drop)
 }
 
+/// Counts one attempt, opening a new window when the last one has closed, and answers the
+/// window as it stands after it.
+const COUNT_ATTEMPT: &str =
+    "INSERT INTO auth_failures (client_id, source, window_start, failures) \
+     VALUES (?1, ?2, ?3, 1) \
+     ON CONFLICT (client_id, source) DO UPDATE SET \
+       failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
+       window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END \
+     RETURNING window_start, failures";
+
 /// Counts one attempt first, atomically, and returns the window as it stands after it: of N
 /// racing attempts each sees its own count, so no more than the limit get past.
 pub async fn count_attempt(
@@ -52,12 +62,7 @@ pub async fn count_attempt(
 ) -> DbResult<Failures> {
     let row: Option<Failures> = first(
         db,
-        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
-         VALUES (?1, ?2, ?3, 1) \
-         ON CONFLICT (client_id, source) DO UPDATE SET \
-           failures = CASE WHEN window_start <= ?3 - ?4 THEN 1 ELSE failures + 1 END, \
-           window_start = CASE WHEN window_start <= ?3 - ?4 THEN ?3 ELSE window_start END \
-         RETURNING window_start, failures",
+        COUNT_ATTEMPT,
         &[
             subject.into(),
             source.into(),
@@ -67,6 +72,27 @@ pub async fn count_attempt(
     )
     .await?;
     row.ok_or_else(|| super::DbError::bad_row("the attempt count returned no row"))
+}
+
+/// [`count_attempt`] as a statement of a batch (its one row is the window after the count).
+pub fn count_attempt_in_batch(
+    db: &D1Database,
+    subject: &str,
+    source: &str,
+    now: i64,
+    window_seconds: i64,
+) -> DbResult<Returning<Failures>> {
+    bind(
+        db,
+        COUNT_ATTEMPT,
+        &[
+            subject.into(),
+            source.into(),
+            now.into(),
+            window_seconds.into(),
+        ],
+    )
+    .map(Returning::new)
 }
 
 /// Forgets the failures of `subject` from `source` (after a success); with `issued`, only once

@@ -17,7 +17,7 @@ use shared_types::{
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, first, watches, DbError, DbResult, Owner, Select, Value};
+use super::{all, bind, first, watches, DbError, DbResult, Owner, Returning, Select, Value};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -429,9 +429,16 @@ pub struct NewPayment<'a> {
     pub now_text: &'a str,
 }
 
-/// Creates a pending transaction; the next statement of the batch finds its id with
-/// `last_insert_rowid()`.
-pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<D1PreparedStatement> {
+/// The id of a row a batch's statement created (`RETURNING id`).
+#[derive(Debug, Deserialize)]
+pub struct CreatedId {
+    /// Its id.
+    pub id: i64,
+}
+
+/// Creates a pending transaction and answers its id; the next statement of the batch finds it
+/// with `last_insert_rowid()`.
+pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<Returning<CreatedId>> {
     bind(
         db,
         // created_at never goes below the newest row's, so id order stays creation order even if
@@ -440,7 +447,7 @@ pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<D1Prepare
          currency, amount_expected, network_payment, external_reference, created_at, \
          updated_at) \
          VALUES (?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
-         max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8)",
+         max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8) RETURNING id",
         &[
             p.institution_id.into(),
             p.merchant_id.into(),
@@ -452,6 +459,7 @@ pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<D1Prepare
             p.now_text.into(),
         ],
     )
+    .map(Returning::new)
 }
 
 /// Changes the way to pay of a transaction still pending at the version read (the session's

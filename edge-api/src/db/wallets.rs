@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use worker::D1Database;
 
-use super::{all, bind, Batch, DbResult, Value};
+use super::{all, bind, Batch, DbResult, Returning, Value};
 
 /// A settlement wallet.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -36,6 +36,46 @@ pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Wallet>> {
         &[merchant_id.into()],
     )
     .await
+}
+
+/// A network where a merchant has a settlement wallet.
+#[derive(Debug, Deserialize)]
+pub struct WalletNetwork {
+    /// The network's name.
+    pub network: String,
+}
+
+/// The networks of the wallets of the merchant with the publishable key `public_key` at `now`
+/// (see [`super::merchants::BY_KEY`]), for checkout's read batch.
+pub fn networks_by_key(
+    db: &D1Database,
+    public_key: &str,
+    now: i64,
+) -> DbResult<Returning<WalletNetwork>> {
+    bind(
+        db,
+        &format!(
+            "SELECT network FROM merchant_wallets WHERE merchant_id = {} ORDER BY network",
+            super::merchants::BY_KEY
+        ),
+        &[public_key.into(), now.into()],
+    )
+    .map(Returning::new)
+}
+
+/// The networks of the wallets of the merchant of checkout session `session_id`, for the hosted
+/// page's read batch.
+pub fn networks_of_session(
+    db: &D1Database,
+    session_id: &str,
+) -> DbResult<Returning<WalletNetwork>> {
+    bind(
+        db,
+        "SELECT network FROM merchant_wallets WHERE merchant_id = \
+         (SELECT merchant_id FROM checkout_sessions WHERE id = ?1) ORDER BY network",
+        &[session_id.into()],
+    )
+    .map(Returning::new)
 }
 
 /// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a

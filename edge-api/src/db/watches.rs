@@ -9,7 +9,7 @@ use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, run, DbResult};
+use super::{all, bind, run, DbResult, Returning};
 
 /// A watch to create, in the batch that gives the address to its session.
 pub struct NewWatch<'a> {
@@ -101,6 +101,9 @@ pub struct Watch {
     pub node_error: Option<String>,
     /// The last check that read the chain, Unix seconds.
     pub read_at: i64,
+    /// When the last check was taken (by the cron or a poll), Unix seconds: [`claim`] takes the
+    /// next one only a gap after it.
+    pub checked_at: i64,
     /// The checkout's end, Unix seconds.
     pub expires_at: i64,
     /// The payment's status.
@@ -109,7 +112,8 @@ pub struct Watch {
 
 const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.network, w.asset, \
                      w.token, w.decimals, w.crypto_amount, w.base_units, w.scanned_to, \
-                     w.head_block, w.node_error, w.read_at, s.expires_at, t.raw_status \
+                     w.head_block, w.node_error, w.read_at, w.checked_at, s.expires_at, \
+                     t.raw_status \
                      FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id \
                      JOIN transactions t ON t.id = w.transaction_id";
 
@@ -165,6 +169,16 @@ pub async fn of_session(db: &D1Database, session_id: &str) -> DbResult<Vec<Watch
         &[session_id.into()],
     )
     .await
+}
+
+/// [`of_session`] as a statement of a batch.
+pub fn of_session_in_batch(db: &D1Database, session_id: &str) -> DbResult<Returning<Watch>> {
+    bind(
+        db,
+        &format!("{WATCH} WHERE w.session_id = ?1 ORDER BY w.created_at, w.address"),
+        &[session_id.into()],
+    )
+    .map(Returning::new)
 }
 
 /// Takes the watch's next check, unless it was checked after `checked_before` (by a
@@ -470,17 +484,17 @@ pub async fn transfers_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<
     .await
 }
 
-/// Every transfer seen for a session, in chain order.
-pub async fn transfers_of_session(
+/// Every transfer seen for a session, in chain order, as a statement of a batch.
+pub fn transfers_of_session(
     db: &D1Database,
     session_id: &str,
-) -> DbResult<Vec<StoredTransfer>> {
-    all(
+) -> DbResult<Returning<StoredTransfer>> {
+    bind(
         db,
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
          after_expiry, rate, rate_source FROM chain_transfers WHERE session_id = ?1 \
          ORDER BY block_number, log_index",
         &[session_id.into()],
     )
-    .await
+    .map(Returning::new)
 }

@@ -11,7 +11,7 @@ use worker::{Request, Response, Url};
 use super::hosted_page;
 use crate::checkout::{self, MethodChange, Refusal, Simulation};
 use crate::ctx::Ctx;
-use crate::db::{sessions, watches};
+use crate::db::{sessions, wallets, watches, Batch};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::locale::{self, Catalogue};
 use crate::route::Incoming;
@@ -204,19 +204,17 @@ async fn page(
     accept: Option<&str>,
 ) -> Result<Response, ApiError> {
     // An id not of a session's shape is an unknown session, found without a query.
-    let session = match SessionId::parse(id) {
-        Ok(id) => sessions::get(&ctx.db, &id)
-            .await
-            .or_internal("read session")?,
+    let read = match SessionId::parse(id) {
+        Ok(id) => read_page(ctx, &id).await?,
         Err(_) => None,
     };
-    let lang = language(session.as_ref(), accept);
-    match session {
+    let lang = language(read.as_ref().map(|(session, ..)| session), accept);
+    match read {
         None => hosted_page::respond(404, hosted_page::not_found(lang)),
-        Some(session) => {
+        Some((session, networks, watched)) => {
             let status = if notice.is_some() { 409 } else { 200 };
-            let offered = checkout::offered_methods(ctx, session.merchant_id).await?;
-            let request = payment_request(ctx, &session).await?;
+            let offered = chain::methods_for(ctx, &networks)?;
+            let request = request_of(ctx, &session, watched)?;
             let notice = notice.map(|n| n.text(lang));
             hosted_page::respond(
                 status,
@@ -271,17 +269,51 @@ async fn pay_from_demo_wallet(
     }
 }
 
+/// What the hosted page shows, read in one round trip: the session, the networks of its
+/// merchant's wallets and its watches; `None` when there is no such session.
+async fn read_page(
+    ctx: &Ctx,
+    id: &str,
+) -> Result<Option<(sessions::SessionView, Vec<String>, Vec<watches::Watch>)>, ApiError> {
+    let mut batch = Batch::new();
+    let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
+    let networks =
+        batch.push(wallets::networks_of_session(&ctx.db, id).or_internal("read wallets")?);
+    let watched =
+        batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
+    let read = batch.run(&ctx.db).await.or_internal("read session")?;
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+        return Ok(None);
+    };
+    let networks = read
+        .rows(networks)
+        .or_internal("read wallets")?
+        .into_iter()
+        .map(|w| w.network)
+        .collect();
+    let watched = read.rows(watched).or_internal("read watches")?;
+    Ok(Some((session, networks, watched)))
+}
+
 /// The payment request of the session's current deposit address, when a chain watches it.
 async fn payment_request(
     ctx: &Ctx,
     session: &sessions::SessionView,
 ) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
-    let address = session.deposit_address.to_ascii_lowercase();
-    let watch = watches::of_session(&ctx.db, &session.id)
+    let watched = watches::of_session(&ctx.db, &session.id)
         .await
-        .or_internal("read watches")?
-        .into_iter()
-        .find(|w| w.address == address);
+        .or_internal("read watches")?;
+    request_of(ctx, session, watched)
+}
+
+/// The payment request of the session's current deposit address among its watches `watched`.
+fn request_of(
+    ctx: &Ctx,
+    session: &sessions::SessionView,
+    watched: Vec<watches::Watch>,
+) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
+    let address = session.deposit_address.to_ascii_lowercase();
+    let watch = watched.into_iter().find(|w| w.address == address);
     let Some(watch) = watch else {
         return Ok(None);
     };
@@ -321,24 +353,19 @@ async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError>
         .ok_or_else(no_checkout)
 }
 
-/// `GET /checkout/{id}/status`: what the hosted page's script polls. On a watched network it
-/// reads the chain first (at most once per watch every couple of seconds), so a payment shows
-/// within seconds of its block.
+/// `GET /checkout/{id}/status`: what the hosted page's script polls. One round trip reads the
+/// session and what the watcher stored of its chain; on a watched network an address whose last
+/// check is older than [`chain::watch::POLL_GAP_SECONDS`] is read from the chain first, so a
+/// payment shows within seconds of its block.
 pub async fn status(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
-    let mut session = session(ctx, id).await?;
-    let chain = chain::watch::check_session(ctx, &session, chain::watch::POLL_GAP_SECONDS).await?;
-    if matches!(
-        chain,
-        Some(chain::watch::ChainState {
-            verdict: chain::watch::Verdict::Credit { .. },
-            ..
-        })
-    ) {
-        session = self::session(ctx, id).await?;
-    }
+    let no_checkout = || ApiError::not_found("no such checkout");
+    let id = SessionId::parse(id).map_err(|_| no_checkout())?;
+    let polled = chain::watch::poll(ctx, &id, chain::watch::POLL_GAP_SECONDS)
+        .await?
+        .ok_or_else(no_checkout)?;
     let body = serde_json::json!({
-        "status": hosted_page::shown_status(&session, ctx.now(), chain.is_some()),
-        "chain": chain,
+        "status": hosted_page::shown_status(&polled.session, ctx.now(), polled.chain.is_some()),
+        "chain": polled.chain,
     });
     http::json(200, &body).or_internal("build response")
 }

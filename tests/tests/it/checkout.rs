@@ -323,3 +323,66 @@ fn the_status_endpoint_and_sandbox_controls_follow_the_payment() {
     assert_eq!(status(), "refunded");
     assert_eq!(control("explode").status, 404);
 }
+
+/// The limits on creating checkout sessions (per publishable key from every address, per caller
+/// address whatever the key) refuse with 429 and `Retry-After`, create nothing, and count the
+/// refused attempt too. On a worker of its own: it fills the limits of the one address every
+/// test calls from.
+#[test]
+fn checkout_limits_refuse_past_their_count_and_create_nothing() {
+    let worker = Worker::own("checkout_limits");
+    let mut body = options(worker, "CO-LIMIT-1");
+    body["idempotencyKey"] = Value::Null;
+    assert_eq!(create(worker, &body).status, 201);
+    let db = worker.database();
+    let per_key = format!("checkout:{}", body["publicKey"].as_str().unwrap());
+    let count = |subject: &str, source: Option<&str>| -> i64 {
+        db.query_row(
+            "SELECT failures FROM auth_failures WHERE client_id = ?1 \
+             AND (?2 IS NULL OR source = ?2) AND (?2 IS NOT NULL OR source != '*')",
+            rusqlite::params![subject, source],
+            |r| r.get(0),
+        )
+        .unwrap_or_else(|e| panic!("{subject}: {e}"))
+    };
+    let sessions = || -> i64 {
+        db.query_row("SELECT count(*) FROM checkout_sessions", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&per_key, Some("*")), 1);
+    assert_eq!(count("checkout", None), 1);
+    for (subject, source, full, says) in [
+        (per_key.as_str(), Some("*"), 600, "for this merchant"),
+        ("checkout", None, 300, "from this address"),
+    ] {
+        db.execute(
+            "UPDATE auth_failures SET failures = ?3, window_start = unixepoch() \
+             WHERE client_id = ?1 AND (?2 IS NULL OR source = ?2) \
+             AND (?2 IS NOT NULL OR source != '*')",
+            rusqlite::params![subject, source, full],
+        )
+        .unwrap();
+        let before = sessions();
+        let refused = create(worker, &body);
+        assert_eq!(refused.status, 429, "{}", refused.text);
+        assert!(refused.text.contains(says), "{}", refused.text);
+        let retry: u64 = refused
+            .header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
+        assert_eq!(sessions(), before, "a refused attempt creates nothing");
+        assert_eq!(
+            count(subject, source),
+            full + 1,
+            "the refused attempt is counted"
+        );
+        db.execute(
+            "UPDATE auth_failures SET failures = 0 WHERE client_id = ?1",
+            rusqlite::params![subject],
+        )
+        .unwrap();
+    }
+    assert_eq!(create(worker, &body).status, 201, "under both limits again");
+}
