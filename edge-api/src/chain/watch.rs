@@ -228,9 +228,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         mut times,
     } = match scan::read(ctx, network, &target).await? {
         // Nothing new (the node is not past what was read): only its head is recorded.
-        Scan::Nothing { head } => {
-            return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?)
-        }
+        Scan::Nothing { head } => return Ok(watches::touch(&ctx.db, watch, head, ctx.now()).await?),
         Scan::Read(fresh) => fresh,
     };
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
@@ -301,7 +299,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     // The payments already stored as final: seen again (the first blocks of a check are read
     // again, in case a node behind a load balancer lagged), they are left as they are.
     let stored = if seen.iter().any(|t| t.kind == "payment") {
-        watches::confirmed_payments(&ctx.db, &watch.address).await?
+        watches::confirmed_payments(&ctx.db, watch).await?
     } else {
         Vec::new()
     };
@@ -458,7 +456,7 @@ async fn check(
     watch: &Watch,
     checked_before: i64,
 ) -> Result<(), ApiError> {
-    let claimed = watches::claim(&ctx.db, &watch.address, checked_before, ctx.now())
+    let claimed = watches::claim(&ctx.db, watch, checked_before, ctx.now())
         .await
         .or_internal("claim watch")?;
     if !claimed {
@@ -476,7 +474,7 @@ async fn check(
         if error.is_budget() {
             return Ok(()); // not the node's fault: read again next time
         }
-        watches::failed(&ctx.db, &watch.address, &error.public())
+        watches::failed(&ctx.db, watch, &error.public())
             .await
             .or_internal("record node failure")?;
     }
@@ -501,7 +499,7 @@ pub async fn check_session(
     session: &SessionView,
     gap: i64,
 ) -> Result<Option<ChainState>, ApiError> {
-    let list = watches::of_session(&ctx.db, &session.id)
+    let list = watches::of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?;
     if list.is_empty() {
@@ -522,10 +520,10 @@ async fn evaluate(
     session: &SessionView,
     networks: &BTreeMap<String, Network>,
 ) -> Result<ChainState, ApiError> {
-    let list = watches::of_session(&ctx.db, &session.id)
+    let list = watches::of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?;
-    let transfers = watches::transfers_of_session(&ctx.db, &session.id)
+    let transfers = watches::transfers_of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read transfers")?;
     let quotes: Vec<Quoted> = list
@@ -581,7 +579,7 @@ async fn evaluate(
         });
         match payments::credit(
             ctx,
-            session.transaction_id,
+            (session.institution_id, session.transaction_id),
             &action,
             source_hash,
             paid_with,
@@ -797,6 +795,7 @@ mod tests {
             address: "0xabc".into(),
             derivation_index: 0,
             session_id: "cs_1".into(),
+            institution_id: 1,
             network: "polygon".into(),
             asset: "USDC".into(),
             token: "0xtoken".into(),

@@ -65,7 +65,7 @@ pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1Prepare
 /// no address there.
 pub fn watch_assets(
     db: &D1Database,
-    (merchant_id, network): (i64, &str),
+    (institution_id, merchant_id, network): (i64, i64, &str),
     assets: &[WatchedAsset<'_>],
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
@@ -75,10 +75,10 @@ pub fn watch_assets(
             bind(
                 db,
                 "INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
-                 scanned_to, head_block, created_at) \
+                 scanned_to, head_block, created_at, institution_id) \
                  SELECT a.address, lower(?3), a.network, ?4, ?5, a.from_block, a.from_block - 1, \
-                 a.from_block, ?6 FROM topup_addresses a \
-                 WHERE a.merchant_id = ?1 AND a.network = ?2 \
+                 a.from_block, ?6, a.institution_id FROM topup_addresses a \
+                 WHERE a.merchant_id = ?1 AND a.network = ?2 AND a.institution_id = ?7 \
                  ON CONFLICT (address, token) DO NOTHING",
                 &[
                     merchant_id.into(),
@@ -87,6 +87,7 @@ pub fn watch_assets(
                     w.asset.into(),
                     i64::from(w.decimals).into(),
                     now.into(),
+                    institution_id.into(),
                 ],
             )
         })
@@ -124,14 +125,14 @@ pub async fn addresses_of(
 /// The top-up address of `merchant_id` on `network`, if it has one.
 pub async fn address_on(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     network: &str,
 ) -> DbResult<Option<TopupAddress>> {
     first(
         db,
         "SELECT address, network, created_by, created_at FROM topup_addresses \
-         WHERE merchant_id = ?1 AND network = ?2",
-        &[merchant_id.into(), network.into()],
+         WHERE merchant_id = ?1 AND network = ?2 AND institution_id = ?3",
+        &[merchant_id.into(), network.into(), institution_id.into()],
     )
     .await
 }
@@ -163,7 +164,8 @@ pub struct TopupWatch {
 
 const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
                      w.head_block, w.node_error, a.merchant_id, a.institution_id \
-                     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address";
+                     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
+                     AND a.institution_id = w.institution_id";
 
 /// The watches of active merchants that nobody checked since `checked_before`, the least
 /// recently checked first; at most `limit`. (A suspended or disabled merchant's address is not
@@ -181,11 +183,18 @@ pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<V
 }
 
 /// Every watch of `merchant_id`'s top-up addresses.
-pub async fn watches_of(db: &D1Database, merchant_id: i64) -> DbResult<Vec<TopupWatch>> {
+pub async fn watches_of(
+    db: &D1Database,
+    institution_id: i64,
+    merchant_id: i64,
+) -> DbResult<Vec<TopupWatch>> {
     all(
         db,
-        &format!("{WATCH} WHERE a.merchant_id = ?1 ORDER BY w.network, w.asset"),
-        &[merchant_id.into()],
+        &format!(
+            "{WATCH} WHERE a.merchant_id = ?1 AND w.institution_id = ?2 \
+             ORDER BY w.network, w.asset"
+        ),
+        &[merchant_id.into(), institution_id.into()],
     )
     .await
 }
@@ -201,12 +210,13 @@ pub async fn claim(
     run(
         db,
         "UPDATE topup_watches SET checked_at = ?4 WHERE address = ?1 AND token = ?2 \
-         AND checked_at < ?3",
+         AND institution_id = ?5 AND checked_at < ?3",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             checked_before.into(),
             now.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -218,12 +228,13 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
     run(
         db,
         "UPDATE topup_watches SET head_block = max(head_block, ?3), node_error = NULL, \
-         read_at = ?4 WHERE address = ?1 AND token = ?2",
+         read_at = ?4 WHERE address = ?1 AND token = ?2 AND institution_id = ?5",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             i64::try_from(head).unwrap_or(i64::MAX).into(),
             now.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -234,11 +245,13 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
 pub async fn failed(db: &D1Database, watch: &TopupWatch, error: &str) -> DbResult<()> {
     run(
         db,
-        "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2",
+        "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?4",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             error.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -263,11 +276,13 @@ pub struct SeenTopup<'a> {
 /// found it.
 pub fn unchanged(watch: &TopupWatch) -> When {
     When::holds(
-        "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3",
+        "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?4) = ?3",
         vec![
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             watch.scanned_to.into(),
+            watch.institution_id.into(),
         ],
     )
 }
@@ -286,7 +301,13 @@ pub fn record(
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
-    let unchanged = "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3";
+    // The institution is the last parameter of each statement below (?6, ?11, ?7).
+    let unchanged = |i: usize| {
+        format!(
+            "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2 \
+             AND institution_id = ?{i}) = ?3"
+        )
+    };
     let watch_params = || -> Vec<Value> {
         vec![
             watch.address.as_str().into(),
@@ -295,12 +316,13 @@ pub fn record(
         ]
     };
     let mut params = watch_params();
-    params.extend([block(read.0), block(read.1)]);
+    params.extend([block(read.0), block(read.1), watch.institution_id.into()]);
     let mut statements = vec![bind(
         db,
         &format!(
-            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND confirmed = 0 \
-             AND block_number BETWEEN ?4 AND ?5 AND {unchanged}"
+            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND institution_id = ?6 \
+             AND confirmed = 0 AND block_number BETWEEN ?4 AND ?5 AND {}",
+            unchanged(6)
         ),
         &params,
     )?];
@@ -314,27 +336,34 @@ pub fn record(
             block(t.block_number),
             i64::from(t.confirmed).into(),
             now.into(),
+            watch.institution_id.into(),
         ]);
         statements.push(bind(
             db,
             &format!(
                 "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
-                 amount, block_number, confirmed, seen_at) \
-                 SELECT ?4, ?5, ?6, ?1, ?2, ?7, ?8, ?9, ?10 WHERE {unchanged} \
+                 amount, block_number, confirmed, seen_at, institution_id) \
+                 SELECT ?4, ?5, ?6, ?1, ?2, ?7, ?8, ?9, ?10, ?11 WHERE {} \
                  ON CONFLICT (network, tx_hash, log_index, address, token) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
-                 block_number = excluded.block_number"
+                 block_number = excluded.block_number",
+                unchanged(11)
             ),
             &params,
         )?);
     }
     let mut params = watch_params();
-    params.extend([block(scanned_to), block(head), now.into()]);
+    params.extend([
+        block(scanned_to),
+        block(head),
+        now.into(),
+        watch.institution_id.into(),
+    ]);
     statements.push(bind(
         db,
         "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
          head_block = max(head_block, ?5), node_error = NULL, read_at = ?6 \
-         WHERE address = ?1 AND token = ?2 AND scanned_to = ?3",
+         WHERE address = ?1 AND token = ?2 AND institution_id = ?7 AND scanned_to = ?3",
         &params,
     )?);
     Ok(statements)
@@ -361,16 +390,17 @@ pub struct TopupTransfer {
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
 pub async fn transfers_of(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     limit: i64,
 ) -> DbResult<Vec<TopupTransfer>> {
     all(
         db,
         "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed \
          FROM topup_transfers t \
-         JOIN topup_addresses a ON a.address = t.address WHERE a.merchant_id = ?1 \
+         JOIN topup_addresses a ON a.address = t.address AND a.institution_id = t.institution_id \
+         WHERE a.merchant_id = ?1 AND t.institution_id = ?3 \
          ORDER BY t.seen_at DESC, t.block_number DESC, t.log_index DESC LIMIT ?2",
-        &[merchant_id.into(), limit.into()],
+        &[merchant_id.into(), limit.into(), institution_id.into()],
     )
     .await
 }

@@ -751,7 +751,7 @@ pub async fn refund_effect(
     else {
         return Ok(None);
     };
-    let Some(quote) = refunds::quote_of(portal.db(), transaction_id)
+    let Some(quote) = refunds::quote_of(portal.db(), portal.institution_id(), transaction_id)
         .await
         .or_internal("read the payment's quote")?
     else {

@@ -277,7 +277,7 @@ async fn payment_request(
     session: &sessions::SessionView,
 ) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
     let address = session.deposit_address.to_ascii_lowercase();
-    let watch = watches::of_session(&ctx.db, &session.id)
+    let watch = watches::of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?
         .into_iter()
