@@ -513,3 +513,107 @@ fn the_check_sees_each_way_a_query_can_miss_its_institution() {
         assert_eq!(unscoped(sql).len(), 1, "{sql}: {:?}", unscoped(sql));
     }
 }
+
+/// Migration 0025 on a database with money in it: every row of every money table gets the
+/// institution of the row that owns it, and a new row without one is refused.
+#[test]
+fn migration_0025_fills_every_row_and_refuses_a_new_one_without_its_institution() {
+    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    let (before, after): (Vec<_>, Vec<_>) = files
+        .into_iter()
+        .partition(|p| p.file_name().unwrap().to_string_lossy().as_ref() < "0025");
+    assert!(
+        after[0].ends_with("0025_institution_scope.sql"),
+        "{after:?}"
+    );
+    let apply = |files: &[std::path::PathBuf]| {
+        for file in files {
+            conn.execute_batch(&std::fs::read_to_string(file).unwrap())
+                .unwrap();
+        }
+    };
+    apply(&before);
+    // Two institutions, each with one payment's whole money record (ids and keys by `n`).
+    for n in 1..=2 {
+        conn.execute_batch(&format!(
+            "INSERT INTO institutions (id, name, created_at) VALUES ({n}, 'PSP {n}', '');
+             INSERT INTO merchants (id, institution_id, name, legal_name, email, public_key,
+               psp_reference_id, status, onboarding_status, crypto_enabled, created_at)
+               VALUES ({n}0, {n}, 'm', 'm', 'm@x', 'pk_{n}', 'r', 'active', 'completed', 1, '');
+             INSERT INTO transactions (id, institution_id, merchant_id, status, raw_status,
+               created_at, updated_at) VALUES ({n}00, {n}, {n}0, 'paid', 'paid', '', '');
+             INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url,
+               asset, network, deposit_address, crypto_amount, created_at, expires_at)
+               VALUES ('cs_{n}', {n}00, {n}0, 't', 'u', 'USDC', 'polygon', '0xd{n}', '1', 0, 0);
+             INSERT INTO deposit_watches (address, derivation_index, session_id, transaction_id,
+               network, asset, token, decimals, crypto_amount, base_units, rate, rate_source,
+               quoted_at, from_block, scanned_to, head_block, watch_until, created_at)
+               VALUES ('0xd{n}', {n}, 'cs_{n}', {n}00, 'polygon', 'USDC', '0xt', 6, '1', '1',
+               '1', 'peg', 0, 0, 0, 0, 0, 0);
+             INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id,
+               token, amount, block_number, confirmed, kind, after_expiry, seen_at)
+               VALUES ('polygon', '0xh{n}', 0, '0xd{n}', 'cs_{n}', '0xt', '1', 1, 1, 'payment',
+               0, 0);
+             INSERT INTO settlements (id, institution_id, merchant_id, network, asset, token,
+               wallet, state, created_at, updated_at)
+               VALUES ('st_{n}', {n}, {n}0, 'polygon', 'USDC', '0xt', '0xw', 'sending', 0, 0);
+             INSERT INTO settlement_claims (transaction_id, settlement_id)
+               VALUES ({n}00, 'st_{n}');
+             INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit,
+               gas_price, rate_source, units, tx_hash, raw, state, sent_block, created_at,
+               updated_at) VALUES ('cs_send_{n}', 'st_{n}', 'polygon', '0xtr', {n}, 1, '1',
+               'peg', '1', '0xs{n}', '0x', 'live', 0, 0, 0);
+             INSERT INTO settlement_items (send_id, transaction_id, psp_fee, gas_fee, net, units)
+               VALUES ('cs_send_{n}', {n}00, '0', '0', '1', '1');
+             INSERT INTO settlement_holds (transaction_id, reason, since, updated_at)
+               VALUES ({n}00, 'r', 0, 0);
+             INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount,
+               amount_minor, network, asset, token, decimals, units, rate, to_address, state,
+               requested_by, created_at, updated_at) VALUES ('rf_{n}', {n}, {n}00, 'k', '1', 100,
+               'polygon', 'USDC', '0xt', 6, '1', '1', '0xc', 'done', 'a', 0, 0);
+             INSERT INTO topup_addresses (address, derivation_index, merchant_id,
+               institution_id, network, from_block, created_by, created_at)
+               VALUES ('0xp{n}', 10{n}, {n}0, {n}, 'polygon', 0, 'a', 0);
+             INSERT INTO topup_watches (address, token, network, asset, decimals, from_block,
+               scanned_to, head_block, created_at)
+               VALUES ('0xp{n}', 'native', 'polygon', 'POL', 18, 0, 0, 0, 0);
+             INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, amount,
+               block_number, confirmed, seen_at)
+               VALUES ('polygon', '0xq{n}', 0, '0xp{n}', 'native', '1', 1, 1, 0);"
+        ))
+        .unwrap();
+    }
+    apply(&after);
+    for table in MONEY_TABLES {
+        let rows: Vec<Option<i64>> = conn
+            .prepare(&format!(
+                "SELECT institution_id FROM {table} ORDER BY institution_id"
+            ))
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows, [Some(1), Some(2)], "{table}");
+    }
+    let refused = conn
+        .execute(
+            "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at) \
+             VALUES (300, 'r', 0, 0)",
+            [],
+        )
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("NOT NULL constraint failed: settlement_holds.institution_id"),
+        "{refused}"
+    );
+}
