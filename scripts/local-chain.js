@@ -1,18 +1,23 @@
-// Sets up the local chain for `scripts/dev`: on the anvil node at argv[2], deploys USDC and USDT
-// (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
+// Sets up the local chains for `scripts/dev`: on the anvil node at argv[2], deploys USDC and
+// USDT (the TestToken contract, 6 decimals) and price feeds for the order currencies and ether
 // (TestPriceFeed, Chainlink's interface), funds the demo customer wallet and the treasury
-// (anvil's accounts 1 and 2) with both tokens and the custody gas address with ether,
-// switches the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS, the
-// demo wallet, the treasury's and the custody gas address on stdout. The node serves two networks: argv[3] (default polygon) takes the
-// tokens, argv[4] (default base) takes ether (anvil's accounts hold 10,000 each). Everything is local: a fresh anvil gets the same contract addresses every
-// time (same deployer, same nonces).
+// (anvil's accounts 1 and 2) with both tokens and the custody gas address with ether, switches
+// the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS, the demo
+// wallet, the treasury's and the custody gas address on stdout. argv[3] (default polygon) is
+// the network that takes the tokens, argv[4] (default base) the one that takes ether (anvil's
+// accounts hold 10,000 each). argv[5], when given, is a second anvil node (another chain id)
+// for the ether network, set up the same way with its own feeds: each network then has a chain
+// of its own, as in production, and reconciliation counts each coin once; without it both
+// networks are served by the first node. Everything is local: a fresh anvil gets the same
+// contract addresses every time (same deployer, same nonces).
 "use strict";
 const fs = require("fs");
 const path = require("path");
 
-const node = process.argv[2];
+const tokenNode = process.argv[2];
 const network = process.argv[3] || "polygon";
 const etherNetwork = process.argv[4] || "base";
+const etherNode = process.argv[5] || tokenNode;
 const contracts = path.resolve(__dirname, "..", ".cache", "contracts");
 // Demo rates (USD per unit of the currency, 8 decimals): the local chain's feeds, not a market.
 const FEEDS = {
@@ -30,7 +35,7 @@ const CUSTODY_GAS = "0x8848bfc75a28756b521b09afdc120bddddc7d7c9";
 const CUSTODY_GAS_WEI = 10n * 10n ** 18n;
 
 let id = 0;
-async function rpc(method, params) {
+async function call(node, method, params) {
   const response = await fetch(node, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -49,7 +54,7 @@ function string(text) {
 }
 const artefact = (name) => JSON.parse(fs.readFileSync(path.join(contracts, `${name}.json`), "utf8"));
 
-async function send(from, to, data, value = 0n) {
+async function send(rpc, from, to, data, value = 0n) {
   const tx = { from, data, gas: "0x2dc6c0", value: "0x" + value.toString(16) };
   if (to) tx.to = to;
   const hash = await rpc("eth_sendTransaction", [tx]);
@@ -64,7 +69,11 @@ async function send(from, to, data, value = 0n) {
   throw new Error(`no receipt for ${hash}`);
 }
 
-async function main() {
+// Sets up one node: waits for it, funds the custody gas address, deploys the price feeds and,
+// when `withTokens`, the tokens; a block every two seconds from then on. Its chain id, the
+// customer's and the treasury's addresses, its tokens and its feeds.
+async function setUp(node, withTokens) {
+  const rpc = (method, params) => call(node, method, params);
   // The node was just started: give it up to ten seconds to answer.
   for (let i = 0; ; i++) {
     try {
@@ -75,38 +84,56 @@ async function main() {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
+  const chainId = Number(BigInt(await rpc("eth_chainId", [])));
   const [deployer, customer, treasury] = await rpc("eth_accounts", []);
   const token = artefact("TestToken");
   const feed = artefact("TestPriceFeed");
   const tokens = {};
-  for (const [symbol, name] of [["USDC", "USD Coin (local)"], ["USDT", "Tether USD (local)"]]) {
-    const args = word(0x60) + word(0xa0) + word(6) + string(name) + string(symbol);
-    const receipt = await send(deployer, null, token.bytecode + args);
-    tokens[symbol] = { address: receipt.contractAddress };
-    const mint = token.selectors["mint(address,uint256)"];
-    for (const holder of [customer, treasury])
-      await send(deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
+  if (withTokens) {
+    for (const [symbol, name] of [["USDC", "USD Coin (local)"], ["USDT", "Tether USD (local)"]]) {
+      const args = word(0x60) + word(0xa0) + word(6) + string(name) + string(symbol);
+      const receipt = await send(rpc, deployer, null, token.bytecode + args);
+      tokens[symbol] = { address: receipt.contractAddress };
+      const mint = token.selectors["mint(address,uint256)"];
+      for (const holder of [customer, treasury])
+        await send(rpc, deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
+    }
   }
-  await send(deployer, CUSTODY_GAS, "0x", CUSTODY_GAS_WEI);
+  await send(rpc, deployer, CUSTODY_GAS, "0x", CUSTODY_GAS_WEI);
   const block = await rpc("eth_getBlockByNumber", ["latest", false]);
   const now = BigInt(block.timestamp);
   const feeds = {};
   for (const [pair, answer] of Object.entries(FEEDS)) {
-    const receipt = await send(deployer, null, feed.bytecode + word(8) + word(0x40) + string(pair));
+    const receipt = await send(rpc, deployer, null, feed.bytecode + word(8) + word(0x40) + string(pair));
     const set = feed.selectors["set(int256,uint256)"];
-    await send(deployer, receipt.contractAddress, "0x" + set + word(answer) + word(now));
+    await send(rpc, deployer, receipt.contractAddress, "0x" + set + word(answer) + word(now));
     // The demo's feeds are set once: let them count for thirty days.
     feeds[pair] = { address: receipt.contractAddress, max_age_seconds: 30 * 86400 };
   }
   // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
   // themselves.
   await rpc("evm_setIntervalMining", [2]);
-  const tokenFeeds = Object.fromEntries(Object.entries(feeds).filter(([pair]) => pair !== "ETH/USD"));
+  return { chainId, customer, treasury, tokens, feeds };
+}
+
+async function main() {
+  const tokenChain = await setUp(tokenNode, true);
+  const etherChain = etherNode === tokenNode ? tokenChain : await setUp(etherNode, false);
+  const { customer, treasury } = tokenChain;
+  const tokenFeeds = Object.fromEntries(
+    Object.entries(tokenChain.feeds).filter(([pair]) => pair !== "ETH/USD"),
+  );
   // The node is also the URL a browser wallet is asked to add the local network with (on this
   // machine nothing in it is secret; in production public_rpc_url is a public endpoint).
   const chains = {
-    [network]: { rpc_url: node, public_rpc_url: node, chain_id: 31337, confirmations: 2, tokens, feeds: tokenFeeds },
-    [etherNetwork]: { rpc_url: node, public_rpc_url: node, chain_id: 31337, confirmations: 2, native: "ETH", feeds },
+    [network]: {
+      rpc_url: tokenNode, public_rpc_url: tokenNode, chain_id: tokenChain.chainId,
+      confirmations: 2, tokens: tokenChain.tokens, feeds: tokenFeeds,
+    },
+    [etherNetwork]: {
+      rpc_url: etherNode, public_rpc_url: etherNode, chain_id: etherChain.chainId,
+      confirmations: 2, native: "ETH", feeds: etherChain.feeds,
+    },
   };
   process.stdout.write(JSON.stringify({ chains, customer, treasury, custody_gas: CUSTODY_GAS }) + "\n");
 }

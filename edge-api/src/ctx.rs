@@ -86,6 +86,32 @@ impl Ctx {
         })
     }
 
+    /// The same context with its reads served through a D1 session that starts on the primary
+    /// (`first-primary`): the page's first read sees every write before it (an admin's own
+    /// change, after its redirect), and its later reads may come from a replica at least as new.
+    /// What the portal's read pages use; writes still go to the primary (D1 sends a session's
+    /// writes there), and money decisions never go through one. Also returns the session, for
+    /// its bookmark.
+    pub fn reading_through_session(&self) -> Result<(Ctx, worker::D1DatabaseSession), ApiError> {
+        use wasm_bindgen::JsCast;
+        let session = self
+            .db
+            .with_session(Some("first-primary"))
+            .or_internal("open a read session")?;
+        let object = wasm_bindgen::JsValue::from(session);
+        // A D1 session answers `prepare` and `batch` as the database itself does (D1's
+        // `D1DatabaseSession`), which is all the read pages ask of it: it serves as the
+        // context's database.
+        let db: D1Database = object.clone().unchecked_into();
+        let ctx = Ctx {
+            env: self.env.clone(),
+            db,
+            mode: self.mode,
+            caller_address: self.caller_address.clone(),
+        };
+        Ok((ctx, object.unchecked_into()))
+    }
+
     /// The same context for a request from `address`.
     pub fn with_caller_address(mut self, address: Option<String>) -> Ctx {
         self.caller_address = address;

@@ -174,6 +174,34 @@ pub fn transfer_call(to: &str, units: u128) -> String {
     format!("{TRANSFER}{}{units:064x}", address_word(to))
 }
 
+/// The OP Stack's `GasPriceOracle` predeploy (on Base and every OP Stack chain), which prices
+/// the L1 data fee a transaction pays besides its gas.
+pub const GAS_PRICE_ORACLE: &str = "0x420000000000000000000000000000000000000f";
+/// `getL1FeeUpperBound(uint256)`'s selector (the oracle's, since the Fjord upgrade).
+pub const L1_FEE_UPPER_BOUND: &str = "0xf1c7a58b";
+
+/// The call data of the oracle's `getL1FeeUpperBound(unsigned_size)`: the most L1 data fee, in
+/// wei, a transaction of that many unsigned bytes pays now.
+pub fn l1_fee_upper_bound_call(unsigned_size: u64) -> String {
+    format!("{L1_FEE_UPPER_BOUND}{unsigned_size:064x}")
+}
+
+/// The most bytes a transfer Payrail signs takes unsigned: every number at its widest, and the
+/// call data of an ERC-20 `transfer`. What the L1 data fee is bounded for.
+pub fn max_transfer_bytes() -> u64 {
+    let widest = Eip1559 {
+        chain_id: u64::MAX,
+        nonce: u64::MAX,
+        max_priority_fee_per_gas: u128::MAX,
+        max_fee_per_gas: u128::MAX,
+        gas_limit: u64::MAX,
+        to: [0xff; 20],
+        value: u128::MAX,
+        data: vec![0xff; 4 + 32 + 32],
+    };
+    widest.signing_payload().len() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +211,23 @@ mod tests {
 
     fn key(text: &str) -> SigningKey {
         SigningKey::from_slice(&hex::decode(text.trim_start_matches("0x")).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_l1_fee_bound_is_asked_for_the_widest_transfer() {
+        let selector = Keccak256::digest(b"getL1FeeUpperBound(uint256)");
+        assert_eq!(
+            L1_FEE_UPPER_BOUND,
+            format!("0x{}", hex::encode(&selector[..4]))
+        );
+        assert_eq!(
+            l1_fee_upper_bound_call(0x1c2),
+            format!("{L1_FEE_UPPER_BOUND}{:0>64}", "1c2")
+        );
+        // Any real transfer is no longer than the bound, and the bound is not far above one.
+        let real = transfer().signing_payload().len() as u64;
+        let widest = max_transfer_bytes();
+        assert!(real < widest && widest < 256, "{real} {widest}");
     }
 
     fn transfer() -> Eip1559 {

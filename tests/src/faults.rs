@@ -7,6 +7,12 @@
 //!
 //! Real nodes and the load balancers in front of them do all of these; the worker must never
 //! move money twice, or spend without bound, because of one.
+//!
+//! It can also act out what anvil lacks of an OP Stack chain (Base): the L1 data fee
+//! ([`FaultyNode::charge_l1_fee`]). The `GasPriceOracle` predeploy answers its bound, every
+//! transaction the sender broadcasts is charged the fee from its balance (anvil mines each
+//! transaction when it arrives, so the charge and the transaction land together), and its
+//! receipt carries `l1Fee`, as an OP Stack node's does.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -39,12 +45,50 @@ pub enum Fault {
     /// Answers this block number as the head (`eth_blockNumber`): a node frozen there.
     Head(u64),
     /// Passes the call on and adds this log to the answer when the request's filter would
-    /// match it (`eth_getLogs`): a node that invents a transfer.
+    /// match it (`eth_getLogs`): a node that invents a transfer ([`invented_transfer`]).
     ExtraLog(Value),
+}
+
+/// An ERC-20 `Transfer` log of `units` of `token` from `from` to `to` in block `block`, in a
+/// transaction the chain never saw (`hash`): what [`Fault::ExtraLog`] adds to answers.
+pub fn invented_transfer(
+    (token, from, to): (&str, &str, &str),
+    units: u128,
+    block: u64,
+    hash: &str,
+) -> Value {
+    let topic = |a: &str| format!("0x{:0>64}", a.trim_start_matches("0x").to_ascii_lowercase());
+    json!({
+        "address": token,
+        "topics": ["0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef",
+                   topic(from), topic(to)],
+        "data": format!("0x{units:064x}"),
+        "blockNumber": format!("{block:#x}"),
+        "blockHash": format!("0x{}", "cd".repeat(32)),
+        "transactionHash": hash,
+        "transactionIndex": "0x0",
+        "logIndex": "0x0",
+        "removed": false
+    })
+}
+
+/// The L1 data fee the proxy charges (see the module's documentation).
+#[derive(Debug, Clone)]
+struct L1Fee {
+    /// The sender charged, lower case.
+    sender: String,
+    /// What each of its transactions pays, in wei.
+    fee: u128,
+    /// What the `GasPriceOracle`'s `getL1FeeUpperBound` answers.
+    bound: u128,
 }
 
 #[derive(Default)]
 struct State {
+    /// The L1 data fee acted out, if any.
+    l1_fee: Option<L1Fee>,
+    /// The transactions charged it, by hash.
+    charged: std::collections::BTreeSet<String>,
     /// Per method: the fault and how often, in percent.
     rules: BTreeMap<String, (Fault, u32)>,
     /// Calls seen, per method.
@@ -91,6 +135,21 @@ impl FaultyNode {
             .unwrap()
             .rules
             .insert(method.to_owned(), (fault, percent.min(100)));
+    }
+
+    /// From now on, acts out an OP Stack chain's L1 data fee for `sender`'s transactions: each
+    /// pays `fee` wei besides its gas, and the `GasPriceOracle` bounds it at `bound`.
+    pub fn charge_l1_fee(&self, sender: &str, fee: u128, bound: u128) {
+        self.state.lock().unwrap().l1_fee = Some(L1Fee {
+            sender: sender.to_ascii_lowercase(),
+            fee,
+            bound,
+        });
+    }
+
+    /// The transactions charged an L1 data fee so far.
+    pub fn charged_l1_fees(&self) -> usize {
+        self.state.lock().unwrap().charged.len()
     }
 
     /// Passes every call on again.
@@ -201,8 +260,12 @@ fn serve(
             .json()
             .ok()
     };
+    let l1_fee = state.lock().unwrap().l1_fee.clone();
     let answer = match fault {
-        None => pass(),
+        None => match l1_fee {
+            Some(l1) => with_l1_fee(&request, &l1, state, client, upstream, pass),
+            None => pass(),
+        },
         Some(Fault::Drop) => return,
         Some(Fault::Hang) => {
             // Longer than the worker's 5-second deadline, then gone.
@@ -248,6 +311,75 @@ fn serve(
     match answer {
         Some(answer) => respond(&mut writer, answer.to_string().as_bytes()),
         None => respond(&mut writer, b"{}"),
+    }
+}
+
+/// The OP Stack's `GasPriceOracle` predeploy.
+const GAS_PRICE_ORACLE: &str = "0x420000000000000000000000000000000000000f";
+
+/// Serialises charges, so two broadcasts never read and set the sender's balance at once.
+static CHARGING: Mutex<()> = Mutex::new(());
+
+/// A call on a chain that charges `l1`: the oracle answered, a broadcast charged, a receipt
+/// given its `l1Fee`; anything else passed on.
+fn with_l1_fee(
+    request: &Value,
+    l1: &L1Fee,
+    state: &Mutex<State>,
+    client: &reqwest::blocking::Client,
+    upstream: &str,
+    pass: impl Fn() -> Option<Value>,
+) -> Option<Value> {
+    let id = request["id"].clone();
+    let params = &request["params"];
+    match request["method"].as_str().unwrap_or_default() {
+        "eth_call"
+            if params[0]["to"]
+                .as_str()
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+                == Some(GAS_PRICE_ORACLE) =>
+        {
+            Some(json!({"jsonrpc": "2.0", "id": id, "result": format!("0x{:064x}", l1.bound)}))
+        }
+        "eth_sendRawTransaction" => {
+            let _one = CHARGING.lock().unwrap();
+            let upstream_call = |method: &str, params: Value| -> Option<Value> {
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                let answer: Value = client.post(upstream).json(&body).send().ok()?.json().ok()?;
+                Some(answer["result"].clone())
+            };
+            let balance = || {
+                upstream_call("eth_getBalance", json!([l1.sender, "latest"]))?
+                    .as_str()
+                    .and_then(|h| u128::from_str_radix(h.trim_start_matches("0x"), 16).ok())
+            };
+            let set = |wei: u128| {
+                upstream_call("anvil_setBalance", json!([l1.sender, format!("{wei:#x}")]))
+            };
+            set(balance()?.saturating_sub(l1.fee))?;
+            let answer = pass();
+            let hash = answer
+                .as_ref()
+                .and_then(|a| a["result"].as_str())
+                .map(str::to_ascii_lowercase);
+            let charged = hash.is_some_and(|h| state.lock().unwrap().charged.insert(h));
+            if !charged {
+                // Refused, or a transaction charged before broadcast again: nothing is paid.
+                set(balance()?.saturating_add(l1.fee))?;
+            }
+            answer
+        }
+        "eth_getTransactionReceipt" => pass().map(|mut answer| {
+            let hash = answer["result"]["transactionHash"]
+                .as_str()
+                .map(str::to_ascii_lowercase);
+            if hash.is_some_and(|h| state.lock().unwrap().charged.contains(&h)) {
+                answer["result"]["l1Fee"] = json!(format!("{:#x}", l1.fee));
+            }
+            answer
+        }),
+        _ => pass(),
     }
 }
 

@@ -52,6 +52,10 @@ pub struct Network {
     /// The most paid per gas, in gwei.
     #[serde(default = "default_max_gas_price")]
     pub max_gas_price_gwei: u64,
+    /// An OP Stack chain's `GasPriceOracle`: each transaction also pays an L1 data fee, which
+    /// the coin sent for gas must cover.
+    #[serde(default)]
+    pub l1_fee_oracle: Option<String>,
 }
 
 fn default_max_gas_price() -> u64 {
@@ -401,6 +405,11 @@ impl Run<'_, '_> {
                 net.config.max_gas_price_gwei
             ));
         }
+        // On an OP Stack chain a transaction also pays an L1 data fee besides its gas.
+        let l1_fee = match &net.config.l1_fee_oracle {
+            Some(oracle) => node.l1_fee_bound(oracle)?,
+            None => 0,
+        };
         let treasury = self.treasury.clone();
         let to_bytes = |address: &str| {
             payrail_evm::address_bytes(address)
@@ -408,7 +417,7 @@ impl Run<'_, '_> {
         };
         let (tx, moved) = if native {
             let gas = node.estimate(&deposit.address, &treasury, units, "0x")?;
-            let fee = u128::from(gas) * price;
+            let fee = u128::from(gas) * price + l1_fee;
             if units <= fee {
                 self.say(format!(
                     "{label}: holds {} {}, less than its gas: left",
@@ -435,7 +444,7 @@ impl Run<'_, '_> {
             let call = payrail_evm::transfer_call(&treasury, units);
             let gas = node.estimate(&deposit.address, &deposit.token, 0, &call)?;
             let coin = node.coin_balance(&deposit.address, at)?;
-            let need = u128::from(gas) * price;
+            let need = u128::from(gas) * price + l1_fee;
             // A funding not yet spent by a sweep: this deposit's gas is paid, whatever the
             // price did since (another signer's funding, or one before a stop).
             let funded = rows.iter().any(|g| {
@@ -447,9 +456,9 @@ impl Run<'_, '_> {
             });
             let price = if coin >= need {
                 price
-            } else if coin / u128::from(gas) >= floor {
+            } else if coin.saturating_sub(l1_fee) / u128::from(gas) >= floor {
                 // Its coin pays a lower price that is still enough for the next block.
-                coin / u128::from(gas)
+                coin.saturating_sub(l1_fee) / u128::from(gas)
             } else if funded {
                 return Err(format!(
                     "its gas was funded, but {} wei no longer pays for {gas} gas at today's \
@@ -457,10 +466,12 @@ impl Run<'_, '_> {
                     coin
                 ));
             } else {
-                return Ok(match self.fund(net, deposit, need - coin, price, label)? {
-                    Some(funding) => Step::Funded(Box::new(funding)),
-                    None => Step::Again,
-                });
+                return Ok(
+                    match self.fund(net, deposit, need - coin, (price, l1_fee), label)? {
+                        Some(funding) => Step::Funded(Box::new(funding)),
+                        None => Step::Again,
+                    },
+                );
             };
             let data = hex_bytes(&call)?;
             (
@@ -517,7 +528,8 @@ impl Run<'_, '_> {
         Ok(Step::Watch(signed.hash, signed.raw, false))
     }
 
-    /// Sends `wei` from the custody gas address to a token deposit for its sweep's gas, and
+    /// Sends `wei` from the custody gas address to a token deposit for its sweep's gas (at
+    /// `price` per gas, with an L1 data fee of at most `l1_fee`), and
     /// waits until it is mined; the funding as stored, or `None` when another signer took its
     /// nonce or funds the deposit.
     fn fund(
@@ -525,7 +537,7 @@ impl Run<'_, '_> {
         net: &Net<'_>,
         deposit: &Deposit,
         wei: u128,
-        price: u128,
+        (price, l1_fee): (u128, u128),
         label: &str,
     ) -> Result<Option<Stored>, String> {
         let (target, node, gas) = (&self.opts.target, net.node, net.gas);
@@ -533,7 +545,7 @@ impl Run<'_, '_> {
         let nonce = node.pending_nonce(&gas.address)?.max(stored_next);
         let limit = node.estimate(&gas.address, &deposit.address, wei, "0x")?;
         let have = node.coin_balance(&gas.address, node.head()?)?;
-        let cost = wei + u128::from(limit) * price;
+        let cost = wei + u128::from(limit) * price + l1_fee;
         if have < cost {
             return Err(format!(
                 "the custody gas address {} holds {} {coin}, and funding this sweep's gas takes \

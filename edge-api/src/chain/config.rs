@@ -49,6 +49,10 @@ pub const DEFAULT_SEQUENCER_GRACE_SECONDS: u64 = 3600;
 /// The networks that are L2 rollups with a sequencer, where Chainlink publishes a sequencer
 /// uptime feed.
 pub const SEQUENCER_NETWORKS: &[&str] = &["base", "arbitrum"];
+/// The chain ids of OP Stack chains (Base and Base Sepolia), where a transaction pays an L1
+/// data fee besides its gas: a network on one of them must name its `GasPriceOracle`, or the
+/// fee would go uncounted. (Arbitrum counts its L1 cost in the gas itself.)
+pub const OP_STACK_CHAIN_IDS: &[u64] = &[8453, 84532];
 /// The coin customers may pay with natively, and the networks whose own coin it is.
 pub const NATIVE_ASSET: &str = "ETH";
 /// The networks whose coin is ether (Polygon's is POL, which Payrail does not take).
@@ -133,6 +137,12 @@ pub struct Network {
     /// the network while its sequencer is down, nor for a grace period after it is back up.
     #[serde(default)]
     pub sequencer_uptime_feed: Option<SequencerFeed>,
+    /// An OP Stack chain's `GasPriceOracle` (on Base the predeploy `0x4200…000F`; required on
+    /// [`OP_STACK_CHAIN_IDS`]): its `getL1FeeUpperBound` bounds the L1 data fee each treasury
+    /// transaction pays besides its gas, reserved and counted in flight with the gas; the
+    /// receipt's `l1Fee` is what is booked.
+    #[serde(default)]
+    pub l1_fee_oracle: Option<String>,
 }
 
 /// An L2 sequencer uptime feed (Chainlink's: answer 0 up, 1 down; `startedAt` when it last
@@ -400,6 +410,16 @@ pub fn parse(text: &str) -> ChainResult<BTreeMap<String, Network>> {
                 )));
             }
         }
+        if let Some(oracle) = &mut network.l1_fee_oracle {
+            *oracle = contract(format!("{name}.l1_fee_oracle"), oracle)?;
+        } else if OP_STACK_CHAIN_IDS.contains(&network.chain_id) {
+            return Err(ChainError::Config(format!(
+                "PAYRAIL_CHAINS: {name}.l1_fee_oracle is required on chain {} (an OP Stack \
+                 chain charges an L1 data fee): the GasPriceOracle, {}",
+                network.chain_id,
+                payrail_evm::GAS_PRICE_ORACLE
+            )));
+        }
         if let Some(feed) = &mut network.sequencer_uptime_feed {
             if !SEQUENCER_NETWORKS.contains(&name.as_str()) {
                 return Err(ChainError::Config(format!(
@@ -457,11 +477,13 @@ mod tests {
         assert_eq!(networks["base"].log_range, DEFAULT_LOG_RANGE);
         assert!(!networks["base"].is_native("ETH"));
         let ether = parse(
-            r#"{"base": {"rpc_url": "http://n.example", "chain_id": 8453, "native": "ETH"}}"#,
+            r#"{"base": {"rpc_url": "http://n.example", "chain_id": 84532, "native": "ETH",
+                "l1_fee_oracle": "0x420000000000000000000000000000000000000F"}}"#,
         );
         assert!(ether.unwrap()["base"].is_native("ETH"));
         let public = parse(
             r#"{"base": {"rpc_url": "https://n.example/KEY", "chain_id": 8453,
+                "l1_fee_oracle": "0x420000000000000000000000000000000000000F",
                 "public_rpc_url": "https://mainnet.base.org"}}"#,
         );
         assert_eq!(
@@ -484,6 +506,7 @@ mod tests {
         assert_eq!(polygon.transfers_per_check, DEFAULT_TRANSFERS_PER_CHECK);
         let guarded = parse(
             r#"{"base": {"rpc_url": "https://b.example", "chain_id": 8453,
+                "l1_fee_oracle": "0x420000000000000000000000000000000000000F",
                 "feeds": {"USDC/USD": {"address": "0x7e860098F58bBFC8648a4311b374B1D669a2bc6B",
                                        "min_answer": "0.5", "max_answer": 2,
                                        "peg_tolerance_bps": 100}},
@@ -495,6 +518,10 @@ mod tests {
         assert_eq!(usdc.min_answer, Some(Decimal::new(5, 1)));
         assert_eq!(usdc.max_answer, Some(Decimal::from(2)));
         assert_eq!(usdc.peg_tolerance_bps, 100);
+        assert!(base
+            .l1_fee_oracle
+            .as_deref()
+            .is_some_and(|o| o.eq_ignore_ascii_case(payrail_evm::GAS_PRICE_ORACLE)));
         let sequencer = base.sequencer_uptime_feed.as_ref().unwrap();
         assert_eq!(
             sequencer.grace_period_seconds,
@@ -580,6 +607,15 @@ mod tests {
                 r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
                     "feeds": {"BTC/EUR": {"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
                 "BTC/EUR",
+            ),
+            (
+                r#"{"base": {"rpc_url": "https://x.example", "chain_id": 8453}}"#,
+                "base.l1_fee_oracle is required on chain 8453",
+            ),
+            (
+                r#"{"base": {"rpc_url": "https://x.example", "chain_id": 8453,
+                    "l1_fee_oracle": "0x42"}}"#,
+                "base.l1_fee_oracle is not a contract address",
             ),
         ] {
             let err = parse(text).unwrap_err().to_string();

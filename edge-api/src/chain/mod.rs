@@ -71,7 +71,7 @@ pub fn networks_within(
     Ok(networks)
 }
 
-/// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 180 to 100,000; 900 by
+/// The node calls one cron run may make (`PAYRAIL_CRON_NODE_CALLS`, 200 to 100,000; 900 by
 /// default, inside the paid plan's 1,000 subrequests an invocation) and each task's share of
 /// them, 4 : 3 : 1 : 1 : 1, so none of them can starve the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub struct CronShares {
 pub const DEFAULT_CRON_NODE_CALLS: u32 = 900;
 /// The fewest a run may be given: every task's share still fits its largest step on a token
 /// network (settlement's: following one transaction).
-pub const MIN_CRON_NODE_CALLS: u32 = 180;
+pub const MIN_CRON_NODE_CALLS: u32 = 200;
 
 impl CronShares {
     /// The shares of `total` calls. Pure.

@@ -33,9 +33,9 @@ use crate::{crypto, payments, wallet_address};
 
 /// Most refunds a run signs, and most it records on their payments.
 const PER_RUN: i64 = 20;
-/// The most node calls sending one refund makes: the chain id, the head, the price, the
-/// balances and nonce, the estimate, the nonce and the broadcast.
-pub(crate) const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 3 + 1 + 1 + 1;
+/// The most node calls sending one refund makes: the chain id, the head, the price, the L1
+/// data fee's bound, the balances and nonce, the estimate, the nonce and the broadcast.
+pub(crate) const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 1 + 3 + 1 + 1 + 1;
 /// Longest Idempotency-Key.
 const MAX_KEY: usize = 255;
 
@@ -493,6 +493,7 @@ async fn send(
     )
     .map_err(|e| at_node(e.into()))?;
     let price = treasury::gas_price(node).await.map_err(at_node)?;
+    let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;
     let token = refund.token.as_str();
     // What is left once the transactions already out are counted.
     let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
@@ -509,8 +510,9 @@ async fn send(
     let gas = treasury::estimate(node, &treasury.address, token, &refund.to_address, units)
         .await
         .map_err(|e| e.within("the treasury cannot send it"))?;
-    let cost = u128::from(gas) * price;
-    if coins < cost + if token == NATIVE_TOKEN { units } else { 0 } {
+    let cost = treasury::most_fee(gas, price, l1_fee)
+        .ok_or_else(|| at_node(ChainError::answer("the gas and L1 fees are out of range")))?;
+    if coins < cost.saturating_add(if token == NATIVE_TOKEN { units } else { 0 }) {
         return Err(ChainError::rule(format!(
             "the treasury holds too little of the coin for gas on {name}"
         )));
@@ -531,6 +533,7 @@ async fn send(
         netted: 0,
         gas,
         price,
+        l1_fee,
         rate_source: "",
     };
     sends::send(

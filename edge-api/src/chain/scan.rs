@@ -31,15 +31,6 @@ pub const MOST_TOKEN_CALLS: u32 = 2 + (MAX_LOG_REQUESTS + MAX_SPLIT_REQUESTS) as
 /// the balance reads, blocks and receipts.
 pub const MOST_NATIVE_CALLS: u32 = 2 + native::MOST_CALLS;
 
-/// The most node calls one [`read`] of `token` makes.
-pub fn most_calls(token: &str) -> u32 {
-    if token == NATIVE_TOKEN {
-        MOST_NATIVE_CALLS
-    } else {
-        MOST_TOKEN_CALLS
-    }
-}
-
 /// What to read: an address, one asset, and how far it was read.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {
@@ -167,4 +158,69 @@ async fn token_transfers(
         )));
     };
     Ok((found, read_to))
+}
+
+/// Keeps at most `limit` of the payments in `seen`, the earliest in chain order, and every
+/// other entry in the blocks before the first block it does not wholly keep; returns that
+/// block (the check reads up to it, and is final only below it), or `None` when all are kept.
+/// `place` gives an entry's block, its log index and whether it is a payment. Pure.
+pub fn cap<T>(
+    seen: &mut Vec<T>,
+    limit: usize,
+    place: impl Fn(&T) -> (u64, u64, bool),
+) -> Option<u64> {
+    let mut payments: Vec<(u64, u64)> = seen
+        .iter()
+        .map(&place)
+        .filter(|(_, _, payment)| *payment)
+        .map(|(block, log, _)| (block, log))
+        .collect();
+    if payments.len() <= limit {
+        return None;
+    }
+    payments.sort_unstable();
+    let kept = &payments[..limit];
+    let cut = payments[limit].0;
+    seen.retain(|t| {
+        let (block, log, payment) = place(t);
+        block < cut || (payment && kept.binary_search(&(block, log)).is_ok())
+    });
+    Some(cut)
+}
+
+/// Refuses a check whose logs claim more of `target`'s token than the address holds: its
+/// `balanceOf` at block `final_to` must cover `claimed`, every unit of the asset (`symbol`,
+/// `decimals`) confirmed to it. The address never sends while it is watched, so a balance below
+/// the logs means the node invented a transfer, or the token took the money back: nothing of
+/// the check is stored, and it is read again at the next.
+pub async fn cover(
+    network: &Network,
+    target: &Target<'_>,
+    (symbol, decimals): (&str, u32),
+    claimed: u128,
+    final_to: u64,
+) -> ChainResult<()> {
+    let call = json!({"to": target.token, "data": evm::balance_of_call(target.address)});
+    let word = rpc::call(
+        &network.node,
+        "eth_call",
+        json!([call, format!("{final_to:#x}")]),
+    )
+    .await?;
+    let held = evm::uint(&word)
+        .ok_or_else(|| ChainError::answer("the token's balanceOf answer is unreadable"))?;
+    if held < claimed {
+        let amount = |u: u128| {
+            evm::from_units(u, decimals)
+                .map_or_else(|| u.to_string(), |d| d.normalize().to_string())
+        };
+        return Err(ChainError::answer(format!(
+            "the node's transfer logs show {} {symbol} paid to the address by block \
+             {final_to}, but its balance there is {} {symbol}: nothing is credited until the \
+             chain holds what the logs say",
+            amount(claimed),
+            amount(held),
+        )));
+    }
+    Ok(())
 }

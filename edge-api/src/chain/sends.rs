@@ -46,8 +46,8 @@ use crate::error::{ApiError, OrInternal};
 const LIVE_PER_RUN: i64 = 20;
 /// The most node calls following one transaction makes: the head, the receipts of its nonce's
 /// transactions (a capped replacement makes at most a dozen), the block, the nonce, the
-/// transaction, a broadcast, and a replacement's price, rates and broadcast.
-pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 5 * 5 + 1;
+/// transaction, a broadcast, and a replacement's price, L1 data fee bound, rates and broadcast.
+pub(crate) const MOST_FOLLOW_CALLS: u32 = 1 + 12 + 1 + 1 + 1 + 1 + 2 + 1 + 5 * 5 + 1;
 /// A stuck transaction's replacements never cost more per gas than this many times the first
 /// price its nonce was signed at.
 pub const MAX_PRICE_GROWTH: u128 = 10;
@@ -80,6 +80,8 @@ pub struct Transfer<'a> {
     pub gas: u64,
     /// Wei per gas.
     pub price: u128,
+    /// The most L1 data fee it pays besides its gas, in wei ([`treasury::l1_fee_bound`]).
+    pub l1_fee: u128,
     /// Where the gas's rate came from.
     pub rate_source: &'a str,
 }
@@ -114,6 +116,7 @@ pub async fn send(
         nonce,
         gas_limit: transfer.gas,
         gas_price: transfer.price,
+        l1_fee: transfer.l1_fee,
         rate_source: transfer.rate_source,
         units: transfer.units,
         netted: transfer.netted,
@@ -200,9 +203,11 @@ pub async fn available(
         if out.nonce < mined {
             continue; // mined: the balance shows it already
         }
-        let units = u128::from_str(&out.units).unwrap_or(0);
-        let price = u128::from_str(&out.gas_price).unwrap_or(0);
-        coin_out = coin_out.saturating_add(u128::from(out.gas_limit).saturating_mul(price));
+        let units = u128::from_str(&out.units).unwrap_or(u128::MAX);
+        let price = u128::from_str(&out.gas_price).unwrap_or(u128::MAX);
+        let l1_fee = u128::from_str(&out.l1_fee).unwrap_or(u128::MAX);
+        let fee = treasury::most_fee(out.gas_limit, price, l1_fee).unwrap_or(u128::MAX);
+        coin_out = coin_out.saturating_add(fee);
         if out.token == NATIVE_TOKEN {
             coin_out = coin_out.saturating_add(units);
         }
@@ -385,12 +390,12 @@ async fn settle_receipt(
     let now = ctx.now();
     let gas_used = native::wei(&receipt["gasUsed"])
         .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
-    // What the gas cost to the wei: the receipt's effective price (ours is fixed when signing,
-    // so it is the signed price unless the node says otherwise).
-    let paid = native::wei(&receipt["effectiveGasPrice"])
-        .or_else(|| u128::from_str(&carrier.gas_price).ok())
-        .unwrap_or(0);
-    let gas_wei = gas_used.saturating_mul(paid);
+    // What the gas (and on an OP Stack chain the L1 data fee) cost to the wei: the receipt's
+    // effective price (ours is fixed when signing, so it is the signed price unless the node
+    // says otherwise) and its `l1Fee`.
+    let signed_price = u128::from_str(&carrier.gas_price)
+        .map_err(|_| ChainError::answer("a stored gas price is not a number"))?;
+    let gas_wei = treasury::fee_paid(receipt, signed_price)?;
     let statements = if rpc::quantity(&receipt["status"])? == 1 {
         let mut statements = sends::confirm(&ctx.db, carrier, &live.id, block, gas_used, now)?;
         match carrier.purpose() {
@@ -484,9 +489,16 @@ async fn replace(
         sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
         return Ok(Some(why));
     }
+    // The L1 data fee bounded again (it follows L1's fees), never below the first bound.
+    let old_l1_fee = u128::from_str(&send.l1_fee)
+        .map_err(|_| ChainError::answer("a stored L1 fee is not a number"))?;
+    let l1_fee = treasury::l1_fee_bound(network).await?.max(old_l1_fee);
+    let gas_wei = treasury::most_fee(send.gas_limit, price, l1_fee)
+        .ok_or_else(|| ChainError::answer("the replacement's fees are out of range"))?;
     let (units, items, rate_source) = match send.purpose() {
         Purpose::Settlement(settlement_id) => {
-            match reprice(ctx, network, send, settlement_id, price).await? {
+            let settlement = (send.institution_id, settlement_id);
+            match reprice(ctx, network, settlement, (&send.network, price, gas_wei)).await? {
                 Repriced::At(priced, source) => (priced.units, priced.items, source),
                 Repriced::Cannot(why) => {
                     sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
@@ -507,7 +519,6 @@ async fn replace(
         Purpose::Settlement(_) => Some(ledger::parts(&items)?),
         Purpose::Refund(_) => None,
     };
-    let gas_wei = u128::from(send.gas_limit).saturating_mul(price);
     let when = sends::in_state(&send_id, SendState::Live);
     let (books, units) =
         match ledger::replace_send(ctx, send, &send_id, parts.as_deref(), gas_wei, &when).await {
@@ -541,6 +552,7 @@ async fn replace(
         nonce: send.nonce,
         gas_limit: send.gas_limit,
         gas_price: price,
+        l1_fee,
         rate_source: &rate_source,
         units,
         netted,
@@ -571,32 +583,31 @@ enum Repriced {
     Cannot(String),
 }
 
-/// A settlement's payments priced again at `price` per gas.
+/// A settlement's payments on `name` priced again at `price` per gas, which with the L1 data
+/// fee makes `gas_wei` at most.
 async fn reprice(
     ctx: &Ctx,
     network: &Network,
-    send: &Outgoing,
-    settlement_id: &str,
-    price: u128,
+    settlement: (i64, &str),
+    (name, price, gas_wei): (&str, u128, u128),
 ) -> ChainResult<Repriced> {
-    let due = settlements::claimed(&ctx.db, (send.institution_id, settlement_id)).await?;
+    let due = settlements::claimed(&ctx.db, settlement).await?;
     if due.is_empty() {
         return Ok(Repriced::Cannot(
             "its payments are no longer held in custody".to_owned(),
         ));
     }
-    let coin = config::coin(&send.network);
+    let coin = config::coin(name);
     let mut coin_rates = BTreeMap::new();
     let mut sources = Vec::new();
     for d in &due {
         if !coin_rates.contains_key(&d.currency) {
-            let rate =
-                rates::coin_rate(network, &send.network, coin, &d.currency, ctx.now()).await?;
+            let rate = rates::coin_rate(network, name, coin, &d.currency, ctx.now()).await?;
             coin_rates.insert(d.currency.clone(), rate.per_unit);
             sources.push(rate.source);
         }
     }
-    let priced = plan::plan(&due, u128::from(send.gas_limit) * price, &coin_rates);
+    let priced = plan::plan(&due, gas_wei, &coin_rates);
     if !priced.held.is_empty() {
         return Ok(Repriced::Cannot(format!(
             "a replacement at {} gwei per gas would leave a payment nothing",

@@ -144,11 +144,13 @@ async fn final_outcome(
             ChainError::answer("the receipt's effectiveGasPrice is not a quantity")
         })?,
     };
+    let l1_fee = super::treasury::l1_fee_paid(receipt)?;
     Ok(Some(Outcome {
         succeeded: rpc::quantity(&receipt["status"])? == 1,
         block,
         gas_used,
         gas_paid,
+        l1_fee,
     }))
 }
 
@@ -188,8 +190,7 @@ fn posting(sweep: &Sweep, outcome: &Outcome) -> ChainResult<(Vec<Account>, Vec<T
         .map_err(|_| ChainError::answer("stored units are not a number"))?;
     let moved = if outcome.succeeded { units } else { 0 };
     let gas_wei = outcome
-        .gas_used
-        .checked_mul(outcome.gas_paid)
+        .fee()
         .ok_or_else(|| ChainError::answer("the receipt's gas is out of range"))?;
     let coin = Ledger::new(network, NATIVE_TOKEN);
     let coin_asset = (config::coin(network), NATIVE_DECIMALS);
@@ -263,6 +264,7 @@ mod tests {
             block: 42,
             gas_used,
             gas_paid: 30,
+            l1_fee: 0,
         }
     }
 

@@ -9,15 +9,19 @@
 //! ([`super::scan`]): a transfer counts once it is at the network's depth, and one reorged away
 //! before that disappears. Each confirmed transfer is posted to the books in the batch that
 //! stores it: its receipt (custody ← unallocated at the address) and the top-up (unallocated →
-//! the merchant), ids derived from the chain transfer, so nothing is posted twice.
+//! the merchant), ids derived from the chain transfer, so nothing is posted twice. As for a
+//! checkout's address, nothing is credited from a token's logs alone: the address's
+//! `balanceOf` at the last final block must cover every unit confirmed to it (the watch keeps
+//! the running total), and one check records at most `transfers_per_check` transfers.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 use serde_json::json;
 use shared_types::ErrorCode;
 
 use super::books;
-use super::config::Network;
+use super::config::{Network, NATIVE_TOKEN};
 use super::error::{ChainError, ChainResult};
 use super::rpc::{self, Budget};
 use super::scan::{self, Scan};
@@ -30,9 +34,19 @@ use crate::error::{ApiError, OrInternal};
 pub const CHECK_GAP_SECONDS: i64 = 5;
 /// Most top-up watches one cron run checks.
 const PER_RUN: i64 = 25;
-/// The most node calls one check of a token at a top-up address makes: the checkout watches
-/// leave at least this of the watcher's share to the top-ups, so they are never starved.
-pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS;
+/// The most node calls one check of a token at a top-up address makes (its logs and the
+/// balance that must cover them): the checkout watches leave at least this of the watcher's
+/// share to the top-ups, so they are never starved.
+pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1;
+
+/// The most node calls one check of `token` at a top-up address makes.
+fn most_calls(token: &str) -> u32 {
+    if token == NATIVE_TOKEN {
+        scan::MOST_NATIVE_CALLS
+    } else {
+        MOST_TOKEN_CHECK_CALLS
+    }
+}
 
 /// A top-up address as an EIP-681 request on chain `chain_id`: the address alone, no asset or
 /// amount (a wallet asks for both). Pure.
@@ -170,7 +184,7 @@ pub async fn sweep(
         .await
         .or_internal("read due top-up watches")?;
     for watch in &due {
-        if budget.left() < scan::most_calls(&watch.token) {
+        if budget.left() < most_calls(&watch.token) {
             continue;
         }
         check(ctx, networks, watch, checked_before).await?;
@@ -233,7 +247,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
         Scan::Read(fresh) => fresh,
     };
     // Only what can be credited is recorded: a positive amount of the watched asset.
-    let seen: Vec<SeenTopup<'_>> = fresh
+    let mut seen: Vec<SeenTopup<'_>> = fresh
         .transfers
         .iter()
         .filter(|t| t.to == watch.address && t.token == watch.token)
@@ -248,13 +262,57 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
             })
         })
         .collect();
+    // The transfers already stored as final (the first blocks of a check are read again) are
+    // left as they are, and not counted again.
+    let limit = i64::try_from(network.transfers_per_check).unwrap_or(i64::MAX);
+    let stored = if seen.iter().any(|t| t.confirmed) {
+        let read = (fresh.from, fresh.read_to);
+        topups::confirmed_in(&ctx.db, watch, read, limit.saturating_mul(2)).await?
+    } else {
+        Vec::new()
+    };
+    seen.retain(|t| {
+        !(t.confirmed
+            && stored
+                .iter()
+                .any(|(hash, log)| hash == t.tx_hash && *log == t.log_index))
+    });
+    // At most `transfers_per_check` a check; the rest, from the first block not wholly
+    // recorded, at the next.
+    let cut = scan::cap(
+        &mut seen,
+        usize::try_from(network.transfers_per_check).unwrap_or(usize::MAX),
+        |t| (t.block_number, t.log_index, true),
+    );
+    let (read_to, final_to) = match cut {
+        Some(block) => (
+            fresh.read_to.min(block),
+            fresh.final_to.min(block.saturating_sub(1)),
+        ),
+        None => (fresh.read_to, fresh.final_to),
+    };
+    // Nothing is credited from logs alone: a token's address must hold every unit confirmed to
+    // it, before and now, at the last final block (the coin is read from the balance itself).
+    let before = confirmed_total(ctx, watch).await?;
+    let added = seen
+        .iter()
+        .filter(|t| t.confirmed)
+        .try_fold(0u128, |sum, t| sum.checked_add(t.units))
+        .ok_or_else(|| ChainError::answer("the node's transfers add up past 128 bits"))?;
+    let total = before
+        .checked_add(added)
+        .ok_or_else(|| ChainError::answer("the top-ups add up past 128 bits"))?;
+    if added > 0 && watch.token != NATIVE_TOKEN {
+        let asset = (watch.asset.as_str(), watch.decimals);
+        scan::cover(network, &target, asset, total, fresh.final_to).await?;
+    }
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     let mut statements = topups::record(
         &ctx.db,
         watch,
         &seen,
-        (fresh.from, fresh.read_to),
-        (fresh.final_to.max(scanned_to), fresh.head),
+        (fresh.from, read_to),
+        (final_to.max(scanned_to), fresh.head, total),
         ctx.now(),
     )?;
     let postings = super::ledger::topups(ctx, watch, &seen, &topups::unchanged(watch)).await?;
@@ -265,4 +323,27 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
     statements.extend(moves_on);
     db::batch(&ctx.db, statements).await?;
     Ok(())
+}
+
+/// What `watch`'s confirmed transfers add up to: its stored total, or, for a watch from before
+/// totals were kept, the sum of its stored transfers (refused past [`topups::MOST_TOTALLED`]).
+async fn confirmed_total(ctx: &Ctx, watch: &TopupWatch) -> ChainResult<u128> {
+    let number = |text: &str| {
+        u128::from_str(text).map_err(|_| ChainError::answer("a stored amount is not a number"))
+    };
+    if let Some(total) = &watch.confirmed_units {
+        return number(total);
+    }
+    let amounts = topups::confirmed_amounts(&ctx.db, watch).await?;
+    if amounts.len() > usize::try_from(topups::MOST_TOTALLED).unwrap_or(usize::MAX) {
+        return Err(ChainError::Config(format!(
+            "the top-up address has more than {} confirmed transfers of {} to total",
+            topups::MOST_TOTALLED,
+            watch.asset
+        )));
+    }
+    amounts.iter().try_fold(0u128, |sum, a| {
+        sum.checked_add(number(a)?)
+            .ok_or_else(|| ChainError::answer("the top-ups add up past 128 bits"))
+    })
 }

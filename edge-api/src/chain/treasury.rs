@@ -57,6 +57,57 @@ pub async fn gas_price(node: &Node) -> ChainResult<u128> {
         .ok_or_else(|| ChainError::answer("the node's fees are out of range"))
 }
 
+/// The most L1 data fee one of the treasury's transfers pays on `network` besides its gas, in
+/// wei: nothing where the network names no L1 fee oracle; on an OP Stack chain (Base), the
+/// `GasPriceOracle`'s `getL1FeeUpperBound` for the widest transfer the treasury signs. Reserved
+/// and counted in flight with the gas; the receipt's `l1Fee` is what was paid.
+pub async fn l1_fee_bound(network: &Network) -> ChainResult<u128> {
+    let Some(oracle) = &network.l1_fee_oracle else {
+        return Ok(0);
+    };
+    let call = json!({
+        "to": oracle,
+        "data": payrail_evm::l1_fee_upper_bound_call(payrail_evm::max_transfer_bytes()),
+    });
+    let word = rpc::call(&network.node, "eth_call", json!([call, "latest"])).await?;
+    evm::uint(&word).ok_or_else(|| ChainError::answer("the L1 fee oracle's answer is unreadable"))
+}
+
+/// What the gas of a transaction of `gas` at `price` and its L1 data fee (`l1_fee`) cost at
+/// most, in wei; `None` past 128 bits (an absurd answer, refused by the caller).
+pub fn most_fee(gas: u64, price: u128, l1_fee: u128) -> Option<u128> {
+    u128::from(gas).checked_mul(price)?.checked_add(l1_fee)
+}
+
+/// What a mined transaction paid for its gas and L1 data fee, in wei, from its `receipt`: gas
+/// used at the receipt's effective price (`signed_price` when a node does not give it), plus
+/// the receipt's `l1Fee` on an OP Stack chain.
+pub fn fee_paid(receipt: &serde_json::Value, signed_price: u128) -> ChainResult<u128> {
+    let gas_used = native::wei(&receipt["gasUsed"])
+        .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
+    let price = match &receipt["effectiveGasPrice"] {
+        serde_json::Value::Null => signed_price,
+        price => native::wei(price).ok_or_else(|| {
+            ChainError::answer("the receipt's effectiveGasPrice is not a quantity")
+        })?,
+    };
+    let l1_fee = l1_fee_paid(receipt)?;
+    gas_used
+        .checked_mul(price)
+        .and_then(|gas| gas.checked_add(l1_fee))
+        .ok_or_else(|| ChainError::answer("the receipt's fees are out of range"))
+}
+
+/// The L1 data fee a mined transaction paid besides its gas: its receipt's `l1Fee` on an OP
+/// Stack chain, nothing where a receipt has none.
+pub fn l1_fee_paid(receipt: &serde_json::Value) -> ChainResult<u128> {
+    match &receipt["l1Fee"] {
+        serde_json::Value::Null => Ok(0),
+        fee => native::wei(fee)
+            .ok_or_else(|| ChainError::answer("the receipt's l1Fee is not a quantity")),
+    }
+}
+
 /// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
 fn payment_call(token: &str, to: &str, units: u128) -> ChainResult<([u8; 20], u128, String)> {
     if token == NATIVE_TOKEN {

@@ -349,26 +349,11 @@ fn block_number(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Keeps at most `limit` payments of `seen`, the earliest in chain order, and the other
-/// transfers in the blocks before the first block it does not wholly keep; returns that block
-/// (the check reads up to it, and is final only below it), or `None` when all are kept. Pure.
+/// Keeps at most `limit` payments of `seen` ([`scan::cap`]).
 pub fn cap(seen: &mut Vec<SeenTransfer<'_>>, limit: usize) -> Option<u64> {
-    let mut payments: Vec<(u64, u64)> = seen
-        .iter()
-        .filter(|t| t.kind == "payment")
-        .map(|t| (t.block_number, t.log_index))
-        .collect();
-    if payments.len() <= limit {
-        return None;
-    }
-    payments.sort_unstable();
-    let kept = &payments[..limit];
-    let cut = payments[limit].0;
-    seen.retain(|t| {
-        t.block_number < cut
-            || (t.kind == "payment" && kept.binary_search(&(t.block_number, t.log_index)).is_ok())
-    });
-    Some(cut)
+    scan::cap(seen, limit, |t| {
+        (t.block_number, t.log_index, t.kind == "payment")
+    })
 }
 
 /// Refuses a check whose logs claim more of the token than the address holds: before the
@@ -407,31 +392,20 @@ async fn cross_check(
     for s in stored {
         claimed = claimed.saturating_add(units(&s.amount)?);
     }
-    let call = json!({"to": watch.token, "data": evm::balance_of_call(&watch.address)});
-    let word = rpc::call(
-        &network.node,
-        "eth_call",
-        json!([call, format!("{final_to:#x}")]),
+    let target = scan::Target {
+        network: &watch.network,
+        address: &watch.address,
+        token: &watch.token,
+        scanned_to: watch.scanned_to,
+    };
+    scan::cover(
+        network,
+        &target,
+        (&watch.asset, watch.decimals),
+        claimed,
+        final_to,
     )
-    .await?;
-    let held = evm::uint(&word)
-        .ok_or_else(|| ChainError::answer("the token's balanceOf answer is unreadable"))?;
-    if held < claimed {
-        let amount = |u: u128| {
-            evm::from_units(u, watch.decimals)
-                .map_or_else(|| u.to_string(), |d| d.normalize().to_string())
-        };
-        return Err(ChainError::answer(format!(
-            "the node's transfer logs show {} {} paid to the address by block {final_to}, but \
-             its balance there is {} {}: nothing is credited until the chain holds what the logs \
-             say",
-            amount(claimed),
-            watch.asset,
-            amount(held),
-            watch.asset
-        )));
-    }
-    Ok(())
+    .await
 }
 
 /// The most node calls one check of `watch` makes: reading its asset, then the other tokens'

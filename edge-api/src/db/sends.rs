@@ -47,6 +47,8 @@ pub struct NewSend<'a> {
     pub gas_limit: u64,
     /// Wei per gas.
     pub gas_price: u128,
+    /// The most L1 data fee it pays besides its gas, in wei (0 where there is none).
+    pub l1_fee: u128,
     /// Where the gas's rate came from.
     pub rate_source: &'a str,
     /// Base units transferred.
@@ -76,8 +78,8 @@ pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement>
         db,
         "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, gas_price, \
          rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id, \
-         netted) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15 \
+         netted, l1_fee) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15, ?16 \
          WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
                            AND state IN ('live', 'confirmed'))",
         &[
@@ -96,6 +98,7 @@ pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement>
             s.now.into(),
             refund,
             s.netted.to_string().into(),
+            s.l1_fee.to_string().into(),
         ],
     )
 }
@@ -168,6 +171,8 @@ pub struct Outgoing {
     pub gas_limit: u64,
     /// Wei per gas (decimal text).
     pub gas_price: String,
+    /// The most L1 data fee it pays besides its gas, in wei (decimal text).
+    pub l1_fee: String,
     /// Base units transferred (decimal text).
     pub units: String,
     /// Hash.
@@ -194,7 +199,7 @@ impl Outgoing {
 }
 
 const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
-     c.nonce, c.gas_limit, c.gas_price, c.units, c.tx_hash, c.raw, c.sent_block, \
+     c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, c.sent_block, \
      COALESCE(s.token, r.token) AS token, \
      COALESCE(s.wallet, r.to_address) AS wallet, \
      COALESCE(s.institution_id, r.institution_id) AS institution_id \
@@ -241,6 +246,8 @@ pub struct InFlight {
     pub gas_limit: u64,
     /// Wei per gas (decimal text).
     pub gas_price: String,
+    /// The most L1 data fee it pays besides its gas, in wei (decimal text).
+    pub l1_fee: String,
     /// Nonce (below the node's count of the sender's mined transactions: mined).
     pub nonce: u64,
 }
@@ -249,7 +256,8 @@ pub struct InFlight {
 pub async fn in_flight(db: &D1Database, network: &str, sender: &str) -> DbResult<Vec<InFlight>> {
     all(
         db,
-        "SELECT COALESCE(s.token, r.token) AS token, c.units, c.gas_limit, c.gas_price, c.nonce \
+        "SELECT COALESCE(s.token, r.token) AS token, c.units, c.gas_limit, c.gas_price, c.l1_fee, \
+         c.nonce \
          FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
          LEFT JOIN refunds r ON r.id = c.refund_id \
          WHERE c.state = 'live' AND c.network = ?1 AND c.sender = ?2",

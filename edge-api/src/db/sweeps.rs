@@ -81,6 +81,17 @@ pub struct Outcome {
     pub gas_used: u128,
     /// Wei per gas it paid (the receipt's effective price).
     pub gas_paid: u128,
+    /// The L1 data fee it paid besides its gas (the receipt's `l1Fee`; 0 where there is none).
+    pub l1_fee: u128,
+}
+
+impl Outcome {
+    /// What it paid in all, in wei: its gas and its L1 data fee; `None` past 128 bits.
+    pub fn fee(&self) -> Option<u128> {
+        self.gas_used
+            .checked_mul(self.gas_paid)?
+            .checked_add(self.l1_fee)
+    }
 }
 
 /// The statement that makes a `sent` sweep final with `outcome` (nothing if it already is).
@@ -101,7 +112,7 @@ pub fn finish(
     bind(
         db,
         "UPDATE custody_sweeps SET state = ?2, block_number = ?3, gas_used = ?4, gas_paid = ?5, \
-         error = ?6, updated_at = ?7 WHERE tx_hash = ?1 AND state = 'sent'",
+         error = ?6, updated_at = ?7, l1_fee = ?8 WHERE tx_hash = ?1 AND state = 'sent'",
         &[
             tx_hash.into(),
             state.into(),
@@ -110,6 +121,7 @@ pub fn finish(
             outcome.gas_paid.to_string().into(),
             error.into(),
             now.into(),
+            outcome.l1_fee.to_string().into(),
         ],
     )
 }

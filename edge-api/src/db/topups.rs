@@ -160,10 +160,28 @@ pub struct TopupWatch {
     pub merchant_id: i64,
     /// Its institution.
     pub institution_id: i64,
+    /// What its confirmed transfers add up to (base units, decimal text); `None` for a watch
+    /// not totalled yet (from before migration 0028).
+    pub confirmed_units: Option<String>,
 }
 
+impl TopupWatch {
+    /// Its condition's value: where it was read to and its total (see [`unchanged`]).
+    fn state(&self) -> String {
+        format!(
+            "{}/{}",
+            self.scanned_to,
+            self.confirmed_units.as_deref().unwrap_or("")
+        )
+    }
+}
+
+/// Most confirmed transfers a watch not yet totalled is totalled from in one check.
+pub const MOST_TOTALLED: i64 = 10_000;
+
 const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
-                     w.head_block, w.node_error, a.merchant_id, a.institution_id \
+                     w.head_block, w.node_error, a.merchant_id, a.institution_id, \
+                     w.confirmed_units \
                      FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
                      AND a.institution_id = w.institution_id";
 
@@ -272,57 +290,108 @@ pub struct SeenTopup<'a> {
     pub confirmed: bool,
 }
 
+/// Whether the watch is still where a check found it: read to the same block, with the same
+/// confirmed total (`?1` address, `?2` token, `?3` [`TopupWatch::state`]).
+const UNCHANGED: &str = "(SELECT scanned_to || '/' || COALESCE(confirmed_units, '') \
+                         FROM topup_watches WHERE address = ?1 AND token = ?2 \
+                         AND institution_id = ?4) = ?3";
+
 /// The condition of everything a check of `watch` writes: the watch is still where the check
-/// found it.
+/// found it, so of two overlapping checks the later to finish writes nothing (and its total is
+/// never added twice).
 pub fn unchanged(watch: &TopupWatch) -> When {
-    When::holds(
-        "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2 \
-         AND institution_id = ?4) = ?3",
-        vec![
+    When::holds(UNCHANGED, watch_params(watch))
+}
+
+/// The watch's key and state, `?1` to `?4` of every statement of a check: its address, token,
+/// state (as [`UNCHANGED`] compares it) and institution.
+fn watch_params(watch: &TopupWatch) -> Vec<Value> {
+    vec![
+        watch.address.as_str().into(),
+        watch.token.as_str().into(),
+        watch.state().into(),
+        watch.institution_id.into(),
+    ]
+}
+
+/// The amounts of `watch`'s confirmed transfers (decimal text), at most [`MOST_TOTALLED`] + 1:
+/// what a watch not yet totalled is totalled from.
+pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        amount: String,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT amount FROM topup_transfers WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?4 AND confirmed = 1 LIMIT ?3",
+        &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
-            watch.scanned_to.into(),
+            (MOST_TOTALLED + 1).into(),
             watch.institution_id.into(),
         ],
     )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.amount).collect())
+}
+
+/// The confirmed transfers stored for `watch` in blocks `from..=to` (a check reads its first
+/// blocks again): (hash, log index), at most `limit`.
+pub async fn confirmed_in(
+    db: &D1Database,
+    watch: &TopupWatch,
+    (from, to): (u64, u64),
+    limit: i64,
+) -> DbResult<Vec<(String, u64)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        tx_hash: String,
+        log_index: u64,
+    }
+    let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT tx_hash, log_index FROM topup_transfers WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?6 AND confirmed = 1 AND block_number BETWEEN ?3 AND ?4 LIMIT ?5",
+        &[
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            block(from),
+            block(to),
+            limit.into(),
+            watch.institution_id.into(),
+        ],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.tx_hash, r.log_index)).collect())
 }
 
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
 /// unconfirmed transfers it found replace those stored there before (one reorged away
 /// disappears), confirmed ones are kept for good, and (the last statement) the watch moves on
-/// to `scanned_to` and `head`. Each applies only while the watch is where this check found it:
-/// of two overlapping checks, the later to finish writes nothing.
+/// to `scanned_to` and `head` with its confirmed transfers adding up to `total`. Each applies
+/// only while the watch is where this check found it: of two overlapping checks, the later to
+/// finish writes nothing.
 pub fn record(
     db: &D1Database,
     watch: &TopupWatch,
     seen: &[SeenTopup<'_>],
     read: (u64, u64),
-    (scanned_to, head): (u64, u64),
+    (scanned_to, head, total): (u64, u64, u128),
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
-    // The institution is the last parameter of each statement below (?6, ?11, ?7).
-    let unchanged = |i: usize| {
-        format!(
-            "(SELECT scanned_to FROM topup_watches WHERE address = ?1 AND token = ?2 \
-             AND institution_id = ?{i}) = ?3"
-        )
-    };
-    let watch_params = || -> Vec<Value> {
-        vec![
-            watch.address.as_str().into(),
-            watch.token.as_str().into(),
-            watch.scanned_to.into(),
-        ]
-    };
+    // Every statement takes the watch's key, state and institution as ?1 to ?4.
+    let unchanged = UNCHANGED;
+    let watch_params = || watch_params(watch);
     let mut params = watch_params();
-    params.extend([block(read.0), block(read.1), watch.institution_id.into()]);
+    params.extend([block(read.0), block(read.1)]);
     let mut statements = vec![bind(
         db,
         &format!(
-            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND institution_id = ?6 \
-             AND confirmed = 0 AND block_number BETWEEN ?4 AND ?5 AND {}",
-            unchanged(6)
+            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND institution_id = ?4 \
+             AND confirmed = 0 AND block_number BETWEEN ?5 AND ?6 AND {unchanged}"
         ),
         &params,
     )?];
@@ -336,18 +405,16 @@ pub fn record(
             block(t.block_number),
             i64::from(t.confirmed).into(),
             now.into(),
-            watch.institution_id.into(),
         ]);
         statements.push(bind(
             db,
             &format!(
                 "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
                  amount, block_number, confirmed, seen_at, institution_id) \
-                 SELECT ?4, ?5, ?6, ?1, ?2, ?7, ?8, ?9, ?10, ?11 WHERE {} \
+                 SELECT ?5, ?6, ?7, ?1, ?2, ?8, ?9, ?10, ?11, ?4 WHERE {unchanged} \
                  ON CONFLICT (network, tx_hash, log_index, address, token) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
-                 block_number = excluded.block_number",
-                unchanged(11)
+                 block_number = excluded.block_number"
             ),
             &params,
         )?);
@@ -357,13 +424,16 @@ pub fn record(
         block(scanned_to),
         block(head),
         now.into(),
-        watch.institution_id.into(),
+        total.to_string().into(),
     ]);
     statements.push(bind(
         db,
-        "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
-         head_block = max(head_block, ?5), node_error = NULL, read_at = ?6 \
-         WHERE address = ?1 AND token = ?2 AND institution_id = ?7 AND scanned_to = ?3",
+        &format!(
+            "UPDATE topup_watches SET scanned_to = max(scanned_to, ?5), \
+             head_block = max(head_block, ?6), node_error = NULL, read_at = ?7, \
+             confirmed_units = ?8 WHERE address = ?1 AND token = ?2 AND institution_id = ?4 \
+             AND {unchanged}"
+        ),
         &params,
     )?);
     Ok(statements)

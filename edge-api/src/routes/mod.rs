@@ -68,7 +68,21 @@ async fn dispatch(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let route = route(&segments, ctx.sandbox())
         .ok_or_else(|| ApiError::not_found(format!("no such endpoint: {}", url.path())))?;
     // The platform's method type reads any method it does not know as GET: pass the raw one.
-    let handler = route.handler(&req.inner().method(), url.path())?;
+    let method = req.inner().method();
+    let handler = route.handler(&method, url.path())?;
+    // The portal's read pages read through a D1 session (replicas once D1 read replication is
+    // on), its bookmark on the answer; everything else reads the primary (the partner API's
+    // reads choose their own sessions, `routes::list`).
+    if segments.first() == Some(&"portal") && matches!(method.as_str(), "GET" | "HEAD") {
+        let (reading, session) = ctx.reading_through_session()?;
+        let response = handler(Incoming {
+            req,
+            ctx: &reading,
+            url: &url,
+        })
+        .await?;
+        return list::with_bookmark(response, &session);
+    }
     handler(Incoming {
         req,
         ctx,

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 /// Polygon's USDC (6 decimals) and Base's ether (18), on a node nobody runs: nothing here reads
 /// a chain, but these are the assets the deployment takes, so a debt limit can be set in them.
 const USDC: &str = "0x3c499c542cef5e3811e1192ce70d8cc03d5c3359";
-const CHAINS: &str = r#"{"polygon": {"rpc_url": "http://127.0.0.1:9/none", "chain_id": 137, "tokens": {"USDC": {"address": "0x3c499c542cef5e3811e1192ce70d8cc03d5c3359"}}}, "base": {"rpc_url": "http://127.0.0.1:9/none", "chain_id": 8453, "native": "ETH"}}"#;
+const CHAINS: &str = r#"{"polygon": {"rpc_url": "http://127.0.0.1:9/none", "chain_id": 137, "tokens": {"USDC": {"address": "0x3c499c542cef5e3811e1192ce70d8cc03d5c3359"}}}, "base": {"rpc_url": "http://127.0.0.1:9/none", "chain_id": 8453, "native": "ETH", "l1_fee_oracle": "0x420000000000000000000000000000000000000F"}}"#;
 
 /// This module's worker: its tests write the books' rows into its database directly, with its
 /// chains configured.

@@ -21,7 +21,7 @@ fn the_portal_shows_each_networks_node() {
             "tokens": {"USDC": {"address": usdc}},
             "feeds": {"EUR/USD": {"address": eur}, "GBP/USD": {"address": gbp}}},
         "arbitrum": {"rpc_url": anvil.url, "chain_id": 42161},
-        "base": {"rpc_url": "http://127.0.0.1:1/secret-key-in-url", "chain_id": 8453}
+        "base": {"rpc_url": "http://127.0.0.1:1/secret-key-in-url", "chain_id": 8453, "l1_fee_oracle": "0x420000000000000000000000000000000000000F"}
     });
     let worker = Worker::start_with_vars(
         "production",

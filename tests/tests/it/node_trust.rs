@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use payrail_tests::chain::{Anvil, TEST_XPUB};
-use payrail_tests::faults::{Fault, FaultyNode};
+use payrail_tests::faults::{invented_transfer, Fault, FaultyNode};
 use payrail_tests::{eventually, PortalSession, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -19,8 +19,6 @@ use serde_json::{json, Value};
 const DEPTH: u64 = 2;
 /// Payments one check records, kept low so a few dozen make a flood.
 const TRANSFERS_PER_CHECK: i64 = 10;
-/// `keccak256("Transfer(address,address,uint256)")`.
-const TRANSFER_TOPIC: &str = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef";
 
 /// A chain with USDC and a production worker watching it through a proxy that misbehaves on
 /// request; its head may stand still for 3 s (3 blocks of 1 s).
@@ -186,13 +184,6 @@ impl Setup {
     }
 }
 
-fn topic(address: &str) -> String {
-    format!(
-        "0x{:0>64}",
-        address.trim_start_matches("0x").to_ascii_lowercase()
-    )
-}
-
 #[test]
 fn a_transfer_log_the_deposit_balance_does_not_bear_out_is_never_credited() {
     let (_one, s) = shared();
@@ -203,17 +194,12 @@ fn a_transfer_log_the_deposit_balance_does_not_bear_out_is_never_credited() {
     let invented = format!("0x{}", "ab".repeat(32));
     s.node.set(
         "eth_getLogs",
-        Fault::ExtraLog(json!({
-            "address": s.usdc,
-            "topics": [TRANSFER_TOPIC, topic(&s.customer), topic(&address)],
-            "data": format!("0x{units:064x}"),
-            "blockNumber": format!("{block:#x}"),
-            "blockHash": format!("0x{}", "cd".repeat(32)),
-            "transactionHash": invented,
-            "transactionIndex": "0x0",
-            "logIndex": "0x0",
-            "removed": false
-        })),
+        Fault::ExtraLog(invented_transfer(
+            (&s.usdc, &s.customer, &address),
+            units,
+            block,
+            &invented,
+        )),
         100,
     );
     s.anvil.mine(DEPTH + 1);
@@ -462,4 +448,67 @@ fn no_quote_off_a_stablecoins_peg_outside_a_feeds_bounds_or_while_the_sequencer_
         .set_feed(&s.feeds.sequencer, 0, s.anvil.time() - 3601);
     s.checkout("5.00", "TRUST-SEQUENCER-UP");
     payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
+}
+
+#[test]
+fn a_node_on_another_chain_is_never_read_for_deposits() {
+    let (_one, s) = shared();
+    let (session, id, address, units) = s.checkout("9.00", "TRUST-CHAIN");
+    // The node now says it serves Ethereum mainnet, not the configured chain.
+    s.node.set("eth_chainId", Fault::ChainId(1), 100);
+    let logs_before = s.node.calls("eth_getLogs");
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH + 1);
+    let why = eventually("the node to be refused", Duration::from_secs(30), || {
+        s.anvil.mine(1);
+        s.status(&session);
+        s.refusal(id).filter(|why| why.contains("on chain 1"))
+    });
+    assert!(why.contains("not the configured 31337"), "{why}");
+    assert!(s.node.faulted("eth_chainId") > 0);
+    assert_eq!(
+        s.node.calls("eth_getLogs"),
+        logs_before,
+        "nothing is read from a node on another chain"
+    );
+    assert_eq!(s.status(&session)["status"], "pending");
+    assert_eq!(s.raw_status(id), "pending");
+    assert_eq!(s.final_payments(&address), 0);
+    // Back on the right chain: the payment is credited, once.
+    s.node.heal();
+    eventually("the payment credited", Duration::from_secs(30), || {
+        s.anvil.mine(1);
+        (s.status(&session)["status"] == "succeeded").then_some(())
+    });
+    assert_eq!(s.final_payments(&address), 1);
+    assert_eq!(s.refusal(id), None);
+    payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
+}
+
+#[test]
+fn status_polls_read_the_node_at_most_once_per_address_every_two_seconds() {
+    let (_one, s) = shared();
+    let (session, ..) = s.checkout("3.00", "TRUST-POLLS");
+    // A page polling as fast as it can for three seconds: each check of the address asks the
+    // node its chain id once, so the checks are counted by those calls.
+    let checks_before = s.node.calls("eth_chainId");
+    let started = std::time::Instant::now();
+    let mut polls = 0u32;
+    while started.elapsed() < Duration::from_secs(3) {
+        assert_eq!(s.status(&session)["status"], "pending");
+        polls += 1;
+    }
+    let elapsed = started.elapsed().as_secs();
+    let checks = s.node.calls("eth_chainId") - checks_before;
+    // At most one check every two seconds of the window (and the one at its start).
+    let most = usize::try_from(elapsed / 2 + 2).unwrap();
+    assert!(
+        checks <= most,
+        "{checks} node checks for {polls} polls in {elapsed} s"
+    );
+    assert!(polls >= 10, "the polls were answered: {polls}");
+    assert!(
+        usize::try_from(polls).unwrap() > checks * 3,
+        "most polls were answered without the node: {checks} checks, {polls} polls"
+    );
 }

@@ -2,7 +2,8 @@
 //! the primary, and a client that sends back an answer's `Payrail-Bookmark` reads at least what
 //! that answer saw. Under `wrangler dev` every session reads the one local database, so these
 //! tests hold the rule's visible parts: a lookup after a write sees it, a new token reads at
-//! once, bookmarks go out and come back, and a bad one is refused by name.
+//! once, bookmarks go out and come back, and a bad one is refused by name. The portal's read
+//! pages read through a session too, and show an admin's own change at once.
 
 use payrail_tests::hooks::{act, payment};
 use payrail_tests::http::Reply;
@@ -83,4 +84,43 @@ fn a_bookmark_that_is_not_one_is_refused_by_name() {
     let reply = with_bookmark(worker, &format!("{SPEC}?limit=1"), &token, forged);
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert!(reply.header("payrail-bookmark").is_some());
+}
+
+#[test]
+fn the_portals_read_pages_read_through_a_session_and_show_an_admins_own_change() {
+    let worker = Worker::shared();
+    let portal = worker.portal_login(0);
+    let name = "Read through a session";
+    let created = worker.portal(
+        Method::POST,
+        "/portal/api/clients",
+        Some(&portal),
+        Some(&json!({"name": name, "scopes": ["transactions:read"]})),
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert!(
+        !created.headers.contains_key("payrail-bookmark"),
+        "a write is the primary's, outside any session"
+    );
+    // Read right after the write: the JSON list and the page both show it, each answered
+    // through a session (its bookmark on the answer).
+    let list = worker.portal(Method::GET, "/portal/api/clients", Some(&portal), None);
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert!(list.text.contains(name), "{}", list.text);
+    let page = worker.send(
+        worker
+            .request(Method::GET, "/portal/developers")
+            .header("Cookie", format!("payrail_portal={}", portal.cookie)),
+        None,
+    );
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains(name));
+    for reply in [&list, &page] {
+        let bookmark = reply.headers.get("payrail-bookmark");
+        assert!(
+            bookmark.is_some_and(|b| !b.is_empty()),
+            "{:?}",
+            reply.headers
+        );
+    }
 }

@@ -254,7 +254,7 @@ pub(super) fn wallet() -> &'static str {
         .1
 }
 
-fn d(value: &Value) -> Decimal {
+pub(super) fn d(value: &Value) -> Decimal {
     Decimal::from_str(
         value
             .as_str()
@@ -264,7 +264,7 @@ fn d(value: &Value) -> Decimal {
 }
 
 /// The order-currency value of `wei` of POL at the tests' feed, to the cent.
-fn pol_in_usd(wei: u128) -> Decimal {
+pub(super) fn pol_in_usd(wei: u128) -> Decimal {
     let pol = Decimal::from_i128_with_scale(i128::try_from(wei).unwrap(), 18);
     (pol * Decimal::from(2000))
         .round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero)

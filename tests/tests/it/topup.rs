@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::chain::{chains, Anvil, TEST_XPUB};
+use payrail_tests::faults::{invented_transfer, Fault, FaultyNode};
 use payrail_tests::{eventually, form, PortalSession, Reply, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -20,13 +21,16 @@ const DEPTH: u64 = 3;
 /// Half an ether, in wei.
 const HALF_ETHER: u128 = 500_000_000_000_000_000;
 
-/// A chain with USDC and a production worker watching it as Polygon (USDC, and its coin) and
-/// as Base (ether).
+/// A chain with USDC and a production worker watching it as Polygon (USDC, and its coin; its
+/// node behind a proxy that passes every call on unless a test says otherwise) and as Base
+/// (ether).
 struct Setup {
     anvil: Anvil,
     usdc: String,
     customer: String,
     worker: Worker,
+    /// Polygon's node as the worker sees it.
+    node: FaultyNode,
 }
 
 fn start() -> Setup {
@@ -35,9 +39,10 @@ fn start() -> Setup {
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
     let eth = anvil.feed("ETH / USD", 300_000_000_000, anvil.time());
+    let node = FaultyNode::start(&anvil.url);
     let mut config: Value = serde_json::from_str(&chains(
         "polygon",
-        &anvil.url,
+        &node.url,
         DEPTH,
         &[("USDC", &usdc)],
         &[],
@@ -58,6 +63,7 @@ fn start() -> Setup {
         usdc,
         customer,
         worker,
+        node,
     }
 }
 
@@ -590,6 +596,90 @@ fn a_top_up_reorged_away_before_its_depth_is_never_credited() {
         (0, 7_000_000)
     );
     // The books balance, and every address holds on chain what they say.
+    payrail_tests::books::assert_balanced(worker, &s.anvil);
+}
+
+/// Why the last check of the watch of `token` at `address` could not be taken, if it could not.
+fn node_error(worker: &Worker, address: &str, token: &str) -> Option<String> {
+    worker
+        .database()
+        .query_row(
+            "SELECT node_error FROM topup_watches WHERE address = lower(?1) AND token = lower(?2)",
+            [address, token],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn a_top_up_log_the_address_balance_does_not_bear_out_is_never_credited() {
+    let (_one, s) = shared();
+    let worker = &s.worker;
+    let admin = worker.portal_login(0);
+    let active = merchants(worker, "active");
+    assert!(active.len() > 4, "{active:?}");
+    let merchant = active[4];
+    let polygon = address(worker, &admin, merchant, "polygon");
+    let owed = format!(
+        "polygon:{}:merchant:{merchant}",
+        s.usdc.to_ascii_lowercase()
+    );
+    // A real top-up of 5 USDC is credited: the watch's total.
+    let real = s.anvil.transfer(&s.usdc, &s.customer, &polygon, 5_000_000);
+    s.anvil.mine(DEPTH);
+    until_listed(
+        s,
+        &admin,
+        (merchant, "polygon", &real),
+        "the real top-up to be credited",
+        |t| t["credited"].as_bool().unwrap(),
+    );
+    assert_eq!(posted(worker, &owed), (0, 5_000_000));
+    // The node invents 20 USDC more, in the next block, in every answer that covers it.
+    let invented = format!("0x{}", "ef".repeat(32));
+    let block = s.anvil.head() + 1;
+    s.node.set(
+        "eth_getLogs",
+        Fault::ExtraLog(invented_transfer(
+            (&s.usdc, &s.customer, &polygon),
+            20_000_000,
+            block,
+            &invented,
+        )),
+        100,
+    );
+    s.anvil.mine(DEPTH + 1);
+    let why = eventually("the check to be refused", Duration::from_secs(40), || {
+        s.anvil.mine(1);
+        worker.cron();
+        node_error(worker, &polygon, &s.usdc).filter(|why| why.contains("balance"))
+    });
+    assert!(why.contains("show 25 USDC"), "{why}");
+    assert!(why.contains("its balance there is 5 USDC"), "{why}");
+    assert!(s.node.faulted("eth_getLogs") > 0);
+    assert!(posted_for(worker, &invented).is_empty(), "never credited");
+    assert_eq!(posted(worker, &owed), (0, 5_000_000));
+    // The node stops inventing: the watch reads on, the invented transfer is gone, and the
+    // books hold what the chain does.
+    s.node.heal();
+    eventually(
+        "the watch to read past the invented transfer",
+        Duration::from_secs(40),
+        || {
+            s.anvil.mine(1);
+            worker.cron();
+            let stored: i64 = worker
+                .database()
+                .query_row(
+                    "SELECT count(*) FROM topup_transfers WHERE tx_hash = ?1",
+                    [&invented],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (node_error(worker, &polygon, &s.usdc).is_none() && stored == 0).then_some(())
+        },
+    );
+    assert_eq!(posted(worker, &owed), (0, 5_000_000));
     payrail_tests::books::assert_balanced(worker, &s.anvil);
 }
 

@@ -106,15 +106,28 @@ impl Node {
     /// `owner`'s balance of `token` (ERC-20 `balanceOf`) at block `at`.
     pub fn token_balance(&self, token: &str, owner: &str, at: u64) -> Result<u128, String> {
         let call = json!({"to": token, "data": payrail_evm::balance_of_call(owner)});
-        let word = self.call("eth_call", json!([call, block(at)]))?;
+        self.uint_call(&call, &block(at), &format!("{token}'s balanceOf"))
+    }
+
+    /// The most L1 data fee one transfer pays now on an OP Stack chain, by its
+    /// `GasPriceOracle` at `oracle` (the worker's bound: the widest transfer it signs).
+    pub fn l1_fee_bound(&self, oracle: &str) -> Result<u128, String> {
+        let data = payrail_evm::l1_fee_upper_bound_call(payrail_evm::max_transfer_bytes());
+        let call = json!({"to": oracle, "data": data});
+        self.uint_call(&call, "latest", "the L1 fee oracle")
+    }
+
+    /// A call answering one 256-bit word that must fit 128 bits; `what` names it in errors.
+    fn uint_call(&self, call: &Value, at: &str, what: &str) -> Result<u128, String> {
+        let word = self.call("eth_call", json!([call, at]))?;
         let hex = word
             .as_str()
             .and_then(|s| s.strip_prefix("0x"))
             .unwrap_or("");
         match hex.len() {
             64 if hex[..32].bytes().all(|b| b == b'0') => u128::from_str_radix(&hex[32..], 16)
-                .map_err(|_| format!("{token}'s balance is not a number")),
-            _ => Err(format!("{token}'s balanceOf answered {word}")),
+                .map_err(|_| format!("{what} answered a word that is not a number")),
+            _ => Err(format!("{what} answered {word}")),
         }
     }
 

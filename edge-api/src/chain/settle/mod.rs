@@ -118,9 +118,9 @@ impl From<ChainError> for NotNow {
 }
 
 /// The most node calls starting one group's settlement makes: the chain id, the gas's rate in
-/// each of up to five currencies, the head, the price, the balances and nonce, two estimates,
-/// the nonce and the broadcast.
-pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 5 + 1 + 2 + 3 + 2 + 1 + 1;
+/// each of up to five currencies, the head, the price, the L1 data fee's bound, the balances
+/// and nonce, two estimates, the nonce and the broadcast.
+pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 5 + 1 + 2 + 1 + 3 + 2 + 1 + 1;
 
 async fn start(
     ctx: &Ctx,
@@ -253,6 +253,12 @@ async fn settle_group(
     )
     .map_err(|e| at_node(e.into()))?;
     let price = gas_price(node).await.map_err(at_node)?;
+    // On an OP Stack chain each transaction also pays an L1 data fee, shared like the gas.
+    let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;
+    let fees = |gas: u64| {
+        treasury::most_fee(gas, price, l1_fee)
+            .ok_or_else(|| at_node(ChainError::answer("the gas and L1 fees are out of range")))
+    };
     // What is left once the transactions already out are counted.
     let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
     if have == 0 {
@@ -272,7 +278,7 @@ async fn settle_group(
     let mut gas = estimate(node, &treasury.address, token, &wallet, 1)
         .await
         .map_err(cannot)?;
-    let mut priced = plan::plan(group, u128::from(gas) * price, &coin_rates);
+    let mut priced = plan::plan(group, fees(gas)?, &coin_rates);
     if priced.units > 0 {
         let again = estimate(
             node,
@@ -285,7 +291,7 @@ async fn settle_group(
         .map_err(cannot)?;
         if again != gas {
             gas = again;
-            priced = plan::plan(group, u128::from(gas) * price, &coin_rates);
+            priced = plan::plan(group, fees(gas)?, &coin_rates);
         }
     }
     for (id, why) in &priced.held {
@@ -296,7 +302,7 @@ async fn settle_group(
     if priced.items.is_empty() {
         return Err(NotNow::Raced);
     }
-    let gas_cost = u128::from(gas) * price;
+    let gas_cost = fees(gas)?;
     // The books first: the fees and payout reserved against the merchant's balance (a debt
     // from refunds after settlement is netted from the payout) and the treasury's.
     let settlement_id = new_id(shared_types::ids::SettlementId::PREFIX)?;
@@ -359,6 +365,7 @@ async fn settle_group(
         netted: priced.units - payout,
         gas,
         price,
+        l1_fee,
         rate_source: &rate_source,
     };
     let before =
