@@ -6,16 +6,20 @@
 //! is read, and each reference to a money table in it must carry the institution in its key:
 //!
 //! - a read, update or delete (`FROM`, `JOIN`, `UPDATE`, `DELETE FROM`) compares the table's
-//!   `institution_id` (`t.institution_id = ?2`, `w.institution_id = t.institution_id`, or a bare
-//!   `institution_id = …` within the reference's own parentheses when it has no alias);
+//!   `institution_id` with a parameter, a value or a column of a row already read
+//!   (`t.institution_id = ?2`, `w.institution_id = t.institution_id` when `t` is read before
+//!   `w` or in a query around it, or a bare `institution_id = …` within the reference's own
+//!   parentheses when it has no alias); a table keyed only through one joined after it, or
+//!   through a subquery inside it, is read whole, and fails;
 //! - an insert names `institution_id` among its columns (and migration 0025's triggers refuse a
 //!   row without one).
 //!
 //! The few statements that must cross institutions are allowed by name in [`ALLOWED`], each
-//! with why: the cron's and the watcher's fan-out reads (each row they find carries its
+//! with why: the cron's and the watchers' fan-out reads (each row they find carries its
 //! institution, and every statement that follows is keyed by it; sharded, each institution's
-//! object runs them over its own rows), and lookups by a key that is the directory's (a
-//! checkout's id, a deposit address), which in the plan resolve the institution first.
+//! object runs them over its own rows), the hosted page's lookup by checkout id (the
+//! directory's, in the plan), the transaction id sequence's clock, and the treasury's own
+//! reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
