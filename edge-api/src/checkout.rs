@@ -222,6 +222,7 @@ pub async fn create(
     let session = NewSession {
         id: &session_id,
         merchant_id: merchant.id,
+        institution_id: merchant.institution_id,
         title: options.title.trim(),
         redirect_url: &options.redirect_url,
         asset: method.asset,
@@ -248,7 +249,7 @@ pub async fn create(
     writes.push(sessions::insert(database, &session).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
-        &session_id,
+        (&session_id, merchant.institution_id),
         method,
         (&deposit_address, deposit_index),
         &quote,
@@ -265,10 +266,14 @@ pub async fn create(
         Err(err) => {
             // A concurrent request with the same key won the race: answer as it did.
             if let Some(key) = &options.idempotency_key {
-                if let Some(stored) =
-                    sessions::find_key(database, merchant.id, key, now - KEY_SECONDS)
-                        .await
-                        .or_internal("read idempotency key")?
+                if let Some(stored) = sessions::find_key(
+                    database,
+                    (merchant.institution_id, merchant.id),
+                    key,
+                    now - KEY_SECONDS,
+                )
+                .await
+                .or_internal("read idempotency key")?
                 {
                     return replay(stored);
                 }
@@ -346,7 +351,7 @@ pub async fn change_method(
     }
     // A way to pay chosen before on a watched network keeps its address and quote: the customer
     // may have paid it already, and a session never gets more addresses than ways to pay.
-    let earlier = watches::of_session(&ctx.db, &session.id)
+    let earlier = watches::of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?
         .into_iter()
@@ -372,7 +377,7 @@ pub async fn change_method(
             let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
             let watch = watch_statement(
                 ctx,
-                &session.id,
+                (&session.id, session.institution_id),
                 method,
                 (&address, deposit_index),
                 &quote,
@@ -391,7 +396,7 @@ pub async fn change_method(
     let change = batch.push(
         transactions::change_method(
             &ctx.db,
-            session.transaction_id,
+            (session.institution_id, session.transaction_id),
             session.version,
             method.asset,
             method.network,
@@ -402,7 +407,7 @@ pub async fn change_method(
     batch.push(
         sessions::change_method(
             &ctx.db,
-            &session.id,
+            (session.institution_id, &session.id),
             method.asset,
             method.network,
             &address,
@@ -417,7 +422,7 @@ pub async fn change_method(
         Err(err) => {
             // A concurrent choice of the same way to pay gave it its address first (one address
             // per way to pay): the session is as that left it.
-            let taken = watches::of_session(&ctx.db, &session.id)
+            let taken = watches::of_session(&ctx.db, session.institution_id, &session.id)
                 .await
                 .or_internal("read watches")?
                 .iter()
@@ -467,7 +472,7 @@ pub async fn simulate(
     control: &str,
 ) -> Result<Simulation, ApiError> {
     if control.starts_with("pay-") || control == "fail" {
-        let watched = !watches::of_session(&ctx.db, &session.id)
+        let watched = !watches::of_session(&ctx.db, session.institution_id, &session.id)
             .await
             .or_internal("read watches")?
             .is_empty();
@@ -501,7 +506,13 @@ pub async fn simulate(
         "fail" => Action::Fail,
         _ => return Ok(Simulation::Unknown),
     };
-    match payments::act(ctx, session.transaction_id, None, &action).await {
+    match payments::act(
+        ctx,
+        (session.institution_id, session.transaction_id),
+        &action,
+    )
+    .await
+    {
         Ok(_) => Ok(Simulation::Done),
         Err(err) if err.code == ErrorCode::Conflict || err.code == ErrorCode::InvalidRequest => {
             Ok(Simulation::Refused(err.description))
@@ -525,7 +536,7 @@ pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::M
 /// address to the session; `None` for a simulated one.
 fn watch_statement(
     ctx: &Ctx,
-    session_id: &str,
+    (session_id, institution_id): (&str, i64),
     method: quote::Method,
     (address, derivation_index): (&str, Option<i64>),
     quote: &chain::Quote,
@@ -543,6 +554,7 @@ fn watch_statement(
             address,
             derivation_index,
             session_id,
+            institution_id,
             network: method.network,
             asset: method.asset,
             token: &watched.token,

@@ -17,17 +17,16 @@ use crate::{chain, crypto, webhooks};
 const EXPIRE_PER_RUN: i64 = 200;
 
 /// Applies `action` to transaction `id`, with its webhook event in the same write, then queues
-/// the event's deliveries; the transaction as the API shows it afterwards. With
-/// `institution_id`, a transaction of another institution is not found, exactly like an
-/// unknown one. A sandbox payment gets a simulated source hash; a payment made on chain is
+/// the event's deliveries; the transaction as the API shows it afterwards. A transaction of
+/// another institution than `institution_id` is not found, exactly like an unknown one. A
+/// sandbox payment gets a simulated source hash; a payment made on chain is
 /// never settled or refunded this way.
 pub async fn act(
     ctx: &Ctx,
-    id: i64,
-    institution_id: Option<i64>,
+    (institution_id, id): (i64, i64),
     action: &Action,
 ) -> Result<Transaction, ApiError> {
-    apply(ctx, id, institution_id, action, OnChain::Nothing).await
+    apply(ctx, (institution_id, id), action, OnChain::Nothing).await
 }
 
 /// What a payment found on chain brought into custody: the books credit it to the merchant.
@@ -50,7 +49,7 @@ pub struct Received<'a> {
 /// its settlement and refunds are paid at it).
 pub async fn credit(
     ctx: &Ctx,
-    id: i64,
+    (institution_id, id): (i64, i64),
     action: &Action,
     source_hash: &str,
     (asset, network): (&str, &str),
@@ -64,30 +63,47 @@ pub async fn credit(
         received,
         late_rate,
     };
-    apply(ctx, id, None, action, found).await.map(drop)
+    apply(ctx, (institution_id, id), action, found)
+        .await
+        .map(drop)
 }
 
 /// Marks a payment settled by the confirmed transaction `settlement_hash` (an
 /// [`Action::SettleOnChain`]).
 pub async fn settle(
     ctx: &Ctx,
-    id: i64,
+    (institution_id, id): (i64, i64),
     action: &Action,
     settlement_hash: &str,
 ) -> Result<(), ApiError> {
-    apply(ctx, id, None, action, OnChain::Settlement(settlement_hash))
-        .await
-        .map(drop)
+    apply(
+        ctx,
+        (institution_id, id),
+        action,
+        OnChain::Settlement(settlement_hash),
+    )
+    .await
+    .map(drop)
 }
 
 /// Records a refund confirmed on chain (an [`Action::Refund`]): its `payment.refunded` event
 /// takes an id derived from the refund's, so the refund can never be recorded twice (a second
 /// write fails whole on the event's key).
-pub async fn refund(ctx: &Ctx, id: i64, action: &Action, refund_id: &str) -> Result<(), ApiError> {
+pub async fn refund(
+    ctx: &Ctx,
+    (institution_id, id): (i64, i64),
+    action: &Action,
+    refund_id: &str,
+) -> Result<(), ApiError> {
     let event_id = refund_event_id(refund_id);
-    apply(ctx, id, None, action, OnChain::Refund(&event_id))
-        .await
-        .map(drop)
+    apply(
+        ctx,
+        (institution_id, id),
+        action,
+        OnChain::Refund(&event_id),
+    )
+    .await
+    .map(drop)
 }
 
 /// The id of the `payment.refunded` event of a refund.
@@ -117,8 +133,7 @@ enum OnChain<'a> {
 
 async fn apply(
     ctx: &Ctx,
-    id: i64,
-    institution_id: Option<i64>,
+    (institution_id, id): (i64, i64),
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
@@ -129,10 +144,9 @@ async fn apply(
     };
     let database = &ctx.db;
     let not_found = || ApiError::not_found("no such transaction");
-    let row = transactions::payment(database, id)
+    let row = transactions::payment(database, institution_id, id)
         .await
         .or_internal("read payment")?
-        .filter(|row| institution_id.is_none_or(|i| i == row.institution_id))
         .ok_or_else(not_found)?;
     if matches!(on_chain, OnChain::Nothing)
         && matches!(action, Action::Settle { .. } | Action::Refund { .. })
@@ -254,8 +268,14 @@ async fn apply(
     // endpoint: all or nothing.
     let mut batch = Batch::new();
     let update = batch.push(
-        transactions::apply_change(database, id, row.version, &change, &stamps)
-            .or_internal("write payment change")?,
+        transactions::apply_change(
+            database,
+            (institution_id, id),
+            row.version,
+            &change,
+            &stamps,
+        )
+        .or_internal("write payment change")?,
     );
     let fan_out = match &outbox {
         None => None,
@@ -273,7 +293,7 @@ async fn apply(
         on_chain,
         matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
     ) {
-        let when = db::transactions::at_version(id, row.version + 1);
+        let when = db::transactions::at_version((institution_id, id), row.version + 1);
         let statements = chain::ledger::credit(
             ctx,
             (network, asset, r),
@@ -312,8 +332,8 @@ pub async fn expire_ended(ctx: &Ctx) -> Result<(), ApiError> {
     let ended = transactions::pending_past_end(&ctx.db, ctx.now(), EXPIRE_PER_RUN)
         .await
         .or_internal("find ended checkouts")?;
-    for id in ended {
-        match act(ctx, id, None, &Action::Expire).await {
+    for owner in ended {
+        match act(ctx, owner, &Action::Expire).await {
             Ok(_) => {}
             Err(err) if err.code == ErrorCode::Conflict => {} // paid or changed meanwhile
             Err(err) => return Err(err),

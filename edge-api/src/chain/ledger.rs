@@ -406,8 +406,8 @@ pub async fn end_send(
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
     let carried = match live.purpose() {
-        Purpose::Settlement(id) => settlements::carried(&ctx.db, id).await?,
-        Purpose::Refund(id) => refunds::carried(&ctx.db, id).await?,
+        Purpose::Settlement(id) => settlements::carried(&ctx.db, (live.institution_id, id)).await?,
+        Purpose::Refund(id) => refunds::carried(&ctx.db, (live.institution_id, id)).await?,
     };
     let asset = carried.as_ref().map(|c| Asset {
         network,
@@ -445,7 +445,8 @@ pub async fn end_send(
             (&asset, &carried, carrier.purpose())
         {
             // A transaction it replaced was mined after all: its own figures, posted at once.
-            let items = settlements::items_of(&ctx.db, &carrier.id).await?;
+            let items =
+                settlements::items_of(&ctx.db, (carrier.institution_id, &carrier.id)).await?;
             let parts = parts(&items)?;
             let payout = u128::from_str(&carrier.units).unwrap_or(0);
             record(
@@ -489,7 +490,7 @@ pub async fn replace_send(
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
     let carried = match old.purpose() {
-        Purpose::Settlement(id) => settlements::carried(&ctx.db, id).await?,
+        Purpose::Settlement(id) => settlements::carried(&ctx.db, (old.institution_id, id)).await?,
         Purpose::Refund(_) => None,
     };
     let asset = carried.as_ref().map(|c| Asset {

@@ -155,7 +155,7 @@ async fn check(
         .await
         .or_internal("read payment")?
         .ok_or_else(|| ApiError::not_found("no such payment"))?;
-    let quote = refunds::quote_of(&ctx.db, transaction_id)
+    let quote = refunds::quote_of(&ctx.db, institution_id, transaction_id)
         .await
         .or_internal("read the payment's quote")?
         .ok_or_else(|| {
@@ -183,7 +183,7 @@ async fn check(
     let address = wallet_address::check(&quote.network, request.address)
         .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
     let gross = t.amount.gross.unwrap_or_default();
-    let asked = refunds::of_transaction(&ctx.db, transaction_id)
+    let asked = refunds::of_transaction(&ctx.db, institution_id, transaction_id)
         .await
         .or_internal("read refunds")?;
     let left = shared_types::refundable(gross, asked.iter().map(|r| (r.amount, r.state)));
@@ -397,7 +397,7 @@ async fn store(
     let mut batch = Batch::new();
     let insert = batch.push(statement);
     batch.extend(
-        book.statements(&ctx.db, &refunds::stored(&id), ctx.now())
+        book.statements(&ctx.db, &refunds::stored(institution_id, &id), ctx.now())
             .or_internal("write refund")?,
     );
     let inserted = match batch.run(&ctx.db).await {
@@ -462,7 +462,14 @@ async fn send_due(ctx: &Ctx, networks: &BTreeMap<String, Network>, treasury: &Tr
             if why.is_budget() {
                 continue;
             }
-            if let Err(e) = refunds::note(&ctx.db, &refund.id, &why.public(), ctx.now()).await {
+            if let Err(e) = refunds::note(
+                &ctx.db,
+                (refund.institution_id, &refund.id),
+                &why.public(),
+                ctx.now(),
+            )
+            .await
+            {
                 worker::console_warn!("record why refund {} waits: {e}", refund.id);
             }
         }
@@ -556,7 +563,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
         let amount = refund.amount;
         let outcome = payments::refund(
             ctx,
-            refund.transaction_id,
+            (refund.institution_id, refund.transaction_id),
             &Action::Refund { amount },
             &refund.id,
         )
@@ -582,7 +589,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
             }
         };
         if recorded {
-            refunds::done(&ctx.db, &refund.id, ctx.now())
+            refunds::done(&ctx.db, (refund.institution_id, &refund.id), ctx.now())
                 .await
                 .or_internal("mark refund done")?;
         }

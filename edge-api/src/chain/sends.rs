@@ -399,8 +399,18 @@ async fn settle_receipt(
     let statements = if rpc::quantity(&receipt["status"])? == 1 {
         let mut statements = sends::confirm(&ctx.db, carrier, &live.id, block, gas_used, now)?;
         match carrier.purpose() {
-            Purpose::Settlement(id) => statements.extend(settlements::confirm(&ctx.db, id, now)?),
-            Purpose::Refund(id) => statements.push(refunds::confirm(&ctx.db, id, now)?),
+            Purpose::Settlement(id) => statements.extend(settlements::confirm(
+                &ctx.db,
+                (carrier.institution_id, id),
+                now,
+            )?),
+            Purpose::Refund(id) => {
+                statements.push(refunds::confirm(
+                    &ctx.db,
+                    (carrier.institution_id, id),
+                    now,
+                )?);
+            }
         }
         let when = sends::in_state(&carrier.id, SendState::Confirmed);
         statements
@@ -412,15 +422,28 @@ async fn settle_receipt(
         let mut statements = vec![sends::fail(&ctx.db, &live.id, block, &why, now)?];
         match live.purpose() {
             Purpose::Settlement(id) => {
-                statements.extend(settlements::fail(&ctx.db, id, &why, now)?);
+                statements.extend(settlements::fail(
+                    &ctx.db,
+                    (live.institution_id, id),
+                    &why,
+                    now,
+                )?);
             }
             Purpose::Refund(id) => {
-                statements.push(refunds::attempt_failed(&ctx.db, id, &why, now)?);
+                statements.push(refunds::attempt_failed(
+                    &ctx.db,
+                    (live.institution_id, id),
+                    &why,
+                    now,
+                )?);
             }
         }
         // A refund given up at its last attempt releases what it reserved.
         let given_up = match live.purpose() {
-            Purpose::Refund(id) => refunds::attempts(&ctx.db, id).await? + 1 >= refunds::ATTEMPTS,
+            Purpose::Refund(id) => {
+                refunds::attempts(&ctx.db, (live.institution_id, id)).await? + 1
+                    >= refunds::ATTEMPTS
+            }
             Purpose::Settlement(_) => false,
         };
         let when = sends::in_state(&live.id, SendState::Failed);
@@ -474,7 +497,8 @@ async fn replace(
         .ok_or_else(|| ChainError::answer("the replacement's fees are out of range"))?;
     let (units, items, rate_source) = match send.purpose() {
         Purpose::Settlement(settlement_id) => {
-            match reprice(ctx, network, settlement_id, (&send.network, price, gas_wei)).await? {
+            let settlement = (send.institution_id, settlement_id);
+            match reprice(ctx, network, settlement, (&send.network, price, gas_wei)).await? {
                 Repriced::At(priced, source) => (priced.units, priced.items, source),
                 Repriced::Cannot(why) => {
                     sends::note(&ctx.db, &send.id, &why, ctx.now()).await?;
@@ -564,10 +588,10 @@ enum Repriced {
 async fn reprice(
     ctx: &Ctx,
     network: &Network,
-    settlement_id: &str,
+    settlement: (i64, &str),
     (name, price, gas_wei): (&str, u128, u128),
 ) -> ChainResult<Repriced> {
-    let due = settlements::claimed(&ctx.db, settlement_id).await?;
+    let due = settlements::claimed(&ctx.db, settlement).await?;
     if due.is_empty() {
         return Ok(Repriced::Cannot(
             "its payments are no longer held in custody".to_owned(),

@@ -72,15 +72,20 @@ fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
 /// block). Writes nothing when they all are.
 pub async fn watch_assets(
     ctx: &Ctx,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     networks: &BTreeMap<String, Network>,
 ) -> Result<(), ApiError> {
     let mut statements = Vec::new();
     for (name, network) in networks {
         let assets = books::assets(name, network);
         statements.extend(
-            topups::watch_assets(&ctx.db, (merchant_id, name), &watched(&assets), ctx.now())
-                .or_internal("watch top-up assets")?,
+            topups::watch_assets(
+                &ctx.db,
+                (institution_id, merchant_id, name),
+                &watched(&assets),
+                ctx.now(),
+            )
+            .or_internal("watch top-up assets")?,
         );
     }
     if statements.is_empty() {
@@ -106,7 +111,7 @@ pub async fn create(
             "top-ups are taken only on the networks whose chain is watched; {name:?} is not one"
         )));
     };
-    if let Some(existing) = topups::address_on(&ctx.db, merchant_id, name)
+    if let Some(existing) = topups::address_on(&ctx.db, (institution_id, merchant_id), name)
         .await
         .or_internal("read top-up address")?
     {
@@ -147,15 +152,20 @@ pub async fn create(
     )
     .or_internal("store top-up address")?];
     statements.extend(
-        topups::watch_assets(&ctx.db, (merchant_id, name), &watched(&assets), ctx.now())
-            .or_internal("watch top-up address")?,
+        topups::watch_assets(
+            &ctx.db,
+            (institution_id, merchant_id, name),
+            &watched(&assets),
+            ctx.now(),
+        )
+        .or_internal("watch top-up address")?,
     );
     db::batch(&ctx.db, statements)
         .await
         .or_internal("store top-up address")?;
     // Of two given out at once, the first stored is the merchant's (the other index stays
     // unused: indexes are never reused).
-    topups::address_on(&ctx.db, merchant_id, name)
+    topups::address_on(&ctx.db, (institution_id, merchant_id), name)
         .await
         .or_internal("read top-up address")?
         .ok_or_else(|| ApiError::internal("top-up address", "not stored"))

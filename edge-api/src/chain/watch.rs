@@ -297,9 +297,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         mut times,
     } = match scan::read(ctx, network, &target).await? {
         // Nothing new (the node is not past what was read): only its head is recorded.
-        Scan::Nothing { head } => {
-            return Ok(watches::touch(&ctx.db, &watch.address, head, ctx.now()).await?)
-        }
+        Scan::Nothing { head } => return Ok(watches::touch(&ctx.db, watch, head, ctx.now()).await?),
         Scan::Read(fresh) => fresh,
     };
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
@@ -370,7 +368,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     // The payments already stored as final: seen again (the first blocks of a check are read
     // again, in case a node behind a load balancer lagged), they are left as they are.
     let stored = if seen.iter().any(|t| t.kind == "payment") {
-        watches::confirmed_payments(&ctx.db, &watch.address).await?
+        watches::confirmed_payments(&ctx.db, watch).await?
     } else {
         Vec::new()
     };
@@ -501,7 +499,7 @@ async fn check(
     watch: &Watch,
     checked_before: i64,
 ) -> Result<(), ApiError> {
-    let claimed = watches::claim(&ctx.db, &watch.address, checked_before, ctx.now())
+    let claimed = watches::claim(&ctx.db, watch, checked_before, ctx.now())
         .await
         .or_internal("claim watch")?;
     if !claimed {
@@ -519,7 +517,7 @@ async fn check(
         if error.is_budget() {
             return Ok(()); // not the node's fault: read again next time
         }
-        watches::failed(&ctx.db, &watch.address, &error.public())
+        watches::failed(&ctx.db, watch, &error.public())
             .await
             .or_internal("record node failure")?;
     }
@@ -562,8 +560,8 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
     let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
     let watched =
         batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
-    let transfers =
-        batch.push(watches::transfers_of_session(&ctx.db, id).or_internal("read transfers")?);
+    let transfers = batch
+        .push(watches::transfers_of_session_in_batch(&ctx.db, id).or_internal("read transfers")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
     let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
         return Ok(None);
@@ -615,8 +613,10 @@ async fn evaluate(
     let mut batch = db::Batch::new();
     let watched =
         batch.push(watches::of_session_in_batch(&ctx.db, &session.id).or_internal("read watches")?);
-    let transfers = batch
-        .push(watches::transfers_of_session(&ctx.db, &session.id).or_internal("read transfers")?);
+    let transfers = batch.push(
+        watches::transfers_of_session(&ctx.db, session.institution_id, &session.id)
+            .or_internal("read transfers")?,
+    );
     let read = batch.run(&ctx.db).await.or_internal("read watches")?;
     let list = read.rows(watched).or_internal("read watches")?;
     let transfers = read.rows(transfers).or_internal("read transfers")?;
@@ -692,7 +692,7 @@ async fn judge(
         });
         match payments::credit(
             ctx,
-            session.transaction_id,
+            (session.institution_id, session.transaction_id),
             &action,
             source_hash,
             paid_with,
@@ -747,9 +747,15 @@ async fn value_late(
         match arrival_rate(network, watch, &session.currency, block, ctx.now()).await {
             Ok((rate, source)) => {
                 // Valued by another check meanwhile: its rate stands, read at the next check.
-                if watches::set_rate(&ctx.db, &watch.network, t, rate, &source)
-                    .await
-                    .or_internal("value a late payment")?
+                if watches::set_rate(
+                    &ctx.db,
+                    (watch.institution_id, &watch.network),
+                    t,
+                    rate,
+                    &source,
+                )
+                .await
+                .or_internal("value a late payment")?
                 {
                     t.rate = Some(rate);
                     t.rate_source = Some(source);
@@ -1091,6 +1097,7 @@ mod tests {
             address: "0xabc".into(),
             derivation_index: 0,
             session_id: "cs_1".into(),
+            institution_id: 1,
             network: "polygon".into(),
             asset: "USDC".into(),
             token: "0xtoken".into(),

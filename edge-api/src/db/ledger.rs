@@ -566,15 +566,20 @@ impl AccountView {
 const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, debits_posted, \
      credits_posted, debits_pending, credits_pending, debt_limit";
 
-/// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on).
-pub async fn of_merchant(db: &D1Database, merchant_id: i64) -> DbResult<Vec<AccountView>> {
+/// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on), of
+/// `institution_id`'s merchant.
+pub async fn of_merchant(
+    db: &D1Database,
+    institution_id: i64,
+    merchant_id: i64,
+) -> DbResult<Vec<AccountView>> {
     all(
         db,
         &format!(
             "SELECT {VIEW_COLUMNS} FROM ledger_accounts WHERE kind = 'merchant' AND owner = ?1 \
-             ORDER BY network, asset"
+             AND institution_id = ?2 ORDER BY network, asset"
         ),
-        &[merchant_id.to_string().into()],
+        &[merchant_id.to_string().into(), institution_id.into()],
     )
     .await
 }

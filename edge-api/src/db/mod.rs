@@ -38,6 +38,8 @@ pub mod watches;
 
 #[cfg(test)]
 mod plan_tests;
+#[cfg(test)]
+mod scope_tests;
 
 use std::cell::RefCell;
 use std::marker::PhantomData;

@@ -251,17 +251,18 @@ fn payments_that_cannot_settle_never_crowd_out_one_that_can() {
         conn.execute(
             "INSERT INTO deposit_watches (address, derivation_index, session_id, transaction_id, \
              network, asset, token, decimals, crypto_amount, base_units, rate, rate_source, \
-             quoted_at, from_block, scanned_to, head_block, watch_until, created_at) \
+             quoted_at, from_block, scanned_to, head_block, watch_until, created_at, \
+             institution_id) \
              SELECT ?1, ?2, 'cs_' || ?2, id, network_payment, asset, 'native', 18, '1', '1', \
-             '1', 'peg', 0, 0, 0, 0, 0, 0 FROM transactions WHERE id = ?3",
+             '1', 'peg', 0, 0, 0, 0, 0, 0, institution_id FROM transactions WHERE id = ?3",
             rusqlite::params![address, k, id],
         )
         .unwrap();
         conn.execute(
             "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
-             token, amount, block_number, confirmed, kind, after_expiry, seen_at) \
-             SELECT network, '0x' || ?2, 0, address, session_id, token, '1', 1, 1, 'payment', 0, 0 \
-             FROM deposit_watches WHERE address = ?1",
+             token, amount, block_number, confirmed, kind, after_expiry, seen_at, institution_id) \
+             SELECT network, '0x' || ?2, 0, address, session_id, token, '1', 1, 1, 'payment', 0, 0, \
+             institution_id FROM deposit_watches WHERE address = ?1",
             rusqlite::params![address, k],
         )
         .unwrap();
@@ -269,8 +270,9 @@ fn payments_that_cannot_settle_never_crowd_out_one_that_can() {
     let (held, newest) = ids.split_at(ids.len() - 1);
     for (k, id) in held.iter().enumerate() {
         conn.execute(
-            "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at) \
-             VALUES (?1, 'no settlement wallet', 100, ?2)",
+            "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at, \
+             institution_id) SELECT id, 'no settlement wallet', 100, ?2, institution_id \
+             FROM transactions WHERE id = ?1",
             rusqlite::params![id, 1000 - k as i64],
         )
         .unwrap();

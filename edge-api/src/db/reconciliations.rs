@@ -475,17 +475,17 @@ mod tests {
              INSERT INTO deposit_watches (address, derivation_index, session_id, \
                transaction_id, network, asset, token, decimals, crypto_amount, base_units, rate, \
                rate_source, quoted_at, from_block, scanned_to, head_block, watch_until, \
-               created_at) VALUES \
+               created_at, institution_id) VALUES \
              ('0xwatched', 1, 's1', 1, 'polygon', 'ETH', 'native', 18, '1', '1', '1', 'x', 0, \
-              40, 42, 44, 200, 0), \
+              40, 42, 44, 200, 0, 1), \
              ('0xended', 2, 's2', 2, 'polygon', 'ETH', 'native', 18, '1', '1', '1', 'x', 0, \
-              40, 42, 44, 50, 0), \
+              40, 42, 44, 50, 0, 1), \
              ('0xtoken', 3, 's3', 3, 'polygon', 'USDC', '0xusdc', 6, '1', '1', '1', 'x', 0, \
-              40, 42, 44, 200, 0); \
+              40, 42, 44, 200, 0, 1); \
              INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
-               scanned_to, head_block, created_at) VALUES \
-             ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0), \
-             ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0);",
+               scanned_to, head_block, created_at, institution_id) VALUES \
+             ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1), \
+             ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0, 1);",
         )
         .unwrap();
         let mut statement = conn.prepare(CUSTODY).unwrap();

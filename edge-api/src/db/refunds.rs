@@ -36,7 +36,11 @@ pub struct PaymentQuote {
 }
 
 /// The quote of the deposit address `transaction_id` was paid to, when it was paid on chain.
-pub async fn quote_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<PaymentQuote>> {
+pub async fn quote_of(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Option<PaymentQuote>> {
     first(
         db,
         &format!(
@@ -45,10 +49,11 @@ pub async fn quote_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<P
              COALESCE(t.late_rate, t.amount_expected) AS expected, w.quoted_at, \
              t.late_rate_source \
              FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
+             AND w.institution_id = t.institution_id \
              AND w.network = t.network_payment AND w.asset = t.asset \
-             WHERE t.id = ?1 AND {CREDITED_ON_CHAIN}"
+             WHERE t.id = ?1 AND t.institution_id = ?2 AND {CREDITED_ON_CHAIN}"
         ),
-        &[transaction_id.into()],
+        &[transaction_id.into(), institution_id.into()],
     )
     .await
 }
@@ -97,16 +102,17 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
          SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15 \
          FROM transactions t, \
          (SELECT CAST(round(CAST(amount_gross AS REAL) * ?16) AS INTEGER) AS gross_minor \
-          FROM transactions WHERE id = ?3) g, \
+          FROM transactions WHERE id = ?3 AND institution_id = ?2) g, \
          (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
-          WHERE transaction_id = ?3 AND state <> 'failed') r \
+          WHERE transaction_id = ?3 AND institution_id = ?2 AND state <> 'failed') r \
          WHERE t.id = ?3 AND t.institution_id = ?2 \
          AND t.raw_status IN ('succeeded', 'paid', 'partially_refunded') \
          AND ?6 <= g.gross_minor - r.taken \
          AND (t.raw_status <> 'succeeded' OR ?6 = g.gross_minor - r.taken) \
          AND NOT EXISTS (SELECT 1 FROM settlement_claims c JOIN settlements s \
-                         ON s.id = c.settlement_id \
-                         WHERE c.transaction_id = t.id AND s.state <> 'failed' \
+                         ON s.id = c.settlement_id AND s.institution_id = c.institution_id \
+                         WHERE c.transaction_id = t.id AND c.institution_id = t.institution_id \
+                         AND s.state <> 'failed' \
                          AND t.raw_status = 'succeeded')",
         &[
             r.id.into(),
@@ -134,6 +140,8 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
 pub struct Refund {
     /// Its id.
     pub id: String,
+    /// Its institution.
+    pub institution_id: i64,
     /// The payment.
     pub transaction_id: i64,
     /// Order currency.
@@ -164,7 +172,8 @@ pub struct Refund {
     pub tx_hash: Option<String>,
 }
 
-const REFUND_FROM: &str = "SELECT f.id, f.transaction_id, f.amount, f.network, f.asset, \
+const REFUND_FROM: &str =
+    "SELECT f.id, f.institution_id, f.transaction_id, f.amount, f.network, f.asset, \
      f.token, f.decimals, f.units, f.rate, f.to_address, f.state, f.error, f.requested_by, \
      f.created_at, \
      (SELECT c.tx_hash FROM chain_sends c WHERE c.refund_id = f.id \
@@ -182,11 +191,18 @@ pub async fn by_key(db: &D1Database, institution_id: i64, key: &str) -> DbResult
 }
 
 /// A payment's refunds, oldest first.
-pub async fn of_transaction(db: &D1Database, transaction_id: i64) -> DbResult<Vec<Refund>> {
+pub async fn of_transaction(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Vec<Refund>> {
     all(
         db,
-        &format!("{REFUND_FROM} WHERE f.transaction_id = ?1 ORDER BY f.created_at, f.id"),
-        &[transaction_id.into()],
+        &format!(
+            "{REFUND_FROM} WHERE f.transaction_id = ?1 AND f.institution_id = ?2 \
+             ORDER BY f.created_at, f.id"
+        ),
+        &[transaction_id.into(), institution_id.into()],
     )
     .await
 }
@@ -216,47 +232,56 @@ pub async fn confirmed(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
 }
 
 /// Records why no transaction could be sent for the refund now (it is tried again).
-pub async fn note(db: &D1Database, id: &str, error: &str, now: i64) -> DbResult<()> {
+pub async fn note(
+    db: &D1Database,
+    (institution_id, id): (i64, &str),
+    error: &str,
+    now: i64,
+) -> DbResult<()> {
     run(
         db,
-        "UPDATE refunds SET error = ?2, updated_at = ?3 WHERE id = ?1",
-        &[id.into(), error.into(), now.into()],
+        "UPDATE refunds SET error = ?2, updated_at = ?3 WHERE id = ?1 AND institution_id = ?4",
+        &[id.into(), error.into(), now.into(), institution_id.into()],
     )
     .await
     .map(drop)
 }
 
 /// What the refund's transactions carry, for the books.
-pub async fn carried(db: &D1Database, id: &str) -> DbResult<Option<Carried>> {
+pub async fn carried(
+    db: &D1Database,
+    (institution_id, id): (i64, &str),
+) -> DbResult<Option<Carried>> {
     first(
         db,
         "SELECT f.token, f.asset AS symbol, f.decimals, f.institution_id, t.merchant_id \
-         FROM refunds f JOIN transactions t ON t.id = f.transaction_id WHERE f.id = ?1",
-        &[id.into()],
+         FROM refunds f JOIN transactions t ON t.id = f.transaction_id \
+         AND t.institution_id = f.institution_id WHERE f.id = ?1 AND f.institution_id = ?2",
+        &[id.into(), institution_id.into()],
     )
     .await
 }
 
 /// How many of the refund's transactions failed.
-pub async fn attempts(db: &D1Database, id: &str) -> DbResult<i64> {
+pub async fn attempts(db: &D1Database, (institution_id, id): (i64, &str)) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Row {
         attempts: i64,
     }
     let row: Option<Row> = first(
         db,
-        "SELECT attempts FROM refunds WHERE id = ?1",
-        &[id.into()],
+        "SELECT attempts FROM refunds WHERE id = ?1 AND institution_id = ?2",
+        &[id.into(), institution_id.into()],
     )
     .await?;
     Ok(row.map_or(0, |r| r.attempts))
 }
 
 /// The books' condition that the refund `id` was stored.
-pub fn stored(id: &str) -> When {
+pub fn stored(institution_id: i64, id: &str) -> When {
     When::holds(
-        "EXISTS (SELECT 1 FROM refunds WHERE id = ?1)",
-        vec![id.into()],
+        "EXISTS (SELECT 1 FROM refunds WHERE id = ?1 AND institution_id = ?2)",
+        vec![id.into(), institution_id.into()],
     )
 }
 
@@ -265,13 +290,17 @@ pub const ATTEMPTS: i64 = 3;
 
 /// The statement that confirms the refund once its transaction is confirmed (in the same
 /// batch, before it).
-pub fn confirm(db: &D1Database, id: &str, now: i64) -> DbResult<D1PreparedStatement> {
+pub fn confirm(
+    db: &D1Database,
+    (institution_id, id): (i64, &str),
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
-         WHERE id = ?1 AND state = 'sending' AND EXISTS (SELECT 1 FROM chain_sends \
-         WHERE refund_id = ?1 AND state = 'confirmed')",
-        &[id.into(), now.into()],
+         WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
+         AND EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?1 AND state = 'confirmed')",
+        &[id.into(), now.into(), institution_id.into()],
     )
 }
 
@@ -280,7 +309,7 @@ pub fn confirm(db: &D1Database, id: &str, now: i64) -> DbResult<D1PreparedStatem
 /// [`ATTEMPTS`] transactions, then fails.
 pub fn attempt_failed(
     db: &D1Database,
-    id: &str,
+    (institution_id, id): (i64, &str),
     error: &str,
     now: i64,
 ) -> DbResult<D1PreparedStatement> {
@@ -288,17 +317,24 @@ pub fn attempt_failed(
         db,
         "UPDATE refunds SET attempts = attempts + 1, error = ?2, updated_at = ?3, \
          state = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE state END \
-         WHERE id = ?1 AND state = 'sending' AND changes() = 1",
-        &[id.into(), error.into(), now.into(), ATTEMPTS.into()],
+         WHERE id = ?1 AND institution_id = ?5 AND state = 'sending' AND changes() = 1",
+        &[
+            id.into(),
+            error.into(),
+            now.into(),
+            ATTEMPTS.into(),
+            institution_id.into(),
+        ],
     )
 }
 
 /// Marks a confirmed refund shown on its payment.
-pub async fn done(db: &D1Database, id: &str, now: i64) -> DbResult<()> {
+pub async fn done(db: &D1Database, (institution_id, id): (i64, &str), now: i64) -> DbResult<()> {
     run(
         db,
-        "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE id = ?1 AND state = 'confirmed'",
-        &[id.into(), now.into()],
+        "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE id = ?1 AND institution_id = ?3 \
+         AND state = 'confirmed'",
+        &[id.into(), now.into(), institution_id.into()],
     )
     .await
     .map(drop)

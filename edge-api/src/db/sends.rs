@@ -159,6 +159,8 @@ pub struct Outgoing {
     pub settlement_id: Option<String>,
     /// Its refund, when it pays one.
     pub refund_id: Option<String>,
+    /// The institution of its settlement or refund (what it reports back is keyed by it).
+    pub institution_id: i64,
     /// Network.
     pub network: String,
     /// Treasury address.
@@ -199,7 +201,8 @@ impl Outgoing {
 const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
      c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, c.sent_block, \
      COALESCE(s.token, r.token) AS token, \
-     COALESCE(s.wallet, r.to_address) AS wallet \
+     COALESCE(s.wallet, r.to_address) AS wallet, \
+     COALESCE(s.institution_id, r.institution_id) AS institution_id \
      FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
      LEFT JOIN refunds r ON r.id = c.refund_id";
 
@@ -376,8 +379,12 @@ pub struct SendView {
     pub created_at: UnixTime,
 }
 
-/// Every transaction signed to settle the payment, oldest first.
-pub async fn of_settled_payment(db: &D1Database, transaction_id: i64) -> DbResult<Vec<SendView>> {
+/// Every transaction signed to settle the payment (of `institution_id`), oldest first.
+pub async fn of_settled_payment(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Vec<SendView>> {
     all(
         db,
         "SELECT c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, c.gas_used, \
@@ -385,9 +392,10 @@ pub async fn of_settled_payment(db: &D1Database, transaction_id: i64) -> DbResul
          s.wallet, \
          c.created_at \
          FROM settlement_items i JOIN chain_sends c ON c.id = i.send_id \
-         JOIN settlements s ON s.id = c.settlement_id \
-         WHERE i.transaction_id = ?1 ORDER BY c.created_at, c.sent_block",
-        &[transaction_id.into()],
+         JOIN settlements s ON s.id = c.settlement_id AND s.institution_id = i.institution_id \
+         WHERE i.transaction_id = ?1 AND i.institution_id = ?2 \
+         ORDER BY c.created_at, c.sent_block",
+        &[transaction_id.into(), institution_id.into()],
     )
     .await
 }

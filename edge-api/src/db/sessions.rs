@@ -22,21 +22,31 @@ pub struct StoredKey {
 }
 
 /// SQL of a stored key and its session, for `WHERE k.merchant_id = … AND k.key = … AND
-/// k.created_at >= …`.
+/// k.created_at >= …`: the session is read in its merchant's institution.
 const STORED_KEY: &str = "SELECT k.fingerprint, k.session_id, s.transaction_id \
-     FROM idempotency_keys k JOIN checkout_sessions s ON s.id = k.session_id";
+     FROM idempotency_keys k JOIN merchants km ON km.id = k.merchant_id \
+     JOIN checkout_sessions s ON s.id = k.session_id AND s.institution_id = km.institution_id";
 
-/// The session an idempotency key created, if the key is known and young enough.
+/// The session an idempotency key of a merchant (of an institution) created, if the key is
+/// known and young enough.
 pub async fn find_key(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     key: &str,
     not_before: i64,
 ) -> DbResult<Option<StoredKey>> {
     first(
         db,
-        &format!("{STORED_KEY} WHERE k.merchant_id = ?1 AND k.key = ?2 AND k.created_at >= ?3"),
-        &[merchant_id.into(), key.into(), not_before.into()],
+        &format!(
+            "{STORED_KEY} WHERE k.merchant_id = ?1 AND km.institution_id = ?4 AND k.key = ?2 \
+             AND k.created_at >= ?3"
+        ),
+        &[
+            merchant_id.into(),
+            key.into(),
+            not_before.into(),
+            institution_id.into(),
+        ],
     )
     .await
 }
@@ -112,6 +122,8 @@ pub struct NewSession<'a> {
     pub id: &'a str,
     /// The merchant.
     pub merchant_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
     /// Order title.
     pub title: &'a str,
     /// Where the customer returns.
@@ -140,7 +152,8 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
         db,
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
          asset, network, deposit_address, crypto_amount, created_at, expires_at, deposit_index, \
-         locale) VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         locale, institution_id) \
+         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         &[
             s.id.into(),
             s.merchant_id.into(),
@@ -154,6 +167,7 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
             s.expires_at.into(),
             s.deposit_index.into(),
             s.locale.into(),
+            s.institution_id.into(),
         ],
     )
 }
@@ -191,6 +205,8 @@ pub struct SessionView {
     pub transaction_id: i64,
     /// The merchant.
     pub merchant_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
     /// Merchant display name.
     pub merchant_name: String,
     /// Order title.
@@ -234,7 +250,8 @@ pub struct SessionView {
 }
 
 /// The session with this id: a primary-key read of it, its transaction and its merchant.
-const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, m.name AS merchant_name, \
+const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.institution_id, \
+     m.name AS merchant_name, \
      s.title, t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
      s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
      t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
@@ -257,7 +274,7 @@ pub fn get_in_batch(db: &D1Database, id: &str) -> DbResult<Returning<SessionView
 /// transaction's, guarded on `pending`) changed a row.
 pub fn change_method(
     db: &D1Database,
-    id: &str,
+    (institution_id, id): (i64, &str),
     asset: &str,
     network: &str,
     deposit_address: &str,
@@ -267,7 +284,8 @@ pub fn change_method(
     bind(
         db,
         "UPDATE checkout_sessions SET asset = ?1, network = ?2, deposit_address = ?3, \
-         crypto_amount = ?4, deposit_index = ?6 WHERE id = ?5 AND changes() = 1",
+         crypto_amount = ?4, deposit_index = ?6 WHERE id = ?5 AND institution_id = ?7 \
+         AND changes() = 1",
         &[
             asset.into(),
             network.into(),
@@ -275,6 +293,7 @@ pub fn change_method(
             crypto_amount.into(),
             id.into(),
             deposit_index.into(),
+            institution_id.into(),
         ],
     )
 }

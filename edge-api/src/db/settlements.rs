@@ -49,11 +49,11 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.me
      COALESCE(t.late_rate, t.amount_expected) AS expected, \
      CASE WHEN t.late_rate IS NULL THEN w.crypto_amount ELSE '1' END AS crypto_amount, \
      t.network_payment AS network, w.token, w.decimals, i.psp_fee_bps, \
-     COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id), 0) \
-     AS held_at \
+     COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id \
+               AND h.institution_id = t.institution_id), 0) AS held_at \
      FROM transactions t \
-     JOIN deposit_watches w ON w.transaction_id = t.id AND w.network = t.network_payment \
-          AND w.asset = t.asset \
+     JOIN deposit_watches w ON w.transaction_id = t.id AND w.institution_id = t.institution_id \
+          AND w.network = t.network_payment AND w.asset = t.asset \
      JOIN institutions i ON i.id = t.institution_id";
 
 /// Payments paid on a watched chain, held in custody (`succeeded`), in no settlement and with
@@ -69,8 +69,10 @@ pub fn due_query(limit: i64) -> Select {
         sql: format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
              AND {CREDITED_ON_CHAIN} \
-             AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id) \
+             AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id \
+                             AND c.institution_id = t.institution_id) \
              AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
+                             AND r.institution_id = t.institution_id \
                              AND r.state IN ('sending', 'confirmed')) \
              ORDER BY held_at, t.id LIMIT ?1"
         ),
@@ -78,38 +80,45 @@ pub fn due_query(limit: i64) -> Select {
     }
 }
 
-/// The payments a settlement carries that are still held in custody (to price a replacement).
-pub async fn claimed(db: &D1Database, settlement_id: &str) -> DbResult<Vec<Settleable>> {
+/// The payments a settlement (of an institution) carries that are still held in custody (to
+/// price a replacement).
+pub async fn claimed(
+    db: &D1Database,
+    (institution_id, settlement_id): (i64, &str),
+) -> DbResult<Vec<Settleable>> {
     all(
         db,
         &format!(
             "{DUE_COLUMNS} JOIN settlement_claims c ON c.transaction_id = t.id \
-             WHERE c.settlement_id = ?1 AND t.raw_status = 'succeeded' AND {CREDITED_ON_CHAIN} \
-             ORDER BY t.id"
+             AND c.institution_id = t.institution_id \
+             WHERE c.settlement_id = ?1 AND t.institution_id = ?2 AND t.raw_status = 'succeeded' \
+             AND {CREDITED_ON_CHAIN} ORDER BY t.id"
         ),
-        &[settlement_id.into()],
+        &[settlement_id.into(), institution_id.into()],
     )
     .await
 }
 
-/// The (merchant, network, asset) groups with a settlement out: the next one for a group waits
-/// for it (its gas was estimated on the state the earlier transfer changes).
-pub async fn sending_groups(db: &D1Database) -> DbResult<Vec<(i64, String, String)>> {
+/// The (institution, merchant, network, asset) groups with a settlement out: the next one for a
+/// group waits for it (its gas was estimated on the state the earlier transfer changes).
+pub async fn sending_groups(db: &D1Database) -> DbResult<Vec<(i64, i64, String, String)>> {
     #[derive(Deserialize)]
     struct Row {
+        institution_id: i64,
         merchant_id: i64,
         network: String,
         asset: String,
     }
     let rows: Vec<Row> = all(
         db,
-        "SELECT DISTINCT merchant_id, network, asset FROM settlements WHERE state = 'sending'",
+        "SELECT DISTINCT institution_id, merchant_id, network, asset FROM settlements \
+         WHERE state = 'sending'",
         &[],
     )
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.merchant_id, r.network, r.asset))
+        .map(|r| (r.institution_id, r.merchant_id, r.network, r.asset))
         .collect())
 }
 
@@ -118,6 +127,8 @@ pub async fn sending_groups(db: &D1Database) -> DbResult<Vec<(i64, String, Strin
 pub struct Item {
     /// The payment.
     pub transaction_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
     /// PSP fee, order currency (decimal text).
     pub psp_fee: String,
     /// Its share of the gas, order currency (decimal text).
@@ -132,28 +143,37 @@ pub struct Item {
     pub gas_units: String,
 }
 
-/// Each payment's part of the transaction `send_id`.
-pub async fn items_of(db: &D1Database, send_id: &str) -> DbResult<Vec<Item>> {
+/// Each payment's part of the transaction `send_id` (paying a settlement of `institution_id`).
+pub async fn items_of(
+    db: &D1Database,
+    (institution_id, send_id): (i64, &str),
+) -> DbResult<Vec<Item>> {
     all(
         db,
-        "SELECT transaction_id, psp_fee, gas_fee, net, units, psp_units, gas_units \
-         FROM settlement_items WHERE send_id = ?1 ORDER BY transaction_id",
-        &[send_id.into()],
+        "SELECT transaction_id, institution_id, psp_fee, gas_fee, net, units, psp_units, \
+         gas_units \
+         FROM settlement_items WHERE send_id = ?1 AND institution_id = ?2 ORDER BY transaction_id",
+        &[send_id.into(), institution_id.into()],
     )
     .await
 }
 
 /// What the settlement's transactions carry, for the books.
-pub async fn carried(db: &D1Database, settlement_id: &str) -> DbResult<Option<Carried>> {
+pub async fn carried(
+    db: &D1Database,
+    (institution_id, settlement_id): (i64, &str),
+) -> DbResult<Option<Carried>> {
     first(
         db,
         "SELECT s.token, s.asset AS symbol, s.institution_id, s.merchant_id, \
          COALESCE((SELECT w.decimals FROM chain_sends c \
                    JOIN settlement_items i ON i.send_id = c.id \
+                   AND i.institution_id = s.institution_id \
                    JOIN deposit_watches w ON w.transaction_id = i.transaction_id \
+                   AND w.institution_id = i.institution_id \
                    WHERE c.settlement_id = s.id LIMIT 1), 18) AS decimals \
-         FROM settlements s WHERE s.id = ?1",
-        &[settlement_id.into()],
+         FROM settlements s WHERE s.id = ?1 AND s.institution_id = ?2",
+        &[settlement_id.into(), institution_id.into()],
     )
     .await
 }
@@ -184,7 +204,8 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
             bind(
                 db,
                 "INSERT INTO settlement_items (send_id, transaction_id, psp_fee, gas_fee, net, \
-                 units, psp_units, gas_units) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 units, psp_units, gas_units, institution_id) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 &[
                     send_id.into(),
                     i.transaction_id.into(),
@@ -194,6 +215,7 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
                     i.units.as_str().into(),
                     i.psp_units.as_str().into(),
                     i.gas_units.as_str().into(),
+                    i.institution_id.into(),
                 ],
             )
         })
@@ -229,16 +251,22 @@ pub fn start(
     for item in items {
         statements.push(bind(
             db,
-            "INSERT INTO settlement_claims (transaction_id, settlement_id) VALUES (?1, \
-             (SELECT ?2 FROM transactions WHERE id = ?1 AND raw_status = 'succeeded' \
+            "INSERT INTO settlement_claims (transaction_id, settlement_id, institution_id) \
+             VALUES (?1, (SELECT ?2 FROM transactions WHERE id = ?1 AND institution_id = ?3 \
+              AND raw_status = 'succeeded' \
               AND NOT EXISTS (SELECT 1 FROM refunds WHERE transaction_id = ?1 \
-                              AND state IN ('sending', 'confirmed'))))",
-            &[item.transaction_id.into(), settlement.id.into()],
+                              AND institution_id = ?3 AND state IN ('sending', 'confirmed'))), \
+             ?3)",
+            &[
+                item.transaction_id.into(),
+                settlement.id.into(),
+                settlement.institution_id.into(),
+            ],
         )?);
         statements.push(bind(
             db,
-            "DELETE FROM settlement_holds WHERE transaction_id = ?1",
-            &[item.transaction_id.into()],
+            "DELETE FROM settlement_holds WHERE transaction_id = ?1 AND institution_id = ?2",
+            &[item.transaction_id.into(), settlement.institution_id.into()],
         )?);
     }
     Ok(statements)
@@ -248,23 +276,26 @@ pub fn start(
 /// the same batch, before them), and clear its payments' holds (a reason it waited).
 pub fn confirm(
     db: &D1Database,
-    settlement_id: &str,
+    (institution_id, settlement_id): (i64, &str),
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     Ok(vec![
         bind(
             db,
             "UPDATE settlements SET state = 'confirmed', error = NULL, updated_at = ?2 \
-             WHERE id = ?1 AND state = 'sending' AND EXISTS (SELECT 1 FROM chain_sends \
+             WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
+             AND EXISTS (SELECT 1 FROM chain_sends \
              WHERE settlement_id = ?1 AND state = 'confirmed')",
-            &[settlement_id.into(), now.into()],
+            &[settlement_id.into(), now.into(), institution_id.into()],
         )?,
         bind(
             db,
-            "DELETE FROM settlement_holds WHERE transaction_id IN (SELECT transaction_id \
-             FROM settlement_claims WHERE settlement_id = ?1) \
-             AND (SELECT state FROM settlements WHERE id = ?1) = 'confirmed'",
-            &[settlement_id.into()],
+            "DELETE FROM settlement_holds WHERE institution_id = ?2 \
+             AND transaction_id IN (SELECT transaction_id \
+             FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
+             AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) \
+             = 'confirmed'",
+            &[settlement_id.into(), institution_id.into()],
         )?,
     ])
 }
@@ -274,7 +305,7 @@ pub fn confirm(
 /// again in a new one.
 pub fn fail(
     db: &D1Database,
-    settlement_id: &str,
+    (institution_id, settlement_id): (i64, &str),
     error: &str,
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
@@ -282,14 +313,19 @@ pub fn fail(
         bind(
             db,
             "UPDATE settlements SET state = 'failed', error = ?2, updated_at = ?3 \
-             WHERE id = ?1 AND state = 'sending' AND changes() = 1",
-            &[settlement_id.into(), error.into(), now.into()],
+             WHERE id = ?1 AND institution_id = ?4 AND state = 'sending' AND changes() = 1",
+            &[
+                settlement_id.into(),
+                error.into(),
+                now.into(),
+                institution_id.into(),
+            ],
         )?,
         bind(
             db,
-            "DELETE FROM settlement_claims WHERE settlement_id = ?1 \
-             AND (SELECT state FROM settlements WHERE id = ?1) = 'failed'",
-            &[settlement_id.into()],
+            "DELETE FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2 \
+             AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) = 'failed'",
+            &[settlement_id.into(), institution_id.into()],
         )?,
     ])
 }
@@ -299,6 +335,8 @@ pub fn fail(
 pub struct ToFinish {
     /// The payment.
     pub transaction_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
     /// The confirmed transaction's hash.
     pub tx_hash: String,
     /// Its PSP fee (decimal text).
@@ -311,11 +349,12 @@ pub struct ToFinish {
 pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
-        "SELECT i.transaction_id, c.tx_hash, i.psp_fee, i.gas_fee \
+        "SELECT i.transaction_id, i.institution_id, c.tx_hash, i.psp_fee, i.gas_fee \
          FROM settlements s \
          JOIN chain_sends c ON c.settlement_id = s.id AND c.state = 'confirmed' \
-         JOIN settlement_items i ON i.send_id = c.id \
-         JOIN transactions t ON t.id = i.transaction_id AND t.raw_status = 'succeeded' \
+         JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
+         JOIN transactions t ON t.id = i.transaction_id AND t.institution_id = s.institution_id \
+         AND t.raw_status = 'succeeded' \
          WHERE s.state = 'confirmed' LIMIT ?1",
         &[limit.into()],
     )
@@ -324,13 +363,24 @@ pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
 
 /// Records why each of `ids` is not settling (now, so it goes behind the others next time);
 /// returns the ids whose reason is new (for the alert).
-pub async fn hold(db: &D1Database, ids: &[i64], reason: &str, now: i64) -> DbResult<Vec<i64>> {
+pub async fn hold(
+    db: &D1Database,
+    (institution_id, ids): (i64, &[i64]),
+    reason: &str,
+    now: i64,
+) -> DbResult<Vec<i64>> {
     let mut new = Vec::new();
     for id in ids {
         let same = run(
             db,
-            "UPDATE settlement_holds SET updated_at = ?3 WHERE transaction_id = ?1 AND reason = ?2",
-            &[(*id).into(), reason.into(), now.into()],
+            "UPDATE settlement_holds SET updated_at = ?3 WHERE transaction_id = ?1 \
+             AND institution_id = ?4 AND reason = ?2",
+            &[
+                (*id).into(),
+                reason.into(),
+                now.into(),
+                institution_id.into(),
+            ],
         )
         .await?;
         if same > 0 {
@@ -338,11 +388,18 @@ pub async fn hold(db: &D1Database, ids: &[i64], reason: &str, now: i64) -> DbRes
         }
         let changed = run(
             db,
-            "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at) \
-             VALUES (?1, ?2, ?3, ?3) ON CONFLICT (transaction_id) DO UPDATE SET \
+            "INSERT INTO settlement_holds (transaction_id, reason, since, updated_at, \
+             institution_id) \
+             VALUES (?1, ?2, ?3, ?3, ?4) ON CONFLICT (transaction_id) DO UPDATE SET \
              reason = excluded.reason, since = excluded.since, updated_at = excluded.updated_at \
-             WHERE settlement_holds.reason <> excluded.reason",
-            &[(*id).into(), reason.into(), now.into()],
+             WHERE settlement_holds.reason <> excluded.reason \
+             AND settlement_holds.institution_id = excluded.institution_id",
+            &[
+                (*id).into(),
+                reason.into(),
+                now.into(),
+                institution_id.into(),
+            ],
         )
         .await?;
         if changed > 0 {
@@ -362,11 +419,16 @@ pub struct Hold {
 }
 
 /// The payment's hold, if any.
-pub async fn hold_of(db: &D1Database, transaction_id: i64) -> DbResult<Option<Hold>> {
+pub async fn hold_of(
+    db: &D1Database,
+    institution_id: i64,
+    transaction_id: i64,
+) -> DbResult<Option<Hold>> {
     first(
         db,
-        "SELECT reason, since FROM settlement_holds WHERE transaction_id = ?1",
-        &[transaction_id.into()],
+        "SELECT reason, since FROM settlement_holds WHERE transaction_id = ?1 \
+         AND institution_id = ?2",
+        &[transaction_id.into(), institution_id.into()],
     )
     .await
 }

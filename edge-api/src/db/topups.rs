@@ -65,7 +65,7 @@ pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1Prepare
 /// no address there.
 pub fn watch_assets(
     db: &D1Database,
-    (merchant_id, network): (i64, &str),
+    (institution_id, merchant_id, network): (i64, i64, &str),
     assets: &[WatchedAsset<'_>],
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
@@ -75,10 +75,10 @@ pub fn watch_assets(
             bind(
                 db,
                 "INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
-                 scanned_to, head_block, created_at) \
+                 scanned_to, head_block, created_at, institution_id) \
                  SELECT a.address, lower(?3), a.network, ?4, ?5, a.from_block, a.from_block - 1, \
-                 a.from_block, ?6 FROM topup_addresses a \
-                 WHERE a.merchant_id = ?1 AND a.network = ?2 \
+                 a.from_block, ?6, a.institution_id FROM topup_addresses a \
+                 WHERE a.merchant_id = ?1 AND a.network = ?2 AND a.institution_id = ?7 \
                  ON CONFLICT (address, token) DO NOTHING",
                 &[
                     merchant_id.into(),
@@ -87,6 +87,7 @@ pub fn watch_assets(
                     w.asset.into(),
                     i64::from(w.decimals).into(),
                     now.into(),
+                    institution_id.into(),
                 ],
             )
         })
@@ -124,14 +125,14 @@ pub async fn addresses_of(
 /// The top-up address of `merchant_id` on `network`, if it has one.
 pub async fn address_on(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     network: &str,
 ) -> DbResult<Option<TopupAddress>> {
     first(
         db,
         "SELECT address, network, created_by, created_at FROM topup_addresses \
-         WHERE merchant_id = ?1 AND network = ?2",
-        &[merchant_id.into(), network.into()],
+         WHERE merchant_id = ?1 AND network = ?2 AND institution_id = ?3",
+        &[merchant_id.into(), network.into(), institution_id.into()],
     )
     .await
 }
@@ -181,7 +182,8 @@ pub const MOST_TOTALLED: i64 = 10_000;
 const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, w.scanned_to, \
                      w.head_block, w.node_error, a.merchant_id, a.institution_id, \
                      w.confirmed_units \
-                     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address";
+                     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
+                     AND a.institution_id = w.institution_id";
 
 /// The watches of active merchants that nobody checked since `checked_before`, the least
 /// recently checked first; at most `limit`. (A suspended or disabled merchant's address is not
@@ -199,11 +201,18 @@ pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<V
 }
 
 /// Every watch of `merchant_id`'s top-up addresses.
-pub async fn watches_of(db: &D1Database, merchant_id: i64) -> DbResult<Vec<TopupWatch>> {
+pub async fn watches_of(
+    db: &D1Database,
+    institution_id: i64,
+    merchant_id: i64,
+) -> DbResult<Vec<TopupWatch>> {
     all(
         db,
-        &format!("{WATCH} WHERE a.merchant_id = ?1 ORDER BY w.network, w.asset"),
-        &[merchant_id.into()],
+        &format!(
+            "{WATCH} WHERE a.merchant_id = ?1 AND w.institution_id = ?2 \
+             ORDER BY w.network, w.asset"
+        ),
+        &[merchant_id.into(), institution_id.into()],
     )
     .await
 }
@@ -219,12 +228,13 @@ pub async fn claim(
     run(
         db,
         "UPDATE topup_watches SET checked_at = ?4 WHERE address = ?1 AND token = ?2 \
-         AND checked_at < ?3",
+         AND institution_id = ?5 AND checked_at < ?3",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             checked_before.into(),
             now.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -236,12 +246,13 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
     run(
         db,
         "UPDATE topup_watches SET head_block = max(head_block, ?3), node_error = NULL, \
-         read_at = ?4 WHERE address = ?1 AND token = ?2",
+         read_at = ?4 WHERE address = ?1 AND token = ?2 AND institution_id = ?5",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             i64::try_from(head).unwrap_or(i64::MAX).into(),
             now.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -252,11 +263,13 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
 pub async fn failed(db: &D1Database, watch: &TopupWatch, error: &str) -> DbResult<()> {
     run(
         db,
-        "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2",
+        "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?4",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             error.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -280,7 +293,8 @@ pub struct SeenTopup<'a> {
 /// Whether the watch is still where a check found it: read to the same block, with the same
 /// confirmed total (`?1` address, `?2` token, `?3` [`TopupWatch::state`]).
 const UNCHANGED: &str = "(SELECT scanned_to || '/' || COALESCE(confirmed_units, '') \
-                         FROM topup_watches WHERE address = ?1 AND token = ?2) = ?3";
+                         FROM topup_watches WHERE address = ?1 AND token = ?2 \
+                         AND institution_id = ?4) = ?3";
 
 /// The condition of everything a check of `watch` writes: the watch is still where the check
 /// found it, so of two overlapping checks the later to finish writes nothing (and its total is
@@ -289,11 +303,14 @@ pub fn unchanged(watch: &TopupWatch) -> When {
     When::holds(UNCHANGED, watch_params(watch))
 }
 
+/// The watch's key and state, `?1` to `?4` of every statement of a check: its address, token,
+/// state (as [`UNCHANGED`] compares it) and institution.
 fn watch_params(watch: &TopupWatch) -> Vec<Value> {
     vec![
         watch.address.as_str().into(),
         watch.token.as_str().into(),
         watch.state().into(),
+        watch.institution_id.into(),
     ]
 }
 
@@ -306,12 +323,13 @@ pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<
     }
     let rows: Vec<Row> = all(
         db,
-        "SELECT amount FROM topup_transfers WHERE address = ?1 AND token = ?2 AND confirmed = 1 \
-         LIMIT ?3",
+        "SELECT amount FROM topup_transfers WHERE address = ?1 AND token = ?2 \
+         AND institution_id = ?4 AND confirmed = 1 LIMIT ?3",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             (MOST_TOTALLED + 1).into(),
+            watch.institution_id.into(),
         ],
     )
     .await?;
@@ -335,13 +353,14 @@ pub async fn confirmed_in(
     let rows: Vec<Row> = all(
         db,
         "SELECT tx_hash, log_index FROM topup_transfers WHERE address = ?1 AND token = ?2 \
-         AND confirmed = 1 AND block_number BETWEEN ?3 AND ?4 LIMIT ?5",
+         AND institution_id = ?6 AND confirmed = 1 AND block_number BETWEEN ?3 AND ?4 LIMIT ?5",
         &[
             watch.address.as_str().into(),
             watch.token.as_str().into(),
             block(from),
             block(to),
             limit.into(),
+            watch.institution_id.into(),
         ],
     )
     .await?;
@@ -363,6 +382,7 @@ pub fn record(
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
+    // Every statement takes the watch's key, state and institution as ?1 to ?4.
     let unchanged = UNCHANGED;
     let watch_params = || watch_params(watch);
     let mut params = watch_params();
@@ -370,8 +390,8 @@ pub fn record(
     let mut statements = vec![bind(
         db,
         &format!(
-            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND confirmed = 0 \
-             AND block_number BETWEEN ?4 AND ?5 AND {unchanged}"
+            "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND institution_id = ?4 \
+             AND confirmed = 0 AND block_number BETWEEN ?5 AND ?6 AND {unchanged}"
         ),
         &params,
     )?];
@@ -390,8 +410,8 @@ pub fn record(
             db,
             &format!(
                 "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
-                 amount, block_number, confirmed, seen_at) \
-                 SELECT ?4, ?5, ?6, ?1, ?2, ?7, ?8, ?9, ?10 WHERE {unchanged} \
+                 amount, block_number, confirmed, seen_at, institution_id) \
+                 SELECT ?5, ?6, ?7, ?1, ?2, ?8, ?9, ?10, ?11, ?4 WHERE {unchanged} \
                  ON CONFLICT (network, tx_hash, log_index, address, token) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
                  block_number = excluded.block_number"
@@ -409,9 +429,10 @@ pub fn record(
     statements.push(bind(
         db,
         &format!(
-            "UPDATE topup_watches SET scanned_to = max(scanned_to, ?4), \
-             head_block = max(head_block, ?5), node_error = NULL, read_at = ?6, \
-             confirmed_units = ?7 WHERE address = ?1 AND token = ?2 AND {unchanged}"
+            "UPDATE topup_watches SET scanned_to = max(scanned_to, ?5), \
+             head_block = max(head_block, ?6), node_error = NULL, read_at = ?7, \
+             confirmed_units = ?8 WHERE address = ?1 AND token = ?2 AND institution_id = ?4 \
+             AND {unchanged}"
         ),
         &params,
     )?);
@@ -439,16 +460,17 @@ pub struct TopupTransfer {
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
 pub async fn transfers_of(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     limit: i64,
 ) -> DbResult<Vec<TopupTransfer>> {
     all(
         db,
         "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed \
          FROM topup_transfers t \
-         JOIN topup_addresses a ON a.address = t.address WHERE a.merchant_id = ?1 \
+         JOIN topup_addresses a ON a.address = t.address AND a.institution_id = t.institution_id \
+         WHERE a.merchant_id = ?1 AND t.institution_id = ?3 \
          ORDER BY t.seen_at DESC, t.block_number DESC, t.log_index DESC LIMIT ?2",
-        &[merchant_id.into(), limit.into()],
+        &[merchant_id.into(), limit.into(), institution_id.into()],
     )
     .await
 }

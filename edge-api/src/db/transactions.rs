@@ -121,12 +121,12 @@ fn index_for(filter: &TransactionFilter) -> Option<&'static str> {
 
 /// The query for one page of an institution's transactions, newest first, one row over `limit`.
 pub fn list_query(owner: Owner<'_>, filter: &TransactionFilter) -> Select {
-    let mut sql = format!("SELECT {COLUMNS} FROM transactions");
-    if let Some(index) = index_for(filter) {
-        sql.push_str(&format!(" INDEXED BY {index}"));
-    }
+    let indexed = index_for(filter)
+        .map(|index| format!(" INDEXED BY {index}"))
+        .unwrap_or_default();
     let (institution, param) = owner.sql();
-    sql.push_str(&format!(" WHERE institution_id = {institution}"));
+    let mut sql =
+        format!("SELECT {COLUMNS} FROM transactions{indexed} WHERE institution_id = {institution}");
     let mut params = vec![param];
     let mut and = |clause: &dyn Fn(usize) -> String, value: Value| {
         params.push(value);
@@ -337,16 +337,17 @@ pub fn search_query(institution_id: i64, keys: &SearchKeys<'_>) -> Select {
               UNION ALL SELECT * FROM (\
               SELECT t.id, 'tx_hash' AS key FROM chain_transfers c \
                 INDEXED BY chain_transfers_by_hash \
-                JOIN deposit_watches w ON w.address = c.address \
+                JOIN deposit_watches w ON w.address = c.address AND w.institution_id = ?1 \
                 JOIN transactions t ON t.id = w.transaction_id \
-                WHERE c.tx_hash = ?4 AND t.institution_id = ?1 \
+                WHERE c.tx_hash = ?4 AND c.institution_id = ?1 AND t.institution_id = ?1 \
               UNION ALL SELECT t.id, 'deposit_address' FROM deposit_watches w \
                 JOIN transactions t ON t.id = w.transaction_id \
-                WHERE w.address = ?4 AND t.institution_id = ?1 \
+                WHERE w.address = ?4 AND w.institution_id = ?1 AND t.institution_id = ?1 \
               UNION ALL SELECT t.id, 'deposit_address' FROM checkout_sessions s \
                 INDEXED BY checkout_sessions_by_deposit_address \
                 JOIN transactions t ON t.id = s.transaction_id \
-                WHERE s.deposit_address = ?4 AND t.institution_id = ?1)) \
+                WHERE s.deposit_address = ?4 AND s.institution_id = ?1 \
+                AND t.institution_id = ?1)) \
               GROUP BY id ORDER BY id DESC LIMIT ?5"
             .to_owned(),
         params: vec![
@@ -466,7 +467,7 @@ pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<Returning
 /// statement follows it in the batch, guarded on this one having written).
 pub fn change_method(
     db: &D1Database,
-    id: i64,
+    (institution_id, id): (i64, i64),
     version: i64,
     asset: &str,
     network: &str,
@@ -475,13 +476,15 @@ pub fn change_method(
     bind(
         db,
         "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3, \
-         version = version + 1 WHERE id = ?4 AND version = ?5 AND raw_status = 'pending'",
+         version = version + 1 WHERE id = ?4 AND institution_id = ?6 AND version = ?5 \
+         AND raw_status = 'pending'",
         &[
             asset.into(),
             network.into(),
             now_text.into(),
             id.into(),
             version.into(),
+            institution_id.into(),
         ],
     )
 }
@@ -491,25 +494,28 @@ pub fn change_method(
 /// end and its grace (so the end is known), at most `limit`. Only open checkouts are
 /// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
 /// look-back window that could strand an old session.
-pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<i64>> {
+pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<(i64, i64)>> {
     #[derive(Deserialize)]
     struct Id {
+        institution_id: i64,
         id: i64,
     }
     let rows: Vec<Id> = all(
         db,
-        "SELECT t.id FROM transactions t INDEXED BY transactions_pending \
+        "SELECT t.institution_id, t.id FROM transactions t INDEXED BY transactions_pending \
          JOIN checkout_sessions s ON s.transaction_id = t.id \
+         AND s.institution_id = t.institution_id \
          WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 \
          AND NOT EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
-         AND c.kind = 'payment') \
+         AND c.institution_id = s.institution_id AND c.kind = 'payment') \
          AND NOT EXISTS (SELECT 1 FROM deposit_watches w WHERE w.session_id = s.id \
+         AND w.institution_id = s.institution_id \
          AND (w.node_error IS NOT NULL OR w.read_at < s.expires_at + ?3)) \
          ORDER BY t.id LIMIT ?2",
         &[now.into(), limit.into(), watches::END_GRACE_SECONDS.into()],
     )
     .await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    Ok(rows.into_iter().map(|r| (r.institution_id, r.id)).collect())
 }
 
 /// A payment as the lifecycle needs it and as the API shows it, from one read (one snapshot:
@@ -545,26 +551,34 @@ struct PaymentColumns {
     view: Row,
 }
 
-/// The books' condition that transaction `id` is at `version` (its change was written).
-pub fn at_version(id: i64, version: i64) -> When {
+/// The books' condition that transaction `id` (of `institution_id`) is at `version` (its
+/// change was written).
+pub fn at_version((institution_id, id): (i64, i64), version: i64) -> When {
     When::holds(
-        "(SELECT version FROM transactions WHERE id = ?1) = ?2",
-        vec![id.into(), version.into()],
+        "(SELECT version FROM transactions WHERE id = ?1 AND institution_id = ?3) = ?2",
+        vec![id.into(), version.into(), institution_id.into()],
     )
 }
 
-/// The transaction's lifecycle state and API view, in one round trip.
-pub async fn payment(db: &D1Database, id: i64) -> DbResult<Option<PaymentRow>> {
+/// The transaction's lifecycle state and API view, in one round trip; `None` when it is not
+/// `institution_id`'s.
+pub async fn payment(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+) -> DbResult<Option<PaymentRow>> {
     let sql = format!(
         "SELECT {COLUMNS}, institution_id, amount_refunded, version, \
-         (SELECT expires_at FROM checkout_sessions WHERE transaction_id = transactions.id) \
-         AS expires_at, \
+         (SELECT expires_at FROM checkout_sessions WHERE transaction_id = transactions.id \
+          AND institution_id = transactions.institution_id) AS expires_at, \
          EXISTS (SELECT 1 FROM deposit_watches w WHERE w.transaction_id = transactions.id \
+         AND w.institution_id = transactions.institution_id \
          AND w.network = transactions.network_payment AND w.asset = transactions.asset AND {}) \
-         AS paid_on_chain FROM transactions WHERE id = ?1",
+         AS paid_on_chain FROM transactions WHERE id = ?1 AND institution_id = ?2",
         watches::CREDITED_ON_CHAIN
     );
-    let Some(row) = first::<PaymentColumns>(db, &sql, &[id.into()]).await? else {
+    let Some(row) = first::<PaymentColumns>(db, &sql, &[id.into(), institution_id.into()]).await?
+    else {
         return Ok(None);
     };
     let refunded = row
@@ -604,7 +618,7 @@ pub struct Stamps<'a> {
 /// statements that follow it in the batch check `changes() = 1`.)
 pub fn apply_change(
     db: &D1Database,
-    id: i64,
+    (institution_id, id): (i64, i64),
     version: i64,
     change: &Change,
     stamps: &Stamps<'_>,
@@ -658,10 +672,13 @@ pub fn apply_change(
         })
         .collect();
     params.push(id.into());
+    params.push(institution_id.into());
     params.push(version.into());
     let sql = format!(
-        "UPDATE transactions SET {}, version = version + 1 WHERE id = ?{} AND version = ?{}",
+        "UPDATE transactions SET {}, version = version + 1 WHERE id = ?{} \
+         AND institution_id = ?{} AND version = ?{}",
         assignments.join(", "),
+        params.len() - 2,
         params.len() - 1,
         params.len()
     );

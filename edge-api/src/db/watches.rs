@@ -19,6 +19,8 @@ pub struct NewWatch<'a> {
     pub derivation_index: i64,
     /// Its session.
     pub session_id: &'a str,
+    /// The session's institution.
+    pub institution_id: i64,
     /// Network name.
     pub network: &'a str,
     /// Asset code.
@@ -50,9 +52,10 @@ pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement
         db,
         "INSERT INTO deposit_watches (address, session_id, transaction_id, network, asset, token, \
          decimals, crypto_amount, base_units, rate, rate_source, quoted_at, from_block, \
-         scanned_to, head_block, watch_until, created_at, derivation_index) \
+         scanned_to, head_block, watch_until, created_at, derivation_index, institution_id) \
          SELECT lower(?1), ?2, s.transaction_id, ?3, ?4, lower(?5), ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
-         ?12 - 1, ?12, ?13, ?11, ?14 FROM checkout_sessions s WHERE s.id = ?2",
+         ?12 - 1, ?12, ?13, ?11, ?14, s.institution_id FROM checkout_sessions s \
+         WHERE s.id = ?2 AND s.institution_id = ?15",
         &[
             w.address.into(),
             w.session_id.into(),
@@ -68,6 +71,7 @@ pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement
             block.into(),
             w.watch_until.into(),
             w.derivation_index.into(),
+            w.institution_id.into(),
         ],
     )
 }
@@ -81,6 +85,8 @@ pub struct Watch {
     pub derivation_index: i64,
     /// Its session.
     pub session_id: String,
+    /// The session's institution.
+    pub institution_id: i64,
     /// Network name.
     pub network: String,
     /// Asset code.
@@ -110,12 +116,14 @@ pub struct Watch {
     pub raw_status: RawStatus,
 }
 
-const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.network, w.asset, \
-                     w.token, w.decimals, w.crypto_amount, w.base_units, w.scanned_to, \
-                     w.head_block, w.node_error, w.read_at, w.checked_at, s.expires_at, \
+const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.institution_id, \
+                     w.network, w.asset, w.token, w.decimals, w.crypto_amount, w.base_units, \
+                     w.scanned_to, w.head_block, w.node_error, w.read_at, w.checked_at, s.expires_at, \
                      t.raw_status \
                      FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id \
-                     JOIN transactions t ON t.id = w.transaction_id";
+                     AND s.institution_id = w.institution_id \
+                     JOIN transactions t ON t.id = w.transaction_id \
+                     AND t.institution_id = w.institution_id";
 
 /// How long after a checkout's end its addresses must have been read before the end is
 /// decided (an underpayment credited, or the checkout expired): time for a transfer sent at the
@@ -161,12 +169,19 @@ pub async fn due(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Watch>> 
     .await
 }
 
-/// Every watch of a session, oldest first.
-pub async fn of_session(db: &D1Database, session_id: &str) -> DbResult<Vec<Watch>> {
+/// Every watch of a session (of `institution_id`), oldest first.
+pub async fn of_session(
+    db: &D1Database,
+    institution_id: i64,
+    session_id: &str,
+) -> DbResult<Vec<Watch>> {
     all(
         db,
-        &format!("{WATCH} WHERE w.session_id = ?1 ORDER BY w.created_at, w.address"),
-        &[session_id.into()],
+        &format!(
+            "{WATCH} WHERE w.session_id = ?1 AND w.institution_id = ?2 \
+             ORDER BY w.created_at, w.address"
+        ),
+        &[session_id.into(), institution_id.into()],
     )
     .await
 }
@@ -186,14 +201,20 @@ pub fn of_session_in_batch(db: &D1Database, session_id: &str) -> DbResult<Return
 /// [`record`] then keeps only the first to finish.)
 pub async fn claim(
     db: &D1Database,
-    address: &str,
+    watch: &Watch,
     checked_before: i64,
     now: i64,
 ) -> DbResult<bool> {
     run(
         db,
-        "UPDATE deposit_watches SET checked_at = ?3 WHERE address = ?1 AND checked_at < ?2",
-        &[address.into(), checked_before.into(), now.into()],
+        "UPDATE deposit_watches SET checked_at = ?3 WHERE address = ?1 AND institution_id = ?4 \
+         AND checked_at < ?2",
+        &[
+            watch.address.as_str().into(),
+            checked_before.into(),
+            now.into(),
+            watch.institution_id.into(),
+        ],
     )
     .await
     .map(|changed| changed == 1)
@@ -201,15 +222,16 @@ pub async fn claim(
 
 /// Records a check that found nothing new to read (the node is not past what was read): its
 /// head, and that it answered.
-pub async fn touch(db: &D1Database, address: &str, head: u64, now: i64) -> DbResult<()> {
+pub async fn touch(db: &D1Database, watch: &Watch, head: u64, now: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE deposit_watches SET head_block = ?2, node_error = NULL, read_at = ?3 \
-         WHERE address = ?1",
+         WHERE address = ?1 AND institution_id = ?4",
         &[
-            address.into(),
+            watch.address.as_str().into(),
             i64::try_from(head).unwrap_or(i64::MAX).into(),
             now.into(),
+            watch.institution_id.into(),
         ],
     )
     .await
@@ -220,14 +242,19 @@ pub async fn touch(db: &D1Database, address: &str, head: u64, now: i64) -> DbRes
 /// as a payment. A payment the sandbox simulated on a watched checkout has none, so the
 /// treasury never settles or refunds money that never arrived.
 pub const CREDITED_ON_CHAIN: &str = "EXISTS (SELECT 1 FROM chain_transfers ct \
-     WHERE ct.address = w.address AND ct.confirmed = 1 AND ct.kind = 'payment')";
+     WHERE ct.address = w.address AND ct.institution_id = w.institution_id \
+     AND ct.confirmed = 1 AND ct.kind = 'payment')";
 
 /// Records that the node could not be read (the text never holds its URL).
-pub async fn failed(db: &D1Database, address: &str, error: &str) -> DbResult<()> {
+pub async fn failed(db: &D1Database, watch: &Watch, error: &str) -> DbResult<()> {
     run(
         db,
-        "UPDATE deposit_watches SET node_error = ?2 WHERE address = ?1",
-        &[address.into(), error.into()],
+        "UPDATE deposit_watches SET node_error = ?2 WHERE address = ?1 AND institution_id = ?3",
+        &[
+            watch.address.as_str().into(),
+            error.into(),
+            watch.institution_id.into(),
+        ],
     )
     .await
     .map(drop)
@@ -256,8 +283,12 @@ pub struct SeenTransfer<'a> {
 /// The books' condition that a check of `watch` applies: the watch is still where it found it.
 pub fn unchanged(watch: &Watch) -> When {
     When::holds(
-        "(SELECT scanned_to FROM deposit_watches WHERE address = ?1) = ?2",
-        vec![watch.address.as_str().into(), watch.scanned_to.into()],
+        "(SELECT scanned_to FROM deposit_watches WHERE address = ?1 AND institution_id = ?3) = ?2",
+        vec![
+            watch.address.as_str().into(),
+            watch.scanned_to.into(),
+            watch.institution_id.into(),
+        ],
     )
 }
 
@@ -279,18 +310,21 @@ pub fn record(
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
-    let unchanged = "(SELECT scanned_to FROM deposit_watches WHERE address = ?1) = ?4";
+    // The institution is ?5 in every statement below.
+    let unchanged =
+        "(SELECT scanned_to FROM deposit_watches WHERE address = ?1 AND institution_id = ?5) = ?4";
     let mut statements = vec![bind(
         db,
         &format!(
-            "DELETE FROM chain_transfers WHERE address = ?1 AND confirmed = 0 \
-             AND block_number BETWEEN ?2 AND ?3 AND {unchanged}"
+            "DELETE FROM chain_transfers WHERE address = ?1 AND institution_id = ?5 \
+             AND confirmed = 0 AND block_number BETWEEN ?2 AND ?3 AND {unchanged}"
         ),
         &[
             watch.address.as_str().into(),
             block(read.0).into(),
             block(read.1).into(),
             watch.scanned_to.into(),
+            watch.institution_id.into(),
         ],
     )?];
     for t in seen {
@@ -298,8 +332,10 @@ pub fn record(
             db,
             &format!(
                 "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
-                 token, amount, block_number, confirmed, kind, after_expiry, seen_at) \
-                 SELECT ?13, ?2, ?3, ?1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 WHERE {unchanged} \
+                 token, amount, block_number, confirmed, kind, after_expiry, seen_at, \
+                 institution_id) \
+                 SELECT ?13, ?2, ?3, ?1, ?14, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?5 \
+                 WHERE {unchanged} \
                  ON CONFLICT (network, tx_hash, log_index, address) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
                  block_number = excluded.block_number"
@@ -309,7 +345,7 @@ pub fn record(
                 t.tx_hash.into(),
                 block(t.log_index).into(),
                 watch.scanned_to.into(),
-                watch.session_id.as_str().into(),
+                watch.institution_id.into(),
                 t.token.into(),
                 t.amount.clone().into(),
                 block(t.block_number).into(),
@@ -318,6 +354,7 @@ pub fn record(
                 i64::from(t.after_expiry).into(),
                 now.into(),
                 watch.network.as_str().into(),
+                watch.session_id.as_str().into(),
             ],
         )?);
     }
@@ -326,7 +363,7 @@ pub fn record(
         "UPDATE deposit_watches SET scanned_to = max(scanned_to, ?2), \
          head_block = max(head_block, ?3), node_error = NULL, \
          read_at = CASE WHEN ?6 THEN ?5 ELSE read_at END \
-         WHERE address = ?1 AND scanned_to = ?4",
+         WHERE address = ?1 AND institution_id = ?7 AND scanned_to = ?4",
         &[
             watch.address.as_str().into(),
             block(scanned_to).into(),
@@ -334,6 +371,7 @@ pub fn record(
             watch.scanned_to.into(),
             now.into(),
             i64::from(caught_up).into(),
+            watch.institution_id.into(),
         ],
     )?);
     Ok(statements)
@@ -356,13 +394,17 @@ pub struct ConfirmedPayment {
 
 /// Every payment stored as final to `address` (at most [`MAX_CONFIRMED_PAYMENTS`]; more is an
 /// error).
-pub async fn confirmed_payments(db: &D1Database, address: &str) -> DbResult<Vec<ConfirmedPayment>> {
+pub async fn confirmed_payments(db: &D1Database, watch: &Watch) -> DbResult<Vec<ConfirmedPayment>> {
     let rows: Vec<ConfirmedPayment> = all(
         db,
         "SELECT tx_hash, log_index, amount FROM chain_transfers \
-         WHERE address = ?1 AND confirmed = 1 AND kind = 'payment' AND amount IS NOT NULL \
-         LIMIT ?2",
-        &[address.into(), (MAX_CONFIRMED_PAYMENTS + 1).into()],
+         WHERE address = ?1 AND institution_id = ?3 AND confirmed = 1 AND kind = 'payment' \
+         AND amount IS NOT NULL LIMIT ?2",
+        &[
+            watch.address.as_str().into(),
+            (MAX_CONFIRMED_PAYMENTS + 1).into(),
+            watch.institution_id.into(),
+        ],
     )
     .await?;
     if rows.len() > usize::try_from(MAX_CONFIRMED_PAYMENTS).unwrap_or(usize::MAX) {
@@ -409,7 +451,7 @@ pub struct StoredTransfer {
 /// valuation already recorded stays), and only on a final payment. Whether it wrote.
 pub async fn set_rate(
     db: &D1Database,
-    network: &str,
+    (institution_id, network): (i64, &str),
     transfer: &StoredTransfer,
     rate: Decimal,
     source: &str,
@@ -418,7 +460,7 @@ pub async fn set_rate(
         db,
         "UPDATE chain_transfers SET rate = ?5, rate_source = ?6 WHERE network = ?1 \
          AND tx_hash = ?2 AND log_index = ?3 AND address = ?4 AND rate IS NULL \
-         AND confirmed = 1 AND kind = 'payment' AND after_expiry = 1",
+         AND confirmed = 1 AND kind = 'payment' AND after_expiry = 1 AND institution_id = ?7",
         &[
             network.into(),
             transfer.tx_hash.to_string().into(),
@@ -426,6 +468,7 @@ pub async fn set_rate(
             transfer.address.lower().into(),
             rate.to_string().into(),
             source.into(),
+            institution_id.into(),
         ],
     )
     .await
@@ -460,32 +503,42 @@ pub struct Deposit {
 }
 
 /// The deposit addresses given out for transaction `id`, oldest first.
-pub async fn deposits_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<Deposit>> {
+pub async fn deposits_of_transaction(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+) -> DbResult<Vec<Deposit>> {
     all(
         db,
         "SELECT address, network, asset, token, decimals, crypto_amount, rate, rate_source, \
          quoted_at, head_block, node_error FROM deposit_watches WHERE transaction_id = ?1 \
-         ORDER BY created_at, address",
-        &[id.into()],
+         AND institution_id = ?2 ORDER BY created_at, address",
+        &[id.into(), institution_id.into()],
     )
     .await
 }
 
 /// Every transfer seen to the deposit addresses of transaction `id`, in chain order.
-pub async fn transfers_of_transaction(db: &D1Database, id: i64) -> DbResult<Vec<StoredTransfer>> {
+pub async fn transfers_of_transaction(
+    db: &D1Database,
+    institution_id: i64,
+    id: i64,
+) -> DbResult<Vec<StoredTransfer>> {
     all(
         db,
         "SELECT c.tx_hash, c.log_index, c.address, c.token, c.amount, c.block_number, \
          c.confirmed, c.kind, c.after_expiry, c.rate, c.rate_source FROM chain_transfers c \
-         JOIN deposit_watches w ON w.address = c.address WHERE w.transaction_id = ?1 \
+         JOIN deposit_watches w ON w.address = c.address AND w.institution_id = c.institution_id \
+         WHERE w.transaction_id = ?1 AND w.institution_id = ?2 AND c.institution_id = ?2 \
          ORDER BY c.block_number, c.log_index",
-        &[id.into()],
+        &[id.into(), institution_id.into()],
     )
     .await
 }
 
-/// Every transfer seen for a session, in chain order, as a statement of a batch.
-pub fn transfers_of_session(
+/// Every transfer seen for checkout `session_id`, in chain order, as a statement of the status
+/// poll's batch, which names only the checkout (its institution is read in the same batch).
+pub fn transfers_of_session_in_batch(
     db: &D1Database,
     session_id: &str,
 ) -> DbResult<Returning<StoredTransfer>> {
@@ -495,6 +548,23 @@ pub fn transfers_of_session(
          after_expiry, rate, rate_source FROM chain_transfers WHERE session_id = ?1 \
          ORDER BY block_number, log_index",
         &[session_id.into()],
+    )
+    .map(Returning::new)
+}
+
+/// Every transfer seen for a session, in chain order, as a statement of a batch.
+pub fn transfers_of_session(
+    db: &D1Database,
+    institution_id: i64,
+    session_id: &str,
+) -> DbResult<Returning<StoredTransfer>> {
+    bind(
+        db,
+        "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
+         after_expiry, rate, rate_source FROM chain_transfers \
+         WHERE session_id = ?1 AND institution_id = ?2 \
+         ORDER BY block_number, log_index",
+        &[session_id.into(), institution_id.into()],
     )
     .map(Returning::new)
 }

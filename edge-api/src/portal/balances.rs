@@ -165,7 +165,7 @@ fn empty(asset: &Asset) -> Balance {
 
 /// The merchant's accounts (after checking the merchant is the institution's).
 async fn accounts(portal: &Portal<'_>, merchant_id: i64) -> Result<Vec<AccountView>, ApiError> {
-    ledger::of_merchant(portal.db(), merchant_id)
+    ledger::of_merchant(portal.db(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read balances")
 }
@@ -751,7 +751,7 @@ pub async fn refund_effect(
     else {
         return Ok(None);
     };
-    let Some(quote) = refunds::quote_of(portal.db(), transaction_id)
+    let Some(quote) = refunds::quote_of(portal.db(), portal.institution_id(), transaction_id)
         .await
         .or_internal("read the payment's quote")?
     else {

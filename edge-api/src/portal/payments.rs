@@ -182,36 +182,37 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             deliveries: with_attempts,
         });
     }
-    let found = watches::deposits_of_transaction(portal.db(), id)
+    let found = watches::deposits_of_transaction(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read deposits")?;
-    let chain_transfers = watches::transfers_of_transaction(portal.db(), id)
-        .await
-        .or_internal("read transfers")?
-        .into_iter()
-        .map(|t| {
-            let deposit = found.iter().find(|d| d.address == t.address);
-            let amount = deposit
-                .filter(|d| t.kind == "payment" && d.token == t.token)
-                .zip(t.amount.as_deref().and_then(|a| a.parse::<u128>().ok()))
-                .and_then(|(d, units)| chain::evm::from_units(units, d.decimals))
-                .map(|a| a.to_string());
-            TransferView {
-                tx_hash: t.tx_hash,
-                log_index: t.log_index,
-                address: t.address,
-                token: t.token,
-                amount,
-                base_units: t.amount,
-                block_number: t.block_number,
-                confirmed: t.confirmed,
-                kind: t.kind,
-                after_expiry: t.after_expiry,
-                rate: t.rate.map(|r| r.normalize().to_string()),
-                rate_source: t.rate_source,
-            }
-        })
-        .collect();
+    let chain_transfers =
+        watches::transfers_of_transaction(portal.db(), portal.institution_id(), id)
+            .await
+            .or_internal("read transfers")?
+            .into_iter()
+            .map(|t| {
+                let deposit = found.iter().find(|d| d.address == t.address);
+                let amount = deposit
+                    .filter(|d| t.kind == "payment" && d.token == t.token)
+                    .zip(t.amount.as_deref().and_then(|a| a.parse::<u128>().ok()))
+                    .and_then(|(d, units)| chain::evm::from_units(units, d.decimals))
+                    .map(|a| a.to_string());
+                TransferView {
+                    tx_hash: t.tx_hash,
+                    log_index: t.log_index,
+                    address: t.address,
+                    token: t.token,
+                    amount,
+                    base_units: t.amount,
+                    block_number: t.block_number,
+                    confirmed: t.confirmed,
+                    kind: t.kind,
+                    after_expiry: t.after_expiry,
+                    rate: t.rate.map(|r| r.normalize().to_string()),
+                    rate_source: t.rate_source,
+                }
+            })
+            .collect();
     let deposits = found
         .into_iter()
         .map(|d| {
@@ -229,7 +230,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .collect::<Result<_, ApiError>>()?;
-    let settlement_hold = settlements::hold_of(portal.db(), id)
+    let settlement_hold = settlements::hold_of(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read settlement hold")?
         .map(|h| {
@@ -239,10 +240,11 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .transpose()?;
-    let settlement_transactions = sends::of_settled_payment(portal.db(), id)
-        .await
-        .or_internal("read settlement transactions")?;
-    let refunds = refunds::of_transaction(portal.db(), id)
+    let settlement_transactions =
+        sends::of_settled_payment(portal.db(), portal.institution_id(), id)
+            .await
+            .or_internal("read settlement transactions")?;
+    let refunds = refunds::of_transaction(portal.db(), portal.institution_id(), id)
         .await
         .or_internal("read refunds")?
         .into_iter()

@@ -92,7 +92,7 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
     let addresses = topups::addresses_of(portal.db(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read top-up addresses")?;
-    let mut watches = topups::watches_of(portal.db(), merchant_id)
+    let mut watches = topups::watches_of(portal.db(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read top-up watches")?;
     let missing = addresses.iter().any(|a| {
@@ -105,14 +105,23 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
         })
     });
     if missing {
-        topup::watch_assets(portal.ctx, merchant_id, &networks).await?;
-        watches = topups::watches_of(portal.db(), merchant_id)
+        topup::watch_assets(
+            portal.ctx,
+            (portal.institution_id(), merchant_id),
+            &networks,
+        )
+        .await?;
+        watches = topups::watches_of(portal.db(), portal.institution_id(), merchant_id)
             .await
             .or_internal("read top-up watches")?;
     }
-    let transfers = topups::transfers_of(portal.db(), merchant_id, MAX_SHOWN * 4)
-        .await
-        .or_internal("read top-ups")?;
+    let transfers = topups::transfers_of(
+        portal.db(),
+        (portal.institution_id(), merchant_id),
+        MAX_SHOWN * 4,
+    )
+    .await
+    .or_internal("read top-ups")?;
     let shown = EVM_NETWORKS
         .iter()
         .filter_map(|name| networks.get(*name).map(|n| (*name, n)))

@@ -300,7 +300,7 @@ async fn payment_request(
     ctx: &Ctx,
     session: &sessions::SessionView,
 ) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
-    let watched = watches::of_session(&ctx.db, &session.id)
+    let watched = watches::of_session(&ctx.db, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?;
     request_of(ctx, session, watched)

@@ -87,6 +87,6 @@ pub async fn act(
             )))
         }
     };
-    let transaction = payments::act(ctx, id, Some(caller.institution_id), &action).await?;
+    let transaction = payments::act(ctx, (caller.institution_id, id), &action).await?;
     http::json(200, &transaction).or_internal("build response")
 }

@@ -893,18 +893,20 @@ fn paid_on_chain(worker: &Worker, merchant_id: i64, (gross, units): (&str, u128)
     let address = format!("0x{:040x}", 0xbeef_0000u64 + u64::from(n));
     conn.execute(
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at, \
+         institution_id) \
          VALUES (?1, ?2, ?3, 'Seeded', 'https://shop.example/done', 'USDC', 'polygon', ?4, ?5, \
-         1790000000, 1790003600)",
+         1790000000, 1790003600, 1)",
         rusqlite::params![format!("cs_seeded_{n}"), id, merchant_id, address, gross],
     )
     .unwrap();
     conn.execute(
         "INSERT INTO deposit_watches (address, derivation_index, session_id, transaction_id, \
          network, asset, token, decimals, crypto_amount, base_units, rate, rate_source, \
-         quoted_at, from_block, scanned_to, head_block, watch_until, created_at) \
+         quoted_at, from_block, scanned_to, head_block, watch_until, created_at, \
+         institution_id) \
          VALUES (?1, ?2, ?3, ?4, 'polygon', 'USDC', ?5, 6, ?6, ?7, '1', 'par', 1790000000, 1, \
-         10, 10, 0, 1790000000)",
+         10, 10, 0, 1790000000, 1)",
         rusqlite::params![
             address,
             1000 + n,
@@ -918,8 +920,8 @@ fn paid_on_chain(worker: &Worker, merchant_id: i64, (gross, units): (&str, u128)
     .unwrap();
     conn.execute(
         "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, token, \
-         amount, block_number, confirmed, kind, after_expiry, seen_at) \
-         VALUES ('polygon', ?1, 0, ?2, ?3, ?4, '1', 5, 1, 'payment', 0, 1790000000)",
+         amount, block_number, confirmed, kind, after_expiry, seen_at, institution_id) \
+         VALUES ('polygon', ?1, 0, ?2, ?3, ?4, '1', 5, 1, 'payment', 0, 1790000000, 1)",
         rusqlite::params![
             format!("0x{:064x}", n),
             address,

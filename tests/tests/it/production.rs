@@ -36,10 +36,11 @@ fn production_takes_no_payment_it_cannot_see() {
     .unwrap();
     db.execute(
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-         asset, network, deposit_address, crypto_amount, created_at, expires_at) \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at, \
+         institution_id) \
          VALUES ('cs_prod_old', last_insert_rowid(), ?1, 'Old order', 'https://shop.example/done', \
          'USDC', 'polygon', '0x00000000000000000000000000000000000000aa', '10.000000', \
-         unixepoch(), unixepoch() + 3600)",
+         unixepoch(), unixepoch() + 3600, 1)",
         [worker.credentials.institutions[0].merchants[0].id],
     )
     .unwrap();

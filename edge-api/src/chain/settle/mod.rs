@@ -70,7 +70,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     for Stalled { send, reason } in stalled {
         match send.purpose() {
             Purpose::Settlement(id) => {
-                let held = settlements::claimed(&ctx.db, id)
+                let held = settlements::claimed(&ctx.db, (send.institution_id, id))
                     .await
                     .or_internal("read a settlement's payments")?;
                 if let Some(first) = held.first() {
@@ -78,9 +78,11 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
                     hold(ctx, first.institution_id, &ids, &reason).await?;
                 }
             }
-            Purpose::Refund(id) => refunds::note(&ctx.db, id, &reason, ctx.now())
-                .await
-                .or_internal("record why a refund waits")?,
+            Purpose::Refund(id) => {
+                refunds::note(&ctx.db, (send.institution_id, id), &reason, ctx.now())
+                    .await
+                    .or_internal("record why a refund waits")?
+            }
         }
     }
     finish(ctx).await?;
@@ -131,9 +133,16 @@ async fn start(
     let sending = settlements::sending_groups(&ctx.db)
         .await
         .or_internal("read settlements out")?;
-    let mut groups: BTreeMap<(i64, String, String), Vec<Settleable>> = BTreeMap::new();
+    // Batches never mix institutions: each group is one institution's merchant, network and
+    // asset.
+    let mut groups: BTreeMap<(i64, i64, String, String), Vec<Settleable>> = BTreeMap::new();
     for d in due {
-        let key = (d.merchant_id, d.network.clone(), d.asset.clone());
+        let key = (
+            d.institution_id,
+            d.merchant_id,
+            d.network.clone(),
+            d.asset.clone(),
+        );
         if !sending.contains(&key) {
             let group = groups.entry(key).or_default();
             if group.len() < BATCH_LIMIT {
@@ -144,7 +153,7 @@ async fn start(
     // Never held first, then the least recently held.
     let mut groups: Vec<_> = groups.into_iter().collect();
     groups.sort_by_key(|(_, group)| group.iter().map(|d| d.held_at).max().unwrap_or(0));
-    for ((merchant_id, network, asset), group) in groups.into_iter().take(GROUPS_PER_RUN) {
+    for ((_, merchant_id, network, asset), group) in groups.into_iter().take(GROUPS_PER_RUN) {
         if networks
             .get(&network)
             .is_some_and(|n| n.node.calls_left() < MOST_GROUP_CALLS)
@@ -167,7 +176,7 @@ async fn start(
 
 /// Records `reason` on the payments and tells the institution when it is new for any of them.
 async fn hold(ctx: &Ctx, institution_id: i64, ids: &[i64], reason: &str) -> Result<(), ApiError> {
-    let new = settlements::hold(&ctx.db, ids, reason, ctx.now())
+    let new = settlements::hold(&ctx.db, (institution_id, ids), reason, ctx.now())
         .await
         .or_internal("record settlement hold")?;
     if new.is_empty() {
@@ -403,7 +412,14 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
             psp_fee: fee(&row.psp_fee)?,
             gas_fee: fee(&row.gas_fee)?,
         };
-        match payments::settle(ctx, row.transaction_id, &action, &row.tx_hash).await {
+        match payments::settle(
+            ctx,
+            (row.institution_id, row.transaction_id),
+            &action,
+            &row.tx_hash,
+        )
+        .await
+        {
             Ok(()) => {}
             // Changed meanwhile (another run marked it): the next run sees it.
             Err(err) if err.code == ErrorCode::Conflict => {}

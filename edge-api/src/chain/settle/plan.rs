@@ -127,6 +127,7 @@ fn part(
     };
     let item = Item {
         transaction_id: d.transaction_id,
+        institution_id: d.institution_id,
         psp_fee: psp_fee.to_string(),
         gas_fee: gas_fee.to_string(),
         net: net.to_string(),
