@@ -13,6 +13,26 @@
 //   then the ERC-20 transfer or ether value to the deposit address.
 // The words come from the page (data-page: the customer's language); the page works without
 // this script: a <noscript> refresh takes its place, and the QR code stays the other way to pay.
+// Once the payment is received it returns the customer to the shop after a few seconds, unless
+// they choose to stay (the page says so and offers the button; without this script the link is
+// the way back).
+(function () {
+  "use strict";
+  var auto = document.getElementById("auto-return");
+  var stay = document.getElementById("stay");
+  if (!auto || !stay) return;
+  var timer = setTimeout(function () {
+    location.assign(auto.getAttribute("data-url"));
+  }, Number(auto.getAttribute("data-seconds")) * 1000);
+  auto.hidden = false;
+  stay.addEventListener("click", function () {
+    clearTimeout(timer);
+    auto.hidden = true;
+    var link = document.getElementById("return-link");
+    if (link) link.focus();
+  });
+})();
+
 (function () {
   "use strict";
   var status = document.getElementById("status");

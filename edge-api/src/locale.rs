@@ -90,6 +90,8 @@ pub struct PageMessages {
     pub time_up: String,
     pub updates_itself: String,
     pub received: String,
+    pub returning: String,
+    pub stay: String,
     pub late_valued: String,
     pub late_arrived: String,
     pub failed: String,

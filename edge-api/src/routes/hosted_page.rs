@@ -203,7 +203,9 @@ pub fn checkout(
             noscript { meta http-equiv="refresh" content=(REFRESH_SECONDS); }
             script src="/hosted.js" defer {}
         } @else if received && session.late_rate.is_none() {
-            meta http-equiv="refresh" content=(format!("{RETURN_SECONDS}; url={}", session.redirect_url));
+            // The return to the shop is the script's, with a way to stay: a timed meta refresh
+            // could not be turned off (WCAG 2.2.1). Without scripts the link is the way back.
+            script src="/hosted.js" defer {}
         }
     };
     let left = (session.expires_at - now).max(0);
@@ -304,10 +306,17 @@ pub fn checkout(
                     }
                 } @else {
                     p.status.ok #status role="status" data-status=(session.raw_status.as_str()) {
-                        (fill(&t.received, &[("merchant", merchant)]))
+                        (t.received)
+                    }
+                    div #auto-return hidden data-url=(session.redirect_url) data-seconds=(RETURN_SECONDS) {
+                        p {
+                            (fill(&t.returning, &[("merchant", merchant), ("seconds", &RETURN_SECONDS.to_string())]))
+                            " "
+                            button #stay type="button" { (t.stay) }
+                        }
                     }
                 }
-                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
+                p { a #return-link href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else if raw == RawStatus::Expired && session.late_seen {
                 // Not "no funds were taken": money came after the end and is being valued.
                 p.status #status role="status" data-status="valuing" { (t.late_arrived) }

@@ -165,7 +165,30 @@ fn a_customer_scans_the_qr_code_pays_on_chain_and_the_page_follows() {
                 .filter(|t| t.contains("Payment received"))
         },
     );
+    // It returns the customer to the shop by itself in a few seconds, unless asked to stay
+    // (the time limit can be turned off: no meta refresh, WCAG 2.2.1).
+    let returning = eventually("the return announced", Duration::from_secs(10), || {
+        browser
+            .text("#auto-return")
+            .filter(|t| t.contains("Returning you to"))
+    });
+    let received_at = std::time::Instant::now();
+    browser.click("#stay");
+    assert!(returning.contains("in 5 seconds"), "{returning}");
     browser.screenshot("chain-hosted-received");
+    let found = browser.serious_accessibility_violations();
+    assert!(found.is_empty(), "the received page: {found:#?}");
+    let hosted = browser.url();
+    assert!(hosted.contains("/checkout/cs_"), "{hosted}");
+    eventually(
+        "the return's time to pass with the page kept",
+        Duration::from_secs(20),
+        || {
+            assert_eq!(browser.url(), hosted, "it stayed");
+            (received_at.elapsed() > Duration::from_secs(7)).then_some(())
+        },
+    );
+    browser.click("#return-link");
     browser.wait_for_url("the merchant's thank-you page", |u| {
         u.starts_with(&format!("{}/thanks", site.origin))
     });

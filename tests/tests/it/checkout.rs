@@ -308,9 +308,22 @@ fn the_status_endpoint_and_sandbox_controls_follow_the_payment() {
     let t = worker.transaction(0, session["transaction_id"].as_i64().unwrap());
     assert_eq!(t["amount_status"], "OVERPAID");
     assert_eq!(t["amount"]["gross"], "28.05");
-    // Once paid, the page sends the customer back to the merchant.
+    // Once paid, the page sends the customer back to the merchant: its script, after a few
+    // seconds the customer may cancel (no meta refresh), and a link.
     let shown = page(worker, session["url"].as_str().unwrap()).text;
-    assert!(shown.contains("url=https://shop.example/thanks"), "{shown}");
+    assert!(
+        shown.contains(r#"id="auto-return" hidden data-url="https://shop.example/thanks""#),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(r#"<script src="/hosted.js" defer>"#),
+        "{shown}"
+    );
+    assert!(!shown.contains("http-equiv=\"refresh\""), "{shown}");
+    assert!(
+        shown.contains(r#"id="return-link" href="https://shop.example/thanks""#),
+        "{shown}"
+    );
     // A control that no longer applies says why.
     let again = control("pay-exact");
     assert_eq!(again.status, 409);
