@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, DbResult, Returning};
+use super::{bind, first, run, DbResult, Returning, Value};
 
 /// Failures of one subject from one source, in the current window.
 #[derive(Debug, Deserialize)]
@@ -63,15 +63,20 @@ pub async fn count_attempt(
     let row: Option<Failures> = first(
         db,
         COUNT_ATTEMPT,
-        &[
-            subject.into(),
-            source.into(),
-            now.into(),
-            window_seconds.into(),
-        ],
+        &attempt(subject, source, now, window_seconds),
     )
     .await?;
     row.ok_or_else(|| super::DbError::bad_row("the attempt count returned no row"))
+}
+
+/// [`COUNT_ATTEMPT`]'s parameters.
+fn attempt(subject: &str, source: &str, now: i64, window_seconds: i64) -> [Value; 4] {
+    [
+        subject.into(),
+        source.into(),
+        now.into(),
+        window_seconds.into(),
+    ]
 }
 
 /// [`count_attempt`] as a statement of a batch (its one row is the window after the count).
@@ -85,12 +90,7 @@ pub fn count_attempt_in_batch(
     bind(
         db,
         COUNT_ATTEMPT,
-        &[
-            subject.into(),
-            source.into(),
-            now.into(),
-            window_seconds.into(),
-        ],
+        &attempt(subject, source, now, window_seconds),
     )
     .map(Returning::new)
 }
