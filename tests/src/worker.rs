@@ -58,6 +58,12 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// What the worker has written to its log (wrangler's output, the worker's console lines
+    /// among it) so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.persist_to.join("wrangler.log")).unwrap_or_default()
+    }
+
     /// The worker shared by every test that needs no worker of its own, started on first use.
     /// Its tests run side by side with many others: each asserts only on what it made itself.
     pub fn shared() -> &'static Worker {

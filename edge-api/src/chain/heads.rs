@@ -22,6 +22,10 @@ pub async fn fresh(ctx: &Ctx, name: &str, network: &Network, head: u64) -> Chain
     let verdict = judge(name, network, head, newest, now);
     if let Err(ChainError::StaleHead(why)) = &verdict {
         if heads::claim_alert(&ctx.db, name, newest.head, now).await? {
+            worker::console_warn!(
+                "the {name} node's head stands still at block {}: the operator is told",
+                newest.head
+            );
             let subject = format!("Payrail: the {name} node's head stands still");
             let body = format!(
                 "{why}.\n\nWhile it stands still, no payment on {name} is credited, no \

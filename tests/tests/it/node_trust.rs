@@ -512,3 +512,37 @@ fn status_polls_read_the_node_at_most_once_per_address_every_two_seconds() {
         "most polls were answered without the node: {checks} checks, {polls} polls"
     );
 }
+
+#[test]
+fn racing_reads_of_a_stalled_node_tell_the_operator_once() {
+    let (_one, s) = shared();
+    // Six open checkouts, so six addresses are read at once, each by its own poll.
+    let sessions: Vec<String> = (0..6)
+        .map(|k| s.checkout("2.00", &format!("TRUST-RACE-{k}")).0)
+        .collect();
+    s.anvil.mine(1);
+    let frozen = s.anvil.head();
+    s.node.set("eth_blockNumber", Fault::Head(frozen), 100);
+    let told = format!("head stands still at block {frozen}:");
+    // Every address polled and the cron run, all at once, again and again until the stall is
+    // noticed, and once more after.
+    let all_at_once = || {
+        std::thread::scope(|scope| {
+            for session in &sessions {
+                scope.spawn(move || s.status(session));
+            }
+            scope.spawn(|| s.worker.cron());
+        });
+    };
+    eventually("the stall to be noticed", Duration::from_secs(30), || {
+        all_at_once();
+        s.worker.log().contains(&told).then_some(())
+    });
+    all_at_once();
+    assert_eq!(
+        s.worker.log().matches(&told).count(),
+        1,
+        "one alert claimed for the stall, whatever raced to notice it"
+    );
+    s.node.heal();
+}
