@@ -263,11 +263,22 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
         })
         .collect();
     // The transfers already stored as final (the first blocks of a check are read again) are
-    // left as they are, and not counted again.
-    let limit = i64::try_from(network.transfers_per_check).unwrap_or(i64::MAX);
+    // left as they are, and not counted again. Every one of them in the blocks read must be among
+    // what the node shows now; one more than that means the node no longer shows a final
+    // transfer, and nothing is decided on its answer (so the read stays bounded by what the
+    // check already holds, and none is ever counted twice).
     let stored = if seen.iter().any(|t| t.confirmed) {
         let read = (fresh.from, fresh.read_to);
-        topups::confirmed_in(&ctx.db, watch, read, limit.saturating_mul(2)).await?
+        let most = i64::try_from(seen.len()).unwrap_or(i64::MAX);
+        let stored = topups::confirmed_in(&ctx.db, watch, read, most.saturating_add(1)).await?;
+        if stored.len() > seen.len() {
+            return Err(ChainError::answer(format!(
+                "the node no longer shows every transfer stored as final between blocks {} and \
+                 {}: nothing is recorded until it does",
+                fresh.from, fresh.read_to
+            )));
+        }
+        stored
     } else {
         Vec::new()
     };
