@@ -289,6 +289,15 @@ impl Worker {
         }
     }
 
+    /// A portal page (`GET path`) as the browser of `session` asks for it: its cookie only.
+    pub fn portal_page(&self, session: &PortalSession, path: &str) -> Reply {
+        self.send(
+            self.request(reqwest::Method::GET, path)
+                .header("Cookie", format!("payrail_portal={}", session.cookie)),
+            None,
+        )
+    }
+
     /// A portal JSON API call with a session (cookie and CSRF header) and an optional body; the
     /// reply is checked against the operation's documented response for its status.
     pub fn portal(

@@ -73,12 +73,7 @@ fn viewer(worker: &'static Worker) -> PortalSession {
 }
 
 fn page(worker: &Worker, session: &PortalSession, path: &str) -> Reply {
-    worker.send(
-        worker
-            .request(Method::GET, path)
-            .header("Cookie", format!("payrail_portal={}", session.cookie)),
-        None,
-    )
+    worker.portal_page(session, path)
 }
 
 fn post_form(

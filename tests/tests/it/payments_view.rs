@@ -31,12 +31,7 @@ fn api(worker: &Worker, session: &PortalSession, path: &str) -> payrail_tests::R
 }
 
 fn page(worker: &Worker, session: &PortalSession, path: &str) -> payrail_tests::Reply {
-    worker.send(
-        worker
-            .request(Method::GET, path)
-            .header("Cookie", format!("payrail_portal={}", session.cookie)),
-        None,
-    )
+    worker.portal_page(session, path)
 }
 
 #[test]

@@ -181,12 +181,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 }
 
 fn overview(worker: &Worker, session: &PortalSession) -> String {
-    let reply = worker.send(
-        worker
-            .request(Method::GET, "/portal/")
-            .header("Cookie", format!("payrail_portal={}", session.cookie)),
-        None,
-    );
+    let reply = worker.portal_page(session, "/portal/");
     assert_eq!(reply.status, 200, "{}", reply.text);
     reply.text
 }

@@ -107,12 +107,7 @@ fn the_portals_read_pages_read_through_a_session_and_show_an_admins_own_change()
     let list = worker.portal(Method::GET, "/portal/api/clients", Some(&portal), None);
     assert_eq!(list.status, 200, "{}", list.text);
     assert!(list.text.contains(name), "{}", list.text);
-    let page = worker.send(
-        worker
-            .request(Method::GET, "/portal/developers")
-            .header("Cookie", format!("payrail_portal={}", portal.cookie)),
-        None,
-    );
+    let page = worker.portal_page(&portal, "/portal/developers");
     assert_eq!(page.status, 200, "{}", page.text);
     assert!(page.text.contains(name));
     for reply in [&list, &page] {

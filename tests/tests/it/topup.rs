@@ -194,12 +194,7 @@ fn last_check(worker: &Worker, address: &str, token: &str) -> i64 {
 
 /// A page of the portal on `session`.
 fn page(worker: &Worker, session: &PortalSession, path: &str) -> Reply {
-    worker.send(
-        worker
-            .request(Method::GET, path)
-            .header("Cookie", format!("payrail_portal={}", session.cookie)),
-        None,
-    )
+    worker.portal_page(session, path)
 }
 
 /// A viewer of the first institution, invited by `admin`.
