@@ -925,6 +925,13 @@ fn paid_on_chain(worker: &Worker, merchant_id: i64, (gross, units): (&str, u128)
         ],
     )
     .unwrap();
+    conn.execute(
+        "INSERT INTO payment_parts (institution_id, transaction_id, part, network, asset, token, \
+         decimals, gross, expected, crypto_amount) \
+         VALUES (1, ?1, 0, 'polygon', 'USDC', ?2, 6, ?3, ?3, ?3)",
+        rusqlite::params![id, USDC, gross],
+    )
+    .unwrap();
     id
 }
 

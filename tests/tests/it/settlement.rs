@@ -31,6 +31,8 @@ const POL_USD: u128 = 200_000_000_000;
 pub(super) struct Setup {
     pub(super) anvil: Anvil,
     pub(super) usdc: String,
+    /// USDT, when it is offered too.
+    usdt: Option<String>,
     customer: String,
     /// The `EUR/USD` feed (1.25 at the start).
     eur: String,
@@ -63,6 +65,17 @@ pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup
 /// `faulty` added to the network's configuration when given, and `vars` besides the chain's
 /// (settlement wallets are used at once unless `vars` sets their cool-off).
 fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str)]) -> Setup {
+    start_full(mode, fund, faulty, vars, false)
+}
+
+/// The same, with USDT offered beside USDC when `usdt` (the treasury funded with both).
+fn start_full(
+    mode: &str,
+    fund: bool,
+    faulty: Option<Value>,
+    vars: &[(&str, &str)],
+    usdt: bool,
+) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
@@ -72,8 +85,15 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str
     let eur = anvil.feed("EUR / USD", 125_000_000, now);
     let node = faulty.as_ref().map(|_| FaultyNode::start(&anvil.url));
     let rpc_url = node.as_ref().map_or(&anvil.url, |n| &n.url);
+    let mut tokens = json!({"USDC": {"address": usdc}});
+    let usdt = usdt.then(|| {
+        let usdt = anvil.token("Tether USD", "USDT");
+        anvil.mint(&usdt, &customer, 1_000_000_000_000);
+        tokens["USDT"] = json!({"address": usdt});
+        usdt
+    });
     let mut config = json!({"polygon": {"rpc_url": rpc_url, "chain_id": 31337,
-        "confirmations": DEPTH, "tokens": {"USDC": {"address": usdc}},
+        "confirmations": DEPTH, "tokens": tokens,
         "feeds": {"POL/USD": {"address": pol}, "EUR/USD": {"address": eur}}}});
     for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
         config["polygon"][key] = value.clone();
@@ -103,6 +123,7 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str
     let setup = Setup {
         anvil,
         usdc,
+        usdt,
         customer,
         eur,
         treasury,
@@ -122,6 +143,9 @@ impl Setup {
             .pay_ether(&self.anvil.account(0), &self.treasury, 10u128.pow(19));
         self.anvil
             .mint(&self.usdc, &self.treasury, 1_000_000_000_000);
+        if let Some(usdt) = &self.usdt {
+            self.anvil.mint(usdt, &self.treasury, 1_000_000_000_000);
+        }
         self.books_funded();
     }
 
@@ -150,6 +174,9 @@ impl Setup {
                 self.worker.cron();
                 (self.treasury_book(&self.usdc)
                     == self.anvil.balance_of(&self.usdc, &self.treasury)
+                    && self.usdt.iter().all(|usdt| {
+                        self.treasury_book(usdt) == self.anvil.balance_of(usdt, &self.treasury)
+                    })
                     && self.treasury_book("native") == self.anvil.ether_balance(&self.treasury))
                 .then_some(())
             },
@@ -778,6 +805,22 @@ impl Setup {
         address: &str,
         key: Option<&str>,
     ) -> payrail_tests::Reply {
+        self.refund_body(
+            portal,
+            id,
+            &json!({"amount": amount, "address": address}),
+            key,
+        )
+    }
+
+    /// A refund preview (no `key`) or request with `body` as sent.
+    fn refund_body(
+        &self,
+        portal: &PortalSession,
+        id: i64,
+        body: &Value,
+        key: Option<&str>,
+    ) -> payrail_tests::Reply {
         let path = match key {
             Some(_) => format!("/portal/api/payments/{id}/refunds"),
             None => format!("/portal/api/payments/{id}/refunds/preview"),
@@ -787,7 +830,7 @@ impl Setup {
             .request(Method::POST, &path)
             .header("Cookie", format!("payrail_portal={}", portal.cookie))
             .header("X-CSRF-Token", &portal.csrf)
-            .json(&json!({"amount": amount, "address": address}));
+            .json(body);
         if let Some(key) = key {
             request = request.header("Idempotency-Key", key);
         }
@@ -1435,5 +1478,210 @@ fn late_money_settles_and_refunds_at_the_rate_it_was_valued_at() {
             .is_some_and(|r| r.contains("after its checkout ended") && r.contains("EUR/USD")),
         "{preview}"
     );
+    s.assert_books();
+}
+
+#[test]
+fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own() {
+    let s = start_full("production", true, None, &[], true);
+    let usdt = s.usdt.clone().unwrap();
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let session = s.worker.checkout_session(&json!({
+        "publicKey": key, "amount": "20.00", "currency": "USD", "title": "Two assets",
+        "externalReference": "SETTLE-TWO", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let session = session["id"].as_str().unwrap().to_owned();
+    let status = || {
+        s.worker.send(
+            s.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        )
+    };
+    // Half in USDC; seen and confirmed, the checkout waits for the rest.
+    let (usdc_address, usdc_units) = s.worker.deposit(&session);
+    assert_eq!(usdc_units, 20_000_000);
+    s.anvil
+        .transfer(&s.usdc, &s.customer, &usdc_address, 10_000_000);
+    s.anvil.mine(DEPTH);
+    eventually("the USDC half confirmed", Duration::from_secs(20), || {
+        status();
+        let confirmed: i64 = s
+            .worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM chain_transfers WHERE address = lower(?1) AND confirmed = 1",
+                [&usdc_address],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (confirmed == 1).then_some(())
+    });
+    assert_eq!(s.raw_status(id), "pending");
+    // The customer changes the way to pay and sends the other half in USDT.
+    let changed = s.worker.send(
+        s.worker
+            .request(Method::POST, &format!("/checkout/{session}/method"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body("method=USDT:polygon"),
+        None,
+    );
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let (usdt_address, usdt_units) = s.worker.deposit(&session);
+    assert_ne!(usdt_address, usdc_address);
+    assert_eq!(usdt_units, 20_000_000);
+    s.anvil
+        .transfer(&usdt, &s.customer, &usdt_address, 10_000_000);
+    s.anvil.mine(DEPTH);
+    eventually("the payment credited", Duration::from_secs(20), || {
+        status();
+        (s.raw_status(id) == "succeeded").then_some(())
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "20.00", "{t}");
+    assert_eq!(t["amount_status"], "EXACT");
+    // Two parts, each its half, booked to the merchant in its own asset.
+    let parts = s.detail(id)["parts"].clone();
+    let shares: Vec<(String, String)> = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["asset"].as_str().unwrap().into(),
+                p["gross"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            ("USDC".into(), "10.00".into()),
+            ("USDT".into(), "10.00".into())
+        ],
+        "{parts}"
+    );
+    // Not settled yet: a refund must name its part, and waits until every part is settled.
+    let portal = s.worker.portal_login(0);
+    let customer = s.anvil.account(5);
+    let unnamed = s.refund(id, "5.00", &customer, None);
+    assert_eq!(unnamed.status, 400, "{}", unnamed.text);
+    assert!(unnamed.text.contains("2 parts"), "{}", unnamed.text);
+    let early = s.refund_body(
+        &portal,
+        id,
+        &json!({"amount": "10.00", "address": customer, "part": 1}),
+        None,
+    );
+    assert_eq!(early.status, 409, "{}", early.text);
+    assert!(
+        early.text.contains("once every part is settled"),
+        "{}",
+        early.text
+    );
+    // Each part settles in its own asset to the merchant's wallet; then the payment is paid.
+    let before = (
+        s.anvil.balance_of(&s.usdc, wallet()),
+        s.anvil.balance_of(&usdt, wallet()),
+    );
+    s.settle(&[id]);
+    let items: Vec<(i64, String)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT i.part, i.units FROM settlement_items i JOIN chain_sends c \
+                 ON c.id = i.send_id AND c.state = 'confirmed' WHERE i.transaction_id = ?1 \
+                 ORDER BY i.part",
+            )
+            .unwrap();
+        rows.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(items.len(), 2, "{items:?}");
+    let paid = |k: usize| items[k].1.parse::<u128>().unwrap();
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, wallet()) - before.0,
+        paid(0),
+        "the USDC part in USDC"
+    );
+    assert_eq!(
+        s.anvil.balance_of(&usdt, wallet()) - before.1,
+        paid(1),
+        "the USDT part in USDT"
+    );
+    assert!(paid(0) > 9_000_000 && paid(1) > 9_000_000, "{items:?}");
+    let t = s.worker.transaction(0, id);
+    let (gross, psp, gas, net) = (
+        d(&t["amount"]["gross"]),
+        d(&t["amount"]["psp_fee"]),
+        d(&t["amount"]["gas_fee"]),
+        d(&t["amount"]["net"]),
+    );
+    assert_eq!(psp + gas + net, gross, "{t}");
+    // Refunded per part, in its own asset. Settled, it is the merchant's debt in that asset:
+    // refused until the institution allows it (a debt limit on its USDT balance).
+    let body = json!({"amount": "4.00", "address": customer, "part": 1});
+    let refused = s.refund_body(&portal, id, &body, Some("two-assets-refused"));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(refused.text.contains("0 USDT"), "{}", refused.text);
+    let usdt_account = s
+        .merchant_account(0)
+        .replace(&s.usdc.to_ascii_lowercase(), &usdt.to_ascii_lowercase());
+    s.worker
+        .database()
+        .execute(
+            "UPDATE ledger_accounts SET debt_limit = '100000000', version = version + 1 \
+             WHERE id = ?1",
+            [&usdt_account],
+        )
+        .unwrap();
+    // Three refunds of 4.00 of the USDT part at once: its 10.00 covers two. The debt limit
+    // (100 USDT) and what is left of the payment (20.00) would allow all three: the part's own
+    // limit is what holds.
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let (s, portal, body) = (&s, &portal, &body);
+                scope.spawn(move || {
+                    let reply = s.refund_body(portal, id, body, Some(&format!("two-assets-{i}")));
+                    (reply.status, reply.text)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made: Vec<&(u16, String)> = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .collect();
+    assert_eq!(made.len(), 2, "{answers:?}");
+    assert!(
+        made.iter()
+            .all(|(_, text)| text.contains("\"asset\":\"USDT\"")),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|(status, _)| *status == 409),
+        "{answers:?}"
+    );
+    // More than is left of the part is refused, though the payment has more left.
+    let too_much = s.refund_body(
+        &portal,
+        id,
+        &json!({"amount": "2.01", "address": customer, "part": 1}),
+        None,
+    );
+    assert_eq!(too_much.status, 409, "{}", too_much.text);
+    assert!(too_much.text.contains("part 1"), "{}", too_much.text);
+    eventually("the USDT refunds on chain", Duration::from_secs(60), || {
+        s.worker.cron();
+        s.anvil.mine(1);
+        (s.anvil.balance_of(&usdt, &customer) == 8_000_000).then_some(())
+    });
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 0, "nothing in USDC");
     s.assert_books();
 }
