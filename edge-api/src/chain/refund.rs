@@ -277,7 +277,10 @@ async fn check(
             Some(source) => {
                 format!("the rate when the payment arrived, after its checkout ended: {source}")
             }
-            None => format!("the payment's quote of {}", quote.quoted_at),
+            None => match quote.quoted_at {
+                Some(at) => format!("the payment's quote of {at}"),
+                None => "the payment's quote".to_owned(),
+            },
         },
         address,
         part: quote.part,

@@ -33,8 +33,8 @@ pub struct PaymentQuote {
     pub crypto_amount: Decimal,
     /// See `crypto_amount`.
     pub expected: Decimal,
-    /// When its first quote was taken.
-    pub quoted_at: UnixTime,
+    /// When its first quote was taken (none: its address's watch is gone).
+    pub quoted_at: Option<UnixTime>,
     /// Where the rate came from when it is not the quote (the rate when late money arrived,
     /// or its value over its amount).
     pub late_rate_source: Option<String>,
@@ -51,10 +51,9 @@ pub async fn quotes_of(
         db,
         "SELECT p.part, p.gross, p.network, p.asset, p.token, p.decimals, p.crypto_amount, \
          p.expected, p.rate_source AS late_rate_source, \
-         COALESCE((SELECT MIN(w.quoted_at) FROM deposit_watches w \
-                   WHERE w.transaction_id = p.transaction_id \
-                   AND w.institution_id = p.institution_id \
-                   AND w.network = p.network AND w.asset = p.asset), 0) AS quoted_at \
+         (SELECT MIN(w.quoted_at) FROM deposit_watches w \
+          WHERE w.transaction_id = p.transaction_id AND w.institution_id = p.institution_id \
+          AND w.network = p.network AND w.asset = p.asset) AS quoted_at \
          FROM payment_parts p WHERE p.transaction_id = ?1 AND p.institution_id = ?2 \
          ORDER BY p.part",
         &[transaction_id.into(), institution_id.into()],

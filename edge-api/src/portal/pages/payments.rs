@@ -445,7 +445,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                     }
                                 }
                                 label for="refund-amount-input" { "Amount (" (text(&t.currency)) ")" }
-                                input #refund-amount-input type="text" name="amount" required inputmode="decimal" value=(money(refundable));
+                                input #refund-amount-input type="text" name="amount" required inputmode="decimal" value=(money(if parts.len() > 1 { parts.first().map(|p| p.refundable) } else { refundable }));
                                 label for="refund-address-input" { "Customer's address" }
                                 input #refund-address-input type="text" name="address" required autocomplete="off" spellcheck="false" placeholder="0x…";
                                 p { button type="submit" { "Review the refund" } }
