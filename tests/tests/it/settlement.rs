@@ -29,6 +29,8 @@ const POL_USD: u128 = 200_000_000_000;
 /// A local chain with USDC and price feeds, and a worker settling on it with a funded treasury
 /// (or not).
 pub(super) struct Setup {
+    /// The network it settles on (`polygon` unless a test asks for `ethereum`).
+    pub(super) network: &'static str,
     pub(super) anvil: Anvil,
     pub(super) usdc: String,
     /// USDT, when it is offered too.
@@ -56,6 +58,11 @@ pub(super) fn start_faulty(settings: Value) -> Setup {
     start_with("production", true, Some(settings), &[])
 }
 
+/// The same on `network` (`ethereum`: USDC and ether).
+pub(super) fn start_faulty_on(settings: Value, network: &'static str) -> Setup {
+    start_full("production", true, Some(settings), &[], (false, network))
+}
+
 /// The same with more `--var NAME:value` settings of the worker.
 pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup {
     start_with("production", true, Some(settings), vars)
@@ -65,23 +72,26 @@ pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup
 /// `faulty` added to the network's configuration when given, and `vars` besides the chain's
 /// (settlement wallets are used at once unless `vars` sets their cool-off).
 fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str)]) -> Setup {
-    start_full(mode, fund, faulty, vars, false)
+    start_full(mode, fund, faulty, vars, (false, "polygon"))
 }
 
-/// The same, with USDT offered beside USDC when `usdt` (the treasury funded with both).
+/// The same, with USDT offered beside USDC when `usdt` (the treasury funded with both), on
+/// `network`: `polygon` (USDC, and POL for gas), or `ethereum`, where ether is also a way to
+/// pay (its `ETH/USD` feed at the same 2,000 USD).
 fn start_full(
     mode: &str,
     fund: bool,
     faulty: Option<Value>,
     vars: &[(&str, &str)],
-    usdt: bool,
+    (usdt, network): (bool, &'static str),
 ) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
     let now = anvil.time();
-    let pol = anvil.feed("POL / USD", POL_USD, now);
+    let coin = if network == "ethereum" { "ETH" } else { "POL" };
+    let pol = anvil.feed(&format!("{coin} / USD"), POL_USD, now);
     let eur = anvil.feed("EUR / USD", 125_000_000, now);
     let node = faulty.as_ref().map(|_| FaultyNode::start(&anvil.url));
     let rpc_url = node.as_ref().map_or(&anvil.url, |n| &n.url);
@@ -92,11 +102,14 @@ fn start_full(
         tokens["USDT"] = json!({"address": usdt});
         usdt
     });
-    let mut config = json!({"polygon": {"rpc_url": rpc_url, "chain_id": 31337,
+    let mut config = json!({network: {"rpc_url": rpc_url, "chain_id": 31337,
         "confirmations": DEPTH, "tokens": tokens,
-        "feeds": {"POL/USD": {"address": pol}, "EUR/USD": {"address": eur}}}});
+        "feeds": {format!("{coin}/USD"): {"address": pol}, "EUR/USD": {"address": eur}}}});
+    if network == "ethereum" {
+        config[network]["native"] = json!("ETH");
+    }
     for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
-        config["polygon"][key] = value.clone();
+        config[network][key] = value.clone();
     }
     let encryption_key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
@@ -121,6 +134,7 @@ fn start_full(
         .unwrap_or_else(|| panic!("the treasury is shown: {}", networks.text))
         .to_owned();
     let setup = Setup {
+        network,
         anvil,
         usdc,
         usdt,
@@ -156,7 +170,11 @@ impl Setup {
             .database()
             .query_row(
                 "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-                [format!("polygon:{}:treasury", token.to_ascii_lowercase())],
+                [format!(
+                    "{}:{}:treasury",
+                    self.network,
+                    token.to_ascii_lowercase()
+                )],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap_or(("0".into(), "0".into()));
@@ -200,6 +218,43 @@ impl Setup {
         self.anvil.mine(DEPTH);
         eventually(
             "the payment to be credited",
+            Duration::from_secs(20),
+            || {
+                let reply = self.worker.send(
+                    self.worker
+                        .request(Method::GET, &format!("/checkout/{session}/status")),
+                    None,
+                );
+                (reply.json()["status"] == "succeeded").then_some(())
+            },
+        );
+        id
+    }
+
+    /// A checkout of `amount` USD for merchant `merchant` paid exactly in ether (on a setup
+    /// on `ethereum`) and credited: its transaction id.
+    pub(super) fn paid_in_ether(&self, merchant: usize, amount: &str) -> i64 {
+        let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
+        let session = self.worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Settle",
+            "externalReference": format!("SETTLE-ETH-{amount}"),
+            "redirectUrl": "https://shop.example/done", "allowCrypto": true
+        }));
+        let id = session["transaction_id"].as_i64().unwrap();
+        let session = session["id"].as_str().unwrap().to_owned();
+        let changed = self.worker.send(
+            self.worker
+                .request(Method::POST, &format!("/checkout/{session}/method"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(format!("method=ETH:{}", self.network)),
+            None,
+        );
+        assert_eq!(changed.status, 303, "{}", changed.text);
+        let (address, wei) = self.worker.deposit(&session);
+        self.anvil.pay_ether(&self.customer, &address, wei);
+        self.anvil.mine(DEPTH);
+        eventually(
+            "the ether payment to be credited",
             Duration::from_secs(20),
             || {
                 let reply = self.worker.send(
@@ -278,9 +333,14 @@ fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
 }
 
 pub(super) fn wallet() -> &'static str {
+    wallet_on("polygon")
+}
+
+/// The demo merchants' settlement wallet on `network`.
+pub(super) fn wallet_on(network: &str) -> &'static str {
     DEMO_WALLETS
         .iter()
-        .find(|(network, _)| *network == "polygon")
+        .find(|(name, _)| *name == network)
         .unwrap()
         .1
 }
@@ -785,7 +845,7 @@ fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
 
 impl Setup {
     /// Asks for a refund through the portal's JSON API (`preview`, or made under `key`).
-    fn refund(
+    pub(super) fn refund(
         &self,
         id: i64,
         amount: &str,
@@ -853,7 +913,11 @@ impl Setup {
                 |r| r.get(0),
             )
             .unwrap();
-        format!("polygon:{}:merchant:{id}", self.usdc.to_ascii_lowercase())
+        format!(
+            "{}:{}:merchant:{id}",
+            self.network,
+            self.usdc.to_ascii_lowercase()
+        )
     }
 
     /// The merchant's balance in the books, in base units: credits less debits posted, and
@@ -1483,7 +1547,7 @@ fn late_money_settles_and_refunds_at_the_rate_it_was_valued_at() {
 
 #[test]
 fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own() {
-    let s = start_full("production", true, None, &[], true);
+    let s = start_full("production", true, None, &[], (true, "polygon"));
     let usdt = s.usdt.clone().unwrap();
     let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
     let session = s.worker.checkout_session(&json!({
