@@ -1646,10 +1646,30 @@ fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own
         early.text
     );
     // Each part settles in its own asset to the merchant's wallet; then the payment is paid.
+    // Four cron runs at once first: each part is claimed by one settlement, sent once.
     let before = (
         s.anvil.balance_of(&s.usdc, wallet()),
         s.anvil.balance_of(&usdt, wallet()),
     );
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    let sent: Vec<(i64, i64)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT part, count(*) FROM settlement_items WHERE transaction_id = ?1 \
+                 GROUP BY part ORDER BY part",
+            )
+            .unwrap();
+        rows.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(sent, [(0, 1), (1, 1)], "one transaction per part");
     s.settle(&[id]);
     let items: Vec<(i64, String)> = {
         let db = s.worker.database();
