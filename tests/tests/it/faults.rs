@@ -56,6 +56,25 @@ fn settled_units(s: &Setup, id: i64) -> u128 {
     units.parse().unwrap()
 }
 
+/// A fifth of the calls of most methods fail, each in its own way (dropped, garbled, refused,
+/// hung, oversized, `null`), and a tenth of the receipts are denied.
+fn strike_at_random(faulty: &FaultyNode) {
+    for (method, fault) in [
+        ("eth_blockNumber", Fault::Drop),
+        ("eth_getBlockByNumber", Fault::Garbage),
+        ("eth_call", Fault::Refuse),
+        ("eth_estimateGas", Fault::Hang),
+        ("eth_getTransactionCount", Fault::Oversized),
+        ("eth_sendRawTransaction", Fault::Refuse),
+        ("eth_getTransactionByHash", Fault::Null),
+        ("eth_getBalance", Fault::Drop),
+        ("eth_chainId", Fault::Garbage),
+    ] {
+        faulty.set(method, fault, 20);
+    }
+    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
+}
+
 fn hold_reason(s: &Setup, id: i64) -> Option<String> {
     s.detail(id)["settlement_hold"]["reason"]
         .as_str()
@@ -261,18 +280,7 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         .map(|amount| s.paid(0, amount, "USD"))
         .collect();
     let faulty = node(&s);
-    for (method, fault) in [
-        ("eth_blockNumber", Fault::Drop),
-        ("eth_getBlockByNumber", Fault::Garbage),
-        ("eth_call", Fault::Refuse),
-        ("eth_estimateGas", Fault::Hang),
-        ("eth_getTransactionCount", Fault::Oversized),
-        ("eth_sendRawTransaction", Fault::Refuse),
-        ("eth_getTransactionByHash", Fault::Null),
-    ] {
-        faulty.set(method, fault, 20);
-    }
-    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
+    strike_at_random(faulty);
     // The first settlement's broadcast is refused for sure, the rest at random.
     faulty.set("eth_sendRawTransaction", Fault::Refuse, 100);
     eventually("a refused broadcast", Duration::from_secs(60), || {
@@ -330,20 +338,7 @@ fn under_random_faults_token_and_ether_payments_settle_once_and_refunds_pay_what
         .map(|amount| s.paid_in_ether(0, amount))
         .collect();
     let faulty = node(&s);
-    for (method, fault) in [
-        ("eth_blockNumber", Fault::Drop),
-        ("eth_getBlockByNumber", Fault::Garbage),
-        ("eth_call", Fault::Refuse),
-        ("eth_estimateGas", Fault::Hang),
-        ("eth_getTransactionCount", Fault::Oversized),
-        ("eth_sendRawTransaction", Fault::Refuse),
-        ("eth_getTransactionByHash", Fault::Null),
-        ("eth_getBalance", Fault::Drop),
-        ("eth_chainId", Fault::Garbage),
-    ] {
-        faulty.set(method, fault, 20);
-    }
-    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
+    strike_at_random(faulty);
     // One payment in each asset refunded in full before it settles, to fresh addresses.
     let refunded = [(tokens[0], "11.00"), (ether[0], "14.00")];
     let customers = [

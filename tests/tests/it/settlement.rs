@@ -201,21 +201,29 @@ impl Setup {
         );
     }
 
-    /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
-    /// credited: its transaction id.
-    pub(super) fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+    /// A checkout of `amount` `currency` for merchant `merchant`: its transaction and session
+    /// ids.
+    fn checkout(
+        &self,
+        merchant: usize,
+        amount: &str,
+        currency: &str,
+        reference: &str,
+    ) -> (i64, String) {
         let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
         let session = self.worker.checkout_session(&json!({
             "publicKey": key, "amount": amount, "currency": currency, "title": "Settle",
-            "externalReference": format!("SETTLE-{amount}"),
+            "externalReference": reference,
             "redirectUrl": "https://shop.example/done", "allowCrypto": true
         }));
-        let id = session["transaction_id"].as_i64().unwrap();
-        let session = session["id"].as_str().unwrap().to_owned();
-        let (address, units) = self.worker.deposit(&session);
-        self.anvil
-            .transfer(&self.usdc, &self.customer, &address, units);
-        self.anvil.mine(DEPTH);
+        (
+            session["transaction_id"].as_i64().unwrap(),
+            session["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Polls the checkout's status until its payment is credited.
+    fn until_credited(&self, session: &str) {
         eventually(
             "the payment to be credited",
             Duration::from_secs(20),
@@ -228,20 +236,24 @@ impl Setup {
                 (reply.json()["status"] == "succeeded").then_some(())
             },
         );
+    }
+
+    /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
+    /// credited: its transaction id.
+    pub(super) fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+        let (id, session) = self.checkout(merchant, amount, currency, &format!("SETTLE-{amount}"));
+        let (address, units) = self.worker.deposit(&session);
+        self.anvil
+            .transfer(&self.usdc, &self.customer, &address, units);
+        self.anvil.mine(DEPTH);
+        self.until_credited(&session);
         id
     }
 
     /// A checkout of `amount` USD for merchant `merchant` paid exactly in ether (on a setup
     /// on `ethereum`) and credited: its transaction id.
     pub(super) fn paid_in_ether(&self, merchant: usize, amount: &str) -> i64 {
-        let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
-        let session = self.worker.checkout_session(&json!({
-            "publicKey": key, "amount": amount, "currency": "USD", "title": "Settle",
-            "externalReference": format!("SETTLE-ETH-{amount}"),
-            "redirectUrl": "https://shop.example/done", "allowCrypto": true
-        }));
-        let id = session["transaction_id"].as_i64().unwrap();
-        let session = session["id"].as_str().unwrap().to_owned();
+        let (id, session) = self.checkout(merchant, amount, "USD", &format!("SETTLE-ETH-{amount}"));
         let changed = self.worker.send(
             self.worker
                 .request(Method::POST, &format!("/checkout/{session}/method"))
@@ -253,18 +265,7 @@ impl Setup {
         let (address, wei) = self.worker.deposit(&session);
         self.anvil.pay_ether(&self.customer, &address, wei);
         self.anvil.mine(DEPTH);
-        eventually(
-            "the ether payment to be credited",
-            Duration::from_secs(20),
-            || {
-                let reply = self.worker.send(
-                    self.worker
-                        .request(Method::GET, &format!("/checkout/{session}/status")),
-                    None,
-                );
-                (reply.json()["status"] == "succeeded").then_some(())
-            },
-        );
+        self.until_credited(&session);
         id
     }
 
