@@ -380,6 +380,40 @@ pub async fn reserve_refund(
     Ok(book)
 }
 
+/// Reserves the return of everything left in deposit `address`'s unallocated account (money
+/// that reached it after payment `transaction_id` was credited) as refund `refund_id`, against
+/// the treasury: the book and the units. `Err` (409) when nothing is left there, or the
+/// treasury's books cannot cover it.
+pub async fn reserve_return(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    (address, transaction_id): (&str, i64),
+    refund_id: &str,
+) -> Result<(Book, u128), ApiError> {
+    let unallocated = asset.account(Kind::Unallocated, address);
+    let accounts = [unallocated.clone(), asset.account(Kind::Treasury, "")];
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[])
+        .await
+        .or_internal("read the books")?;
+    let left = u128::try_from(book.available(&unallocated.id())).unwrap_or(0);
+    if left == 0 {
+        return Err(ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!(
+                "nothing that reached {address} after the payment was credited is left to return"
+            ),
+        ));
+    }
+    let t = postings::return_extra(&asset.ledger(), address, transaction_id, refund_id, left);
+    book.post(t).map_err(|r| {
+        ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!("cannot return it now: {}", refusal_words(&r, asset)),
+        )
+    })?;
+    Ok((book, left))
+}
+
 /// Reserves the gas of a refund's transaction `send_id` (at most `gas_wei`).
 pub async fn reserve_gas(
     ctx: &Ctx,
@@ -426,6 +460,10 @@ pub async fn end_send(
     });
     if let (Some(asset), Some(c)) = (&asset, &carried) {
         accounts.extend(settlement_accounts(asset, c.owners()));
+        // A return of money owed to nobody takes it from the deposit's unallocated account.
+        if let Some(from) = &c.from_address {
+            accounts.push(asset.account(Kind::Unallocated, from));
+        }
     }
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
     let mut open = book.open_of(&ctx.db, &live.id).await?;

@@ -510,6 +510,10 @@ pub struct Carried {
     pub institution_id: i64,
     /// The merchant.
     pub merchant_id: i64,
+    /// For the return of money that reached a deposit after its payment was credited: that
+    /// deposit address (its unallocated account pays it).
+    #[serde(default)]
+    pub from_address: Option<String>,
 }
 
 impl Carried {

@@ -110,7 +110,8 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
          (SELECT CAST(round(CAST(amount_gross AS REAL) * ?16) AS INTEGER) AS gross_minor \
           FROM transactions WHERE id = ?3 AND institution_id = ?2) g, \
          (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
-          WHERE transaction_id = ?3 AND institution_id = ?2 AND state <> 'failed') r, \
+          WHERE transaction_id = ?3 AND institution_id = ?2 AND state <> 'failed' \
+          AND extra = 0) r, \
          (SELECT CAST(round(CAST(gross AS REAL) * ?16) AS INTEGER) AS gross_minor, \
           (SELECT COUNT(*) FROM payment_parts WHERE transaction_id = ?3 \
            AND institution_id = ?2) AS parts \
@@ -118,7 +119,7 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
           AND part = ?17) pg, \
          (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
           WHERE transaction_id = ?3 AND institution_id = ?2 AND part = ?17 \
-          AND state <> 'failed') pr \
+          AND state <> 'failed' AND extra = 0) pr \
          WHERE t.id = ?3 AND t.institution_id = ?2 \
          AND t.raw_status IN ('succeeded', 'paid', 'partially_refunded') \
          AND ?6 <= g.gross_minor - r.taken \
@@ -147,6 +148,72 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
             r.now.into(),
             r.minor_per_major.into(),
             r.quote.part.into(),
+        ],
+    )
+}
+
+/// A return to store: everything left of money that reached a payment's deposit address
+/// after the payment was credited, sent back to the customer.
+pub struct NewReturn<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// The institution.
+    pub institution_id: i64,
+    /// The payment.
+    pub transaction_id: i64,
+    /// The Idempotency-Key.
+    pub key: &'a str,
+    /// What it is worth at the address's quote, in the order currency (decimal text), and the
+    /// same in minor units (at least one): for people to read, never counted against the
+    /// payment.
+    pub amount: (&'a str, i64),
+    /// The deposit address (lower case), its network, asset, token and decimals.
+    pub from: (&'a str, &'a str, &'a str, &'a str, u32),
+    /// Base units sent.
+    pub units: &'a str,
+    /// Order currency per unit of the asset (the address's quote).
+    pub rate: &'a str,
+    /// The customer's address, lower case.
+    pub to_address: &'a str,
+    /// Who asked.
+    pub requested_by: &'a str,
+    /// Unix seconds.
+    pub now: i64,
+}
+
+/// The guarded insert of a return: it stores nothing unless the payment was credited and the
+/// address is one of its deposits. What may be returned is the address's unallocated balance,
+/// which the books' batch beside it checks.
+pub fn insert_return(db: &D1Database, r: &NewReturn<'_>) -> DbResult<D1PreparedStatement> {
+    let (from, network, asset, token, decimals) = r.from;
+    bind(
+        db,
+        "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
+         amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
+         requested_by, created_at, updated_at, extra, from_address) \
+         SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15, \
+         1, ?16 FROM transactions t \
+         WHERE t.id = ?3 AND t.institution_id = ?2 \
+         AND t.raw_status IN ('succeeded', 'paid', 'partially_refunded', 'refunded') \
+         AND EXISTS (SELECT 1 FROM deposit_watches w WHERE w.address = ?16 \
+                     AND w.transaction_id = t.id AND w.institution_id = t.institution_id)",
+        &[
+            r.id.into(),
+            r.institution_id.into(),
+            r.transaction_id.into(),
+            r.key.into(),
+            r.amount.0.into(),
+            r.amount.1.into(),
+            network.into(),
+            asset.into(),
+            token.into(),
+            i64::from(decimals).into(),
+            r.units.into(),
+            r.rate.into(),
+            r.to_address.into(),
+            r.requested_by.into(),
+            r.now.into(),
+            from.into(),
         ],
     )
 }
@@ -188,12 +255,18 @@ pub struct Refund {
     pub created_at: i64,
     /// The newest transaction's hash, once one was signed.
     pub tx_hash: Option<String>,
+    /// A return of money that reached a deposit after the payment was credited (never counted
+    /// against the payment), not a refund of the payment.
+    #[serde(deserialize_with = "super::flag")]
+    pub extra: bool,
+    /// For a return: the deposit address it sends back from.
+    pub from_address: Option<String>,
 }
 
 const REFUND_FROM: &str =
     "SELECT f.id, f.institution_id, f.transaction_id, f.part, f.amount, f.network, f.asset, \
      f.token, f.decimals, f.units, f.rate, f.to_address, f.state, f.error, f.requested_by, \
-     f.created_at, \
+     f.created_at, f.extra, f.from_address, \
      (SELECT c.tx_hash FROM chain_sends c WHERE c.refund_id = f.id \
       ORDER BY c.created_at DESC, c.sent_block DESC LIMIT 1) AS tx_hash \
      FROM refunds f";
@@ -272,8 +345,8 @@ pub async fn carried(
 ) -> DbResult<Option<Carried>> {
     first(
         db,
-        "SELECT f.token, f.asset AS symbol, f.decimals, f.institution_id, t.merchant_id \
-         FROM refunds f JOIN transactions t ON t.id = f.transaction_id \
+        "SELECT f.token, f.asset AS symbol, f.decimals, f.institution_id, t.merchant_id, \
+         f.from_address FROM refunds f JOIN transactions t ON t.id = f.transaction_id \
          AND t.institution_id = f.institution_id WHERE f.id = ?1 AND f.institution_id = ?2",
         &[id.into(), institution_id.into()],
     )

@@ -82,6 +82,7 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["payments"] => Route::new().get(payments::list),
         ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
         ["payments", id, "refunds"] => Route::new().post(move |c| payments::refund(c, id)),
+        ["payments", id, "returns"] => Route::new().post(move |c| payments::return_extra(c, id)),
         ["payments", id, "refunds", "preview"] => {
             Route::new().post(move |c| payments::preview_refund(c, id))
         }

@@ -43,6 +43,7 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["payments", "export.csv"] => Route::new().get(payments::export),
         ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
         ["payments", id, "refund"] => Route::new().post(move |c| payments::refund(c, id)),
+        ["payments", id, "return"] => Route::new().post(move |c| payments::return_extra(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
         ["merchants", id] => Route::new().get(move |c| merchants::show(c, id)),
         ["merchants", id, "topup"] => Route::new().post(move |c| topups::create(c, id)),

@@ -129,6 +129,25 @@ pub struct PaymentDetail {
     /// What it received per way to pay (one part for a payment made in one): each is settled
     /// and refunded in its own asset.
     pub parts: Vec<PartView>,
+    /// Money that reached its deposit addresses after it was credited and is still there to
+    /// return (none before the credit: that money counts toward the payment).
+    pub uncredited: Vec<UncreditedView>,
+}
+
+/// Money that reached one of a credited payment's deposit addresses after the credit: owed to
+/// nobody, and returnable to the customer.
+#[derive(Debug, Serialize)]
+pub struct UncreditedView {
+    /// The deposit address.
+    pub address: Address,
+    /// Its network.
+    pub network: String,
+    /// Its asset.
+    pub asset: String,
+    /// How much is left there, in the asset's units.
+    pub amount: String,
+    /// The same in base units.
+    pub base_units: String,
 }
 
 /// A part of a payment made on chain: the money it received in one way to pay.
@@ -159,6 +178,55 @@ pub struct HoldView {
 
 fn no_payment() -> ApiError {
     ApiError::not_found("no such payment")
+}
+
+/// What is left in the unallocated accounts of a credited payment's deposit addresses: money
+/// that came after the credit (one read of the books).
+async fn uncredited(
+    portal: &Portal<'_>,
+    transaction: &Transaction,
+    deposits: &[watches::Deposit],
+) -> Result<Vec<UncreditedView>, ApiError> {
+    use shared_types::RawStatus;
+    if !matches!(
+        transaction.raw_status,
+        RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded | RawStatus::Refunded
+    ) || deposits.is_empty()
+    {
+        return Ok(Vec::new());
+    }
+    let tokens: Vec<String> = deposits.iter().map(|d| d.token.lower()).collect();
+    let accounts: Vec<_> = deposits
+        .iter()
+        .zip(&tokens)
+        .map(|(d, token)| {
+            chain::ledger::Asset {
+                network: &d.network,
+                token,
+                symbol: &d.asset,
+                decimals: d.decimals,
+            }
+            .account(shared_types::ledger::Kind::Unallocated, &d.address.lower())
+        })
+        .collect();
+    let book = crate::db::ledger::Book::load(portal.db(), &accounts, &[], &[])
+        .await
+        .or_internal("read the books")?;
+    Ok(deposits
+        .iter()
+        .zip(&accounts)
+        .filter_map(|(d, account)| {
+            let left = u128::try_from(book.available(&account.id())).ok()?;
+            (left > 0).then(|| UncreditedView {
+                address: d.address,
+                network: d.network.clone(),
+                asset: d.asset.clone(),
+                amount: chain::evm::from_units(left, d.decimals)
+                    .map_or_else(|| left.to_string(), |a| a.normalize().to_string()),
+                base_units: left.to_string(),
+            })
+        })
+        .collect())
 }
 
 /// A payment id from a path segment.
@@ -237,6 +305,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                 }
             })
             .collect();
+    let uncredited = uncredited(portal, &transaction, &found).await?;
     let deposits = found
         .into_iter()
         .map(|d| {
@@ -284,7 +353,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                 q.gross,
                 refunds
                     .iter()
-                    .filter(|r| r.part == q.part)
+                    .filter(|r| r.part == q.part && !r.extra)
                     .map(|r| (r.amount, r.state)),
             ),
             rate: q
@@ -306,6 +375,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         settlement_transactions,
         refunds,
         parts,
+        uncredited,
     })
 }
 

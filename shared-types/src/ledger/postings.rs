@@ -283,6 +283,30 @@ pub fn refund(
     )
 }
 
+/// The return to the customer of money that reached deposit `address` of payment
+/// `transaction_id` after the payment was credited (owed to nobody: it stayed in the address's
+/// unallocated account): reserved like a refund, paid from the treasury, posted or voided when
+/// its transaction is final. The same id as a refund's, so it is reserved once.
+pub fn return_extra(
+    ledger: &Ledger,
+    address: &str,
+    transaction_id: i64,
+    refund_id: &str,
+    units: u128,
+) -> Transfer {
+    transfer(
+        format!("refund:{refund_id}"),
+        (
+            ledger.account(Kind::Unallocated, &address.to_ascii_lowercase()),
+            ledger.account(Kind::Treasury, ""),
+        ),
+        units,
+        (Code::Refund, Phase::Pending),
+        Some(transaction_id),
+        refund_id,
+    )
+}
+
 /// A sweep transaction `tx_hash` final: what it moved from the deposit `from` to the treasury
 /// (`units` of `ledger`), and the coin its gas cost (`gas_wei`, of `coin`). A reverted sweep
 /// moved nothing but its gas.

@@ -1063,7 +1063,7 @@ fn save_element(browser: &Browser, css: &str, name: &str) {
 
 /// Saves the whole page at `width` (the window made as tall as the page, then put back to
 /// `height`), and the element matching `css` within it.
-fn photograph(browser: &Browser, (width, height): (u32, u32), css: &str, name: &str) {
+pub(super) fn photograph(browser: &Browser, (width, height): (u32, u32), css: &str, name: &str) {
     let tall = browser
         .eval("return document.documentElement.scrollHeight;")
         .as_u64()

@@ -9,6 +9,7 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::chain::{Anvil, TEST_XPUB};
 use payrail_tests::faults::FaultyNode;
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
@@ -1768,5 +1769,130 @@ fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own
         (s.anvil.balance_of(&usdt, &customer) == 8_000_000).then_some(())
     });
     assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 0, "nothing in USDC");
+    s.assert_books();
+}
+
+#[test]
+fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
+    let (_one, s) = shared();
+    let (id, session) = s.checkout(0, "7.00", "USD", "SETTLE-AFTER");
+    let (address, units) = s.worker.deposit(&session);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(DEPTH);
+    s.until_credited(&session);
+    let portal = s.worker.portal_login(0);
+    let customer = "0x00000000000000000000000000000000000000b7";
+    // Before anything more arrives there is nothing to return.
+    let body = json!({"deposit": address, "address": customer});
+    let returns = |key: &str| {
+        s.worker.send(
+            s.worker
+                .request(Method::POST, &format!("/portal/api/payments/{id}/returns"))
+                .header("Cookie", format!("payrail_portal={}", portal.cookie))
+                .header("X-CSRF-Token", &portal.csrf)
+                .header("Idempotency-Key", key)
+                .json(&body),
+            None,
+        )
+    };
+    let nothing = returns("after-0");
+    assert_eq!(nothing.status, 409, "{}", nothing.text);
+    assert!(nothing.text.contains("nothing"), "{}", nothing.text);
+    // The customer sends 3 USDC more by mistake: recorded, never credited.
+    s.anvil.transfer(&s.usdc, &s.customer, &address, 3_000_000);
+    s.anvil.mine(DEPTH);
+    // A credited payment's addresses are read every 30 minutes: as if that long had passed.
+    let due = || {
+        s.worker
+            .database()
+            .execute(
+                "UPDATE deposit_watches SET checked_at = 0 WHERE address = lower(?1)",
+                [&address],
+            )
+            .unwrap();
+    };
+    let shown = eventually(
+        "the money after the credit shown",
+        Duration::from_secs(30),
+        || {
+            due();
+            s.worker.cron();
+            s.anvil.mine(1);
+            let detail = s.detail(id);
+            let left = detail["uncredited"].as_array().cloned().unwrap_or_default();
+            (!left.is_empty()).then_some(detail)
+        },
+    );
+    assert_eq!(shown["uncredited"][0]["base_units"], "3000000", "{shown}");
+    assert_eq!(shown["uncredited"][0]["amount"], "3");
+    assert_eq!(shown["transaction"]["amount"]["gross"], "7.00");
+    // The payment's page shows it with a way to return it, at a desktop's and a phone's width.
+    {
+        let _browser = exclusive();
+        let browser = Browser::start();
+        let admin = &s.worker.credentials.institutions[0];
+        browser.goto(&format!("{}/portal/login", s.worker.base_url));
+        browser.fill("#email", &admin.admin_email);
+        browser.fill("#password", &admin.admin_password);
+        browser.click("form[action='/portal/login'] button");
+        browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+        for (width, height) in [(1280, 900), (390, 844)] {
+            browser.resize(width, height);
+            browser.goto(&format!("{}/portal/payments/{id}", s.worker.base_url));
+            assert!(browser.wait_text("#uncredited-list").contains("3 USDC"));
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#uncredited",
+                "portal-payment-uncredited",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "at {width}: {violations:#?}");
+        }
+    }
+    // Four returns at once: the 3 USDC go back once.
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..=4)
+            .map(|i| {
+                let returns = &returns;
+                scope.spawn(move || {
+                    let reply = returns(&format!("after-{i}"));
+                    (reply.status, reply.text)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made: Vec<&(u16, String)> = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .collect();
+    assert_eq!(made.len(), 1, "{answers:?}");
+    assert!(made[0].1.contains("\"extra\":true"), "{}", made[0].1);
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| [201, 409].contains(status)),
+        "{answers:?}"
+    );
+    eventually("the return on chain", Duration::from_secs(60), || {
+        s.worker.cron();
+        s.anvil.mine(1);
+        (s.anvil.balance_of(&s.usdc, customer) == 3_000_000).then_some(())
+    });
+    eventually("the return done", Duration::from_secs(30), || {
+        s.worker.cron();
+        s.anvil.mine(1);
+        let detail = s.detail(id);
+        (detail["refunds"][0]["state"] == "done").then_some(detail)
+    });
+    // The payment is untouched: it still settles its 7.00, and nothing is left to return.
+    s.settle(&[id]);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "7.00");
+    assert_eq!(t["raw_status"], "paid");
+    assert!(s.detail(id)["uncredited"].as_array().unwrap().is_empty());
+    assert_eq!(returns("after-5").status, 409);
+    assert_eq!(s.anvil.balance_of(&s.usdc, customer), 3_000_000);
     s.assert_books();
 }

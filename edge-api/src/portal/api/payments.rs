@@ -85,3 +85,35 @@ pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
     .await?;
     reply(if created { 201 } else { 200 }, to_json(&view)?)
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReturnBody {
+    /// The payment's deposit address the money reached.
+    deposit: String,
+    /// The customer's address to send it back to.
+    address: String,
+}
+
+/// `POST /portal/api/payments/{id}/returns`: everything that reached a deposit address after
+/// the payment was credited, sent back to the customer, once per `Idempotency-Key`.
+pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
+    let id = payment_id(id)?;
+    let key = c
+        .req
+        .headers()
+        .get("Idempotency-Key")
+        .or_internal("read header")?
+        .unwrap_or_default();
+    let ReturnBody { deposit, address } = c.json().await?;
+    let portal = &c.portal;
+    let (view, created) = refund::return_extra(
+        portal.ctx,
+        (portal.institution_id(), id),
+        (&deposit, &address),
+        &key,
+        &portal.session.email,
+    )
+    .await?;
+    reply(if created { 201 } else { 200 }, to_json(&view)?)
+}

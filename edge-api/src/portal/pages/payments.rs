@@ -239,11 +239,17 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         settlement_transactions,
         refunds,
         parts,
+        uncredited,
     } = payments::detail(portal, id).await?;
-    let refundable = t
-        .amount
-        .gross
-        .map(|gross| shared_types::refundable(gross, refunds.iter().map(|r| (r.amount, r.state))));
+    let refundable = t.amount.gross.map(|gross| {
+        shared_types::refundable(
+            gross,
+            refunds
+                .iter()
+                .filter(|r| !r.extra)
+                .map(|r| (r.amount, r.state)),
+        )
+    });
     let may_refund = portal.session.role == PortalRole::Admin
         && !deposits.is_empty()
         && matches!(
@@ -254,6 +260,9 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         // A payment made in several ways to pay is refunded part by part once every part is
         // settled.
         && (parts.len() < 2 || t.raw_status != RawStatus::Succeeded);
+    let is_admin = portal.session.role == PortalRole::Admin;
+    // One key for the page's return forms: a second submit of the same form is the same return.
+    let return_key = crate::crypto::random_token("rtk_").or_internal("draw a return key")?;
     let merchant = search::merchant_names(portal, [t.merchant_id])
         .await?
         .remove(&t.merchant_id);
@@ -364,6 +373,35 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         }
                     }
                 }
+                @if !uncredited.is_empty() {
+                    section #uncredited {
+                        h2 { "Received after the credit" }
+                        p.muted { "This money reached the payment's addresses after the payment was credited. It is not part of the payment and is owed to nobody: send it back to the customer." }
+                        table #uncredited-list {
+                            thead { tr { th scope="col" { "Address" } th scope="col" { "Left there" } @if is_admin { th scope="col" { "Return it to" } } } }
+                            tbody {
+                                @for (k, u) in uncredited.iter().enumerate() {
+                                    tr {
+                                        td data-label="Address" { code { (u.address) } br; small { (u.asset) " · " (u.network) } }
+                                        td data-label="Left there" { strong { (u.amount) " " (u.asset) } br; small { (u.base_units) " base units" } }
+                                        @if is_admin {
+                                            td data-label="Return it to" {
+                                                form.return method="post" action=(format!("/portal/payments/{}/return", t.id)) {
+                                                    (csrf_field(portal))
+                                                    input type="hidden" name="deposit" value=(u.address);
+                                                    input type="hidden" name="key" value=(return_key);
+                                                    label for=(format!("return-address-{k}")) { "Customer's address" }
+                                                    input id=(format!("return-address-{k}")) type="text" name="address" required autocomplete="off" spellcheck="false" placeholder="0x…";
+                                                    button type="submit" { "Return " (u.amount) " " (u.asset) }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
                 @if settlement_hold.is_some() || !settlement_transactions.is_empty() {
                     section #settlement {
                         h2 { "Settlement" }
@@ -408,7 +446,10 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                 tbody {
                                     @for r in &refunds {
                                         tr data-state=(r.state) {
-                                            td { (r.amount) " " (text(&t.currency)) br; small { "by " (r.requested_by) " · " (r.created_at) } }
+                                            td {
+                                                @if r.extra { "Return of money received after the credit" br; small { "worth " (r.amount) " " (text(&t.currency)) " at its address's quote · by " (r.requested_by) " · " (r.created_at) } }
+                                                @else { (r.amount) " " (text(&t.currency)) br; small { "by " (r.requested_by) " · " (r.created_at) } }
+                                            }
                                             td { (r.crypto_amount) " " (r.asset) " on " (r.network) br; small { "at 1 " (r.asset) " = " (r.rate) " " (text(&t.currency)) } }
                                             td { code { (r.address) } }
                                             td {
@@ -511,6 +552,48 @@ pub(super) async fn export(c: Call<'_>) -> Answer {
         headers.set(name, value).or_internal("set header")?;
     }
     Ok(response)
+}
+
+/// `POST /portal/payments/{id}/return`: sends back what reached a deposit address after the
+/// payment was credited (the form names the address and carries the key the page drew, so a
+/// second submit is the same return), then shows the payment's refunds; a refusal is shown
+/// with a way back.
+pub(super) async fn return_extra(c: Call<'_>, id: &str) -> Answer {
+    let (portal, url, form) = (&c.portal, c.url, &c.form);
+    let id = payment_id(id)?;
+    let made = refund::return_extra(
+        portal.ctx,
+        (portal.institution_id(), id),
+        (
+            form.get("deposit").unwrap_or_default(),
+            form.get("address").unwrap_or_default(),
+        ),
+        form.get("key").unwrap_or_default(),
+        &portal.session.email,
+    )
+    .await;
+    let error = match made {
+        Ok(_) => return see_other(url, &format!("/portal/payments/{id}#refunds")),
+        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict) => {
+            err.description
+        }
+        Err(err) => return Err(err),
+    };
+    page(
+        400,
+        layout(
+            "Return",
+            Some(portal),
+            html! {
+                section #return-refused {
+                    p { a href=(format!("/portal/payments/{id}")) { "← Payment " (id) } }
+                    h1 { "Return" }
+                    (error_box(Some(&error)))
+                    p { a href=(format!("/portal/payments/{id}#uncredited")) { "Back to the payment" } }
+                }
+            },
+        ),
+    )
 }
 
 /// `POST /portal/payments/{id}/refund`: `step=preview` shows what the refund sends (amount,
