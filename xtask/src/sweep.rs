@@ -1,5 +1,13 @@
 //! The custody sweep (`xtask sweep`): the offline signer that moves what deposit addresses hold
-//! into the treasury once their watch has ended.
+//! into the treasury once their watch has ended, and what merchants' top-up addresses hold while
+//! they stay watched.
+//!
+//! A top-up address (every asset of it) is swept as far as the books hold it: at most its
+//! custody account's posted balance (what the watcher booked, final at the network's depth), a
+//! coin one less its gas; its tokens before its coin, and an asset waits while a sweep of
+//! another asset of the address is still `sent`, so each is signed on the address's real nonce
+//! and booked balance. The worker's watch of it reads on through the sweep (docs/LEDGER.md,
+//! "Sweeping a top-up address").
 //!
 //! For each deposit whose watch ended (`deposit_watches.watch_until` in the past), on each
 //! configured network: its key is derived from the custody mnemonic at its stored index and must
