@@ -434,6 +434,59 @@ mod tests {
     }
 
     #[test]
+    fn top_up_addresses_are_swept_as_far_as_the_books_hold_them_tokens_first() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::localdb::apply_migrations(&conn).unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; \
+             INSERT INTO topup_addresses (address, derivation_index, merchant_id, institution_id, \
+               network, from_block, created_by, created_at) \
+               VALUES ('0xtop', 7, 1, 1, 'polygon', 10, 'a', 0); \
+             INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
+               scanned_to, head_block, created_at, institution_id) VALUES \
+             ('0xtop', 'native', 'polygon', 'POL', 18, 10, 20, 22, 0, 1), \
+             ('0xtop', '0xusdc', 'polygon', 'USDC', 6, 10, 20, 22, 0, 1); \
+             INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+               debits_posted, credits_posted, created_at, updated_at) VALUES \
+             ('polygon:0xusdc:custody:0xtop', 'polygon', '0xusdc', 'USDC', 6, 'custody', \
+              '0xtop', '25000000', '20000000', 0, 0);",
+        )
+        .unwrap();
+        let sql = render_batch(&[(TOPUPS, &[])]).unwrap();
+        let mut statement = conn.prepare(sql.trim_end_matches(";\n")).unwrap();
+        let rows: Vec<(String, i64, String, String)> = statement
+            .query_map([], |r| Ok((r.get(4)?, r.get(1)?, r.get(6)?, r.get(7)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("0xusdc".into(), 7, "25000000".into(), "20000000".into()),
+                ("native".into(), 7, "0".into(), "0".into()),
+            ]
+        );
+        let deposit = |booked: Option<(&str, &str)>| Deposit {
+            address: "0xtop".into(),
+            derivation_index: 7,
+            network: "polygon".into(),
+            asset: "USDC".into(),
+            token: "0xusdc".into(),
+            decimals: 6,
+            booked: booked.map(|(d, c)| (d.into(), c.into())),
+        };
+        assert_eq!(
+            deposit(Some(("25000000", "20000000"))).booked_units(),
+            Ok(Some(5_000_000))
+        );
+        // Books below zero (a sweep booked before its top-up): nothing to sweep.
+        assert_eq!(deposit(Some(("1", "3"))).booked_units(), Ok(Some(0)));
+        assert_eq!(deposit(None).booked_units(), Ok(None));
+        assert!(!deposit(None).is_topup());
+        assert!(deposit(Some(("x", "0"))).booked_units().is_err());
+    }
+
+    #[test]
     fn the_reads_run_on_the_real_schema() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         crate::localdb::apply_migrations(&conn).unwrap();
