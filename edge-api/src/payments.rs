@@ -29,38 +29,29 @@ pub async fn act(
     apply(ctx, (institution_id, id), action, OnChain::Nothing).await
 }
 
-/// What a payment found on chain brought into custody: the books credit it to the merchant.
-#[derive(Debug, Clone, Copy)]
-pub struct Received<'a> {
-    /// The deposit address, lower case.
-    pub address: &'a str,
-    /// Its token contract or `native`.
-    pub token: &'a str,
-    /// The asset's decimals.
-    pub decimals: u32,
-    /// Base units confirmed there.
-    pub units: u128,
-}
+pub use crate::db::parts::Part;
 
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
-/// the transaction `source_hash`, of `asset` on `network`; what it brought (`received`) is
-/// credited to its merchant in the books, in the same write. `late_rate`: when some of it came
-/// after the checkout's end, the rate it was valued at and its source (recorded on the payment:
-/// its settlement and refunds are paid at it).
+/// the transaction `source_hash`; `parts` is what it brought per way to pay, the one it is
+/// recorded in first: each is stored and credited to its merchant in the books, in the same
+/// write. `late_rate`: when some of the first part came after the checkout's end, the rate it
+/// was valued at and its source (shown on the payment).
 pub async fn credit(
     ctx: &Ctx,
     (institution_id, id): (i64, i64),
     action: &Action,
     source_hash: &str,
-    (asset, network): (&str, &str),
-    received: Option<Received<'_>>,
+    parts: &[Part<'_>],
     late_rate: Option<(rust_decimal::Decimal, &str)>,
 ) -> Result<(), ApiError> {
+    let Some(first) = parts.first() else {
+        return Err(ApiError::internal("credit a payment", "it has no part"));
+    };
     let found = OnChain::Payment {
         hash: source_hash,
-        asset,
-        network,
-        received,
+        asset: first.asset,
+        network: first.network,
+        parts,
         late_rate,
     };
     apply(ctx, (institution_id, id), action, found)
@@ -116,13 +107,13 @@ pub fn refund_event_id(refund_id: &str) -> String {
 #[derive(Clone, Copy)]
 enum OnChain<'a> {
     Nothing,
-    /// The customer's payment: its transaction, asset and network, what it brought, and the
-    /// rate its late money was valued at.
+    /// The customer's payment: its transaction, the asset and network it is recorded in, what
+    /// it brought per way to pay, and the rate its late money was valued at.
     Payment {
         hash: &'a str,
         asset: &'a str,
         network: &'a str,
-        received: Option<Received<'a>>,
+        parts: &'a [Part<'a>],
         late_rate: Option<(rust_decimal::Decimal, &'a str)>,
     },
     /// The settlement's transaction.
@@ -281,27 +272,27 @@ async fn apply(
         None => None,
         Some(e) => Some(webhooks::publish(ctx, &mut batch, e, Guard::AfterChange)?),
     };
-    if let (
-        OnChain::Payment {
-            asset,
-            network,
-            received: Some(r),
-            ..
-        },
-        true,
-    ) = (
+    if let (OnChain::Payment { parts, .. }, true) = (
         on_chain,
         matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
     ) {
-        let when = db::transactions::at_version((institution_id, id), row.version + 1);
-        let statements = chain::ledger::credit(
-            ctx,
-            (network, asset, r),
-            (id, row.transaction.merchant_id, row.institution_id),
-            &when,
-        )
-        .await?;
-        batch.extend(statements);
+        let version = row.version + 1;
+        let when = db::transactions::at_version((institution_id, id), version);
+        for (index, part) in parts.iter().enumerate() {
+            batch.push(
+                db::parts::insert(database, (row.institution_id, id, version), index, part)
+                    .or_internal("record a payment's part")?,
+            );
+            batch.extend(
+                chain::ledger::credit(
+                    ctx,
+                    (index, part),
+                    (id, row.transaction.merchant_id, row.institution_id),
+                    &when,
+                )
+                .await?,
+            );
+        }
     }
     let results = match batch.run(database).await {
         Ok(results) => results,

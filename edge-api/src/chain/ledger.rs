@@ -7,7 +7,7 @@
 
 use std::str::FromStr;
 
-use shared_types::ledger::postings::{self, Part};
+use shared_types::ledger::postings::{self, Part as PaymentShare};
 use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
 use worker::D1PreparedStatement;
 
@@ -21,7 +21,7 @@ use crate::db::topups::{SeenTopup, TopupWatch};
 use crate::db::watches::{SeenTransfer, Watch};
 use crate::db::{refunds, settlements};
 use crate::error::{ApiError, OrInternal};
-use crate::payments::Received;
+use crate::payments::Part;
 
 /// An asset on a network, as the books name its accounts.
 #[derive(Debug, Clone)]
@@ -145,41 +145,50 @@ pub async fn receipts(
     Ok(book.statements(&ctx.db, when, ctx.now())?)
 }
 
-/// The credit of payment `transaction_id` (of `merchant_id`, of `institution_id`): what
-/// arrived for it at its address moves from unallocated to what the merchant is owed.
+/// The credit of one part of payment `transaction_id` (of `merchant_id`, of
+/// `institution_id`): what arrived for it at each of the part's addresses moves from
+/// unallocated there to what the merchant is owed, in the part's asset. The first address of
+/// the first part keeps the id a payment's credit always had (`credit:{transaction}`).
 pub async fn credit(
     ctx: &Ctx,
-    (network, symbol, received): (&str, &str, Received<'_>),
+    (index, part): (usize, &Part<'_>),
     (transaction_id, merchant_id, institution_id): (i64, i64, i64),
     when: &When,
 ) -> Result<Vec<D1PreparedStatement>, ApiError> {
-    if received.units == 0 {
+    let asset = Asset {
+        network: part.network,
+        token: part.token,
+        symbol: part.asset,
+        decimals: part.decimals,
+    };
+    let ledger = asset.ledger();
+    let merchant = asset
+        .account(Kind::Merchant, &merchant_id.to_string())
+        .of_institution(institution_id);
+    let mut accounts = vec![merchant];
+    let mut transfers = Vec::new();
+    for (address, units) in part.received.iter().filter(|(_, units)| *units > 0) {
+        let key = (transaction_id, merchant_id);
+        let first = transfers.is_empty() && index == 0;
+        transfers.push(if first {
+            postings::credit(&ledger, address, key, *units)
+        } else {
+            postings::credit_at(&ledger, address, key, *units)
+        });
+        accounts.push(asset.account(Kind::Unallocated, address));
+    }
+    if transfers.is_empty() {
         return Ok(Vec::new());
     }
-    let asset = Asset {
-        network,
-        token: received.token,
-        symbol,
-        decimals: received.decimals,
-    };
-    let t = postings::credit(
-        &asset.ledger(),
-        received.address,
-        (transaction_id, merchant_id),
-        received.units,
-    );
-    let accounts = [
-        asset.account(Kind::Unallocated, received.address),
-        asset
-            .account(Kind::Merchant, &merchant_id.to_string())
-            .of_institution(institution_id),
-    ];
-    let mut book = Book::load(&ctx.db, &accounts, std::slice::from_ref(&t.id), &[])
+    let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(&ctx.db, &accounts, &ids, &[])
         .await
         .or_internal("read the books")?;
-    // Money that arrived is the merchant's once credited; the unallocated account was
-    // credited by the same confirmed transfers, so this never overdraws it.
-    book.record(t).or_internal("post a credit")?;
+    for t in transfers {
+        // Money that arrived is the merchant's once credited; the unallocated account was
+        // credited by the same confirmed transfers, so this never overdraws it.
+        book.record(t).or_internal("post a credit")?;
+    }
     book.statements(&ctx.db, when, ctx.now())
         .or_internal("post a credit")
 }
@@ -257,14 +266,14 @@ fn settlement_accounts(
 }
 
 /// Each payment's part of a settlement transaction, in base units, from its items.
-pub fn parts(items: &[settlements::Item]) -> ChainResult<Vec<Part>> {
+pub fn parts(items: &[settlements::Item]) -> ChainResult<Vec<PaymentShare>> {
     let units = |text: &str| {
         u128::from_str(text).map_err(|_| ChainError::answer(format!("{text} is not an amount")))
     };
     items
         .iter()
         .map(|i| {
-            Ok(Part {
+            Ok(PaymentShare {
                 transaction_id: i.transaction_id,
                 psp_units: units(&i.psp_units)?,
                 gas_units: units(&i.gas_units)?,
@@ -291,7 +300,7 @@ pub async fn reserve_settlement(
     asset: &Asset<'_>,
     (institution_id, merchant_id): (i64, i64),
     send_id: &str,
-    parts: &[Part],
+    parts: &[PaymentShare],
     gas_wei: u128,
 ) -> ChainResult<Reserved> {
     let accounts = settlement_accounts(asset, (institution_id, merchant_id));
@@ -482,7 +491,7 @@ pub async fn replace_send(
     ctx: &Ctx,
     old: &Outgoing,
     new_id: &str,
-    parts: Option<&[Part]>,
+    parts: Option<&[PaymentShare]>,
     gas_wei: u128,
     when: &When,
 ) -> ChainResult<(Vec<D1PreparedStatement>, u128)> {

@@ -24,6 +24,7 @@ use super::error::{ChainError, ChainResult};
 use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
 use super::{evm, ledger, rpc};
+use crate::chain::watch::MULTI_QUOTE;
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
 use crate::db::sends::{self as db_sends, Purpose};
@@ -43,8 +44,11 @@ const MAX_KEY: usize = 255;
 pub struct RefundRequest<'a> {
     /// Order currency, decimal text.
     pub amount: &'a str,
-    /// The customer's address on the payment's network.
+    /// The customer's address on the network of the part refunded.
     pub address: &'a str,
+    /// For a payment made in more than one way to pay, the part refunded (its number: 0 is the
+    /// way to pay it is recorded in); `None` for a payment made in one.
+    pub part: Option<i64>,
 }
 
 /// What a refund will send, shown before confirming.
@@ -70,6 +74,10 @@ pub struct Preview {
     pub rate_source: String,
     /// The address it is sent to (checksummed).
     pub address: String,
+    /// The part of the payment refunded (0 for a payment made in one way to pay).
+    pub part: i64,
+    /// How many parts the payment came in.
+    pub parts: usize,
 }
 
 /// A refund as the portal shows it.
@@ -79,6 +87,8 @@ pub struct RefundView {
     pub id: String,
     /// The payment.
     pub transaction_id: i64,
+    /// The part of it refunded (0 for a payment made in one way to pay).
+    pub part: i64,
     /// The amount, in the order currency.
     pub amount: Decimal,
     /// The asset sent.
@@ -118,6 +128,7 @@ impl RefundView {
             address: wallet_address::eip55(&r.to_address),
             id: r.id,
             transaction_id: r.transaction_id,
+            part: r.part,
             amount: r.amount,
             asset: r.asset,
             network: r.network,
@@ -155,12 +166,37 @@ async fn check(
         .await
         .or_internal("read payment")?
         .ok_or_else(|| ApiError::not_found("no such payment"))?;
-    let quote = refunds::quote_of(&ctx.db, institution_id, transaction_id)
+    let parts = refunds::quotes_of(&ctx.db, institution_id, transaction_id)
         .await
-        .or_internal("read the payment's quote")?
-        .ok_or_else(|| {
-            conflict("this payment was not made on a watched chain: nothing to send back")
-        })?;
+        .or_internal("read the payment's parts")?;
+    if parts.is_empty() {
+        return Err(conflict(
+            "this payment was not made on a watched chain: nothing to send back",
+        ));
+    }
+    let count = parts.len();
+    let quote = match (request.part, count) {
+        (None, 1) => parts.into_iter().next(),
+        (None, _) => {
+            return Err(ApiError::invalid_request(format!(
+                "this payment came in {count} parts ({}): part must name the one to refund",
+                part_list(&parts)
+            )))
+        }
+        (Some(n), _) => parts.into_iter().find(|p| p.part == n),
+    }
+    .ok_or_else(|| {
+        ApiError::invalid_request(format!(
+            "part must be a part of this payment, from 0 to {}",
+            count - 1
+        ))
+    })?;
+    if count > 1 && t.raw_status == RawStatus::Succeeded {
+        return Err(conflict(format!(
+            "this payment came in {count} parts, each settled in its own asset: it is refunded \
+             part by part once every part is settled (paid)"
+        )));
+    }
     if !matches!(
         t.raw_status,
         RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded
@@ -190,6 +226,20 @@ async fn check(
     if amount > left {
         return Err(conflict(format!(
             "amount exceeds what is left to refund ({left} {currency})"
+        )));
+    }
+    // A payment made in several ways to pay: each part is refunded from what it brought.
+    let left = left.min(shared_types::refundable(
+        quote.gross,
+        asked
+            .iter()
+            .filter(|r| r.part == quote.part)
+            .map(|r| (r.amount, r.state)),
+    ));
+    if amount > left {
+        return Err(conflict(format!(
+            "amount exceeds what is left to refund of part {} ({left} {currency} in {} on {})",
+            quote.part, quote.asset, quote.network
         )));
     }
     if t.raw_status == RawStatus::Succeeded && amount != left {
@@ -223,12 +273,18 @@ async fn check(
         base_units: units.to_string(),
         rate: rate.to_string(),
         rate_source: match &quote.late_rate_source {
+            Some(source) if source.starts_with(MULTI_QUOTE) => source.clone(),
             Some(source) => {
                 format!("the rate when the payment arrived, after its checkout ended: {source}")
             }
-            None => format!("the payment's quote of {}", quote.quoted_at),
+            None => match quote.quoted_at {
+                Some(at) => format!("the payment's quote of {at}"),
+                None => "the payment's quote".to_owned(),
+            },
         },
         address,
+        part: quote.part,
+        parts: count,
     };
     Ok(Checked {
         merchant_id: t.merchant_id,
@@ -238,6 +294,15 @@ async fn check(
         digits,
         units,
     })
+}
+
+/// The parts of a payment in words: "0: USDC on polygon, 1: ETH on base".
+fn part_list(parts: &[PaymentQuote]) -> String {
+    parts
+        .iter()
+        .map(|p| format!("{}: {} on {}", p.part, p.asset, p.network))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What refunding `request` would send, without sending it.
@@ -269,6 +334,7 @@ pub async fn request(
     }
     let same = |r: &Refund| {
         r.transaction_id == transaction_id
+            && request.part.is_none_or(|part| part == r.part)
             && Decimal::from_str(request.amount.trim()).is_ok_and(|asked| asked == r.amount)
             && wallet_address::check(&r.network, request.address)
                 .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))

@@ -88,15 +88,12 @@ pub enum Verdict {
         source_hash: String,
         /// After the checkout expired.
         late: bool,
-        /// The asset and network of that transfer's address.
+        /// The money per way to pay (asset and network) it came in, the first transfer's first:
+        /// each part is booked, settled and refunded in its own asset.
         #[serde(skip)]
-        paid_with: (String, String),
-        /// What the books credit the merchant: the address paid in that asset and network,
-        /// and its confirmed transfers' base units.
-        #[serde(skip)]
-        received: (String, u128),
-        /// When some of that money came after the checkout's end: the rate it was all valued
-        /// at (order currency per unit) and where it came from.
+        parts: Vec<CreditPart>,
+        /// When some of the first part's money came after the checkout's end: the rate it was
+        /// all valued at (order currency per unit) and where it came from.
         #[serde(skip)]
         late_rate: Option<(Decimal, String)>,
     },
@@ -108,6 +105,25 @@ pub enum Verdict {
     },
     /// Nothing to do (already credited, failed, or ended with nothing received).
     Settled,
+}
+
+/// The money a payment received in one way to pay (an asset on a network), for its credit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreditPart {
+    /// The asset.
+    pub asset: String,
+    /// The network.
+    pub network: String,
+    /// Its share of the payment's gross, in the order currency (the currency's minor unit; the
+    /// parts add up to the gross).
+    pub gross: Decimal,
+    /// The rate it settles and refunds at: `.0` of the order currency is worth `.1` of the
+    /// asset (its address's quote, or its value over its amount with 1).
+    pub rate: (Decimal, Decimal),
+    /// Where that rate came from when it is not the quote.
+    pub rate_source: Option<String>,
+    /// The base units confirmed at each of its addresses (lower case), in the order first seen.
+    pub received: Vec<(String, u128)>,
 }
 
 /// A watch's quote, for converting its transfers.
@@ -143,6 +159,7 @@ pub fn verdict(
     // Each confirmed payment's value in the order currency: (its way to pay, its asset amount,
     // its value, the source of its rate when it was valued at arrival).
     let mut parts: Vec<(&Quoted, Decimal, Decimal, Option<&str>)> = Vec::new();
+    let mut valued: Vec<Valued<'_>> = Vec::new();
     let mut confirmed = Decimal::ZERO;
     let mut source: Option<(String, (String, String))> = None;
     let mut least = None::<u64>;
@@ -180,6 +197,14 @@ pub fn verdict(
         if let Some((value, sum)) = value.and_then(|v| Some((v, confirmed.checked_add(v)?))) {
             confirmed = sum;
             parts.push((quote, amount, value, t.rate_source.as_deref()));
+            valued.push(Valued {
+                quote,
+                amount,
+                value,
+                late: t.after_expiry,
+                address: t.address.lower(),
+                units: units.unwrap_or_default(),
+            });
             source.get_or_insert_with(|| {
                 (
                     t.tx_hash.to_string(),
@@ -192,28 +217,14 @@ pub fn verdict(
     let mut gross =
         confirmed.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
     gross.rescale(digits);
-    // The books credit the base units confirmed at the addresses of the asset and network the
-    // payment is recorded in; what arrived in another way to pay stays unallocated there.
-    let received = source.as_ref().map(|(_, paid_with)| {
-        let mut units = 0u128;
-        let mut address = String::new();
-        for t in transfers
-            .iter()
-            .filter(|t| t.kind == "payment" && t.confirmed)
+    let mut credit_parts = split(&valued, gross, digits, expected);
+    for part in &mut credit_parts {
+        if let Some((rate, source)) = late_rate(&parts, &(part.asset.clone(), part.network.clone()))
         {
-            let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
-                continue;
-            };
-            if (&quote.asset, &quote.network) != (&paid_with.0, &paid_with.1) {
-                continue;
-            }
-            if let Some(u) = t.amount.as_deref().and_then(|a| u128::from_str(a).ok()) {
-                units = units.saturating_add(u);
-                address = t.address.lower();
-            }
+            part.rate = (rate, Decimal::ONE);
+            part.rate_source = Some(source);
         }
-        (address, units)
-    });
+    }
     let late_rate = source
         .as_ref()
         .and_then(|(_, paid_with)| late_rate(&parts, paid_with));
@@ -227,14 +238,15 @@ pub fn verdict(
         });
     }
     let credit = |late| match &source {
-        Some((hash, paid_with)) if gross > Decimal::ZERO => Some(Verdict::Credit {
-            gross,
-            source_hash: hash.clone(),
-            late,
-            paid_with: paid_with.clone(),
-            received: received.clone().unwrap_or_default(),
-            late_rate: late_rate.clone(),
-        }),
+        Some((hash, _)) if gross > Decimal::ZERO && !credit_parts.is_empty() => {
+            Some(Verdict::Credit {
+                gross,
+                source_hash: hash.clone(),
+                late,
+                parts: credit_parts.clone(),
+                late_rate: late_rate.clone(),
+            })
+        }
         _ => None,
     };
     match (raw_status, ended) {
@@ -244,6 +256,87 @@ pub fn verdict(
         _ => confirming.or_else(|| credit(true)),
     }
     .unwrap_or(Verdict::Settled)
+}
+
+/// Where the rate of a part paid under more than one quote (all in time) comes from.
+pub const MULTI_QUOTE: &str =
+    "its value over its amount: it was paid under more than one quote, each part at its own";
+
+/// One confirmed transfer valued in the order currency.
+struct Valued<'a> {
+    quote: &'a Quoted,
+    amount: Decimal,
+    value: Decimal,
+    late: bool,
+    address: String,
+    units: u128,
+}
+
+/// The credit's parts: the valued transfers per way to pay (asset and network), in the order
+/// their money came (the first transfer's first). Each part's gross is its value at the
+/// currency's minor unit, the largest part taking what rounding leaves, so the parts add up to
+/// `gross` exactly; its rate is its address's quote when all of it came in time under one
+/// quote, else its value over its amount. Empty when a part's share cannot be told (an amount
+/// beyond range). Pure.
+fn split(valued: &[Valued<'_>], gross: Decimal, digits: u32, expected: Decimal) -> Vec<CreditPart> {
+    let mut groups: Vec<(&Quoted, Vec<&Valued<'_>>)> = Vec::new();
+    for v in valued {
+        let way = (&v.quote.asset, &v.quote.network);
+        match groups
+            .iter_mut()
+            .find(|(q, _)| (&q.asset, &q.network) == way)
+        {
+            Some((_, members)) => members.push(v),
+            None => groups.push((v.quote, vec![v])),
+        }
+    }
+    let round = |x: Decimal| {
+        let mut r = x.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
+        r.rescale(digits);
+        r
+    };
+    let mut parts = Vec::new();
+    for (quote, members) in &groups {
+        let sum = members
+            .iter()
+            .try_fold((Decimal::ZERO, Decimal::ZERO), |(a, v), m| {
+                Some((a.checked_add(m.amount)?, v.checked_add(m.value)?))
+            });
+        let Some((amount, value)) = sum else {
+            return Vec::new();
+        };
+        let one_quote = members
+            .iter()
+            .all(|m| !m.late && m.quote.crypto_amount == quote.crypto_amount);
+        let rate = if one_quote {
+            (expected, quote.crypto_amount)
+        } else {
+            match value.checked_div(amount) {
+                Some(r) if amount > Decimal::ZERO => (r.round_dp(12).normalize(), Decimal::ONE),
+                _ => return Vec::new(),
+            }
+        };
+        let mut received: Vec<(String, u128)> = Vec::new();
+        for m in members {
+            match received.iter_mut().find(|(a, _)| *a == m.address) {
+                Some((_, units)) => *units = units.saturating_add(m.units),
+                None => received.push((m.address.clone(), m.units)),
+            }
+        }
+        parts.push(CreditPart {
+            asset: quote.asset.clone(),
+            network: quote.network.clone(),
+            gross: round(value),
+            rate,
+            rate_source: (!one_quote).then(|| MULTI_QUOTE.to_owned()),
+            received,
+        });
+    }
+    let shares: Decimal = parts.iter().map(|p| p.gross).sum();
+    if let Some(largest) = parts.iter_mut().max_by_key(|p| p.gross) {
+        largest.gross = round(largest.gross + (gross - shares));
+    }
+    parts
 }
 
 /// When some of the money in the payment's recorded way to pay (`paid_with`) was valued at the
@@ -674,8 +767,7 @@ async fn judge(
         gross,
         source_hash,
         late,
-        paid_with: (asset, network),
-        received,
+        parts,
         late_rate,
     } = &verdict
     {
@@ -684,21 +776,39 @@ async fn judge(
         } else {
             Action::Pay { amount: *gross }
         };
-        let paid_with = (asset.as_str(), network.as_str());
-        let watch = list.iter().find(|w| w.address == received.0);
-        let books = watch.map(|w| payments::Received {
-            address: &w.address,
-            token: &w.token,
-            decimals: w.decimals,
-            units: received.1,
-        });
+        // Each part with its asset's token and decimals, and the base units at each address.
+        let mut books = Vec::with_capacity(parts.len());
+        for part in parts {
+            let Some(watch) = list
+                .iter()
+                .find(|w| w.asset == part.asset && w.network == part.network)
+            else {
+                return Err(ApiError::internal(
+                    "credit a payment",
+                    "a part's way to pay has no watch",
+                ));
+            };
+            books.push(payments::Part {
+                network: &part.network,
+                asset: &part.asset,
+                token: &watch.token,
+                decimals: watch.decimals,
+                gross: part.gross,
+                rate: part.rate,
+                rate_source: part.rate_source.as_deref(),
+                received: part
+                    .received
+                    .iter()
+                    .map(|(address, units)| (address.as_str(), *units))
+                    .collect(),
+            });
+        }
         match payments::credit(
             ctx,
             (session.institution_id, session.transaction_id),
             &action,
             source_hash,
-            paid_with,
-            books,
+            &books,
             late_rate
                 .as_ref()
                 .map(|(rate, source)| (*rate, source.as_str())),
@@ -939,11 +1049,102 @@ mod tests {
                 gross: d("10.00"),
                 source_hash: hash("0x1").to_string(),
                 late: false,
-                paid_with: ("USDC".into(), "polygon".into()),
-                received: (exact[0].address.lower(), 10_869_566),
+                parts: vec![CreditPart {
+                    asset: "USDC".into(),
+                    network: "polygon".into(),
+                    gross: d("10.00"),
+                    rate: (d("10.00"), d("10.869566")),
+                    rate_source: None,
+                    received: vec![(exact[0].address.lower(), 10_869_566)],
+                }],
                 late_rate: None,
             }
         );
+    }
+
+    #[test]
+    fn money_in_two_ways_to_pay_is_credited_in_two_parts_that_add_up() {
+        // Half in USDC on polygon at its quote; the customer changed the way to pay and sent
+        // the rest in ether on base, quoted 0.003 ETH for the order (3,333.33... each).
+        let ether = Quoted {
+            address: Address([0xcd; 20]),
+            asset: "ETH".into(),
+            network: "base".into(),
+            decimals: 18,
+            crypto_amount: d("0.003"),
+            head_block: 100,
+        };
+        let usdc = transfer("0x1", "5434783", 90, true, "payment");
+        let eth = StoredTransfer {
+            address: ether.address,
+            token: Token::Native,
+            ..transfer("0x2", "1500000000000000", 91, true, "payment")
+        };
+        let credit = verdict(
+            RawStatus::Pending,
+            false,
+            d("10.00"),
+            2,
+            &[quote(), ether.clone()],
+            &[usdc, eth],
+            3,
+        );
+        let Verdict::Credit { gross, parts, .. } = credit else {
+            panic!("{credit:?}");
+        };
+        assert_eq!(gross, d("10.00"));
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert_eq!(
+            (parts[0].asset.as_str(), parts[0].gross, parts[0].rate),
+            ("USDC", d("5.00"), (d("10.00"), d("10.869566")))
+        );
+        assert_eq!(
+            (parts[1].asset.as_str(), parts[1].gross, parts[1].rate),
+            ("ETH", d("5.00"), (d("10.00"), d("0.003")))
+        );
+        assert_eq!(
+            parts[1].received,
+            vec![(ether.address.lower(), 1_500_000_000_000_000)]
+        );
+        assert_eq!(parts.iter().map(|p| p.gross).sum::<Decimal>(), gross);
+    }
+
+    #[test]
+    fn rounding_leaves_the_parts_adding_up_to_the_gross() {
+        // Three thirds of 10.00 round to 3.33 each: the largest part takes the cent.
+        let at = |byte: u8, asset: &str| Quoted {
+            address: Address([byte; 20]),
+            asset: asset.into(),
+            network: "polygon".into(),
+            decimals: 6,
+            crypto_amount: d("10"),
+            head_block: 100,
+        };
+        let quotes = [at(1, "USDC"), at(2, "USDT"), at(3, "DAI")];
+        let third = |q: &Quoted, h: &str, units: &str| StoredTransfer {
+            address: q.address,
+            ..transfer(h, units, 90, true, "payment")
+        };
+        let transfers = [
+            third(&quotes[0], "0x1", "3333333"),
+            third(&quotes[1], "0x2", "3333333"),
+            third(&quotes[2], "0x3", "3333334"),
+        ];
+        let credit = verdict(
+            RawStatus::Pending,
+            false,
+            d("10.00"),
+            2,
+            &quotes,
+            &transfers,
+            3,
+        );
+        let Verdict::Credit { gross, parts, .. } = credit else {
+            panic!("{credit:?}");
+        };
+        assert_eq!(gross, d("10.00"));
+        let shares: Vec<String> = parts.iter().map(|p| p.gross.to_string()).collect();
+        assert_eq!(shares, ["3.33", "3.33", "3.34"]);
     }
 
     /// A transfer after the end, valued at `rate` (none: not yet).

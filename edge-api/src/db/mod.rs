@@ -23,6 +23,7 @@ pub mod ledger;
 pub mod merchants;
 pub mod notifications;
 pub mod origins;
+pub mod parts;
 pub mod portal;
 pub mod reconciliations;
 pub mod refunds;

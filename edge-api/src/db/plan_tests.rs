@@ -266,6 +266,14 @@ fn payments_that_cannot_settle_never_crowd_out_one_that_can() {
             rusqlite::params![address, k],
         )
         .unwrap();
+        conn.execute(
+            "INSERT INTO payment_parts (institution_id, transaction_id, part, network, asset, \
+             token, decimals, gross, expected, crypto_amount) \
+             SELECT institution_id, id, 0, network_payment, asset, 'native', 18, amount_gross, \
+             amount_expected, '1' FROM transactions WHERE id = ?1",
+            rusqlite::params![id],
+        )
+        .unwrap();
     }
     let (held, newest) = ids.split_at(ids.len() - 1);
     for (k, id) in held.iter().enumerate() {

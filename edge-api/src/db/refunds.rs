@@ -9,12 +9,16 @@ use shared_types::RefundState;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::{Carried, When};
-use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult};
 
-/// What a payment made on chain was quoted at: what a refund of it is paid at.
+/// A part of a payment made on chain (all of it, for a payment made in one way to pay) and the
+/// rate it was paid at: what a refund of it is paid at.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PaymentQuote {
+    /// The part ([`super::parts`]).
+    pub part: i64,
+    /// Its share of the payment's gross, in the order currency.
+    pub gross: Decimal,
     /// Network it was paid on.
     pub network: String,
     /// Asset it was paid in.
@@ -23,36 +27,35 @@ pub struct PaymentQuote {
     pub token: String,
     /// The asset's decimals.
     pub decimals: u32,
-    /// The asset amount the order was quoted at.
+    /// With `expected`, its rate: `expected` of the order currency is worth `crypto_amount` of
+    /// the asset (the quote it came under; or its value over its amount and 1 when some of it
+    /// came after the checkout's end, or under more than one quote).
     pub crypto_amount: Decimal,
-    /// The order amount.
+    /// See `crypto_amount`.
     pub expected: Decimal,
-    /// When the quote was taken.
-    pub quoted_at: UnixTime,
-    /// When some of the payment's money came after its checkout's end: the rate it was valued
-    /// at (the rate when it arrived), which its refunds are paid at instead of the quote
-    /// (`crypto_amount` is then 1 and `expected` that rate); with where it came from.
+    /// When its first quote was taken (none: its address's watch is gone).
+    pub quoted_at: Option<UnixTime>,
+    /// Where the rate came from when it is not the quote (the rate when late money arrived,
+    /// or its value over its amount).
     pub late_rate_source: Option<String>,
 }
 
-/// The quote of the deposit address `transaction_id` was paid to, when it was paid on chain.
-pub async fn quote_of(
+/// The parts of payment `transaction_id`, in order, with their rates; none when it was not
+/// paid on a watched chain.
+pub async fn quotes_of(
     db: &D1Database,
     institution_id: i64,
     transaction_id: i64,
-) -> DbResult<Option<PaymentQuote>> {
-    first(
+) -> DbResult<Vec<PaymentQuote>> {
+    all(
         db,
-        &format!(
-            "SELECT w.network, w.asset, w.token, w.decimals, \
-             CASE WHEN t.late_rate IS NULL THEN w.crypto_amount ELSE '1' END AS crypto_amount, \
-             COALESCE(t.late_rate, t.amount_expected) AS expected, w.quoted_at, \
-             t.late_rate_source \
-             FROM transactions t JOIN deposit_watches w ON w.transaction_id = t.id \
-             AND w.institution_id = t.institution_id \
-             AND w.network = t.network_payment AND w.asset = t.asset \
-             WHERE t.id = ?1 AND t.institution_id = ?2 AND {CREDITED_ON_CHAIN}"
-        ),
+        "SELECT p.part, p.gross, p.network, p.asset, p.token, p.decimals, p.crypto_amount, \
+         p.expected, p.rate_source AS late_rate_source, \
+         (SELECT MIN(w.quoted_at) FROM deposit_watches w \
+          WHERE w.transaction_id = p.transaction_id AND w.institution_id = p.institution_id \
+          AND w.network = p.network AND w.asset = p.asset) AS quoted_at \
+         FROM payment_parts p WHERE p.transaction_id = ?1 AND p.institution_id = ?2 \
+         ORDER BY p.part",
         &[transaction_id.into(), institution_id.into()],
     )
     .await
@@ -91,24 +94,36 @@ pub struct NewRefund<'a> {
 /// The guarded insert of a refund: it stores nothing unless the payment may be refunded this
 /// amount now — held or settled (`succeeded`, `paid`, `partially_refunded`), not being settled,
 /// the amount within what is left after every refund not failed (so concurrent requests can
-/// never exceed the gross), and, before settlement, the whole of it (a part refunded before
-/// settlement would leave the rest unsettleable). One statement: D1 runs it alone.
+/// never exceed the gross), and within what is left of the part it names; before settlement,
+/// the whole of it (a part refunded before settlement would leave the rest unsettleable), and
+/// only for a payment made in one way to pay (one made in several is refunded part by part
+/// once every part is settled). One statement: D1 runs it alone.
 pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
          amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
-         requested_by, created_at, updated_at) \
-         SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15 \
+         requested_by, created_at, updated_at, part) \
+         SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15, \
+         ?17 \
          FROM transactions t, \
          (SELECT CAST(round(CAST(amount_gross AS REAL) * ?16) AS INTEGER) AS gross_minor \
           FROM transactions WHERE id = ?3 AND institution_id = ?2) g, \
          (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
-          WHERE transaction_id = ?3 AND institution_id = ?2 AND state <> 'failed') r \
+          WHERE transaction_id = ?3 AND institution_id = ?2 AND state <> 'failed') r, \
+         (SELECT CAST(round(CAST(gross AS REAL) * ?16) AS INTEGER) AS gross_minor, \
+          (SELECT COUNT(*) FROM payment_parts WHERE transaction_id = ?3 \
+           AND institution_id = ?2) AS parts \
+          FROM payment_parts WHERE transaction_id = ?3 AND institution_id = ?2 \
+          AND part = ?17) pg, \
+         (SELECT COALESCE(SUM(amount_minor), 0) AS taken FROM refunds \
+          WHERE transaction_id = ?3 AND institution_id = ?2 AND part = ?17 \
+          AND state <> 'failed') pr \
          WHERE t.id = ?3 AND t.institution_id = ?2 \
          AND t.raw_status IN ('succeeded', 'paid', 'partially_refunded') \
          AND ?6 <= g.gross_minor - r.taken \
-         AND (t.raw_status <> 'succeeded' OR ?6 = g.gross_minor - r.taken) \
+         AND ?6 <= pg.gross_minor - pr.taken \
+         AND (t.raw_status <> 'succeeded' OR (?6 = g.gross_minor - r.taken AND pg.parts = 1)) \
          AND NOT EXISTS (SELECT 1 FROM settlement_claims c JOIN settlements s \
                          ON s.id = c.settlement_id AND s.institution_id = c.institution_id \
                          WHERE c.transaction_id = t.id AND c.institution_id = t.institution_id \
@@ -131,6 +146,7 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
             r.requested_by.into(),
             r.now.into(),
             r.minor_per_major.into(),
+            r.quote.part.into(),
         ],
     )
 }
@@ -144,6 +160,8 @@ pub struct Refund {
     pub institution_id: i64,
     /// The payment.
     pub transaction_id: i64,
+    /// The part of it refunded ([`super::parts`]).
+    pub part: i64,
     /// Order currency.
     pub amount: Decimal,
     /// Network.
@@ -173,7 +191,7 @@ pub struct Refund {
 }
 
 const REFUND_FROM: &str =
-    "SELECT f.id, f.institution_id, f.transaction_id, f.amount, f.network, f.asset, \
+    "SELECT f.id, f.institution_id, f.transaction_id, f.part, f.amount, f.network, f.asset, \
      f.token, f.decimals, f.units, f.rate, f.to_address, f.state, f.error, f.requested_by, \
      f.created_at, \
      (SELECT c.tx_hash FROM chain_sends c WHERE c.refund_id = f.id \

@@ -43,6 +43,7 @@ const MONEY_TABLES: &[&str] = &[
     "settlement_items",
     "settlement_holds",
     "refunds",
+    "payment_parts",
     "topup_addresses",
     "topup_watches",
     "topup_transfers",
@@ -63,7 +64,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "topups::due, the top-up watcher's due watches",
     ),
     (
-        "ORDER BY held_at, t.id LIMIT ?1",
+        "ORDER BY held_at, t.id, p.part LIMIT ?1",
         "settlements::due: grouped per institution, merchant, network and asset by the cron",
     ),
     (
@@ -71,7 +72,7 @@ const ALLOWED: &[(&str, &str)] = &[
         "settlements::sending_groups, per institution, merchant, network and asset",
     ),
     (
-        "WHERE s.state = 'confirmed' LIMIT ?1",
+        "ORDER BY i.transaction_id, i.part LIMIT ?1",
         "settlements::to_finish, payments of confirmed settlements to mark paid",
     ),
     (
@@ -564,7 +565,9 @@ fn migration_0025_fills_every_row_and_refuses_a_new_one_without_its_institution(
                psp_reference_id, status, onboarding_status, crypto_enabled, created_at)
                VALUES ({n}0, {n}, 'm', 'm', 'm@x', 'pk_{n}', 'r', 'active', 'completed', 1, '');
              INSERT INTO transactions (id, institution_id, merchant_id, status, raw_status,
-               created_at, updated_at) VALUES ({n}00, {n}, {n}0, 'paid', 'paid', '', '');
+               amount_gross, amount_expected, network_payment, asset, created_at, updated_at)
+               VALUES ({n}00, {n}, {n}0, 'paid', 'paid', '1.00', '1.00', 'polygon', 'USDC', '',
+               '');
              INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url,
                asset, network, deposit_address, crypto_amount, created_at, expires_at)
                VALUES ('cs_{n}', {n}00, {n}0, 't', 'u', 'USDC', 'polygon', '0xd{n}', '1', 0, 0);

@@ -6,26 +6,29 @@ use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::Carried;
-use super::watches::CREDITED_ON_CHAIN;
 use super::{all, bind, first, run, DbResult, Select};
 
-/// A payment held in custody that no settlement carries yet, with what settling it needs.
+/// A part of a payment held in custody (the money it received in one way to pay: all of it,
+/// for a payment made in one) that no settlement carries yet, with what settling it needs.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settleable {
     /// The transaction.
     pub transaction_id: i64,
+    /// Its part ([`super::parts`]).
+    pub part: i64,
     /// Its institution.
     pub institution_id: i64,
     /// Its merchant.
     pub merchant_id: i64,
     /// Order currency.
     pub currency: String,
-    /// What the customer paid, in the order currency (decimal text).
+    /// What the customer paid in this part, in the order currency (decimal text).
     pub gross: String,
     /// With `crypto_amount`, the rate its net is paid at (`expected` of the order currency is
     /// worth `crypto_amount` of the asset): what was asked and the asset amount it was quoted at,
-    /// or, when some of its money came after the checkout's end and was valued at the rate when
-    /// it arrived, that rate (`late_rate`) for one unit of the asset (decimal text).
+    /// or, when some of its money came after the checkout's end (valued at the rate when it
+    /// arrived) or under more than one quote, its value over its amount for one unit of the
+    /// asset (decimal text).
     pub expected: String,
     /// The asset it was paid in.
     pub asset: String,
@@ -44,21 +47,18 @@ pub struct Settleable {
     pub held_at: i64,
 }
 
-const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, t.institution_id, t.merchant_id, \
-     t.currency, t.amount_gross AS gross, t.asset, \
-     COALESCE(t.late_rate, t.amount_expected) AS expected, \
-     CASE WHEN t.late_rate IS NULL THEN w.crypto_amount ELSE '1' END AS crypto_amount, \
-     t.network_payment AS network, w.token, w.decimals, i.psp_fee_bps, \
+const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, p.part, t.institution_id, \
+     t.merchant_id, t.currency, p.gross, p.asset, p.expected, p.crypto_amount, p.network, \
+     p.token, p.decimals, i.psp_fee_bps, \
      COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id \
                AND h.institution_id = t.institution_id), 0) AS held_at \
-     FROM transactions t \
-     JOIN deposit_watches w ON w.transaction_id = t.id AND w.institution_id = t.institution_id \
-          AND w.network = t.network_payment AND w.asset = t.asset \
+     FROM payment_parts p \
+     JOIN transactions t ON t.id = p.transaction_id AND t.institution_id = p.institution_id \
      JOIN institutions i ON i.id = t.institution_id";
 
-/// Payments paid on a watched chain, held in custody (`succeeded`), in no settlement and with
-/// no refund on its way: never held first, then the least recently held, oldest first within
-/// each, so payments that cannot settle (however many) never crowd out those that can.
+/// Parts of payments paid on a watched chain, held in custody (`succeeded`), in no settlement
+/// and with no refund on its way: never held first, then the least recently held, oldest first
+/// within each, so payments that cannot settle (however many) never crowd out those that can.
 pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Settleable>> {
     due_query(limit).all(db).await
 }
@@ -68,20 +68,19 @@ pub fn due_query(limit: i64) -> Select {
     Select {
         sql: format!(
             "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
-             AND {CREDITED_ON_CHAIN} \
              AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id \
-                             AND c.institution_id = t.institution_id) \
+                             AND c.part = p.part AND c.institution_id = t.institution_id) \
              AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
                              AND r.institution_id = t.institution_id \
                              AND r.state IN ('sending', 'confirmed')) \
-             ORDER BY held_at, t.id LIMIT ?1"
+             ORDER BY held_at, t.id, p.part LIMIT ?1"
         ),
         params: vec![limit.into()],
     }
 }
 
-/// The payments a settlement (of an institution) carries that are still held in custody (to
-/// price a replacement).
+/// The payment parts a settlement (of an institution) carries that are still held in custody
+/// (to price a replacement).
 pub async fn claimed(
     db: &D1Database,
     (institution_id, settlement_id): (i64, &str),
@@ -90,9 +89,9 @@ pub async fn claimed(
         db,
         &format!(
             "{DUE_COLUMNS} JOIN settlement_claims c ON c.transaction_id = t.id \
-             AND c.institution_id = t.institution_id \
-             WHERE c.settlement_id = ?1 AND t.institution_id = ?2 AND t.raw_status = 'succeeded' \
-             AND {CREDITED_ON_CHAIN} ORDER BY t.id"
+             AND c.part = p.part AND c.institution_id = t.institution_id \
+             WHERE c.settlement_id = ?1 AND t.institution_id = ?2 AND p.institution_id = ?2 \
+             AND t.raw_status = 'succeeded' ORDER BY t.id"
         ),
         &[settlement_id.into(), institution_id.into()],
     )
@@ -127,6 +126,8 @@ pub async fn sending_groups(db: &D1Database) -> DbResult<Vec<(i64, i64, String, 
 pub struct Item {
     /// The payment.
     pub transaction_id: i64,
+    /// Which part of it ([`super::parts`]).
+    pub part: i64,
     /// Its institution.
     pub institution_id: i64,
     /// PSP fee, order currency (decimal text).
@@ -150,7 +151,7 @@ pub async fn items_of(
 ) -> DbResult<Vec<Item>> {
     all(
         db,
-        "SELECT transaction_id, institution_id, psp_fee, gas_fee, net, units, psp_units, \
+        "SELECT transaction_id, part, institution_id, psp_fee, gas_fee, net, units, psp_units, \
          gas_units \
          FROM settlement_items WHERE send_id = ?1 AND institution_id = ?2 ORDER BY transaction_id",
         &[send_id.into(), institution_id.into()],
@@ -166,11 +167,11 @@ pub async fn carried(
     first(
         db,
         "SELECT s.token, s.asset AS symbol, s.institution_id, s.merchant_id, \
-         COALESCE((SELECT w.decimals FROM chain_sends c \
+         COALESCE((SELECT p.decimals FROM chain_sends c \
                    JOIN settlement_items i ON i.send_id = c.id \
                    AND i.institution_id = s.institution_id \
-                   JOIN deposit_watches w ON w.transaction_id = i.transaction_id \
-                   AND w.institution_id = i.institution_id \
+                   JOIN payment_parts p ON p.transaction_id = i.transaction_id \
+                   AND p.part = i.part AND p.institution_id = i.institution_id \
                    WHERE c.settlement_id = s.id LIMIT 1), 18) AS decimals \
          FROM settlements s WHERE s.id = ?1 AND s.institution_id = ?2",
         &[settlement_id.into(), institution_id.into()],
@@ -204,8 +205,8 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
             bind(
                 db,
                 "INSERT INTO settlement_items (send_id, transaction_id, psp_fee, gas_fee, net, \
-                 units, psp_units, gas_units, institution_id) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 units, psp_units, gas_units, institution_id, part) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 &[
                     send_id.into(),
                     i.transaction_id.into(),
@@ -216,6 +217,7 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
                     i.psp_units.as_str().into(),
                     i.gas_units.as_str().into(),
                     i.institution_id.into(),
+                    i.part.into(),
                 ],
             )
         })
@@ -251,8 +253,8 @@ pub fn start(
     for item in items {
         statements.push(bind(
             db,
-            "INSERT INTO settlement_claims (transaction_id, settlement_id, institution_id) \
-             VALUES (?1, (SELECT ?2 FROM transactions WHERE id = ?1 AND institution_id = ?3 \
+            "INSERT INTO settlement_claims (transaction_id, part, settlement_id, institution_id) \
+             VALUES (?1, ?4, (SELECT ?2 FROM transactions WHERE id = ?1 AND institution_id = ?3 \
               AND raw_status = 'succeeded' \
               AND NOT EXISTS (SELECT 1 FROM refunds WHERE transaction_id = ?1 \
                               AND institution_id = ?3 AND state IN ('sending', 'confirmed'))), \
@@ -261,6 +263,7 @@ pub fn start(
                 item.transaction_id.into(),
                 settlement.id.into(),
                 settlement.institution_id.into(),
+                item.part.into(),
             ],
         )?);
         statements.push(bind(
@@ -330,7 +333,7 @@ pub fn fail(
     ])
 }
 
-/// A payment of a confirmed settlement still to be marked paid.
+/// A payment part of a confirmed settlement whose payment is still to be marked paid.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ToFinish {
     /// The payment.
@@ -339,13 +342,15 @@ pub struct ToFinish {
     pub institution_id: i64,
     /// The confirmed transaction's hash.
     pub tx_hash: String,
-    /// Its PSP fee (decimal text).
+    /// The part's PSP fee (decimal text).
     pub psp_fee: String,
-    /// Its gas share (decimal text).
+    /// The part's gas share (decimal text).
     pub gas_fee: String,
 }
 
-/// Payments whose settlement is confirmed on chain but which are still held in custody.
+/// The parts of payments still held in custody whose every part's settlement is confirmed on
+/// chain, ordered by payment and part (a payment's parts come together; a payment cut by the
+/// limit is the last).
 pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
@@ -355,7 +360,14 @@ pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
          JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
          JOIN transactions t ON t.id = i.transaction_id AND t.institution_id = s.institution_id \
          AND t.raw_status = 'succeeded' \
-         WHERE s.state = 'confirmed' LIMIT ?1",
+         WHERE s.state = 'confirmed' \
+         AND NOT EXISTS (SELECT 1 FROM payment_parts p \
+             WHERE p.transaction_id = t.id AND p.institution_id = t.institution_id \
+             AND NOT EXISTS (SELECT 1 FROM settlement_claims k JOIN settlements d \
+                 ON d.id = k.settlement_id AND d.institution_id = k.institution_id \
+                 WHERE k.transaction_id = p.transaction_id AND k.part = p.part \
+                 AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
+         ORDER BY i.transaction_id, i.part LIMIT ?1",
         &[limit.into()],
     )
     .await

@@ -738,11 +738,12 @@ pub fn after_taking(available: i128, debt_limit: u128, units: u128) -> (i128, bo
     (after, after < 0, after >= -signed(debt_limit))
 }
 
-/// What refunding `units` base units of payment `transaction_id` would do to its merchant's
-/// balance; `None` for a payment not made on a watched chain (it has no balance to take from).
+/// What refunding `units` base units of part `part` of payment `transaction_id` would do to
+/// its merchant's balance in that part's asset; `None` for a payment not made on a watched
+/// chain (it has no balance to take from).
 pub async fn refund_effect(
     portal: &Portal<'_>,
-    transaction_id: i64,
+    (transaction_id, part): (i64, i64),
     units: &str,
 ) -> Result<Option<RefundEffect>, ApiError> {
     let Some(payment) = transactions::get(portal.db(), portal.institution_id(), transaction_id)
@@ -751,9 +752,11 @@ pub async fn refund_effect(
     else {
         return Ok(None);
     };
-    let Some(quote) = refunds::quote_of(portal.db(), portal.institution_id(), transaction_id)
+    let Some(quote) = refunds::quotes_of(portal.db(), portal.institution_id(), transaction_id)
         .await
-        .or_internal("read the payment's quote")?
+        .or_internal("read the payment's parts")?
+        .into_iter()
+        .find(|q| q.part == part)
     else {
         return Ok(None);
     };

@@ -5,6 +5,7 @@
 
 use futures_util::stream::{self, Stream};
 use payrail_evm::{Address, Token, TxHash};
+use rust_decimal::Decimal;
 use serde::Serialize;
 use shared_types::checkout::currency_digits;
 use shared_types::time::UnixTime;
@@ -90,6 +91,8 @@ pub struct TransferView {
     /// Amount in the quoted asset's units (`null` when it is not the quoted token, or beyond any
     /// real amount).
     pub amount: Option<String>,
+    /// That asset (its address's way to pay).
+    pub asset: Option<String>,
     /// Amount in the token's base units.
     pub base_units: Option<String>,
     /// Its block.
@@ -123,6 +126,26 @@ pub struct PaymentDetail {
     pub settlement_transactions: Vec<sends::SendView>,
     /// Its refunds on chain, oldest first.
     pub refunds: Vec<RefundView>,
+    /// What it received per way to pay (one part for a payment made in one): each is settled
+    /// and refunded in its own asset.
+    pub parts: Vec<PartView>,
+}
+
+/// A part of a payment made on chain: the money it received in one way to pay.
+#[derive(Debug, Serialize)]
+pub struct PartView {
+    /// Its number (0: the way to pay the payment is recorded in).
+    pub part: i64,
+    /// The asset.
+    pub asset: String,
+    /// The network.
+    pub network: String,
+    /// Its share of the gross, in the order currency.
+    pub gross: Decimal,
+    /// What is left to refund of it (refunds not failed taken off).
+    pub refundable: Decimal,
+    /// Order currency per unit of the asset: what it settles and refunds at.
+    pub rate: String,
 }
 
 /// Why a payment is not settling.
@@ -198,6 +221,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
                     .and_then(|(d, units)| chain::evm::from_units(units, d.decimals))
                     .map(|a| a.to_string());
                 TransferView {
+                    asset: deposit.map(|d| d.asset.clone()),
                     tx_hash: t.tx_hash,
                     log_index: t.log_index,
                     address: t.address,
@@ -244,12 +268,35 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         sends::of_settled_payment(portal.db(), portal.institution_id(), id)
             .await
             .or_internal("read settlement transactions")?;
-    let refunds = refunds::of_transaction(portal.db(), portal.institution_id(), id)
+    let refunds: Vec<RefundView> =
+        refunds::of_transaction(portal.db(), portal.institution_id(), id)
+            .await
+            .or_internal("read refunds")?
+            .into_iter()
+            .map(RefundView::of)
+            .collect::<Result<_, ApiError>>()?;
+    let parts = refunds::quotes_of(portal.db(), portal.institution_id(), id)
         .await
-        .or_internal("read refunds")?
+        .or_internal("read the payment's parts")?
         .into_iter()
-        .map(RefundView::of)
-        .collect::<Result<_, ApiError>>()?;
+        .map(|q| PartView {
+            refundable: shared_types::refundable(
+                q.gross,
+                refunds
+                    .iter()
+                    .filter(|r| r.part == q.part)
+                    .map(|r| (r.amount, r.state)),
+            ),
+            rate: q
+                .expected
+                .checked_div(q.crypto_amount)
+                .map_or_else(String::new, |r| r.round_dp(12).normalize().to_string()),
+            part: q.part,
+            asset: q.asset,
+            network: q.network,
+            gross: q.gross,
+        })
+        .collect();
     Ok(PaymentDetail {
         transaction,
         timeline,
@@ -258,6 +305,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         settlement_hold,
         settlement_transactions,
         refunds,
+        parts,
     })
 }
 

@@ -85,6 +85,22 @@ pub fn credit(
     )
 }
 
+/// The credit of the money a payment received at another of its addresses than its first
+/// (another way to pay, or the same again under a new quote): like [`credit`], its id also
+/// names the address, so each address's money is credited once.
+pub fn credit_at(
+    ledger: &Ledger,
+    address: &str,
+    (transaction_id, merchant_id): (i64, i64),
+    units: u128,
+) -> Transfer {
+    let address = address.to_ascii_lowercase();
+    Transfer {
+        id: format!("credit:{transaction_id}:{}:{address}", ledger.network),
+        ..credit(ledger, &address, (transaction_id, merchant_id), units)
+    }
+}
+
 /// A merchant's top-up: the chain transfer `(tx_hash, log_index)` confirmed at its top-up
 /// address (whose [`receipt`] is posted with it) is owed to `merchant_id`. Its id is derived
 /// from the same chain transfer as the receipt's, so neither is ever posted twice.

@@ -925,6 +925,13 @@ fn paid_on_chain(worker: &Worker, merchant_id: i64, (gross, units): (&str, u128)
         ],
     )
     .unwrap();
+    conn.execute(
+        "INSERT INTO payment_parts (institution_id, transaction_id, part, network, asset, token, \
+         decimals, gross, expected, crypto_amount) \
+         VALUES (1, ?1, 0, 'polygon', 'USDC', ?2, 6, ?3, ?3, ?3)",
+        rusqlite::params![id, USDC, gross],
+    )
+    .unwrap();
     id
 }
 
@@ -1146,6 +1153,58 @@ fn the_balance_and_its_statement_in_chromium_at_desktop_and_phone_widths() {
         assert!(
             violations.is_empty(),
             "refund review at {width}: {violations:#?}"
+        );
+    }
+
+    // A payment made in two ways to pay (25.00 in USDC, the rest in USDT): its parts, and a
+    // refund of the USDT part, reviewed in USDT.
+    let conn = worker.database();
+    conn.execute(
+        "UPDATE payment_parts SET gross = '25.00' WHERE transaction_id = ?1",
+        [payment],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO payment_parts (institution_id, transaction_id, part, network, asset, token, \
+         decimals, gross, expected, crypto_amount) \
+         VALUES (1, ?1, 1, 'polygon', 'USDT', '0xc2132d05d31c914a87c6611c10748aeb04b58e8f', 6, \
+         '15.00', '15.00', '15.00')",
+        [payment],
+    )
+    .unwrap();
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height);
+        browser.goto(&format!("{}/portal/payments/{payment}", worker.base_url));
+        let parts = browser.wait_text("#payment-parts");
+        assert!(
+            parts.contains("USDT") && parts.contains("15.00") && parts.contains("25.00"),
+            "{parts}"
+        );
+        photograph(&browser, (width, height), "#parts", "portal-payment-parts");
+        let violations = browser.serious_accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "payment parts at {width}: {violations:#?}"
+        );
+        browser.eval("document.querySelector('#refund-part-input').value = '1'; return true;");
+        browser.fill("#refund-amount-input", "5.00");
+        browser.fill(
+            "#refund-address-input",
+            "0x1111111111111111111111111111111111111111",
+        );
+        browser.click("form.refund button");
+        assert!(browser.wait_text("#refund-part").contains("Part 1"));
+        assert!(browser.wait_text("#refund-crypto").contains("5 USDT"));
+        photograph(
+            &browser,
+            (width, height),
+            "#refund-review",
+            "portal-refund-review-part",
+        );
+        let violations = browser.serious_accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "refund review of a part at {width}: {violations:#?}"
         );
     }
 

@@ -9,7 +9,9 @@ use payrail_tests::eventually;
 use payrail_tests::faults::{Fault, FaultyNode};
 use serde_json::{json, Value};
 
-use super::settlement::{d, pol_in_usd, start_faulty, start_faulty_with, wallet, Setup};
+use super::settlement::{
+    d, pol_in_usd, start_faulty, start_faulty_on, start_faulty_with, wallet, wallet_on, Setup,
+};
 
 /// Cron runs (a block each) well past the point where a stuck transaction is acted on (3 × the
 /// confirmation depth, at least 10 blocks).
@@ -52,6 +54,25 @@ fn settled_units(s: &Setup, id: i64) -> u128 {
         )
         .unwrap();
     units.parse().unwrap()
+}
+
+/// A fifth of the calls of most methods fail, each in its own way (dropped, garbled, refused,
+/// hung, oversized, `null`), and a tenth of the receipts are denied.
+fn strike_at_random(faulty: &FaultyNode) {
+    for (method, fault) in [
+        ("eth_blockNumber", Fault::Drop),
+        ("eth_getBlockByNumber", Fault::Garbage),
+        ("eth_call", Fault::Refuse),
+        ("eth_estimateGas", Fault::Hang),
+        ("eth_getTransactionCount", Fault::Oversized),
+        ("eth_sendRawTransaction", Fault::Refuse),
+        ("eth_getTransactionByHash", Fault::Null),
+        ("eth_getBalance", Fault::Drop),
+        ("eth_chainId", Fault::Garbage),
+    ] {
+        faulty.set(method, fault, 20);
+    }
+    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
 }
 
 fn hold_reason(s: &Setup, id: i64) -> Option<String> {
@@ -259,18 +280,7 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         .map(|amount| s.paid(0, amount, "USD"))
         .collect();
     let faulty = node(&s);
-    for (method, fault) in [
-        ("eth_blockNumber", Fault::Drop),
-        ("eth_getBlockByNumber", Fault::Garbage),
-        ("eth_call", Fault::Refuse),
-        ("eth_estimateGas", Fault::Hang),
-        ("eth_getTransactionCount", Fault::Oversized),
-        ("eth_sendRawTransaction", Fault::Refuse),
-        ("eth_getTransactionByHash", Fault::Null),
-    ] {
-        faulty.set(method, fault, 20);
-    }
-    faulty.set("eth_getTransactionReceipt", Fault::Null, 10);
+    strike_at_random(faulty);
     // The first settlement's broadcast is refused for sure, the rest at random.
     faulty.set("eth_sendRawTransaction", Fault::Refuse, 100);
     eventually("a refused broadcast", Duration::from_secs(60), || {
@@ -307,6 +317,124 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         settled,
         "the wallet received exactly what the confirmed transactions carried"
     );
+    s.assert_books();
+}
+
+#[test]
+fn under_random_faults_token_and_ether_payments_settle_once_and_refunds_pay_what_was_asked() {
+    // Gas capped at 50 gwei: no transaction of the treasury's may be priced above it.
+    let s = start_faulty_on(json!({"max_gas_price_gwei": 50}), "ethereum");
+    let merchant = wallet_on("ethereum");
+    let before = (
+        s.anvil.balance_of(&s.usdc, merchant),
+        s.anvil.ether_balance(merchant),
+    );
+    let tokens: Vec<i64> = ["11.00", "12.00", "13.00"]
+        .iter()
+        .map(|amount| s.paid(0, amount, "USD"))
+        .collect();
+    let ether: Vec<i64> = ["14.00", "15.00", "16.00"]
+        .iter()
+        .map(|amount| s.paid_in_ether(0, amount))
+        .collect();
+    let faulty = node(&s);
+    strike_at_random(faulty);
+    // One payment in each asset refunded in full before it settles, to fresh addresses.
+    let refunded = [(tokens[0], "11.00"), (ether[0], "14.00")];
+    let customers = [
+        "0x00000000000000000000000000000000000000a1",
+        "0x00000000000000000000000000000000000000a2",
+    ];
+    for ((id, amount), to) in refunded.iter().zip(customers) {
+        let reply = s.refund(*id, amount, to, Some(&format!("faults-{id}")));
+        assert_eq!(reply.status, 201, "{}", reply.text);
+    }
+    // A refused broadcast and a lie about a receipt for sure, then back to chance.
+    for (method, fault, percent) in [
+        ("eth_sendRawTransaction", Fault::Refuse, 20),
+        ("eth_getTransactionReceipt", Fault::Null, 10),
+    ] {
+        faulty.set(method, fault.clone(), 100);
+        eventually(method, Duration::from_secs(60), || {
+            s.worker.cron();
+            s.anvil.mine(1);
+            (faulty.faulted(method) > 0).then_some(())
+        });
+        faulty.set(method, fault, percent);
+    }
+    let settling: Vec<i64> = tokens[1..].iter().chain(&ether[1..]).copied().collect();
+    eventually(
+        "every payment settled or refunded through the faults",
+        Duration::from_secs(300),
+        || {
+            s.worker.cron();
+            s.anvil.mine(1);
+            (settling.iter().all(|id| s.raw_status(*id) == "paid")
+                && refunded
+                    .iter()
+                    .all(|(id, _)| s.raw_status(*id) == "refunded"))
+            .then_some(())
+        },
+    );
+    // Each settled once, in its own asset; the wallet got exactly what was confirmed.
+    let mut settled = (0u128, 0u128);
+    for id in &settling {
+        let sends = sends_priced(&s, *id);
+        let confirmed = sends.iter().filter(|c| c.1 == "confirmed").count();
+        assert_eq!(confirmed, 1, "payment {id} settled once: {sends:?}");
+        assert!(sends.iter().all(|c| c.1 != "failed"), "{sends:?}");
+        if tokens.contains(id) {
+            settled.0 += settled_units(&s, *id);
+        } else {
+            settled.1 += settled_units(&s, *id);
+        }
+    }
+    assert_eq!(s.anvil.balance_of(&s.usdc, merchant) - before.0, settled.0);
+    assert_eq!(s.anvil.ether_balance(merchant) - before.1, settled.1);
+    // The refunded ones never settled, and each customer got exactly what was asked, once.
+    let db = s.worker.database();
+    for ((id, _), to) in refunded.iter().zip(customers) {
+        assert!(sends_priced(&s, *id).is_empty(), "payment {id} was settled");
+        let units: String = db
+            .query_row(
+                "SELECT units FROM refunds WHERE transaction_id = ?1 AND state = 'done'",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let got = if *id == tokens[0] {
+            s.anvil.balance_of(&s.usdc, to)
+        } else {
+            s.anvil.ether_balance(to)
+        };
+        assert_eq!(got.to_string(), units, "refund of payment {id}");
+    }
+    // No transaction the treasury signed is priced above the cap.
+    let prices: Vec<u128> = db
+        .prepare("SELECT gas_price FROM chain_sends")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|p| p.unwrap().parse().unwrap())
+        .collect();
+    assert!(!prices.is_empty());
+    assert!(
+        prices.iter().all(|p| *p <= 50_000_000_000),
+        "prices in wei: {prices:?}"
+    );
+    // Faults that struck: the run was not a healthy one.
+    let struck: Vec<(&str, usize, usize)> = [
+        "eth_call",
+        "eth_getBalance",
+        "eth_getTransactionReceipt",
+        "eth_sendRawTransaction",
+    ]
+    .iter()
+    .map(|m| (*m, faulty.calls(m), faulty.faulted(m)))
+    .collect();
+    assert!(struck.iter().all(|(_, _, f)| *f > 0), "{struck:?}");
+    // The books balance and match the chain (read through a healed node).
+    faulty.heal();
     s.assert_books();
 }
 

@@ -29,8 +29,12 @@ const POL_USD: u128 = 200_000_000_000;
 /// A local chain with USDC and price feeds, and a worker settling on it with a funded treasury
 /// (or not).
 pub(super) struct Setup {
+    /// The network it settles on (`polygon` unless a test asks for `ethereum`).
+    pub(super) network: &'static str,
     pub(super) anvil: Anvil,
     pub(super) usdc: String,
+    /// USDT, when it is offered too.
+    usdt: Option<String>,
     customer: String,
     /// The `EUR/USD` feed (1.25 at the start).
     eur: String,
@@ -54,6 +58,11 @@ pub(super) fn start_faulty(settings: Value) -> Setup {
     start_with("production", true, Some(settings), &[])
 }
 
+/// The same on `network` (`ethereum`: USDC and ether).
+pub(super) fn start_faulty_on(settings: Value, network: &'static str) -> Setup {
+    start_full("production", true, Some(settings), &[], (false, network))
+}
+
 /// The same with more `--var NAME:value` settings of the worker.
 pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup {
     start_with("production", true, Some(settings), vars)
@@ -63,20 +72,44 @@ pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup
 /// `faulty` added to the network's configuration when given, and `vars` besides the chain's
 /// (settlement wallets are used at once unless `vars` sets their cool-off).
 fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str)]) -> Setup {
+    start_full(mode, fund, faulty, vars, (false, "polygon"))
+}
+
+/// The same, with USDT offered beside USDC when `usdt` (the treasury funded with both), on
+/// `network`: `polygon` (USDC, and POL for gas), or `ethereum`, where ether is also a way to
+/// pay (its `ETH/USD` feed at the same 2,000 USD).
+fn start_full(
+    mode: &str,
+    fund: bool,
+    faulty: Option<Value>,
+    vars: &[(&str, &str)],
+    (usdt, network): (bool, &'static str),
+) -> Setup {
     let anvil = Anvil::start();
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
     let now = anvil.time();
-    let pol = anvil.feed("POL / USD", POL_USD, now);
+    let coin = if network == "ethereum" { "ETH" } else { "POL" };
+    let pol = anvil.feed(&format!("{coin} / USD"), POL_USD, now);
     let eur = anvil.feed("EUR / USD", 125_000_000, now);
     let node = faulty.as_ref().map(|_| FaultyNode::start(&anvil.url));
     let rpc_url = node.as_ref().map_or(&anvil.url, |n| &n.url);
-    let mut config = json!({"polygon": {"rpc_url": rpc_url, "chain_id": 31337,
-        "confirmations": DEPTH, "tokens": {"USDC": {"address": usdc}},
-        "feeds": {"POL/USD": {"address": pol}, "EUR/USD": {"address": eur}}}});
+    let mut tokens = json!({"USDC": {"address": usdc}});
+    let usdt = usdt.then(|| {
+        let usdt = anvil.token("Tether USD", "USDT");
+        anvil.mint(&usdt, &customer, 1_000_000_000_000);
+        tokens["USDT"] = json!({"address": usdt});
+        usdt
+    });
+    let mut config = json!({network: {"rpc_url": rpc_url, "chain_id": 31337,
+        "confirmations": DEPTH, "tokens": tokens,
+        "feeds": {format!("{coin}/USD"): {"address": pol}, "EUR/USD": {"address": eur}}}});
+    if network == "ethereum" {
+        config[network]["native"] = json!("ETH");
+    }
     for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
-        config["polygon"][key] = value.clone();
+        config[network][key] = value.clone();
     }
     let encryption_key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
@@ -101,8 +134,10 @@ fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str
         .unwrap_or_else(|| panic!("the treasury is shown: {}", networks.text))
         .to_owned();
     let setup = Setup {
+        network,
         anvil,
         usdc,
+        usdt,
         customer,
         eur,
         treasury,
@@ -122,6 +157,9 @@ impl Setup {
             .pay_ether(&self.anvil.account(0), &self.treasury, 10u128.pow(19));
         self.anvil
             .mint(&self.usdc, &self.treasury, 1_000_000_000_000);
+        if let Some(usdt) = &self.usdt {
+            self.anvil.mint(usdt, &self.treasury, 1_000_000_000_000);
+        }
         self.books_funded();
     }
 
@@ -132,7 +170,11 @@ impl Setup {
             .database()
             .query_row(
                 "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-                [format!("polygon:{}:treasury", token.to_ascii_lowercase())],
+                [format!(
+                    "{}:{}:treasury",
+                    self.network,
+                    token.to_ascii_lowercase()
+                )],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .unwrap_or(("0".into(), "0".into()));
@@ -150,27 +192,38 @@ impl Setup {
                 self.worker.cron();
                 (self.treasury_book(&self.usdc)
                     == self.anvil.balance_of(&self.usdc, &self.treasury)
+                    && self.usdt.iter().all(|usdt| {
+                        self.treasury_book(usdt) == self.anvil.balance_of(usdt, &self.treasury)
+                    })
                     && self.treasury_book("native") == self.anvil.ether_balance(&self.treasury))
                 .then_some(())
             },
         );
     }
 
-    /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
-    /// credited: its transaction id.
-    pub(super) fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+    /// A checkout of `amount` `currency` for merchant `merchant`: its transaction and session
+    /// ids.
+    fn checkout(
+        &self,
+        merchant: usize,
+        amount: &str,
+        currency: &str,
+        reference: &str,
+    ) -> (i64, String) {
         let key = &self.worker.credentials.institutions[0].merchants[merchant].public_key;
         let session = self.worker.checkout_session(&json!({
             "publicKey": key, "amount": amount, "currency": currency, "title": "Settle",
-            "externalReference": format!("SETTLE-{amount}"),
+            "externalReference": reference,
             "redirectUrl": "https://shop.example/done", "allowCrypto": true
         }));
-        let id = session["transaction_id"].as_i64().unwrap();
-        let session = session["id"].as_str().unwrap().to_owned();
-        let (address, units) = self.worker.deposit(&session);
-        self.anvil
-            .transfer(&self.usdc, &self.customer, &address, units);
-        self.anvil.mine(DEPTH);
+        (
+            session["transaction_id"].as_i64().unwrap(),
+            session["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Polls the checkout's status until its payment is credited.
+    fn until_credited(&self, session: &str) {
         eventually(
             "the payment to be credited",
             Duration::from_secs(20),
@@ -183,6 +236,36 @@ impl Setup {
                 (reply.json()["status"] == "succeeded").then_some(())
             },
         );
+    }
+
+    /// A checkout of `amount` `currency` for merchant `merchant`, paid exactly on chain and
+    /// credited: its transaction id.
+    pub(super) fn paid(&self, merchant: usize, amount: &str, currency: &str) -> i64 {
+        let (id, session) = self.checkout(merchant, amount, currency, &format!("SETTLE-{amount}"));
+        let (address, units) = self.worker.deposit(&session);
+        self.anvil
+            .transfer(&self.usdc, &self.customer, &address, units);
+        self.anvil.mine(DEPTH);
+        self.until_credited(&session);
+        id
+    }
+
+    /// A checkout of `amount` USD for merchant `merchant` paid exactly in ether (on a setup
+    /// on `ethereum`) and credited: its transaction id.
+    pub(super) fn paid_in_ether(&self, merchant: usize, amount: &str) -> i64 {
+        let (id, session) = self.checkout(merchant, amount, "USD", &format!("SETTLE-ETH-{amount}"));
+        let changed = self.worker.send(
+            self.worker
+                .request(Method::POST, &format!("/checkout/{session}/method"))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(format!("method=ETH:{}", self.network)),
+            None,
+        );
+        assert_eq!(changed.status, 303, "{}", changed.text);
+        let (address, wei) = self.worker.deposit(&session);
+        self.anvil.pay_ether(&self.customer, &address, wei);
+        self.anvil.mine(DEPTH);
+        self.until_credited(&session);
         id
     }
 
@@ -251,9 +334,14 @@ fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
 }
 
 pub(super) fn wallet() -> &'static str {
+    wallet_on("polygon")
+}
+
+/// The demo merchants' settlement wallet on `network`.
+pub(super) fn wallet_on(network: &str) -> &'static str {
     DEMO_WALLETS
         .iter()
-        .find(|(network, _)| *network == "polygon")
+        .find(|(name, _)| *name == network)
         .unwrap()
         .1
 }
@@ -758,7 +846,7 @@ fn a_stuck_settlement_is_replaced_at_a_higher_price_and_only_one_is_mined() {
 
 impl Setup {
     /// Asks for a refund through the portal's JSON API (`preview`, or made under `key`).
-    fn refund(
+    pub(super) fn refund(
         &self,
         id: i64,
         amount: &str,
@@ -778,6 +866,22 @@ impl Setup {
         address: &str,
         key: Option<&str>,
     ) -> payrail_tests::Reply {
+        self.refund_body(
+            portal,
+            id,
+            &json!({"amount": amount, "address": address}),
+            key,
+        )
+    }
+
+    /// A refund preview (no `key`) or request with `body` as sent.
+    fn refund_body(
+        &self,
+        portal: &PortalSession,
+        id: i64,
+        body: &Value,
+        key: Option<&str>,
+    ) -> payrail_tests::Reply {
         let path = match key {
             Some(_) => format!("/portal/api/payments/{id}/refunds"),
             None => format!("/portal/api/payments/{id}/refunds/preview"),
@@ -787,7 +891,7 @@ impl Setup {
             .request(Method::POST, &path)
             .header("Cookie", format!("payrail_portal={}", portal.cookie))
             .header("X-CSRF-Token", &portal.csrf)
-            .json(&json!({"amount": amount, "address": address}));
+            .json(body);
         if let Some(key) = key {
             request = request.header("Idempotency-Key", key);
         }
@@ -810,7 +914,11 @@ impl Setup {
                 |r| r.get(0),
             )
             .unwrap();
-        format!("polygon:{}:merchant:{id}", self.usdc.to_ascii_lowercase())
+        format!(
+            "{}:{}:merchant:{id}",
+            self.network,
+            self.usdc.to_ascii_lowercase()
+        )
     }
 
     /// The merchant's balance in the books, in base units: credits less debits posted, and
@@ -1435,5 +1543,230 @@ fn late_money_settles_and_refunds_at_the_rate_it_was_valued_at() {
             .is_some_and(|r| r.contains("after its checkout ended") && r.contains("EUR/USD")),
         "{preview}"
     );
+    s.assert_books();
+}
+
+#[test]
+fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own() {
+    let s = start_full("production", true, None, &[], (true, "polygon"));
+    let usdt = s.usdt.clone().unwrap();
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let session = s.worker.checkout_session(&json!({
+        "publicKey": key, "amount": "20.00", "currency": "USD", "title": "Two assets",
+        "externalReference": "SETTLE-TWO", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let session = session["id"].as_str().unwrap().to_owned();
+    let status = || {
+        s.worker.send(
+            s.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        )
+    };
+    // Half in USDC; seen and confirmed, the checkout waits for the rest.
+    let (usdc_address, usdc_units) = s.worker.deposit(&session);
+    assert_eq!(usdc_units, 20_000_000);
+    s.anvil
+        .transfer(&s.usdc, &s.customer, &usdc_address, 10_000_000);
+    s.anvil.mine(DEPTH);
+    eventually("the USDC half confirmed", Duration::from_secs(20), || {
+        status();
+        let confirmed: i64 = s
+            .worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM chain_transfers WHERE address = lower(?1) AND confirmed = 1",
+                [&usdc_address],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (confirmed == 1).then_some(())
+    });
+    assert_eq!(s.raw_status(id), "pending");
+    // The customer changes the way to pay and sends the other half in USDT.
+    let changed = s.worker.send(
+        s.worker
+            .request(Method::POST, &format!("/checkout/{session}/method"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body("method=USDT:polygon"),
+        None,
+    );
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let (usdt_address, usdt_units) = s.worker.deposit(&session);
+    assert_ne!(usdt_address, usdc_address);
+    assert_eq!(usdt_units, 20_000_000);
+    s.anvil
+        .transfer(&usdt, &s.customer, &usdt_address, 10_000_000);
+    s.anvil.mine(DEPTH);
+    eventually("the payment credited", Duration::from_secs(20), || {
+        status();
+        (s.raw_status(id) == "succeeded").then_some(())
+    });
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "20.00", "{t}");
+    assert_eq!(t["amount_status"], "EXACT");
+    // Two parts, each its half, booked to the merchant in its own asset.
+    let parts = s.detail(id)["parts"].clone();
+    let shares: Vec<(String, String)> = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["asset"].as_str().unwrap().into(),
+                p["gross"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            ("USDC".into(), "10.00".into()),
+            ("USDT".into(), "10.00".into())
+        ],
+        "{parts}"
+    );
+    // Not settled yet: a refund must name its part, and waits until every part is settled.
+    let portal = s.worker.portal_login(0);
+    let customer = s.anvil.account(5);
+    let unnamed = s.refund(id, "5.00", &customer, None);
+    assert_eq!(unnamed.status, 400, "{}", unnamed.text);
+    assert!(unnamed.text.contains("2 parts"), "{}", unnamed.text);
+    let early = s.refund_body(
+        &portal,
+        id,
+        &json!({"amount": "10.00", "address": customer, "part": 1}),
+        None,
+    );
+    assert_eq!(early.status, 409, "{}", early.text);
+    assert!(
+        early.text.contains("once every part is settled"),
+        "{}",
+        early.text
+    );
+    // Each part settles in its own asset to the merchant's wallet; then the payment is paid.
+    // Four cron runs at once first: each part is claimed by one settlement, sent once.
+    let before = (
+        s.anvil.balance_of(&s.usdc, wallet()),
+        s.anvil.balance_of(&usdt, wallet()),
+    );
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    let sent: Vec<(i64, i64)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT part, count(*) FROM settlement_items WHERE transaction_id = ?1 \
+                 GROUP BY part ORDER BY part",
+            )
+            .unwrap();
+        rows.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(sent, [(0, 1), (1, 1)], "one transaction per part");
+    s.settle(&[id]);
+    let items: Vec<(i64, String)> = {
+        let db = s.worker.database();
+        let mut rows = db
+            .prepare(
+                "SELECT i.part, i.units FROM settlement_items i JOIN chain_sends c \
+                 ON c.id = i.send_id AND c.state = 'confirmed' WHERE i.transaction_id = ?1 \
+                 ORDER BY i.part",
+            )
+            .unwrap();
+        rows.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(items.len(), 2, "{items:?}");
+    let paid = |k: usize| items[k].1.parse::<u128>().unwrap();
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, wallet()) - before.0,
+        paid(0),
+        "the USDC part in USDC"
+    );
+    assert_eq!(
+        s.anvil.balance_of(&usdt, wallet()) - before.1,
+        paid(1),
+        "the USDT part in USDT"
+    );
+    assert!(paid(0) > 9_000_000 && paid(1) > 9_000_000, "{items:?}");
+    let t = s.worker.transaction(0, id);
+    let (gross, psp, gas, net) = (
+        d(&t["amount"]["gross"]),
+        d(&t["amount"]["psp_fee"]),
+        d(&t["amount"]["gas_fee"]),
+        d(&t["amount"]["net"]),
+    );
+    assert_eq!(psp + gas + net, gross, "{t}");
+    // Refunded per part, in its own asset. Settled, it is the merchant's debt in that asset:
+    // refused until the institution allows it (a debt limit on its USDT balance).
+    let body = json!({"amount": "4.00", "address": customer, "part": 1});
+    let refused = s.refund_body(&portal, id, &body, Some("two-assets-refused"));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(refused.text.contains("0 USDT"), "{}", refused.text);
+    let usdt_account = s
+        .merchant_account(0)
+        .replace(&s.usdc.to_ascii_lowercase(), &usdt.to_ascii_lowercase());
+    s.worker
+        .database()
+        .execute(
+            "UPDATE ledger_accounts SET debt_limit = '100000000', version = version + 1 \
+             WHERE id = ?1",
+            [&usdt_account],
+        )
+        .unwrap();
+    // Three refunds of 4.00 of the USDT part at once: its 10.00 covers two. The debt limit
+    // (100 USDT) and what is left of the payment (20.00) would allow all three: the part's own
+    // limit is what holds.
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..3)
+            .map(|i| {
+                let (s, portal, body) = (&s, &portal, &body);
+                scope.spawn(move || {
+                    let reply = s.refund_body(portal, id, body, Some(&format!("two-assets-{i}")));
+                    (reply.status, reply.text)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made: Vec<&(u16, String)> = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .collect();
+    assert_eq!(made.len(), 2, "{answers:?}");
+    assert!(
+        made.iter()
+            .all(|(_, text)| text.contains("\"asset\":\"USDT\"")),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|(status, _)| *status == 409),
+        "{answers:?}"
+    );
+    // More than is left of the part is refused, though the payment has more left.
+    let too_much = s.refund_body(
+        &portal,
+        id,
+        &json!({"amount": "2.01", "address": customer, "part": 1}),
+        None,
+    );
+    assert_eq!(too_much.status, 409, "{}", too_much.text);
+    assert!(too_much.text.contains("part 1"), "{}", too_much.text);
+    eventually("the USDT refunds on chain", Duration::from_secs(60), || {
+        s.worker.cron();
+        s.anvil.mine(1);
+        (s.anvil.balance_of(&usdt, &customer) == 8_000_000).then_some(())
+    });
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 0, "nothing in USDC");
     s.assert_books();
 }

@@ -406,17 +406,34 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
     let rows = settlements::to_finish(&ctx.db, FINISH_PER_RUN)
         .await
         .or_internal("read confirmed settlements")?;
+    let cut = rows.len() >= usize::try_from(FINISH_PER_RUN).unwrap_or(usize::MAX);
+    let mut payments: Vec<Vec<settlements::ToFinish>> = Vec::new();
     for row in rows {
-        let fee = |text: &str| Decimal::from_str(text).or_internal("read a settlement fee");
-        let action = Action::SettleOnChain {
-            psp_fee: fee(&row.psp_fee)?,
-            gas_fee: fee(&row.gas_fee)?,
-        };
+        match payments.last_mut() {
+            Some(parts) if parts[0].transaction_id == row.transaction_id => parts.push(row),
+            _ => payments.push(vec![row]),
+        }
+    }
+    // The limit may have cut the last payment's parts: it is marked at the next run.
+    if cut && payments.len() > 1 {
+        payments.pop();
+    }
+    for parts in payments {
+        let first = &parts[0];
+        let (mut psp_fee, mut gas_fee) = (Decimal::ZERO, Decimal::ZERO);
+        for part in &parts {
+            let fee = |text: &str| Decimal::from_str(text).or_internal("read a settlement fee");
+            psp_fee += fee(&part.psp_fee)?;
+            gas_fee += fee(&part.gas_fee)?;
+        }
+        // A payment settled in parts (one per way to pay it came in) is paid once every part
+        // is: its fees are theirs added up, its settlement hash the first part's.
+        let action = Action::SettleOnChain { psp_fee, gas_fee };
         match payments::settle(
             ctx,
-            (row.institution_id, row.transaction_id),
+            (first.institution_id, first.transaction_id),
             &action,
-            &row.tx_hash,
+            &first.tx_hash,
         )
         .await
         {
@@ -425,7 +442,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
             Err(err) if err.code == ErrorCode::Conflict => {}
             Err(err) => worker::console_warn!(
                 "payment {} not marked paid: {}",
-                row.transaction_id,
+                first.transaction_id,
                 err.description
             ),
         }

@@ -127,6 +127,7 @@ fn part(
     };
     let item = Item {
         transaction_id: d.transaction_id,
+        part: d.part,
         institution_id: d.institution_id,
         psp_fee: psp_fee.to_string(),
         gas_fee: gas_fee.to_string(),
@@ -145,6 +146,7 @@ mod tests {
     fn due(id: i64, gross: &str, currency: &str) -> Settleable {
         Settleable {
             transaction_id: id,
+            part: 0,
             institution_id: 1,
             merchant_id: 1,
             currency: currency.into(),

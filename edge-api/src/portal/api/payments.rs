@@ -14,6 +14,9 @@ use crate::route::Answer;
 struct RefundBody {
     amount: String,
     address: String,
+    /// For a payment made in more than one way to pay: the part refunded.
+    #[serde(default)]
+    part: Option<i64>,
 }
 
 /// `GET /portal/api/payments`.
@@ -33,14 +36,19 @@ pub async fn show(c: Call<'_>, id: &str) -> Answer {
 /// would do to the merchant's balance (`balance`).
 pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
-    let RefundBody { amount, address } = c.json().await?;
+    let RefundBody {
+        amount,
+        address,
+        part,
+    } = c.json().await?;
     let request = RefundRequest {
         amount: &amount,
         address: &address,
+        part,
     };
     let portal = &c.portal;
     let preview = refund::preview(portal.ctx, portal.institution_id(), id, &request).await?;
-    let effect = balances::refund_effect(portal, id, &preview.base_units).await?;
+    let effect = balances::refund_effect(portal, (id, preview.part), &preview.base_units).await?;
     let mut body = to_json(&preview)?;
     body["balance"] = to_json(&effect)?;
     reply(200, body)
@@ -55,10 +63,15 @@ pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
         .get("Idempotency-Key")
         .or_internal("read header")?
         .unwrap_or_default();
-    let RefundBody { amount, address } = c.json().await?;
+    let RefundBody {
+        amount,
+        address,
+        part,
+    } = c.json().await?;
     let request = RefundRequest {
         amount: &amount,
         address: &address,
+        part,
     };
     let portal = &c.portal;
     let (view, created) = refund::request(

@@ -238,6 +238,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         settlement_hold,
         settlement_transactions,
         refunds,
+        parts,
     } = payments::detail(portal, id).await?;
     let refundable = t
         .amount
@@ -249,7 +250,10 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
             t.raw_status,
             RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded
         )
-        && refundable.is_some_and(|r| r > rust_decimal::Decimal::ZERO);
+        && refundable.is_some_and(|r| r > rust_decimal::Decimal::ZERO)
+        // A payment made in several ways to pay is refunded part by part once every part is
+        // settled.
+        && (parts.len() < 2 || t.raw_status != RawStatus::Succeeded);
     let merchant = search::merchant_names(portal, [t.merchant_id])
         .await?
         .remove(&t.merchant_id);
@@ -321,7 +325,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                         tr data-kind=(c.kind) {
                                             td { code { (c.tx_hash) } }
                                             td {
-                                                @if let Some(amount) = &c.amount { (amount) " " (text(&t.asset)) }
+                                                @if let Some(amount) = &c.amount { (amount) " " (text(&c.asset)) }
                                                 @else { (c.base_units.as_deref().unwrap_or("—")) " base units of " code { (c.token) } }
                                             }
                                             td { (c.block_number) }
@@ -334,6 +338,26 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                                 }
                                             }
                                         }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if parts.len() > 1 {
+                    section #parts {
+                        h2 { "Parts" }
+                        p.muted { "The customer paid in more than one way. Each part is settled to the merchant and refunded in the asset it came in, at its own rate; the payment is paid once every part is settled." }
+                        table #payment-parts {
+                            thead { tr { th scope="col" { "Part" } th scope="col" { "Paid in" } th scope="col" { "Share" } th scope="col" { "Rate" } th scope="col" { "Left to refund" } } }
+                            tbody {
+                                @for p in &parts {
+                                    tr {
+                                        td data-label="Part" { (p.part) }
+                                        td data-label="Paid in" { (p.asset) " on " (p.network) }
+                                        td data-label="Share" { (p.gross) " " (text(&t.currency)) }
+                                        td data-label="Rate" { "1 " (p.asset) " = " (p.rate) " " (text(&t.currency)) }
+                                        td data-label="Left to refund" { (p.refundable) " " (text(&t.currency)) }
                                     }
                                 }
                             }
@@ -401,14 +425,27 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                             form.refund method="post" action=(format!("/portal/payments/{}/refund", t.id)) {
                                 (csrf_field(portal))
                                 input type="hidden" name="step" value="preview";
-                                p.muted {
-                                    "Sent from the treasury in " (text(&t.asset)) " on " (text(&t.networks.payment))
-                                    ", at the payment's own quote, to an address the customer gave. "
-                                    @if t.raw_status == RawStatus::Succeeded { "Not yet settled: it is refunded in full. " }
-                                    "You see what is sent before confirming."
+                                @if parts.len() > 1 {
+                                    p.muted {
+                                        "Each part is sent back from the treasury in the asset it came in, at its own rate, to an address the customer gave. "
+                                        "You see what is sent before confirming."
+                                    }
+                                    label for="refund-part-input" { "Part" }
+                                    select #refund-part-input name="part" {
+                                        @for p in &parts {
+                                            option value=(p.part) { "Part " (p.part) ": " (p.asset) " on " (p.network) " (" (p.refundable) " " (text(&t.currency)) " left)" }
+                                        }
+                                    }
+                                } @else {
+                                    p.muted {
+                                        "Sent from the treasury in " (text(&t.asset)) " on " (text(&t.networks.payment))
+                                        ", at the payment's own quote, to an address the customer gave. "
+                                        @if t.raw_status == RawStatus::Succeeded { "Not yet settled: it is refunded in full. " }
+                                        "You see what is sent before confirming."
+                                    }
                                 }
                                 label for="refund-amount-input" { "Amount (" (text(&t.currency)) ")" }
-                                input #refund-amount-input type="text" name="amount" required inputmode="decimal" value=(money(refundable));
+                                input #refund-amount-input type="text" name="amount" required inputmode="decimal" value=(money(if parts.len() > 1 { parts.first().map(|p| p.refundable) } else { refundable }));
                                 label for="refund-address-input" { "Customer's address" }
                                 input #refund-address-input type="text" name="address" required autocomplete="off" spellcheck="false" placeholder="0x…";
                                 p { button type="submit" { "Review the refund" } }
@@ -482,9 +519,18 @@ pub(super) async fn export(c: Call<'_>) -> Answer {
 pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
     let (portal, url, form) = (&c.portal, c.url, &c.form);
     let id = payment_id(id)?;
+    let part = match form.get("part").filter(|p| !p.is_empty()) {
+        None => None,
+        Some(text) => Some(text.parse::<i64>().map_err(|_| {
+            crate::error::ApiError::invalid_request(
+                "part must be the number of a part of the payment",
+            )
+        })?),
+    };
     let request = RefundRequest {
         amount: form.get("amount").unwrap_or_default(),
         address: form.get("address").unwrap_or_default(),
+        part,
     };
     let institution = portal.institution_id();
     let outcome = match form.get("step") {
@@ -514,7 +560,7 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
         Err(err) => return Err(err),
     };
     let effect = match &preview {
-        Some(p) => balances::refund_effect(portal, id, &p.base_units).await?,
+        Some(p) => balances::refund_effect(portal, (id, p.part), &p.base_units).await?,
         None => None,
     };
     let key = crate::crypto::random_token("rfk_").or_internal("draw a refund key")?;
@@ -531,6 +577,7 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
                     @if let Some(p) = &preview {
                         dl.fields {
                             dt { "Refund" } dd #refund-amount { strong { (p.amount) " " (p.currency) } " of " (p.refundable) " left" }
+                            @if p.parts > 1 { dt { "Part" } dd #refund-part { "Part " (p.part) " of the payment's " (p.parts) " (each way to pay is refunded in its own asset)" } }
                             dt { "Sends" } dd #refund-crypto { strong { (p.crypto_amount) " " (p.asset) } " on " (p.network) br; small { (p.base_units) " base units" } }
                             dt { "Rate" } dd { "1 " (p.asset) " = " (p.rate) " " (p.currency) br; small { (p.rate_source) } }
                             dt { "To" } dd { code #refund-address { (p.address) } }
@@ -549,6 +596,7 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
                                 input type="hidden" name="key" value=(key);
                                 input type="hidden" name="amount" value=(p.amount);
                                 input type="hidden" name="address" value=(p.address);
+                                @if p.parts > 1 { input type="hidden" name="part" value=(p.part); }
                                 button.danger type="submit" { "Confirm and send the refund" }
                                 " " a href=(format!("/portal/payments/{id}")) { "Cancel" }
                             }
