@@ -261,7 +261,8 @@ fn reconcile(args: &[String]) -> Result<(), String> {
 
 /// The custody sweep: reads the custody mnemonic from stdin (never the command line, where the
 /// shell's history and the process list would keep it; wiped once read) and sweeps every deposit
-/// whose watch has ended into the treasury.
+/// whose watch has ended, and what the books hold at merchants' top-up addresses, into the
+/// treasury.
 fn sweep(args: &[String]) -> Result<(), String> {
     use std::io::{IsTerminal, Read};
     let opts = Options(args.to_vec());

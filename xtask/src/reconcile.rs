@@ -341,6 +341,15 @@ struct Watch {
     watch_until: i64,
 }
 
+/// The block of custody's last final transaction from or to an address (a sweep, a gas
+/// funding).
+#[derive(Debug, Clone, Deserialize)]
+struct CustodyFinal {
+    network: String,
+    address: String,
+    block: i64,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct InFlightRow {
     network: String,
@@ -360,6 +369,7 @@ pub struct Snapshot {
     transfers: Vec<Transfer>,
     watches: Vec<Watch>,
     in_flight: Vec<InFlightRow>,
+    custody_final: Vec<CustodyFinal>,
 }
 
 impl Snapshot {
@@ -401,11 +411,20 @@ impl Snapshot {
              UNION ALL SELECT network, 0, 1 FROM custody_sweeps WHERE state = 'sent') \
              GROUP BY network"
         ))?)?;
+        // Top-up addresses stay watched while custody sweeps them.
+        let custody_final = parse(books.rows(
+            "SELECT network, address, max(block_number) AS block FROM ( \
+             SELECT network, from_address AS address, block_number FROM custody_sweeps \
+              WHERE state <> 'sent' AND block_number IS NOT NULL \
+             UNION ALL SELECT network, to_address, block_number FROM custody_sweeps \
+              WHERE state <> 'sent' AND block_number IS NOT NULL) GROUP BY network, address",
+        )?)?;
         Ok(Snapshot {
             accounts,
             transfers,
             watches,
             in_flight,
+            custody_final,
         })
     }
 }
@@ -847,6 +866,33 @@ pub fn reconcile(books: &Books, config: &Config) -> Result<Report, String> {
                     .map(|a| a.owner.clone()),
             );
             addresses.extend(gas.iter().cloned());
+            // A top-up address whose watcher has not yet read past custody's last final
+            // transaction of it (a sweep while it stays watched): the books hold that
+            // transaction, the chain at the watcher's block does not yet. Compared once it has.
+            addresses.retain(|address| {
+                let Some(w) = snapshot.watches.iter().find(|w| {
+                    w.address.eq_ignore_ascii_case(address)
+                        && &w.network == name
+                        && w.token.eq_ignore_ascii_case(&token)
+                        && w.watch_until > now
+                }) else {
+                    return true;
+                };
+                let Some(last) = snapshot
+                    .custody_final
+                    .iter()
+                    .find(|c| &c.network == name && c.address.eq_ignore_ascii_case(address))
+                    .filter(|c| c.block > w.scanned_to)
+                else {
+                    return true;
+                };
+                report.notes.push(format!(
+                    "{name}: {address}'s {symbol} watch has read to block {}, before custody's \
+                     transaction of it in block {}: compared once it has read past it",
+                    w.scanned_to, last.block
+                ));
+                false
+            });
             let asks: Vec<(String, String, u64)> = addresses
                 .iter()
                 .map(|address| {

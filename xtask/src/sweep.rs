@@ -1,5 +1,13 @@
 //! The custody sweep (`xtask sweep`): the offline signer that moves what deposit addresses hold
-//! into the treasury once their watch has ended.
+//! into the treasury once their watch has ended, and what merchants' top-up addresses hold while
+//! they stay watched.
+//!
+//! A top-up address (every asset of it) is swept as far as the books hold it: at most its
+//! custody account's posted balance (what the watcher booked, final at the network's depth), a
+//! coin one less its gas; its tokens before its coin, and an asset waits while a sweep of
+//! another asset of the address is still `sent`, so each is signed on the address's real nonce
+//! and booked balance. The worker's watch of it reads on through the sweep (docs/LEDGER.md,
+//! "Sweeping a top-up address").
 //!
 //! For each deposit whose watch ended (`deposit_watches.watch_until` in the past), on each
 //! configured network: its key is derived from the custody mnemonic at its stored index and must
@@ -189,10 +197,12 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
         senders: snapshot.treasury,
     };
     let open = snapshot.open;
+    let topups = deposits.iter().filter(|d| d.is_topup()).count();
     let opening = format!(
-        "{} deposits' watches have ended; the custody gas address is {}; sweeping to the \
-         treasury {}",
-        deposits.len(),
+        "{} deposits' watches have ended, and {topups} assets of merchants' top-up addresses \
+         are swept as far as the books hold them; the custody gas address is {}; sweeping to \
+         the treasury {}",
+        deposits.len() - topups,
         gas.address,
         run.treasury
     );
@@ -330,8 +340,11 @@ impl Run<'_, '_> {
             ));
         }
         let label = format!(
-            "{}: {} (index {index}, {})",
-            net.name, deposit.address, deposit.asset
+            "{}: {} ({}index {index}, {})",
+            net.name,
+            deposit.address,
+            if deposit.is_topup() { "top-up, " } else { "" },
+            deposit.asset
         );
         for _ in 0..ATTEMPTS {
             match self.attempt(net, deposit, &key, &label, &rows)? {
@@ -369,8 +382,23 @@ impl Run<'_, '_> {
         rows: &[Stored],
     ) -> Result<Step, String> {
         let node = net.node;
-        if let Some(sent) = rows.iter().find(|r| r.kind == "sweep" && r.state == "sent") {
+        let sent_sweep = |same: bool| {
+            rows.iter().find(move |r| {
+                r.kind == "sweep" && r.state == "sent" && (r.token == deposit.token) == same
+            })
+        };
+        if let Some(sent) = sent_sweep(true) {
             return Ok(Step::Watch(sent.tx_hash.clone(), sent.raw.clone(), true));
+        }
+        // A top-up address holds several assets, swept one transaction at a time: the others
+        // wait until the books hold what one took out (its gas too).
+        if let Some(other) = sent_sweep(false) {
+            self.say(format!(
+                "{label}: waits for the address's sweep {} of another asset to be final; run \
+                 again then",
+                other.tx_hash
+            ));
+            return Ok(Step::Nothing);
         }
         if let Some(funding) = rows.iter().find(|r| r.kind == "gas" && r.state == "sent") {
             // A funding of its gas not yet final: the sweep waits until it is mined.
@@ -387,10 +415,25 @@ impl Run<'_, '_> {
         }
         let at = node.head()?;
         let native = deposit.token == NATIVE;
-        let units = if native {
+        let held = if native {
             node.coin_balance(&deposit.address, at)?
         } else {
             node.token_balance(&deposit.token, &deposit.address, at)?
+        };
+        // A top-up address stays watched: only what the books hold there (booked by the
+        // watcher once final at the network's depth) is swept; the rest waits for a later sweep.
+        let units = match deposit.booked_units()? {
+            Some(booked) if booked < held => {
+                self.say(format!(
+                    "{label}: holds {} {}, of which the books hold {} so far: the rest is swept \
+                     once the watcher has booked it",
+                    amount(held, deposit.decimals),
+                    deposit.asset,
+                    amount(booked, deposit.decimals)
+                ));
+                booked
+            }
+            _ => held,
         };
         if units == 0 {
             return Ok(Step::Nothing);
@@ -611,6 +654,7 @@ impl Run<'_, '_> {
                 Ok(Some(Stored {
                     tx_hash: signed.hash,
                     kind: "gas".to_owned(),
+                    token: NATIVE.to_owned(),
                     from_address: gas.address.clone(),
                     to_address: deposit.address.clone(),
                     nonce: i64::try_from(nonce).unwrap_or(i64::MAX),

@@ -42,6 +42,9 @@ pub struct Target<'a> {
     pub token: &'a str,
     /// Every block up to this one was read as final.
     pub scanned_to: i64,
+    /// For an address custody may sweep while it is watched (a merchant's top-up address): its
+    /// coin is read with its nonce, custody's own movements told apart ([`native::Sent`]).
+    pub sent: Option<native::Sent<'a>>,
 }
 
 /// What one check found.
@@ -88,7 +91,7 @@ pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainRes
     }
     let from = (scanned_to + 1).saturating_sub(network.confirmations);
     let (transfers, read_to, times) = if target.token == NATIVE_TOKEN {
-        let native = native::read(node, target.address, from.max(1), head).await?;
+        let native = native::read(node, target.address, from.max(1), head, target.sent).await?;
         if native.read_to < from.max(1) {
             return Err(ChainError::rule(format!(
                 "blocks from {from} could not be accounted for in one check"
@@ -190,14 +193,15 @@ pub fn cap<T>(
 
 /// Refuses a check whose logs claim more of `target`'s token than the address holds: its
 /// `balanceOf` at block `final_to` must cover `claimed`, every unit of the asset (`symbol`,
-/// `decimals`) confirmed to it. The address never sends while it is watched, so a balance below
-/// the logs means the node invented a transfer, or the token took the money back: nothing of
-/// the check is stored, and it is read again at the next.
+/// `decimals`) confirmed to it, less what custody swept from it by then (a merchant's top-up
+/// address; a checkout's never sends while it is watched). A balance below that means the node
+/// invented a transfer, or the token took the money back: nothing of the check is stored, and
+/// it is read again at the next.
 pub async fn cover(
     network: &Network,
     target: &Target<'_>,
     (symbol, decimals): (&str, u32),
-    claimed: u128,
+    (claimed, swept): (u128, u128),
     final_to: u64,
 ) -> ChainResult<()> {
     let call = json!({"to": target.token, "data": evm::balance_of_call(target.address)});
@@ -209,15 +213,21 @@ pub async fn cover(
     .await?;
     let held = evm::uint(&word)
         .ok_or_else(|| ChainError::answer("the token's balanceOf answer is unreadable"))?;
-    if held < claimed {
+    let owed = claimed.saturating_sub(swept);
+    if held < owed {
         let amount = |u: u128| {
             evm::from_units(u, decimals)
                 .map_or_else(|| u.to_string(), |d| d.normalize().to_string())
         };
+        let less = if swept > 0 {
+            format!(" (less {} {symbol} custody swept from it)", amount(swept))
+        } else {
+            String::new()
+        };
         return Err(ChainError::answer(format!(
             "the node's transfer logs show {} {symbol} paid to the address by block \
-             {final_to}, but its balance there is {} {symbol}: nothing is credited until the \
-             chain holds what the logs say",
+             {final_to}{less}, but its balance there is {} {symbol}: nothing is credited until \
+             the chain holds what the logs say",
             amount(claimed),
             amount(held),
         )));

@@ -183,11 +183,16 @@ pub async fn sweep(
     let due = topups::due(&ctx.db, checked_before, PER_RUN)
         .await
         .or_internal("read due top-up watches")?;
+    if due.is_empty() {
+        return Ok(());
+    }
+    // The coin it sends a top-up address is gas for a sweep, not the merchant's.
+    let gas = books::gas_address(ctx)?;
     for watch in &due {
         if budget.left() < most_calls(&watch.token) {
             continue;
         }
-        check(ctx, networks, watch, checked_before).await?;
+        check(ctx, networks, watch, checked_before, gas.as_deref()).await?;
     }
     Ok(())
 }
@@ -199,6 +204,7 @@ async fn check(
     networks: &BTreeMap<String, Network>,
     watch: &TopupWatch,
     checked_before: i64,
+    gas: Option<&str>,
 ) -> Result<(), ApiError> {
     let claimed = topups::claim(&ctx.db, watch, checked_before, ctx.now())
         .await
@@ -207,7 +213,7 @@ async fn check(
         return Ok(());
     }
     let outcome = match networks.get(&watch.network) {
-        Some(network) => read(ctx, network, watch).await,
+        Some(network) => read(ctx, network, watch, gas).await,
         None => Err(ChainError::Config(format!(
             "{} is no longer configured",
             watch.network
@@ -232,13 +238,22 @@ async fn check(
 }
 
 /// Reads one top-up watch's new blocks and stores what arrived, with the postings of what is
-/// now confirmed, in one batch that applies only while the watch is where it was read.
-async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<()> {
+/// now confirmed, in one batch that applies only while the watch is where it was read. Custody
+/// sweeps the address while it is watched: its coin is read with its nonce, what custody's
+/// gas address (`gas`) sends it told apart ([`super::native::Sent`]); a token's sweeps are no
+/// transfers *to* it, and are taken off what its balance must cover.
+async fn read(
+    ctx: &Ctx,
+    network: &Network,
+    watch: &TopupWatch,
+    gas: Option<&str>,
+) -> ChainResult<()> {
     let target = scan::Target {
         network: &watch.network,
         address: &watch.address,
         token: &watch.token,
         scanned_to: watch.scanned_to,
+        sent: Some(super::native::Sent { gas }),
     };
     let fresh = match scan::read(ctx, network, &target).await? {
         Scan::Nothing { head } => {
@@ -314,8 +329,18 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
         .checked_add(added)
         .ok_or_else(|| ChainError::answer("the top-ups add up past 128 bits"))?;
     if added > 0 && watch.token != NATIVE_TOKEN {
+        let Some(swept) = swept_by(ctx, watch, fresh.final_to).await? else {
+            // A sweep of it may be mined and is not final yet: what the balance must hold at
+            // the block is not known until it is. Read again once the worker has made it final.
+            worker::console_log!(
+                "top-up watch {} on {} waits for custody's sweep of it to be final",
+                watch.address,
+                watch.network
+            );
+            return Ok(topups::touch(&ctx.db, watch, fresh.head, ctx.now()).await?);
+        };
         let asset = (watch.asset.as_str(), watch.decimals);
-        scan::cover(network, &target, asset, total, fresh.final_to).await?;
+        scan::cover(network, &target, asset, (total, swept), fresh.final_to).await?;
     }
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     let mut statements = topups::record(
@@ -334,6 +359,34 @@ async fn read(ctx: &Ctx, network: &Network, watch: &TopupWatch) -> ChainResult<(
     statements.extend(moves_on);
     db::batch(&ctx.db, statements).await?;
     Ok(())
+}
+
+/// What custody swept of `watch`'s asset from its address by block `final_to`; `None` while
+/// that is not known (a sweep `sent` and not yet final, or one final in a later block than the
+/// node's `final_to`: a node behind the one that made it final).
+async fn swept_by(ctx: &Ctx, watch: &TopupWatch, final_to: u64) -> ChainResult<Option<u128>> {
+    let sweeps = topups::swept_from(&ctx.db, watch).await?;
+    if sweeps.len() > usize::try_from(topups::MOST_TOTALLED).unwrap_or(usize::MAX) {
+        return Err(ChainError::Config(format!(
+            "the top-up address has more than {} sweeps of {} to total",
+            topups::MOST_TOTALLED,
+            watch.asset
+        )));
+    }
+    let mut swept = 0u128;
+    for s in &sweeps {
+        let block = s.block_number.and_then(|b| u64::try_from(b).ok());
+        match block {
+            Some(block) if s.state == "confirmed" && block <= final_to => {}
+            _ => return Ok(None),
+        }
+        let units = u128::from_str(&s.units)
+            .map_err(|_| ChainError::answer("a stored amount is not a number"))?;
+        swept = swept
+            .checked_add(units)
+            .ok_or_else(|| ChainError::answer("the sweeps add up past 128 bits"))?;
+    }
+    Ok(Some(swept))
 }
 
 /// What `watch`'s confirmed transfers add up to: its stored total, or, for a watch from before

@@ -101,11 +101,7 @@ pub fn fee_paid(receipt: &serde_json::Value, signed_price: u128) -> ChainResult<
 /// The L1 data fee a mined transaction paid besides its gas: its receipt's `l1Fee` on an OP
 /// Stack chain, nothing where a receipt has none.
 pub fn l1_fee_paid(receipt: &serde_json::Value) -> ChainResult<u128> {
-    match &receipt["l1Fee"] {
-        serde_json::Value::Null => Ok(0),
-        fee => native::wei(fee)
-            .ok_or_else(|| ChainError::answer("the receipt's l1Fee is not a quantity")),
-    }
+    native::l1_fee_paid(receipt)
 }
 
 /// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).

@@ -380,6 +380,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         address: &watch.address,
         token: &watch.token,
         scanned_to: watch.scanned_to,
+        sent: None,
     };
     let scan::Fresh {
         head,
@@ -559,12 +560,13 @@ async fn cross_check(
         address: &watch.address,
         token: &watch.token,
         scanned_to: watch.scanned_to,
+        sent: None,
     };
     scan::cover(
         network,
         &target,
         (&watch.asset, watch.decimals),
-        claimed,
+        (claimed, 0),
         final_to,
     )
     .await

@@ -70,6 +70,10 @@ pub const CUSTODY: &str = "WITH candidates AS ( \
        AND r.address = c.address \
      WHERE NOT EXISTS (SELECT 1 FROM custody_sweeps s WHERE s.state = 'sent' \
        AND s.network = ?1 AND (s.from_address = c.address OR s.to_address = c.address)) \
+     AND NOT EXISTS (SELECT 1 FROM custody_sweeps s JOIN topup_watches t \
+       ON t.address = c.address AND t.network = ?1 AND t.token = ?2 \
+       WHERE s.network = ?1 AND s.state <> 'sent' AND s.block_number > t.scanned_to \
+       AND (s.from_address = c.address OR s.to_address = c.address)) \
      ORDER BY reconciled_at, c.address LIMIT ?5";
 
 /// A custody address to compare with the chain, as the books hold it.
@@ -90,7 +94,7 @@ pub struct Custody {
 
 /// The custody addresses of a ledger to compare, at most `limit`, least recently compared
 /// first: those whose account holds something, those still watched (checkout deposits and
-/// merchants' top-up addresses, which stay watched), and the custody gas address (`gas`, `""` for none); none that a sweep in flight moves money from or to.
+/// merchants' top-up addresses, which stay watched), and the custody gas address (`gas`, `""` for none); none that a sweep in flight moves money from or to, and no top-up address whose watcher has not yet read past custody's last final transaction of it (the books hold that transaction, the chain at the watcher's block does not yet).
 pub async fn custody(
     db: &D1Database,
     (network, token): (&str, &str),
@@ -470,6 +474,13 @@ mod tests {
                from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
                created_at, updated_at) VALUES ('0xh', 'polygon', 'native', 'POL', 18, 'sweep', \
                '0xswept', '0xtreasury', 0, '4', 21000, '1', '0x', 'sent', 0, 0); \
+             INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
+               from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
+               block_number, created_at, updated_at) VALUES \
+             ('0xs1', 'polygon', 'native', 'POL', 18, 'sweep', '0xlagging', '0xtreasury', 0, \
+              '4', 21000, '1', '0x', 'confirmed', 39, 0, 0), \
+             ('0xs2', 'polygon', 'native', 'POL', 18, 'sweep', '0xtopup', '0xtreasury', 0, \
+              '4', 21000, '1', '0x', 'confirmed', 37, 0, 0); \
              INSERT INTO reconciled_addresses VALUES ('polygon', 'native', '0xheld', 1, '5', \
                '5', '0', 50); \
              INSERT INTO deposit_watches (address, derivation_index, session_id, \
@@ -485,7 +496,8 @@ mod tests {
              INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
                scanned_to, head_block, created_at, institution_id) VALUES \
              ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1), \
-             ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0, 1);",
+             ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0, 1), \
+             ('0xlagging', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1);",
         )
         .unwrap();
         let mut statement = conn.prepare(CUSTODY).unwrap();
@@ -500,7 +512,9 @@ mod tests {
             rows,
             [
                 ("0xgas".into(), "0".into(), None, 0),
-                // A top-up address is compared as far as its own asset's watch has read.
+                // A top-up address is compared as far as its own asset's watch has read (past
+                // its sweep in block 37); one whose watch has not read past its sweep in block
+                // 39 waits: the books hold the sweep, the chain at block 38 does not.
                 ("0xtopup".into(), "0".into(), Some(38), 0),
                 ("0xwatched".into(), "0".into(), Some(42), 0),
                 ("0xheld".into(), "9".into(), None, 50),

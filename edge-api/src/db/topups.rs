@@ -336,6 +336,38 @@ pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<
     Ok(rows.into_iter().map(|r| r.amount).collect())
 }
 
+/// A custody sweep of a top-up address's asset, as the watch counts it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SweptFrom {
+    /// Base units it moved, decimal text.
+    pub units: String,
+    /// `sent` (may be mined, not yet final) or `confirmed`.
+    pub state: String,
+    /// Its block, once final.
+    pub block_number: Option<i64>,
+}
+
+/// Custody's sweeps of `watch`'s asset from its address that moved (or may have moved) it: the
+/// `sent` ones and the `confirmed` ones (a reverted sweep moved nothing), at most
+/// [`MOST_TOTALLED`] + 1. The signer stores each before it broadcasts it, and the worker makes
+/// it final from its receipt (`chain::sweeps`), so this is every unit that ever left the
+/// address. (`custody_sweeps` is custody's, not an institution's: the address is the
+/// watch's own.)
+pub async fn swept_from(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<SweptFrom>> {
+    all(
+        db,
+        "SELECT units, state, block_number FROM custody_sweeps WHERE network = ?1 \
+         AND from_address = ?2 AND token = ?3 AND kind = 'sweep' AND state <> 'failed' LIMIT ?4",
+        &[
+            watch.network.as_str().into(),
+            watch.address.as_str().into(),
+            watch.token.as_str().into(),
+            (MOST_TOTALLED + 1).into(),
+        ],
+    )
+    .await
+}
+
 /// The confirmed transfers stored for `watch` in blocks `from..=to` (a check reads its first
 /// blocks again): (hash, log index), at most `limit`.
 pub async fn confirmed_in(

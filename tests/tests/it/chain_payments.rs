@@ -657,20 +657,79 @@ fn late_ether_is_valued_at_the_price_when_it_arrived_never_the_old_quote() {
         "{}",
         page.text
     );
+    // A fresh price, then another while cron runs and status polls race to value the money:
+    // whichever price the first of them read, the money is valued once, at one rate, and the
+    // payment credited once at it.
     s.anvil.set_feed(&s.eth, usd(2_000), s.anvil.time());
+    std::thread::scope(|scope| {
+        for i in 0..10 {
+            let (worker, stale) = (&s.worker, &stale);
+            scope.spawn(move || {
+                if i % 2 == 0 {
+                    worker.cron();
+                } else {
+                    status(worker, stale);
+                }
+            });
+        }
+        s.anvil.set_feed(&s.eth, usd(2_500), s.anvil.time());
+    });
     let t = eventually("the held ether credited", Duration::from_secs(20), || {
         status(&s.worker, &stale);
         Some(s.worker.transaction(0, stale_id)).filter(|t| t["raw_status"] == "succeeded")
     });
-    assert_eq!(t["amount"]["gross"], "20.00", "{t}");
-    let source: String = db()
+    let (rates, rate): (i64, String) = db()
         .query_row(
-            "SELECT late_rate_source FROM transactions WHERE id = ?1",
-            [stale_id],
-            |r| r.get(0),
+            "SELECT count(rate), max(rate) FROM chain_transfers WHERE session_id = ?1 \
+             AND kind = 'payment'",
+            [&stale],
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
+    assert_eq!(rates, 1, "one transfer, valued once");
+    assert!(rate == "2000" || rate == "2500", "{rate}");
+    let gross = if rate == "2000" { "20.00" } else { "25.00" };
+    assert_eq!(t["amount"]["gross"], gross, "the rate stored: {rate}; {t}");
+    let (late_rate, source): (String, String) = db()
+        .query_row(
+            "SELECT late_rate, late_rate_source FROM transactions WHERE id = ?1",
+            [stale_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        late_rate, rate,
+        "settled and refunded at the rate it was valued at"
+    );
     assert!(source.contains("first price read after"), "{source}");
+    let count = |sql: &str| -> i64 { db().query_row(sql, [stale_id], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1 \
+             AND type = 'payment.succeeded'"
+        ),
+        1,
+        "credited once"
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM ledger_transfers WHERE transaction_id = ?1 AND code = 'credit'"
+        ),
+        1,
+        "posted once"
+    );
+    let event: Value = serde_json::from_str(
+        &db()
+            .query_row(
+                "SELECT payload FROM events WHERE transaction_id = ?1 \
+                 AND type = 'payment.succeeded'",
+                [stale_id],
+                |r| r.get::<_, String>(0),
+            )
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(event["data"]["amount"]["gross"], gross);
     s.anvil.set_feed(&s.eth, usd(3_000), s.anvil.time());
 
     // Its settlement at that rate: settlement::late_money_settles_and_refunds_at_the_rate_it_was_valued_at.

@@ -5,7 +5,9 @@
 //! and two sweeps at once send each deposit once; the worker's cron makes every sweep final (a
 //! sweep the node lost broadcast again as signed) and posts it to the books: custody at zero, the
 //! treasury credited, the gas posted at what the receipts say, every ledger balanced and the
-//! books matching the chain at every address.
+//! books matching the chain at every address. A merchant's top-up addresses, which stay watched,
+//! are swept as far as the books hold them: what arrives later (even in the sweep's own block)
+//! is credited once, and custody's own movements (the gas funding, the sweeps) never are.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -610,4 +612,256 @@ fn a_sweep_the_node_lost_is_broadcast_again_by_the_worker_and_booked_once() {
         0
     );
     s.assert_books_match_the_chains();
+}
+
+/// The first institution's first active merchant.
+fn active_merchant(worker: &Worker) -> i64 {
+    let db = worker.database();
+    worker.credentials.institutions[0]
+        .merchant_ids
+        .iter()
+        .copied()
+        .find(|id| {
+            db.query_row("SELECT status FROM merchants WHERE id = ?1", [id], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap()
+                == "active"
+        })
+        .expect("an active merchant")
+}
+
+impl Setup {
+    /// `merchant`'s top-up address on `network`, given out by an admin (lower case).
+    fn topup_address(&self, merchant: i64, network: &str) -> String {
+        let admin = self.worker.portal_login(0);
+        let reply = self.worker.portal(
+            Method::POST,
+            &format!("/portal/api/merchants/{merchant}/topup/{network}"),
+            Some(&admin),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["address"]
+            .as_str()
+            .unwrap()
+            .to_ascii_lowercase()
+    }
+
+    /// The books' top-ups recorded for the chain transaction (or block) `hash`: their ids.
+    fn topups_of(&self, hash: &str) -> Vec<String> {
+        let db = self.worker.database();
+        let mut statement = db
+            .prepare("SELECT id FROM ledger_transfers WHERE code = 'topup' AND reference = ?1")
+            .unwrap();
+        statement
+            .query_map([hash], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// Runs the cron, mining a block on each chain each time, until `done` holds.
+    fn cron_until(&self, what: &str, mut done: impl FnMut() -> bool) {
+        eventually(what, Duration::from_secs(60), || {
+            self.anvil.mine(1);
+            self.base.mine(1);
+            self.worker.cron();
+            done().then_some(())
+        });
+    }
+}
+
+/// What a sweep's output says it swept and funded: (swept, funded).
+fn counts(output: &str) -> (usize, usize) {
+    let after = |what: &str| -> usize {
+        let rest = output.rsplit_once(what).map_or("", |(_, rest)| rest);
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{what}: {output}"))
+    };
+    (after("swept "), after("funding gas for "))
+}
+
+#[test]
+fn top_up_addresses_are_swept_while_watched_and_later_top_ups_are_credited_once() {
+    let (_one, s) = shared();
+    let merchant = active_merchant(&s.worker);
+    let polygon = s.topup_address(merchant, "polygon");
+    let base = s.topup_address(merchant, "base");
+    let usdc = s.usdc.to_ascii_lowercase();
+    let owner = merchant.to_string();
+    let credited = |network: &str, token: &str| s.book_balance(network, token, "merchant", &owner);
+    let before_usdc = credited("polygon", &usdc);
+    let before_ether = credited("base", "native");
+    const TENTH: u128 = 100_000_000_000_000_000;
+
+    // The merchant tops up 20 USDC on polygon and 0.3 ETH on base: credited at their depth.
+    let first_usdc = s.anvil.transfer(&s.usdc, &s.customer, &polygon, 20_000_000);
+    let first_ether = s.base.pay_ether(&s.customer, &base, 3 * TENTH);
+    s.cron_until("the top-ups to be credited", || {
+        s.topups_of(&first_usdc).len() == 1 && s.topups_of(&first_ether).len() == 1
+    });
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let treasury_ether = s.base.ether_balance(&s.treasury);
+
+    // The sweep takes what the books hold there, though the addresses stay watched. On base a
+    // second top-up of 0.05 ETH waits in the pool and is mined in the block of the sweep: the
+    // ether watch, which reads the address's balance, must count it, and only it.
+    s.base.rpc("evm_setAutomine", json!([false]));
+    let same_block = s.base.rpc(
+        "eth_sendTransaction",
+        json!([{"from": s.customer, "to": base, "value": format!("{:#x}", TENTH / 2)}]),
+    );
+    let same_block = same_block.as_str().unwrap().to_ascii_lowercase();
+    let output = succeeded(s.spawn_sweep_waiting(3).wait_with_output().unwrap());
+    s.base.mine(1);
+    s.base.rpc("evm_setAutomine", json!([true]));
+    assert!(
+        output.contains(&polygon) && output.contains(&base),
+        "{output}"
+    );
+    let rows = s.sweeps();
+    let of = |rows: &[(String, String, String, String, String)], address: &str| -> Vec<_> {
+        rows.iter()
+            .filter(|r| r.1 == address || r.2 == address)
+            .cloned()
+            .collect()
+    };
+    let polygon_rows = of(&rows, &polygon);
+    assert_eq!(
+        polygon_rows
+            .iter()
+            .map(|r| r.0.as_str())
+            .collect::<Vec<_>>(),
+        ["gas", "sweep"],
+        "its gas funded from the custody gas address, then its USDC swept: {rows:?}\n{output}"
+    );
+    let (funding, usdc_sweep) = (polygon_rows[0].4.clone(), polygon_rows[1].4.clone());
+    let base_rows = of(&rows, &base);
+    assert_eq!(base_rows.len(), 1, "{rows:?}");
+    let ether_sweep = base_rows[0].4.clone();
+    let sweep_block = s.base.receipt(&ether_sweep)["blockNumber"].clone();
+    assert_eq!(
+        s.base.receipt(&same_block)["blockNumber"],
+        sweep_block,
+        "the top-up and the sweep in one block"
+    );
+    assert_eq!(s.anvil.balance_of(&s.usdc, &polygon), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        20_000_000
+    );
+    let ether_gas = s.gas_paid(&ether_sweep);
+    assert_eq!(
+        s.base.ether_balance(&s.treasury) - treasury_ether,
+        3 * TENTH - ether_gas,
+        "what the books held, less its gas"
+    );
+    assert_eq!(
+        s.base.ether_balance(&base),
+        TENTH / 2,
+        "the top-up in its block"
+    );
+
+    // Final at depth and booked; the USDC sent later and the ether in the sweep's block are
+    // credited once, and custody's own movements (the gas funding, the sweeps) never are.
+    s.confirm_sweeps();
+    let later_usdc = s.anvil.transfer(&s.usdc, &s.customer, &polygon, 5_000_000);
+    s.cron_until("the later top-ups to be credited", || {
+        s.topups_of(&later_usdc).len() == 1 && s.topups_of(&same_block).len() == 1
+    });
+    for hash in [&first_usdc, &first_ether, &later_usdc, &same_block] {
+        assert_eq!(s.topups_of(hash).len(), 1, "{hash} credited once");
+    }
+    for hash in [&funding, &usdc_sweep, &ether_sweep] {
+        assert!(s.topups_of(hash).is_empty(), "{hash} is custody's own");
+    }
+    assert_eq!(credited("polygon", &usdc) - before_usdc, 25_000_000);
+    assert_eq!(
+        credited("base", "native") - before_ether,
+        i128::try_from(3 * TENTH + TENTH / 2).unwrap()
+    );
+    assert_eq!(
+        credited("polygon", "native"),
+        0,
+        "the coin the gas address sent is no top-up"
+    );
+    assert_eq!(
+        s.book_balance("polygon", &usdc, "custody", &polygon),
+        5_000_000
+    );
+    assert_eq!(
+        s.book_balance("base", "native", "custody", &base),
+        i128::try_from(TENTH / 2).unwrap()
+    );
+
+    // Two sweeps at once move what arrived since, once.
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let treasury_ether = s.base.ether_balance(&s.treasury);
+    let (a, b) = (s.spawn_sweep(), s.spawn_sweep());
+    let outputs = [
+        succeeded(a.wait_with_output().unwrap()),
+        succeeded(b.wait_with_output().unwrap()),
+    ];
+    let (swept, funded) = outputs
+        .iter()
+        .map(|o| counts(o))
+        .fold((0, 0), |(s, f), (ds, df)| (s + ds, f + df));
+    // The USDC's gas funded once (unless what the first funding left pays it).
+    assert_eq!(swept, 2, "{outputs:?}");
+    assert!(funded <= 1, "{outputs:?}");
+    let rows = s.sweeps();
+    assert_eq!(of(&rows, &polygon).len(), 3 + funded, "{rows:?}");
+    assert_eq!(of(&rows, &base).len(), 2, "{rows:?}");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &polygon), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        5_000_000
+    );
+    let second = &of(&rows, &base)[1].4;
+    assert_eq!(
+        s.base.ether_balance(&s.treasury) - treasury_ether,
+        TENTH / 2 - s.gas_paid(second)
+    );
+    assert_eq!(s.base.ether_balance(&base), 0);
+    s.confirm_sweeps();
+
+    // Run again: nothing is sent.
+    let before = s.sweeps();
+    let output = s.sweep();
+    assert_eq!(counts(&output), (0, 0), "{output}");
+    assert_eq!(s.sweeps(), before);
+
+    // The books balance and match both chains at every address, the top-up addresses compared
+    // once their watches have read past the sweeps; the merchant is owed what it sent.
+    let config = reconcile::Config::new(&s.chains, None, Some(TEST_XPUB)).unwrap();
+    let books = reconcile::Books::Local(s.worker.persist_to().to_path_buf());
+    let mut last = String::new();
+    s.cron_until(
+        "the books to match the chains at the top-up addresses",
+        || {
+            let report = reconcile::reconcile(&books, &config).unwrap();
+            last = report.render();
+            let compared = |address: &str| {
+                report
+                    .comparisons
+                    .iter()
+                    .filter(|c| c.scope == "custody")
+                    .flat_map(|c| &c.readings)
+                    .filter(|r| r.address == address)
+                    .count()
+            };
+            report.clean() && compared(&polygon) == 2 && compared(&base) == 1
+        },
+    );
+    assert!(!last.contains("DRIFT"), "{last}");
+    assert_eq!(s.book_balance("polygon", &usdc, "custody", &polygon), 0);
+    assert_eq!(s.book_balance("base", "native", "custody", &base), 0);
+    assert_eq!(credited("polygon", &usdc) - before_usdc, 25_000_000);
+    assert_eq!(
+        credited("base", "native") - before_ether,
+        i128::try_from(3 * TENTH + TENTH / 2).unwrap()
+    );
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::secrets::{execute, render_batch, Target};
 
-/// A deposit whose watch has ended.
+/// A deposit whose watch has ended, or an asset of a merchant's top-up address.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Deposit {
     /// Its address, lower case.
@@ -29,6 +29,44 @@ pub struct Deposit {
     pub token: String,
     /// Its decimals.
     pub decimals: u32,
+    /// For a merchant's top-up address (which stays watched): what the books hold there in the
+    /// asset, posted (its custody account's debits and credits, decimal text). `None` for a
+    /// checkout's deposit.
+    #[serde(default)]
+    pub booked: Option<(String, String)>,
+}
+
+impl Deposit {
+    /// Whether it is a merchant's top-up address.
+    pub fn is_topup(&self) -> bool {
+        self.booked.is_some()
+    }
+
+    /// What the books hold at a top-up address, at least 0 (`None` for a checkout's deposit).
+    pub fn booked_units(&self) -> Result<Option<u128>, String> {
+        let Some((debits, credits)) = &self.booked else {
+            return Ok(None);
+        };
+        let number = |text: &str| {
+            text.parse::<i128>()
+                .map_err(|_| format!("the books hold {text:?}, not an amount"))
+        };
+        let held = number(debits)? - number(credits)?;
+        Ok(Some(u128::try_from(held).unwrap_or(0)))
+    }
+}
+
+/// A top-up watch's row, as read.
+#[derive(Deserialize)]
+struct TopupRow {
+    address: String,
+    derivation_index: i64,
+    network: String,
+    asset: String,
+    token: String,
+    decimals: u32,
+    debits_posted: String,
+    credits_posted: String,
 }
 
 /// A stored sweep transaction.
@@ -38,6 +76,8 @@ pub struct Stored {
     pub tx_hash: String,
     /// `sweep` or `gas`.
     pub kind: String,
+    /// The token contract (lower case) or `native`.
+    pub token: String,
     /// Sender, lower case.
     pub from_address: String,
     /// Receiver, lower case.
@@ -122,19 +162,32 @@ fn integer(n: u64) -> Result<i64, String> {
 /// The deposits whose watch has ended.
 const ENDED: &str = "SELECT address, derivation_index, network, asset, token, decimals \
      FROM deposit_watches WHERE watch_until < ?1 ORDER BY network, derivation_index";
+/// Every asset of every merchant's top-up address, with what the books hold there (posted):
+/// top-up addresses stay watched, and only what the watcher has booked, final at its depth, is
+/// swept. Its tokens before its coin, so a token's gas can come from its coin.
+const TOPUPS: &str = "SELECT w.address, a.derivation_index, w.network, w.asset, w.token, \
+     w.decimals, COALESCE(l.debits_posted, '0') AS debits_posted, \
+     COALESCE(l.credits_posted, '0') AS credits_posted \
+     FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
+      AND a.institution_id = w.institution_id \
+     LEFT JOIN ledger_accounts l ON l.id = w.network || ':' || w.token || ':custody:' || w.address \
+     ORDER BY w.network, a.derivation_index, w.token = 'native', w.token";
 /// The sweeps that still matter to them: those that may still be mined (`sent`), and gas
 /// fundings no sweep has spent yet.
-const OPEN: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, gas_limit, \
+const OPEN: &str =
+    "SELECT tx_hash, kind, token, from_address, to_address, nonce, units, gas_limit, \
      gas_price, raw, state, created_at FROM custody_sweeps g WHERE (g.state = 'sent' \
      OR (g.kind = 'gas' AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
       WHERE s.network = g.network AND s.kind = 'sweep' AND s.from_address = g.to_address \
       AND s.created_at >= g.created_at))) \
-     AND EXISTS (SELECT 1 FROM deposit_watches w WHERE w.watch_until < ?1 \
+     AND (EXISTS (SELECT 1 FROM deposit_watches w WHERE w.watch_until < ?1 \
       AND w.network = g.network \
       AND w.address = CASE g.kind WHEN 'sweep' THEN g.from_address ELSE g.to_address END) \
+      OR EXISTS (SELECT 1 FROM topup_watches t WHERE t.network = g.network \
+      AND t.address = CASE g.kind WHEN 'sweep' THEN g.from_address ELSE g.to_address END)) \
      ORDER BY created_at, nonce";
 /// One deposit's sweeps and fundings, as [`OPEN`] and after.
-const OF_DEPOSIT: &str = "SELECT tx_hash, kind, from_address, to_address, nonce, units, \
+const OF_DEPOSIT: &str = "SELECT tx_hash, kind, token, from_address, to_address, nonce, units, \
      gas_limit, gas_price, raw, state, created_at FROM custody_sweeps WHERE network = ?1 \
      AND ((kind = 'sweep' AND from_address = ?2) OR (kind = 'gas' AND to_address = ?2)) \
      ORDER BY created_at, nonce";
@@ -149,7 +202,8 @@ const TREASURY_SENDERS: &str =
 /// What a sweep starts from, read in one go.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// The deposits whose watch has ended, by network and index.
+    /// The deposits whose watch has ended, by network and index, then every asset of the
+    /// merchants' top-up addresses.
     pub deposits: Vec<Deposit>,
     /// Their sweeps still `sent`, and their gas fundings not yet spent by a sweep.
     pub open: Vec<Stored>,
@@ -179,6 +233,7 @@ pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String
             (OPEN, &when),
             (GAS_NONCES, &[Literal::Text(gas)]),
             (TREASURY_SENDERS, &[]),
+            (TOPUPS, &[]),
         ])?,
         target,
     )?)?;
@@ -187,6 +242,17 @@ pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String
         open: nth(&answers, 1)?,
         ..Snapshot::default()
     };
+    for t in nth::<TopupRow>(&answers, 4)? {
+        snapshot.deposits.push(Deposit {
+            address: t.address,
+            derivation_index: t.derivation_index,
+            network: t.network,
+            asset: t.asset,
+            token: t.token,
+            decimals: t.decimals,
+            booked: Some((t.debits_posted, t.credits_posted)),
+        });
+    }
     for n in nth::<Nonce>(&answers, 2)? {
         if let Some(nonce) = n.nonce.and_then(|n| u64::try_from(n).ok()) {
             snapshot.gas_next.insert(n.network, nonce + 1);
@@ -368,6 +434,59 @@ mod tests {
     }
 
     #[test]
+    fn top_up_addresses_are_swept_as_far_as_the_books_hold_them_tokens_first() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::localdb::apply_migrations(&conn).unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; \
+             INSERT INTO topup_addresses (address, derivation_index, merchant_id, institution_id, \
+               network, from_block, created_by, created_at) \
+               VALUES ('0xtop', 7, 1, 1, 'polygon', 10, 'a', 0); \
+             INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
+               scanned_to, head_block, created_at, institution_id) VALUES \
+             ('0xtop', 'native', 'polygon', 'POL', 18, 10, 20, 22, 0, 1), \
+             ('0xtop', '0xusdc', 'polygon', 'USDC', 6, 10, 20, 22, 0, 1); \
+             INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
+               debits_posted, credits_posted, created_at, updated_at) VALUES \
+             ('polygon:0xusdc:custody:0xtop', 'polygon', '0xusdc', 'USDC', 6, 'custody', \
+              '0xtop', '25000000', '20000000', 0, 0);",
+        )
+        .unwrap();
+        let sql = render_batch(&[(TOPUPS, &[])]).unwrap();
+        let mut statement = conn.prepare(sql.trim_end_matches(";\n")).unwrap();
+        let rows: Vec<(String, i64, String, String)> = statement
+            .query_map([], |r| Ok((r.get(4)?, r.get(1)?, r.get(6)?, r.get(7)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("0xusdc".into(), 7, "25000000".into(), "20000000".into()),
+                ("native".into(), 7, "0".into(), "0".into()),
+            ]
+        );
+        let deposit = |booked: Option<(&str, &str)>| Deposit {
+            address: "0xtop".into(),
+            derivation_index: 7,
+            network: "polygon".into(),
+            asset: "USDC".into(),
+            token: "0xusdc".into(),
+            decimals: 6,
+            booked: booked.map(|(d, c)| (d.into(), c.into())),
+        };
+        assert_eq!(
+            deposit(Some(("25000000", "20000000"))).booked_units(),
+            Ok(Some(5_000_000))
+        );
+        // Books below zero (a sweep booked before its top-up): nothing to sweep.
+        assert_eq!(deposit(Some(("1", "3"))).booked_units(), Ok(Some(0)));
+        assert_eq!(deposit(None).booked_units(), Ok(None));
+        assert!(!deposit(None).is_topup());
+        assert!(deposit(Some(("x", "0"))).booked_units().is_err());
+    }
+
+    #[test]
     fn the_reads_run_on_the_real_schema() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         crate::localdb::apply_migrations(&conn).unwrap();
@@ -376,7 +495,11 @@ mod tests {
         for sql in [
             render_batch(&[(ENDED, &when), (OPEN, &when)]),
             render_batch(&[(OF_DEPOSIT, &[net, address])]),
-            render_batch(&[(GAS_NONCES, &[address]), (TREASURY_SENDERS, &[])]),
+            render_batch(&[
+                (GAS_NONCES, &[address]),
+                (TREASURY_SENDERS, &[]),
+                (TOPUPS, &[]),
+            ]),
         ] {
             conn.execute_batch(&sql.unwrap()).unwrap();
         }
