@@ -389,7 +389,11 @@ fn parallel_checkouts_past_a_nearly_full_limit_create_exactly_what_it_leaves() {
         "{counts:?}"
     );
     for refused in replies.iter().filter(|r| r.status == 429) {
-        assert!(refused.text.contains("for this merchant"), "{}", refused.text);
+        assert!(
+            refused.text.contains("for this merchant"),
+            "{}",
+            refused.text
+        );
         let retry: u64 = refused
             .header("retry-after")
             .expect("Retry-After")
