@@ -14,9 +14,10 @@ use worker::{D1PreparedStatement, Url};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, NewSession, SessionView, StoredKey, KEY_SECONDS};
+use crate::db::throttle::Within;
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{merchants, origins, wallets, Batch};
+use crate::db::{deposits, merchants, origins, wallets, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, payments, throttle};
 
@@ -70,10 +71,15 @@ impl From<ApiError> for Refusal {
 /// Starts a checkout session for `options`, counted against the limits of its publishable key
 /// and of the caller's address (the context's): the pending transaction, its session with the
 /// first way to pay that can be quoted now, the deposit address's watch and the idempotency key,
-/// written in one atomic batch. The same idempotency key with the same options answers the
-/// session it made (also to a concurrent request that lost the race to write it). `locale` is
-/// the hosted page's language (`None`: the customer's browser's); it changes no payment, so it
-/// is not part of what the idempotency key guards, and a replay keeps the first session's.
+/// written in one atomic batch with the attempt's counts, and only if those counts are within
+/// their limits. The same idempotency key with the same options answers the session it made
+/// (also to a concurrent request that lost the race to write it). `locale` is the hosted page's
+/// language (`None`: the customer's browser's); it changes no payment, so it is not part of what
+/// the idempotency key guards, and a replay keeps the first session's.
+///
+/// Every attempt that gets past the options' own rules is counted: a session in the batch that
+/// stores it, anything else (a refusal, a replay) in a round trip of its own after its answer
+/// is known (not the hot path).
 pub async fn create(
     ctx: &Ctx,
     options: &CheckoutOptions,
@@ -85,6 +91,25 @@ pub async fn create(
     if chain::methods(ctx)?.is_empty() {
         return Err(Refusal::NoWayToPay);
     }
+    let mut counted = false;
+    let outcome = attempt(ctx, options, locale, &mut counted).await;
+    if !counted {
+        let count = throttle::count_checkout_alone(ctx, &options.public_key).await;
+        if let (Ok(_), Err(err)) = (&outcome, count) {
+            return Err(err.into());
+        }
+    }
+    outcome
+}
+
+/// [`create`] past the options' rules; sets `counted` once the batch that counts the attempt
+/// (the one that stores the session) has committed.
+async fn attempt(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    locale: Option<&str>,
+    counted: &mut bool,
+) -> Result<Session, Refusal> {
     let database = &ctx.db;
     let now = ctx.now();
     // The hosted page is ours: it may only send the customer back to the merchant's own sites.
@@ -92,13 +117,13 @@ pub async fn create(
     // refusal, never a server error (given where the origin is judged, below).
     let origin = Url::parse(&options.redirect_url).map(|u| u.origin().ascii_serialization());
 
-    // One round trip reads all the session needs: the attempt counted against both limits,
-    // the merchant the key names, its wallets' networks, whether the return origin is its,
-    // and what the idempotency key made before. Each is judged below in this order, as if
-    // read one by one (the counts are taken whatever follows).
+    // One round trip, which only reads, reads all the session needs: the windows of both
+    // limits as they stand, the merchant the key names, its wallets' networks, whether the
+    // return origin is its, and what the idempotency key made before. Each is judged below in
+    // this order, as if read one by one.
     let key = &options.public_key;
     let mut reads = Batch::new();
-    let (per_key, per_address) = throttle::count_checkout(ctx, key)?;
+    let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
     let (per_key, per_address) = (reads.push(per_key), reads.push(per_address));
     let gate = reads.push(merchants::gate_by_key(database, key, now).or_internal("read merchant")?);
     let networks =
@@ -126,10 +151,11 @@ pub async fn create(
         None => None,
     };
     let read = reads.run(database).await.or_internal("read checkout")?;
-    throttle::refuse_checkout(
+    // A window full already refuses the attempt before anything is quoted or allocated for it.
+    throttle::refuse_checkout_before(
         ctx,
-        read.rows(per_key).or_internal("count attempt")?.first(),
-        read.rows(per_address).or_internal("count attempt")?.first(),
+        read.rows(per_key).or_internal("read attempts")?.first(),
+        read.rows(per_address).or_internal("read attempts")?.first(),
     )?;
     let merchant = read
         .rows(gate)
@@ -206,7 +232,52 @@ pub async fn create(
     };
     let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
         .or_internal("generate session id")?;
-    let (deposit_address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
+    // A derived address takes a fresh index. It is taken in one batch with the attempt's
+    // counts, only if both are within their limits (as the write batch's inserts would be):
+    // an attempt past them never uses up an index, even in a race. Then the write batch
+    // counts nothing more. A simulated address costs no round trip.
+    let mut count_in_writes = false;
+    let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
+        Some(deriver) => {
+            let mut batch = Batch::new();
+            let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
+            let (per_key, per_address) = (batch.push(per_key), batch.push(per_address));
+            let index = batch.push(
+                deposits::allocate_within(database, deriver.family(), &within)
+                    .or_internal("allocate deposit index")?,
+            );
+            let taken = batch
+                .run(database)
+                .await
+                .or_internal("allocate deposit index")?;
+            *counted = true;
+            let Some(index) = taken
+                .rows(index)
+                .or_internal("allocate deposit index")?
+                .first()
+                .map(|i| i.index)
+            else {
+                throttle::refuse_checkout(
+                    ctx,
+                    taken.rows(per_key).or_internal("count attempt")?.first(),
+                    taken
+                        .rows(per_address)
+                        .or_internal("count attempt")?
+                        .first(),
+                )?;
+                return Err(ApiError::internal(
+                    "allocate deposit index",
+                    "the allocation answered no index within the limits",
+                )
+                .into());
+            };
+            (deriver.address(index)?, Some(index))
+        }
+        None => {
+            count_in_writes = true;
+            (chain::simulated(method.network)?, None)
+        }
+    };
     let now_text = timestamp(now)?;
     let crypto_amount = quote.crypto_amount.to_string();
     let payment = NewPayment {
@@ -234,19 +305,32 @@ pub async fn create(
         expires_at: now + SESSION_SECONDS,
         locale,
     };
-    // The transaction, its session and the idempotency key in one atomic batch: it fails as a
-    // whole when the key was taken meanwhile (a concurrent double click). A key older than its
-    // day is forgotten first, in the same batch, so it can be used afresh.
+    // The attempt's counts, then the transaction, its session, its watch and the idempotency
+    // key in one atomic batch. The transaction and its session are inserted only if both
+    // counts, as this batch just took them, are within their limits (of N racing attempts,
+    // exactly those the limits allow); the watch and the key only with the session. It fails
+    // as a whole when the key was taken meanwhile (a concurrent double click). A key older than
+    // its day is forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
+    let (counts, within) = if count_in_writes {
+        let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
+        (
+            Some((writes.push(per_key), writes.push(per_address))),
+            within,
+        )
+    } else {
+        (None, Within::new())
+    };
     if let Some(key) = &options.idempotency_key {
         writes.push(
             sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
                 .or_internal("forget stale key")?,
         );
     }
-    let created = writes
-        .push(transactions::insert_pending(database, &payment).or_internal("create session")?);
-    writes.push(sessions::insert(database, &session).or_internal("create session")?);
+    let created = writes.push(
+        transactions::insert_pending(database, &payment, &within).or_internal("create session")?,
+    );
+    writes.push(sessions::insert(database, &session, &within).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
         (&session_id, merchant.institution_id),
@@ -257,8 +341,15 @@ pub async fn create(
     )?);
     if let Some(key) = &options.idempotency_key {
         writes.push(
-            sessions::insert_key(database, merchant.id, key, &fingerprint, &session_id, now)
-                .or_internal("create session")?,
+            sessions::insert_key(
+                database,
+                (merchant.institution_id, merchant.id),
+                key,
+                &fingerprint,
+                &session_id,
+                now,
+            )
+            .or_internal("create session")?,
         );
     }
     let written = match writes.run(database).await {
@@ -281,13 +372,31 @@ pub async fn create(
             return Err(ApiError::internal("create session", err).into());
         }
     };
+    *counted = true;
     let transaction_id = written
         .rows(created)
         .or_internal("create session")?
         .first()
-        .map(|row| row.id)
-        .ok_or("the transaction's insert answered no id")
-        .or_internal("create session")?;
+        .map(|row| row.id);
+    let Some(transaction_id) = transaction_id else {
+        // Nothing was inserted: a count this batch took is past its limit (racing attempts
+        // filled the window after it was read).
+        if let Some((per_key, per_address)) = counts {
+            throttle::refuse_checkout(
+                ctx,
+                written.rows(per_key).or_internal("count attempt")?.first(),
+                written
+                    .rows(per_address)
+                    .or_internal("count attempt")?
+                    .first(),
+            )?;
+        }
+        return Err(ApiError::internal(
+            "create session",
+            "the transaction's insert answered no id within the limits",
+        )
+        .into());
+    };
     Ok(Session {
         id: session_id,
         transaction_id,

@@ -79,32 +79,85 @@ pub const CHECKOUT_PER_ADDRESS: Limit = Limit {
     refusal: "too many checkouts from this address in the last minute; retry shortly",
 };
 
-/// The two counts of one checkout session for `public_key` from the caller (per key from every
-/// address, then per address whatever the key), as statements of the batch that reads what the
-/// session needs: the attempt is counted whatever that batch finds. Their rows go to
-/// [`refuse_checkout`].
-pub fn count_checkout(
+/// The two windows a checkout session for `public_key` from the caller is counted in: per key
+/// from every address, then per address whatever the key, each with its limit.
+fn checkout_windows<'a>(ctx: &'a Ctx, public_key: &str) -> [(String, &'a str, &'static Limit); 2] {
+    [
+        (
+            format!("checkout:{public_key}"),
+            EVERY_ADDRESS,
+            &CHECKOUT_PER_KEY,
+        ),
+        (
+            "checkout".to_owned(),
+            ctx.caller_address(),
+            &CHECKOUT_PER_ADDRESS,
+        ),
+    ]
+}
+
+/// The two windows of checkout sessions for `public_key` from the caller as they stand, counting
+/// nothing, for the batch that reads what a session needs (a batch that only reads: no write
+/// transaction on the hot path before the one that stores the session). Their rows go to
+/// [`refuse_checkout_before`].
+pub fn read_checkout(
     ctx: &Ctx,
     public_key: &str,
 ) -> Result<(Returning<db::Failures>, Returning<db::Failures>), ApiError> {
+    let [(key_subject, key_source, _), (address_subject, address_source, _)] =
+        checkout_windows(ctx, public_key);
+    Ok((
+        db::window(&ctx.db, &key_subject, key_source).or_internal("read attempts")?,
+        db::window(&ctx.db, &address_subject, address_source).or_internal("read attempts")?,
+    ))
+}
+
+/// The refusal of a checkout session whose windows ([`read_checkout`]'s rows, this attempt not
+/// yet counted in them) are full already: the per-key limit's first. It is refused before
+/// anything is quoted or allocated for it.
+pub fn refuse_checkout_before(
+    ctx: &Ctx,
+    per_key: Option<&db::Failures>,
+    per_address: Option<&db::Failures>,
+) -> Result<(), ApiError> {
+    refuse_over(per_key, &CHECKOUT_PER_KEY, ctx.now())?;
+    refuse_over(per_address, &CHECKOUT_PER_ADDRESS, ctx.now())
+}
+
+/// The two counts of one checkout session for `public_key` from the caller (per key from every
+/// address, then per address whatever the key), as statements of the batch that stores the
+/// session, and the condition its inserts carry ([`db::Within`]): both counts, as that batch
+/// just took them, within their limits. Their rows go to [`refuse_checkout`].
+pub fn count_checkout(
+    ctx: &Ctx,
+    public_key: &str,
+) -> Result<(Returning<db::Failures>, Returning<db::Failures>, db::Within), ApiError> {
     let now = ctx.now();
-    let per_key = db::count_attempt_in_batch(
-        &ctx.db,
-        &format!("checkout:{public_key}"),
-        EVERY_ADDRESS,
-        now,
-        CHECKOUT_PER_KEY.window_seconds,
-    )
-    .or_internal("count attempt")?;
-    let per_address = db::count_attempt_in_batch(
-        &ctx.db,
-        "checkout",
-        ctx.caller_address(),
-        now,
-        CHECKOUT_PER_ADDRESS.window_seconds,
-    )
-    .or_internal("count attempt")?;
-    Ok((per_key, per_address))
+    let [(key_subject, key_source, key_limit), (address_subject, address_source, address_limit)] =
+        checkout_windows(ctx, public_key);
+    let count = |subject: &str, source: &str, limit: &Limit| {
+        db::count_attempt_in_batch(&ctx.db, subject, source, now, limit.window_seconds)
+            .or_internal("count attempt")
+    };
+    Ok((
+        count(&key_subject, key_source, key_limit)?,
+        count(&address_subject, address_source, address_limit)?,
+        db::Within::new()
+            .at_most(&key_subject, key_source, key_limit.max_failures)
+            .at_most(&address_subject, address_source, address_limit.max_failures),
+    ))
+}
+
+/// Counts a checkout attempt that stored nothing (refused after its read, or answered from its
+/// idempotency key) against both limits, in a round trip of its own: every attempt counts, and
+/// only the one that stores a session is counted in the batch that stores it.
+pub async fn count_checkout_alone(ctx: &Ctx, public_key: &str) -> Result<(), ApiError> {
+    let (per_key, per_address, _) = count_checkout(ctx, public_key)?;
+    let mut batch = crate::db::Batch::new();
+    batch.push(per_key);
+    batch.push(per_address);
+    batch.run(&ctx.db).await.or_internal("count attempt")?;
+    Ok(())
 }
 
 /// The refusal of a checkout session past either limit, from the windows [`count_checkout`]'s

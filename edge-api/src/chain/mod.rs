@@ -369,17 +369,44 @@ pub async fn pay_from_demo_wallet(
 /// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly
 /// allocated index (never reused); otherwise, in sandbox, a simulated one.
 pub async fn deposit_address(ctx: &Ctx, network: &str) -> Result<(String, Option<i64>), ApiError> {
-    if let (Some(xpub), true) = (ctx.evm_xpub(), EVM_NETWORKS.contains(&network)) {
-        let key = deposit::parse_xpub(&xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
-        let index = crate::db::deposits::allocate(&ctx.db, "evm")
+    if let Some(deriver) = Deriver::for_network(ctx, network)? {
+        let index = crate::db::deposits::allocate(&ctx.db, deriver.family())
             .await
             .or_internal("allocate deposit index")?;
-        let address =
-            deposit::evm_address(&key, index).map_err(|e| ApiError::internal("derive", e.0))?;
-        return Ok((address, Some(index)));
+        return Ok((deriver.address(index)?, Some(index)));
     }
-    let address = simulated_address(network).or_internal("generate address")?;
-    Ok((address, None))
+    Ok((simulated(network)?, None))
+}
+
+/// What derives the deposit addresses of a network whose addresses are derived (an EVM network
+/// with `PAYRAIL_EVM_XPUB` configured), at indexes allocated from its family's counter.
+pub struct Deriver(bip32::XPub);
+
+impl Deriver {
+    /// The deriver of `network`'s deposit addresses; `None` where they are simulated.
+    pub fn for_network(ctx: &Ctx, network: &str) -> Result<Option<Deriver>, ApiError> {
+        match (ctx.evm_xpub(), EVM_NETWORKS.contains(&network)) {
+            (Some(xpub), true) => deposit::parse_xpub(&xpub)
+                .map(|key| Some(Deriver(key)))
+                .map_err(|e| ApiError::internal("deposit key", e.0)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The counter its indexes are allocated from (`crate::db::deposits`).
+    pub fn family(&self) -> &'static str {
+        "evm"
+    }
+
+    /// The address at `index`.
+    pub fn address(&self, index: i64) -> Result<String, ApiError> {
+        deposit::evm_address(&self.0, index).map_err(|e| ApiError::internal("derive", e.0))
+    }
+}
+
+/// A simulated deposit address for `network` (sandbox: nothing watches it).
+pub fn simulated(network: &str) -> Result<String, ApiError> {
+    simulated_address(network).or_internal("generate address")
 }
 
 /// A simulated deposit address in the network's format (sandbox only: nothing watches it).

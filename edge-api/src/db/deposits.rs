@@ -3,14 +3,18 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::{first, DbError, DbResult};
+use super::throttle::Within;
+use super::{bind, first, DbError, DbResult, Returning};
+
+/// An allocated index.
+#[derive(Debug, Deserialize)]
+pub struct Index {
+    /// The index.
+    pub index: i64,
+}
 
 /// Takes the next index of `family`, atomically: concurrent sessions never get the same one.
 pub async fn allocate(db: &D1Database, family: &str) -> DbResult<i64> {
-    #[derive(Deserialize)]
-    struct Index {
-        index: i64,
-    }
     let row: Option<Index> = first(
         db,
         "INSERT INTO deposit_indexes (family, next) VALUES (?1, 1) \
@@ -20,4 +24,26 @@ pub async fn allocate(db: &D1Database, family: &str) -> DbResult<i64> {
     .await?;
     row.map(|r| r.index)
         .ok_or_else(|| DbError::bad_row("the index allocation returned no row"))
+}
+
+/// [`allocate`] as a statement of the batch that counts a checkout attempt, taken only when
+/// `within` holds (the attempt's counts, taken earlier in the batch, are within their limits):
+/// otherwise it takes nothing and answers no row. An attempt past its limits never uses up an
+/// index.
+pub fn allocate_within(
+    db: &D1Database,
+    family: &str,
+    within: &Within,
+) -> DbResult<Returning<Index>> {
+    let (condition, mut params) = within.sql(2);
+    params.insert(0, family.into());
+    bind(
+        db,
+        &format!(
+            "INSERT INTO deposit_indexes (family, next) SELECT ?1, 1 WHERE {condition} \
+             ON CONFLICT (family) DO UPDATE SET next = next + 1 RETURNING next - 1 AS \"index\""
+        ),
+        &params,
+    )
+    .map(Returning::new)
 }

@@ -146,37 +146,49 @@ pub struct NewSession<'a> {
     pub locale: Option<&'a str>,
 }
 
-/// The session row, for the transaction the previous statement of the batch inserted.
-pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStatement> {
+/// The session row, for the transaction the previous statement of the batch inserted, under the
+/// same condition `within` as that insert (so it is stored exactly when the transaction is).
+pub fn insert(
+    db: &D1Database,
+    s: &NewSession<'_>,
+    within: &super::throttle::Within,
+) -> DbResult<D1PreparedStatement> {
+    let (condition, guard) = within.sql(14);
+    let mut params: Vec<super::Value> = vec![
+        s.id.into(),
+        s.merchant_id.into(),
+        s.title.into(),
+        s.redirect_url.into(),
+        s.asset.into(),
+        s.network.into(),
+        s.deposit_address.into(),
+        s.crypto_amount.into(),
+        s.now.into(),
+        s.expires_at.into(),
+        s.deposit_index.into(),
+        s.locale.into(),
+        s.institution_id.into(),
+    ];
+    params.extend(guard);
     bind(
         db,
-        "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-         asset, network, deposit_address, crypto_amount, created_at, expires_at, deposit_index, \
-         locale, institution_id) \
-         VALUES (?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        &[
-            s.id.into(),
-            s.merchant_id.into(),
-            s.title.into(),
-            s.redirect_url.into(),
-            s.asset.into(),
-            s.network.into(),
-            s.deposit_address.into(),
-            s.crypto_amount.into(),
-            s.now.into(),
-            s.expires_at.into(),
-            s.deposit_index.into(),
-            s.locale.into(),
-            s.institution_id.into(),
-        ],
+        &format!(
+            "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
+             asset, network, deposit_address, crypto_amount, created_at, expires_at, \
+             deposit_index, locale, institution_id) \
+             SELECT ?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 \
+             WHERE {condition}"
+        ),
+        &params,
     )
 }
 
-/// The idempotency key of a new session. A live key with the same value makes the whole batch
-/// fail (a concurrent double click); stale ones were forgotten first.
+/// The idempotency key of a new session, stored only with it (when the same batch stored the
+/// session). A live key with the same value makes the whole batch fail (a concurrent double
+/// click); stale ones were forgotten first.
 pub fn insert_key(
     db: &D1Database,
-    merchant_id: i64,
+    (institution_id, merchant_id): (i64, i64),
     key: &str,
     fingerprint: &str,
     session_id: &str,
@@ -185,13 +197,15 @@ pub fn insert_key(
     bind(
         db,
         "INSERT INTO idempotency_keys (merchant_id, key, fingerprint, session_id, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+         SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM checkout_sessions \
+         WHERE id = ?4 AND institution_id = ?6)",
         &[
             merchant_id.into(),
             key.into(),
             fingerprint.into(),
             session_id.into(),
             now.into(),
+            institution_id.into(),
         ],
     )
 }

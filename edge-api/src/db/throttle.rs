@@ -95,6 +95,63 @@ pub fn count_attempt_in_batch(
     .map(Returning::new)
 }
 
+/// The window of `subject` from `source` as it stands, without counting anything (one row, or
+/// none before its first attempt), for a batch that only reads.
+pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returning<Failures>> {
+    bind(
+        db,
+        "SELECT window_start, failures FROM auth_failures WHERE client_id = ?1 AND source = ?2",
+        &[subject.into(), source.into()],
+    )
+    .map(Returning::new)
+}
+
+/// What the inserts of a batch that counts an attempt ([`count_attempt_in_batch`], earlier in
+/// the same batch) are conditioned on: every count it just took is within its limit. A batch is
+/// one transaction, so of N racing attempts exactly those whose own count is within the limit
+/// insert anything.
+#[derive(Debug, Clone, Default)]
+pub struct Within(Vec<(String, String, i64)>);
+
+impl Within {
+    /// No condition yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the condition that `subject`'s count from `source` is at most `max`.
+    pub fn at_most(mut self, subject: &str, source: &str, max: i64) -> Self {
+        self.0.push((subject.to_owned(), source.to_owned(), max));
+        self
+    }
+
+    /// The condition's SQL, its parameters numbered from `?first`, and those parameters (to be
+    /// bound after the statement's own). A count with no row (none taken) is not within.
+    pub fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        let mut sql = Vec::new();
+        let mut params = Vec::new();
+        for (subject, source, max) in &self.0 {
+            let n = first + params.len();
+            sql.push(format!(
+                "coalesce((SELECT failures FROM auth_failures WHERE client_id = ?{n} \
+                 AND source = ?{}), ?{} + 1) <= ?{}",
+                n + 1,
+                n + 2,
+                n + 2
+            ));
+            params.extend([
+                Value::from(subject.as_str()),
+                Value::from(source.as_str()),
+                Value::from(*max),
+            ]);
+        }
+        if sql.is_empty() {
+            return ("1".to_owned(), params);
+        }
+        (sql.join(" AND "), params)
+    }
+}
+
 /// Forgets the failures of `subject` from `source` (after a success); with `issued`, only once
 /// the access token with that hash exists (the one the same batch stores, if it does).
 pub fn clear(

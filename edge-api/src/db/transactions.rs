@@ -437,28 +437,39 @@ pub struct CreatedId {
     pub id: i64,
 }
 
-/// Creates a pending transaction and answers its id; the next statement of the batch finds it
-/// with `last_insert_rowid()`.
-pub fn insert_pending(db: &D1Database, p: &NewPayment<'_>) -> DbResult<Returning<CreatedId>> {
+/// Creates a pending transaction and answers its id, when `within` holds (the attempt's counts,
+/// taken earlier in the same batch, are within their limits; otherwise it inserts nothing and
+/// answers no row); the next statement of the batch finds it with `last_insert_rowid()`.
+pub fn insert_pending(
+    db: &D1Database,
+    p: &NewPayment<'_>,
+    within: &super::throttle::Within,
+) -> DbResult<Returning<CreatedId>> {
+    let (condition, guard) = within.sql(9);
+    let mut params: Vec<Value> = vec![
+        p.institution_id.into(),
+        p.merchant_id.into(),
+        p.asset.into(),
+        p.currency.into(),
+        p.amount.into(),
+        p.network.into(),
+        p.external_reference.into(),
+        p.now_text.into(),
+    ];
+    params.extend(guard);
     bind(
         db,
         // created_at never goes below the newest row's, so id order stays creation order even if
         // clocks disagree (the list queries rely on it).
-        "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, asset, \
-         currency, amount_expected, network_payment, external_reference, created_at, \
-         updated_at) \
-         VALUES (?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
-         max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8) RETURNING id",
-        &[
-            p.institution_id.into(),
-            p.merchant_id.into(),
-            p.asset.into(),
-            p.currency.into(),
-            p.amount.into(),
-            p.network.into(),
-            p.external_reference.into(),
-            p.now_text.into(),
-        ],
+        &format!(
+            "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, asset, \
+             currency, amount_expected, network_payment, external_reference, created_at, \
+             updated_at) \
+             SELECT ?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
+             max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8 \
+             WHERE {condition} RETURNING id"
+        ),
+        &params,
     )
     .map(Returning::new)
 }

@@ -100,15 +100,22 @@ fn a_checkout_session_takes_two_round_trips_its_page_and_status_poll_one() {
         let cost = counts(reply.header("payrail-d1").expect("metered"));
         (reply.json(), cost)
     };
-    // One read batch (limits, merchant, wallets, origin, key) and one write batch.
+    // One batch that only reads (the limits' windows, merchant, wallets, origin, key) and one
+    // write batch (the attempt's counts and the inserts conditioned on them).
     let (plain, cost) = create(&options(None), 201);
     assert_eq!(cost["trips"], 2.0, "{cost:?}");
     let (keyed, cost) = create(&options(Some("meter-1")), 201);
     assert_eq!(cost["trips"], 2.0, "{cost:?}");
-    // The same key again is answered from the read batch alone.
+    // The same key again is answered from the read batch, and the attempt is counted in a trip
+    // of its own (it stores nothing).
     let (replayed, cost) = create(&options(Some("meter-1")), 200);
-    assert_eq!(cost["trips"], 1.0, "{cost:?}");
+    assert_eq!(cost["trips"], 2.0, "{cost:?}");
     assert_eq!(replayed["id"], keyed["id"]);
+    // So is a refused attempt: its read, then its count.
+    let mut unknown = options(None);
+    unknown["publicKey"] = json!("pk_test_nobodyhasthiskey0000");
+    let (_, cost) = create(&unknown, 404);
+    assert_eq!(cost["trips"], 2.0, "{cost:?}");
     assert_eq!(replayed["transaction_id"], keyed["transaction_id"]);
     // Its transaction id comes back from the write batch: the one the session was stored with.
     let session = plain["id"].as_str().expect("session id");

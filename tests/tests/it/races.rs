@@ -1,6 +1,7 @@
 //! Racing requests, fired in parallel over real HTTP: every state change is guarded on what it
 //! read, so money is never refunded twice, a rotated secret never leaves a live token behind, an
-//! endpoint change never undoes a rotation, and parallel password guesses are all counted.
+//! endpoint change never undoes a rotation, parallel password guesses are all counted, and
+//! parallel checkouts at a nearly full limit create exactly what it leaves.
 
 use std::collections::HashMap;
 
@@ -322,4 +323,118 @@ fn enabling_an_endpoint_through_patch_clears_its_failure_clock() {
         assert_eq!(reply.json()["status"], status);
     }
     assert_eq!(clock(worker), None, "enabled with a clean clock");
+}
+
+/// A worker whose deposit addresses are derived (`PAYRAIL_EVM_XPUB`), so a checkout session
+/// takes an index from the deposit counter: its own, since the test fills a merchant's
+/// checkout window and counts every row it has.
+fn deriving() -> &'static Worker {
+    static WORKER: std::sync::OnceLock<Worker> = std::sync::OnceLock::new();
+    WORKER.get_or_init(|| {
+        Worker::start_with_vars(
+            "sandbox",
+            3600,
+            &[("PAYRAIL_EVM_XPUB", payrail_tests::chain::TEST_XPUB)],
+        )
+    })
+}
+
+#[test]
+fn parallel_checkouts_past_a_nearly_full_limit_create_exactly_what_it_leaves() {
+    let worker = deriving();
+    let merchant = &worker.credentials.institutions[0].merchants[0];
+    let key = merchant.public_key.clone();
+    let db = worker.database();
+    let count = |sql: &str| -> i64 {
+        db.query_row(sql, [], |r| r.get(0))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    };
+    let rows = || {
+        (
+            count("SELECT count(*) FROM transactions"),
+            count("SELECT count(*) FROM checkout_sessions"),
+            count("SELECT count(*) FROM idempotency_keys"),
+            count("SELECT coalesce(max(next), 0) FROM deposit_indexes WHERE family = 'evm'"),
+        )
+    };
+    // The merchant's per-key window (600 a minute) holds 597 attempts: three are left.
+    const LEFT: i64 = 3;
+    const RACERS: usize = 16;
+    db.execute(
+        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
+         VALUES (?1, '*', unixepoch(), ?2) ON CONFLICT (client_id, source) DO UPDATE SET \
+         window_start = excluded.window_start, failures = excluded.failures",
+        rusqlite::params![format!("checkout:{key}"), 600 - LEFT],
+    )
+    .unwrap();
+    let before = rows();
+    let replies = in_parallel(RACERS, |i| {
+        worker.post_json(
+            "/checkout/sessions",
+            &json!({
+                "publicKey": key, "amount": "10.00", "currency": "EUR", "title": "Race",
+                "externalReference": format!("RACE-LIMIT-{i}"),
+                "idempotencyKey": format!("RACE-LIMIT-{i}"),
+                "redirectUrl": "https://shop.example/done", "allowCrypto": true
+            }),
+            None,
+            "/checkout/sessions",
+        )
+    });
+    let counts = statuses(&replies);
+    assert_eq!(counts.get(&201).copied(), Some(LEFT as usize), "{counts:?}");
+    assert_eq!(
+        counts.get(&429).copied(),
+        Some(RACERS - LEFT as usize),
+        "{counts:?}"
+    );
+    for refused in replies.iter().filter(|r| r.status == 429) {
+        assert!(
+            refused.text.contains("for this merchant"),
+            "{}",
+            refused.text
+        );
+        let retry: u64 = refused
+            .header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&retry), "{retry}");
+    }
+    // Exactly three transactions, sessions and keys, and three deposit indexes taken: a
+    // refused attempt, even one that raced past the first read, used up none.
+    let after = rows();
+    assert_eq!(
+        (
+            after.0 - before.0,
+            after.1 - before.1,
+            after.2 - before.2,
+            after.3 - before.3
+        ),
+        (LEFT, LEFT, LEFT, LEFT),
+        "before {before:?}, after {after:?}"
+    );
+    let indexes: std::collections::HashSet<i64> = replies
+        .iter()
+        .filter(|r| r.status == 201)
+        .map(|r| {
+            let id = r.json()["id"].as_str().unwrap().to_owned();
+            db.query_row(
+                "SELECT deposit_index FROM checkout_sessions WHERE id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(indexes.len(), LEFT as usize, "{indexes:?}");
+    // Every attempt was counted, the refused ones too.
+    let counted: i64 = db
+        .query_row(
+            "SELECT failures FROM auth_failures WHERE client_id = ?1 AND source = '*'",
+            [format!("checkout:{key}")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(counted, 600 - LEFT + RACERS as i64);
 }
