@@ -510,7 +510,7 @@ impl Run<'_, '_> {
                 ));
             } else {
                 return Ok(
-                    match self.fund(net, deposit, need - coin, (price, l1_fee), label)? {
+                    match self.fund(net, deposit, need - coin, (price, l1_fee), (label, rows))? {
                         Some(funding) => Step::Funded(Box::new(funding)),
                         None => Step::Again,
                     },
@@ -549,6 +549,7 @@ impl Run<'_, '_> {
                 gas_price: tx.max_fee_per_gas,
                 raw: &signed.raw,
                 now: unix_now(),
+                sweeps_seen: 0,
             },
         )?;
         if !stored {
@@ -581,7 +582,7 @@ impl Run<'_, '_> {
         deposit: &Deposit,
         wei: u128,
         (price, l1_fee): (u128, u128),
-        label: &str,
+        (label, rows): (&str, &[Stored]),
     ) -> Result<Option<Stored>, String> {
         let (target, node, gas) = (&self.opts.target, net.node, net.gas);
         let stored_next = self.gas_next.get(net.name).copied().unwrap_or(0);
@@ -629,10 +630,12 @@ impl Run<'_, '_> {
                 gas_price: price,
                 raw: &signed.raw,
                 now,
+                sweeps_seen: rows.iter().filter(|r| r.kind == "sweep").count(),
             },
         )?;
         if !stored {
-            return Ok(None); // another signer funds it, or took the nonce: look again
+            // Another signer funds it, swept it meanwhile, or took the nonce: look again.
+            return Ok(None);
         }
         self.gas_next.insert(net.name.to_owned(), nonce + 1);
         if let Err(e) = node.send_raw(&signed.raw) {

@@ -149,6 +149,7 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/portal/api/payments/{id}"),
     ("post", "/portal/api/payments/{id}/refunds/preview"),
     ("post", "/portal/api/payments/{id}/refunds"),
+    ("post", "/portal/api/payments/{id}/returns"),
     ("get", "/portal/api/overview"),
     ("get", "/portal/api/users"),
     ("post", "/portal/api/users"),

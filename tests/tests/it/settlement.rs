@@ -1896,3 +1896,49 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
     assert_eq!(s.anvil.balance_of(&s.usdc, customer), 3_000_000);
     s.assert_books();
 }
+
+#[test]
+fn two_ether_settlements_in_one_run_never_overdraw_the_treasury() {
+    // Two merchants' ether payments (0.007 and 0.0075 ETH at 2,000 USD) and a treasury that
+    // holds 0.01 ETH: enough for one settlement and its gas, not both.
+    let s = start_full("production", false, None, &[], (false, "ethereum"));
+    let first = s.paid_in_ether(0, "14.00");
+    let second = s.paid_in_ether(1, "15.00");
+    s.anvil
+        .pay_ether(&s.anvil.account(0), &s.treasury, 10_000_000_000_000_000);
+    s.books_funded();
+    // Nothing is mined while the run signs: the first transfer is still in flight when the
+    // second group is priced, and the node's balance does not show it yet.
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    s.worker.cron();
+    let sends: i64 = s
+        .worker
+        .database()
+        .query_row("SELECT count(*) FROM chain_sends", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sends, 1, "one settlement signed, the other held");
+    let held = [first, second]
+        .iter()
+        .find_map(|id| {
+            s.detail(*id)["settlement_hold"]["reason"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .expect("the other payment is held");
+    assert!(
+        held.contains("in flight") || held.contains("treasury's books"),
+        "{held}"
+    );
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.anvil.mine(1);
+    // Funded again, the held one settles; each was sent once and nothing was refused.
+    s.anvil
+        .pay_ether(&s.anvil.account(0), &s.treasury, 10_000_000_000_000_000);
+    s.settle(&[first, second]);
+    for id in [first, second] {
+        let sends = s.sends(id);
+        assert_eq!(sends.len(), 1, "payment {id}: {sends:?}");
+        assert_eq!(sends[0].1, "confirmed");
+    }
+    s.assert_books();
+}

@@ -128,6 +128,10 @@ pub struct NewSweep<'a> {
     pub raw: &'a str,
     /// Unix seconds.
     pub now: i64,
+    /// For a gas funding: how many sweeps from its deposit the signer saw when it decided the
+    /// deposit needs gas. Stored only if that is still so: a sweep stored since (another
+    /// signer's) makes the funding needless, and the signer looks again.
+    pub sweeps_seen: usize,
 }
 
 /// Each statement's rows of wrangler's `--json` answer.
@@ -310,6 +314,8 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
               AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
                WHERE s.network = ?2 AND s.kind = 'sweep' AND s.from_address = ?8 \
                AND s.created_at >= g.created_at))) \
+             AND (?6 <> 'gas' OR (SELECT count(*) FROM custody_sweeps s WHERE s.network = ?2 \
+              AND s.kind = 'sweep' AND s.from_address = ?8) = ?15) \
              ON CONFLICT DO NOTHING RETURNING tx_hash",
         &[
             Literal::Text(sweep.tx_hash),
@@ -326,6 +332,9 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
             Literal::Text(&price),
             Literal::Text(sweep.raw),
             Literal::Integer(sweep.now),
+            Literal::Integer(integer(
+                u64::try_from(sweep.sweeps_seen).unwrap_or(u64::MAX),
+            )?),
         ],
     )];
     render_batch(&statements)
@@ -370,6 +379,7 @@ mod tests {
             gas_price: 30,
             raw: "0x02ab",
             now,
+            sweeps_seen: 0,
         }
     }
 
@@ -418,10 +428,19 @@ mod tests {
             &conn,
             &new_sweep("sweep", "0xb2", (deposit, treasury), 0, 102)
         ));
-        // Spent by that sweep, the funding no longer holds the next one back.
-        assert!(stored(
+        // A signer that decided before that sweep was stored (it saw none) funds nothing: the
+        // sweep it did not see may have made the funding needless.
+        assert!(!stored(
             &conn,
             &new_sweep("gas", "0xa4", (gas, deposit), 1, 103)
+        ));
+        // Spent by that sweep, the funding no longer holds back the next one, decided on it.
+        assert!(stored(
+            &conn,
+            &NewSweep {
+                sweeps_seen: 1,
+                ..new_sweep("gas", "0xa4", (gas, deposit), 1, 103)
+            }
         ));
         let rows: i64 = conn
             .query_row(
