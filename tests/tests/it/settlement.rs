@@ -327,6 +327,32 @@ impl Setup {
     }
 }
 
+/// Answers as status and body.
+type Answers = Vec<(u16, String)>;
+
+/// `n` requests at once (`call(0)` … `call(n - 1)`): every answer, and those that made
+/// something (201).
+fn at_once(n: usize, call: impl Fn(usize) -> payrail_tests::Reply + Sync) -> (Answers, Answers) {
+    let answers: Answers = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let call = &call;
+                scope.spawn(move || {
+                    let reply = call(i);
+                    (reply.status, reply.text)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .cloned()
+        .collect();
+    (answers, made)
+}
+
 fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
     static SETUP: OnceLock<Setup> = OnceLock::new();
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -1728,22 +1754,9 @@ fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own
     // Three refunds of 4.00 of the USDT part at once: its 10.00 covers two. The debt limit
     // (100 USDT) and what is left of the payment (20.00) would allow all three: the part's own
     // limit is what holds.
-    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..3)
-            .map(|i| {
-                let (s, portal, body) = (&s, &portal, &body);
-                scope.spawn(move || {
-                    let reply = s.refund_body(portal, id, body, Some(&format!("two-assets-{i}")));
-                    (reply.status, reply.text)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    let (answers, made) = at_once(3, |i| {
+        s.refund_body(&portal, id, &body, Some(&format!("two-assets-{i}")))
     });
-    let made: Vec<&(u16, String)> = answers
-        .iter()
-        .filter(|(status, _)| *status == 201)
-        .collect();
     assert_eq!(made.len(), 2, "{answers:?}");
     assert!(
         made.iter()
@@ -1851,22 +1864,7 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
         }
     }
     // Four returns at once: the 3 USDC go back once.
-    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (1..=4)
-            .map(|i| {
-                let returns = &returns;
-                scope.spawn(move || {
-                    let reply = returns(&format!("after-{i}"));
-                    (reply.status, reply.text)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let made: Vec<&(u16, String)> = answers
-        .iter()
-        .filter(|(status, _)| *status == 201)
-        .collect();
+    let (answers, made) = at_once(4, |i| returns(&format!("after-{}", i + 1)));
     assert_eq!(made.len(), 1, "{answers:?}");
     assert!(made[0].1.contains("\"extra\":true"), "{}", made[0].1);
     assert!(
