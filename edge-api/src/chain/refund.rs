@@ -522,12 +522,7 @@ pub async fn return_extra(
             },
         )
         .or_internal("write return")?;
-        let mut batch = Batch::new();
-        let insert = batch.push(statement);
-        batch.extend(
-            book.statements(&ctx.db, &refunds::stored(institution_id, &id), ctx.now())
-                .or_internal("write return")?,
-        );
+        let (batch, insert) = with_books(ctx, statement, &book, (institution_id, &id))?;
         match batch.run(&ctx.db).await {
             Ok(results) if results.changed(insert) => break,
             Ok(_) => {
@@ -564,6 +559,23 @@ pub async fn return_extra(
         .ok_or("return vanished")
         .or_internal("read refund")?;
     Ok((RefundView::of(stored)?, true))
+}
+
+/// The batch storing refund `id` (of `institution_id`) by its guarded insert `statement`, with
+/// the books' pending transfers `book` written only if it stored it; and the insert's handle.
+fn with_books(
+    ctx: &Ctx,
+    statement: worker::D1PreparedStatement,
+    book: &db::ledger::Book,
+    (institution_id, id): (i64, &str),
+) -> Result<(Batch, db::Handle<db::NoRows>), ApiError> {
+    let mut batch = Batch::new();
+    let insert = batch.push(statement);
+    batch.extend(
+        book.statements(&ctx.db, &refunds::stored(institution_id, id), ctx.now())
+            .or_internal("write refund")?,
+    );
+    Ok((batch, insert))
 }
 
 /// How many times a refund is checked and stored when others race it.
@@ -635,12 +647,7 @@ async fn store(
         },
     )
     .or_internal("write refund")?;
-    let mut batch = Batch::new();
-    let insert = batch.push(statement);
-    batch.extend(
-        book.statements(&ctx.db, &refunds::stored(institution_id, &id), ctx.now())
-            .or_internal("write refund")?,
-    );
+    let (batch, insert) = with_books(ctx, statement, &book, (institution_id, &id))?;
     let inserted = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
         Err(e) if db::ledger::raced(&e) => {
