@@ -347,7 +347,20 @@ impl Run<'_, '_> {
             deposit.asset
         );
         for _ in 0..ATTEMPTS {
-            match self.attempt(net, deposit, &key, &label, &rows)? {
+            let step = match self.attempt(net, deposit, &key, &label, &rows) {
+                Ok(step) => step,
+                // Another signer stored a transaction for it meanwhile (its sweep can make
+                // the chain refuse ours, as a transfer of what is no longer there): look again.
+                Err(e) => {
+                    let now = store::of_deposit(&self.opts.target, net.name, &deposit.address)?;
+                    if now.len() == rows.len() {
+                        return Err(e);
+                    }
+                    rows = now;
+                    continue;
+                }
+            };
+            match step {
                 // Another signer took a nonce: what it stored is read again.
                 Step::Again => {
                     rows = store::of_deposit(&self.opts.target, net.name, &deposit.address)?;

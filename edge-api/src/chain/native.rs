@@ -227,6 +227,16 @@ pub async fn read(
     Ok(found)
 }
 
+/// A transaction's value (wei) and hash, as the node's block body gives them. Pure.
+fn value_and_hash(tx: &Value) -> ChainResult<(u128, &str)> {
+    let value = wei(&tx["value"])
+        .ok_or_else(|| ChainError::answer("a transaction's value is unreadable"))?;
+    let hash = tx["hash"]
+        .as_str()
+        .ok_or_else(|| ChainError::answer("a transaction has no hash"))?;
+    Ok((value, hash))
+}
+
 /// The transactions of `block` (read with their bodies) that `address` sent: their hash and
 /// value. Pure.
 pub fn sent_by(block: &Value, address: &str) -> ChainResult<Vec<(String, u128)>> {
@@ -239,11 +249,7 @@ pub fn sent_by(block: &Value, address: &str) -> ChainResult<Vec<(String, u128)>>
         if from.as_deref() != Some(address) {
             continue;
         }
-        let value = wei(&tx["value"])
-            .ok_or_else(|| ChainError::answer("a transaction's value is unreadable"))?;
-        let hash = tx["hash"]
-            .as_str()
-            .ok_or_else(|| ChainError::answer("a transaction has no hash"))?;
+        let (value, hash) = value_and_hash(tx)?;
         out.push((hash.to_ascii_lowercase(), value));
     }
     Ok(out)
@@ -303,11 +309,7 @@ pub fn split_payments(
         if to.as_deref() != Some(address) {
             continue;
         }
-        let value = wei(&tx["value"])
-            .ok_or_else(|| ChainError::answer("a transaction's value is unreadable"))?;
-        let hash = tx["hash"]
-            .as_str()
-            .ok_or_else(|| ChainError::answer("a transaction has no hash"))?;
+        let (value, hash) = value_and_hash(tx)?;
         let index = rpc::quantity(&tx["transactionIndex"])?;
         if value == 0 {
             continue;

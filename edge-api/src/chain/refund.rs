@@ -388,7 +388,16 @@ pub async fn request(
             }
         }
     }
-    // Signed and sent now when the treasury can; otherwise the cron tries again.
+    sent_now(ctx, institution_id, key).await
+}
+
+/// Signs and sends the refund just stored under `key` now when the treasury can (otherwise
+/// the cron tries again), and answers it as new.
+async fn sent_now(
+    ctx: &Ctx,
+    institution_id: i64,
+    key: &str,
+) -> Result<(RefundView, bool), ApiError> {
     if let Some(treasury) = treasury::treasury(ctx)? {
         let networks = super::networks(ctx)?;
         send_due(ctx, &networks, &treasury).await;
@@ -549,16 +558,7 @@ pub async fn return_extra(
             }
         }
     }
-    if let Some(treasury) = treasury::treasury(ctx)? {
-        let networks = super::networks(ctx)?;
-        send_due(ctx, &networks, &treasury).await;
-    }
-    let stored = refunds::by_key(&ctx.db, institution_id, key)
-        .await
-        .or_internal("read refund")?
-        .ok_or("return vanished")
-        .or_internal("read refund")?;
-    Ok((RefundView::of(stored)?, true))
+    sent_now(ctx, institution_id, key).await
 }
 
 /// The batch storing refund `id` (of `institution_id`) by its guarded insert `statement`, with
