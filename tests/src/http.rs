@@ -21,6 +21,14 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The `Retry-After` header's seconds (panics when absent or not a number).
+    pub fn retry_after(&self) -> u64 {
+        self.header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .expect("Retry-After in seconds")
+    }
+
     /// The body as JSON.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.text)

@@ -337,11 +337,7 @@ pub async fn request(
     key: &str,
     requested_by: &str,
 ) -> Result<(RefundView, bool), ApiError> {
-    if key.is_empty() || key.len() > MAX_KEY || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::invalid_request(format!(
-            "an Idempotency-Key header of 1 to {MAX_KEY} printable characters is required"
-        )));
-    }
+    check_key(key)?;
     let same = |r: &Refund| {
         r.transaction_id == transaction_id
             && request.part.is_none_or(|part| part == r.part)
@@ -423,11 +419,7 @@ pub async fn return_extra(
     key: &str,
     requested_by: &str,
 ) -> Result<(RefundView, bool), ApiError> {
-    if key.is_empty() || key.len() > MAX_KEY || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::invalid_request(format!(
-            "an Idempotency-Key header of 1 to {MAX_KEY} printable characters is required"
-        )));
-    }
+    check_key(key)?;
     let deposit = deposit.trim().to_ascii_lowercase();
     let same = |r: &Refund| {
         r.extra
@@ -576,6 +568,16 @@ fn with_books(
             .or_internal("write refund")?,
     );
     Ok((batch, insert))
+}
+
+/// A refund's or a return's Idempotency-Key: 1 to [`MAX_KEY`] printable characters.
+fn check_key(key: &str) -> Result<(), ApiError> {
+    if key.is_empty() || key.len() > MAX_KEY || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid_request(format!(
+            "an Idempotency-Key header of 1 to {MAX_KEY} printable characters is required"
+        )));
+    }
+    Ok(())
 }
 
 /// How many times a refund is checked and stored when others race it.

@@ -156,12 +156,11 @@ pub fn verdict(
     if !matches!(raw_status, RawStatus::Pending | RawStatus::Expired) {
         return Verdict::Settled;
     }
-    // Each confirmed payment's value in the order currency: (its way to pay, its asset amount,
-    // its value, the source of its rate when it was valued at arrival).
-    let mut parts: Vec<(&Quoted, Decimal, Decimal, Option<&str>)> = Vec::new();
+    // Each confirmed payment, valued in the order currency.
     let mut valued: Vec<Valued<'_>> = Vec::new();
     let mut confirmed = Decimal::ZERO;
-    let mut source: Option<(String, (String, String))> = None;
+    // The first confirmed transfer's transaction.
+    let mut source: Option<String> = None;
     let mut least = None::<u64>;
     let mut unvalued = 0u32;
     for t in transfers.iter().filter(|t| t.kind == "payment") {
@@ -196,21 +195,16 @@ pub fn verdict(
         };
         if let Some((value, sum)) = value.and_then(|v| Some((v, confirmed.checked_add(v)?))) {
             confirmed = sum;
-            parts.push((quote, amount, value, t.rate_source.as_deref()));
             valued.push(Valued {
                 quote,
                 amount,
                 value,
                 late: t.after_expiry,
+                rate_source: t.rate_source.as_deref(),
                 address: t.address.lower(),
                 units: units.unwrap_or_default(),
             });
-            source.get_or_insert_with(|| {
-                (
-                    t.tx_hash.to_string(),
-                    (quote.asset.clone(), quote.network.clone()),
-                )
-            });
+            source.get_or_insert_with(|| t.tx_hash.to_string());
         }
     }
     // Shown with the currency's minor unit whatever the rate's places (12.5 × 1 is 12.50).
@@ -219,15 +213,15 @@ pub fn verdict(
     gross.rescale(digits);
     let mut credit_parts = split(&valued, gross, digits, expected);
     for part in &mut credit_parts {
-        if let Some((rate, source)) = late_rate(&parts, &(part.asset.clone(), part.network.clone()))
-        {
+        if let Some((rate, source)) = late_rate(&valued, (&part.asset, &part.network)) {
             part.rate = (rate, Decimal::ONE);
             part.rate_source = Some(source);
         }
     }
-    let late_rate = source
-        .as_ref()
-        .and_then(|(_, paid_with)| late_rate(&parts, paid_with));
+    // The first part's (the way to pay the payment is recorded in), shown on the payment.
+    let late_rate = credit_parts
+        .first()
+        .and_then(|p| late_rate(&valued, (&p.asset, &p.network)));
     let confirming = least.map(|confirmations| Verdict::Confirming {
         confirmations: confirmations.min(depth.saturating_sub(1)),
         required: depth,
@@ -238,15 +232,13 @@ pub fn verdict(
         });
     }
     let credit = |late| match &source {
-        Some((hash, _)) if gross > Decimal::ZERO && !credit_parts.is_empty() => {
-            Some(Verdict::Credit {
-                gross,
-                source_hash: hash.clone(),
-                late,
-                parts: credit_parts.clone(),
-                late_rate: late_rate.clone(),
-            })
-        }
+        Some(hash) if gross > Decimal::ZERO && !credit_parts.is_empty() => Some(Verdict::Credit {
+            gross,
+            source_hash: hash.clone(),
+            late,
+            parts: credit_parts.clone(),
+            late_rate: late_rate.clone(),
+        }),
         _ => None,
     };
     match (raw_status, ended) {
@@ -268,6 +260,8 @@ struct Valued<'a> {
     amount: Decimal,
     value: Decimal,
     late: bool,
+    /// Where its rate came from, when it was valued at arrival.
+    rate_source: Option<&'a str>,
     address: String,
     units: u128,
 }
@@ -339,22 +333,19 @@ fn split(valued: &[Valued<'_>], gross: Decimal, digits: u32, expected: Decimal) 
     parts
 }
 
-/// When some of the money in the payment's recorded way to pay (`paid_with`) was valued at the
-/// rate when it arrived: the rate all of that money was valued at (its value over its amount,
-/// 12 places), which its settlement and refunds are paid at, and where it came from. Pure.
-fn late_rate(
-    parts: &[(&Quoted, Decimal, Decimal, Option<&str>)],
-    paid_with: &(String, String),
-) -> Option<(Decimal, String)> {
+/// When some of the money in one way to pay (`asset` on `network`) was valued at the rate when
+/// it arrived: the rate all of that money was valued at (its value over its amount, 12
+/// places), which its settlement and refunds are paid at, and where it came from. Pure.
+fn late_rate(valued: &[Valued<'_>], (asset, network): (&str, &str)) -> Option<(Decimal, String)> {
     let mine = || {
-        parts
+        valued
             .iter()
-            .filter(|(q, ..)| (&q.asset, &q.network) == (&paid_with.0, &paid_with.1))
+            .filter(|v| (v.quote.asset.as_str(), v.quote.network.as_str()) == (asset, network))
     };
-    let sources: Vec<&str> = mine().filter_map(|(.., source)| *source).collect();
+    let sources: Vec<&str> = mine().filter_map(|v| v.rate_source).collect();
     let first = sources.first()?;
     let (amount, value) = mine().try_fold((Decimal::ZERO, Decimal::ZERO), |(a, v), part| {
-        Some((a.checked_add(part.1)?, v.checked_add(part.2)?))
+        Some((a.checked_add(part.amount)?, v.checked_add(part.value)?))
     })?;
     let rate = value.checked_div(amount)?.round_dp(12).normalize();
     let source = match (sources.len(), mine().count()) {

@@ -439,17 +439,7 @@ fn a_transfer_reorged_away_before_its_depth_returns_the_checkout_to_waiting() {
 #[test]
 fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
     let s = start(Anvil::start(), None);
-    let db_end = |session: &str| {
-        // Only while no request is in flight: the worker does not wait on SQLite's lock.
-        s.worker
-            .database()
-            .execute(
-                // Ended two minutes ago: a read now is past the end and its grace.
-                "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
-                [session],
-            )
-            .unwrap();
-    };
+    let db_end = |session: &str| ended(&s.worker, session);
     let cron = || s.worker.cron();
 
     // 90 % paid and confirmed while open: waiting; at the end, credited as underpaid.
@@ -522,6 +512,18 @@ fn an_underpayment_is_credited_at_the_end_and_late_money_after_it() {
 }
 
 /// `ETH/USD` feed answers (8 decimals) for a price in whole US dollars.
+/// Moves `session`'s end two minutes into the past: a read now is past the end and its grace.
+/// Only while no request is in flight (the worker does not wait on SQLite's lock).
+fn ended(worker: &Worker, session: &str) {
+    worker
+        .database()
+        .execute(
+            "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
+            [session],
+        )
+        .unwrap();
+}
+
 fn usd(dollars: u128) -> u128 {
     dollars * 100_000_000
 }
@@ -529,15 +531,7 @@ fn usd(dollars: u128) -> u128 {
 #[test]
 fn late_ether_is_valued_at_the_price_when_it_arrived_never_the_old_quote() {
     let s = start(Anvil::start(), None);
-    let end = |session: &str| {
-        s.worker
-            .database()
-            .execute(
-                "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
-                [session],
-            )
-            .unwrap();
-    };
+    let end = |session: &str| ended(&s.worker, session);
     let expired = |session: &str, id: i64| {
         end(session);
         eventually("the checkout to expire", Duration::from_secs(20), || {
@@ -789,13 +783,7 @@ fn a_node_that_goes_away_is_retried_and_the_page_says_it_is_checking() {
         st["chain"]["node_unreachable"] == true
     });
     // The worker is idle between requests: the end moves two minutes into the past.
-    s.worker
-        .database()
-        .execute(
-            "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE id = ?1",
-            [&late],
-        )
-        .unwrap();
+    ended(&s.worker, &late);
     s.worker.cron();
     let held = status(&s.worker, &late);
     assert_eq!(held["status"], "pending", "{held}");

@@ -379,11 +379,7 @@ fn checkout_limits_refuse_past_their_count_and_create_nothing() {
         let refused = create(worker, &body);
         assert_eq!(refused.status, 429, "{}", refused.text);
         assert!(refused.text.contains(says), "{}", refused.text);
-        let retry: u64 = refused
-            .header("retry-after")
-            .expect("Retry-After")
-            .parse()
-            .unwrap();
+        let retry = refused.retry_after();
         assert!((1..=60).contains(&retry), "{retry}");
         assert_eq!(sessions(), before, "a refused attempt creates nothing");
         assert_eq!(

@@ -394,11 +394,7 @@ fn parallel_checkouts_past_a_nearly_full_limit_create_exactly_what_it_leaves() {
             "{}",
             refused.text
         );
-        let retry: u64 = refused
-            .header("retry-after")
-            .expect("Retry-After")
-            .parse()
-            .unwrap();
+        let retry = refused.retry_after();
         assert!((1..=60).contains(&retry), "{retry}");
     }
     // Exactly three transactions, sessions and keys, and three deposit indexes taken: a

@@ -1861,8 +1861,21 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
             );
             let violations = browser.serious_accessibility_violations();
             assert!(violations.is_empty(), "at {width}: {violations:#?}");
+            // A mistyped address is refused on a page that names it, and nothing is sent.
+            browser.fill("#return-address-0", "0x1234");
+            browser.click("form.return button");
+            assert!(browser.wait_text("#return-refused").contains("address"));
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#return-refused",
+                "portal-payment-return-refused",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "refused at {width}: {violations:#?}");
         }
     }
+    assert!(s.detail(id)["refunds"].as_array().unwrap().is_empty());
     // Four returns at once: the 3 USDC go back once.
     let (answers, made) = at_once(4, |i| returns(&format!("after-{}", i + 1)));
     assert_eq!(made.len(), 1, "{answers:?}");

@@ -250,11 +250,7 @@ fn repeated_failures_are_throttled_per_source_without_locking_out_the_client() {
     // The attacker's address is now throttled, even with the right secret...
     let throttled = attempt("203.0.113.7", &secret);
     throttled.assert_error(429, "rate_limited");
-    let retry_after: u64 = throttled
-        .header("retry-after")
-        .expect("Retry-After")
-        .parse()
-        .expect("seconds");
+    let retry_after = throttled.retry_after();
     assert!((1..=900).contains(&retry_after), "{retry_after}");
     // ...and that attempt stored nothing and cleared nothing: the address stays throttled...
     attempt("203.0.113.7", &secret).assert_error(429, "rate_limited");

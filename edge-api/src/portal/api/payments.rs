@@ -57,12 +57,7 @@ pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
 /// `POST /portal/api/payments/{id}/refunds`: a refund, once per `Idempotency-Key`.
 pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
-    let key = c
-        .req
-        .headers()
-        .get("Idempotency-Key")
-        .or_internal("read header")?
-        .unwrap_or_default();
+    let key = idempotency_key(&c)?;
     let RefundBody {
         amount,
         address,
@@ -99,12 +94,7 @@ struct ReturnBody {
 /// the payment was credited, sent back to the customer, once per `Idempotency-Key`.
 pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
-    let key = c
-        .req
-        .headers()
-        .get("Idempotency-Key")
-        .or_internal("read header")?
-        .unwrap_or_default();
+    let key = idempotency_key(&c)?;
     let ReturnBody { deposit, address } = c.json().await?;
     let portal = &c.portal;
     let (view, created) = refund::return_extra(
@@ -116,4 +106,13 @@ pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     )
     .await?;
     reply(if created { 201 } else { 200 }, to_json(&view)?)
+}
+
+/// The request's `Idempotency-Key` header (empty when absent: the refund refuses that).
+fn idempotency_key(c: &Call<'_>) -> Result<String, crate::error::ApiError> {
+    Ok(c.req
+        .headers()
+        .get("Idempotency-Key")
+        .or_internal("read header")?
+        .unwrap_or_default())
 }
