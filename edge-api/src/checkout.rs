@@ -13,13 +13,19 @@ use shared_types::{quote, ErrorCode, RawStatus};
 use worker::{D1PreparedStatement, Url};
 
 use crate::ctx::{timestamp, Ctx};
-use crate::db::sessions::{self, NewSession, SessionView, StoredKey, KEY_SECONDS};
-use crate::db::throttle::Within;
+use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, StoredKey, KEY_SECONDS};
+use crate::db::throttle::{Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{deposits, merchants, origins, wallets, Batch};
+use crate::db::{
+    deposits, merchants, origins, wallets, And, Batch, BatchResults, Condition, Handle,
+};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, payments, throttle};
+
+mod known;
+
+use known::Known;
 
 /// How long a checkout stays payable: its quote's window, shown as a countdown (as BTCPay's
 /// invoices, fifteen minutes).
@@ -102,38 +108,99 @@ pub async fn create(
     outcome
 }
 
-/// [`create`] past the options' rules; sets `counted` once the batch that counts the attempt
-/// (the one that stores the session) has committed.
+/// [`create`] past the options' rules; sets `counted` once a batch that counts the attempt has
+/// committed. For a publishable key with a fresh memo ([`known`]) the session is made on it
+/// without reading anything first; with none, or one a batch found stale, the facts are read
+/// (and remembered).
 async fn attempt(
     ctx: &Ctx,
     options: &CheckoutOptions,
     locale: Option<&str>,
     counted: &mut bool,
 ) -> Result<Session, Refusal> {
-    let database = &ctx.db;
+    let key = &options.public_key;
     let now = ctx.now();
     // The hosted page is ours: it may only send the customer back to the merchant's own sites.
     // The rules passed, but a URL parser may still find no host in it (`https://[`): the same
-    // refusal, never a server error (given where the origin is judged, below).
+    // refusal, never a server error (given where the origin is judged, in `read`).
     let origin = Url::parse(&options.redirect_url).map(|u| u.origin().ascii_serialization());
+    if let (Ok(origin), Some(known)) = (&origin, known::recall(key, now)) {
+        let admitted = Admitted {
+            merchant_id: known.merchant_id,
+            institution_id: known.institution_id,
+            public_key: key,
+            now,
+            networks: &known.networks,
+            origin,
+            idempotency_key: options
+                .idempotency_key
+                .as_deref()
+                .map(|k| (k, now - KEY_SECONDS)),
+        };
+        match make(ctx, options, locale, counted, &known, Some(&admitted)).await {
+            Ok(Some(session)) => return Ok(session),
+            // A fact went stale: nothing was stored; the facts are read.
+            Ok(None) => known::forget(key),
+            Err(refusal) => {
+                known::forget(key);
+                return Err(refusal);
+            }
+        }
+    }
+    let known = match read(ctx, options, origin.ok(), *counted).await? {
+        Read::Replay(session) => return Ok(session),
+        Read::Admitted(known) => known,
+    };
+    known::remember(key, known.clone());
+    make(ctx, options, locale, counted, &known, None)
+        .await?
+        .ok_or_else(|| {
+            ApiError::internal(
+                "create session",
+                "a batch on facts just read stored nothing",
+            )
+            .into()
+        })
+}
 
-    // One round trip, which only reads, reads all the session needs: the windows of both
-    // limits as they stand, the merchant the key names, its wallets' networks, whether the
-    // return origin is its, and what the idempotency key made before. Each is judged below in
-    // this order, as if read one by one.
+/// What [`read`] found.
+enum Read {
+    /// The key's merchant can take this session (its limits, if the attempt was not counted
+    /// yet, had room for it as they stood).
+    Admitted(Known),
+    /// The idempotency key's earlier session, with the same options.
+    Replay(Session),
+}
+
+/// One round trip, which only reads, reads all a session needs: the windows of both limits as
+/// they stand (unless the attempt was `counted` already, by a batch that judged them), the
+/// merchant the key names, its wallets' networks, whether the return origin is its, and what
+/// the idempotency key made before. Each is judged in this order, as if read one by one.
+async fn read(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    origin: Option<String>,
+    counted: bool,
+) -> Result<Read, Refusal> {
+    let database = &ctx.db;
+    let now = ctx.now();
     let key = &options.public_key;
     let mut reads = Batch::new();
-    let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
-    let (per_key, per_address) = (reads.push(per_key), reads.push(per_address));
+    let windows = if counted {
+        None
+    } else {
+        let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
+        Some((reads.push(per_key), reads.push(per_address)))
+    };
     let gate = reads.push(merchants::gate_by_key(database, key, now).or_internal("read merchant")?);
     let networks =
         reads.push(wallets::networks_by_key(database, key, now).or_internal("read wallets")?);
     let allowed =
         match &origin {
-            Ok(origin) => Some(reads.push(
+            Some(origin) => Some(reads.push(
                 origins::allows_by_key(database, key, now, origin).or_internal("read origins")?,
             )),
-            Err(_) => None,
+            None => None,
         };
     let stored = match &options.idempotency_key {
         Some(idempotency_key) => Some(
@@ -152,11 +219,13 @@ async fn attempt(
     };
     let read = reads.run(database).await.or_internal("read checkout")?;
     // A window full already refuses the attempt before anything is quoted or allocated for it.
-    throttle::refuse_checkout_before(
-        ctx,
-        read.rows(per_key).or_internal("read attempts")?.first(),
-        read.rows(per_address).or_internal("read attempts")?.first(),
-    )?;
+    if let Some((per_key, per_address)) = windows {
+        throttle::refuse_checkout_before(
+            ctx,
+            read.rows(per_key).or_internal("read attempts")?.first(),
+            read.rows(per_address).or_internal("read attempts")?.first(),
+        )?;
+    }
     let merchant = read
         .rows(gate)
         .or_internal("read merchant")?
@@ -172,13 +241,12 @@ async fn attempt(
         .into_iter()
         .map(|w| w.network)
         .collect();
-    let offered = chain::methods_for(ctx, &networks)?;
-    if offered.is_empty() {
+    if chain::methods_for(ctx, &networks)?.is_empty() {
         return Err(Refusal::MerchantUnavailable(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
     }
-    let (Ok(origin), Some(allowed)) = (origin, allowed) else {
+    let (Some(origin), Some(allowed)) = (origin, allowed) else {
         return Err(Refusal::Invalid(
             "redirectUrl must be an absolute https:// URL (http:// only for localhost)".to_owned(),
         ));
@@ -187,19 +255,6 @@ async fn attempt(
     if !allowed.iter().any(|row| row.found == 1) {
         return Err(Refusal::RedirectNotAllowed { origin });
     }
-
-    let fingerprint = fingerprint(options)?;
-    let replay = |stored: StoredKey| {
-        if stored.fingerprint == fingerprint {
-            Ok(Session {
-                id: stored.session_id,
-                transaction_id: stored.transaction_id,
-                created: false,
-            })
-        } else {
-            Err(Refusal::KeyReused)
-        }
-    };
     if let Some(stored) = stored {
         if let Some(stored) = read
             .rows(stored)
@@ -207,10 +262,63 @@ async fn attempt(
             .into_iter()
             .next()
         {
-            return replay(stored);
+            return replay(options, stored).map(Read::Replay);
         }
     }
+    Ok(Read::Admitted(Known {
+        merchant_id: merchant.id,
+        institution_id: merchant.institution_id,
+        networks,
+        read_at: now,
+    }))
+}
 
+/// The session an idempotency key made before, if `options` are the ones it was made with.
+fn replay(options: &CheckoutOptions, stored: StoredKey) -> Result<Session, Refusal> {
+    if stored.fingerprint == fingerprint(options)? {
+        Ok(Session {
+            id: stored.session_id,
+            transaction_id: stored.transaction_id,
+            created: false,
+        })
+    } else {
+        Err(Refusal::KeyReused)
+    }
+}
+
+/// The statements of a checkout attempt's two counts, added to `batch` unless the attempt was
+/// `counted` already, and the condition that they are within their limits (none: true).
+type Counts = (Handle<Failures>, Handle<Failures>);
+
+fn count_into(
+    ctx: &Ctx,
+    key: &str,
+    counted: bool,
+    batch: &mut Batch,
+) -> Result<(Option<Counts>, Within), ApiError> {
+    if counted {
+        return Ok((None, Within::new()));
+    }
+    let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
+    Ok((Some((batch.push(per_key), batch.push(per_address))), within))
+}
+
+/// Makes the session for the merchant `known` names: quotes the first of its ways to pay that
+/// can be quoted now, gives it a deposit address, and stores it (see [`create`]). With
+/// `admitted`, the facts were not read: the first batch that writes (the one taking a derived
+/// address's index, or the one storing the session) is conditioned on them, and `Ok(None)`
+/// answers that one had gone stale and nothing was stored or taken.
+async fn make(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    locale: Option<&str>,
+    counted: &mut bool,
+    known: &Known,
+    admitted: Option<&Admitted<'_>>,
+) -> Result<Option<Session>, Refusal> {
+    let database = &ctx.db;
+    let now = ctx.now();
+    let key = &options.public_key;
     // Stored with the currency's minor digits: "149.9" EUR becomes "149.90".
     let mut amount = Decimal::from_str(&options.amount).or_internal("parse amount")?;
     amount.rescale(currency_digits(&options.currency).unwrap_or(2));
@@ -218,10 +326,10 @@ async fn attempt(
     // The first way to pay that can be quoted now is the default; none: no payment is taken.
     let mut unavailable = Vec::new();
     let mut chosen = None;
-    for method in &offered {
-        match chain::quote(ctx, *method, amount, &options.currency).await {
+    for method in chain::methods_for(ctx, &known.networks)? {
+        match chain::quote(ctx, method, amount, &options.currency).await {
             Ok(quote) => {
-                chosen = Some((*method, quote));
+                chosen = Some((method, quote));
                 break;
             }
             Err(why) => unavailable.push(why.public()),
@@ -233,17 +341,18 @@ async fn attempt(
     let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
         .or_internal("generate session id")?;
     // A derived address takes a fresh index. It is taken in one batch with the attempt's
-    // counts, only if both are within their limits (as the write batch's inserts would be):
-    // an attempt past them never uses up an index, even in a race. Then the write batch
-    // counts nothing more. A simulated address costs no round trip.
-    let mut count_in_writes = false;
+    // counts, only if both are within their limits (as the write batch's inserts would be) and
+    // the facts not read still hold: an attempt past its limits never uses up an index, even in
+    // a race. The write batch then counts and checks nothing more. A simulated address costs no
+    // round trip.
+    let mut unread = admitted;
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
-            let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
-            let (per_key, per_address) = (batch.push(per_key), batch.push(per_address));
+            let probe = probe_into(database, &mut batch, unread)?;
+            let (counts, within) = count_into(ctx, key, *counted, &mut batch)?;
             let index = batch.push(
-                deposits::allocate_within(database, deriver.family(), &within)
+                deposits::allocate_within(database, deriver.family(), &condition(&within, unread))
                     .or_internal("allocate deposit index")?,
             );
             let taken = batch
@@ -251,38 +360,24 @@ async fn attempt(
                 .await
                 .or_internal("allocate deposit index")?;
             *counted = true;
-            let Some(index) = taken
+            let index = taken
                 .rows(index)
                 .or_internal("allocate deposit index")?
                 .first()
-                .map(|i| i.index)
-            else {
-                throttle::refuse_checkout(
-                    ctx,
-                    taken.rows(per_key).or_internal("count attempt")?.first(),
-                    taken
-                        .rows(per_address)
-                        .or_internal("count attempt")?
-                        .first(),
-                )?;
-                return Err(ApiError::internal(
-                    "allocate deposit index",
-                    "the allocation answered no index within the limits",
-                )
-                .into());
+                .map(|i| i.index);
+            let Some(index) = index else {
+                return took_nothing(ctx, options, &taken, counts, probe, unread.is_some());
             };
+            unread = None;
             (deriver.address(index)?, Some(index))
         }
-        None => {
-            count_in_writes = true;
-            (chain::simulated(method.network)?, None)
-        }
+        None => (chain::simulated(method.network)?, None),
     };
     let now_text = timestamp(now)?;
     let crypto_amount = quote.crypto_amount.to_string();
     let payment = NewPayment {
-        institution_id: merchant.institution_id,
-        merchant_id: merchant.id,
+        institution_id: known.institution_id,
+        merchant_id: known.merchant_id,
         asset: method.asset,
         currency: &options.currency,
         amount: &amount_text,
@@ -292,8 +387,8 @@ async fn attempt(
     };
     let session = NewSession {
         id: &session_id,
-        merchant_id: merchant.id,
-        institution_id: merchant.institution_id,
+        merchant_id: known.merchant_id,
+        institution_id: known.institution_id,
         title: options.title.trim(),
         redirect_url: &options.redirect_url,
         asset: method.asset,
@@ -308,32 +403,28 @@ async fn attempt(
     // The attempt's counts, then the transaction, its session, its watch and the idempotency
     // key in one atomic batch. The transaction and its session are inserted only if both
     // counts, as this batch just took them, are within their limits (of N racing attempts,
-    // exactly those the limits allow); the watch and the key only with the session. It fails
-    // as a whole when the key was taken meanwhile (a concurrent double click). A key older than
-    // its day is forgotten first, in the same batch, so it can be used afresh.
+    // exactly those the limits allow) and the facts not read still hold; the watch and the key
+    // only with the session. It fails as a whole when the key was taken meanwhile (a concurrent
+    // double click). A key older than its day is forgotten first, in the same batch, so it can
+    // be used afresh.
     let mut writes = Batch::new();
-    let (counts, within) = if count_in_writes {
-        let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
-        (
-            Some((writes.push(per_key), writes.push(per_address))),
-            within,
-        )
-    } else {
-        (None, Within::new())
-    };
+    let probe = probe_into(database, &mut writes, unread)?;
+    let (counts, within) = count_into(ctx, key, *counted, &mut writes)?;
     if let Some(key) = &options.idempotency_key {
         writes.push(
-            sessions::forget_key(database, merchant.id, key, now - KEY_SECONDS)
+            sessions::forget_key(database, known.merchant_id, key, now - KEY_SECONDS)
                 .or_internal("forget stale key")?,
         );
     }
+    let stored_if = condition(&within, unread);
     let created = writes.push(
-        transactions::insert_pending(database, &payment, &within).or_internal("create session")?,
+        transactions::insert_pending(database, &payment, &stored_if)
+            .or_internal("create session")?,
     );
-    writes.push(sessions::insert(database, &session, &within).or_internal("create session")?);
+    writes.push(sessions::insert(database, &session, &stored_if).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
-        (&session_id, merchant.institution_id),
+        (&session_id, known.institution_id),
         method,
         (&deposit_address, deposit_index),
         &quote,
@@ -343,9 +434,9 @@ async fn attempt(
         writes.push(
             sessions::insert_key(
                 database,
-                (merchant.institution_id, merchant.id),
+                (known.institution_id, known.merchant_id),
                 key,
-                &fingerprint,
+                &fingerprint(options)?,
                 &session_id,
                 now,
             )
@@ -359,14 +450,14 @@ async fn attempt(
             if let Some(key) = &options.idempotency_key {
                 if let Some(stored) = sessions::find_key(
                     database,
-                    (merchant.institution_id, merchant.id),
+                    (known.institution_id, known.merchant_id),
                     key,
                     now - KEY_SECONDS,
                 )
                 .await
                 .or_internal("read idempotency key")?
                 {
-                    return replay(stored);
+                    return replay(options, stored).map(Some);
                 }
             }
             return Err(ApiError::internal("create session", err).into());
@@ -379,29 +470,99 @@ async fn attempt(
         .first()
         .map(|row| row.id);
     let Some(transaction_id) = transaction_id else {
-        // Nothing was inserted: a count this batch took is past its limit (racing attempts
-        // filled the window after it was read).
-        if let Some((per_key, per_address)) = counts {
-            throttle::refuse_checkout(
-                ctx,
-                written.rows(per_key).or_internal("count attempt")?.first(),
-                written
-                    .rows(per_address)
-                    .or_internal("count attempt")?
-                    .first(),
-            )?;
-        }
-        return Err(ApiError::internal(
-            "create session",
-            "the transaction's insert answered no id within the limits",
-        )
-        .into());
+        return took_nothing(ctx, options, &written, counts, probe, unread.is_some());
     };
-    Ok(Session {
+    Ok(Some(Session {
         id: session_id,
         transaction_id,
         created: true,
-    })
+    }))
+}
+
+/// What a batch's inserts are conditioned on: the attempt's counts within their limits, and,
+/// for a session made on facts not read, those facts.
+fn condition<'a>(within: &'a Within, unread: Option<&'a Admitted<'a>>) -> Conditioned<'a> {
+    match unread {
+        Some(admitted) => Conditioned::Both(And(within, admitted)),
+        None => Conditioned::Within(within),
+    }
+}
+
+/// [`condition`]'s answer.
+enum Conditioned<'a> {
+    Within(&'a Within),
+    Both(And<'a>),
+}
+
+impl Condition for Conditioned<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<crate::db::Value>) {
+        match self {
+            Conditioned::Within(within) => within.sql(first),
+            Conditioned::Both(both) => both.sql(first),
+        }
+    }
+}
+
+/// Adds the probe of facts not read to a batch storing a session with an idempotency key, as
+/// its first statement: when the batch stores nothing, it tells an earlier session of the key
+/// from a stale fact.
+fn probe_into(
+    database: &worker::D1Database,
+    batch: &mut Batch,
+    unread: Option<&Admitted<'_>>,
+) -> Result<Option<Handle<Probe>>, ApiError> {
+    match unread {
+        Some(admitted) if admitted.idempotency_key.is_some() => Ok(Some(
+            batch.push(sessions::probe(database, admitted).or_internal("probe checkout")?),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// A batch that was to store a session (or take its address's index) took nothing: past a
+/// limit by the counts it took, the limit's refusal; made on facts not read, the idempotency
+/// key's earlier session if the facts held (its probe found it), else `None` (a fact went
+/// stale: read them).
+fn took_nothing(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    batch: &BatchResults,
+    counts: Option<Counts>,
+    probe: Option<Handle<Probe>>,
+    unread: bool,
+) -> Result<Option<Session>, Refusal> {
+    if let Some((per_key, per_address)) = counts {
+        throttle::refuse_checkout(
+            ctx,
+            batch.rows(per_key).or_internal("count attempt")?.first(),
+            batch
+                .rows(per_address)
+                .or_internal("count attempt")?
+                .first(),
+        )?;
+    }
+    if !unread {
+        return Err(ApiError::internal(
+            "create session",
+            "the batch stored nothing within the limits",
+        )
+        .into());
+    }
+    let found = match probe {
+        Some(probe) => batch
+            .rows(probe)
+            .or_internal("probe checkout")?
+            .into_iter()
+            .next(),
+        None => None,
+    };
+    match found {
+        Some(found) if found.admits => match found.stored() {
+            Some(stored) => replay(options, stored).map(Some),
+            None => Ok(None),
+        },
+        _ => Ok(None),
+    }
 }
 
 /// Fingerprint of everything but the key and the page's language: the same key with other

@@ -3,8 +3,7 @@
 use serde::Deserialize;
 use worker::D1Database;
 
-use super::throttle::Within;
-use super::{bind, first, DbError, DbResult, Returning};
+use super::{bind, first, Condition, DbError, DbResult, Returning};
 
 /// An allocated index.
 #[derive(Debug, Deserialize)]
@@ -27,13 +26,13 @@ pub async fn allocate(db: &D1Database, family: &str) -> DbResult<i64> {
 }
 
 /// [`allocate`] as a statement of the batch that counts a checkout attempt, taken only when
-/// `within` holds (the attempt's counts, taken earlier in the batch, are within their limits):
-/// otherwise it takes nothing and answers no row. An attempt past its limits never uses up an
-/// index.
+/// `within` holds (the attempt's counts, taken earlier in the batch, are within their limits,
+/// and the facts its session is made on still hold: [`super::sessions::Admitted`]): otherwise
+/// it takes nothing and answers no row. An attempt past its limits never uses up an index.
 pub fn allocate_within(
     db: &D1Database,
     family: &str,
-    within: &Within,
+    within: &dyn Condition,
 ) -> DbResult<Returning<Index>> {
     let (condition, mut params) = within.sql(2);
     params.insert(0, family.into());

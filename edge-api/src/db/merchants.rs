@@ -177,6 +177,11 @@ pub fn refusal(
     None
 }
 
+/// SQL over a `merchants` row: whether the merchant can take payments, as [`refusal`] finds no
+/// reason not to (a native test holds the two to each other).
+pub const TAKES_PAYMENTS: &str =
+    "status = 'active' AND onboarding_status = 'completed' AND crypto_enabled = 1";
+
 /// SQL: the id of the merchant with the publishable key `?1` at `?2` (Unix seconds): its current
 /// key, or the previous one while its grace period after a roll lasts; NULL for none. The
 /// statements of checkout's read batch find their merchant with it, as [`gate_by_key`] does.

@@ -131,6 +131,26 @@ impl From<&payrail_evm::Token> for Value {
     }
 }
 
+/// A condition the inserts of a batch carry (an attempt's counts within their limits, the facts a
+/// checkout session was made on still holding): its SQL, with its parameters numbered from
+/// `?first`, and those parameters, to be bound after the statement's own.
+pub trait Condition {
+    /// The SQL and its parameters.
+    fn sql(&self, first: usize) -> (String, Vec<Value>);
+}
+
+/// Both conditions.
+pub struct And<'a>(pub &'a dyn Condition, pub &'a dyn Condition);
+
+impl Condition for And<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        let (left, mut params) = self.0.sql(first);
+        let (right, more) = self.1.sql(first + params.len());
+        params.extend(more);
+        (format!("({left}) AND ({right})"), params)
+    }
+}
+
 /// Reads one of SQLite's booleans (a column of 0 and 1, as D1 returns it) as a `bool`: use as
 /// `#[serde(deserialize_with = "flag")]`. Any other value is a bad row, not a guess.
 pub fn flag<'de, D: serde::Deserializer<'de>>(from: D) -> Result<bool, D::Error> {

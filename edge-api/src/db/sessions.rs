@@ -5,7 +5,7 @@ use serde::Deserialize;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, DbResult, Returning};
+use super::{bind, first, run, Condition, DbResult, Returning, Value};
 
 /// How long an idempotency key holds.
 pub const KEY_SECONDS: i64 = 24 * 60 * 60;
@@ -67,6 +67,132 @@ pub fn find_key_by_public_key(
             super::merchants::BY_KEY
         ),
         &[public_key.into(), now.into(), key.into(), not_before.into()],
+    )
+    .map(Returning::new)
+}
+
+/// The facts a checkout session for a publishable key is made on without reading them first
+/// (checkout's memo of what its last full read of the key found), as a condition of the
+/// inserts that store it: the merchant still has that key (or has it in the grace period of a
+/// roll), still takes payments, has wallets on exactly these networks, allows the return origin,
+/// and the idempotency key, if any, made nothing live. Any fact gone stale: nothing is stored.
+#[derive(Debug)]
+pub struct Admitted<'a> {
+    /// The merchant the key named.
+    pub merchant_id: i64,
+    /// Its institution.
+    pub institution_id: i64,
+    /// The publishable key.
+    pub public_key: &'a str,
+    /// Unix seconds (the key roll's grace period is judged at it).
+    pub now: i64,
+    /// The networks of the merchant's wallets.
+    pub networks: &'a [String],
+    /// The return origin asked for.
+    pub origin: &'a str,
+    /// The idempotency key, and the age a live one has (created at or after this).
+    pub idempotency_key: Option<(&'a str, i64)>,
+}
+
+impl Admitted<'_> {
+    /// Every fact but the idempotency key's: SQL and parameters from `?first`.
+    fn facts(&self, first: usize) -> (String, Vec<Value>) {
+        // A list of strings always encodes; were it not to, "[]" makes the facts false.
+        let networks = serde_json::to_string(self.networks).unwrap_or_else(|_| "[]".to_owned());
+        let [merchant, institution, key, now, count, listed, origin] =
+            [0, 1, 2, 3, 4, 5, 6].map(|n| first + n);
+        let sql = format!(
+            "EXISTS (SELECT 1 FROM merchants WHERE id = ?{merchant} \
+             AND institution_id = ?{institution} AND (public_key = ?{key} \
+             OR (previous_public_key = ?{key} AND previous_key_expires_at > ?{now})) \
+             AND {}) \
+             AND (SELECT count(*) FROM merchant_wallets WHERE merchant_id = ?{merchant}) = ?{count} \
+             AND (SELECT count(*) FROM merchant_wallets WHERE merchant_id = ?{merchant} \
+                  AND network IN (SELECT value FROM json_each(?{listed}))) = ?{count} \
+             AND EXISTS (SELECT 1 FROM merchant_origins WHERE merchant_id = ?{merchant} \
+                         AND origin = ?{origin})",
+            super::merchants::TAKES_PAYMENTS
+        );
+        (
+            sql,
+            vec![
+                self.merchant_id.into(),
+                self.institution_id.into(),
+                self.public_key.into(),
+                self.now.into(),
+                (self.networks.len() as i64).into(),
+                networks.into(),
+                self.origin.into(),
+            ],
+        )
+    }
+}
+
+impl Condition for Admitted<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        let (facts, mut params) = self.facts(first);
+        let Some((key, not_before)) = self.idempotency_key else {
+            return (facts, params);
+        };
+        let n = first + params.len();
+        params.extend([self.merchant_id.into(), key.into(), not_before.into()]);
+        (
+            format!(
+                "{facts} AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE merchant_id = ?{n} \
+                 AND key = ?{} AND created_at >= ?{})",
+                n + 1,
+                n + 2
+            ),
+            params,
+        )
+    }
+}
+
+/// What [`probe`] found: whether the facts but the idempotency key's hold, and what that key
+/// made before, if it is live.
+#[derive(Debug, Deserialize)]
+pub struct Probe {
+    /// The facts but the key's hold.
+    #[serde(deserialize_with = "super::flag")]
+    pub admits: bool,
+    /// The stored key's fingerprint.
+    pub fingerprint: Option<String>,
+    /// The session it made.
+    pub session_id: Option<String>,
+    /// That session's transaction.
+    pub transaction_id: Option<i64>,
+}
+
+impl Probe {
+    /// The live key's session, if the key is live.
+    pub fn stored(self) -> Option<StoredKey> {
+        Some(StoredKey {
+            fingerprint: self.fingerprint?,
+            session_id: self.session_id?,
+            transaction_id: self.transaction_id?,
+        })
+    }
+}
+
+/// The first statement of a batch that stores a session on `admitted` facts with an
+/// idempotency key: one row telling, when the batch stored nothing, whether the key's earlier
+/// session is to be answered (the facts held) or the facts are stale.
+pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Returning<Probe>> {
+    let (key, not_before) = admitted.idempotency_key.unwrap_or_default();
+    let (facts, params) = admitted.facts(4);
+    let mut all: Vec<Value> = vec![admitted.merchant_id.into(), key.into(), not_before.into()];
+    all.extend(params);
+    all.push(admitted.institution_id.into());
+    let institution = all.len();
+    bind(
+        db,
+        &format!(
+            "SELECT ({facts}) AS admits, k.fingerprint, k.session_id, s.transaction_id \
+             FROM (SELECT 1) LEFT JOIN idempotency_keys k ON k.merchant_id = ?1 AND k.key = ?2 \
+             AND k.created_at >= ?3 LEFT JOIN checkout_sessions s ON s.id = k.session_id \
+             AND s.institution_id = ?{institution}"
+        ),
+        &all,
     )
     .map(Returning::new)
 }
@@ -151,7 +277,7 @@ pub struct NewSession<'a> {
 pub fn insert(
     db: &D1Database,
     s: &NewSession<'_>,
-    within: &super::throttle::Within,
+    within: &dyn super::Condition,
 ) -> DbResult<D1PreparedStatement> {
     let (condition, guard) = within.sql(14);
     let mut params: Vec<super::Value> = vec![
@@ -310,4 +436,218 @@ pub fn change_method(
             institution_id.into(),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+    use shared_types::{MerchantStatus, OnboardingStatus};
+
+    use super::*;
+
+    fn to_sql(params: &[Value]) -> Vec<Box<dyn rusqlite::ToSql>> {
+        params
+            .iter()
+            .map(|p| -> Box<dyn rusqlite::ToSql> {
+                match p {
+                    Value::Null => Box::new(rusqlite::types::Null),
+                    Value::Int(n) => Box::new(*n),
+                    Value::Text(s) => Box::new(s.clone()),
+                }
+            })
+            .collect()
+    }
+
+    /// Whether `condition` holds on `conn` as it stands.
+    fn holds(conn: &Connection, condition: &dyn Condition) -> bool {
+        let (sql, params) = condition.sql(1);
+        conn.query_row(
+            &format!("SELECT {sql}"),
+            rusqlite::params_from_iter(to_sql(&params).iter()),
+            |row| row.get::<_, i64>(0),
+        )
+        .unwrap()
+            == 1
+    }
+
+    /// The demo data, and a merchant of it that takes payments: its id, institution, key,
+    /// wallets' networks and one of its return origins.
+    fn demo() -> (Connection, i64, i64, String, Vec<String>, String) {
+        let mut conn = Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        xtask::demo::seed(&mut conn, "http://127.0.0.1:8787").unwrap();
+        // Only the condition is under test: rows it reads may name what the demo lacks.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        let (id, institution, key): (i64, i64, String) = conn
+            .query_row(
+                &format!(
+                    "SELECT id, institution_id, public_key FROM merchants m WHERE {} \
+                     AND EXISTS (SELECT 1 FROM merchant_origins o WHERE o.merchant_id = m.id) \
+                     AND (SELECT count(*) FROM merchant_wallets w WHERE w.merchant_id = m.id) > 1 \
+                     ORDER BY id LIMIT 1",
+                    super::super::merchants::TAKES_PAYMENTS
+                ),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        let networks = conn
+            .prepare("SELECT network FROM merchant_wallets WHERE merchant_id = ?1 ORDER BY network")
+            .unwrap()
+            .query_map([id], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let origin = conn
+            .query_row(
+                "SELECT origin FROM merchant_origins WHERE merchant_id = ?1 LIMIT 1",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (conn, id, institution, key, networks, origin)
+    }
+
+    #[test]
+    fn a_session_on_remembered_facts_is_admitted_only_while_every_fact_holds() {
+        let (conn, merchant_id, institution_id, key, networks, origin) = demo();
+        let now = 2_000_000_000;
+        let admitted = Admitted {
+            merchant_id,
+            institution_id,
+            public_key: &key,
+            now,
+            networks: &networks,
+            origin: &origin,
+            idempotency_key: Some(("order-1", now - KEY_SECONDS)),
+        };
+        assert!(holds(&conn, &admitted));
+        // Each fact gone stale in turn (and restored): the condition fails.
+        let stale = |change: &str, undo: &str| {
+            conn.execute_batch(change).unwrap();
+            assert!(!holds(&conn, &admitted), "still admitted after {change}");
+            conn.execute_batch(undo).unwrap();
+            assert!(holds(&conn, &admitted), "not admitted after {undo}");
+        };
+        let m = merchant_id;
+        stale(
+            &format!("UPDATE merchants SET status = 'suspended' WHERE id = {m}"),
+            &format!("UPDATE merchants SET status = 'active' WHERE id = {m}"),
+        );
+        stale(
+            &format!("UPDATE merchants SET crypto_enabled = 0 WHERE id = {m}"),
+            &format!("UPDATE merchants SET crypto_enabled = 1 WHERE id = {m}"),
+        );
+        stale(
+            &format!(
+                "UPDATE merchants SET institution_id = (SELECT id FROM institutions \
+                 WHERE id != {institution_id} LIMIT 1) WHERE id = {m}"
+            ),
+            &format!("UPDATE merchants SET institution_id = {institution_id} WHERE id = {m}"),
+        );
+        // A wallet removed, or one added: the networks are no longer these.
+        let first = &networks[0];
+        stale(
+            &format!(
+                "CREATE TEMP TABLE kept AS SELECT * FROM merchant_wallets WHERE merchant_id = {m} \
+                 AND network = '{first}'; \
+                 DELETE FROM merchant_wallets WHERE merchant_id = {m} AND network = '{first}'"
+            ),
+            "INSERT INTO merchant_wallets SELECT * FROM kept; DROP TABLE kept",
+        );
+        stale(
+            &format!(
+                "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at) \
+                 VALUES ({m}, 'another-network', '0x00', '')"
+            ),
+            &format!(
+                "DELETE FROM merchant_wallets WHERE merchant_id = {m} \
+                 AND network = 'another-network'"
+            ),
+        );
+        stale(
+            &format!(
+                "DELETE FROM merchant_origins WHERE merchant_id = {m} AND origin = '{origin}'"
+            ),
+            &format!(
+                "INSERT INTO merchant_origins (merchant_id, origin, created_at) \
+                 VALUES ({m}, '{origin}', '')"
+            ),
+        );
+        // The key rolled: admitted in its grace period, not after it.
+        conn.execute_batch(&format!(
+            "UPDATE merchants SET previous_public_key = public_key, public_key = 'pk_rolled', \
+             previous_key_expires_at = {} WHERE id = {m}",
+            now + 1
+        ))
+        .unwrap();
+        assert!(holds(&conn, &admitted));
+        conn.execute_batch(&format!(
+            "UPDATE merchants SET previous_key_expires_at = {now} WHERE id = {m}"
+        ))
+        .unwrap();
+        assert!(!holds(&conn, &admitted));
+        conn.execute_batch(&format!(
+            "UPDATE merchants SET public_key = previous_public_key, previous_public_key = NULL, \
+             previous_key_expires_at = NULL WHERE id = {m}"
+        ))
+        .unwrap();
+        assert!(holds(&conn, &admitted));
+        // The idempotency key made something within its day: not admitted; a day older: it is.
+        stale(
+            &format!(
+                "INSERT INTO idempotency_keys (merchant_id, key, fingerprint, session_id, \
+                 created_at) VALUES ({m}, 'order-1', 'f', 'cs_x', {})",
+                now - KEY_SECONDS
+            ),
+            &format!(
+                "UPDATE idempotency_keys SET created_at = {} WHERE key = 'order-1'",
+                now - KEY_SECONDS - 1
+            ),
+        );
+        // Another merchant's key of the same value is not this one's.
+        conn.execute_batch(&format!(
+            "UPDATE idempotency_keys SET created_at = {now}, merchant_id = \
+             (SELECT id FROM merchants WHERE id != {m} LIMIT 1) WHERE key = 'order-1'"
+        ))
+        .unwrap();
+        assert!(holds(&conn, &admitted));
+        // Without an idempotency key, none is looked at.
+        let keyless = Admitted {
+            idempotency_key: None,
+            ..admitted
+        };
+        assert!(holds(&conn, &keyless));
+    }
+
+    #[test]
+    fn takes_payments_in_sql_is_the_refusal_rule() {
+        let conn = Connection::open_in_memory().unwrap();
+        for status in ["active", "suspended", "disabled"] {
+            for onboarding in ["pending", "in_review", "completed", "rejected"] {
+                for crypto in [0, 1] {
+                    let in_sql: i64 = conn
+                        .query_row(
+                            &format!(
+                                "SELECT {} FROM (SELECT ?1 AS status, ?2 AS onboarding_status, \
+                                 ?3 AS crypto_enabled)",
+                                super::super::merchants::TAKES_PAYMENTS
+                            ),
+                            rusqlite::params![status, onboarding, crypto],
+                            |r| r.get(0),
+                        )
+                        .unwrap();
+                    let status: MerchantStatus = serde_json::from_value(status.into()).unwrap();
+                    let onboarding: OnboardingStatus =
+                        serde_json::from_value(onboarding.into()).unwrap();
+                    let rule = super::super::merchants::refusal(status, onboarding, crypto == 1);
+                    assert_eq!(
+                        in_sql == 1,
+                        rule.is_none(),
+                        "{status} {onboarding:?} {crypto}"
+                    );
+                }
+            }
+        }
+    }
 }

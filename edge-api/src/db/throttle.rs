@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, DbResult, Returning, Value};
+use super::{bind, first, run, Condition, DbResult, Returning, Value};
 
 /// Failures of one subject from one source, in the current window.
 #[derive(Debug, Deserialize)]
@@ -124,10 +124,11 @@ impl Within {
         self.0.push((subject.to_owned(), source.to_owned(), max));
         self
     }
+}
 
-    /// The condition's SQL, its parameters numbered from `?first`, and those parameters (to be
-    /// bound after the statement's own). A count with no row (none taken) is not within.
-    pub fn sql(&self, first: usize) -> (String, Vec<Value>) {
+impl Condition for Within {
+    /// A count with no row (none taken) is not within; no counts at all: always true.
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
         let mut sql = Vec::new();
         let mut params = Vec::new();
         for (subject, source, max) in &self.0 {

@@ -438,12 +438,13 @@ pub struct CreatedId {
 }
 
 /// Creates a pending transaction and answers its id, when `within` holds (the attempt's counts,
-/// taken earlier in the same batch, are within their limits; otherwise it inserts nothing and
-/// answers no row); the next statement of the batch finds it with `last_insert_rowid()`.
+/// taken earlier in the same batch, are within their limits, and the facts its session was made
+/// on still hold: [`super::sessions::Admitted`]; otherwise it inserts nothing and answers no
+/// row); the next statement of the batch finds it with `last_insert_rowid()`.
 pub fn insert_pending(
     db: &D1Database,
     p: &NewPayment<'_>,
-    within: &super::throttle::Within,
+    within: &dyn super::Condition,
 ) -> DbResult<Returning<CreatedId>> {
     let (condition, guard) = within.sql(9);
     let mut params: Vec<Value> = vec![

@@ -395,3 +395,107 @@ fn checkout_limits_refuse_past_their_count_and_create_nothing() {
     }
     assert_eq!(create(worker, &body).status, 201, "under both limits again");
 }
+
+/// A worker remembers what it read of a publishable key for a minute and makes the next
+/// sessions for it in one batch, but a change to the merchant never waits for that minute:
+/// each change below is made straight in the database (nothing the worker could hear of) right
+/// after a session made on the memo, and the very next session sees it.
+#[test]
+fn a_remembered_key_sees_every_change_to_its_merchant_at_the_next_session() {
+    let worker = Worker::own("checkout_memo");
+    let db = worker.database();
+    let key = key_of(worker, "Alpine Outfitters");
+    let merchant: i64 = db
+        .query_row(
+            "SELECT id FROM merchants WHERE public_key = ?1",
+            [&key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let sql = |statement: &str| {
+        db.execute_batch(&statement.replace("{m}", &merchant.to_string()))
+            .unwrap_or_else(|e| panic!("{statement}: {e}"))
+    };
+    let reference = std::cell::Cell::new(0);
+    let body = || {
+        reference.set(reference.get() + 1);
+        options(worker, &format!("CO-MEMO-{}", reference.get()))
+    };
+    // A session made, and the network it is to be paid on.
+    let made = |body: &Value| -> (Value, String) {
+        let reply = create(worker, body);
+        assert_eq!(reply.status, 201, "{}", reply.text);
+        let session = reply.json();
+        let t = worker.transaction(0, session["transaction_id"].as_i64().unwrap());
+        let network = t["networks"]["payment"].as_str().unwrap().to_owned();
+        (session, network)
+    };
+    assert_eq!(made(&body()).1, "polygon");
+    assert_eq!(made(&body()).1, "polygon");
+
+    sql("UPDATE merchants SET status = 'suspended' WHERE id = {m}");
+    let why = create(worker, &body()).assert_error(403, "merchant_unavailable");
+    assert!(why.contains("suspended"), "{why}");
+    sql("UPDATE merchants SET status = 'active' WHERE id = {m}");
+    made(&body());
+
+    sql("UPDATE merchants SET crypto_enabled = 0 WHERE id = {m}");
+    create(worker, &body()).assert_error(403, "merchant_unavailable");
+    sql("UPDATE merchants SET crypto_enabled = 1 WHERE id = {m}");
+    made(&body());
+
+    sql("DELETE FROM merchant_origins WHERE merchant_id = {m} AND origin = 'https://shop.example'");
+    create(worker, &body()).assert_error(403, "redirect_not_allowed");
+    sql(
+        "INSERT INTO merchant_origins (merchant_id, origin, created_at) \
+         VALUES ({m}, 'https://shop.example', '2026-01-01T00:00:00Z')",
+    );
+    made(&body());
+
+    // The wallet the default way to pay settles to, removed: the next session is to be paid on
+    // another network; put back, on it again at once.
+    let (address, updated_at, usable_from): (String, String, i64) = db
+        .query_row(
+            "SELECT address, updated_at, usable_from FROM merchant_wallets \
+             WHERE merchant_id = ?1 AND network = 'polygon'",
+            [merchant],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    sql("DELETE FROM merchant_wallets WHERE merchant_id = {m} AND network = 'polygon'");
+    let elsewhere = made(&body()).1;
+    assert_ne!(elsewhere, "polygon");
+    assert_eq!(made(&body()).1, elsewhere);
+    db.execute(
+        "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at, usable_from) \
+         VALUES (?1, 'polygon', ?2, ?3, ?4)",
+        rusqlite::params![merchant, address, updated_at, usable_from],
+    )
+    .unwrap();
+    assert_eq!(made(&body()).1, "polygon");
+
+    // The key rolled: still taken in its grace period; refused once that has ended.
+    sql("UPDATE merchants SET previous_public_key = public_key, \
+         public_key = 'pk_test_memorolledkey000000000', \
+         previous_key_expires_at = unixepoch() + 3600 WHERE id = {m}");
+    made(&body());
+    sql("UPDATE merchants SET previous_key_expires_at = unixepoch() - 1 WHERE id = {m}");
+    create(worker, &body()).assert_error(404, "not_found");
+    sql(
+        "UPDATE merchants SET public_key = previous_public_key, previous_public_key = NULL, \
+         previous_key_expires_at = NULL WHERE id = {m}",
+    );
+    made(&body());
+
+    // An idempotency key on a remembered key: the same options answer the same session, other
+    // options conflict.
+    let keyed = body();
+    let (first, _) = made(&keyed);
+    let again = create(worker, &keyed);
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["id"], first["id"]);
+    assert_eq!(again.json()["transaction_id"], first["transaction_id"]);
+    let mut other = keyed.clone();
+    other["amount"] = json!(99);
+    create(worker, &other).assert_error(409, "conflict");
+}

@@ -72,7 +72,7 @@ fn the_meter_reports_only_when_switched_on_and_counts_a_token_as_one_batch() {
 }
 
 #[test]
-fn a_checkout_session_takes_two_round_trips_its_page_and_status_poll_one() {
+fn a_checkout_session_takes_one_round_trip_once_its_key_is_known_its_page_and_status_poll_one() {
     let (_turn, on) = metered();
     let key = on
         .credentials
@@ -100,23 +100,26 @@ fn a_checkout_session_takes_two_round_trips_its_page_and_status_poll_one() {
         let cost = counts(reply.header("payrail-d1").expect("metered"));
         (reply.json(), cost)
     };
-    // One batch that only reads (the limits' windows, merchant, wallets, origin, key) and one
-    // write batch (the attempt's counts and the inserts conditioned on them).
+    // A key the worker has not read yet: one batch that only reads (the limits' windows,
+    // merchant, wallets, origin, key) and one write batch (the attempt's counts and the inserts
+    // conditioned on them).
     let (plain, cost) = create(&options(None), 201);
     assert_eq!(cost["trips"], 2.0, "{cost:?}");
+    // Once read, the key is remembered: the next session is one write batch, its inserts
+    // conditioned on the counts and on every fact remembered still holding.
     let (keyed, cost) = create(&options(Some("meter-1")), 201);
-    assert_eq!(cost["trips"], 2.0, "{cost:?}");
-    // The same key again is answered from the read batch, and the attempt is counted in a trip
-    // of its own (it stores nothing).
+    assert_eq!(cost["trips"], 1.0, "{cost:?}");
+    // The same idempotency key again stores nothing; the same batch counted it and found the
+    // session to answer.
     let (replayed, cost) = create(&options(Some("meter-1")), 200);
-    assert_eq!(cost["trips"], 2.0, "{cost:?}");
+    assert_eq!(cost["trips"], 1.0, "{cost:?}");
     assert_eq!(replayed["id"], keyed["id"]);
-    // So is a refused attempt: its read, then its count.
+    assert_eq!(replayed["transaction_id"], keyed["transaction_id"]);
+    // A refused attempt for a key no merchant has: its read, then its count.
     let mut unknown = options(None);
     unknown["publicKey"] = json!("pk_test_nobodyhasthiskey0000");
     let (_, cost) = create(&unknown, 404);
     assert_eq!(cost["trips"], 2.0, "{cost:?}");
-    assert_eq!(replayed["transaction_id"], keyed["transaction_id"]);
     // Its transaction id comes back from the write batch: the one the session was stored with.
     let session = plain["id"].as_str().expect("session id");
     let stored: i64 = on
