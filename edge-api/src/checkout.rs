@@ -14,7 +14,7 @@ use worker::{D1PreparedStatement, Url};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, StoredKey, KEY_SECONDS};
-use crate::db::throttle::{Failures, Within};
+use crate::db::throttle::{Counted, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
 use crate::db::{
@@ -286,10 +286,11 @@ fn replay(options: &CheckoutOptions, stored: StoredKey) -> Result<Session, Refus
     }
 }
 
-/// The statements of a checkout attempt's two counts, added to `batch` unless the attempt was
-/// `counted` already, and the condition that they are within their limits (none: true).
-type Counts = (Handle<Failures>, Handle<Failures>);
+/// The statement of a checkout attempt's two counts in a batch.
+type Counts = Handle<Counted>;
 
+/// Adds the attempt's counts to `batch` unless the attempt was `counted` already; answers their
+/// statement and the condition that they are within their limits (none taken: true).
 fn count_into(
     ctx: &Ctx,
     key: &str,
@@ -299,8 +300,8 @@ fn count_into(
     if counted {
         return Ok((None, Within::new()));
     }
-    let (per_key, per_address, within) = throttle::count_checkout(ctx, key)?;
-    Ok((Some((batch.push(per_key), batch.push(per_address))), within))
+    let (counted, within) = throttle::count_checkout(ctx, key)?;
+    Ok((Some(batch.push(counted)), within))
 }
 
 /// Makes the session for the merchant `known` names: quotes the first of its ways to pay that
@@ -421,7 +422,7 @@ async fn make(
         transactions::insert_pending(database, &payment, &stored_if)
             .or_internal("create session")?,
     );
-    writes.push(sessions::insert(database, &session, &stored_if).or_internal("create session")?);
+    writes.push(sessions::insert(database, &session).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
         (&session_id, known.institution_id),
@@ -531,14 +532,11 @@ fn took_nothing(
     probe: Option<Handle<Probe>>,
     unread: bool,
 ) -> Result<Option<Session>, Refusal> {
-    if let Some((per_key, per_address)) = counts {
+    if let Some(counts) = counts {
         throttle::refuse_checkout(
             ctx,
-            batch.rows(per_key).or_internal("count attempt")?.first(),
-            batch
-                .rows(per_address)
-                .or_internal("count attempt")?
-                .first(),
+            &options.public_key,
+            &batch.rows(counts).or_internal("count attempt")?,
         )?;
     }
     if !unread {

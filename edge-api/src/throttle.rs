@@ -125,55 +125,58 @@ pub fn refuse_checkout_before(
 }
 
 /// The two counts of one checkout session for `public_key` from the caller (per key from every
-/// address, then per address whatever the key), as statements of the batch that stores the
+/// address, then per address whatever the key), as one statement of the batch that stores the
 /// session, and the condition its inserts carry ([`db::Within`]): both counts, as that batch
-/// just took them, within their limits. Their rows go to [`refuse_checkout`].
+/// just took them, within their limits. Its rows go to [`refuse_checkout`].
 pub fn count_checkout(
     ctx: &Ctx,
     public_key: &str,
-) -> Result<(Returning<db::Failures>, Returning<db::Failures>, db::Within), ApiError> {
-    let now = ctx.now();
-    let [(key_subject, key_source, key_limit), (address_subject, address_source, address_limit)] =
-        checkout_windows(ctx, public_key);
-    let count = |subject: &str, source: &str, limit: &Limit| {
-        db::count_attempt_in_batch(&ctx.db, subject, source, now, limit.window_seconds)
-            .or_internal("count attempt")
-    };
-    Ok((
-        count(&key_subject, key_source, key_limit)?,
-        count(&address_subject, address_source, address_limit)?,
-        db::Within::new()
-            .at_most(&key_subject, key_source, key_limit.max_failures)
-            .at_most(&address_subject, address_source, address_limit.max_failures),
-    ))
+) -> Result<(Returning<db::Counted>, db::Within), ApiError> {
+    let windows = checkout_windows(ctx, public_key);
+    let counted = db::count_attempts_in_batch(
+        &ctx.db,
+        &windows
+            .each_ref()
+            .map(|(subject, source, limit)| (subject.as_str(), *source, limit.window_seconds)),
+        ctx.now(),
+    )
+    .or_internal("count attempt")?;
+    let within = windows
+        .iter()
+        .fold(db::Within::new(), |within, (subject, source, limit)| {
+            within.at_most(subject, source, limit.max_failures)
+        });
+    Ok((counted, within))
 }
 
 /// Counts a checkout attempt that stored nothing (refused after its read, or answered from its
 /// idempotency key) against both limits, in a round trip of its own: every attempt counts, and
 /// only the one that stores a session is counted in the batch that stores it.
 pub async fn count_checkout_alone(ctx: &Ctx, public_key: &str) -> Result<(), ApiError> {
-    let (per_key, per_address, _) = count_checkout(ctx, public_key)?;
+    let (counted, _) = count_checkout(ctx, public_key)?;
     let mut batch = crate::db::Batch::new();
-    batch.push(per_key);
-    batch.push(per_address);
+    batch.push(counted);
     batch.run(&ctx.db).await.or_internal("count attempt")?;
     Ok(())
 }
 
-/// The refusal of a checkout session past either limit, from the windows [`count_checkout`]'s
-/// statements answered (the per-key limit's first).
+/// The refusal of a checkout session for `public_key` past either limit, from the windows
+/// [`count_checkout`]'s statement answered (the per-key limit's first).
 pub fn refuse_checkout(
     ctx: &Ctx,
-    per_key: Option<&db::Failures>,
-    per_address: Option<&db::Failures>,
+    public_key: &str,
+    counted: &[db::Counted],
 ) -> Result<(), ApiError> {
-    let missing = || ApiError::internal("count attempt", "the attempt count returned no row");
-    over(per_key.ok_or_else(missing)?, &CHECKOUT_PER_KEY, ctx.now())?;
-    over(
-        per_address.ok_or_else(missing)?,
-        &CHECKOUT_PER_ADDRESS,
-        ctx.now(),
-    )
+    for (subject, source, limit) in checkout_windows(ctx, public_key) {
+        let window = counted
+            .iter()
+            .find(|c| c.client_id == subject && c.source == source)
+            .ok_or_else(|| {
+                ApiError::internal("count attempt", "the attempt count returned no row")
+            })?;
+        over(&window.window(), limit, ctx.now())?;
+    }
+    Ok(())
 }
 
 /// Counts one event of `subject` from `source`, atomically; refuses it past the limit.

@@ -272,40 +272,31 @@ pub struct NewSession<'a> {
     pub locale: Option<&'a str>,
 }
 
-/// The session row, for the transaction the previous statement of the batch inserted, under the
-/// same condition `within` as that insert (so it is stored exactly when the transaction is).
-pub fn insert(
-    db: &D1Database,
-    s: &NewSession<'_>,
-    within: &dyn super::Condition,
-) -> DbResult<D1PreparedStatement> {
-    let (condition, guard) = within.sql(14);
-    let mut params: Vec<super::Value> = vec![
-        s.id.into(),
-        s.merchant_id.into(),
-        s.title.into(),
-        s.redirect_url.into(),
-        s.asset.into(),
-        s.network.into(),
-        s.deposit_address.into(),
-        s.crypto_amount.into(),
-        s.now.into(),
-        s.expires_at.into(),
-        s.deposit_index.into(),
-        s.locale.into(),
-        s.institution_id.into(),
-    ];
-    params.extend(guard);
+/// The session row, for the transaction the previous statement of the batch inserted, only if
+/// it inserted one (so it is stored exactly when the transaction is).
+pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        &format!(
-            "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
-             asset, network, deposit_address, crypto_amount, created_at, expires_at, \
-             deposit_index, locale, institution_id) \
-             SELECT ?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 \
-             WHERE {condition}"
-        ),
-        &params,
+        "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
+         asset, network, deposit_address, crypto_amount, created_at, expires_at, \
+         deposit_index, locale, institution_id) \
+         SELECT ?1, last_insert_rowid(), ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 \
+         WHERE changes() = 1",
+        &[
+            s.id.into(),
+            s.merchant_id.into(),
+            s.title.into(),
+            s.redirect_url.into(),
+            s.asset.into(),
+            s.network.into(),
+            s.deposit_address.into(),
+            s.crypto_amount.into(),
+            s.now.into(),
+            s.expires_at.into(),
+            s.deposit_index.into(),
+            s.locale.into(),
+            s.institution_id.into(),
+        ],
     )
 }
 

@@ -79,20 +79,67 @@ fn attempt(subject: &str, source: &str, now: i64, window_seconds: i64) -> [Value
     ]
 }
 
-/// [`count_attempt`] as a statement of a batch (its one row is the window after the count).
-pub fn count_attempt_in_batch(
+/// One window's count after an attempt ([`count_attempts_in_batch`]), with whose window it is.
+#[derive(Debug, Deserialize)]
+pub struct Counted {
+    /// The subject.
+    pub client_id: String,
+    /// The source.
+    pub source: String,
+    /// Unix seconds the window opened.
+    pub window_start: i64,
+    /// Attempts counted in the window, this one included.
+    pub failures: i64,
+}
+
+impl Counted {
+    /// The window.
+    pub fn window(&self) -> Failures {
+        Failures {
+            window_start: self.window_start,
+            failures: self.failures,
+        }
+    }
+}
+
+/// Counts one attempt in each of `windows` (subject, source, window length in seconds) in one
+/// statement, as [`count_attempt`] does in one, for a batch: its rows are the windows
+/// after the count, one per window (in no set order: each names its own).
+pub fn count_attempts_in_batch(
     db: &D1Database,
-    subject: &str,
-    source: &str,
+    windows: &[(&str, &str, i64)],
     now: i64,
-    window_seconds: i64,
-) -> DbResult<Returning<Failures>> {
-    bind(
-        db,
-        COUNT_ATTEMPT,
-        &attempt(subject, source, now, window_seconds),
-    )
-    .map(Returning::new)
+) -> DbResult<Returning<Counted>> {
+    let (sql, params) = count_attempts(windows, now);
+    bind(db, &sql, &params).map(Returning::new)
+}
+
+/// [`count_attempts_in_batch`]'s SQL and parameters.
+fn count_attempts(windows: &[(&str, &str, i64)], now: i64) -> (String, Vec<Value>) {
+    let mut params: Vec<Value> = vec![now.into()];
+    let mut rows = Vec::new();
+    let mut lengths = Vec::new();
+    for (subject, source, seconds) in windows {
+        let n = params.len() + 1;
+        rows.push(format!("(?{n}, ?{}, ?1, 1)", n + 1));
+        lengths.push(format!(
+            "WHEN client_id = ?{n} AND source = ?{} THEN ?{}",
+            n + 1,
+            n + 2
+        ));
+        params.extend([(*subject).into(), (*source).into(), (*seconds).into()]);
+    }
+    // A window closed `length` seconds after it opened starts afresh at this attempt.
+    let closed = format!("window_start <= ?1 - CASE {} END", lengths.join(" "));
+    let sql = format!(
+        "INSERT INTO auth_failures (client_id, source, window_start, failures) VALUES {} \
+         ON CONFLICT (client_id, source) DO UPDATE SET \
+           failures = CASE WHEN {closed} THEN 1 ELSE failures + 1 END, \
+           window_start = CASE WHEN {closed} THEN ?1 ELSE window_start END \
+         RETURNING client_id, source, window_start, failures",
+        rows.join(", ")
+    );
+    (sql, params)
 }
 
 /// The window of `subject` from `source` as it stands, without counting anything (one row, or
@@ -106,7 +153,7 @@ pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returnin
     .map(Returning::new)
 }
 
-/// What the inserts of a batch that counts an attempt ([`count_attempt_in_batch`], earlier in
+/// What the inserts of a batch that counts an attempt ([`count_attempts_in_batch`], earlier in
 /// the same batch) are conditioned on: every count it just took is within its limit. A batch is
 /// one transaction, so of N racing attempts exactly those whose own count is within the limit
 /// insert anything.
@@ -179,4 +226,58 @@ pub async fn purge(db: &D1Database, closed_before: i64, limit: i64) -> DbResult<
         &[closed_before.into(), limit.into()],
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The windows after one attempt counted at `now`, by subject: (opened, count).
+    fn count(conn: &rusqlite::Connection, now: i64) -> Vec<(String, i64, i64)> {
+        let (sql, params) = count_attempts(
+            &[("checkout:pk", "*", 60), ("checkout", "1.2.3.4", 900)],
+            now,
+        );
+        let params: Vec<Box<dyn rusqlite::ToSql>> = params
+            .into_iter()
+            .map(|p| -> Box<dyn rusqlite::ToSql> {
+                match p {
+                    Value::Null => Box::new(rusqlite::types::Null),
+                    Value::Int(n) => Box::new(n),
+                    Value::Text(s) => Box::new(s),
+                }
+            })
+            .collect();
+        let mut statement = conn.prepare(&sql).unwrap();
+        let mut rows: Vec<(String, i64, i64)> = statement
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                Ok((r.get(0)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows.sort();
+        rows
+    }
+
+    #[test]
+    fn one_statement_counts_an_attempt_in_each_window_each_closing_at_its_own_length() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        let (key, address) = ("checkout:pk".to_owned(), "checkout".to_owned());
+        assert_eq!(
+            count(&conn, 1_000),
+            [(address.clone(), 1_000, 1), (key.clone(), 1_000, 1)]
+        );
+        assert_eq!(
+            count(&conn, 1_059),
+            [(address.clone(), 1_000, 2), (key.clone(), 1_000, 2)]
+        );
+        // The minute's window has closed, the quarter hour's has not.
+        assert_eq!(
+            count(&conn, 1_060),
+            [(address.clone(), 1_000, 3), (key.clone(), 1_060, 1)]
+        );
+        assert_eq!(count(&conn, 1_900), [(address, 1_900, 1), (key, 1_900, 1)]);
+    }
 }
