@@ -97,34 +97,33 @@ pub struct Admitted<'a> {
 impl Admitted<'_> {
     /// Every fact but the idempotency key's: SQL and parameters from `?first`.
     fn facts(&self, first: usize) -> (String, Vec<Value>) {
-        // A list of strings always encodes; were it not to, "[]" makes the facts false.
-        let networks = serde_json::to_string(self.networks).unwrap_or_else(|_| "[]".to_owned());
-        let [merchant, institution, key, now, count, listed, origin] =
-            [0, 1, 2, 3, 4, 5, 6].map(|n| first + n);
+        let [merchant, institution, key, now, count, origin] =
+            [0, 1, 2, 3, 4, 5].map(|n| first + n);
+        let listed: Vec<String> = (0..self.networks.len())
+            .map(|n| format!("?{}", first + 6 + n))
+            .collect();
         let sql = format!(
             "EXISTS (SELECT 1 FROM merchants WHERE id = ?{merchant} \
              AND institution_id = ?{institution} AND (public_key = ?{key} \
              OR (previous_public_key = ?{key} AND previous_key_expires_at > ?{now})) \
              AND {}) \
-             AND (SELECT count(*) FROM merchant_wallets WHERE merchant_id = ?{merchant}) = ?{count} \
-             AND (SELECT count(*) FROM merchant_wallets WHERE merchant_id = ?{merchant} \
-                  AND network IN (SELECT value FROM json_each(?{listed}))) = ?{count} \
+             AND (SELECT count(*) = ?{count} AND sum(network IN ({})) = ?{count} \
+                  FROM merchant_wallets WHERE merchant_id = ?{merchant}) \
              AND EXISTS (SELECT 1 FROM merchant_origins WHERE merchant_id = ?{merchant} \
                          AND origin = ?{origin})",
-            super::merchants::TAKES_PAYMENTS
+            super::merchants::TAKES_PAYMENTS,
+            listed.join(", ")
         );
-        (
-            sql,
-            vec![
-                self.merchant_id.into(),
-                self.institution_id.into(),
-                self.public_key.into(),
-                self.now.into(),
-                (self.networks.len() as i64).into(),
-                networks.into(),
-                self.origin.into(),
-            ],
-        )
+        let mut params: Vec<Value> = vec![
+            self.merchant_id.into(),
+            self.institution_id.into(),
+            self.public_key.into(),
+            self.now.into(),
+            (self.networks.len() as i64).into(),
+            self.origin.into(),
+        ];
+        params.extend(self.networks.iter().map(|n| Value::from(n.as_str())));
+        (sql, params)
     }
 }
 
