@@ -1196,8 +1196,51 @@ const CAPACITY_P99_MS: f64 = 250.0;
 /// each for a few seconds, open loop (started on schedule whether or not earlier ones have
 /// answered), until p99 passes [`CAPACITY_P99_MS`] or more than 1 % fail; where it broke, and
 /// which step took the most D1 time (from the meter's header).
+/// The publishable keys of the first institution's merchants that take crypto and allow the
+/// bench's return origin.
+fn public_keys(persist: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    let mut statement = conn
+        .prepare(
+            "SELECT m.public_key FROM merchants m JOIN api_clients c \
+             ON c.institution_id = m.institution_id AND c.client_id = ?1 \
+             WHERE m.status = 'active' AND m.onboarding_status = 'completed' \
+             AND m.crypto_enabled = 1 AND EXISTS (SELECT 1 FROM merchant_origins o \
+             WHERE o.merchant_id = m.id AND o.origin = 'https://shop.example') ORDER BY m.id",
+        )
+        .expect("prepare");
+    let keys: Vec<String> = statement
+        .query_map([INSTITUTIONS[0].client.client_id], |r| r.get(0))
+        .expect("merchants")
+        .map(|k| k.expect("a key"))
+        .collect();
+    assert!(!keys.is_empty(), "no merchant takes crypto");
+    keys
+}
+
+/// Forgets every throttle window of the local database (`auth_failures`), between the capacity
+/// run's stages: each stage starts with the limits' windows empty, as a minute later would.
+fn forget_windows(persist: &str) {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    conn.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    conn.execute("DELETE FROM auth_failures", [])
+        .expect("forget windows");
+}
+
+/// The saturation run. Its customers are many, as in production: each payment's requests come
+/// from an address of their own (`CF-Connecting-IP`, which `wrangler dev` passes through and
+/// Cloudflare sets), spread over the institution's merchants, and each stage starts with the
+/// limits' windows empty; so what breaks it is load, not the per-address and per-key limits on
+/// checkout sessions (300 and 600 a minute), which the tests cover.
 fn capacity(ours: &str, persist: &str, out: &str) {
-    let key = public_key(persist);
+    let keys = public_keys(persist);
     let http = Client::builder()
         .timeout(Duration::from_secs(10))
         .pool_max_idle_per_host(64)
@@ -1214,6 +1257,7 @@ fn capacity(ours: &str, persist: &str, out: &str) {
     for (stage, rate) in rates.iter().enumerate() {
         let total = (rate * seconds_per_rate) as usize;
         let interval = Duration::from_secs_f64(1.0 / rate);
+        forget_windows(persist);
         let started = Instant::now();
         // (latency ms of each request, failed, D1 cost by step)
         let results = std::sync::Mutex::new((Vec::new(), 0usize, BTreeMap::<&str, D1Cost>::new()));
@@ -1223,7 +1267,9 @@ fn capacity(ours: &str, persist: &str, out: &str) {
                 if let Some(wait) = at.checked_duration_since(Instant::now()) {
                     std::thread::sleep(wait);
                 }
-                let (http, key, sandbox, results) = (&http, &key, &sandbox, &results);
+                let (http, key, sandbox, results) =
+                    (&http, &keys[i % keys.len()], &sandbox, &results);
+                let customer = format!("10.{stage}.{}.{}", i / 250 % 250, i % 250 + 1);
                 scope.spawn(move || {
                     let mut options = checkout_options(key);
                     options["externalReference"] = json!(format!("CAP-{run}-{stage}-{i}"));
@@ -1254,6 +1300,7 @@ fn capacity(ours: &str, persist: &str, out: &str) {
                     let Some(session) = record(
                         "checkout session create",
                         http.post(format!("{ours}/checkout/sessions"))
+                            .header("CF-Connecting-IP", &customer)
                             .json(&options),
                     ) else {
                         return;
@@ -1272,6 +1319,7 @@ fn capacity(ours: &str, persist: &str, out: &str) {
                         record(
                             step,
                             http.post(format!("{ours}/sandbox/transactions/{id}/{action}"))
+                                .header("CF-Connecting-IP", &customer)
                                 .bearer_auth(sandbox)
                                 .json(&body),
                         );
