@@ -98,6 +98,18 @@ impl Value {
     }
 }
 
+/// The native tests bind a statement's parameters to rusqlite as D1 would bind them.
+#[cfg(test)]
+impl rusqlite::ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(match self {
+            Value::Null => rusqlite::types::ToSqlOutput::from(rusqlite::types::Null),
+            Value::Int(n) => rusqlite::types::ToSqlOutput::from(*n),
+            Value::Text(s) => rusqlite::types::ToSqlOutput::from(s.as_str()),
+        })
+    }
+}
+
 impl From<i64> for Value {
     fn from(n: i64) -> Self {
         Value::Int(n)

@@ -5,7 +5,7 @@
 
 use rusqlite::Connection;
 
-use super::{events, ledger, merchants, settlements, transactions, Owner, Select, Value};
+use super::{events, ledger, merchants, settlements, transactions, Owner, Select};
 use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
 
 fn database() -> Connection {
@@ -16,26 +16,11 @@ fn database() -> Connection {
     conn
 }
 
-/// The query's parameters for rusqlite.
-fn params(query: &Select) -> Vec<Box<dyn rusqlite::ToSql>> {
-    query
-        .params
-        .iter()
-        .map(|p| -> Box<dyn rusqlite::ToSql> {
-            match p {
-                Value::Null => Box::new(rusqlite::types::Null),
-                Value::Int(n) => Box::new(*n),
-                Value::Text(s) => Box::new(s.clone()),
-            }
-        })
-        .collect()
-}
-
 fn plan(conn: &Connection, query: &Select) -> Vec<String> {
     let mut stmt = conn
         .prepare(&format!("EXPLAIN QUERY PLAN {}", query.sql))
         .unwrap();
-    let params = params(query);
+    let params = &query.params;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(params.iter()), |row| {
             row.get::<_, String>(3)
@@ -287,7 +272,7 @@ fn payments_that_cannot_settle_never_crowd_out_one_that_can() {
     }
     let due = |limit: usize| -> Vec<i64> {
         let query = settlements::due_query(limit as i64);
-        let params = params(&query);
+        let params = &query.params;
         conn.prepare(&query.sql)
             .unwrap()
             .query_map(rusqlite::params_from_iter(params.iter()), |r| {
@@ -375,7 +360,7 @@ fn the_running_balance_after_a_line_is_exact() {
     }
     let after = |seq: i64| -> i128 {
         let query = ledger::balance_after_query(m, seq);
-        let params = params(&query);
+        let params = &query.params;
         let row: ledger::BalanceAfterRow = conn
             .query_row(&query.sql, rusqlite::params_from_iter(params.iter()), |r| {
                 let mut object = serde_json::Map::new();
@@ -439,7 +424,7 @@ fn a_statement_page_is_two_bounded_index_ranges() {
     }
     let page = |before: Option<i64>, limit: i64| -> Vec<i64> {
         let query = ledger::statement_page_query("a", before, limit);
-        let params = params(&query);
+        let params = &query.params;
         conn.prepare(&query.sql)
             .unwrap()
             .query_map(rusqlite::params_from_iter(params.iter()), |r| r.get("seq"))

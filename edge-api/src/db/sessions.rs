@@ -435,25 +435,12 @@ mod tests {
 
     use super::*;
 
-    fn to_sql(params: &[Value]) -> Vec<Box<dyn rusqlite::ToSql>> {
-        params
-            .iter()
-            .map(|p| -> Box<dyn rusqlite::ToSql> {
-                match p {
-                    Value::Null => Box::new(rusqlite::types::Null),
-                    Value::Int(n) => Box::new(*n),
-                    Value::Text(s) => Box::new(s.clone()),
-                }
-            })
-            .collect()
-    }
-
     /// Whether `condition` holds on `conn` as it stands.
     fn holds(conn: &Connection, condition: &dyn Condition) -> bool {
         let (sql, params) = condition.sql(1);
         conn.query_row(
             &format!("SELECT {sql}"),
-            rusqlite::params_from_iter(to_sql(&params).iter()),
+            rusqlite::params_from_iter(params.iter()),
             |row| row.get::<_, i64>(0),
         )
         .unwrap()

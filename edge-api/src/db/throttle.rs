@@ -238,16 +238,6 @@ mod tests {
             &[("checkout:pk", "*", 60), ("checkout", "1.2.3.4", 900)],
             now,
         );
-        let params: Vec<Box<dyn rusqlite::ToSql>> = params
-            .into_iter()
-            .map(|p| -> Box<dyn rusqlite::ToSql> {
-                match p {
-                    Value::Null => Box::new(rusqlite::types::Null),
-                    Value::Int(n) => Box::new(n),
-                    Value::Text(s) => Box::new(s),
-                }
-            })
-            .collect();
         let mut statement = conn.prepare(&sql).unwrap();
         let mut rows: Vec<(String, i64, i64)> = statement
             .query_map(rusqlite::params_from_iter(params.iter()), |r| {
