@@ -83,9 +83,10 @@ impl From<ApiError> for Refusal {
 /// language (`None`: the customer's browser's); it changes no payment, so it is not part of what
 /// the idempotency key guards, and a replay keeps the first session's.
 ///
-/// Every attempt that gets past the options' own rules is counted: a session in the batch that
-/// stores it, anything else (a refusal, a replay) in a round trip of its own after its answer
-/// is known (not the hot path).
+/// Every attempt that gets past the options' own rules is counted: in the batch that stores its
+/// session, or that would have (on a remembered key, a refusal or a replay too), and anything
+/// else (a refusal or a replay found by the full read) in a round trip of its own after its
+/// answer is known (not the hot path).
 pub async fn create(
     ctx: &Ctx,
     options: &CheckoutOptions,
