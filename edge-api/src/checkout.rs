@@ -17,9 +17,7 @@ use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, Stored
 use crate::db::throttle::{Counted, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{
-    deposits, merchants, origins, wallets, And, Batch, BatchResults, Condition, Handle,
-};
+use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, payments, throttle};
 
@@ -354,7 +352,7 @@ async fn make(
             let probe = probe_into(database, &mut batch, unread)?;
             let (counts, within) = count_into(ctx, key, *counted, &mut batch)?;
             let index = batch.push(
-                deposits::allocate_within(database, deriver.family(), &condition(&within, unread))
+                deposits::allocate_within(database, deriver.family(), &And(&within, &unread))
                     .or_internal("allocate deposit index")?,
             );
             let taken = batch
@@ -418,7 +416,8 @@ async fn make(
                 .or_internal("forget stale key")?,
         );
     }
-    let stored_if = condition(&within, unread);
+    // The counts within their limits, and the facts not read (if any) still holding.
+    let stored_if = And(&within, &unread);
     let created = writes.push(
         transactions::insert_pending(database, &payment, &stored_if)
             .or_internal("create session")?,
@@ -479,30 +478,6 @@ async fn make(
         transaction_id,
         created: true,
     }))
-}
-
-/// What a batch's inserts are conditioned on: the attempt's counts within their limits, and,
-/// for a session made on facts not read, those facts.
-fn condition<'a>(within: &'a Within, unread: Option<&'a Admitted<'a>>) -> Conditioned<'a> {
-    match unread {
-        Some(admitted) => Conditioned::Both(And(within, admitted)),
-        None => Conditioned::Within(within),
-    }
-}
-
-/// [`condition`]'s answer.
-enum Conditioned<'a> {
-    Within(&'a Within),
-    Both(And<'a>),
-}
-
-impl Condition for Conditioned<'_> {
-    fn sql(&self, first: usize) -> (String, Vec<crate::db::Value>) {
-        match self {
-            Conditioned::Within(within) => within.sql(first),
-            Conditioned::Both(both) => both.sql(first),
-        }
-    }
 }
 
 /// Adds the probe of facts not read to a batch storing a session with an idempotency key, as

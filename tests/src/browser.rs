@@ -290,6 +290,15 @@ impl Browser {
             done(&url).then_some(url)
         })
     }
+    /// Logs into the portal at `base_url` with the login form, and waits for the overview the
+    /// login lands on.
+    pub fn log_in(&self, base_url: &str, email: &str, password: &str) {
+        self.goto(&format!("{base_url}/portal/login"));
+        self.fill("#email", email);
+        self.fill("#password", password);
+        self.click("form[action='/portal/login'] button");
+        self.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+    }
 }
 
 impl Drop for Browser {

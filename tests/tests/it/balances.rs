@@ -1087,11 +1087,7 @@ fn the_balance_and_its_statement_in_chromium_at_desktop_and_phone_widths() {
     settled_and_refunded(worker, id);
     let admin = &worker.credentials.institutions[0];
     let browser = Browser::start();
-    browser.goto(&format!("{}/portal/login", worker.base_url));
-    browser.fill("#email", &admin.admin_email);
-    browser.fill("#password", &admin.admin_password);
-    browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+    browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
 
     for (width, height) in [(1280, 900), (390, 844)] {
         browser.resize(width, height);

@@ -29,11 +29,7 @@ fn a_new_institution_onboards_a_merchant_and_takes_its_first_payment() {
     );
     let browser = Browser::start();
 
-    browser.goto(&format!("{}/portal/login", worker.base_url));
-    browser.fill("#email", "admin@browser-psp.example");
-    browser.fill("#password", &password);
-    browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+    browser.log_in(&worker.base_url, "admin@browser-psp.example", &password);
 
     // An empty institution: no merchant yet.
     browser.goto(&format!("{}/portal/merchants", worker.base_url));

@@ -445,12 +445,8 @@ fn the_overview_and_payments_list_in_chromium_at_both_widths() {
     seed_books(worker, 5_000_000);
     let browser = Browser::start();
     browser.resize(1280, 900);
-    browser.goto(&format!("{}/portal/login", worker.base_url));
-    browser.fill("#email", &admin.admin_email);
-    browser.fill("#password", &admin.admin_password);
-    browser.click("form[action='/portal/login'] button");
     // The admin lands on the overview.
-    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+    browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
     assert!(browser.wait_text("main h1").contains("Overview"));
     assert!(browser.wait_text("#volume").contains("EUR"));
     shoot(&browser, "portal-overview");

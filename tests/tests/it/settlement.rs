@@ -1844,11 +1844,11 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
         let _browser = exclusive();
         let browser = Browser::start();
         let admin = &s.worker.credentials.institutions[0];
-        browser.goto(&format!("{}/portal/login", s.worker.base_url));
-        browser.fill("#email", &admin.admin_email);
-        browser.fill("#password", &admin.admin_password);
-        browser.click("form[action='/portal/login'] button");
-        browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+        browser.log_in(
+            &s.worker.base_url,
+            &admin.admin_email,
+            &admin.admin_password,
+        );
         for (width, height) in [(1280, 900), (390, 844)] {
             browser.resize(width, height);
             browser.goto(&format!("{}/portal/payments/{id}", s.worker.base_url));

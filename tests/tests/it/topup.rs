@@ -687,11 +687,7 @@ fn the_top_up_section_in_the_browser_at_a_desktops_and_a_phones_width() {
     let admin = worker.portal_login(0);
     let creds = &worker.credentials.institutions[0];
     let browser = Browser::start();
-    browser.goto(&format!("{}/portal/login", worker.base_url));
-    browser.fill("#email", &creds.admin_email);
-    browser.fill("#password", &creds.admin_password);
-    browser.click("form[action='/portal/login'] button");
-    browser.wait_for_url("the overview", |u| u.ends_with("/portal/"));
+    browser.log_in(&worker.base_url, &creds.admin_email, &creds.admin_password);
     browser.goto(&format!("{}/portal/merchants/{merchant}", worker.base_url));
     assert!(browser.wait_text("#top-up h2").contains("Top up balance"));
     browser.click("div[data-network='polygon'] form.topup-create button");
