@@ -1,8 +1,9 @@
 // The JavaScript reference of scripts/bench: Payrail's token issue, bearer check and the two
 // partner lists the way a competent Cloudflare user would write them in plain JS, on the same
 // schema with the same SQL (and the same index hints) and the same response shapes. It checks
-// what the hot paths check (credentials, scopes, expiry, every list parameter) so the
-// comparison is fair; it has no portal, checkout or webhooks. Never deployed.
+// what the hot paths check (credentials, scopes, expiry, every list parameter) and reads with
+// the same consistency (D1 sessions and `Payrail-Bookmark`, docs/API.md) so the comparison is
+// fair; it has no portal, checkout or webhooks. Never deployed.
 
 const TOKEN_SECONDS = 3600;
 const COLUMNS =
@@ -94,18 +95,46 @@ async function token(request, env) {
   });
 }
 
-async function caller(request, env, scope) {
+const BOOKMARK = "Payrail-Bookmark";
+const BOOKMARK_SHAPE = /^[A-Za-z0-9-]{1,128}$/;
+
+// The D1 session a partner read goes through, as Payrail's (docs/API.md, "Reads, replicas and
+// bookmarks"): a lookup by id on the primary, a list from the request's bookmark or any
+// replica. Undefined when the bookmark is not shaped like one.
+function readSession(request, env, primary) {
+  const bookmark = request.headers.get(BOOKMARK);
+  if (bookmark !== null && !BOOKMARK_SHAPE.test(bookmark)) return undefined;
+  return env.DB.withSession(primary ? "first-primary" : (bookmark ?? "first-unconstrained"));
+}
+
+// The token's row on `db`, and again on the primary when a replica does not know it yet.
+async function caller(request, env, db, scope) {
   const auth = request.headers.get("Authorization") ?? "";
   const [scheme, value] = auth.trim().split(/\s+/, 2);
   if (!value || scheme.toLowerCase() !== "bearer" || !value.startsWith("at_")) return null;
-  const row = await env.DB.prepare(
-    "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2"
-  )
-    .bind(await sha256Hex(value), Math.floor(Date.now() / 1000))
-    .first();
+  const hash = await sha256Hex(value);
+  const lookup = (session) =>
+    session
+      .prepare(
+        "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2"
+      )
+      .bind(hash, Math.floor(Date.now() / 1000))
+      .first();
+  let row = await lookup(db.session);
+  if (!row && !db.primary) {
+    db.session = env.DB.withSession("first-primary");
+    db.primary = true;
+    row = await lookup(db.session);
+  }
   if (!row || !row.scopes.split(" ").includes(scope)) return null;
   return row.institution_id;
 }
+
+const withBookmark = (response, db) => {
+  const bookmark = db.session.getBookmark();
+  if (bookmark) response.headers.set(BOOKMARK, bookmark);
+  return response;
+};
 
 const INTEGER = /^[1-9][0-9]{0,15}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -157,7 +186,7 @@ function page(rows, limit, map) {
   return { object: "list", data, has_more, next_cursor: has_more ? data[data.length - 1].id : null };
 }
 
-async function transactions(url, env, institution) {
+async function transactions(url, db, institution) {
   const p = url.searchParams;
   const limit = limitOf(p);
   if (limit === null) return error(400, "invalid_request", "limit must be an integer from 1 to 100");
@@ -198,13 +227,13 @@ async function transactions(url, env, institution) {
     and((n) => `created_at < ?${n} AND id < ${firstCreatedFrom(n)}`, p.get("created_before"));
   values.push(limit + 1);
   sql += ` ORDER BY id DESC LIMIT ?${values.length}`;
-  const { results } = await env.DB.prepare(sql).bind(...values).all();
+  const { results } = await db.session.prepare(sql).bind(...values).all();
   return json(200, page(results, limit, transaction));
 }
 
-async function merchants(url, env, institution, id) {
+async function merchants(url, db, institution, id) {
   if (id !== undefined) {
-    const r = await env.DB.prepare(
+    const r = await db.session.prepare(
       `SELECT ${MERCHANT_COLUMNS} FROM merchants WHERE id = ?1 AND institution_id = ?2`
     )
       .bind(Number(id), institution)
@@ -224,7 +253,7 @@ async function merchants(url, env, institution, id) {
   }
   values.push(limit + 1);
   sql += ` ORDER BY id DESC LIMIT ?${values.length}`;
-  const { results } = await env.DB.prepare(sql).bind(...values).all();
+  const { results } = await db.session.prepare(sql).bind(...values).all();
   return json(200, page(results, limit, merchant));
 }
 
@@ -253,12 +282,18 @@ export default {
     if (request.method !== "GET") return error(405, "method_not_allowed", "method not allowed");
     if (path === "/v1/transactions" || path.startsWith("/v1/merchants")) {
       const scope = path === "/v1/transactions" ? "transactions:read" : "merchants:read";
-      const institution = await caller(request, env, scope);
-      if (institution === null) return error(401, "invalid_client", "a valid bearer token is required");
-      if (path === "/v1/transactions") return transactions(url, env, institution);
       const rest = path.slice("/v1/merchants".length);
-      if (rest === "") return merchants(url, env, institution);
-      if (INTEGER.test(rest.slice(1))) return merchants(url, env, institution, rest.slice(1));
+      const primary = path === "/v1/transactions" ? url.searchParams.has("id") : rest !== "";
+      const session = readSession(request, env, primary);
+      if (session === undefined)
+        return error(400, "invalid_request", `the ${BOOKMARK} header must be a bookmark`);
+      const db = { session, primary };
+      const institution = await caller(request, env, db, scope);
+      if (institution === null) return error(401, "invalid_client", "a valid bearer token is required");
+      if (path === "/v1/transactions") return withBookmark(await transactions(url, db, institution), db);
+      if (rest === "") return withBookmark(await merchants(url, db, institution), db);
+      if (INTEGER.test(rest.slice(1)))
+        return withBookmark(await merchants(url, db, institution, rest.slice(1)), db);
     }
     return error(404, "not_found", "no such endpoint");
   },
