@@ -99,18 +99,24 @@ pub async fn create(
     let mut counted = false;
     let outcome = attempt(ctx, options, locale, &mut counted).await;
     if !counted {
-        let count = throttle::count_checkout_alone(ctx, &options.public_key).await;
-        if let (Ok(_), Err(err)) = (&outcome, count) {
-            return Err(err.into());
-        }
+        // Nothing was stored for it (a refusal, or a replay of a session that exists): a count
+        // that fails is logged and changes no answer.
+        let _ = throttle::count_checkout_alone(ctx, &options.public_key).await;
     }
     outcome
 }
 
+/// How many times [`attempt`] makes a session on facts that a batch then finds changed (each
+/// time read afresh) before it gives up: only a merchant changed again and again within those
+/// few milliseconds could use them all.
+const TRIES: usize = 3;
+
 /// [`create`] past the options' rules; sets `counted` once a batch that counts the attempt has
-/// committed. For a publishable key with a fresh memo ([`known`]) the session is made on it
-/// without reading anything first; with none, or one a batch found stale, the facts are read
-/// (and remembered).
+/// committed. The facts a session is made on (the merchant the key names, its wallets' networks,
+/// the return origin, the idempotency key) come from the key's fresh memo ([`known`]) without
+/// reading anything first, or else from the full read (then remembered); either way every batch
+/// that writes is conditioned on them still holding, and one that finds a fact changed stores
+/// nothing: the memo is forgotten and the facts are read again.
 async fn attempt(
     ctx: &Ctx,
     options: &CheckoutOptions,
@@ -122,23 +128,39 @@ async fn attempt(
     // The hosted page is ours: it may only send the customer back to the merchant's own sites.
     // The rules passed, but a URL parser may still find no host in it (`https://[`): the same
     // refusal, never a server error (given where the origin is judged, in `read`).
-    let origin = Url::parse(&options.redirect_url).map(|u| u.origin().ascii_serialization());
-    if let (Ok(origin), Some(known)) = (&origin, known::recall(key, now)) {
+    let origin = Url::parse(&options.redirect_url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization());
+    // A memo is used only with an origin to hold it to; without one, the full read refuses.
+    let mut memo = origin
+        .clone()
+        .and_then(|origin| known::recall(key, now).map(|known| (known, origin)));
+    for _ in 0..TRIES {
+        let (known, origin) = match memo.take() {
+            Some(memo) => memo,
+            None => match read(ctx, options, origin.clone(), *counted).await? {
+                Read::Replay(session) => return Ok(session),
+                Read::Admitted(known, origin) => {
+                    known::remember(key, known.clone());
+                    (known, origin)
+                }
+            },
+        };
         let admitted = Admitted {
             merchant_id: known.merchant_id,
             institution_id: known.institution_id,
             public_key: key,
             now,
             networks: &known.networks,
-            origin,
+            origin: &origin,
             idempotency_key: options
                 .idempotency_key
                 .as_deref()
                 .map(|k| (k, now - KEY_SECONDS)),
         };
-        match make(ctx, options, locale, counted, &known, Some(&admitted)).await {
+        match make(ctx, options, locale, counted, &known, &admitted).await {
             Ok(Some(session)) => return Ok(session),
-            // A fact went stale: nothing was stored; the facts are read.
+            // A fact changed: nothing was stored; the facts are read again.
             Ok(None) => known::forget(key),
             Err(refusal) => {
                 known::forget(key);
@@ -146,27 +168,18 @@ async fn attempt(
             }
         }
     }
-    let known = match read(ctx, options, origin.ok(), *counted).await? {
-        Read::Replay(session) => return Ok(session),
-        Read::Admitted(known) => known,
-    };
-    known::remember(key, known.clone());
-    make(ctx, options, locale, counted, &known, None)
-        .await?
-        .ok_or_else(|| {
-            ApiError::internal(
-                "create session",
-                "a batch on facts just read stored nothing",
-            )
-            .into()
-        })
+    Err(ApiError::internal(
+        "create session",
+        format!("the merchant's facts changed under each of {TRIES} tries"),
+    )
+    .into())
 }
 
 /// What [`read`] found.
 enum Read {
     /// The key's merchant can take this session (its limits, if the attempt was not counted
-    /// yet, had room for it as they stood).
-    Admitted(Known),
+    /// yet, had room for it as they stood), with the return origin it allows.
+    Admitted(Known, String),
     /// The idempotency key's earlier session, with the same options.
     Replay(Session),
 }
@@ -245,6 +258,17 @@ async fn read(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
     }
+    if networks.len() > sessions::MAX_NETWORKS {
+        return Err(ApiError::internal(
+            "create session",
+            format!(
+                "merchant {} has wallets on {} networks, more than a session's condition binds",
+                merchant.id,
+                networks.len()
+            ),
+        )
+        .into());
+    }
     let (Some(origin), Some(allowed)) = (origin, allowed) else {
         return Err(Refusal::Invalid(
             "redirectUrl must be an absolute https:// URL (http:// only for localhost)".to_owned(),
@@ -264,12 +288,15 @@ async fn read(
             return replay(options, stored).map(Read::Replay);
         }
     }
-    Ok(Read::Admitted(Known {
-        merchant_id: merchant.id,
-        institution_id: merchant.institution_id,
-        networks,
-        read_at: now,
-    }))
+    Ok(Read::Admitted(
+        Known {
+            merchant_id: merchant.id,
+            institution_id: merchant.institution_id,
+            networks,
+            read_at: now,
+        },
+        origin,
+    ))
 }
 
 /// The session an idempotency key made before, if `options` are the ones it was made with.
@@ -304,17 +331,18 @@ fn count_into(
 }
 
 /// Makes the session for the merchant `known` names: quotes the first of its ways to pay that
-/// can be quoted now, gives it a deposit address, and stores it (see [`create`]). With
-/// `admitted`, the facts were not read: the first batch that writes (the one taking a derived
-/// address's index, or the one storing the session) is conditioned on them, and `Ok(None)`
-/// answers that one had gone stale and nothing was stored or taken.
+/// can be quoted now, gives it a deposit address, and stores it (see [`create`]). Each batch
+/// that writes (the one taking a derived address's index, then the one storing the session) is
+/// conditioned on the facts it is made on, `admitted`, still holding; `Ok(None)` answers that
+/// one found a fact changed and stored nothing (a derived address's index, once taken, stays
+/// used).
 async fn make(
     ctx: &Ctx,
     options: &CheckoutOptions,
     locale: Option<&str>,
     counted: &mut bool,
     known: &Known,
-    admitted: Option<&Admitted<'_>>,
+    admitted: &Admitted<'_>,
 ) -> Result<Option<Session>, Refusal> {
     let database = &ctx.db;
     let now = ctx.now();
@@ -342,17 +370,15 @@ async fn make(
         .or_internal("generate session id")?;
     // A derived address takes a fresh index. It is taken in one batch with the attempt's
     // counts, only if both are within their limits (as the write batch's inserts would be) and
-    // the facts not read still hold: an attempt past its limits never uses up an index, even in
-    // a race. The write batch then counts and checks nothing more. A simulated address costs no
-    // round trip.
-    let mut unread = admitted;
+    // the facts still hold: an attempt past its limits never uses up an index, even in a race.
+    // The write batch then counts nothing more. A simulated address costs no round trip.
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
-            let probe = probe_into(database, &mut batch, unread)?;
+            let probe = probe_into(database, &mut batch, admitted)?;
             let (counts, within) = count_into(ctx, key, *counted, &mut batch)?;
             let index = batch.push(
-                deposits::allocate_within(database, deriver.family(), &And(&within, &unread))
+                deposits::allocate_within(database, deriver.family(), &And(&within, admitted))
                     .or_internal("allocate deposit index")?,
             );
             let taken = batch
@@ -366,9 +392,8 @@ async fn make(
                 .first()
                 .map(|i| i.index);
             let Some(index) = index else {
-                return took_nothing(ctx, options, &taken, counts, probe, unread.is_some());
+                return took_nothing(ctx, options, &taken, counts, probe);
             };
-            unread = None;
             (deriver.address(index)?, Some(index))
         }
         None => (chain::simulated(method.network)?, None),
@@ -403,12 +428,11 @@ async fn make(
     // The attempt's counts, then the transaction, its session, its watch and the idempotency
     // key in one atomic batch. The transaction and its session are inserted only if both
     // counts, as this batch just took them, are within their limits (of N racing attempts,
-    // exactly those the limits allow) and the facts not read still hold; the watch and the key
-    // only with the session. It fails as a whole when the key was taken meanwhile (a concurrent
-    // double click). A key older than its day is forgotten first, in the same batch, so it can
-    // be used afresh.
+    // exactly those the limits allow) and the facts still hold (a concurrent double click's
+    // key among them); the watch and the key only with the session. A key older than its day
+    // is forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
-    let probe = probe_into(database, &mut writes, unread)?;
+    let probe = probe_into(database, &mut writes, admitted)?;
     let (counts, within) = count_into(ctx, key, *counted, &mut writes)?;
     if let Some(key) = &options.idempotency_key {
         writes.push(
@@ -416,8 +440,8 @@ async fn make(
                 .or_internal("forget stale key")?,
         );
     }
-    // The counts within their limits, and the facts not read (if any) still holding.
-    let stored_if = And(&within, &unread);
+    // The counts within their limits, and the facts still holding.
+    let stored_if = And(&within, admitted);
     let created = writes.push(
         transactions::insert_pending(database, &payment, &stored_if)
             .or_internal("create session")?,
@@ -471,7 +495,7 @@ async fn make(
         .first()
         .map(|row| row.id);
     let Some(transaction_id) = transaction_id else {
-        return took_nothing(ctx, options, &written, counts, probe, unread.is_some());
+        return took_nothing(ctx, options, &written, counts, probe);
     };
     Ok(Some(Session {
         id: session_id,
@@ -480,33 +504,31 @@ async fn make(
     }))
 }
 
-/// Adds the probe of facts not read to a batch storing a session with an idempotency key, as
-/// its first statement: when the batch stores nothing, it tells an earlier session of the key
-/// from a stale fact.
+/// Adds the probe of the facts to a batch storing a session with an idempotency key, as its
+/// first statement: when the batch stores nothing, it tells an earlier session of the key from
+/// a changed fact.
 fn probe_into(
     database: &worker::D1Database,
     batch: &mut Batch,
-    unread: Option<&Admitted<'_>>,
+    admitted: &Admitted<'_>,
 ) -> Result<Option<Handle<Probe>>, ApiError> {
-    match unread {
-        Some(admitted) if admitted.idempotency_key.is_some() => Ok(Some(
-            batch.push(sessions::probe(database, admitted).or_internal("probe checkout")?),
-        )),
-        _ => Ok(None),
+    if admitted.idempotency_key.is_none() {
+        return Ok(None);
     }
+    Ok(Some(batch.push(
+        sessions::probe(database, admitted).or_internal("probe checkout")?,
+    )))
 }
 
 /// A batch that was to store a session (or take its address's index) took nothing: past a
-/// limit by the counts it took, the limit's refusal; made on facts not read, the idempotency
-/// key's earlier session if the facts held (its probe found it), else `None` (a fact went
-/// stale: read them).
+/// limit by the counts it took, the limit's refusal; else the idempotency key's earlier session
+/// if the facts held (its probe found it), else `None` (a fact changed: read them again).
 fn took_nothing(
     ctx: &Ctx,
     options: &CheckoutOptions,
     batch: &BatchResults,
     counts: Option<Counts>,
     probe: Option<Handle<Probe>>,
-    unread: bool,
 ) -> Result<Option<Session>, Refusal> {
     if let Some(counts) = counts {
         throttle::refuse_checkout(
@@ -514,13 +536,6 @@ fn took_nothing(
             &options.public_key,
             &batch.rows(counts).or_internal("count attempt")?,
         )?;
-    }
-    if !unread {
-        return Err(ApiError::internal(
-            "create session",
-            "the batch stored nothing within the limits",
-        )
-        .into());
     }
     let found = match probe {
         Some(probe) => batch

@@ -1,6 +1,6 @@
 //! A JSON-RPC node that misbehaves on request: a proxy in front of a real node (anvil) that the
 //! tests control. Per method and at a chosen rate it drops the call, hangs past the worker's
-//! deadline, answers garbage, an oversized body or a JSON-RPC error, answers `null` for a
+//! deadline, holds it until the test lets it go, answers garbage, an oversized body or a JSON-RPC error, answers `null` for a
 //! receipt or a transaction that exists, lags the head by some blocks or freezes it at one,
 //! invents a transfer log, or reports another chain id. Everything else is passed to the node
 //! as it is.
@@ -18,8 +18,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+
+/// The longest a [`Fault::Hold`] holds a call: less than the worker's 5-second deadline.
+pub const HOLD_AT_MOST: Duration = Duration::from_secs(4);
 
 use serde_json::{json, Value};
 
@@ -30,6 +33,10 @@ pub enum Fault {
     Drop,
     /// Answers nothing for longer than the worker waits (then closes).
     Hang,
+    /// Holds the call until [`FaultyNode::release`] (at most [`HOLD_AT_MOST`], within the
+    /// worker's deadline), then passes it on: a slow node, for a test to act while the worker
+    /// waits on it.
+    Hold,
     /// Answers `200` with a body that is not JSON.
     Garbage,
     /// Answers a body larger than the worker reads.
@@ -102,6 +109,8 @@ pub struct FaultyNode {
     /// `http://127.0.0.1:<port>`: give this to the worker as the node's URL.
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// Woken when the rules change, for the calls held.
+    changed: Arc<Condvar>,
 }
 
 impl FaultyNode {
@@ -110,7 +119,8 @@ impl FaultyNode {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let state = Arc::new(Mutex::new(State::default()));
-        let shared = Arc::clone(&state);
+        let changed = Arc::new(Condvar::new());
+        let shared = (Arc::clone(&state), Arc::clone(&changed));
         let upstream = upstream.to_owned();
         std::thread::spawn(move || {
             let client = reqwest::blocking::Client::builder()
@@ -119,13 +129,19 @@ impl FaultyNode {
                 .expect("http client");
             let seed = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
             for stream in listener.incoming().flatten() {
-                let (state, client, upstream) =
-                    (Arc::clone(&shared), client.clone(), upstream.clone());
+                let (state, changed) = (Arc::clone(&shared.0), Arc::clone(&shared.1));
+                let (client, upstream) = (client.clone(), upstream.clone());
                 let roll = next(&seed);
-                std::thread::spawn(move || serve(stream, &state, &client, &upstream, roll));
+                std::thread::spawn(move || {
+                    serve(stream, (&state, &changed), &client, &upstream, roll)
+                });
             }
         });
-        FaultyNode { url, state }
+        FaultyNode {
+            url,
+            state,
+            changed,
+        }
     }
 
     /// From now on, answers `percent` % of the calls of `method` with `fault`.
@@ -135,6 +151,13 @@ impl FaultyNode {
             .unwrap()
             .rules
             .insert(method.to_owned(), (fault, percent.min(100)));
+        self.changed.notify_all();
+    }
+
+    /// Passes the calls of `method` on again, the ones held too.
+    pub fn release(&self, method: &str) {
+        self.state.lock().unwrap().rules.remove(method);
+        self.changed.notify_all();
     }
 
     /// From now on, acts out an OP Stack chain's L1 data fee for `sender`'s transactions: each
@@ -152,9 +175,10 @@ impl FaultyNode {
         self.state.lock().unwrap().charged.len()
     }
 
-    /// Passes every call on again.
+    /// Passes every call on again, the ones held too.
     pub fn heal(&self) {
         self.state.lock().unwrap().rules.clear();
+        self.changed.notify_all();
     }
 
     /// Calls of `method` seen so far.
@@ -201,7 +225,7 @@ const MAX_REQUEST: usize = 1024 * 1024;
 /// One connection: one request, one answer (or a fault), then closed.
 fn serve(
     stream: TcpStream,
-    state: &Mutex<State>,
+    (state, changed): (&Mutex<State>, &Condvar),
     client: &reqwest::blocking::Client,
     upstream: &str,
     roll: u32,
@@ -267,6 +291,15 @@ fn serve(
             None => pass(),
         },
         Some(Fault::Drop) => return,
+        Some(Fault::Hold) => {
+            let held = |s: &mut State| matches!(s.rules.get(&method), Some((Fault::Hold, _)));
+            drop(
+                changed
+                    .wait_timeout_while(state.lock().unwrap(), HOLD_AT_MOST, held)
+                    .unwrap(),
+            );
+            pass()
+        }
         Some(Fault::Hang) => {
             // Longer than the worker's 5-second deadline, then gone.
             std::thread::sleep(Duration::from_secs(7));

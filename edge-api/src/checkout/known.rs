@@ -2,10 +2,11 @@
 //! wallets' networks), kept in this isolate for a minute, so the next session for the key is
 //! made without reading them first: in one batch, or two when its address is derived.
 //!
-//! A memo is a prediction, never a decision. The batch that stores a session made on one is
+//! A memo is a prediction, never a decision. The batches that store a session made on one are
 //! conditioned on every fact of it still holding ([`crate::db::sessions::Admitted`]), and on the
-//! request's own (its return origin allowed, its idempotency key new); when any fact has gone
-//! stale it stores nothing, the memo is forgotten and the session takes the full read. So a
+//! request's own (its return origin allowed, its idempotency key new), as they are on a full
+//! read's; when any fact has gone stale they store nothing, the memo is forgotten and the
+//! session takes the full read. So a
 //! merchant suspended, a wallet removed, an origin withdrawn or a key rolled past its grace
 //! period is seen by the very next session, as without the memo. What a memo can hold back for
 //! its minute is only a preference: a wallet added on a network Payrail offers before the one
@@ -19,10 +20,6 @@ pub const KEEP_SECONDS: i64 = 60;
 
 /// How many keys an isolate keeps memos of: past it, stale memos go, then all of them.
 const MAX_KEYS: usize = 1024;
-
-/// The most wallet networks a remembered merchant has: the condition binds one parameter per
-/// network (D1 takes 100 a statement), so a merchant with more is read in full each time.
-pub const MAX_NETWORKS: usize = 32;
 
 /// What the full read of a publishable key found, for a merchant that could take payments.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,11 +52,8 @@ pub fn recall(public_key: &str, now: i64) -> Option<Known> {
 }
 
 /// Keeps `known` as the memo of `public_key`, making room when the isolate keeps
-/// [`MAX_KEYS`] already; not one of a merchant with over [`MAX_NETWORKS`] wallet networks.
+/// [`MAX_KEYS`] already.
 pub fn remember(public_key: &str, known: Known) {
-    if known.networks.len() > MAX_NETWORKS {
-        return;
-    }
     KNOWN.with(|memos| {
         let mut memos = memos.borrow_mut();
         if memos.len() >= MAX_KEYS && !memos.contains_key(public_key) {
@@ -128,17 +122,5 @@ mod tests {
         assert_eq!(KNOWN.with(|k| k.borrow().len()), MAX_KEYS);
         assert_eq!(recall("pk_new", 100), None);
         assert_eq!(recall("pk_last", 100), Some(known(2, 100)));
-    }
-
-    #[test]
-    fn a_merchant_with_more_networks_than_a_statement_can_bind_is_never_remembered() {
-        let many = |n: usize| Known {
-            networks: (0..n).map(|i| format!("net{i}")).collect(),
-            ..known(3, 500)
-        };
-        remember("pk_many", many(MAX_NETWORKS + 1));
-        assert_eq!(recall("pk_many", 500), None);
-        remember("pk_many", many(MAX_NETWORKS));
-        assert_eq!(recall("pk_many", 500), Some(many(MAX_NETWORKS)));
     }
 }

@@ -158,16 +158,6 @@ impl<C: Condition + ?Sized> Condition for &C {
     }
 }
 
-/// A condition that may be absent: none always holds.
-impl<C: Condition> Condition for Option<C> {
-    fn sql(&self, first: usize) -> (String, Vec<Value>) {
-        match self {
-            Some(condition) => condition.sql(first),
-            None => ("1".to_owned(), Vec::new()),
-        }
-    }
-}
-
 /// Both conditions.
 pub struct And<'a>(pub &'a dyn Condition, pub &'a dyn Condition);
 

@@ -71,11 +71,16 @@ pub fn find_key_by_public_key(
     .map(Returning::new)
 }
 
-/// The facts a checkout session for a publishable key is made on without reading them first
-/// (checkout's memo of what its last full read of the key found), as a condition of the
-/// inserts that store it: the merchant still has that key (or has it in the grace period of a
-/// roll), still takes payments, has wallets on exactly these networks, allows the return origin,
-/// and the idempotency key, if any, made nothing live. Any fact gone stale: nothing is stored.
+/// The most wallet networks [`Admitted`] binds: one parameter each, and D1 takes 100 a
+/// statement. Wallets can be set on seven networks, so this is a bound, never a rule a merchant
+/// meets.
+pub const MAX_NETWORKS: usize = 32;
+
+/// The facts a checkout session for a publishable key is made on (what checkout's memo or its
+/// full read of the key found), as a condition of the writes that store it: the merchant still
+/// has that key (or has it in the grace period of a roll), still takes payments, has wallets on
+/// exactly these networks (at most [`MAX_NETWORKS`]), allows the return origin, and the
+/// idempotency key, if any, made nothing live. Any fact changed: nothing is stored.
 #[derive(Debug)]
 pub struct Admitted<'a> {
     /// The merchant the key named.

@@ -4,7 +4,8 @@
 //! stands still decides no checkout's end, and a flood of dust is recorded a bounded number of
 //! transfers a check, none lost and none counted twice. Prices follow Chainlink's practice: no
 //! quote off a stablecoin's peg, outside a feed's bounds, or while the sequencer is down or
-//! just back.
+//! just back. And a session whose quote waits on a slow node is stored only if what it was
+//! made on still holds when it is written.
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
@@ -545,4 +546,81 @@ fn racing_reads_of_a_stalled_node_tell_the_operator_once() {
         "one alert claimed for the stall, whatever raced to notice it"
     );
     s.node.heal();
+}
+
+/// A session is written only on the facts it was made on, read a moment before: a merchant
+/// suspended while its session's quote waits on a slow node gets no session and nothing is
+/// stored, and the same wait with nothing changed ends in a session. (The isolate's memo of
+/// the key is forgotten first, by a refused attempt, so the session takes the full read.)
+#[test]
+fn a_merchant_suspended_while_its_session_waits_on_the_node_gets_nothing_stored() {
+    let (_one, s) = shared();
+    let db = s.worker.database();
+    let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
+    let merchant: i64 = db
+        .query_row(
+            "SELECT id FROM merchants WHERE public_key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let status = |status: &str| {
+        db.execute(
+            "UPDATE merchants SET status = ?1 WHERE id = ?2",
+            rusqlite::params![status, merchant],
+        )
+        .unwrap();
+    };
+    let stored = || -> i64 {
+        db.query_row(
+            "SELECT count(*) FROM transactions WHERE merchant_id = ?1",
+            [merchant],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let order = s.order("12.00", "USD", "TRUST-SLOW-QUOTE");
+    let post = || {
+        s.worker
+            .post_json("/checkout/sessions", &order, None, "/checkout/sessions")
+    };
+    status("suspended");
+    post().assert_error(403, "merchant_unavailable");
+    status("active");
+
+    // `change` runs while the session's quote waits on the node for the newest block.
+    let wait_on_the_node = |change: &dyn Fn()| {
+        let held = s.node.faulted("eth_blockNumber");
+        s.node.set("eth_blockNumber", Fault::Hold, 100);
+        std::thread::scope(|scope| {
+            let pending = scope.spawn(post);
+            eventually(
+                "the quote to wait on the node",
+                Duration::from_secs(10),
+                || (s.node.faulted("eth_blockNumber") > held).then_some(()),
+            );
+            change();
+            s.node.release("eth_blockNumber");
+            pending.join().unwrap()
+        })
+    };
+
+    let before = stored();
+    let reply = wait_on_the_node(&|| status("suspended"));
+    let why = reply.assert_error(403, "merchant_unavailable");
+    assert!(why.contains("suspended"), "{why}");
+    assert_eq!(
+        stored(),
+        before,
+        "a session was stored for a suspended merchant"
+    );
+    status("active");
+
+    // Refused again, so the key is read in full again: with nothing changed it is made.
+    status("suspended");
+    post().assert_error(403, "merchant_unavailable");
+    status("active");
+    let reply = wait_on_the_node(&|| {});
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert_eq!(stored(), before + 1);
 }
