@@ -512,12 +512,9 @@ fn probe_into(
     batch: &mut Batch,
     admitted: &Admitted<'_>,
 ) -> Result<Option<Handle<Probe>>, ApiError> {
-    if admitted.idempotency_key.is_none() {
-        return Ok(None);
-    }
-    Ok(Some(batch.push(
-        sessions::probe(database, admitted).or_internal("probe checkout")?,
-    )))
+    Ok(sessions::probe(database, admitted)
+        .or_internal("probe checkout")?
+        .map(|probe| batch.push(probe)))
 }
 
 /// A batch that was to store a session (or take its address's index) took nothing: past a

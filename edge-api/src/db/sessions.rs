@@ -179,10 +179,12 @@ impl Probe {
 }
 
 /// The first statement of a batch that stores a session on `admitted` facts with an
-/// idempotency key: one row telling, when the batch stored nothing, whether the key's earlier
-/// session is to be answered (the facts held) or the facts are stale.
-pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Returning<Probe>> {
-    let (key, not_before) = admitted.idempotency_key.unwrap_or_default();
+/// idempotency key (none without one): one row telling, when the batch stored nothing, whether
+/// the key's earlier session is to be answered (the facts held) or a fact changed.
+pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Option<Returning<Probe>>> {
+    let Some((key, not_before)) = admitted.idempotency_key else {
+        return Ok(None);
+    };
     let (facts, params) = admitted.facts(4);
     let mut all: Vec<Value> = vec![admitted.merchant_id.into(), key.into(), not_before.into()];
     all.extend(params);
@@ -198,7 +200,7 @@ pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Returning<Pro
         ),
         &all,
     )
-    .map(Returning::new)
+    .map(|statement| Some(Returning::new(statement)))
 }
 
 /// Deletes the merchant's key if it was created before `before` (so it can be used afresh): the
