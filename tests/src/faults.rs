@@ -1,9 +1,9 @@
 //! A JSON-RPC node that misbehaves on request: a proxy in front of a real node (anvil) that the
 //! tests control. Per method and at a chosen rate it drops the call, hangs past the worker's
-//! deadline, holds it until the test lets it go, answers garbage, an oversized body or a JSON-RPC error, answers `null` for a
-//! receipt or a transaction that exists, lags the head by some blocks or freezes it at one,
-//! invents a transfer log, or reports another chain id. Everything else is passed to the node
-//! as it is.
+//! deadline, holds it until the test lets it go, raises the price it answers call by call,
+//! answers garbage, an oversized body or a JSON-RPC error, answers `null` for a receipt or a
+//! transaction that exists, lags the head by some blocks or freezes it at one, invents a
+//! transfer log, or reports another chain id. Everything else is passed to the node as it is.
 //!
 //! Real nodes and the load balancers in front of them do all of these; the worker must never
 //! move money twice, or spend without bound, because of one.
@@ -47,6 +47,9 @@ pub enum Fault {
     Null,
     /// Answers the node's head less this many blocks (`eth_blockNumber`).
     Lag(u64),
+    /// Passes the call on and adds this much to the quantity it answers for every call of the
+    /// method before it (`eth_maxPriorityFeePerGas`): a price that moves between two readers.
+    Climb(u128),
     /// Answers this chain id (`eth_chainId`).
     ChainId(u64),
     /// Answers this block number as the head (`eth_blockNumber`): a node frozen there.
@@ -261,9 +264,11 @@ fn serve(
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let method = request["method"].as_str().unwrap_or_default().to_owned();
     let id = request["id"].clone();
-    let fault = {
+    let (fault, earlier) = {
         let mut state = state.lock().unwrap();
-        *state.calls.entry(method.clone()).or_default() += 1;
+        let calls = state.calls.entry(method.clone()).or_default();
+        *calls += 1;
+        let earlier = *calls - 1;
         let fault = state
             .rules
             .get(&method)
@@ -272,7 +277,7 @@ fn serve(
         if fault.is_some() {
             *state.faulted.entry(method.clone()).or_default() += 1;
         }
-        fault
+        (fault, earlier)
     };
     let pass = || -> Option<Value> {
         client
@@ -330,6 +335,15 @@ fn serve(
                     logs.push(log);
                 }
             }
+            answer
+        }),
+        Some(Fault::Climb(step)) => pass().map(|mut answer| {
+            let value = answer["result"]
+                .as_str()
+                .and_then(|v| u128::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0);
+            let climbed = value.saturating_add(step.saturating_mul(earlier as u128));
+            answer["result"] = json!(format!("{climbed:#x}"));
             answer
         }),
         Some(Fault::Lag(blocks)) => pass().map(|mut answer| {

@@ -561,17 +561,20 @@ async fn replace(
         head,
         now: ctx.now(),
     };
-    let mut statements = sends::replace(&ctx.db, &send.id, &new)?;
-    statements.extend(settlements::items(&ctx.db, &send_id, &items)?);
-    statements.extend(books);
-    if let Err(e) = db::batch(&ctx.db, statements).await {
-        worker::console_warn!(
-            "replacement of {} not stored ({e}): another run replaced it",
-            send.id
-        );
-        return Ok(None);
+    let [retire, store] = sends::replace(&ctx.db, &send.id, &new)?;
+    let mut batch = Batch::new();
+    batch.push(retire);
+    let stored = batch.push(store);
+    batch.extend(settlements::items(&ctx.db, &send_id, &items)?);
+    batch.extend(books);
+    // Only what was stored is sent: of racing runs, the one that retired the old transaction.
+    match batch.run(&ctx.db).await {
+        Ok(results) if results.changed(stored) => {
+            broadcast(ctx, node, &send_id, &signed.raw, head).await;
+        }
+        Ok(_) => worker::console_warn!("{} not replaced: another run replaced it", send.id),
+        Err(e) => worker::console_warn!("replacement of {} not stored ({e})", send.id),
     }
-    broadcast(ctx, node, &send_id, &signed.raw, head).await;
     Ok(None)
 }
 

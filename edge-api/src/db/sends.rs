@@ -73,15 +73,22 @@ fn big(n: u64) -> Value {
 /// mined (a second one with the nonce fails its batch), and, for a refund, only if the refund
 /// has no other transaction out or mined (it changes no row then, and nothing may be sent).
 pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement> {
+    insert_if(db, s, "1")
+}
+
+/// [`insert`], only if `condition` (SQL without parameters) holds too.
+fn insert_if(db: &D1Database, s: &NewSend<'_>, condition: &str) -> DbResult<D1PreparedStatement> {
     let (settlement, refund) = s.purpose.ids();
     bind(
         db,
-        "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, gas_price, \
-         rate_source, units, tx_hash, raw, state, sent_block, created_at, updated_at, refund_id, \
-         netted, l1_fee) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15, ?16 \
-         WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
-                           AND state IN ('live', 'confirmed'))",
+        &format!(
+            "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, \
+             gas_price, rate_source, units, tx_hash, raw, state, sent_block, created_at, \
+             updated_at, refund_id, netted, l1_fee) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15, \
+             ?16 WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
+             AND state IN ('live', 'confirmed')) AND {condition}"
+        ),
         &[
             s.id.into(),
             settlement,
@@ -104,21 +111,23 @@ pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement>
 }
 
 /// The statements that replace the live transaction `old_id` with `send` (the same nonce, a
-/// higher price). Of two replacements of one transaction, the second fails its batch on the
-/// nonce.
+/// higher price), in this order: the old one retired, then the new one stored, only if that
+/// retired it (`changes() = 1`). Of two replacements of one transaction, the second stores
+/// nothing (a settlement's also fails its batch on the nonce), and what is not stored may not be
+/// sent: the caller broadcasts only when the insert changed a row.
 pub fn replace(
     db: &D1Database,
     old_id: &str,
     send: &NewSend<'_>,
-) -> DbResult<Vec<D1PreparedStatement>> {
-    Ok(vec![
+) -> DbResult<[D1PreparedStatement; 2]> {
+    Ok([
         bind(
             db,
             "UPDATE chain_sends SET state = 'replaced', updated_at = ?2 \
              WHERE id = ?1 AND state = 'live'",
             &[old_id.into(), send.now.into()],
         )?,
-        insert(db, send)?,
+        insert_if(db, send, "changes() = 1")?,
     ])
 }
 

@@ -1,7 +1,8 @@
 //! The money path against a node that misbehaves: the worker's chain is behind a proxy
 //! ([`FaultyNode`]) that answers `null` for receipts, refuses broadcasts, drops and garbles
-//! calls. Whatever it does, a payment is settled once, the treasury never pays above its fee
-//! caps, and what stalls is held with a reason.
+//! calls, or moves its price between two readers. Whatever it does, a payment is settled once,
+//! a refund is paid once and recorded, the treasury never pays above its fee caps, and what
+//! stalls is held with a reason.
 
 use std::time::Duration;
 
@@ -489,5 +490,67 @@ fn a_cron_run_stays_within_its_node_calls_and_the_watcher_cannot_starve_settleme
             (unread == 0).then_some(())
         },
     );
+    s.assert_books();
+}
+
+/// What the treasury signed for the refunds of `id`: (hash, state).
+fn refund_sends(s: &Setup, id: i64) -> Vec<(String, String)> {
+    let db = s.worker.database();
+    let mut statement = db
+        .prepare(
+            "SELECT c.tx_hash, c.state FROM chain_sends c JOIN refunds r ON r.id = c.refund_id \
+             WHERE r.transaction_id = ?1 ORDER BY c.created_at, c.sent_block",
+        )
+        .unwrap();
+    statement
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// Six cron runs at once find a refund's transaction stuck, and each reads a higher tip than
+/// the one before it: one replacement is stored, and only what is stored is sent, so the
+/// transaction mined is one the books know. The customer is paid once, the refund is recorded
+/// and the books balance.
+#[test]
+fn racing_runs_replace_a_stuck_refund_once_while_the_price_moves_and_send_only_what_they_store() {
+    let s = start_faulty(json!({}));
+    let customer = s.anvil.account(7);
+    let id = s.paid(0, "10.00", "USD");
+    s.anvil.rpc("evm_setAutomine", json!([false]));
+    let made = s.refund(id, "10.00", &customer, Some("stuck-refund"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    let first = eventually(
+        "the refund's first transaction",
+        Duration::from_secs(30),
+        || {
+            s.worker.cron();
+            refund_sends(&s, id).first().cloned()
+        },
+    );
+    // Stuck behind a 5 gwei base fee for more than ten blocks; each run reads a tip a gwei above
+    // the last, so racing replacements would sign different transactions for the nonce.
+    s.anvil
+        .rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+    s.anvil.mine(12);
+    node(&s).set("eth_maxPriorityFeePerGas", Fault::Climb(1_000_000_000), 100);
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| s.worker.cron());
+        }
+    });
+    node(&s).heal();
+    let sends = refund_sends(&s, id);
+    assert_eq!(sends.len(), 2, "one replacement: {sends:?}");
+    assert_eq!(sends[0], (first.0, "replaced".to_owned()));
+    s.anvil.rpc("evm_setAutomine", json!([true]));
+    s.refunds_done(id);
+    let sends = refund_sends(&s, id);
+    assert_eq!(
+        sends[1].1, "confirmed",
+        "the stored replacement was mined: {sends:?}"
+    );
+    assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 10_000_000);
     s.assert_books();
 }

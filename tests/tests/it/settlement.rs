@@ -977,7 +977,7 @@ impl Setup {
     }
 
     /// Runs the cron and mines until every refund of `id` is recorded on it.
-    fn refunds_done(&self, id: i64) -> Value {
+    pub(super) fn refunds_done(&self, id: i64) -> Value {
         eventually("the refunds to be done", Duration::from_secs(60), || {
             self.worker.cron();
             self.anvil.mine(1);
