@@ -8,6 +8,7 @@ use shared_types::{ErrorCode, RawStatus, Transaction};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::events::{Guard, OutboxEvent};
+use crate::db::refunds;
 use crate::db::transactions::{self, Stamps};
 use crate::db::{self, Batch};
 use crate::error::{ApiError, OrInternal};
@@ -91,7 +92,10 @@ pub async fn refund(
         ctx,
         (institution_id, id),
         action,
-        OnChain::Refund(&event_id),
+        OnChain::Refund {
+            refund_id,
+            event_id: &event_id,
+        },
     )
     .await
     .map(drop)
@@ -118,8 +122,11 @@ enum OnChain<'a> {
     },
     /// The settlement's transaction.
     Settlement(&'a str),
-    /// A refund's: the id its event must have.
-    Refund(&'a str),
+    /// A confirmed refund's: the refund, and the id its event must have.
+    Refund {
+        refund_id: &'a str,
+        event_id: &'a str,
+    },
 }
 
 async fn apply(
@@ -232,7 +239,7 @@ async fn apply(
         None => None,
         Some(kind) => {
             let id = match on_chain {
-                OnChain::Refund(event_id) => event_id.to_owned(),
+                OnChain::Refund { event_id, .. } => event_id.to_owned(),
                 _ => crypto::random_token(shared_types::ids::EventId::PREFIX)
                     .or_internal("generate event id")?,
             };
@@ -256,7 +263,15 @@ async fn apply(
         transaction_version: Some(row.version + 1),
     });
     // The guarded UPDATE, then (only if it wrote) the event and one delivery per subscribed
-    // endpoint: all or nothing.
+    // endpoint: all or nothing. A refund's change is also guarded on the refund not being
+    // recorded yet, and marks it recorded right after.
+    let unrecorded = match on_chain {
+        OnChain::Refund { refund_id, .. } => Some(refunds::Unrecorded {
+            institution_id,
+            id: refund_id,
+        }),
+        _ => None,
+    };
     let mut batch = Batch::new();
     let update = batch.push(
         transactions::apply_change(
@@ -265,9 +280,16 @@ async fn apply(
             row.version,
             &change,
             &stamps,
+            unrecorded.as_ref().map(|u| u as &dyn db::Condition),
         )
         .or_internal("write payment change")?,
     );
+    if let OnChain::Refund { refund_id, .. } = on_chain {
+        batch.push(
+            refunds::recorded(database, (institution_id, refund_id), now)
+                .or_internal("record refund")?,
+        );
+    }
     let fan_out = match &outbox {
         None => None,
         Some(e) => Some(webhooks::publish(ctx, &mut batch, e, Guard::AfterChange)?),

@@ -803,8 +803,9 @@ async fn send(
     .map(drop)
 }
 
-/// Records every confirmed refund on its payment (`payment.refunded`), once: the event's id is
-/// the refund's.
+/// Records every confirmed refund on its payment (`payment.refunded`), once: the payment's
+/// change is conditioned on the refund not being recorded yet and marks it done in the same
+/// batch (and the event's id is the refund's).
 async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
     for refund in refunds::confirmed(&ctx.db, PER_RUN)
         .await
@@ -825,30 +826,27 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
             &refund.id,
         )
         .await;
-        let recorded = match outcome {
-            Ok(()) => true,
-            // Recorded by another run meanwhile (its event exists), or refused: say which.
-            Err(err) => {
-                let event = payments::refund_event_id(&refund.id);
-                let exists = events::payload(&ctx.db, &event)
-                    .await
-                    .or_internal("read event")?
-                    .is_some();
-                if !exists {
-                    worker::console_warn!(
-                        "refund {} not recorded on payment {}: {}",
-                        refund.id,
-                        refund.transaction_id,
-                        err.description
-                    );
-                }
-                exists
-            }
-        };
-        if recorded {
-            refunds::done(&ctx.db, (refund.institution_id, &refund.id), ctx.now())
+        // Recorded, and marked done with it; or recorded by another run meanwhile (done with
+        // it too), or refused: say which.
+        if let Err(err) = outcome {
+            let event = payments::refund_event_id(&refund.id);
+            let exists = events::payload(&ctx.db, &event)
                 .await
-                .or_internal("mark refund done")?;
+                .or_internal("read event")?
+                .is_some();
+            if exists {
+                // Recorded before the payment's change marked its refund done.
+                refunds::done(&ctx.db, (refund.institution_id, &refund.id), ctx.now())
+                    .await
+                    .or_internal("mark refund done")?;
+            } else {
+                worker::console_warn!(
+                    "refund {} not recorded on payment {}: {}",
+                    refund.id,
+                    refund.transaction_id,
+                    err.description
+                );
+            }
         }
     }
     Ok(())

@@ -419,6 +419,47 @@ pub fn attempt_failed(
     )
 }
 
+/// What the payment's change recording refund `id` is conditioned on: the refund is confirmed
+/// on chain and not yet recorded (done). A change that records it is followed in its batch by
+/// [`recorded`], so a refund is recorded on its payment once, whatever else was pruned since.
+pub struct Unrecorded<'a> {
+    /// The refund's institution.
+    pub institution_id: i64,
+    /// The refund.
+    pub id: &'a str,
+}
+
+impl super::Condition for Unrecorded<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<super::Value>) {
+        (
+            format!(
+                "EXISTS (SELECT 1 FROM refunds WHERE id = ?{first} AND institution_id = ?{} \
+                 AND state = 'confirmed')",
+                first + 1
+            ),
+            vec![self.id.into(), self.institution_id.into()],
+        )
+    }
+}
+
+/// Marks refund `id` done, in the batch of the payment's change that records it, as the
+/// statement right after that change and only if it wrote (`changes() = 1`).
+pub fn recorded(
+    db: &D1Database,
+    (institution_id, id): (i64, &str),
+    now: i64,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        RECORDED,
+        &[id.into(), now.into(), institution_id.into()],
+    )
+}
+
+/// The SQL of [`recorded`]: `?1` the refund, `?2` now, `?3` its institution.
+const RECORDED: &str = "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE id = ?1 \
+     AND institution_id = ?3 AND state = 'confirmed' AND changes() = 1";
+
 /// Marks a confirmed refund shown on its payment.
 pub async fn done(db: &D1Database, (institution_id, id): (i64, &str), now: i64) -> DbResult<()> {
     run(
@@ -429,4 +470,68 @@ pub async fn done(db: &D1Database, (institution_id, id): (i64, &str), now: i64) 
     )
     .await
     .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{params, Connection};
+
+    use super::*;
+    use crate::db::Condition;
+
+    /// A refund is marked recorded only by the payment's change right before it, and only when
+    /// that change wrote; and the change is conditioned on the refund not being recorded yet.
+    #[test]
+    fn a_refund_is_recorded_only_with_the_payments_change_that_records_it() {
+        let conn = Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        // Only the statements are under test: the rows they read may name what is not there.
+        conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        conn.execute(
+            "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
+             amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
+             requested_by, created_at, updated_at) VALUES ('rf_1', 7, 1, 'k', '5.00', 500, \
+             'polygon', 'USDC', '0xusdc', 6, '5000000', '1', '0xcustomer', 'confirmed', 'a', 0, 0)",
+            [],
+        )
+        .unwrap();
+        let state = || -> String {
+            conn.query_row("SELECT state FROM refunds WHERE id = 'rf_1'", [], |r| {
+                r.get(0)
+            })
+            .unwrap()
+        };
+        let unrecorded = Unrecorded {
+            institution_id: 7,
+            id: "rf_1",
+        };
+        let holds = |condition: &dyn Condition| -> bool {
+            let (sql, params) = condition.sql(1);
+            conn.query_row(
+                &format!("SELECT {sql}"),
+                rusqlite::params_from_iter(params.iter()),
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+                == 1
+        };
+        let record = || conn.execute(RECORDED, params!["rf_1", 9, 7]).unwrap();
+        assert!(holds(&unrecorded));
+        // The change before it wrote nothing (it raced): not recorded.
+        conn.execute("UPDATE refunds SET error = 'x' WHERE id = 'none'", [])
+            .unwrap();
+        assert_eq!(record(), 0);
+        assert_eq!(state(), "confirmed");
+        // Another institution's refund of the same id: not this one.
+        assert!(!holds(&Unrecorded {
+            institution_id: 8,
+            id: "rf_1"
+        }));
+        // The change wrote: recorded, and a second change is conditioned away.
+        conn.execute("UPDATE refunds SET error = NULL WHERE id = 'rf_1'", [])
+            .unwrap();
+        assert_eq!(record(), 1);
+        assert_eq!(state(), "done");
+        assert!(!holds(&unrecorded));
+    }
 }

@@ -625,15 +625,16 @@ pub struct Stamps<'a> {
     pub late_rate: Option<(String, &'a str)>,
 }
 
-/// A lifecycle change as one UPDATE guarded by the row version it was computed from: if anything
-/// wrote the row since (a racing refund, a settlement), it changes nothing. (The outbox
-/// statements that follow it in the batch check `changes() = 1`.)
+/// A lifecycle change as one UPDATE guarded by the row version it was computed from (and by
+/// `also`, when given): if anything wrote the row since (a racing refund, a settlement), it
+/// changes nothing. (The outbox statements that follow it in the batch check `changes() = 1`.)
 pub fn apply_change(
     db: &D1Database,
     (institution_id, id): (i64, i64),
     version: i64,
     change: &Change,
     stamps: &Stamps<'_>,
+    also: Option<&dyn super::Condition>,
 ) -> DbResult<D1PreparedStatement> {
     let mut sets: Vec<(&str, Value)> = Vec::new();
     if let Some(raw) = change.raw_status {
@@ -686,13 +687,18 @@ pub fn apply_change(
     params.push(id.into());
     params.push(institution_id.into());
     params.push(version.into());
+    let (also, more) = match also {
+        Some(condition) => condition.sql(params.len() + 1),
+        None => ("1".to_owned(), Vec::new()),
+    };
     let sql = format!(
         "UPDATE transactions SET {}, version = version + 1 WHERE id = ?{} \
-         AND institution_id = ?{} AND version = ?{}",
+         AND institution_id = ?{} AND version = ?{} AND {also}",
         assignments.join(", "),
         params.len() - 2,
         params.len() - 1,
         params.len()
     );
+    params.extend(more);
     bind(db, &sql, &params)
 }
