@@ -235,6 +235,17 @@ async fn reconcile(
     let Some(block) = confirmed_block(head, network.confirmations) else {
         return Ok(Vec::new()); // a chain younger than its depth holds nothing final
     };
+    // A node behind what the books already hold final (a lagging backend behind a load
+    // balancer) shows money that has left as still there, which would pass for funding: it is
+    // compared with nothing and books nothing this run.
+    if block < before.final_block {
+        worker::console_warn!(
+            "{name}: the node's confirmed block {block} is behind block {}, where the books \
+             already hold a transaction final: not reconciled this run",
+            before.final_block
+        );
+        return Ok(Vec::new());
+    }
     let assets = assets(name, network);
 
     // The books first: the accounts the operator funds, and the custody addresses to compare.

@@ -437,3 +437,25 @@ fn a_statement_page_is_two_bounded_index_ranges() {
     assert_eq!(page(Some(2), 4), [1]);
     assert_eq!(page(None, 20), (1..10).rev().collect::<Vec<_>>());
 }
+
+#[test]
+fn what_is_in_flight_on_a_network_and_its_newest_final_block_are_found_without_a_scan() {
+    let conn = database();
+    let query = Select {
+        sql: super::reconciliations::IN_FLIGHT.to_owned(),
+        params: vec!["polygon".into(), "0xtreasury".into()],
+    };
+    let steps = plan(&conn, &query);
+    assert!(
+        steps.iter().any(|s| s.contains("chain_sends_final"))
+            && steps.iter().any(|s| s.contains("custody_sweeps_final")),
+        "the final blocks are read from their indexes: {steps:?}"
+    );
+    // The one row of the answer is a constant row; every table is searched, never scanned.
+    assert!(
+        steps
+            .iter()
+            .all(|s| s == "SCAN CONSTANT ROW" || !s.starts_with("SCAN")),
+        "{steps:?}"
+    );
+}

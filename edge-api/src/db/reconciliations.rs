@@ -19,22 +19,30 @@ pub struct InFlight {
     /// A custody sweep is sent and not yet final: money may have moved between custody and
     /// the treasury on chain already.
     pub sweeps: bool,
+    /// The newest block in which a transaction of the treasury or a custody sweep ended (was
+    /// mined and booked): a balance read at an older block still holds what has left since.
+    pub final_block: u64,
 }
 
 /// The SQL of [`in_flight`]: `?1` the network, `?2` the treasury's address (lower case).
 pub const IN_FLIGHT: &str = "SELECT \
      EXISTS (SELECT 1 FROM chain_sends WHERE state = 'live' AND network = ?1 AND sender = ?2) \
        AS sends, \
-     EXISTS (SELECT 1 FROM custody_sweeps WHERE state = 'sent' AND network = ?1) AS sweeps";
+     EXISTS (SELECT 1 FROM custody_sweeps WHERE state = 'sent' AND network = ?1) AS sweeps, \
+     max(COALESCE((SELECT max(block_number) FROM chain_sends WHERE network = ?1 \
+       AND sender = ?2 AND state IN ('confirmed', 'failed')), 0), \
+       COALESCE((SELECT max(block_number) FROM custody_sweeps WHERE network = ?1 \
+       AND state IN ('confirmed', 'failed')), 0)) AS final_block";
 
 #[derive(Deserialize)]
 struct InFlightRow {
     sends: i64,
     sweeps: i64,
+    final_block: i64,
 }
 
 /// Whether the treasury (`treasury`, lower case; `""` for none) has a transaction live on
-/// `network`, and whether a custody sweep is under way there.
+/// `network`, whether a custody sweep is under way there, and the newest block either ended in.
 pub async fn in_flight(db: &D1Database, network: &str, treasury: &str) -> DbResult<InFlight> {
     let row: InFlightRow = first(db, IN_FLIGHT, &[network.into(), treasury.into()])
         .await?
@@ -42,6 +50,7 @@ pub async fn in_flight(db: &D1Database, network: &str, treasury: &str) -> DbResu
     Ok(InFlight {
         sends: row.sends != 0,
         sweeps: row.sweeps != 0,
+        final_block: u64::try_from(row.final_block).unwrap_or(0),
     })
 }
 

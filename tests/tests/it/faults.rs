@@ -554,3 +554,45 @@ fn racing_runs_replace_a_stuck_refund_once_while_the_price_moves_and_send_only_w
     assert_eq!(s.anvil.balance_of(&s.usdc, &customer), 10_000_000);
     s.assert_books();
 }
+
+/// A node behind what the books already hold final (a backend behind a load balancer, some
+/// blocks behind the one that mined a settlement) funds nothing: at its confirmed block the
+/// treasury still holds the payout that has left since, which would pass for the operator's
+/// funding.
+#[test]
+fn a_node_behind_the_books_final_block_books_no_funding() {
+    let s = start_faulty(json!({}));
+    let id = s.paid(0, "15.00", "USD");
+    s.settle(&[id]);
+    s.assert_books();
+    let db = s.worker.database();
+    let fundings = || -> i64 {
+        db.query_row(
+            "SELECT count(*) FROM ledger_transfers WHERE code = 'funding'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let mined: i64 = db
+        .query_row(
+            "SELECT max(block_number) FROM chain_sends WHERE state = 'confirmed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let before = fundings();
+    // The node's head one block before the payout's, so its confirmed block is older still.
+    let lag = s.anvil.head() + 1 - u64::try_from(mined).unwrap();
+    node(&s).set("eth_blockNumber", Fault::Lag(lag), 100);
+    for _ in 0..3 {
+        s.worker.cron();
+    }
+    assert_eq!(
+        fundings(),
+        before,
+        "funding booked from a node behind the books"
+    );
+    node(&s).heal();
+    s.assert_books();
+}
