@@ -312,7 +312,7 @@ async fn disable(
                 &reason,
                 &timestamp(record.started_at)?,
             ),
-            deliveries::fail_pending_of_endpoint(database, &due.endpoint_id),
+            deliveries::fail_pending_of_endpoint(database, due.institution_id, &due.endpoint_id),
             notifications::insert_endpoint_disabled(database, &notification),
         ],
     )

@@ -282,16 +282,18 @@ pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1Prepar
     )
 }
 
-/// Every pending delivery to the endpoint fails (it was disabled or deleted).
+/// Every pending delivery of `institution_id`'s to the endpoint fails (it was disabled or
+/// deleted): never another institution's, whatever endpoint id it is given.
 pub fn fail_pending_of_endpoint(
     db: &D1Database,
+    institution_id: i64,
     endpoint_id: &str,
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
-         WHERE endpoint_id = ?1 AND status = 'pending'",
-        &[endpoint_id.into()],
+         WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'",
+        &[endpoint_id.into(), institution_id.into()],
     )
 }
 

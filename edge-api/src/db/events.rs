@@ -138,7 +138,12 @@ pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Select {
     if let Some(cursor) = &filter.starting_after {
         // An unknown cursor (or another institution's) reads as the end: no rows.
         and(
-            &|n| format!("seq < COALESCE((SELECT seq FROM events WHERE id = ?{n}), 0)"),
+            &|n| {
+                format!(
+                    "seq < COALESCE((SELECT seq FROM events WHERE id = ?{n} \
+                     AND institution_id = {institution}), 0)"
+                )
+            },
             cursor.as_str().into(),
         );
     }

@@ -324,7 +324,8 @@ pub async fn update(
 pub async fn delete(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
     let mut batch = Batch::new();
     batch.push(
-        deliveries::fail_pending_of_endpoint(portal.db(), id).or_internal("delete endpoint")?,
+        deliveries::fail_pending_of_endpoint(portal.db(), portal.institution_id(), id)
+            .or_internal("delete endpoint")?,
     );
     let delete = batch.push(
         endpoints::delete(portal.db(), portal.institution_id(), id)

@@ -118,6 +118,25 @@ fn the_feed_is_the_institutions_own_behind_its_own_scope() {
         .unwrap()
         .iter()
         .all(|e| e["data"]["id"] != id));
+    // Another institution's event as a cursor reads as the end, even to a reader with older
+    // events of its own: it tells nothing of where that event stands.
+    let own = payment(worker, 1, "FEED-2-OWN");
+    act(worker, 1, own, "pay", json!({"amount": "10.00"}));
+    let later = payment(worker, 0, "FEED-2-LATER");
+    act(worker, 0, later, "pay", json!({"amount": "10.00"}));
+    let not_theirs = feed(
+        worker,
+        &feed_token(worker, 0),
+        &format!("transaction_id={later}"),
+    )["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let older = feed(worker, &other, &format!("transaction_id={own}"));
+    assert_eq!(older["data"].as_array().unwrap().len(), 1, "{older}");
+    let past = feed(worker, &other, &format!("starting_after={not_theirs}"));
+    assert_eq!(past["data"], json!([]), "{past}");
+    assert_eq!(past["has_more"], false);
     // The scope is its own: a transactions reader is refused.
     let reply = worker.get("/v1/events", Some(&worker.institution_token(0)), SPEC);
     let why = reply.assert_error(403, "insufficient_scope");

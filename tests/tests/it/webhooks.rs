@@ -427,8 +427,42 @@ fn resend_test_events_and_the_log_filters() {
     assert_eq!(got[0].header("payrail-event-type"), Some("webhook.test"));
     assert_signed(&got[0], &secret);
 
-    // Another institution cannot read or resend any of it.
+    // Another institution cannot read, resend or delete any of it, nor fail what is pending.
     let northwind = worker.portal_login(0);
+    let db = worker.database();
+    let status = || -> String {
+        db.query_row(
+            "SELECT status FROM deliveries WHERE id = ?1",
+            [&original],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    // Pending, due far in the future (the delivery sweep leaves it alone meanwhile).
+    db.execute(
+        "UPDATE deliveries SET status = 'pending', next_attempt_at = unixepoch() + 86400 \
+         WHERE id = ?1",
+        [&original],
+    )
+    .unwrap();
+    worker
+        .portal(
+            Method::DELETE,
+            &format!("/portal/api/webhook-endpoints/{endpoint_id}"),
+            Some(&northwind),
+            None,
+        )
+        .assert_error(404, "not_found");
+    assert_eq!(
+        status(),
+        "pending",
+        "another institution failed its delivery"
+    );
+    db.execute(
+        "UPDATE deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE id = ?1",
+        [&original],
+    )
+    .unwrap();
     worker
         .portal(
             Method::GET,
