@@ -54,6 +54,7 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || (s[0] == 0x2001 && s[1] == 2 && s[2] == 0) // benchmarking 2001:2::/48
                 || (s[0] == 0x2001 && (0x10..0x30).contains(&s[1])) // ORCHID 2001:10::/28, 2001:20::/28
                 || (s[0] == 0x2002) // 6to4 may wrap anything
+                || s[..3] == [0x64, 0xff9b, 1] // local-use NAT64 64:ff9b:1::/48 (RFC 8215)
                 || s[..4] == [0x100, 0, 0, 0]) // discard-only 100::/64
         }
     }
@@ -118,6 +119,8 @@ pub fn check(text: &str, sandbox: bool) -> Result<Checked, String> {
         )),
         Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => Ok(Checked::Ready(url)),
         _ => {
+            // A name ending in a dot is the same name, fully qualified.
+            let host = host.strip_suffix('.').unwrap_or(&host).to_owned();
             let internal = host == "localhost"
                 || !host.contains('.')
                 || [
@@ -200,9 +203,13 @@ mod tests {
             "https://[::ffff:0:808:808]/",   // IPv4-translated, even a public one
             "https://[2001::1]/",            // Teredo
             "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
-            "https://[fec0::1]/",   // site-local
-            "https://[100::1]/",    // discard-only
-            "https://[2001:2::1]/", // benchmarking
+            "https://[fec0::1]/",              // site-local
+            "https://[100::1]/",               // discard-only
+            "https://[2001:2::1]/",            // benchmarking
+            "https://[64:ff9b:1::a9fe:a9fe]/", // local-use NAT64
+            "https://localhost./hook",
+            "https://metadata.google.internal./",
+            "https://printer.local./",
             "https://hooks.example.com&type=A&name=internal/",
             "https://a=b.example.com/",
             "https://metadata.google.internal/",

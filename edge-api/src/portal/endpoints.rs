@@ -135,10 +135,20 @@ async fn resolve_public(host: &str) -> Result<(), ApiError> {
         let request =
             worker::Request::new_with_init(&url, worker::RequestInit::new().with_headers(headers))
                 .or_internal("build dns request")?;
-        let (_, bytes) = crate::http::fetch(request, DNS_DEADLINE, DNS_ANSWER_MAX)
+        let unresolved = || ApiError::invalid_request(format!("url: could not resolve {host}"));
+        let (status, bytes) = crate::http::fetch(request, DNS_DEADLINE, DNS_ANSWER_MAX)
             .await
-            .map_err(|_| ApiError::invalid_request(format!("url: could not resolve {host}")))?;
-        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            .map_err(|_| unresolved())?;
+        // Only a whole answer counts: a failed lookup, or one cut short, never reads as a name
+        // with no address of that kind (which would let the other kind's answer decide alone).
+        let body: serde_json::Value = match status {
+            200 => serde_json::from_slice(&bytes).map_err(|_| unresolved())?,
+            _ => return Err(unresolved()),
+        };
+        // NOERROR, or NXDOMAIN (no such name: no addresses); anything else failed.
+        if !matches!(body["Status"].as_u64(), Some(0 | 3)) {
+            return Err(unresolved());
+        }
         for answer in body["Answer"].as_array().into_iter().flatten() {
             if let Some(ip) = answer["data"]
                 .as_str()
