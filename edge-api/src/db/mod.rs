@@ -110,6 +110,19 @@ impl rusqlite::ToSql for Value {
     }
 }
 
+/// For the native tests: whether `condition` holds on `conn` as it stands.
+#[cfg(test)]
+pub(crate) fn holds(conn: &rusqlite::Connection, condition: &dyn Condition) -> bool {
+    let (sql, params) = condition.sql(1);
+    conn.query_row(
+        &format!("SELECT {sql}"),
+        rusqlite::params_from_iter(params.iter()),
+        |row| row.get::<_, i64>(0),
+    )
+    .unwrap()
+        == 1
+}
+
 impl From<i64> for Value {
     fn from(n: i64) -> Self {
         Value::Int(n)

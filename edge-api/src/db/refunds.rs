@@ -505,16 +505,7 @@ mod tests {
             institution_id: 7,
             id: "rf_1",
         };
-        let holds = |condition: &dyn Condition| -> bool {
-            let (sql, params) = condition.sql(1);
-            conn.query_row(
-                &format!("SELECT {sql}"),
-                rusqlite::params_from_iter(params.iter()),
-                |r| r.get::<_, i64>(0),
-            )
-            .unwrap()
-                == 1
-        };
+        let holds = |condition: &dyn Condition| crate::db::holds(&conn, condition);
         let record = || conn.execute(RECORDED, params!["rf_1", 9, 7]).unwrap();
         assert!(holds(&unrecorded));
         // The change before it wrote nothing (it raced): not recorded.

@@ -441,18 +441,7 @@ mod tests {
     use shared_types::{MerchantStatus, OnboardingStatus};
 
     use super::*;
-
-    /// Whether `condition` holds on `conn` as it stands.
-    fn holds(conn: &Connection, condition: &dyn Condition) -> bool {
-        let (sql, params) = condition.sql(1);
-        conn.query_row(
-            &format!("SELECT {sql}"),
-            rusqlite::params_from_iter(params.iter()),
-            |row| row.get::<_, i64>(0),
-        )
-        .unwrap()
-            == 1
-    }
+    use crate::db::holds;
 
     /// The demo data, and a merchant of it that takes payments: its id, institution, key,
     /// wallets' networks and one of its return origins.
