@@ -2,6 +2,7 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use shared_types::ids::ClientId;
 use shared_types::{ErrorCode, Scope, ScopeSet, TokenResponse};
 use worker::Headers;
 
@@ -55,15 +56,17 @@ pub fn parse_token_request(
             )));
         }
     }
+    // RFC 6749 §3.2: a parameter sent without a value is treated as if it were left out.
     let field = |name: &str| {
         fields
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
     };
 
     match field("grant_type") {
-        None | Some("") => return Err(ApiError::invalid_request("grant_type is required")),
+        None => return Err(ApiError::invalid_request("grant_type is required")),
         Some("client_credentials") => {}
         Some(other) => {
             return Err(ApiError::new(
@@ -85,8 +88,8 @@ pub fn parse_token_request(
             parse_basic(header)?
         }
         None => {
-            let client_id = field("client_id").filter(|v| !v.is_empty());
-            let client_secret = field("client_secret").filter(|v| !v.is_empty());
+            let client_id = field("client_id");
+            let client_secret = field("client_secret");
             match (client_id, client_secret) {
                 (Some(id), Some(secret)) => Credentials {
                     client_id: id.to_owned(),
@@ -165,13 +168,17 @@ fn parse_basic(header: &str) -> Result<Credentials, ApiError> {
 /// and caller address.
 pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenResponse, ApiError> {
     let creds = &request.credentials;
-    let challenge = |err: ApiError| {
-        if creds.basic {
-            err.with_challenge(BASIC_CHALLENGE)
-        } else {
-            err
-        }
+    // Every 401 carries a challenge (RFC 9110 §11.6.1), whichever way the credentials came.
+    let failed = || {
+        ApiError::new(ErrorCode::InvalidClient, "client authentication failed")
+            .with_challenge(BASIC_CHALLENGE)
     };
+    // A client id not shaped like one names no client and never will: refused as any unknown
+    // id is, but without a round trip or a throttle row (the shape is public; an id of any
+    // length up to the body's would otherwise be stored as a failure's key).
+    if ClientId::parse(&creds.client_id).is_err() {
+        return Err(failed());
+    }
     // Everything a valid request needs in one round trip (see `clients::issue`): the batch
     // stores the token only if the checks below, made on what it read, all pass.
     let presented = crypto::sha256_hex(&creds.client_secret);
@@ -210,10 +217,7 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
         Some(client) if crypto::constant_time_eq(&presented, &stored) => client,
         _ => {
             throttle::record_failure(ctx, &creds.client_id, &CLIENT_AUTH).await?;
-            return Err(challenge(ApiError::new(
-                ErrorCode::InvalidClient,
-                "client authentication failed",
-            )));
+            return Err(failed());
         }
     };
 
@@ -239,10 +243,7 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
     if !issued.stored {
         // Cannot happen while the checks above and the batch's agree; never reveal a token
         // that was not stored.
-        return Err(challenge(ApiError::new(
-            ErrorCode::InvalidClient,
-            "client authentication failed",
-        )));
+        return Err(failed());
     }
     let scope_text = scopes.to_string();
     Ok(TokenResponse {
@@ -360,6 +361,21 @@ mod tests {
     }
 
     #[test]
+    fn parameters_without_a_value_are_left_out() {
+        // RFC 6749 §3.2: an empty scope asks for the whole grant; empty body credentials
+        // beside Basic are not a second set of credentials.
+        let basic = format!("Basic {}", STANDARD.encode("cli_1:s"));
+        let req = parse_token_request(
+            "grant_type=client_credentials&scope=&client_id=&client_secret=",
+            Some(&basic),
+        )
+        .unwrap();
+        assert!(req.scope.is_none());
+        assert!(req.credentials.basic);
+        assert_eq!(req.credentials.client_id, "cli_1");
+    }
+
+    #[test]
     fn refusals() {
         let basic = format!("Basic {}", STANDARD.encode("a:b"));
         assert_eq!(
@@ -400,6 +416,14 @@ mod tests {
                 Some(&basic)
             )),
             ErrorCode::InvalidScope
+        );
+        assert_eq!(
+            code(parse_token_request(
+                "grant_type=&client_id=a&client_secret=b",
+                None
+            )),
+            ErrorCode::InvalidRequest,
+            "an empty grant_type is a missing one"
         );
         let malformed = parse_token_request("grant_type=client_credentials", Some("Basic !!!"))
             .expect_err("malformed basic");

@@ -296,7 +296,8 @@ pub fn parse_time_bound(name: &str, value: &str) -> Result<i64, QueryError> {
 fn bad_time(name: &str, value: &str) -> QueryError {
     QueryError(format!(
         "{name} must be an ISO 8601 date-time with an offset, such as 2026-11-21T00:00:00Z, or a \
-         date such as 2026-11-21 (percent-encode a \"+\" offset as %2B); got {value:?}"
+         date such as 2026-11-21, no later than 9999-12-31T23:59:59Z (percent-encode a \"+\" \
+         offset as %2B); got {value:?}"
     ))
 }
 

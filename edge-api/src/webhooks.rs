@@ -154,23 +154,41 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
         )
         .await;
     }
-    let first_failure = due.first_failure_at.unwrap_or(started);
-    if webhook::should_disable(Some(first_failure), started, scale) {
-        return disable(ctx, &due, &record, first_failure).await;
-    }
     let unit = f64::from(crypto::random_bytes::<1>().or_internal("jitter")?[0]) / 256.0;
     let delay = webhook::with_jitter(webhook::retry_delay(attempt as u32, scale), unit);
-    record.next_attempt_at = Some(started + delay as i64);
-    record_attempt(
-        ctx,
-        &record,
-        vec![
-            deliveries::schedule(database, &due.id, record.next_attempt_at),
-            endpoints::record_failure(database, &due.endpoint_id, started),
-        ],
-    )
-    .await?;
-    enqueue(ctx, std::slice::from_ref(&due.id), delay as u32).await
+    let next = started + delay as i64;
+    let disabling = due
+        .first_failure_at
+        .filter(|first| webhook::should_disable(Some(*first), started, scale));
+    if let Some(first_failure) = disabling {
+        if disable(ctx, &due, &record, first_failure, next).await? {
+            return Ok(());
+        }
+    } else if webhook::should_give_up(due.created_at, due.last_success_at, started, scale) {
+        return record_attempt(
+            ctx,
+            &record,
+            vec![
+                deliveries::give_up_statement(database, &due.id),
+                endpoints::record_failure(database, &due.endpoint_id, started),
+            ],
+        )
+        .await;
+    } else {
+        record.next_attempt_at = Some(next);
+        record_attempt(
+            ctx,
+            &record,
+            vec![
+                deliveries::schedule(database, &due.id, Some(next)),
+                endpoints::record_failure(database, &due.endpoint_id, started),
+            ],
+        )
+        .await?;
+    }
+    // A message arriving before the attempt is due is sent on (`not_claimed`).
+    let queued = delay.min(webhook::MAX_QUEUE_DELAY_SECONDS);
+    enqueue(ctx, std::slice::from_ref(&due.id), queued as u32).await
 }
 
 /// A delivery that could not be claimed: gone or finished (a repeated message), early (a
@@ -187,7 +205,8 @@ async fn not_claimed(ctx: &Ctx, id: &str, now: i64) -> Result<(), ApiError> {
         return Ok(());
     }
     if let Some(next) = due.next_attempt_at.filter(|next| *next > now + 1) {
-        return enqueue(ctx, std::slice::from_ref(&due.id), (next - now) as u32).await;
+        let delay = ((next - now) as u64).min(webhook::MAX_QUEUE_DELAY_SECONDS);
+        return enqueue(ctx, std::slice::from_ref(&due.id), delay as u32).await;
     }
     if due.url.is_none() || due.endpoint_status != Some(EndpointStatus::Enabled) {
         return deliveries::give_up(&ctx.db, id)
@@ -272,18 +291,56 @@ async fn post(
     })
 }
 
-/// Records the failure that disables the endpoint: the endpoint off, its pending deliveries
-/// failed and the notification recorded (after trying the e-mail), all at once.
+/// Records the failure that disables the endpoint, in one batch: the attempt, the delivery's
+/// retry at `next` and the failure clock as for any failure, then the endpoint off, only while
+/// it is still enabled and failing since `first_failure` (what the decision was made on: a
+/// success meanwhile cleared the clock, an admin or another attempt may have turned it off
+/// already), and, once off, its pending deliveries failed (this one with them). Only the attempt
+/// that turned it off tells the admins. Returns whether it did; if not, the retry stands.
 async fn disable(
     ctx: &Ctx,
     due: &Due,
     record: &NewAttempt<'_>,
     first_failure: i64,
-) -> Result<(), ApiError> {
+    next: i64,
+) -> Result<bool, ApiError> {
     let database = &ctx.db;
     let since = timestamp(first_failure)?;
-    let url = due.url.clone().unwrap_or_default();
     let reason = format!("every delivery has failed since {since}");
+    let mut batch = Batch::new();
+    batch.extend(
+        [
+            deliveries::insert_attempt(database, record),
+            deliveries::schedule(database, &due.id, Some(next)),
+            endpoints::record_failure(database, &due.endpoint_id, record.started_at),
+        ]
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .or_internal("record attempt")?,
+    );
+    let off = batch.push(
+        endpoints::disable(
+            database,
+            &due.endpoint_id,
+            &reason,
+            &timestamp(record.started_at)?,
+            first_failure,
+        )
+        .or_internal("disable endpoint")?,
+    );
+    batch.push(
+        deliveries::fail_pending_of_disabled_endpoint(
+            database,
+            due.institution_id,
+            &due.endpoint_id,
+        )
+        .or_internal("fail pending deliveries")?,
+    );
+    let results = batch.run(database).await.or_internal("record attempt")?;
+    if !results.changed(off) {
+        return Ok(false);
+    }
+    let url = due.url.clone().unwrap_or_default();
     let subject = format!("Payrail disabled your webhook endpoint {url}");
     let body = format!(
         "Payrail has disabled the webhook endpoint {url} ({}) because every delivery to it has \
@@ -291,32 +348,15 @@ async fn disable(
          portal, and resend the failed deliveries from its delivery log.",
         due.endpoint_id
     );
-    let recipients = portal::admin_emails(database, due.institution_id)
-        .await
-        .or_internal("read admins")?;
-    let email_status = send_email(ctx, &recipients, &subject, &body).await;
-    let notification = NewNotification {
-        institution_id: due.institution_id,
-        subject: &subject,
-        body: &body,
-        email_status,
-        created_at: record.started_at,
-    };
-    record_attempt(
+    notify(
         ctx,
-        record,
-        vec![
-            endpoints::disable(
-                database,
-                &due.endpoint_id,
-                &reason,
-                &timestamp(record.started_at)?,
-            ),
-            deliveries::fail_pending_of_endpoint(database, due.institution_id, &due.endpoint_id),
-            notifications::insert_endpoint_disabled(database, &notification),
-        ],
+        due.institution_id,
+        NotificationKind::EndpointDisabled,
+        &subject,
+        &body,
     )
-    .await
+    .await?;
+    Ok(true)
 }
 
 /// Tells an institution's admins: the notification is recorded (the portal lists it) after

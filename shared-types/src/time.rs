@@ -132,7 +132,9 @@ pub fn parse_filter_bound(text: &str) -> Option<String> {
             .and_utc(),
     };
     let whole = instant.timestamp() + i64::from(instant.timestamp_subsec_nanos() > 0);
-    format_unix(whole)
+    // Past the year 9999 (a fraction or an offset can carry 9999-12-31 over) the canonical form
+    // would be `+10000-…`, which sorts before every stored timestamp: refused, not compared.
+    format_unix(whole).filter(|t| !t.starts_with('+'))
 }
 
 /// Whether `text` has the shape of `TimeBound`'s patterns:
@@ -272,6 +274,8 @@ mod tests {
             "2026-11-21 04:35:27 01:00",
             "1795000000",
             "2026-1-1",
+            "9999-12-31T23:59:59.5Z",
+            "9999-12-31T23:30:00-01:00",
         ] {
             assert_eq!(parse_filter_bound(bad), None, "{bad}");
         }

@@ -204,9 +204,29 @@ pub const DISABLE_AFTER_SECONDS: u64 = 5 * 24 * 60 * 60;
 /// delivery since its first failed attempt (`first_failure_at`, cleared by any success); it is
 /// disabled once that first failure is at least 5 days (scaled) old.
 pub fn should_disable(first_failure_at: Option<i64>, now: i64, scale: u64) -> bool {
-    let window = (DISABLE_AFTER_SECONDS / scale.max(1)).max(1) as i64;
-    first_failure_at.is_some_and(|first| now - first >= window)
+    first_failure_at.is_some_and(|first| now - first >= failure_window(scale))
 }
+
+/// The give-up rule for one delivery. After the schedule's end a delivery is retried every
+/// 12 h; an endpoint that takes other deliveries meanwhile never trips [`should_disable`] (each
+/// success clears its clock), so a delivery its receiver refuses would be retried for ever. A
+/// delivery made at least 5 days (scaled) ago that fails again, to an endpoint that has taken a
+/// delivery since it was made (`last_success_at`), is given up instead; it can still be resent
+/// from the delivery log. An endpoint with no success since is failing as a whole, which is
+/// [`should_disable`]'s to judge.
+pub fn should_give_up(created_at: i64, last_success_at: Option<i64>, now: i64, scale: u64) -> bool {
+    last_success_at.is_some_and(|success| success > created_at)
+        && now - created_at >= failure_window(scale)
+}
+
+/// 5 days, divided by the scale, never below one second.
+fn failure_window(scale: u64) -> i64 {
+    (DISABLE_AFTER_SECONDS / scale.max(1)).max(1) as i64
+}
+
+/// The longest delay a queue message can be sent with (Cloudflare Queues: 12 hours); a later
+/// attempt is sent at this delay and sent on again when it arrives early.
+pub const MAX_QUEUE_DELAY_SECONDS: u64 = 43_200;
 
 #[cfg(test)]
 mod tests {
@@ -316,5 +336,17 @@ mod tests {
         assert!(!should_disable(Some(0), 5 * day - 1, 1));
         assert!(should_disable(Some(0), 5 * day, 1));
         assert!(should_disable(Some(0), 5, 86_400));
+    }
+
+    #[test]
+    fn a_delivery_refused_for_five_days_by_a_working_endpoint_is_given_up() {
+        let day = 86_400;
+        assert!(!should_give_up(0, Some(1), 5 * day - 1, 1));
+        assert!(should_give_up(0, Some(1), 5 * day, 1));
+        assert!(should_give_up(100, Some(101), 105, 86_400));
+        assert!(!should_give_up(100, Some(101), 104, 86_400));
+        // No success since it was made: the endpoint as a whole is failing.
+        assert!(!should_give_up(100, Some(100), 10 * day, 1));
+        assert!(!should_give_up(100, None, 10 * day, 1));
     }
 }

@@ -1,6 +1,6 @@
 //! A webhook receiver on loopback for the tests: records every request (headers and raw body)
-//! and answers as told: 200, another status, not before 12 seconds (past the deadline), or 200
-//! with a body that never ends.
+//! and answers as told: 200, another status, not before 12 seconds (past the deadline), 200
+//! with a body that never ends, or 400 to one type of event.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -21,6 +21,9 @@ pub enum Mode {
     Endless,
     /// Answers 500 to about this percentage of requests, at random, 200 to the rest.
     FailRandomly(u8),
+    /// Answers 400 to events of this type, 200 to the rest (a receiver that cannot take one
+    /// kind of event).
+    RefuseType(&'static str),
 }
 
 /// One request as received.
@@ -155,6 +158,14 @@ fn serve(mut stream: TcpStream, mode: &Mutex<Mode>, received: &Mutex<Vec<Receive
         Mode::Status(code) => code,
         Mode::FailRandomly(percent) if roll() < u64::from(percent) => 500,
         Mode::FailRandomly(_) => 200,
+        Mode::RefuseType(kind) => {
+            let event: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if event["type"] == kind {
+                400
+            } else {
+                200
+            }
+        }
     };
     received.lock().expect("received").push(Received {
         headers,

@@ -8,7 +8,7 @@ use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatu
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{
-    all, bind, first, run, strings, Batch, BatchResults, DbResult, Handle, Returning, Value,
+    all, batch, bind, first, strings, Batch, BatchResults, DbResult, Handle, Returning, Value,
 };
 use crate::query::DeliveryLogQuery;
 
@@ -116,6 +116,10 @@ pub struct Due {
     pub previous_secret_expires_at: Option<i64>,
     /// First failure with no success since.
     pub first_failure_at: Option<i64>,
+    /// The endpoint's last successful delivery.
+    pub last_success_at: Option<i64>,
+    /// When the delivery was made.
+    pub created_at: i64,
 }
 
 /// The delivery, its event and its endpoint.
@@ -125,7 +129,7 @@ pub async fn due(db: &D1Database, id: &str) -> DbResult<Option<Due>> {
         "SELECT d.id, d.status, d.attempts, d.next_attempt_at, d.endpoint_id, d.institution_id, \
          d.event_id, d.event_type, ev.payload, e.url, e.status AS endpoint_status, \
          e.secret_encrypted, e.previous_secret_encrypted, e.previous_secret_expires_at, \
-         e.first_failure_at \
+         e.first_failure_at, e.last_success_at, d.created_at \
          FROM deliveries d JOIN events ev ON ev.id = d.event_id \
          LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.id = ?1",
         &[id.into()],
@@ -173,29 +177,36 @@ fn claim_due_sql() -> String {
              (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload, \
              {} AS url, {} AS endpoint_status, {} AS secret_encrypted, \
              {} AS previous_secret_encrypted, {} AS previous_secret_expires_at, \
-             {} AS first_failure_at",
+             {} AS first_failure_at, {} AS last_success_at, created_at",
         endpoint("url"),
         endpoint("status"),
         endpoint("secret_encrypted"),
         endpoint("previous_secret_encrypted"),
         endpoint("previous_secret_expires_at"),
         endpoint("first_failure_at"),
+        endpoint("last_success_at"),
     )
 }
 
-/// Gives a delivery up (its endpoint is gone or disabled).
+/// Gives a delivery up (its endpoint is gone or disabled), while it is still pending: an
+/// attempt in flight that succeeded meanwhile is not overwritten.
 pub async fn give_up(db: &D1Database, id: &str) -> DbResult<()> {
-    run(
+    batch(db, vec![give_up_statement(db, id)?]).await
+}
+
+/// The statement of [`give_up`], for a batch that records the attempt with it.
+pub fn give_up_statement(db: &D1Database, id: &str) -> DbResult<D1PreparedStatement> {
+    bind(
         db,
-        "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = ?1",
+        "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
+         WHERE id = ?1 AND status = 'pending'",
         &[id.into()],
     )
-    .await
-    .map(drop)
 }
 
 /// The events past their retention that may go, at most `?2`, oldest first: created before
-/// `?1` and with no delivery still pending (none is, long before: retries end within days).
+/// `?1` and with no delivery still pending (none is, long before: a delivery is given up at its
+/// first failure 5 days after it was made, `webhook::should_give_up`).
 pub const PRUNABLE_EVENTS: &str = "SELECT e.id FROM events e INDEXED BY events_by_created \
      WHERE e.created < ?1 AND NOT EXISTS (SELECT 1 FROM deliveries p \
      WHERE p.event_id = e.id AND p.status = 'pending') ORDER BY e.created LIMIT ?2";
@@ -291,11 +302,30 @@ pub fn fail_pending_of_endpoint(
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
-        "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
-         WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'",
+        FAIL_PENDING_OF_ENDPOINT,
         &[endpoint_id.into(), institution_id.into()],
     )
 }
+
+/// [`fail_pending_of_endpoint`], only while the endpoint is disabled: for the batch that
+/// disables it on a condition, so that nothing is failed when the condition did not hold.
+pub fn fail_pending_of_disabled_endpoint(
+    db: &D1Database,
+    institution_id: i64,
+    endpoint_id: &str,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        &format!(
+            "{FAIL_PENDING_OF_ENDPOINT} AND EXISTS (SELECT 1 FROM webhook_endpoints e \
+             WHERE e.id = ?1 AND e.institution_id = ?2 AND e.status = 'disabled')"
+        ),
+        &[endpoint_id.into(), institution_id.into()],
+    )
+}
+
+const FAIL_PENDING_OF_ENDPOINT: &str = "UPDATE deliveries SET status = 'failed', \
+     next_attempt_at = NULL WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'";
 
 /// A delivery as the log shows it: read from its row, written with its times as timestamps.
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -268,17 +268,25 @@ pub fn record_failure(db: &D1Database, id: &str, at: i64) -> DbResult<D1Prepared
     )
 }
 
-/// Disables the endpoint for continuous failure, saying why.
+/// Disables the endpoint for continuous failure, saying why: only while it is enabled and
+/// still failing since `first_failure_at`, the failure the decision was made on (a success
+/// meanwhile cleared the clock; an admin or another attempt may have disabled it already).
 pub fn disable(
     db: &D1Database,
     id: &str,
     reason: &str,
     now_text: &str,
+    first_failure_at: i64,
 ) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?2, updated_at = ?3 \
-         WHERE id = ?1",
-        &[id.into(), reason.into(), now_text.into()],
+         WHERE id = ?1 AND status = 'enabled' AND first_failure_at = ?4",
+        &[
+            id.into(),
+            reason.into(),
+            now_text.into(),
+            first_failure_at.into(),
+        ],
     )
 }

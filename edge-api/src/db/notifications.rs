@@ -85,14 +85,6 @@ pub struct NewNotification<'a> {
     pub created_at: i64,
 }
 
-/// Records an `endpoint_disabled` notification.
-pub fn insert_endpoint_disabled(
-    db: &D1Database,
-    n: &NewNotification<'_>,
-) -> DbResult<D1PreparedStatement> {
-    insert(db, NotificationKind::EndpointDisabled, n)
-}
-
 /// Records a notification of `kind`.
 pub fn insert(
     db: &D1Database,

@@ -128,8 +128,27 @@ fn bad_credentials_are_invalid_client_with_a_basic_challenge_for_basic() {
 
     let basic_reply = token_with_basic(worker, &other_id, "sk_live_wrong", &[GRANT]);
     basic_reply.assert_error(401, "invalid_client");
-    let challenge = basic_reply.header("www-authenticate").unwrap_or_default();
-    assert!(challenge.starts_with("Basic "), "{challenge}");
+    // Every 401 carries a challenge, whichever way the credentials came (RFC 9110).
+    for reply in [&basic_reply, &wrong, &unknown] {
+        let challenge = reply.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.starts_with("Basic "), "{challenge}");
+    }
+
+    // An id not shaped like one reads like an unknown one, and is counted toward no throttle
+    // (its row would be keyed by up to the whole body): past the limit of failures it is still
+    // a 401, never a 429.
+    let long = "x".repeat(4000);
+    for malformed in ["not-a-client", long.as_str()] {
+        for _ in 0..12 {
+            let reply = worker.token_form(&[
+                GRANT,
+                ("client_id", malformed),
+                ("client_secret", &other_secret),
+            ]);
+            reply.assert_error(401, "invalid_client");
+            assert_eq!(reply.text, wrong.text, "malformed and wrong read alike");
+        }
+    }
 }
 
 #[test]
@@ -149,7 +168,11 @@ fn scopes_are_subsets_of_the_grant() {
     assert!(beyond.contains("merchants:read"), "{beyond}");
     let unknown = pair("transactions:write").assert_error(400, "invalid_scope");
     assert!(unknown.contains("transactions:write"), "{unknown}");
-    pair("").assert_error(400, "invalid_scope");
+    // A parameter sent without a value is left out (RFC 6749 §3.2): the whole grant.
+    let empty = pair("");
+    assert_eq!(empty.status, 200, "{}", empty.text);
+    assert_eq!(empty.json()["scope"], "transactions:read");
+    pair(" ").assert_error(400, "invalid_scope");
 
     let reply = worker.token_form(&[
         GRANT,
