@@ -239,22 +239,31 @@ fn apply(tx: &rusqlite::Transaction<'_>, event: &Event, source: &str) -> Result<
                 return Ok(());
             };
             let merchant = transaction.merchant_id;
+            let Some(order) = store::find_order(tx, merchant, reference)? else {
+                return Ok(());
+            };
             // Money went back after the goods went out: a person decides what happens next.
-            if store::find_order(tx, merchant, reference)?.is_some_and(|o| o.state == "fulfilled") {
-                store::review(
-                    tx,
-                    transaction.id,
-                    merchant,
-                    Some(reference),
-                    "refunded_after_fulfilment",
-                    &format!(
-                        "status {} after the order was fulfilled",
-                        transaction.status
-                    ),
-                    source,
-                )?;
-            }
-            Ok(())
+            // Before they went out, the order is held for a person too: events do not arrive
+            // in the order they were made (a retried `payment.paid` can come after the
+            // refund), and an order in review is never fulfilled by the rule.
+            let (reason, when) = match order.state.as_str() {
+                "fulfilled" => ("refunded_after_fulfilment", "after"),
+                "open" => ("refunded_before_fulfilment", "before"),
+                _ => return Ok(()),
+            };
+            store::review(
+                tx,
+                transaction.id,
+                merchant,
+                Some(reference),
+                reason,
+                &format!(
+                    "status {} {when} the order was fulfilled",
+                    transaction.status
+                ),
+                source,
+            )
+            .map(drop)
         }
         // Funds held but not yet settled, test events, and types this receiver does not know:
         // stored, nothing to do.
@@ -318,6 +327,19 @@ fn settle_paid(
             Some(reference),
             "underpaid",
             &format!("gross {gross} is less than the order's {}", order.amount),
+            source,
+        );
+    }
+    if order.state == "review" {
+        // Held for a person (a refund, an earlier payment short of it): the rule does not
+        // decide over them.
+        return store::review(
+            tx,
+            id,
+            merchant,
+            Some(reference),
+            "order_in_review",
+            &format!("paid {gross} while the order is in review"),
             source,
         );
     }
@@ -666,6 +688,28 @@ mod tests {
             (reviews[0].merchant_id, reviews[0].reason.as_str()),
             (A, "refunded_after_fulfilment")
         );
+    }
+
+    /// Events arrive in any order: a refund delivered before the retried `payment.paid` of
+    /// the same payment holds the order, and the late `paid` fulfils nothing.
+    #[test]
+    fn a_refund_that_arrives_before_the_payment_holds_the_order() {
+        let receiver = receiver(store());
+        let store = receiver.store();
+        let refunded = transaction(1, A, "refunded", Some("A"), "40.00", "EUR");
+        deliver(&receiver, "evt_refund", "payment.refunded", refunded);
+        assert_eq!(store.order(A, "A").unwrap().unwrap().state, "review");
+        let paid = transaction(1, A, "paid", Some("A"), "40.00", "EUR");
+        deliver(&receiver, "evt_paid", "payment.paid", paid);
+        assert_eq!(store.fulfilment(A, "A").unwrap(), None);
+        assert_eq!(store.order(A, "A").unwrap().unwrap().state, "review");
+        let reasons: Vec<String> = store
+            .reviews()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.reason)
+            .collect();
+        assert_eq!(reasons, ["refunded_before_fulfilment", "order_in_review"]);
     }
 
     #[test]
