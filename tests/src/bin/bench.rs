@@ -137,11 +137,19 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
     let merchant = q(&format!(
         "SELECT merchant_id FROM transactions WHERE institution_id = {institution} ORDER BY id DESC LIMIT 1"
     ));
-    let middle = q(&format!(
-        "SELECT created_at FROM transactions WHERE institution_id = {institution} ORDER BY id \
-         LIMIT 1 OFFSET {}",
-        mine.parse::<i64>().unwrap_or(0) / 2
-    ));
+    // The created window starts at the institution's middle row and ends 150 of its rows later
+    // (or at its newest), so that it holds a full page of 100 on the demo data as on a million
+    // rows: a window of a fixed length held 6 rows of the demo data and 100 of the million, and
+    // the rows-vs-rows ratio then measured the page's size rather than the database's.
+    let mine_count = mine.parse::<i64>().unwrap_or(0);
+    let created_at_row = |offset: i64| {
+        q(&format!(
+            "SELECT created_at FROM transactions WHERE institution_id = {institution} ORDER BY id \
+             LIMIT 1 OFFSET {offset}"
+        ))
+    };
+    let middle = created_at_row(mine_count / 2);
+    let window_end = created_at_row((mine_count / 2 + 150).min(mine_count - 1).max(0));
     let reference_id = q(&format!(
         "SELECT external_reference FROM transactions WHERE institution_id = {institution} \
          AND external_reference IS NOT NULL ORDER BY id LIMIT 1"
@@ -155,10 +163,6 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
          ORDER BY id LIMIT 1"
     ));
     drop(conn);
-    let day_after = shared_types::time::format_unix(
-        shared_types::time::parse_unix(&middle).expect("timestamp") + 86_400,
-    )
-    .expect("in range");
     let deep = oldest.parse::<i64>().unwrap_or(1) + 60;
     let ours_token = token(&http, ours);
     let reference_token = token(&http, reference);
@@ -222,7 +226,7 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
             ),
             (
                 "created window",
-                format!("&created_after={middle}&created_before={day_after}"),
+                format!("&created_after={middle}&created_before={window_end}"),
             ),
             ("deep cursor", format!("&starting_after={deep}")),
         ] {
