@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use payrail_tests::receiver::{Mode, Receiver};
-use payrail_tests::{eventually, Worker};
+use payrail_tests::{eventually, PortalSession, Worker};
 use reqwest::Method;
 use serde_json::json;
 
@@ -15,19 +15,7 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     let worker = Worker::start_with("sandbox", 86_400);
     let session = worker.portal_login(0);
     let port = payrail_tests::free_port();
-    let created = worker.portal(
-        Method::POST,
-        "/portal/api/webhook-endpoints",
-        Some(&session),
-        Some(&json!({"url": format!("http://127.0.0.1:{port}/dead")})),
-    );
-    let endpoint_id = created.json()["id"].as_str().unwrap().to_owned();
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session_body = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "15", "currency": "USD", "title": "Dead receiver",
-        "externalReference": "WH-DISABLE-1", "redirectUrl": "https://shop.example/", "allowCrypto": true
-    }));
-    let id = session_body["transaction_id"].as_i64().unwrap();
+    let endpoint_id = endpoint(&worker, &session, &format!("http://127.0.0.1:{port}/dead"));
     let started = shared_types::time::format_unix(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -36,13 +24,7 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
             - 5,
     )
     .unwrap();
-    let paid = worker.post_json(
-        &format!("/sandbox/transactions/{id}/pay"),
-        &json!({"amount": "15"}),
-        Some(&worker.sandbox_token(0)),
-        "/sandbox/transactions/{id}/{action}",
-    );
-    assert_eq!(paid.status, 200);
+    let id = paid_payments(&worker, 1, "WH-DISABLE")[0];
 
     let endpoint = eventually(
         "the endpoint to be disabled",
@@ -183,9 +165,23 @@ fn continuous_failure_disables_the_endpoint_and_re_enabling_resends() {
     assert_eq!(swept["status"], "succeeded", "{swept}");
 }
 
-/// Pays `count` sandbox payments of the first demo merchant; their events go to every endpoint.
-fn paid_payments(worker: &Worker, count: usize, reference: &str) {
+/// Adds a webhook endpoint for `url`; its id.
+fn endpoint(worker: &Worker, session: &PortalSession, url: &str) -> String {
+    let created = worker.portal(
+        Method::POST,
+        "/portal/api/webhook-endpoints",
+        Some(session),
+        Some(&json!({ "url": url })),
+    );
+    assert_eq!(created.status, 201, "{}", created.text);
+    created.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// Pays `count` sandbox payments of the first demo merchant (their events go to every
+/// endpoint); their transaction ids.
+fn paid_payments(worker: &Worker, count: usize, reference: &str) -> Vec<i64> {
     let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let mut ids = Vec::new();
     for n in 0..count {
         let session = worker.checkout_session(&json!({
             "publicKey": key, "amount": "15", "currency": "USD", "title": "Webhook rules",
@@ -200,7 +196,9 @@ fn paid_payments(worker: &Worker, count: usize, reference: &str) {
             "/sandbox/transactions/{id}/{action}",
         );
         assert_eq!(paid.status, 200, "{}", paid.text);
+        ids.push(id);
     }
+    ids
 }
 
 #[test]
@@ -208,13 +206,7 @@ fn many_deliveries_failing_past_the_window_disable_the_endpoint_and_notify_once(
     let worker = Worker::start_with("sandbox", 86_400);
     let session = worker.portal_login(0);
     let port = payrail_tests::free_port();
-    let created = worker.portal(
-        Method::POST,
-        "/portal/api/webhook-endpoints",
-        Some(&session),
-        Some(&json!({"url": format!("http://127.0.0.1:{port}/dead")})),
-    );
-    let endpoint_id = created.json()["id"].as_str().unwrap().to_owned();
+    let endpoint_id = endpoint(&worker, &session, &format!("http://127.0.0.1:{port}/dead"));
     // Eight deliveries retried every second on their own schedules: past the 5 s window several
     // attempts decide to disable at once. One turns the endpoint off; the rest find it off.
     paid_payments(&worker, 8, "WH-DISABLE-MANY");
@@ -272,13 +264,7 @@ fn a_delivery_refused_for_five_days_is_given_up_while_the_endpoint_takes_the_res
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     receiver.set_mode(Mode::RefuseType("payment.succeeded"));
-    let created = worker.portal(
-        Method::POST,
-        "/portal/api/webhook-endpoints",
-        Some(&session),
-        Some(&json!({"url": receiver.url("/picky")})),
-    );
-    let endpoint_id = created.json()["id"].as_str().unwrap().to_owned();
+    let endpoint_id = endpoint(&worker, &session, &receiver.url("/picky"));
     paid_payments(&worker, 1, "WH-GIVE-UP");
     let db = worker.database();
     let refused_status = || -> Option<String> {
