@@ -290,8 +290,8 @@ impl Owner<'_> {
 }
 
 /// One page of a list, its rows already JSON: SQLite builds each object (`json_object`) and the
-/// array (`json_group_array`), so the text goes to the response as it is, with no row ever
-/// crossing into Rust (the partner API's lists, its hot path).
+/// array (the objects' texts joined), so the text goes to the response as it is, with no row
+/// ever crossing into Rust (the partner API's lists, its hot path).
 #[derive(Debug, Deserialize)]
 pub struct JsonPage {
     /// The rows of the page (up to the limit), a JSON array, left a JavaScript string: copying
