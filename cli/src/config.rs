@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The config file's contents.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// API base URL.
@@ -31,7 +31,7 @@ pub struct Config {
 }
 
 /// A portal session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PortalLogin {
     /// Who logged in.
@@ -40,6 +40,36 @@ pub struct PortalLogin {
     pub cookie: String,
     /// The session's CSRF token.
     pub csrf: String,
+}
+
+/// How a secret shows in `Debug`: whether there is one, never what it is.
+fn redacted(secret: Option<&str>) -> &'static str {
+    match secret {
+        Some(_) => "<redacted>",
+        None => "<none>",
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("api_url", &self.api_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(self.client_secret.as_deref()))
+            .field("listen_secret", &redacted(self.listen_secret.as_deref()))
+            .field("portal", &self.portal)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for PortalLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PortalLogin")
+            .field("email", &self.email)
+            .field("cookie", &redacted(Some(&self.cookie)))
+            .field("csrf", &redacted(Some(&self.csrf)))
+            .finish()
+    }
 }
 
 /// The environment the command runs in (a snapshot, so tests can give their own).
@@ -116,6 +146,34 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("payrail-cli-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir.join("payrail").join("config.toml")
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let config = Config {
+            client_id: Some("cli_x".into()),
+            client_secret: Some("sk_live_secret".into()),
+            listen_secret: Some("whsec_secret".into()),
+            portal: Some(PortalLogin {
+                email: "a@example.com".into(),
+                cookie: "cookie-secret".into(),
+                csrf: "csrf-secret".into(),
+            }),
+            ..Config::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains("cli_x") && shown.contains("a@example.com"),
+            "{shown}"
+        );
+        for secret in [
+            "sk_live_secret",
+            "whsec_secret",
+            "cookie-secret",
+            "csrf-secret",
+        ] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 
     #[test]

@@ -39,6 +39,10 @@ impl Failure {
 
 impl From<payrail::Error> for Failure {
     fn from(err: payrail::Error) -> Self {
+        // A bad base URL is the command line's or the configuration's (exit code 2).
+        if matches!(err, payrail::Error::Config(_)) {
+            return Failure::from(err.to_string());
+        }
         let hint = match err.code() {
             Some("insufficient_scope") => {
                 "\nhint: give the client the scope this needs in the portal (Developers → API clients)"

@@ -22,7 +22,7 @@ use crate::webhooks::Event;
 const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 /// Builds a [`Client`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     base_url: String,
     client_id: String,
@@ -31,6 +31,21 @@ pub struct ClientBuilder {
     timeout: Duration,
     connect_timeout: Duration,
     retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret stays out of logs, as the client's does.
+        f.debug_struct("ClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"<redacted>")
+            .field("scope", &self.scope)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 impl ClientBuilder {
@@ -65,6 +80,15 @@ impl ClientBuilder {
         if !matches!(base.scheme(), "https" | "http") {
             return Err(Error::Config(format!(
                 "base URL {:?} is not http(s)",
+                self.base_url
+            )));
+        }
+        // The client's id and secret go to the token endpoint in the clear over plain HTTP:
+        // only to this machine (a local worker under `wrangler dev`).
+        if base.scheme() == "http" && !is_loopback(&base) {
+            return Err(Error::Config(format!(
+                "base URL {:?} is plain http to another machine: use https (http is for \
+                 127.0.0.1, ::1 and localhost only)",
                 self.base_url
             )));
         }
@@ -439,12 +463,14 @@ impl Client {
             params: Params,
             buffered: VecDeque<T>,
             done: bool,
+            last_cursor: Option<String>,
         }
         let state = State {
             client: self.clone(),
             params,
             buffered: VecDeque::new(),
             done: false,
+            last_cursor: None,
         };
         stream::try_unfold(state, move |mut state| async move {
             loop {
@@ -455,14 +481,49 @@ impl Client {
                     return Ok(None);
                 }
                 let page: List<T, C> = state.client.get_json(path, &state.params).await?;
-                match page.next_cursor.filter(|_| page.has_more) {
-                    Some(cursor) => state.params.set_cursor(cursor.to_string()),
-                    None => state.done = true,
+                if page.has_more {
+                    // A further page must be named by a cursor that moves on, after a page
+                    // with rows; anything else would repeat pages or stop early unnoticed.
+                    let cursor = page.next_cursor.as_ref().map(ToString::to_string);
+                    let broken = match &cursor {
+                        None => Some("has_more without a next_cursor"),
+                        Some(_) if page.data.is_empty() => Some("has_more on an empty page"),
+                        Some(next) if state.last_cursor.as_deref() == Some(next.as_str()) => {
+                            Some("the same next_cursor twice")
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(problem) = broken {
+                        return Err(Error::Decode {
+                            status: 200,
+                            message: format!("a list page that cannot be followed: {problem}"),
+                        });
+                    }
+                    let next = cursor.unwrap_or_default();
+                    state.params.set_cursor(next.clone());
+                    state.last_cursor = Some(next);
+                } else {
+                    state.done = true;
                 }
                 state.buffered.extend(page.data);
             }
         })
         .boxed()
+    }
+}
+
+/// Whether `url`'s host is this machine.
+fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let name = host.to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
     }
 }
 
@@ -509,8 +570,9 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
     #[derive(Deserialize)]
     struct Body {
         error: String,
+        // Nullable in the contract (§2.5): absent and `null` read alike.
         #[serde(default)]
-        error_description: String,
+        error_description: Option<String>,
     }
     let status = response.status().as_u16();
     match read_limited(response, MAX_ANSWER_BYTES).await {
@@ -518,7 +580,7 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
             Ok(body) => Error::Api {
                 status,
                 error: body.error,
-                description: body.error_description,
+                description: body.error_description.unwrap_or_default(),
                 retry_after,
             },
             Err(_) => Error::Decode {

@@ -315,3 +315,88 @@ async fn an_error_mid_stream_ends_it_with_that_error() {
     let err = stream.try_next().await.unwrap_err();
     assert_eq!(err.code(), Some("insufficient_scope"));
 }
+
+#[tokio::test]
+async fn a_list_whose_cursor_does_not_move_on_ends_with_an_error_not_a_loop() {
+    // The same cursor twice, `has_more` on an empty page, `has_more` with no cursor: each
+    // would repeat pages for ever or stop early unnoticed.
+    for (pages, problem) in [
+        (
+            vec![page(&[9, 8], Some(8)), page(&[7, 6], Some(8))],
+            "the same next_cursor twice",
+        ),
+        (vec![page(&[], Some(8))], "has_more on an empty page"),
+        (
+            vec![(
+                200,
+                vec![],
+                json!({"object": "list", "data": [transaction(9)], "has_more": true,
+                       "next_cursor": null}),
+            )],
+            "has_more without a next_cursor",
+        ),
+    ] {
+        let stub = Stub::start(3600, pages).await;
+        let err = stub
+            .client()
+            .transactions(TransactionQuery::new().limit(2))
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { message, .. } if message.contains(problem)),
+            "{problem}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_error_body_with_a_null_description_keeps_its_code() {
+    let stub = Stub::start(
+        3600,
+        vec![(
+            404,
+            vec![],
+            json!({"error": "not_found", "error_description": null}),
+        )],
+    )
+    .await;
+    let found = stub.client().merchant(9).await.unwrap();
+    assert!(found.is_none(), "a 404 is no merchant");
+}
+
+#[test]
+fn plain_http_is_for_this_machine_only_and_secrets_stay_out_of_debug() {
+    for local in [
+        "http://127.0.0.1:8787",
+        "http://[::1]:8787",
+        "http://localhost:8787",
+    ] {
+        assert!(
+            Client::builder(local, "cli_x", "sk_live_secret")
+                .build()
+                .is_ok(),
+            "{local}"
+        );
+    }
+    for remote in ["http://api.example.com", "http://10.0.0.5:8787"] {
+        let err = Client::builder(remote, "cli_x", "sk_live_secret")
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("use https"), "{remote}: {err}");
+    }
+    assert!(
+        Client::builder("https://api.example.com", "cli_x", "sk_live_secret")
+            .build()
+            .is_ok()
+    );
+    let builder = Client::builder("https://api.example.com", "cli_x", "sk_live_secret");
+    let shown = format!("{builder:?}");
+    assert!(
+        shown.contains("cli_x") && !shown.contains("sk_live_secret"),
+        "{shown}"
+    );
+    let webhooks = payrail::webhooks::Webhooks::new("whsec_c2VjcmV0");
+    let shown = format!("{webhooks:?}");
+    assert!(!shown.contains("whsec_"), "{shown}");
+}

@@ -198,6 +198,13 @@ fn the_cli_reads_lists_and_single_items_as_tables_or_json() {
     let bad = cli.run(&["transactions", "list", "--status", "lost"]);
     assert_eq!(bad.code, 2);
     assert!(bad.err.contains("the statuses are"), "{}", bad.err);
+    // A base URL the client refuses is a configuration problem (exit code 2), as is plain
+    // http to another machine (the secret would travel in the clear).
+    for url in ["ftp://127.0.0.1", "http://api.example.com"] {
+        let bad = cli.run(&["--api-url", url, "merchants", "list"]);
+        assert_eq!(bad.code, 2, "{url}: {}", bad.err);
+        assert!(bad.err.contains("base URL"), "{}", bad.err);
+    }
 
     // A config file others can read is refused, naming the fix.
     std::fs::set_permissions(&cli.config, std::fs::Permissions::from_mode(0o644)).unwrap();
