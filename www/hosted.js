@@ -45,7 +45,11 @@
   var state = document.getElementById("chain-state");
   var announce = document.getElementById("time-announce");
   var countdown = document.getElementById("countdown");
-  var end = Number(status.getAttribute("data-expires-at")) * 1000;
+  // Counted from this page's own load: the server says how many seconds were left when it
+  // rendered the page, so a customer's clock that is off (a phone set 20 minutes fast) neither
+  // ends the countdown early nor reloads the page again and again.
+  var secondsLeft = Number(status.getAttribute("data-seconds-left")) || 0;
+  var end = Date.now() + secondsLeft * 1000;
   var url = location.pathname.replace(/\/$/, "") + "/status";
 
   // A message with its {placeholders} filled.
@@ -100,8 +104,14 @@
 
   var timer = setInterval(function () {
     fetch(url, { cache: "no-store", credentials: "omit" })
-      .then(function (response) { return response.json(); })
+      .then(function (response) {
+        // A failed poll (an error answer, a network hiccup) says nothing about the payment: it
+        // must not reload the page, which would offer the wallet buttons again after a send.
+        if (!response.ok) throw new Error("status " + response.status);
+        return response.json();
+      })
       .then(function (body) {
+        if (!body || typeof body.status !== "string") return;
         if (body.status !== "pending") {
           clearInterval(timer);
           location.reload();
@@ -129,8 +139,12 @@
           ? t.one_minute_left
           : say(t.minutes_left, { minutes: left / 60 });
       }
-      // Time is up: the page without the address, which only waits for the chain.
-      if (left === 0) location.reload();
+      // Time is up: the page without the address, which only waits for the chain. Only a page
+      // that had time left when it loaded reloads, so a reload can never follow a reload.
+      if (left === 0 && secondsLeft > 0) {
+        secondsLeft = 0;
+        location.reload();
+      }
     };
     tick();
     setInterval(tick, 1000);

@@ -284,7 +284,7 @@ pub fn checkout(
                     }
                 }
                 // The one polite live region: the chain's news, and the time left now and then.
-                p.status #status role="status" data-status="pending" data-expires-at=(session.expires_at) data-confirmations=[request.map(|r| r.confirmations)] {
+                p.status #status role="status" data-status="pending" data-expires-at=(session.expires_at) data-seconds-left=(left) data-confirmations=[request.map(|r| r.confirmations)] {
                     span #chain-state {
                         @if time_up { (t.time_up) } @else { (t.waiting) }
                     }

@@ -292,3 +292,44 @@ fn the_same_idempotency_key_gives_the_same_payment_and_other_options_a_conflict(
         json!(false)
     );
 }
+
+/// A customer's clock that is 20 minutes fast, and status polls that fail: the hosted page
+/// counts its 15 minutes from its own load (it used to read the countdown as over and reload
+/// again and again), and a failed poll reloads nothing (a reload after a wallet send offered
+/// the wallet buttons again).
+#[test]
+fn a_fast_clock_and_failing_polls_leave_the_hosted_page_as_it_is() {
+    let _one = exclusive();
+    let worker = worker();
+    let session = worker.checkout_session(&options("BROWSER-CLOCK"));
+    let url = session["url"].as_str().unwrap().to_owned();
+    let browser = Browser::start();
+    browser.inject_on_new_document(
+        "(function () {
+           var realNow = Date.now.bind(Date);
+           Date.now = function () { return realNow() + 20 * 60 * 1000; };
+           sessionStorage.setItem('loads', String(Number(sessionStorage.getItem('loads') || 0) + 1));
+           var realFetch = window.fetch.bind(window);
+           window.__polls = 0;
+           window.fetch = function (target, init) {
+             if (String(target).indexOf('/status') >= 0) {
+               window.__polls += 1;
+               return Promise.resolve(new Response('{\"error\":\"internal_error\"}',
+                 { status: 500, headers: { 'Content-Type': 'application/json' } }));
+             }
+             return realFetch(target, init);
+           };
+         })();",
+    );
+    browser.goto(&url);
+    let first = browser.wait_text("#countdown");
+    assert!(first.starts_with("14:") || first == "15:00", "{first}");
+    eventually("two failed polls", Duration::from_secs(20), || {
+        (browser.eval("return window.__polls;").as_u64().unwrap_or(0) >= 2).then_some(())
+    });
+    let loads = browser.eval("return sessionStorage.getItem('loads');");
+    assert_eq!(loads, json!("1"), "the page loaded once");
+    let now = browser.text("#countdown").unwrap();
+    assert!(now.starts_with("14:"), "{now}");
+    assert!(errors(&browser).is_empty(), "{:?}", errors(&browser));
+}
