@@ -1,4 +1,5 @@
-//! Failure throttling: one rule for API client authentication and portal logins. Failures are
+//! Throttling in fixed windows: checkout sessions counted per publishable key and per address
+//! (every attempt), and failures of API client authentication and portal logins. Failures are
 //! counted per subject (a client id, or `login:<e-mail>`) and caller address in fixed windows;
 //! past the limit the subject is refused from that address until its window closes, while other
 //! addresses are unaffected. Portal logins, whose passwords are guessable and whose check is a
