@@ -343,7 +343,11 @@ impl Client {
                 self.inner
                     .http
                     .post(url.clone())
-                    .basic_auth(&self.inner.client_id, Some(&self.inner.client_secret))
+                    // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
+                    .basic_auth(
+                        form_encoded(&self.inner.client_id),
+                        Some(form_encoded(&self.inner.client_secret)),
+                    )
                     .form(&form)
             })
             .await?;
@@ -510,6 +514,11 @@ impl Client {
         })
         .boxed()
     }
+}
+
+/// `text` form-encoded (`application/x-www-form-urlencoded`), as a Basic credential's parts are.
+fn form_encoded(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// Whether `url`'s host is this machine.

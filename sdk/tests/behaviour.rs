@@ -23,6 +23,8 @@ struct Script {
     /// `expires_in` of issued tokens.
     expires_in: u64,
     tokens_issued: usize,
+    /// The `Authorization` header of every token request.
+    token_auth: Vec<String>,
     /// (path and query, bearer token) of every API request.
     seen: Vec<(String, String)>,
 }
@@ -71,6 +73,13 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
     let mut script = script.lock().unwrap();
     let path = request.uri().to_string();
     let (status, headers, body) = if path == "/oauth/token" {
+        let auth = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        script.token_auth.push(auth);
         script.tokens_issued += 1;
         let token = format!("tok_{}", script.tokens_issued);
         (
@@ -399,4 +408,24 @@ fn plain_http_is_for_this_machine_only_and_secrets_stay_out_of_debug() {
     let webhooks = payrail::webhooks::Webhooks::new("whsec_c2VjcmV0");
     let shown = format!("{webhooks:?}");
     assert!(!shown.contains("whsec_"), "{shown}");
+}
+
+#[tokio::test]
+async fn basic_credentials_are_form_encoded_first() {
+    // RFC 6749 §2.3.1: the server form-decodes each part, so a `+` or `%` in a secret must
+    // reach it encoded (Payrail's own secrets have neither; another issuer's might).
+    let stub = Stub::start(3600, vec![]).await;
+    let client = Client::builder(&stub.base, "cli_x", "s+c%r t")
+        .build()
+        .unwrap();
+    client
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap();
+    let auth = stub.script.lock().unwrap().token_auth.clone();
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(auth[0].trim_start_matches("Basic "))
+        .unwrap();
+    assert_eq!(String::from_utf8(decoded).unwrap(), "cli_x:s%2Bc%25r+t");
 }
