@@ -22,6 +22,8 @@ pub fn page(status: u16, markup: Markup, referrer: &str) -> Result<Response, Api
              style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; \
              frame-ancestors 'none'",
         ),
+        // `frame-ancestors` above for today's browsers; this for those that predate it.
+        ("X-Frame-Options", "DENY"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", referrer),
         ("Cache-Control", "no-store"),

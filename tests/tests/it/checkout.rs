@@ -225,6 +225,7 @@ fn the_hosted_page_shows_the_order_and_how_to_pay() {
         "{csp}"
     );
     assert_eq!(reply.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(reply.header("x-frame-options"), Some("DENY"));
     for shown in [
         "Alpine Outfitters",
         "25.50 EUR",
