@@ -300,11 +300,7 @@ pub fn fail_pending_of_endpoint(
     institution_id: i64,
     endpoint_id: &str,
 ) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        FAIL_PENDING_OF_ENDPOINT,
-        &[endpoint_id.into(), institution_id.into()],
-    )
+    fail_pending(db, institution_id, endpoint_id, "")
 }
 
 /// [`fail_pending_of_endpoint`], only while the endpoint is disabled: for the batch that
@@ -314,18 +310,31 @@ pub fn fail_pending_of_disabled_endpoint(
     institution_id: i64,
     endpoint_id: &str,
 ) -> DbResult<D1PreparedStatement> {
+    fail_pending(
+        db,
+        institution_id,
+        endpoint_id,
+        " AND EXISTS (SELECT 1 FROM webhook_endpoints e \
+         WHERE e.id = ?1 AND e.institution_id = ?2 AND e.status = 'disabled')",
+    )
+}
+
+/// The statement of both: `?1` the endpoint, `?2` the institution, `condition` added last.
+fn fail_pending(
+    db: &D1Database,
+    institution_id: i64,
+    endpoint_id: &str,
+    condition: &str,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         &format!(
-            "{FAIL_PENDING_OF_ENDPOINT} AND EXISTS (SELECT 1 FROM webhook_endpoints e \
-             WHERE e.id = ?1 AND e.institution_id = ?2 AND e.status = 'disabled')"
+            "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
+             WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'{condition}"
         ),
         &[endpoint_id.into(), institution_id.into()],
     )
 }
-
-const FAIL_PENDING_OF_ENDPOINT: &str = "UPDATE deliveries SET status = 'failed', \
-     next_attempt_at = NULL WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'";
 
 /// A delivery as the log shows it: read from its row, written with its times as timestamps.
 #[derive(Debug, Clone, Deserialize, Serialize)]
