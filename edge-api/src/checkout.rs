@@ -14,7 +14,7 @@ use worker::{D1PreparedStatement, Url};
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, StoredKey, KEY_SECONDS};
-use crate::db::throttle::{Counted, Within};
+use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
 use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
@@ -81,10 +81,11 @@ impl From<ApiError> for Refusal {
 /// language (`None`: the customer's browser's); it changes no payment, so it is not part of what
 /// the idempotency key guards, and a replay keeps the first session's.
 ///
-/// Every attempt that gets past the options' own rules is counted: in the batch that stores its
-/// session, or that would have (on a remembered key, a refusal or a replay too), and anything
-/// else (a refusal or a replay found by the full read) in a round trip of its own after its
-/// answer is known (not the hot path).
+/// Every attempt that gets past the options' own rules is counted against its caller's address:
+/// in the batch that stores its session, or that would have (on a remembered key, a refusal or a
+/// replay too), and anything else (a refusal or a replay found by the full read) in a round trip
+/// of its own after its answer is known (not the hot path). Only a session stored is counted
+/// against its merchant's key, so attempts that create nothing cannot lock its customers out.
 pub async fn create(
     ctx: &Ctx,
     options: &CheckoutOptions,
@@ -101,7 +102,7 @@ pub async fn create(
     if !counted {
         // Nothing was stored for it (a refusal, or a replay of a session that exists): a count
         // that fails is logged and changes no answer.
-        let _ = throttle::count_checkout_alone(ctx, &options.public_key).await;
+        let _ = throttle::count_checkout_alone(ctx).await;
     }
     outcome
 }
@@ -312,22 +313,36 @@ fn replay(options: &CheckoutOptions, stored: StoredKey) -> Result<Session, Refus
     }
 }
 
-/// The statement of a checkout attempt's two counts in a batch.
-type Counts = Handle<Counted>;
+/// The statements of a checkout attempt's counts in a batch.
+#[derive(Clone, Copy)]
+struct Counts {
+    per_address: Handle<Counted>,
+    key_window: Handle<Failures>,
+    per_key: Handle<Counted>,
+}
 
 /// Adds the attempt's counts to `batch` unless the attempt was `counted` already; answers their
-/// statement and the condition that they are within their limits (none taken: true).
+/// statements and the condition that they are within their limits (none taken: true). The
+/// merchant's count is taken only if the batch is to store the session: if the facts it is made
+/// on (`admitted`) still hold and both windows have room. The statement that the condition
+/// guards must come right after these (it reads whether the merchant's count was taken).
 fn count_into(
     ctx: &Ctx,
     key: &str,
     counted: bool,
+    admitted: &Admitted<'_>,
     batch: &mut Batch,
 ) -> Result<(Option<Counts>, Within), ApiError> {
     if counted {
         return Ok((None, Within::new()));
     }
-    let (counted, within) = throttle::count_checkout(ctx, key)?;
-    Ok((Some(batch.push(counted)), within))
+    let (counts, within) = throttle::count_checkout(ctx, key, admitted)?;
+    let counts = Counts {
+        per_address: batch.push(counts.per_address),
+        key_window: batch.push(counts.key_window),
+        per_key: batch.push(counts.per_key),
+    };
+    Ok((Some(counts), within))
 }
 
 /// Makes the session for the merchant `known` names: quotes the first of its ways to pay that
@@ -376,7 +391,7 @@ async fn make(
         Some(deriver) => {
             let mut batch = Batch::new();
             let probe = probe_into(database, &mut batch, admitted)?;
-            let (counts, within) = count_into(ctx, key, *counted, &mut batch)?;
+            let (counts, within) = count_into(ctx, key, *counted, admitted, &mut batch)?;
             let index = batch.push(
                 deposits::allocate_within(database, deriver.family(), &And(&within, admitted))
                     .or_internal("allocate deposit index")?,
@@ -433,13 +448,14 @@ async fn make(
     // is forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
     let probe = probe_into(database, &mut writes, admitted)?;
-    let (counts, within) = count_into(ctx, key, *counted, &mut writes)?;
     if let Some(key) = &options.idempotency_key {
         writes.push(
             sessions::forget_key(database, known.merchant_id, key, now - KEY_SECONDS)
                 .or_internal("forget stale key")?,
         );
     }
+    // The counts just before the insert their condition reads (`Within::just_counted`).
+    let (counts, within) = count_into(ctx, key, *counted, admitted, &mut writes)?;
     // The counts within their limits, and the facts still holding.
     let stored_if = And(&within, admitted);
     let created = writes.push(
@@ -528,11 +544,14 @@ fn took_nothing(
     probe: Option<Handle<Probe>>,
 ) -> Result<Option<Session>, Refusal> {
     if let Some(counts) = counts {
-        throttle::refuse_checkout(
-            ctx,
-            &options.public_key,
-            &batch.rows(counts).or_internal("count attempt")?,
-        )?;
+        let rows = throttle::CheckoutRows {
+            per_address: batch
+                .rows(counts.per_address)
+                .or_internal("count attempt")?,
+            key_window: batch.rows(counts.key_window).or_internal("count attempt")?,
+            per_key: batch.rows(counts.per_key).or_internal("count attempt")?,
+        };
+        throttle::refuse_checkout(ctx, &rows)?;
     }
     let found = match probe {
         Some(probe) => batch

@@ -207,6 +207,15 @@ impl Ctx {
             .unwrap_or(DEFAULT_RETENTION_SECONDS)
     }
 
+    /// The ports of this machine a sandbox's webhook endpoints may use
+    /// (`PAYRAIL_LOOPBACK_PORTS`; none when unset), or a logged 500 naming a malformed list.
+    pub fn loopback_ports(&self) -> Result<crate::webhook_url::LoopbackPorts, ApiError> {
+        crate::webhook_url::LoopbackPorts::parse(
+            &self.var("PAYRAIL_LOOPBACK_PORTS").unwrap_or_default(),
+        )
+        .map_err(|why| ApiError::internal("read PAYRAIL_LOOPBACK_PORTS", why))
+    }
+
     /// How many times faster the webhook retry schedule runs (`PAYRAIL_WEBHOOK_TIME_SCALE`; 1 in
     /// production, larger in tests).
     pub fn webhook_time_scale(&self) -> u64 {

@@ -117,9 +117,30 @@ pub async fn json_body(req: &mut Request, max: usize) -> Result<String, ApiError
     Ok(text)
 }
 
-/// The body as UTF-8 text, read only up to `max` bytes: a larger one is refused with 413 as soon
-/// as it is known to be larger (from `Content-Length`, or while streaming), never read whole.
+/// How long a request's body may take to arrive once the handler asks for it. Every body the
+/// worker reads is small (at most 64 KB), so a client that has not sent it by then has declared
+/// more than it sends, or is holding the request open; it is answered 408 rather than waited on.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The body as UTF-8 text, read only up to `max` bytes and within [`BODY_DEADLINE`]: a larger
+/// one is refused with 413 as soon as it is known to be larger (from `Content-Length`, or while
+/// streaming), never read whole; one that has not arrived in time, with 408.
 pub async fn body(req: &mut Request, max: usize) -> Result<String, ApiError> {
+    let read = Box::pin(body_now(req, max));
+    match select(read, Box::pin(Delay::from(BODY_DEADLINE))).await {
+        Either::Left((body, _)) => body,
+        Either::Right(_) => Err(ApiError::new(
+            ErrorCode::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} seconds",
+                BODY_DEADLINE.as_secs()
+            ),
+        )),
+    }
+}
+
+/// [`body`] without its deadline.
+async fn body_now(req: &mut Request, max: usize) -> Result<String, ApiError> {
     let too_large = || {
         ApiError::new(
             ErrorCode::PayloadTooLarge,

@@ -10,7 +10,7 @@ use shared_types::ErrorCode;
 
 use crate::ctx::Ctx;
 use crate::db::throttle as db;
-use crate::db::Returning;
+use crate::db::{And, Condition, Returning};
 use crate::error::{ApiError, OrInternal};
 
 /// How many failures a window allows, and what the refusal says.
@@ -66,36 +66,30 @@ pub fn refuse_over(
     Ok(())
 }
 
-/// Creating checkout sessions, per publishable key (from every address).
+/// Checkout sessions created per publishable key (from every address): only sessions stored
+/// count, so requests that create nothing (refused, replayed) never use up the capacity a
+/// merchant's customers need.
 pub const CHECKOUT_PER_KEY: Limit = Limit {
     max_failures: 600,
     window_seconds: 60,
     refusal: "too many checkouts for this merchant in the last minute; retry shortly",
 };
 
-/// Creating checkout sessions, per caller address (whatever the key).
+/// Checkout attempts per caller address (whatever the key): every attempt counts, refused or
+/// not, so one source's flood is stopped at its source.
 pub const CHECKOUT_PER_ADDRESS: Limit = Limit {
     max_failures: 300,
     window_seconds: 60,
     refusal: "too many checkouts from this address in the last minute; retry shortly",
 };
 
-/// The two windows a checkout session for `public_key` from the caller is counted in: per key
-/// from every address, then per address whatever the key, each with its limit.
-fn checkout_windows<'a>(ctx: &'a Ctx, public_key: &str) -> [(String, &'a str, &'static Limit); 2] {
-    [
-        (
-            format!("checkout:{public_key}"),
-            EVERY_ADDRESS,
-            &CHECKOUT_PER_KEY,
-        ),
-        (
-            "checkout".to_owned(),
-            ctx.caller_address(),
-            &CHECKOUT_PER_ADDRESS,
-        ),
-    ]
+/// The window of checkout sessions for `public_key`, counted from every address.
+fn checkout_key_window(public_key: &str) -> String {
+    format!("checkout:{public_key}")
 }
+
+/// The window of checkout attempts from an address, whatever the key.
+const CHECKOUT_ADDRESS_WINDOW: &str = "checkout";
 
 /// The two windows of checkout sessions for `public_key` from the caller as they stand, counting
 /// nothing, for the batch that reads what a session needs (a batch that only reads: no write
@@ -105,11 +99,11 @@ pub fn read_checkout(
     ctx: &Ctx,
     public_key: &str,
 ) -> Result<(Returning<db::Failures>, Returning<db::Failures>), ApiError> {
-    let [(key_subject, key_source, _), (address_subject, address_source, _)] =
-        checkout_windows(ctx, public_key);
     Ok((
-        db::window(&ctx.db, &key_subject, key_source).or_internal("read attempts")?,
-        db::window(&ctx.db, &address_subject, address_source).or_internal("read attempts")?,
+        db::window(&ctx.db, &checkout_key_window(public_key), EVERY_ADDRESS)
+            .or_internal("read attempts")?,
+        db::window(&ctx.db, CHECKOUT_ADDRESS_WINDOW, ctx.caller_address())
+            .or_internal("read attempts")?,
     ))
 }
 
@@ -125,59 +119,154 @@ pub fn refuse_checkout_before(
     refuse_over(per_address, &CHECKOUT_PER_ADDRESS, ctx.now())
 }
 
-/// The two counts of one checkout session for `public_key` from the caller (per key from every
-/// address, then per address whatever the key), as one statement of the batch that stores the
-/// session, and the condition its inserts carry ([`db::Within`]): both counts, as that batch
-/// just took them, within their limits. Its rows go to [`refuse_checkout`].
+/// The counts of one checkout attempt for `public_key` from the caller, as statements of the
+/// batch that stores its session ([`count_checkout`]), in the order they are added.
+pub struct CheckoutCounts {
+    /// The caller's attempt, counted whatever becomes of it.
+    pub per_address: Returning<db::Counted>,
+    /// The merchant's window as it stands before the session is counted in it: full when the
+    /// session is refused at its limit.
+    pub key_window: Returning<db::Failures>,
+    /// The session, counted against its merchant only if the batch stores it: only while the
+    /// facts it is made on hold (`stored_if`), the caller's count is within its limit and the
+    /// merchant's window has room.
+    pub per_key: Returning<db::Counted>,
+}
+
+/// What [`CheckoutCounts`]' statements answered.
+pub struct CheckoutRows {
+    /// The caller's window after the count.
+    pub per_address: Vec<db::Counted>,
+    /// The merchant's window before it.
+    pub key_window: Vec<db::Failures>,
+    /// The merchant's window after the count; none when the session was not counted.
+    pub per_key: Vec<db::Counted>,
+}
+
+/// The counts of one checkout attempt for `public_key` from the caller ([`CheckoutCounts`]), as
+/// statements of the batch that stores its session, and the condition its insert carries
+/// ([`db::Within`]): the caller's count, as that batch just took it, within its limit, and the
+/// merchant's taken, which it is only with room in its window. `stored_if` is what else the
+/// session's insert is conditioned on (the facts it was made on), so that the merchant's count
+/// takes only a session that is stored, and never one refused at its limit. The insert must be
+/// the statement right after these. Their rows go to [`refuse_checkout`].
 pub fn count_checkout(
     ctx: &Ctx,
     public_key: &str,
-) -> Result<(Returning<db::Counted>, db::Within), ApiError> {
-    let windows = checkout_windows(ctx, public_key);
-    let counted = db::count_attempts_in_batch(
+    stored_if: &dyn Condition,
+) -> Result<(CheckoutCounts, db::Within), ApiError> {
+    let key = checkout_key_window(public_key);
+    let address = ctx.caller_address();
+    let now = ctx.now();
+    let address_within = db::Within::new().at_most(
+        CHECKOUT_ADDRESS_WINDOW,
+        address,
+        CHECKOUT_PER_ADDRESS.max_failures,
+    );
+    let per_address = db::count_attempts_in_batch(
         &ctx.db,
-        &windows
-            .each_ref()
-            .map(|(subject, source, limit)| (subject.as_str(), *source, limit.window_seconds)),
-        ctx.now(),
+        &[(
+            CHECKOUT_ADDRESS_WINDOW,
+            address,
+            CHECKOUT_PER_ADDRESS.window_seconds,
+        )],
+        now,
     )
     .or_internal("count attempt")?;
-    let within = windows
-        .iter()
-        .fold(db::Within::new(), |within, (subject, source, limit)| {
-            within.at_most(subject, source, limit.max_failures)
-        });
-    Ok((counted, within))
+    let key_window = db::window(&ctx.db, &key, EVERY_ADDRESS).or_internal("read attempts")?;
+    let room = db::Room {
+        subject: &key,
+        source: EVERY_ADDRESS,
+        max: CHECKOUT_PER_KEY.max_failures,
+        now,
+        seconds: CHECKOUT_PER_KEY.window_seconds,
+    };
+    let per_key = db::count_attempt_if(
+        &ctx.db,
+        (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
+        now,
+        &And(&address_within, &And(&room, stored_if)),
+    )
+    .or_internal("count attempt")?;
+    // Counted against the merchant only with room for it, so "counted" is "within".
+    let within = address_within.just_counted();
+    Ok((
+        CheckoutCounts {
+            per_address,
+            key_window,
+            per_key,
+        },
+        within,
+    ))
 }
 
 /// Counts a checkout attempt that stored nothing (refused after its read, or answered from its
-/// idempotency key) against both limits, in a round trip of its own: every attempt counts, and
-/// only the one that stores a session is counted in the batch that stores it.
-pub async fn count_checkout_alone(ctx: &Ctx, public_key: &str) -> Result<(), ApiError> {
-    let (counted, _) = count_checkout(ctx, public_key)?;
-    let mut batch = crate::db::Batch::new();
-    batch.push(counted);
-    batch.run(&ctx.db).await.or_internal("count attempt")?;
-    Ok(())
+/// idempotency key) against its caller's limit, in a round trip of its own: every attempt counts
+/// against its source, and only a stored session against its merchant.
+pub async fn count_checkout_alone(ctx: &Ctx) -> Result<(), ApiError> {
+    count_one(
+        ctx,
+        CHECKOUT_ADDRESS_WINDOW,
+        ctx.caller_address(),
+        &CHECKOUT_PER_ADDRESS,
+    )
+    .await
+    .map(drop)
 }
 
-/// The refusal of a checkout session for `public_key` past either limit, from the windows
-/// [`count_checkout`]'s statement answered (the per-key limit's first).
-pub fn refuse_checkout(
-    ctx: &Ctx,
-    public_key: &str,
-    counted: &[db::Counted],
-) -> Result<(), ApiError> {
-    for (subject, source, limit) in checkout_windows(ctx, public_key) {
-        let window = counted
-            .iter()
-            .find(|c| c.client_id == subject && c.source == source)
-            .ok_or_else(|| {
-                ApiError::internal("count attempt", "the attempt count returned no row")
-            })?;
-        over(&window.window(), limit, ctx.now())?;
+/// The refusal of a checkout session past either limit, from what [`count_checkout`]'s
+/// statements answered (the per-key limit's first): the merchant's window full (the session was
+/// not counted in it), or the caller's past its limit.
+pub fn refuse_checkout(ctx: &Ctx, rows: &CheckoutRows) -> Result<(), ApiError> {
+    let now = ctx.now();
+    match rows.per_key.first() {
+        Some(counted) => over(&counted.window(), &CHECKOUT_PER_KEY, now)?,
+        None => refuse_over(rows.key_window.first(), &CHECKOUT_PER_KEY, now)?,
     }
-    Ok(())
+    let per_address = rows
+        .per_address
+        .first()
+        .ok_or_else(|| ApiError::internal("count attempt", "the attempt count returned no row"))?;
+    over(&per_address.window(), &CHECKOUT_PER_ADDRESS, now)
+}
+
+/// Webhook sends an admin asks for (a resend, a test event, a re-enable's bulk resend), per
+/// endpoint: each makes Payrail send requests to a URL the institution chose.
+pub const WEBHOOK_SENDS_PER_ENDPOINT: Limit = Limit {
+    max_failures: 10,
+    window_seconds: 60,
+    refusal: "too many resends and test events to this endpoint in the last minute; retry shortly",
+};
+
+/// Webhook sends an admin asks for, per institution (over all its endpoints).
+pub const WEBHOOK_SENDS_PER_INSTITUTION: Limit = Limit {
+    max_failures: 30,
+    window_seconds: 60,
+    refusal: "too many resends and test events in the last minute; retry shortly",
+};
+
+/// Counts one send an admin of `institution_id` asks for to endpoint `endpoint_id`, before it
+/// is made, against the endpoint's limit and then the institution's; refuses it (429 with
+/// `Retry-After`) past either. Every request counts, so a flood is stopped whatever it asks.
+pub async fn count_webhook_send(
+    ctx: &Ctx,
+    institution_id: i64,
+    endpoint_id: &str,
+) -> Result<(), ApiError> {
+    count_one(
+        ctx,
+        &format!("webhook_send:{endpoint_id}"),
+        EVERY_ADDRESS,
+        &WEBHOOK_SENDS_PER_ENDPOINT,
+    )
+    .await?;
+    count_one(
+        ctx,
+        &format!("webhook_send:institution:{institution_id}"),
+        EVERY_ADDRESS,
+        &WEBHOOK_SENDS_PER_INSTITUTION,
+    )
+    .await
 }
 
 /// Counts one event of `subject` from `source`, atomically; refuses it past the limit.

@@ -4,7 +4,9 @@
 //!
 //! - EVM networks (Ethereum, Polygon, Base, Arbitrum): `0x` and 20 bytes of hex. All lower or
 //!   all upper case is accepted and stored with its EIP-55 checksum; mixed case must be that
-//!   checksum. The zero address is refused (funds sent there are burnt).
+//!   checksum. The zero address, the well-known burn addresses (`0x…dEaD` and its kin) and the
+//!   precompile and system range (below `0x…10000`) are refused (funds sent there are lost).
+//!   Payrail's own addresses and contracts are refused by the caller, which knows them.
 //! - Bitcoin: mainnet segwit (bech32 `bc1q…`, bech32m `bc1p…`) or base58check P2PKH (`1…`) and
 //!   P2SH (`3…`).
 //! - Solana: base58 of 32 bytes.
@@ -14,6 +16,15 @@ use payrail_evm::Address;
 
 /// Longest address text considered at all.
 const MAX_LEN: usize = 128;
+
+/// Well-known EVM burn addresses (lower-case hex without `0x`): funds sent there are
+/// unrecoverable by design.
+const BURN_ADDRESSES: &[&str] = &[
+    "000000000000000000000000000000000000dead",
+    "dead000000000000000000000000000000000000",
+    "dead000000000000000042069420694206942069",
+    "ffffffffffffffffffffffffffffffffffffffff",
+];
 
 /// The networks a settlement wallet can be set for.
 pub const NETWORKS: &[&str] = &[
@@ -65,6 +76,18 @@ fn evm(network: &str, address: &str) -> Result<String, String> {
     }
     if hex.bytes().all(|b| b == b'0') {
         return Err("address must not be the zero address: funds sent there are lost".into());
+    }
+    let lower = hex.to_ascii_lowercase();
+    if BURN_ADDRESSES.contains(&lower.as_str()) {
+        return Err(format!(
+            "address {address} is a well-known burn address: funds sent there are lost"
+        ));
+    }
+    if lower.starts_with(&"0".repeat(36)) {
+        return Err(format!(
+            "address {address} is a precompile or system address, not a wallet: funds sent \
+             there are lost"
+        ));
     }
     let checksummed = eip55(address);
     let mixed =
@@ -192,5 +215,21 @@ mod tests {
         assert!(check("dogecoin", "D1")
             .unwrap_err()
             .contains("networks are"));
+    }
+
+    #[test]
+    fn burn_and_system_addresses_are_no_wallets() {
+        for lost in [
+            "0x000000000000000000000000000000000000dEaD",
+            "0xdEad000000000000000000000000000000000000",
+            "0xdead000000000000000042069420694206942069",
+            "0x0000000000000000000000000000000000000001",
+            "0x000000000000000000000000000000000000fFfF",
+            "0xffffffffffffffffffffffffffffffffffffffff",
+        ] {
+            let refused = check("polygon", lost).expect_err(lost);
+            assert!(refused.contains("funds sent there are lost"), "{refused}");
+        }
+        assert!(check("polygon", "0x0000000000000000000000000000000000010000").is_ok());
     }
 }

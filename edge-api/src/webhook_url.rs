@@ -80,6 +80,64 @@ fn is_loopback_host(host: &str) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
+/// The ports of this machine a sandbox's webhook endpoints may use (`PAYRAIL_LOOPBACK_PORTS`: a
+/// comma-separated list of ports and ranges, such as `3000-3999,8080`). A loopback endpoint's
+/// replies are kept in the delivery log, so an endpoint on any port would let an admin read
+/// whatever else listens on the machine (a local node, the worker itself): only the ports the
+/// operator names are receivers'. None named: no loopback endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoopbackPorts(Vec<(u16, u16)>);
+
+impl LoopbackPorts {
+    /// Parses the list; a malformed one names the part at fault.
+    pub fn parse(text: &str) -> Result<LoopbackPorts, String> {
+        let mut ranges = Vec::new();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (low, high) = part.split_once('-').unwrap_or((part, part));
+            match (low.trim().parse::<u16>(), high.trim().parse::<u16>()) {
+                (Ok(low), Ok(high)) if 0 < low && low <= high => ranges.push((low, high)),
+                _ => return Err(format!("{part:?} is not a port or a range of ports")),
+            }
+        }
+        Ok(LoopbackPorts(ranges))
+    }
+
+    /// Whether `port` is one of them.
+    pub fn allows(&self, port: u16) -> bool {
+        self.0
+            .iter()
+            .any(|(low, high)| (*low..=*high).contains(&port))
+    }
+
+    /// The list as the operator would write it (`none` when empty).
+    pub fn describe(&self) -> String {
+        if self.0.is_empty() {
+            return "none".to_owned();
+        }
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|(low, high)| {
+                if low == high {
+                    low.to_string()
+                } else {
+                    format!("{low}-{high}")
+                }
+            })
+            .collect();
+        parts.join(",")
+    }
+}
+
+/// The port of `url` when it points at this machine (the loopback names and addresses a sandbox
+/// accepts), the scheme's own when it names none.
+pub fn loopback_port(url: &Url) -> Option<u16> {
+    let host = url.host_str()?.to_ascii_lowercase();
+    is_loopback_host(&host)
+        .then(|| url.port_or_known_default())
+        .flatten()
+}
+
 /// Static checks of a webhook URL. `sandbox` relaxes them for local receivers.
 pub fn check(text: &str, sandbox: bool) -> Result<Checked, String> {
     if text.len() > MAX_URL_LEN {
@@ -238,5 +296,26 @@ mod tests {
         }
         assert!(refused("http://192.168.1.10/", true));
         assert!(refused("http://hooks.example.com/", true));
+    }
+
+    #[test]
+    fn loopback_ports_are_the_operators_list() {
+        let ports = LoopbackPorts::parse("3000-3999, 8080,").unwrap();
+        assert!(ports.allows(3000) && ports.allows(3999) && ports.allows(8080));
+        assert!(!ports.allows(2999) && !ports.allows(4000) && !ports.allows(8545));
+        assert_eq!(ports.describe(), "3000-3999,8080");
+        assert_eq!(LoopbackPorts::parse("").unwrap().describe(), "none");
+        assert!(!LoopbackPorts::default().allows(3000));
+        for bad in ["0", "70000", "4000-3000", "x", "1-2-3"] {
+            assert!(LoopbackPorts::parse(bad).is_err(), "{bad}");
+        }
+        let port = |u: &str| loopback_port(&Url::parse(u).unwrap());
+        assert_eq!(port("http://127.0.0.1:8545/"), Some(8545));
+        assert_eq!(port("http://127.1:8545/"), Some(8545));
+        assert_eq!(port("http://2130706433:8545/"), Some(8545));
+        assert_eq!(port("http://0x7f000001:8545/"), Some(8545));
+        assert_eq!(port("http://localhost/"), Some(80));
+        assert_eq!(port("https://[::1]/"), Some(443));
+        assert_eq!(port("https://example.com:8545/"), None);
     }
 }

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 /// Currencies an order may be priced in, with their minor-unit digits (ISO 4217).
 pub const CURRENCIES: &[(&str, u32)] =
     &[("EUR", 2), ("USD", 2), ("GBP", 2), ("CHF", 2), ("JPY", 0)];
+/// The most minor-unit digits of any currency in [`CURRENCIES`].
+pub const MOST_CURRENCY_DIGITS: u32 = 2;
 /// Largest order amount, in major units.
 pub const MAX_AMOUNT_MAJOR: u64 = 1_000_000;
 /// Longest title.
@@ -253,7 +255,46 @@ pub fn check_currency(code: &str) -> Result<(), OptionError> {
 /// Positive decimal text (`19.99`), at most the currency's minor digits, at most
 /// [`MAX_AMOUNT_MAJOR`]. No sign, exponent or spaces.
 pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
-    let digits = currency_digits(currency).unwrap_or(2);
+    check_decimal(
+        amount,
+        &AmountRule {
+            field: "amount",
+            digits: currency_digits(currency).unwrap_or(2),
+            unit: currency,
+            max_major: MAX_AMOUNT_MAJOR,
+            zero_allowed: false,
+        },
+    )
+}
+
+/// The one rule every amount that enters Payrail as text follows (checkout's options, the
+/// sandbox's payments, refunds and returns, debt limits), each with its own bounds: digits with
+/// at most one `.` inside them (`19.99`, `250`), at most `digits` decimal places once trailing
+/// zeros are dropped, at most `max_major`, and greater than zero unless `zero_allowed`. No sign,
+/// exponent, spaces, or any other character: what is accepted is exactly what is meant.
+#[derive(Debug, Clone, Copy)]
+pub struct AmountRule<'a> {
+    /// The field the amount came in, named in every refusal.
+    pub field: &'static str,
+    /// Most decimal places.
+    pub digits: u32,
+    /// What the amount is of (a currency code, an asset's symbol), named when `digits` is 0.
+    pub unit: &'a str,
+    /// Largest amount, in whole units.
+    pub max_major: u64,
+    /// Whether zero is an amount here (a debt limit of none).
+    pub zero_allowed: bool,
+}
+
+/// Checks `amount` against `rule` (see [`AmountRule`]); the refusal names the field.
+pub fn check_decimal(amount: &str, rule: &AmountRule<'_>) -> Result<(), OptionError> {
+    let AmountRule {
+        field,
+        digits,
+        unit,
+        max_major,
+        zero_allowed,
+    } = *rule;
     // The text as bytes, read with `get` and iterators: nothing here can panic (see `text`).
     let bytes = amount.as_bytes();
     let dot = bytes.iter().position(|&b| b == b'.');
@@ -270,21 +311,20 @@ pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
         && (dot.is_some() <= !fraction.is_empty());
     let describe = || {
         if digits == 0 {
-            text(&["a whole number of ", currency])
+            text(&["a whole number of ", unit])
         } else {
             text(&["at most ", &decimal(digits.into()), " decimal places"])
         }
     };
     if !well_formed {
+        let kind = if zero_allowed {
+            " must be a number with "
+        } else {
+            " must be a positive number with "
+        };
         return fail(
-            "amount",
-            text(&[
-                "amount must be a positive number with ",
-                &describe(),
-                "; got \"",
-                amount,
-                "\"",
-            ]),
+            field,
+            text(&[field, kind, &describe(), "; got \"", amount, "\""]),
         );
     }
     // The fraction without its trailing zeros, and the whole part without its leading ones.
@@ -294,35 +334,50 @@ pub fn check_amount(amount: &str, currency: &str) -> Result<(), OptionError> {
         .map_or(0, |at| at + 1);
     if significant > digits as usize {
         return fail(
-            "amount",
-            text(&["amount must have ", &describe(), "; got ", amount]),
+            field,
+            text(&[field, " must have ", &describe(), "; got ", amount]),
         );
     }
     let leading_zeros = whole.iter().take_while(|&&b| b == b'0').count();
     let whole_value = whole.get(leading_zeros..).unwrap_or_default();
     let zero = whole_value.is_empty() && significant == 0;
-    // Seven digits at most, so the value cannot overflow.
-    let too_big = whole_value.len() > 7 || {
+    // Nineteen digits at most, so the value cannot overflow a u64.
+    let too_big = whole_value.len() > 19 || {
         let value = whole_value
             .iter()
             .fold(0u64, |value, &b| value * 10 + u64::from(b - b'0'));
-        value > MAX_AMOUNT_MAJOR || (value == MAX_AMOUNT_MAJOR && significant > 0)
+        value > max_major || (value == max_major && significant > 0)
     };
-    if zero {
-        return fail("amount", "amount must be greater than zero");
+    if zero && !zero_allowed {
+        return fail(field, text(&[field, " must be greater than zero"]));
     }
     if too_big {
         return fail(
-            "amount",
+            field,
             text(&[
-                "amount must be at most ",
-                &decimal(MAX_AMOUNT_MAJOR),
+                field,
+                " must be at most ",
+                &decimal(max_major),
                 "; got ",
                 amount,
             ]),
         );
     }
     Ok(())
+}
+
+/// `amount` as a decimal once it follows `rule` ([`check_decimal`]).
+pub fn parse_decimal(
+    amount: &str,
+    rule: &AmountRule<'_>,
+) -> Result<rust_decimal::Decimal, OptionError> {
+    check_decimal(amount, rule)?;
+    // The rule leaves at most 19 whole digits and `digits` decimal ones: a value Decimal holds
+    // whenever the bounds chosen fit in its 28 digits, as every rule's do.
+    core::str::FromStr::from_str(amount).map_err(|_| OptionError {
+        option: rule.field,
+        message: text(&[rule.field, " is out of range; got ", amount]),
+    })
 }
 
 /// Non-blank text of at most `max` characters without control characters.

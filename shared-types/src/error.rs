@@ -45,6 +45,9 @@ pub enum ErrorCode {
     RedirectNotAllowed,
     /// The request body is larger than the operation accepts.
     PayloadTooLarge,
+    /// The request body did not arrive in time (it was declared longer than what was sent, or
+    /// sent too slowly).
+    RequestTimeout,
     /// Payments cannot be taken now: no way to pay is available on this deployment.
     PaymentsUnavailable,
     /// Something failed on our side; the description carries no internal detail.
@@ -71,6 +74,7 @@ impl ErrorCode {
             Self::RateLimited => "rate_limited",
             Self::Conflict => "conflict",
             Self::PayloadTooLarge => "payload_too_large",
+            Self::RequestTimeout => "request_timeout",
             Self::RedirectNotAllowed => "redirect_not_allowed",
             Self::AdminRequired => "admin_required",
             Self::PaymentsUnavailable => "payments_unavailable",
@@ -96,6 +100,7 @@ impl ErrorCode {
             | Self::AdminRequired => 403,
             Self::NotFound => 404,
             Self::MethodNotAllowed => 405,
+            Self::RequestTimeout => 408,
             Self::Conflict => 409,
             Self::PayloadTooLarge => 413,
             Self::RateLimited => 429,
@@ -158,6 +163,8 @@ mod tests {
             ErrorCode::CsrfFailed,
             ErrorCode::RateLimited,
             ErrorCode::Conflict,
+            ErrorCode::PayloadTooLarge,
+            ErrorCode::RequestTimeout,
             ErrorCode::ServerError,
         ] {
             assert_eq!(

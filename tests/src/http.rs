@@ -306,6 +306,23 @@ impl Worker {
         )
     }
 
+    /// A portal page's form posted as the browser of `session` posts it: its cookie, and the
+    /// form's fields as given (the CSRF token among them when the test wants it).
+    pub fn portal_form(
+        &self,
+        session: &PortalSession,
+        path: &str,
+        pairs: &[(&str, &str)],
+    ) -> Reply {
+        self.send(
+            self.request(reqwest::Method::POST, path)
+                .header("Cookie", format!("payrail_portal={}", session.cookie))
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(form(pairs)),
+            None,
+        )
+    }
+
     /// A portal JSON API call with a session (cookie and CSRF header) and an optional body; the
     /// reply is checked against the operation's documented response for its status.
     pub fn portal(

@@ -161,8 +161,14 @@ impl Worker {
         let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY").expect(
             "PAYRAIL_DEV_ENCRYPTION_KEY is set by scripts/env.sh (run through scripts/test)",
         );
-        let extra: String = vars
-            .iter()
+        // Receivers in tests listen on ports the system hands out (and dead endpoints point at
+        // the discard port): a test worker lets webhook endpoints use any port of this machine
+        // unless the test says otherwise.
+        let loopback = ("PAYRAIL_LOOPBACK_PORTS", "1-65535");
+        let defaults = (!vars.iter().any(|(name, _)| *name == loopback.0)).then_some(&loopback);
+        let extra: String = defaults
+            .into_iter()
+            .chain(vars.iter())
             .map(|(name, value)| {
                 assert!(
                     !value.contains('\''),

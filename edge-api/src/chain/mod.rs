@@ -24,6 +24,7 @@ pub mod evm;
 pub mod heads;
 pub mod ledger;
 pub mod native;
+pub mod payee;
 pub mod rates;
 pub mod refund;
 pub mod rpc;

@@ -15,7 +15,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::json;
-use shared_types::checkout::currency_digits;
+use shared_types::checkout::{currency_digits, parse_decimal, AmountRule, MAX_AMOUNT_MAJOR};
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus, RefundState, SendState};
 
@@ -215,14 +215,7 @@ async fn check(
     }
     let currency = t.currency.clone().unwrap_or_default();
     let digits = currency_digits(&currency).unwrap_or(2);
-    let amount = Decimal::from_str(request.amount.trim()).map_err(|_| {
-        ApiError::invalid_request("amount must be a decimal string, like \"12.50\"")
-    })?;
-    if amount <= Decimal::ZERO || amount.normalize().scale() > digits {
-        return Err(ApiError::invalid_request(format!(
-            "amount must be greater than zero with at most {digits} decimal places"
-        )));
-    }
+    let amount = parse_amount(request.amount, &currency)?;
     let address = wallet_address::check(&quote.network, request.address)
         .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
     let gross = t.amount.gross.unwrap_or_default();
@@ -341,7 +334,7 @@ pub async fn request(
     let same = |r: &Refund| {
         r.transaction_id == transaction_id
             && request.part.is_none_or(|part| part == r.part)
-            && Decimal::from_str(request.amount.trim()).is_ok_and(|asked| asked == r.amount)
+            && Decimal::from_str(request.amount).is_ok_and(|asked| asked == r.amount)
             && wallet_address::check(&r.network, request.address)
                 .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))
     };
@@ -568,6 +561,22 @@ fn with_books(
             .or_internal("write refund")?,
     );
     Ok((batch, insert))
+}
+
+/// A refund's amount in the order's `currency`: checkout's rule for an order's amount (digits,
+/// at most the currency's decimal places, no sign, exponent or spaces, at most 1,000,000).
+fn parse_amount(text: &str, currency: &str) -> Result<Decimal, ApiError> {
+    parse_decimal(
+        text,
+        &AmountRule {
+            field: "amount",
+            digits: currency_digits(currency).unwrap_or(2),
+            unit: currency,
+            max_major: MAX_AMOUNT_MAJOR,
+            zero_allowed: false,
+        },
+    )
+    .map_err(|e| ApiError::invalid_request(e.message))
 }
 
 /// A refund's or a return's Idempotency-Key: 1 to [`MAX_KEY`] printable characters.

@@ -46,3 +46,21 @@ pub fn allocate_within(
     )
     .map(Returning::new)
 }
+
+/// Whether `address` (lower-case hex) is one of custody's addresses given out to any
+/// institution: a checkout's deposit address or a merchant's top-up address. Money sent there
+/// from the treasury would land back in custody, booked to nobody.
+pub async fn custody_holds(db: &D1Database, address: &str) -> DbResult<bool> {
+    #[derive(Deserialize)]
+    struct Found {
+        found: i64,
+    }
+    let row: Option<Found> = first(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM deposit_watches WHERE address = ?1) \
+         OR EXISTS (SELECT 1 FROM topup_addresses WHERE address = ?1) AS found",
+        &[address.into()],
+    )
+    .await?;
+    Ok(row.is_some_and(|r| r.found == 1))
+}

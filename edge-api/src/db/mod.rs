@@ -462,6 +462,10 @@ pub async fn strings(db: &D1Database, sql: &str, params: &[Value]) -> DbResult<V
 /// Commits the statements as one atomic transaction, reading nothing back (a batch whose
 /// results are read is built with [`Batch`]).
 pub async fn batch(db: &D1Database, statements: Vec<D1PreparedStatement>) -> DbResult<()> {
+    // D1 refuses a batch of no statements; committing nothing needs no round trip.
+    if statements.is_empty() {
+        return Ok(());
+    }
     let results = db.batch(statements).await?;
     meter::record(1, &results);
     Ok(())
@@ -559,8 +563,12 @@ impl Batch {
         self.statements.extend(statements);
     }
 
-    /// Commits the statements, in the order added, as one atomic transaction.
+    /// Commits the statements, in the order added, as one atomic transaction. An empty batch
+    /// commits nothing and makes no round trip (D1 refuses a batch of no statements).
     pub async fn run(self, db: &D1Database) -> DbResult<BatchResults> {
+        if self.statements.is_empty() {
+            return Ok(BatchResults(Vec::new()));
+        }
         let results = db.batch(self.statements).await?;
         meter::record(1, &results);
         Ok(BatchResults(results))

@@ -79,13 +79,9 @@ fn attempt(subject: &str, source: &str, now: i64, window_seconds: i64) -> [Value
     ]
 }
 
-/// One window's count after an attempt ([`count_attempts_in_batch`]), with whose window it is.
+/// One window's count after an attempt ([`count_attempts_in_batch`], [`count_attempt_if`]).
 #[derive(Debug, Deserialize)]
 pub struct Counted {
-    /// The subject.
-    pub client_id: String,
-    /// The source.
-    pub source: String,
     /// Unix seconds the window opened.
     pub window_start: i64,
     /// Attempts counted in the window, this one included.
@@ -142,6 +138,40 @@ fn count_attempts(windows: &[(&str, &str, i64)], now: i64) -> (String, Vec<Value
     (sql, params)
 }
 
+/// Counts one attempt in the window (subject, source, window length in seconds) as
+/// [`count_attempts_in_batch`] does, but only if `condition` holds when the batch reaches it:
+/// its row is the window after the count, or none when nothing was counted.
+pub fn count_attempt_if(
+    db: &D1Database,
+    (subject, source, seconds): (&str, &str, i64),
+    now: i64,
+    condition: &dyn Condition,
+) -> DbResult<Returning<Counted>> {
+    let (sql, params) = count_attempt_if_sql((subject, source, seconds), now, condition);
+    bind(db, &sql, &params).map(Returning::new)
+}
+
+/// [`count_attempt_if`]'s SQL and parameters.
+fn count_attempt_if_sql(
+    (subject, source, seconds): (&str, &str, i64),
+    now: i64,
+    condition: &dyn Condition,
+) -> (String, Vec<Value>) {
+    let mut params: Vec<Value> = vec![now.into(), subject.into(), source.into(), seconds.into()];
+    let (holds, more) = condition.sql(params.len() + 1);
+    params.extend(more);
+    // `WHERE` makes the SELECT's end plain to SQLite's parser before the upsert clause.
+    let sql = format!(
+        "INSERT INTO auth_failures (client_id, source, window_start, failures) \
+         SELECT ?2, ?3, ?1, 1 WHERE {holds} \
+         ON CONFLICT (client_id, source) DO UPDATE SET \
+           failures = CASE WHEN window_start <= ?1 - ?4 THEN 1 ELSE failures + 1 END, \
+           window_start = CASE WHEN window_start <= ?1 - ?4 THEN ?1 ELSE window_start END \
+         RETURNING client_id, source, window_start, failures"
+    );
+    (sql, params)
+}
+
 /// The window of `subject` from `source` as it stands, without counting anything (one row, or
 /// none before its first attempt), for a batch that only reads.
 pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returning<Failures>> {
@@ -158,7 +188,10 @@ pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returnin
 /// one transaction, so of N racing attempts exactly those whose own count is within the limit
 /// insert anything.
 #[derive(Debug, Clone, Default)]
-pub struct Within(Vec<(String, String, i64)>);
+pub struct Within {
+    counts: Vec<(String, String, i64)>,
+    just_counted: bool,
+}
 
 impl Within {
     /// No condition yet.
@@ -168,7 +201,16 @@ impl Within {
 
     /// Adds the condition that `subject`'s count from `source` is at most `max`.
     pub fn at_most(mut self, subject: &str, source: &str, max: i64) -> Self {
-        self.0.push((subject.to_owned(), source.to_owned(), max));
+        self.counts
+            .push((subject.to_owned(), source.to_owned(), max));
+        self
+    }
+
+    /// Adds the condition that the statement just before the one it guards counted its
+    /// attempt ([`count_attempt_if`], whose condition held): SQLite's `changes()` is what that
+    /// statement changed, in a batch as anywhere on one connection.
+    pub fn just_counted(mut self) -> Self {
+        self.just_counted = true;
         self
     }
 }
@@ -178,7 +220,10 @@ impl Condition for Within {
     fn sql(&self, first: usize) -> (String, Vec<Value>) {
         let mut sql = Vec::new();
         let mut params = Vec::new();
-        for (subject, source, max) in &self.0 {
+        if self.just_counted {
+            sql.push("changes() = 1".to_owned());
+        }
+        for (subject, source, max) in &self.counts {
             let n = first + params.len();
             sql.push(format!(
                 "coalesce((SELECT failures FROM auth_failures WHERE client_id = ?{n} \
@@ -197,6 +242,45 @@ impl Condition for Within {
             return ("1".to_owned(), params);
         }
         (sql.join(" AND "), params)
+    }
+}
+
+/// The condition that the window of `subject` from `source` has room at `now` for one more
+/// attempt: none counted yet, a window `seconds` long that has closed, or fewer than `max`.
+#[derive(Debug, Clone)]
+pub struct Room<'a> {
+    /// The subject.
+    pub subject: &'a str,
+    /// The source.
+    pub source: &'a str,
+    /// Attempts a window allows.
+    pub max: i64,
+    /// Unix seconds.
+    pub now: i64,
+    /// The window's length.
+    pub seconds: i64,
+}
+
+impl Condition for Room<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        let n = first;
+        (
+            format!(
+                "NOT EXISTS (SELECT 1 FROM auth_failures WHERE client_id = ?{n} \
+                 AND source = ?{} AND failures >= ?{} AND window_start > ?{} - ?{})",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4
+            ),
+            vec![
+                self.subject.into(),
+                self.source.into(),
+                self.max.into(),
+                self.now.into(),
+                self.seconds.into(),
+            ],
+        )
     }
 }
 
@@ -269,5 +353,81 @@ mod tests {
             [(address.clone(), 1_000, 3), (key.clone(), 1_060, 1)]
         );
         assert_eq!(count(&conn, 1_900), [(address, 1_900, 1), (key, 1_900, 1)]);
+    }
+
+    #[test]
+    fn a_conditional_count_counts_only_while_its_condition_holds() {
+        struct Holds(bool);
+        impl Condition for Holds {
+            fn sql(&self, first: usize) -> (String, Vec<Value>) {
+                (format!("?{first}"), vec![Value::from(i64::from(self.0))])
+            }
+        }
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        let count = |now: i64, holds: bool| -> Option<(i64, i64)> {
+            let (sql, params) = count_attempt_if_sql(("checkout:pk", "*", 60), now, &Holds(holds));
+            let mut statement = conn.prepare(&sql).unwrap();
+            let mut rows = statement
+                .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    Ok((r.get(2)?, r.get(3)?))
+                })
+                .unwrap();
+            rows.next().map(Result::unwrap)
+        };
+        assert_eq!(count(1_000, false), None, "no row before the first count");
+        assert_eq!(count(1_000, true), Some((1_000, 1)));
+        assert_eq!(
+            count(1_010, false),
+            None,
+            "a refused attempt is not counted"
+        );
+        assert_eq!(count(1_020, true), Some((1_000, 2)));
+        assert_eq!(count(1_060, true), Some((1_060, 1)), "the window closed");
+    }
+
+    #[test]
+    fn an_insert_just_after_a_count_with_room_sees_whether_it_was_counted() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        conn.execute_batch("CREATE TEMP TABLE stored (n INTEGER)")
+            .unwrap();
+        let within = Within::new().just_counted();
+        // One attempt: the count with room for two, then the insert it guards.
+        let attempt = |now: i64| -> bool {
+            let room = Room {
+                subject: "checkout:pk",
+                source: "*",
+                max: 2,
+                now,
+                seconds: 60,
+            };
+            let (count, params) = count_attempt_if_sql(("checkout:pk", "*", 60), now, &room);
+            let mut statement = conn.prepare(&count).unwrap();
+            let mut rows = statement
+                .query(rusqlite::params_from_iter(params.iter()))
+                .unwrap();
+            while rows.next().unwrap().is_some() {}
+            drop(rows);
+            drop(statement);
+            let (holds, params) = within.sql(1);
+            conn.execute(
+                &format!("INSERT INTO stored SELECT 1 WHERE {holds}"),
+                rusqlite::params_from_iter(params.iter()),
+            )
+            .unwrap()
+                == 1
+        };
+        assert!(attempt(1_000));
+        assert!(attempt(1_010));
+        assert!(
+            !attempt(1_020),
+            "the window is full: not counted, not stored"
+        );
+        let counted: i64 = conn
+            .query_row("SELECT failures FROM auth_failures", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(counted, 2, "the refused attempt is not counted");
+        assert!(attempt(1_060), "a new window has room");
     }
 }

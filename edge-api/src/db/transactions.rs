@@ -234,17 +234,26 @@ pub struct Volume {
     pub gross_minor: i64,
 }
 
+/// The sum of a group's `amount.gross` in minor units (cents; yen for JPY). `total` sums as a
+/// float and never fails where `sum` would raise an integer overflow, and a float holds every
+/// whole number exactly up to 2^53 (90 trillion in a currency of cents), where the sum is held:
+/// past it the overview could show no exact figure anyway, and a larger number would reach the
+/// worker inexactly (D1 hands numbers over as JavaScript's). Every amount that enters is
+/// bounded (checkout's rule), so only a sum of some 90 million largest orders comes near it.
+const GROSS_MINOR: &str = "CAST(min(total(round(CAST(amount_gross AS REAL) * \
+     CASE currency WHEN 'JPY' THEN 1 ELSE 100 END)), 9007199254740991) AS INTEGER)";
+
 /// The overview's statement: the institution's transactions created since `since` (canonical
 /// text), counted and summed per status and currency, from one range scan of a covering index.
-/// Amounts are summed in minor units as integers, so the sum is exact.
+/// Amounts are summed in minor units ([`GROSS_MINOR`]), exact below 2^53.
 pub fn volume_query(institution_id: i64, since: &str) -> Select {
     Select {
-        sql: "SELECT status, currency, count(*) AS count, \
-              coalesce(sum(CAST(round(CAST(amount_gross AS REAL) * \
-              CASE currency WHEN 'JPY' THEN 1 ELSE 100 END) AS INTEGER)), 0) AS gross_minor \
+        sql: format!(
+            "SELECT status, currency, count(*) AS count, \
+              {GROSS_MINOR} AS gross_minor \
               FROM transactions INDEXED BY transactions_by_institution_created \
               WHERE institution_id = ?1 AND created_at >= ?2 GROUP BY status, currency"
-            .to_owned(),
+        ),
         params: vec![institution_id.into(), since.into()],
     }
 }
@@ -272,14 +281,14 @@ pub struct DayVolume {
 /// [`volume_query`].
 pub fn daily_volume_query(institution_id: i64, since: &str) -> Select {
     Select {
-        sql: "SELECT substr(created_at, 1, 10) AS day, currency, count(*) AS count, \
-              coalesce(sum(CAST(round(CAST(amount_gross AS REAL) * \
-              CASE currency WHEN 'JPY' THEN 1 ELSE 100 END) AS INTEGER)), 0) AS gross_minor \
+        sql: format!(
+            "SELECT substr(created_at, 1, 10) AS day, currency, count(*) AS count, \
+              {GROSS_MINOR} AS gross_minor \
               FROM transactions INDEXED BY transactions_by_institution_created \
               WHERE institution_id = ?1 AND created_at >= ?2 \
               AND amount_gross IS NOT NULL AND currency IS NOT NULL \
               GROUP BY day, currency"
-            .to_owned(),
+        ),
         params: vec![institution_id.into(), since.into()],
     }
 }

@@ -12,7 +12,7 @@ use crate::db::notifications::{self, Notification};
 use crate::db::{endpoints, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_time_bound, DeliveryLogQuery};
-use crate::{crypto, webhooks};
+use crate::{crypto, throttle, webhooks};
 
 /// An endpoint's deliveries, newest first, filtered as [`DeliveryLogQuery`] reads the query.
 pub async fn log(
@@ -113,6 +113,7 @@ pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError>
     if endpoint.status != EndpointStatus::Enabled {
         return Err(endpoint_disabled());
     }
+    throttle::count_webhook_send(portal.ctx, portal.institution_id(), &row.endpoint_id).await?;
     queue_new(portal, &[row.id.into()])
         .await?
         .pop()
@@ -130,6 +131,11 @@ pub async fn enable(
         .map(|t| parse_time_bound("resend_failed_since", t))
         .transpose()
         .map_err(|e| ApiError::invalid_request(e.0))?;
+    if since.is_some() {
+        // Counted before anything changes: a refused call enables nothing either.
+        super::endpoints::get(portal, endpoint_id).await?;
+        throttle::count_webhook_send(portal.ctx, portal.institution_id(), endpoint_id).await?;
+    }
     if !endpoints::enable(
         portal.db(),
         portal.institution_id(),
@@ -165,6 +171,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         return Err(endpoint_disabled());
     }
     let institution = portal.institution_id();
+    throttle::count_webhook_send(portal.ctx, institution, endpoint_id).await?;
     let no_sample = || {
         ApiError::new(
             ErrorCode::Conflict,

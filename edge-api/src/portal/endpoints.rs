@@ -106,7 +106,19 @@ pub async fn get(portal: &Portal<'_>, id: &str) -> Result<Endpoint, ApiError> {
 /// Checks a webhook URL against the SSRF policy (with a DNS check in production).
 async fn check_url(portal: &Portal<'_>, url: &str) -> Result<String, ApiError> {
     match webhook_url::check(url.trim(), portal.ctx.sandbox()).map_err(ApiError::invalid_request)? {
-        Checked::Ready(url) => Ok(url.to_string()),
+        Checked::Ready(url) => {
+            if let Some(port) = webhook_url::loopback_port(&url) {
+                let allowed = portal.ctx.loopback_ports()?;
+                if !allowed.allows(port) {
+                    return Err(ApiError::invalid_request(format!(
+                        "url may point at this machine only on the ports the operator allows \
+                         for receivers ({}); {port} is not one",
+                        allowed.describe()
+                    )));
+                }
+            }
+            Ok(url.to_string())
+        }
         Checked::NeedsDns(url, host) => {
             resolve_public(&host).await?;
             Ok(url.to_string())

@@ -396,12 +396,15 @@ pub async fn update(
     }
 }
 
-/// Sets the settlement wallet of `network` (`None`: removes it), recording who changed it.
+/// Sets the settlement wallet of `network` (`None`: removes it), recording who changed it. A new
+/// address must be able to receive what the treasury sends ([`chain::payee::check`]);
+/// `contract_wallet` is the admin's word that a contract there is a wallet that can.
 pub async fn set_wallet(
     portal: &Portal<'_>,
     id: i64,
     network: &str,
     address: Option<&str>,
+    contract_wallet: bool,
 ) -> Result<Merchant, ApiError> {
     let merchant = row(portal, id).await?;
     if !wallet_address::NETWORKS.contains(&network) {
@@ -422,6 +425,9 @@ pub async fn set_wallet(
         .map(|w| w.address);
     if old == address {
         return get(portal, id).await;
+    }
+    if let Some(new) = &address {
+        chain::payee::check(portal.ctx, network, new, contract_wallet).await?;
     }
     let cool_off = portal.ctx.wallet_cool_off_seconds();
     let usable_from = portal.now.saturating_add(cool_off);

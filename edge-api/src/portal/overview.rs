@@ -172,8 +172,10 @@ pub fn series(
             .or_default()
             .entry(day)
             .or_default();
-        entry.0 += count;
-        entry.1 += minor;
+        // Each row is bounded (`db::transactions::GROSS_MINOR`); their sum saturates rather
+        // than wrap.
+        entry.0 = entry.0.saturating_add(count);
+        entry.1 = entry.1.saturating_add(minor);
     }
     by_currency
         .into_iter()
@@ -191,7 +193,10 @@ pub fn series(
                 })
                 .collect();
             Series {
-                total: days.iter().map(|d| d.gross).sum(),
+                total: days
+                    .iter()
+                    .try_fold(Decimal::ZERO, |total, d| total.checked_add(d.gross))
+                    .unwrap_or(Decimal::MAX),
                 count: days.iter().map(|d| d.count).sum(),
                 currency,
                 days,

@@ -22,6 +22,7 @@ mod webhooks;
 use layout::{error_box, layout, page, Call, Form};
 
 use super::Csrf;
+use crate::error::{ApiError, OrInternal};
 use crate::http::see_other;
 use crate::route::{self, Answer, Handler, Incoming, Route};
 
@@ -123,6 +124,62 @@ fn on_session<'a>(handler: Handler<'a, Call<'a>>) -> Handler<'a, Incoming<'a>> {
     })
 }
 
+/// Whether `path` is one of the portal's pages (under `/portal`, but not its JSON API): a
+/// failure there is answered as a page ([`failure`]), an unknown page included.
+pub fn is_page(path: &str) -> bool {
+    match path.strip_prefix("/portal") {
+        Some(rest) => {
+            (rest.is_empty() || rest.starts_with('/'))
+                && rest != "/api"
+                && !rest.starts_with("/api/")
+        }
+        None => false,
+    }
+}
+
+/// A page's failure as a page of the portal: its status, what went wrong (escaped, like all that
+/// a page shows), the way back, and every page's headers, with `Allow` or `Retry-After` where
+/// the failure carries them. A person meets these, not a program: never the API's JSON.
+pub fn failure(err: &ApiError) -> Result<worker::Response, ApiError> {
+    let status = err.code.http_status();
+    let title = match status {
+        400 => "Bad request",
+        403 => "Refused",
+        404 => "Page not found",
+        405 => "Method not allowed",
+        408 => "Request timed out",
+        409 => "Conflict",
+        413 => "Request too large",
+        429 => "Too many requests",
+        503 => "Unavailable",
+        _ => "Something went wrong",
+    };
+    let response = page(
+        status,
+        layout(
+            title,
+            None,
+            html! {
+                section #failure {
+                    h1 { (title) }
+                    (error_box(Some(&err.description)))
+                    p { a href="/portal/" { "Back to the portal" } }
+                }
+            },
+        ),
+    )?;
+    let headers = response.headers();
+    if let Some(allow) = &err.allow {
+        headers.set("Allow", allow).or_internal("set header")?;
+    }
+    if let Some(seconds) = err.retry_after {
+        headers
+            .set("Retry-After", &seconds.to_string())
+            .or_internal("set header")?;
+    }
+    Ok(response)
+}
+
 /// The page of a change refused for its CSRF token or the caller's role.
 fn refused(why: &str) -> Answer {
     page(
@@ -136,4 +193,31 @@ fn refused(why: &str) -> Answer {
             },
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_page;
+
+    #[test]
+    fn pages_are_the_portal_paths_outside_its_json_api() {
+        for page in [
+            "/portal",
+            "/portal/",
+            "/portal/payments",
+            "/portal/nope",
+            "/portal/apis",
+        ] {
+            assert!(is_page(page), "{page}");
+        }
+        for other in [
+            "/portal/api",
+            "/portal/api/",
+            "/portal/api/session",
+            "/portalx",
+            "/v1/x",
+        ] {
+            assert!(!is_page(other), "{other}");
+        }
+    }
 }

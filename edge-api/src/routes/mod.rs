@@ -25,10 +25,16 @@ use crate::route::{Answer, Incoming, Route};
 /// The OpenAPI 3.1 description of the partner API, served at `/openapi.json`.
 const OPENAPI: &str = include_str!("../../openapi.json");
 
-/// Answers one request; every failure becomes the spec's error body.
+/// Answers one request; every failure becomes the spec's error body, or on the portal's pages,
+/// a page saying what went wrong.
 pub async fn handle(req: Request, ctx: &Ctx) -> worker::Result<Response> {
+    let page = portal::pages::is_page(&req.path());
     match dispatch(req, ctx).await {
         Ok(response) => Ok(response),
+        Err(err) if page => match portal::pages::failure(&err) {
+            Ok(response) => Ok(response),
+            Err(_) => http::error(&err),
+        },
         Err(err) => http::error(&err),
     }
 }

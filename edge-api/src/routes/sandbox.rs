@@ -2,10 +2,9 @@
 //! sandbox mode only (404 otherwise), with a bearer token of the owning institution carrying
 //! `sandbox:write` (granted only to sandbox clients).
 
-use std::str::FromStr;
-
 use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::checkout::{parse_decimal, AmountRule, MAX_AMOUNT_MAJOR, MOST_CURRENCY_DIGITS};
 use shared_types::lifecycle::Action;
 use shared_types::Scope;
 use worker::Response;
@@ -28,13 +27,22 @@ struct SettleBody {
     network: Option<String>,
 }
 
+/// The amount paid or refunded, in the order's currency: checkout's rule for an order's amount
+/// (no sign, exponent or spaces; at most 1,000,000), with the most decimal places any currency
+/// has; the payment's own currency's places are checked once it is read (`payments::act`).
 fn amount(body: &str) -> Result<Decimal, ApiError> {
     let AmountBody { amount } = from_json(body)?;
-    Decimal::from_str(&amount).map_err(|_| {
-        ApiError::invalid_request(format!(
-            "amount must be a decimal string such as \"12.50\"; got {amount:?}"
-        ))
-    })
+    parse_decimal(
+        &amount,
+        &AmountRule {
+            field: "amount",
+            digits: MOST_CURRENCY_DIGITS,
+            unit: "the order's currency",
+            max_major: MAX_AMOUNT_MAJOR,
+            zero_allowed: false,
+        },
+    )
+    .map_err(|e| ApiError::invalid_request(e.message))
 }
 
 /// Applies one lifecycle action to one of the caller's transactions; answers the transaction

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::chain::TEST_XPUB;
-use payrail_tests::{form, PortalSession, Reply, Worker};
+use payrail_tests::{PortalSession, Reply, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -82,14 +82,7 @@ fn post_form(
     path: &str,
     pairs: &[(&str, &str)],
 ) -> Reply {
-    worker.send(
-        worker
-            .request(Method::POST, path)
-            .header("Cookie", format!("payrail_portal={}", session.cookie))
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(form(pairs)),
-        None,
-    )
+    worker.portal_form(session, path, pairs)
 }
 
 /// One transfer to seed: code, whether it takes from the merchant (debit) or adds (credit), base
@@ -722,27 +715,27 @@ fn an_admin_sets_a_debt_limit_and_every_admin_hears_of_it() {
         (
             ledger.as_str(),
             "1.1234567",
-            "debt_limit has at most 6 decimal places",
+            "debt_limit must have at most 6 decimal places",
         ),
         (
             ledger.as_str(),
             "abc",
-            "debt_limit must be an amount of USDC",
+            "debt_limit must be a number with at most 6 decimal places",
         ),
         (
             ledger.as_str(),
             "1,000",
-            "debt_limit must be an amount of USDC",
+            "debt_limit must be a number with at most 6 decimal places",
         ),
         (
             ledger.as_str(),
             "1e3",
-            "debt_limit must be an amount of USDC",
+            "debt_limit must be a number with at most 6 decimal places",
         ),
         (
             ledger.as_str(),
             "2000000000",
-            "debt_limit must be at most 1000000000 USDC",
+            "debt_limit must be at most 1000000000",
         ),
         (ledger.as_str(), "", "debt_limit is required"),
         ("nonsense", "10", "ledger must name an asset"),

@@ -338,10 +338,11 @@ fn the_status_endpoint_and_sandbox_controls_follow_the_payment() {
     assert_eq!(control("explode").status, 404);
 }
 
-/// The limits on creating checkout sessions (per publishable key from every address, per caller
-/// address whatever the key) refuse with 429 and `Retry-After`, create nothing, and count the
-/// refused attempt too. On a worker of its own: it fills the limits of the one address every
-/// test calls from.
+/// The limits on creating checkout sessions (sessions stored per publishable key from every
+/// address, attempts per caller address whatever the key) refuse with 429 and `Retry-After` and
+/// create nothing; the refused attempt is counted against its address, never against the
+/// merchant. On a worker of its own: it fills the limits of the one address every test calls
+/// from.
 #[test]
 fn checkout_limits_refuse_past_their_count_and_create_nothing() {
     let worker = Worker::own("checkout_limits");
@@ -365,9 +366,9 @@ fn checkout_limits_refuse_past_their_count_and_create_nothing() {
     };
     assert_eq!(count(&per_key, Some("*")), 1);
     assert_eq!(count("checkout", None), 1);
-    for (subject, source, full, says) in [
-        (per_key.as_str(), Some("*"), 600, "for this merchant"),
-        ("checkout", None, 300, "from this address"),
+    for (subject, source, full, says, counted) in [
+        (per_key.as_str(), Some("*"), 600, "for this merchant", 0),
+        ("checkout", None, 300, "from this address", 1),
     ] {
         db.execute(
             "UPDATE auth_failures SET failures = ?3, window_start = unixepoch() \
@@ -385,8 +386,8 @@ fn checkout_limits_refuse_past_their_count_and_create_nothing() {
         assert_eq!(sessions(), before, "a refused attempt creates nothing");
         assert_eq!(
             count(subject, source),
-            full + 1,
-            "the refused attempt is counted"
+            full + counted,
+            "the refused attempt is counted against its address only"
         );
         db.execute(
             "UPDATE auth_failures SET failures = 0 WHERE client_id = ?1",
@@ -395,6 +396,77 @@ fn checkout_limits_refuse_past_their_count_and_create_nothing() {
         .unwrap();
     }
     assert_eq!(create(worker, &body).status, 201, "under both limits again");
+}
+
+/// An outside probe's finding: attempts that create nothing (a `redirectUrl` the merchant does
+/// not allow), flooded from three addresses, used to fill the merchant's window, and a real
+/// customer from a new address was refused for the rest of the minute. Refusals count against
+/// their source only: the customer is served, the merchant's window holds only stored sessions,
+/// and a source that keeps flooding meets its own limit.
+#[test]
+fn attempts_that_create_nothing_never_lock_a_merchants_customers_out() {
+    let worker = Worker::own("checkout_flood");
+    let mut flood = options(worker, "CO-FLOOD");
+    flood["idempotencyKey"] = Value::Null;
+    flood["redirectUrl"] = json!("https://stranger.example/x");
+    let from = |address: &str, body: &Value| {
+        worker.send(
+            worker
+                .request(Method::POST, SESSIONS)
+                .header("CF-Connecting-IP", address)
+                .json(body),
+            Some(SESSIONS),
+        )
+    };
+    let sources = ["198.51.100.1", "198.51.100.2", "198.51.100.3"];
+    std::thread::scope(|scope| {
+        for source in sources {
+            let (from, flood) = (&from, &flood);
+            scope.spawn(move || {
+                for _ in 0..201 {
+                    let refused = from(source, flood);
+                    assert_eq!(refused.status, 403, "{}", refused.text);
+                    assert!(
+                        refused.text.contains("stranger.example"),
+                        "{}",
+                        refused.text
+                    );
+                }
+            });
+        }
+    });
+    let mut customer = options(worker, "CO-FLOOD-CUSTOMER");
+    customer["idempotencyKey"] = Value::Null;
+    let served = from("203.0.113.9", &customer);
+    assert_eq!(served.status, 201, "{}", served.text);
+    let per_key: i64 = worker
+        .database()
+        .query_row(
+            "SELECT failures FROM auth_failures WHERE client_id = ?1 AND source = '*'",
+            [format!(
+                "checkout:{}",
+                customer["publicKey"].as_str().unwrap()
+            )],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        per_key, 1,
+        "only the stored session counts against the merchant"
+    );
+    // A source that keeps flooding meets its own limit (300 a minute), and only it.
+    for _ in 0..99 {
+        assert_eq!(from(sources[0], &flood).status, 403);
+    }
+    let stopped = from(sources[0], &flood);
+    assert_eq!(stopped.status, 429, "{}", stopped.text);
+    assert!(
+        stopped.text.contains("from this address"),
+        "{}",
+        stopped.text
+    );
+    customer["externalReference"] = json!("CO-FLOOD-CUSTOMER-2");
+    assert_eq!(from("203.0.113.9", &customer).status, 201);
 }
 
 /// A worker remembers what it read of a publishable key for a minute and makes the next

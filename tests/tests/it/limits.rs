@@ -180,8 +180,17 @@ fn every_route_answers_an_unknown_method_with_405_and_allow() {
             Some(allow),
             "{method} {path}"
         );
-        let body: serde_json::Value = reply.json().unwrap();
-        assert_eq!(body["error"], "method_not_allowed", "{method} {path}");
+        // The portal's pages answer a page (people meet them); everything else the error body.
+        if path.starts_with("/portal/") && !path.starts_with("/portal/api/") {
+            let page = reply.text().unwrap();
+            assert!(
+                page.contains("Method not allowed"),
+                "{method} {path}: {page}"
+            );
+        } else {
+            let body: serde_json::Value = reply.json().unwrap();
+            assert_eq!(body["error"], "method_not_allowed", "{method} {path}");
+        }
     }
 }
 
@@ -267,4 +276,56 @@ fn an_institution_has_at_most_twenty_endpoints() {
         .unwrap()
         .len();
     assert_eq!(listed, 20);
+}
+
+/// An outside probe's finding: a body declared longer than what is sent held the request open
+/// without an answer (180 s at checkout, 25 s at the token endpoint). A body gets ten seconds to
+/// arrive, then the answer is 408 `request_timeout`; the worker serves others meanwhile.
+#[test]
+fn a_body_that_never_finishes_is_answered_408() {
+    use std::io::{Read, Write};
+    let worker = worker();
+    let address = worker.base_url.trim_start_matches("http://").to_owned();
+    let started: Vec<_> = [
+        ("/checkout/sessions", "application/json", r#"{"publicKey":"#),
+        ("/oauth/token", FORM, "grant_type=cl"),
+        ("/portal/api/login", "application/json", r#"{"email":"#),
+    ]
+    .into_iter()
+    .map(|(path, media_type, part)| {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(
+            stream,
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: {media_type}\r\n\
+             Content-Length: 1000\r\n\r\n{part}"
+        )
+        .unwrap();
+        stream.flush().unwrap();
+        // The deadline of the read, not a sleep: the answer comes at ten seconds.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        (path, stream)
+    })
+    .collect();
+    // Others are served while those wait.
+    let ok = worker.send(worker.request(Method::GET, "/openapi.json"), None);
+    assert_eq!(ok.status, 200);
+    for (path, mut stream) in started {
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !String::from_utf8_lossy(&answer).contains("request_timeout") {
+            match stream.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => answer.extend_from_slice(&buffer[..n]),
+                Err(e) => panic!("{path}: no answer within 60 s ({e})"),
+            }
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+        assert!(
+            answer.contains("the request body did not arrive within 10 seconds"),
+            "{path}: {answer}"
+        );
+    }
 }

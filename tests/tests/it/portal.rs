@@ -754,3 +754,79 @@ fn pages_need_a_session_and_forms_need_the_token() {
     assert_eq!(bad.status, 401);
     assert!(bad.text.contains("wrong"));
 }
+
+/// An outside probe's finding: a page's failure (a bad filter, an unknown page) answered the
+/// API's JSON, the input in it unescaped, without the pages' policy. It is a page of the portal
+/// now: HTML, escaped, with every page's headers.
+#[test]
+fn a_pages_failure_is_a_page_escaped_under_the_pages_policy() {
+    let worker = Worker::shared();
+    let session = worker.portal_login(0);
+    let script = "<script>alert(1)</script>";
+    let encoded = "%3Cscript%3Ealert(1)%3C%2Fscript%3E";
+    for (path, status) in [
+        (format!("/portal/payments?status={encoded}"), 400),
+        (format!("/portal/payments?created_after={encoded}"), 400),
+        (format!("/portal/payments?merchant_id={encoded}"), 400),
+        (format!("/portal/{encoded}"), 404),
+        ("/portal/payments/999999999".to_owned(), 404),
+    ] {
+        let reply = worker.portal_page(&session, &path);
+        assert_eq!(reply.status, status, "{path}: {}", reply.text);
+        assert!(
+            reply
+                .header("content-type")
+                .unwrap_or_default()
+                .starts_with("text/html"),
+            "{path}: {:?}",
+            reply.header("content-type")
+        );
+        assert!(
+            !reply.text.contains(script),
+            "{path}: unescaped: {}",
+            reply.text
+        );
+        assert!(
+            reply.text.contains("Back to the portal"),
+            "{path}: {}",
+            reply.text
+        );
+        let policy = reply.header("content-security-policy").unwrap_or_default();
+        assert!(policy.contains("default-src 'none'"), "{path}: {policy}");
+        assert!(
+            policy.contains("frame-ancestors 'none'"),
+            "{path}: {policy}"
+        );
+        assert_eq!(
+            reply.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(reply.header("x-frame-options"), Some("DENY"), "{path}");
+    }
+    // What was wrong is said, escaped.
+    let reply = worker.portal_page(&session, &format!("/portal/payments?status={encoded}"));
+    assert!(reply.text.contains("&lt;script&gt;"), "{}", reply.text);
+    // A wrong method on a page is a page too, with its `Allow`.
+    let wrong = worker.send(
+        worker
+            .request(Method::DELETE, "/portal/payments")
+            .header("Cookie", format!("payrail_portal={}", session.cookie)),
+        None,
+    );
+    assert_eq!(wrong.status, 405, "{}", wrong.text);
+    assert_eq!(wrong.header("allow"), Some("GET"));
+    assert!(wrong
+        .header("content-type")
+        .unwrap_or_default()
+        .starts_with("text/html"));
+    // The JSON API keeps its JSON.
+    call(
+        worker,
+        Method::GET,
+        "/portal/api/webhook-endpoints/nope",
+        &session,
+        None,
+    )
+    .assert_error(404, "not_found");
+}

@@ -527,3 +527,38 @@ fn shoot(browser: &Browser, name: &str) {
     }
     browser.resize(1280, 900);
 }
+
+/// An outside probe's finding: a sandbox payment of 7.9e28 EUR was stored (no path lets such an
+/// amount in now), and the overview then answered 500 for the 30 days it showed the payment:
+/// the sums overflowed. Amounts stored past every bound, twice, and the overview, its JSON and
+/// the payments list all answer; the sum is held rather than failing. On a worker of its own:
+/// the rows are written while nothing else uses its database.
+#[test]
+fn a_stored_amount_past_every_bound_never_fails_the_overview() {
+    let worker = Worker::own("overview_huge");
+    let merchant = worker.credentials.institutions[0].merchant_ids[0];
+    let conn = worker.database();
+    for reference in ["OV-HUGE-1", "OV-HUGE-2"] {
+        conn.execute(
+            "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, \
+             amount_status, asset, currency, amount_gross, amount_expected, network_payment, \
+             external_reference, created_at, updated_at) \
+             VALUES (1, ?1, 'pending', 'succeeded', 'OVERPAID', 'USDC', 'EUR', \
+             '79228162514264337593543950335', '40.00', 'polygon', ?2, ?3, ?3)",
+            rusqlite::params![merchant, reference, format!("{}T00:00:01Z", day(1))],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let session = worker.portal_login(0);
+    let page = overview(worker, &session);
+    // The day's sum is held at 2^53 cents; the other days add to it.
+    assert!(
+        total(&page, "EUR") >= Decimal::new(9_007_199_254_740_991, 2),
+        "the held sum is shown"
+    );
+    let api = worker.portal(Method::GET, "/portal/api/overview", Some(&session), None);
+    assert_eq!(api.status, 200, "{}", api.text);
+    let list = worker.portal_page(&session, "/portal/payments?status=pending");
+    assert_eq!(list.status, 200, "{}", list.text);
+}

@@ -244,3 +244,51 @@ fn the_openapi_check_refuses_a_portal_reply_of_another_shape() {
     };
     payrail_tests::openapi::assert_conforms("/portal/api/webhook-endpoints/{id}", "get", &reply);
 }
+
+/// An outside probe's finding: the static pages had no policy. Every file is served with
+/// `nosniff`; the landing page and the demo shop with a strict policy and no framing (the shop's
+/// is the one a merchant's page can use with checkout.js: scripts from here, WebAssembly
+/// compiled); checkout.js stays loadable from any merchant's page.
+#[test]
+fn static_pages_carry_security_headers() {
+    let worker = Worker::shared();
+    let get = |path: &str| worker.send(worker.request(Method::GET, path), None);
+    for path in [
+        "/",
+        "/shop/",
+        "/shop/thanks",
+        "/hosted.js",
+        "/checkout.js",
+        "/shop/shop.js",
+    ] {
+        let reply = get(path);
+        assert_eq!(reply.status, 200, "{path}");
+        assert_eq!(
+            reply.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+    }
+    for (path, scripts) in [
+        ("/", None),
+        ("/shop/", Some("script-src 'self' 'wasm-unsafe-eval'")),
+    ] {
+        let reply = get(path);
+        let policy = reply.header("content-security-policy").unwrap_or_default();
+        assert!(policy.starts_with("default-src 'none'"), "{path}: {policy}");
+        assert!(
+            policy.contains("frame-ancestors 'none'"),
+            "{path}: {policy}"
+        );
+        match scripts {
+            Some(scripts) => assert!(policy.contains(scripts), "{path}: {policy}"),
+            None => assert!(!policy.contains("script-src"), "{path}: {policy}"),
+        }
+        assert_eq!(reply.header("x-frame-options"), Some("DENY"), "{path}");
+        assert!(!reply.text.contains("<script>"), "{path}: no inline script");
+    }
+    let script = get("/checkout.js");
+    assert_eq!(script.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(script.header("x-frame-options"), None);
+    assert_eq!(script.header("content-security-policy"), None);
+}

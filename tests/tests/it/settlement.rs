@@ -1010,6 +1010,29 @@ fn refunds_go_out_on_chain_once_and_never_beyond_the_payment() {
     let bad = s.refund(id, "5.00", "0x1234", None);
     assert_eq!(bad.status, 400);
     assert!(bad.text.contains("address"), "{}", bad.text);
+    // An amount follows checkout's rule: no spaces, sign or exponent (the outside probe's " 1",
+    // "+1" and "1e0" were taken as 1), the currency's places, within the largest order.
+    for (amount, says) in [
+        (
+            " 1",
+            "amount must be a positive number with at most 2 decimal places",
+        ),
+        (
+            "+1",
+            "amount must be a positive number with at most 2 decimal places",
+        ),
+        (
+            "1e0",
+            "amount must be a positive number with at most 2 decimal places",
+        ),
+        ("1.001", "amount must have at most 2 decimal places"),
+        ("0.00", "amount must be greater than zero"),
+        ("1000000.01", "amount must be at most 1000000"),
+    ] {
+        let refused = s.refund(id, amount, &customer, None);
+        assert_eq!(refused.status, 400, "{amount:?}: {}", refused.text);
+        assert!(refused.text.contains(says), "{amount:?}: {}", refused.text);
+    }
 
     let first = s.refund(id, "5.00", &customer, Some("refund-1"));
     assert_eq!(first.status, 201, "{}", first.text);
@@ -1952,4 +1975,78 @@ fn two_ether_settlements_in_one_run_never_overdraw_the_treasury() {
         assert_eq!(sends[0].1, "confirmed");
     }
     s.assert_books();
+}
+
+/// An outside probe's finding: a settlement wallet could be one of Payrail's own addresses or a
+/// contract (the treasury, the USDC contract, a live deposit address, `0x…dEaD` were all taken),
+/// where money settled would be lost or land back in custody. Each is refused naming what it
+/// is; a contract of any other kind only with the admin's word that it is a contract wallet;
+/// an account as ever.
+#[test]
+fn a_settlement_wallet_is_never_payrails_own_address_nor_an_unconfirmed_contract() {
+    let (_one, s) = shared();
+    let worker = &s.worker;
+    let session = worker.portal_login(0);
+    let merchant = worker.credentials.institutions[0].merchant_ids[3];
+    let path = format!("/portal/api/merchants/{merchant}/wallets/polygon");
+    let set = |address: &str, contract_wallet: Option<bool>| {
+        let mut body = json!({"address": address});
+        if let Some(confirmed) = contract_wallet {
+            body["contract_wallet"] = json!(confirmed);
+        }
+        worker.portal(Method::PUT, &path, Some(&session), Some(&body))
+    };
+    let (_, checkout) = s.checkout(0, "3.00", "USD", "WALLET-DEPOSIT");
+    let (deposit, _) = worker.deposit(&checkout);
+    let contract = "0x00000000000000000000000000000000c0ffee00";
+    s.anvil
+        .rpc("anvil_setCode", json!([contract, "0x6080604052"]));
+    for (address, says) in [
+        (s.treasury.as_str(), "Payrail's treasury"),
+        (s.usdc.as_str(), "the USDC token contract on polygon"),
+        (s.eur.as_str(), "the EUR/USD price feed on polygon"),
+        (deposit.as_str(), "one of Payrail's deposit addresses"),
+        ("0x000000000000000000000000000000000000dEaD", "burn address"),
+        ("0x0000000000000000000000000000000000000004", "precompile"),
+        (contract, "is a contract on polygon"),
+    ] {
+        let refused = set(address, None).assert_error(400, "invalid_request");
+        assert!(refused.contains(says), "{address}: {refused}");
+    }
+    // Payrail's own addresses stay refused whatever the admin says.
+    let refused = set(&s.usdc, Some(true)).assert_error(400, "invalid_request");
+    assert!(refused.contains("token contract"), "{refused}");
+    // A contract wallet the admin vouches for is taken; so is an account, as ever.
+    let taken = set(contract, Some(true));
+    assert_eq!(taken.status, 200, "{}", taken.text);
+    let taken = set(&s.anvil.account(7), None);
+    assert_eq!(taken.status, 200, "{}", taken.text);
+    // The page's form: the box ticked is the same word.
+    let page = worker.portal_form(
+        &session,
+        &format!("/portal/merchants/{merchant}/wallets"),
+        &[
+            ("csrf_token", &session.csrf),
+            ("network", "polygon"),
+            ("address", contract),
+        ],
+    );
+    assert_eq!(page.status, 400, "{}", page.text);
+    assert!(
+        page.text.contains("is a contract on polygon"),
+        "{}",
+        page.text
+    );
+    let page = worker.portal_form(
+        &session,
+        &format!("/portal/merchants/{merchant}/wallets"),
+        &[
+            ("csrf_token", &session.csrf),
+            ("network", "polygon"),
+            ("address", contract),
+            ("contract_wallet", "yes"),
+        ],
+    );
+    assert_eq!(page.status, 303, "{}", page.text);
+    assert_eq!(set(wallet(), None).status, 200, "the demo wallet again");
 }

@@ -488,3 +488,172 @@ fn resend_test_events_and_the_log_filters() {
         )
         .assert_error(404, "not_found");
 }
+
+/// An outside probe's finding: re-enabling an endpoint and resending what failed since a moment
+/// after which nothing failed answered 500 (an empty batch was committed), though the endpoint
+/// was enabled. It answers as with a failure to resend: the endpoint, and nothing resent; the
+/// portal's form goes back to the endpoint's page.
+#[test]
+fn re_enabling_with_nothing_failed_since_resends_nothing() {
+    let _one = one_at_a_time();
+    let worker = worker();
+    let session = worker.portal_login(1);
+    let receiver = Receiver::start();
+    let (endpoint_id, _) = endpoint(worker, &session, &receiver.url("/quiet"), None);
+    let enabled = worker.portal(
+        Method::POST,
+        &format!("/portal/api/webhook-endpoints/{endpoint_id}/enable"),
+        Some(&session),
+        Some(&json!({"resend_failed_since": "2030-01-01T00:00:00Z"})),
+    );
+    assert_eq!(enabled.status, 200, "{}", enabled.text);
+    assert_eq!(enabled.json()["status"], "enabled");
+    assert_eq!(enabled.json()["resent"], json!([]));
+    let page = worker.portal_form(
+        &session,
+        &format!("/portal/webhooks/{endpoint_id}/enable"),
+        &[
+            ("csrf_token", &session.csrf),
+            ("resend_failed_since", "2030-01-01"),
+        ],
+    );
+    assert_eq!(page.status, 303, "{}", page.text);
+    assert!(receiver.received().is_empty(), "nothing was sent");
+}
+
+/// An outside probe's finding: resends and test events had no limit, so an admin could make
+/// Payrail send requests to any URL as fast as it could ask. Each endpoint takes 10 a minute and
+/// an institution 30 over all its endpoints; past either the answer is 429 with `Retry-After`
+/// and nothing is sent. Another institution's are its own. On a worker of its own: it fills an
+/// institution's minute.
+#[test]
+fn resends_and_test_events_are_limited_per_endpoint_and_per_institution() {
+    let worker = Worker::own("webhook_sends");
+    let session = worker.portal_login(0);
+    let receiver = Receiver::start();
+    let endpoints: Vec<String> = (0..4)
+        .map(|n| endpoint(worker, &session, &receiver.url(&format!("/e{n}")), None).0)
+        .collect();
+    let test = |session, id: &str| {
+        worker.portal(
+            Method::POST,
+            &format!("/portal/api/webhook-endpoints/{id}/test"),
+            Some(session),
+            None,
+        )
+    };
+    let refused = |reply: payrail_tests::Reply, says: &str| {
+        reply.assert_error(429, "rate_limited");
+        assert!(reply.text.contains(says), "{}", reply.text);
+        assert!((1..=60).contains(&reply.retry_after()), "{}", reply.text);
+    };
+    // Ten test events to the first endpoint at once: all sent; the eleventh is refused.
+    let sent: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..10)
+            .map(|_| scope.spawn(|| test(&session, &endpoints[0]).status))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(sent, [201; 10]);
+    refused(test(&session, &endpoints[0]), "to this endpoint");
+    // A resend to the same endpoint counts the same.
+    let delivery = log(worker, &session, &endpoints[0], "")["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    refused(
+        worker.portal(
+            Method::POST,
+            &format!("/portal/api/deliveries/{delivery}/resend"),
+            Some(&session),
+            None,
+        ),
+        "to this endpoint",
+    );
+    // Other endpoints of the institution, until the institution's thirty.
+    for id in &endpoints[1..3] {
+        for _ in 0..10 {
+            assert_eq!(test(&session, id).status, 201);
+        }
+    }
+    refused(test(&session, &endpoints[3]), "in the last minute");
+    // The portal's buttons meet the same limit, as a page.
+    let page = worker.portal_form(
+        &session,
+        &format!("/portal/webhooks/{}/test", endpoints[3]),
+        &[("csrf_token", &session.csrf)],
+    );
+    assert_eq!(page.status, 429, "{}", page.text);
+    assert!(page.text.contains("in the last minute"), "{}", page.text);
+    // Another institution is not held back.
+    let globex = worker.portal_login(1);
+    let (theirs, _) = endpoint(worker, &globex, &receiver.url("/globex"), None);
+    assert_eq!(test(&globex, &theirs).status, 201);
+    // Exactly what was accepted was sent: 30 test events and Globex's one.
+    let received = eventually("the accepted sends", Duration::from_secs(60), || {
+        let received = receiver.received();
+        (received.len() >= 31).then_some(received)
+    });
+    assert_eq!(received.len(), 31);
+    let stored: i64 = worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM deliveries WHERE event_type = 'webhook.test'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, 31, "nothing refused was stored");
+}
+
+/// An outside probe's finding: a sandbox let an endpoint point at any port of the machine and
+/// kept the answer in the delivery log, so an admin could read the local node (or anything else
+/// listening). Loopback endpoints take only the ports the operator names
+/// (`PAYRAIL_LOOPBACK_PORTS`); every spelling of 127.0.0.1 counts as loopback.
+#[test]
+fn loopback_endpoints_take_only_the_ports_the_operator_allows() {
+    let receiver = Receiver::start();
+    let port = receiver
+        .url("/")
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let allowed = format!("{port},3000-3999");
+    let worker = Worker::start_with_vars(
+        "sandbox",
+        3600,
+        &[("PAYRAIL_LOOPBACK_PORTS", allowed.as_str())],
+    );
+    let session = worker.portal_login(0);
+    let create = |url: &str| {
+        worker.portal(
+            Method::POST,
+            "/portal/api/webhook-endpoints",
+            Some(&session),
+            Some(&json!({"url": url, "description": "loopback"})),
+        )
+    };
+    let node = payrail_tests::free_port();
+    for url in [
+        format!("http://127.0.0.1:{node}/"),
+        format!("http://127.1:{node}/"),
+        format!("http://2130706433:{node}/"),
+        format!("http://0x7f000001:{node}/"),
+        format!("http://localhost:{node}/"),
+        format!("http://[::1]:{node}/"),
+        "http://127.0.0.1/".to_owned(),
+    ] {
+        let refused = create(&url).assert_error(400, "invalid_request");
+        assert!(
+            refused.contains(&format!(
+                "only on the ports the operator allows for receivers ({allowed})"
+            )),
+            "{url}: {refused}"
+        );
+    }
+    let made = create(&receiver.url("/hooks"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    assert_eq!(create("http://localhost:3000/webhooks").status, 201);
+}

@@ -13,6 +13,9 @@ use crate::route::Answer;
 #[serde(deny_unknown_fields)]
 struct WalletBody {
     address: String,
+    /// The admin's word that a contract at the address is a wallet that can receive the assets.
+    #[serde(default)]
+    contract_wallet: bool,
 }
 
 #[derive(Deserialize)]
@@ -57,11 +60,13 @@ pub async fn update(mut c: Call<'_>, id: &str) -> Answer {
 /// `PUT /portal/api/merchants/{id}/wallets/{network}`.
 pub async fn set_wallet(mut c: Call<'_>, id: &str, network: &str) -> Answer {
     let id = merchant_id(id)?;
-    let WalletBody { address } = c.json().await?;
-    reply(
-        200,
-        to_json(&merchants::set_wallet(&c.portal, id, network, Some(&address)).await?)?,
-    )
+    let WalletBody {
+        address,
+        contract_wallet,
+    } = c.json().await?;
+    let merchant =
+        merchants::set_wallet(&c.portal, id, network, Some(&address), contract_wallet).await?;
+    reply(200, to_json(&merchant)?)
 }
 
 /// `DELETE /portal/api/merchants/{id}/wallets/{network}`.
@@ -69,7 +74,7 @@ pub async fn remove_wallet(c: Call<'_>, id: &str, network: &str) -> Answer {
     let id = merchant_id(id)?;
     reply(
         200,
-        to_json(&merchants::set_wallet(&c.portal, id, network, None).await?)?,
+        to_json(&merchants::set_wallet(&c.portal, id, network, None, false).await?)?,
     )
 }
 

@@ -47,7 +47,8 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 .ok{background:#e7f7ee;border:1px solid #7cc79a;border-radius:8px;padding:.5rem 1rem}
 .warn{background:#fff4d6;border:1px solid #e0c060;border-radius:8px;padding:.5rem 1rem}
 textarea{font:13px ui-monospace,monospace;width:100%;box-sizing:border-box}
-form.wallet{display:flex;gap:.5rem}form.wallet input[type=text]{flex:1;max-width:none}
+form.wallet{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}form.wallet input[type=text]{flex:1 1 14rem;max-width:none}
+form.wallet label.contract{display:inline;margin:0;font-weight:400;white-space:nowrap}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.fields dd{margin:0}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.unit{color:#5b6677;font-size:.85em}
 .scroll{overflow-x:auto}tbody th{font-weight:600}

@@ -22,7 +22,10 @@ use crate::wallet_address::NETWORKS;
 
 /// An error a form can show next to itself (a refusal of the user's input), rather than fail.
 fn shown(err: &ApiError) -> bool {
-    matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict)
+    matches!(
+        err.code,
+        ErrorCode::InvalidRequest | ErrorCode::Conflict | ErrorCode::PaymentsUnavailable
+    )
 }
 
 /// `GET /portal/merchants`: search, one page, and the form for a new merchant.
@@ -101,6 +104,7 @@ pub(super) async fn set_wallet(c: Call<'_>, id: &str) -> Answer {
         id,
         &field(&c, "network"),
         (!address.is_empty()).then_some(address),
+        c.form.get("contract_wallet") == Some("yes"),
     )
     .await
     .map(drop);
@@ -403,6 +407,7 @@ async fn detail_page(
                 section {
                     h2 { "Settlement wallets" }
                     p.muted { "Where the merchant is paid out, one address per network. Every change is recorded below and e-mailed to every admin, and a new address is used for settlements only after a cool-off." }
+                    p.muted { "Payrail's own addresses and contracts are refused, and so is any other contract unless you tick “Contract wallet”: tick it only for a contract wallet (a multisig such as Safe) that can receive the assets settled on that network. Tokens and ether sent to most contracts are lost." }
                     table {
                         thead { tr { th { "Network" } th { "Address" } th {} } }
                         tbody {
@@ -416,6 +421,7 @@ async fn detail_page(
                                             input type="hidden" name="network" value=(network);
                                             input type="text" name="address" value=(current.clone().unwrap_or_default()) aria-label=(format!("{network} address"));
                                             " " button type="submit" { "Save" }
+                                            label.contract { input type="checkbox" name="contract_wallet" value="yes"; " Contract wallet" }
                                         }
                                         @if let Some(from) = cooling(network) {
                                             p.muted.cooling { "Used for settlements from " time datetime=(from) { (from) } " (cool-off after a change); until then payments on " (network) " wait." }
