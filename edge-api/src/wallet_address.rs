@@ -38,7 +38,7 @@ pub fn check(network: &str, address: &str) -> Result<String, String> {
         return Err(format!("address must be a {} address", label(network)));
     }
     match network {
-        "ethereum" | "polygon" | "base" | "arbitrum" => evm(network, address),
+        _ if is_evm(network) => evm(network, address),
         "bitcoin" => bitcoin(address),
         "solana" => solana(address),
         "tron" => tron(address),
@@ -47,6 +47,11 @@ pub fn check(network: &str, address: &str) -> Result<String, String> {
             NETWORKS.join(", ")
         )),
     }
+}
+
+/// Whether `network` is an EVM network (its wallets are `0x` addresses, which may hold code).
+pub fn is_evm(network: &str) -> bool {
+    matches!(network, "ethereum" | "polygon" | "base" | "arbitrum")
 }
 
 fn label(network: &str) -> String {

@@ -71,8 +71,14 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
 async fn dispatch(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     let url = req.url().or_internal("parse url")?;
     let segments: Vec<&str> = url.path().trim_start_matches('/').split('/').collect();
-    let route = route(&segments, ctx.sandbox())
-        .ok_or_else(|| ApiError::not_found(format!("no such endpoint: {}", url.path())))?;
+    let route = route(&segments, ctx.sandbox()).ok_or_else(|| {
+        let what = if portal::pages::is_page(url.path()) {
+            "page"
+        } else {
+            "endpoint"
+        };
+        ApiError::not_found(format!("no such {what}: {}", url.path()))
+    })?;
     // The platform's method type reads any method it does not know as GET: pass the raw one.
     let method = req.inner().method();
     let handler = route.handler(&method, url.path())?;

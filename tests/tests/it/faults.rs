@@ -343,8 +343,8 @@ fn under_random_faults_token_and_ether_payments_settle_once_and_refunds_pay_what
     // One payment in each asset refunded in full before it settles, to fresh addresses.
     let refunded = [(tokens[0], "11.00"), (ether[0], "14.00")];
     let customers = [
-        "0x00000000000000000000000000000000000000a1",
-        "0x00000000000000000000000000000000000000a2",
+        "0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1",
+        "0xa2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2",
     ];
     for ((id, amount), to) in refunded.iter().zip(customers) {
         let reply = s.refund(*id, amount, to, Some(&format!("faults-{id}")));

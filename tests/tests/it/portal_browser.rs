@@ -135,6 +135,9 @@ fn every_portal_page_passes_axe_core() {
         "/portal/developers",
         "/portal/webhooks",
         "/portal/users",
+        // A page's failure is a page too: a bad filter, an unknown page.
+        "/portal/payments?status=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+        "/portal/no-such-page",
     ]
     .map(String::from)
     .to_vec();
@@ -155,13 +158,32 @@ fn every_portal_page_passes_axe_core() {
         browser.wait_text("main");
         check_page(&browser, path);
     }
+    // The merchant page's settlement wallets, with their "Contract wallet" box, as a person
+    // sees them at both widths.
+    let merchant = paths.last().expect("a merchant's page");
+    browser.goto(&format!("{}{merchant}", worker.base_url));
+    for width in [1280, 390] {
+        browser.resize(width, 900);
+        browser.eval(
+            "document.querySelector(\"tr[data-network='polygon']\").scrollIntoView(); return 1;",
+        );
+        browser.screenshot(&format!("portal-merchant-wallets-{width}"));
+    }
 }
 
-/// axe-core at 1280 px and 390 px on the current page.
+/// axe-core at 1280 px and 390 px on the current page, and a screenshot at each width
+/// (`tests/artifacts/axe-<page>-<width>.png`).
 fn check_page(browser: &Browser, what: &str) {
+    let name: String = what
+        .trim_matches('/')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(40)
+        .collect();
     for width in [1280, 390] {
         browser.resize(width, 900);
         let violations = browser.serious_accessibility_violations();
         assert!(violations.is_empty(), "{what} at {width}: {violations:#?}");
+        browser.screenshot(&format!("axe-{name}-{width}"));
     }
 }

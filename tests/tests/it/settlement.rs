@@ -1817,7 +1817,7 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
     s.anvil.mine(DEPTH);
     s.until_credited(&session);
     let portal = s.worker.portal_login(0);
-    let customer = "0x00000000000000000000000000000000000000b7";
+    let customer = "0xb7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7b7";
     // Before anything more arrives there is nothing to return.
     let body = json!({"deposit": address, "address": customer});
     let returns = |key: &str| {

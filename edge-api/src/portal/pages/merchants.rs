@@ -18,7 +18,7 @@ use crate::portal::merchants::{
 };
 use crate::portal::Portal;
 use crate::route::Answer;
-use crate::wallet_address::NETWORKS;
+use crate::wallet_address::{is_evm, NETWORKS};
 
 /// An error a form can show next to itself (a refusal of the user's input), rather than fail.
 fn shown(err: &ApiError) -> bool {
@@ -421,7 +421,9 @@ async fn detail_page(
                                             input type="hidden" name="network" value=(network);
                                             input type="text" name="address" value=(current.clone().unwrap_or_default()) aria-label=(format!("{network} address"));
                                             " " button type="submit" { "Save" }
-                                            label.contract { input type="checkbox" name="contract_wallet" value="yes"; " Contract wallet" }
+                                            @if is_evm(network) {
+                                                label.contract { input type="checkbox" name="contract_wallet" value="yes"; " Contract wallet" }
+                                            }
                                         }
                                         @if let Some(from) = cooling(network) {
                                             p.muted.cooling { "Used for settlements from " time datetime=(from) { (from) } " (cool-off after a change); until then payments on " (network) " wait." }
