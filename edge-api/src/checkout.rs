@@ -19,7 +19,7 @@ use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
 use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
 use crate::error::{ApiError, OrInternal};
-use crate::{chain, crypto, payments, throttle};
+use crate::{chain, crypto, money, payments, throttle};
 
 mod known;
 
@@ -841,7 +841,7 @@ fn watch_statement(
             rate_source: &quote.rate_source,
             from_block: watched.head_block,
             now: ctx.now(),
-            watch_until: checkout_end + chain::watch::LATE_WINDOW_SECONDS,
+            watch_until: checkout_end + money::watch::LATE_WINDOW_SECONDS,
         },
     )
     .or_internal("watch deposit")?;

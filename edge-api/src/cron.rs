@@ -9,7 +9,7 @@
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
 use crate::error::{ApiError, OrInternal};
-use crate::{chain, payments, throttle, webhooks};
+use crate::{money, payments, throttle, webhooks};
 
 /// Most rows one pruning statement deletes in a run: a run stays short whatever has piled up,
 /// and what is left goes in the next minute's.
@@ -32,17 +32,17 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .or_internal("purge throttle windows")
             .map(drop),
         // Chains first: a payment that arrived is credited before its checkout could expire.
-        chain::watch::sweep(ctx).await,
+        money::watch::sweep(ctx).await,
         payments::expire_ended(ctx).await,
         // Custody's sweeps into the treasury, made final and posted to the books, so the
         // reconciliation after them finds nothing in flight.
-        chain::sweeps::run(ctx).await,
+        money::sweeps::run(ctx).await,
         // The books meet the chain before anything is paid out: the operator's funding of the
         // treasury is booked, and drift recorded.
-        chain::books::run(ctx).await,
+        money::books::run(ctx).await,
         // Then what is held in custody goes to the merchants.
-        chain::settle::run(ctx).await,
-        chain::refund::run(ctx).await,
+        money::settle::run(ctx).await,
+        money::refund::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS, PRUNE_ROWS)
             .await

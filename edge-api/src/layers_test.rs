@@ -24,8 +24,9 @@ const LAYERS: &[&[&str]] = &[
         "route",
     ],
     &["db"],
+    &["notify", "chain"],
     &[
-        "auth", "throttle", "payments", "checkout", "webhooks", "chain",
+        "auth", "throttle", "payments", "checkout", "webhooks", "money",
     ],
     &["routes", "portal", "cron"],
     &["lib"],
@@ -64,9 +65,15 @@ fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     found
 }
 
-/// Paths used in a file, as written (`crate::db::x`, `super::Portal`).
+/// Paths used in a file, as written (`crate::db::x`, `super::Portal`, `chain::quote(..)`), and
+/// the names its `use` lines bring in, each with the path it stands for (`chain` for
+/// `crate::chain`, `Deriver` for `crate::chain::Deriver`), so that a path starting with such a
+/// name (`chain::ledger::credit(..)`, a call by path) is read as the full path it is.
 #[derive(Default)]
-struct Uses(Vec<Vec<String>>);
+struct Uses {
+    paths: Vec<Vec<String>>,
+    aliases: BTreeMap<String, Vec<String>>,
+}
 
 impl Uses {
     fn tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
@@ -81,18 +88,39 @@ impl Uses {
                 if n.ident != "self" {
                     path.push(n.ident.to_string());
                 }
-                self.0.push(path);
+                if let Some(name) = path.last() {
+                    self.aliases.insert(name.clone(), path.clone());
+                }
+                self.paths.push(path);
             }
             syn::UseTree::Rename(r) => {
                 let mut path = prefix.clone();
                 if r.ident != "self" {
                     path.push(r.ident.to_string());
                 }
-                self.0.push(path);
+                self.aliases.insert(r.rename.to_string(), path.clone());
+                self.paths.push(path);
             }
-            syn::UseTree::Glob(_) => self.0.push(prefix.clone()),
+            syn::UseTree::Glob(_) => self.paths.push(prefix.clone()),
             syn::UseTree::Group(g) => g.items.iter().for_each(|t| self.tree(prefix, t)),
         }
+    }
+
+    /// Every path used, each starting with a name a `use` line brought in read as the path it
+    /// stands for.
+    fn expanded(&self) -> Vec<Vec<String>> {
+        self.paths
+            .iter()
+            .map(|path| match path.split_first() {
+                Some((first, rest)) if !rest.is_empty() => match self.aliases.get(first) {
+                    Some(full) if full.len() > 1 || full.first() != Some(first) => {
+                        [full.as_slice(), rest].concat()
+                    }
+                    _ => path.clone(),
+                },
+                _ => path.clone(),
+            })
+            .collect()
     }
 }
 
@@ -115,7 +143,7 @@ impl<'ast> Visit<'ast> for Uses {
     fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
-        self.0
+        self.paths
             .push(path.segments.iter().map(|s| s.ident.to_string()).collect());
         syn::visit::visit_path(self, path);
     }
@@ -161,7 +189,7 @@ fn no_upward_use_and_no_cycle() {
         let text = std::fs::read_to_string(file).unwrap();
         let mut uses = Uses::default();
         uses.visit_file(&syn::parse_file(&text).unwrap());
-        for path in &uses.0 {
+        for path in &uses.expanded() {
             let Some(target) = resolve(module, path, &known) else {
                 continue;
             };
@@ -235,6 +263,24 @@ fn the_check_sees_a_cycle_and_an_upward_use() {
     assert_eq!(
         resolve(&path("db"), &path("serde::Deserialize"), &known),
         None
+    );
+    // A call by path through a name a `use` line brought in is a use of the module it names.
+    let mut uses = Uses::default();
+    uses.visit_file(
+        &syn::parse_file(
+            "use crate::money;\nfn f() { money::ledger::credit(); }\n\
+             use crate::db::parts as p;\nfn g() { p::Part::new(); }",
+        )
+        .unwrap(),
+    );
+    let expanded = uses.expanded();
+    assert!(
+        expanded.contains(&path("crate::money::ledger::credit")),
+        "{expanded:?}"
+    );
+    assert!(
+        expanded.contains(&path("crate::db::parts::Part::new")),
+        "{expanded:?}"
     );
     let mut graph = Graph::new();
     graph.entry(path("a")).or_default().insert(path("b"));

@@ -18,6 +18,8 @@ mod error;
 mod html;
 mod http;
 mod locale;
+mod money;
+mod notify;
 mod payments;
 mod portal;
 mod query;

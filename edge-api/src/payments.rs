@@ -12,7 +12,7 @@ use crate::db::refunds;
 use crate::db::transactions::{self, Stamps};
 use crate::db::{self, Batch};
 use crate::error::{ApiError, OrInternal};
-use crate::{chain, crypto, webhooks};
+use crate::{chain, crypto, money, webhooks};
 
 /// Most expired checkouts one cron run closes (the next run takes the rest).
 const EXPIRE_PER_RUN: i64 = 200;
@@ -30,7 +30,7 @@ pub async fn act(
     apply(ctx, (institution_id, id), action, OnChain::Nothing).await
 }
 
-pub use crate::db::parts::Part;
+use crate::db::parts::Part;
 
 /// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
 /// the transaction `source_hash`; `parts` is what it brought per way to pay, the one it is
@@ -306,7 +306,7 @@ async fn apply(
                     .or_internal("record a payment's part")?,
             );
             batch.extend(
-                chain::ledger::credit(
+                money::ledger::credit(
                     ctx,
                     (index, part),
                     (id, row.transaction.merchant_id, row.institution_id),

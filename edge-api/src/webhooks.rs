@@ -12,8 +12,8 @@ use worker::{Headers, Method, Request, RequestInit, RequestRedirect};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::deliveries::{self, Due, NewAttempt, NewDelivery};
 use crate::db::events::{self, Guard, OutboxEvent};
-use crate::db::notifications::{self, EmailStatus, NewNotification, NotificationKind};
-use crate::db::{endpoints, portal, Batch, BatchResults, Handle};
+use crate::db::notifications::NotificationKind;
+use crate::db::{endpoints, Batch, BatchResults, Handle};
 use crate::error::{ApiError, OrInternal};
 use crate::http::{self, FetchFailure};
 use crate::{crypto, db};
@@ -348,7 +348,7 @@ async fn disable(
          portal, and resend the failed deliveries from its delivery log.",
         due.endpoint_id
     );
-    notify(
+    crate::notify::admins(
         ctx,
         due.institution_id,
         NotificationKind::EndpointDisabled,
@@ -357,71 +357,6 @@ async fn disable(
     )
     .await?;
     Ok(true)
-}
-
-/// Tells an institution's admins: the notification is recorded (the portal lists it) after
-/// trying the e-mail.
-pub async fn notify(
-    ctx: &Ctx,
-    institution_id: i64,
-    kind: NotificationKind,
-    subject: &str,
-    body: &str,
-) -> Result<(), ApiError> {
-    let recipients = portal::admin_emails(&ctx.db, institution_id)
-        .await
-        .or_internal("read admins")?;
-    let email_status = send_email(ctx, &recipients, subject, body).await;
-    let notification = NewNotification {
-        institution_id,
-        subject,
-        body,
-        email_status,
-        created_at: ctx.now(),
-    };
-    let statement =
-        notifications::insert(&ctx.db, kind, &notification).or_internal("record notification")?;
-    crate::db::batch(&ctx.db, vec![statement])
-        .await
-        .or_internal("record notification")
-}
-
-/// E-mails the operator (`PAYRAIL_OPERATOR_EMAIL`): what the deployment as a whole must know,
-/// such as the books drifting from the chain. Returns what happened, for the record.
-pub async fn email_operator(ctx: &Ctx, subject: &str, body: &str) -> EmailStatus {
-    send_email(ctx, &ctx.operator_emails(), subject, body).await
-}
-
-/// Sends a plain-text e-mail through Cloudflare's send-email binding `EMAIL` when it is
-/// configured (with `PAYRAIL_NOTIFY_FROM`); returns what happened, for the record.
-async fn send_email(ctx: &Ctx, to: &[String], subject: &str, text: &str) -> EmailStatus {
-    let Some((binding, from)) = ctx.email() else {
-        return EmailStatus::NotConfigured;
-    };
-    if to.is_empty() {
-        return EmailStatus::NoRecipients;
-    }
-    let message = serde_json::json!({
-        "from": from, "to": to, "subject": subject, "text": text,
-    });
-    let Ok(message) = serde_wasm_bindgen::to_value(&message) else {
-        return EmailStatus::Failed;
-    };
-    let send = js_sys::Reflect::get(binding.as_ref(), &"send".into())
-        .ok()
-        .and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok());
-    let Some(send) = send else {
-        return EmailStatus::Failed;
-    };
-    match send.call1(binding.as_ref(), &message) {
-        Ok(promise) => {
-            match wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(promise)).await {
-                Ok(_) => EmailStatus::Sent,
-                Err(_) => EmailStatus::Failed,
-            }
-        }
-        Err(_) => EmailStatus::Failed,
-    }
 }
 
 /// The cron sweep: sends overdue and stale pending deliveries to the queue again.

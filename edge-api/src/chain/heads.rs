@@ -34,7 +34,7 @@ pub async fn fresh(ctx: &Ctx, name: &str, network: &Network, head: u64) -> Chain
                  point it at another provider; everything resumes by itself once its head \
                  moves. This e-mail is sent once per stall."
             );
-            let status = crate::webhooks::email_operator(ctx, &subject, &body).await;
+            let status = crate::notify::operator(ctx, &subject, &body).await;
             heads::alerted(&ctx.db, name, status).await?;
         }
     }

@@ -1,41 +1,37 @@
-//! The ways to pay a deployment offers, their quotes, and the sandbox's simulated artefacts.
+//! Talking to chains: each EVM network's node (`rpc`, with a call budget), its configuration
+//! (`config`, parsed from `PAYRAIL_CHAINS`), what its answers mean as values (`evm`: logs,
+//! calls, amounts; `native`: the coin read from balances; `scan`: an address's new blocks;
+//! `heads`: whether a node's head moves), prices (`rates`, Chainlink feeds), deposit addresses
+//! (`deposit`, BIP32 from the custody xpub), signing (`tx`), and the errors of all of it
+//! (`error`). Here too: the ways to pay a deployment offers and their quotes, and the
+//! sandbox's simulated artefacts.
 //!
 //! A way to pay is offered only where something watches its chain: a token, or the network's own
 //! coin, configured on an EVM network in `PAYRAIL_CHAINS`, with `PAYRAIL_EVM_XPUB` to derive its
-//! deposit addresses. The
-//! [`watch`] module reads those chains and credits what arrives. Production offers nothing else
-//! (with nothing configured, checkout answers 503 and the hosted page says payments are
-//! unavailable: a customer is never shown an address nobody watches). Sandbox also offers every
-//! other way to pay, simulated: addresses and hashes shaped like each network's, from random
-//! bytes, with indicative rates and no chain behind them.
+//! deposit addresses. Production offers nothing else (with nothing configured, checkout answers
+//! 503 and the hosted page says payments are unavailable: a customer is never shown an address
+//! nobody watches). Sandbox also offers every other way to pay, simulated: addresses and hashes
+//! shaped like each network's, from random bytes, with indicative rates and no chain behind
+//! them.
 //!
-//! What arrives is settled to the merchant from the treasury by [`settle`], with transactions
-//! signed here ([`tx`]).
+//! Nothing here moves money or writes the books: what the answers mean for the money is
+//! `money`'s (the watcher credits what arrives, the treasury settles and refunds). Another chain
+//! family (Bitcoin, Solana, Tron) joins as modules beside `evm`, `rates` and `scan` that derive
+//! its addresses, quote and read its chain.
 //!
-//! Another chain family (Bitcoin, Solana, Tron) joins as a module beside `evm`, `rates` and
-//! `watch` that derives its addresses, quotes and reads its chain; the rest of the worker sees
-//! only [`methods`], [`quote`], [`watch`] and [`settle`].
+//! Where to start: [`methods`] and [`quote`] (what checkout offers), `rpc::call` (every node
+//! call), `config::parse` (the networks).
 
-pub mod books;
 pub mod config;
 pub mod deposit;
 pub mod error;
 pub mod evm;
 pub mod heads;
-pub mod ledger;
 pub mod native;
-pub mod payee;
 pub mod rates;
-pub mod refund;
 pub mod rpc;
 pub mod scan;
-pub mod sends;
-pub mod settle;
-pub mod sweeps;
-pub mod topup;
-pub mod treasury;
 pub mod tx;
-pub mod watch;
 
 use std::collections::BTreeMap;
 
@@ -459,20 +455,30 @@ mod tests {
         // top-up check.
         assert!(
             least.watcher
-                >= super::watch::MOST_TOKEN_CHECK_CALLS + super::topup::MOST_TOKEN_CHECK_CALLS,
+                >= crate::money::watch::MOST_TOKEN_CHECK_CALLS
+                    + crate::money::topup::MOST_TOKEN_CHECK_CALLS,
             "{least:?}"
         );
         assert!(
-            least.settlement >= super::sends::MOST_FOLLOW_CALLS,
+            least.settlement >= crate::money::sends::MOST_FOLLOW_CALLS,
             "{least:?}"
         );
         assert!(
-            least.settlement >= super::settle::MOST_GROUP_CALLS,
+            least.settlement >= crate::money::settle::MOST_GROUP_CALLS,
             "{least:?}"
         );
-        assert!(least.refunds >= super::refund::MOST_SEND_CALLS, "{least:?}");
-        assert!(least.books >= super::books::MOST_NETWORK_CALLS, "{least:?}");
+        assert!(
+            least.refunds >= crate::money::refund::MOST_SEND_CALLS,
+            "{least:?}"
+        );
+        assert!(
+            least.books >= crate::money::books::MOST_NETWORK_CALLS,
+            "{least:?}"
+        );
         // Following a sweep, after its network's chain id.
-        assert!(least.sweeps > super::sweeps::MOST_FOLLOW_CALLS, "{least:?}");
+        assert!(
+            least.sweeps > crate::money::sweeps::MOST_FOLLOW_CALLS,
+            "{least:?}"
+        );
     }
 }

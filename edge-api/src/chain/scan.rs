@@ -1,5 +1,5 @@
 //! Reading one watched address's new blocks for one asset: what every watch needs, a checkout's
-//! deposit address ([`super::watch`]) and a merchant's top-up address ([`super::topup`]) alike.
+//! deposit address ([`crate::money::watch`]) and a merchant's top-up address ([`crate::money::topup`]) alike.
 //!
 //! A check starts from the last block read as final, `confirmations` blocks below it again (a
 //! node behind a load balancer may have answered from a backend that lagged), and reads up to the

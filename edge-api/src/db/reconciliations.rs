@@ -1,4 +1,4 @@
-//! Reconciliation of the books with the chain (`chain::books`): the `reconciliations` table (each
+//! Reconciliation of the books with the chain (`money::books`): the `reconciliations` table (each
 //! comparison of a network's treasury or custody in one asset with the chain, at a confirmed
 //! block) and `reconciled_addresses` (each address's last comparison), written only here; and
 //! what the comparison reads besides the books: what is in flight on a network, and which

@@ -1,7 +1,7 @@
 //! Every transaction the treasury signed, as signed (the raw bytes, to broadcast again), for a
 //! settlement or a refund: the `chain_sends` table, written only here. What a transaction pays
 //! is its purpose's own table (`settlements`, `refunds`); the statements that move both are
-//! committed together by `chain::sends`. See migration 0011.
+//! committed together by `money::sends`. See migration 0011.
 
 use payrail_evm::{Address, TxHash};
 use serde::{Deserialize, Serialize};

@@ -1,6 +1,6 @@
 //! Custody sweeps (`custody_sweeps`, migration 0015): the transactions the offline custody signer
 //! (`xtask sweep`) stored before broadcasting them, which the worker follows until they are final
-//! (`chain::sweeps`). The signer inserts the rows through `wrangler d1 execute`; in the worker
+//! (`money::sweeps`). The signer inserts the rows through `wrangler d1 execute`; in the worker
 //! this module is their only writer.
 
 use serde::Deserialize;

@@ -350,7 +350,7 @@ pub struct SweptFrom {
 /// Custody's sweeps of `watch`'s asset from its address that moved (or may have moved) it: the
 /// `sent` ones and the `confirmed` ones (a reverted sweep moved nothing), at most
 /// [`MOST_TOTALLED`] + 1. The signer stores each before it broadcasts it, and the worker makes
-/// it final from its receipt (`chain::sweeps`), so this is every unit that ever left the
+/// it final from its receipt (`money::sweeps`), so this is every unit that ever left the
 /// address. (`custody_sweeps` is custody's, not an institution's: the address is the
 /// watch's own.)
 pub async fn swept_from(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<SweptFrom>> {

@@ -692,7 +692,7 @@ pub async fn set_debt_limit(
         asset.asset,
         asset.network,
     );
-    crate::webhooks::notify(
+    crate::notify::admins(
         portal.ctx,
         portal.institution_id(),
         NotificationKind::DebtLimitChanged,

@@ -18,7 +18,7 @@ use crate::db::wallets::{self, Wallet};
 use crate::db::{origins, wallets::Change};
 use crate::error::{ApiError, OrInternal};
 use crate::query::{parse_id, MerchantSearch};
-use crate::{chain, crypto, wallet_address};
+use crate::{chain, crypto, money, wallet_address};
 
 /// Most return origins a merchant may list.
 pub const MAX_ORIGINS: usize = 10;
@@ -397,7 +397,7 @@ pub async fn update(
 }
 
 /// Sets the settlement wallet of `network` (`None`: removes it), recording who changed it. A new
-/// address must be able to receive what the treasury sends ([`chain::payee::check`]);
+/// address must be able to receive what the treasury sends ([`money::payee::check`]);
 /// `contract_wallet` is the admin's word that a contract there is a wallet that can.
 pub async fn set_wallet(
     portal: &Portal<'_>,
@@ -427,7 +427,7 @@ pub async fn set_wallet(
         return get(portal, id).await;
     }
     if let Some(new) = &address {
-        chain::payee::check(portal.ctx, network, new, contract_wallet).await?;
+        money::payee::check(portal.ctx, network, new, contract_wallet).await?;
     }
     let cool_off = portal.ctx.wallet_cool_off_seconds();
     let usable_from = portal.now.saturating_add(cool_off);
@@ -476,7 +476,7 @@ pub async fn set_wallet(
         portal.session.email,
         timestamp(portal.now)?
     );
-    crate::webhooks::notify(
+    crate::notify::admins(
         portal.ctx,
         portal.institution_id(),
         crate::db::notifications::NotificationKind::WalletChanged,

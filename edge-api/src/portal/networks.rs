@@ -9,8 +9,9 @@ use super::Portal;
 use rust_decimal::Decimal;
 
 use crate::chain::rpc::RpcError;
-use crate::chain::{self, config, rates, rpc, treasury, ChainError};
+use crate::chain::{self, config, rates, rpc, ChainError};
 use crate::error::ApiError;
+use crate::money::treasury;
 
 /// One network as its node answers now.
 #[derive(Debug, Serialize)]

@@ -15,11 +15,11 @@ use shared_types::ledger::{units_text, Kind};
 use shared_types::EndpointStatus;
 
 use super::Portal;
-use crate::chain::treasury;
 use crate::ctx::timestamp;
 use crate::db::ledger::AccountView;
 use crate::db::{endpoints, ledger, transactions};
 use crate::error::{ApiError, OrInternal};
+use crate::money::treasury;
 
 /// Days the volume chart covers, today included.
 pub const CHART_DAYS: i64 = 30;

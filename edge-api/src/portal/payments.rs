@@ -13,11 +13,12 @@ use shared_types::{List, Status, Transaction};
 
 use super::Portal;
 use crate::chain;
-use crate::chain::refund::RefundView;
 use crate::ctx::timestamp;
 use crate::db::deliveries::{Attempt, Delivery};
 use crate::db::{deliveries, events, refunds, sends, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
+use crate::money;
+use crate::money::refund::RefundView;
 use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 
 /// One page of the institution's payments, filtered exactly as `GET /v1/transactions` is.
@@ -200,7 +201,7 @@ async fn uncredited(
         .iter()
         .zip(&tokens)
         .map(|(d, token)| {
-            chain::ledger::Asset {
+            money::ledger::Asset {
                 network: &d.network,
                 token,
                 symbol: &d.asset,

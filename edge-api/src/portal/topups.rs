@@ -1,7 +1,7 @@
 //! Merchants' top-ups, shared by the merchant page and the JSON API: per watched network, the
 //! merchant's top-up address (given out by an admin, once), the assets it accepts, and what
 //! arrived there: confirming, or credited to the merchant's balance. Scoped to the session's
-//! institution like every merchant operation; see `chain::topup` for how the addresses are
+//! institution like every merchant operation; see `money::topup` for how the addresses are
 //! watched and posted to the books.
 
 use serde::Serialize;
@@ -10,9 +10,10 @@ use shared_types::{ErrorCode, MerchantStatus};
 use super::merchants;
 use super::Portal;
 use crate::chain::config::Network;
-use crate::chain::{self, books, evm, topup, EVM_NETWORKS};
+use crate::chain::{self, evm, EVM_NETWORKS};
 use crate::db::topups::{self, TopupTransfer, TopupWatch};
 use crate::error::{ApiError, OrInternal};
+use crate::money::{books, topup};
 use crate::wallet_address::eip55;
 
 /// Most transfers shown per network.

@@ -15,7 +15,7 @@ use crate::db::{sessions, wallets, watches, Batch};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::locale::{self, Catalogue};
 use crate::route::Incoming;
-use crate::{chain, http};
+use crate::{chain, http, money};
 
 /// What the hosted page says above itself when an action could not be taken.
 enum Notice {
@@ -355,12 +355,12 @@ async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError>
 
 /// `GET /checkout/{id}/status`: what the hosted page's script polls. One round trip reads the
 /// session and what the watcher stored of its chain; on a watched network an address whose last
-/// check is older than [`chain::watch::POLL_GAP_SECONDS`] is read from the chain first, so a
+/// check is older than [`money::watch::POLL_GAP_SECONDS`] is read from the chain first, so a
 /// payment shows within seconds of its block.
 pub async fn status(Incoming { ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
     let no_checkout = || ApiError::not_found("no such checkout");
     let id = SessionId::parse(id).map_err(|_| no_checkout())?;
-    let polled = chain::watch::poll(ctx, &id, chain::watch::POLL_GAP_SECONDS)
+    let polled = money::watch::poll(ctx, &id, money::watch::POLL_GAP_SECONDS)
         .await?
         .ok_or_else(no_checkout)?;
     let body = serde_json::json!({

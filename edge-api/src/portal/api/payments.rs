@@ -3,8 +3,8 @@
 use serde::Deserialize;
 
 use super::call::{reply, to_json, Call};
-use crate::chain::refund::{self, RefundRequest};
 use crate::error::OrInternal;
+use crate::money::refund::{self, RefundRequest};
 use crate::portal::balances;
 use crate::portal::payments::{self, payment_id};
 use crate::route::Answer;

@@ -7,9 +7,9 @@ use worker::Response;
 
 use super::chart::{amount_badge, status_badge, status_label};
 use super::layout::{csrf_field, error_box, layout, page, Call};
-use crate::chain::refund::{self, RefundRequest};
 use crate::error::OrInternal;
 use crate::http::see_other;
+use crate::money::refund::{self, RefundRequest};
 use crate::portal::balances::{self, RefundEffect};
 use crate::portal::payments::{self, payment_id, PaymentDetail};
 use crate::portal::{overview, search};

@@ -22,10 +22,10 @@ use std::str::FromStr;
 use serde_json::{json, Value};
 use shared_types::ledger::{postings, Kind, Ledger, Transfer};
 
-use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::native;
-use super::rpc::{self, Budget};
+use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::native;
+use crate::chain::rpc::{self, Budget};
 use crate::ctx::Ctx;
 use crate::db;
 use crate::db::ledger::{self, Account, Book};
@@ -48,10 +48,10 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     if live.is_empty() {
         return Ok(());
     }
-    let budget = Budget::new(super::CronShares::configured(ctx).sweeps);
-    let networks = super::networks_within(ctx, &budget)?;
+    let budget = Budget::new(crate::chain::CronShares::configured(ctx).sweeps);
+    let networks = crate::chain::networks_within(ctx, &budget)?;
     // Each network's node is asked its chain id once a run: one on another chain is not read.
-    let mut chains = super::ChainChecks::default();
+    let mut chains = crate::chain::ChainChecks::default();
     for sweep in &live {
         let Some((name, network)) = networks.get_key_value(&sweep.network) else {
             worker::console_warn!(
@@ -88,7 +88,7 @@ async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> 
     let node = &network.node;
     let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
     // A node whose head stands still is not asked to decide anything.
-    super::heads::fresh(ctx, &sweep.network, network, head).await?;
+    crate::chain::heads::fresh(ctx, &sweep.network, network, head).await?;
     let receipt = rpc::call(node, "eth_getTransactionReceipt", json!([sweep.tx_hash])).await?;
     if receipt.is_null() {
         let known = rpc::call(node, "eth_getTransactionByHash", json!([sweep.tx_hash])).await?;

@@ -1,6 +1,6 @@
 //! Settlement: the treasury pays each merchant the net of its payments held in custody, in the
 //! asset and on the network they were paid in, with EIP-1559 transactions it signs itself
-//! ([`super::tx`]), and each payment is marked paid (`payment.paid`) once that transaction is
+//! ([`crate::chain::tx`]), and each payment is marked paid (`payment.paid`) once that transaction is
 //! final.
 //!
 //! It runs from the cron, in three steps, each bounded per run:
@@ -34,12 +34,13 @@ use serde_json::json;
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, SendState};
 
-use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::rpc::Budget;
+use super::ledger;
 use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, estimate, gas_price, Treasury};
-use super::{evm, ledger, rates, rpc};
+use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::Budget;
+use crate::chain::{evm, rates, rpc};
 use crate::ctx::Ctx;
 use crate::db::notifications::NotificationKind;
 use crate::db::sends::{self as db_sends, Purpose};
@@ -64,8 +65,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         return Ok(());
     };
     // Settlement's share of the run's node calls, for following and starting alike.
-    let budget = Budget::new(super::CronShares::configured(ctx).settlement);
-    let networks = super::networks_within(ctx, &budget)?;
+    let budget = Budget::new(crate::chain::CronShares::configured(ctx).settlement);
+    let networks = crate::chain::networks_within(ctx, &budget)?;
     let stalled = sends::follow(ctx, &networks, &treasury).await?;
     for Stalled { send, reason } in stalled {
         match send.purpose() {
@@ -192,7 +193,7 @@ async fn hold(ctx: &Ctx, institution_id: i64, ids: &[i64], reason: &str) -> Resu
         "These payments are held in custody and not settled yet: {list}. Reason: {reason}. \
          They settle by themselves once this is fixed; the portal shows the reason on each."
     );
-    crate::webhooks::notify(
+    crate::notify::admins(
         ctx,
         institution_id,
         NotificationKind::SettlementHeld,
@@ -229,7 +230,7 @@ async fn settle_group(
         .into());
     }
     let wallet = wallet.address.to_ascii_lowercase();
-    super::check_chain(name, network).await?;
+    crate::chain::check_chain(name, network).await?;
     let node = &network.node;
     let token = first.token.as_str();
     let coin = config::coin(name);

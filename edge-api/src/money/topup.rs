@@ -6,7 +6,7 @@
 //! never reused and never a checkout's. It is watched for every asset of its network (the
 //! configured tokens and the network's coin) while its merchant is active, by the cron, within
 //! the watcher's share of the run's node calls, read the way a checkout's address is
-//! ([`super::scan`]): a transfer counts once it is at the network's depth, and one reorged away
+//! ([`crate::chain::scan`]): a transfer counts once it is at the network's depth, and one reorged away
 //! before that disappears. Each confirmed transfer is posted to the books in the batch that
 //! stores it: its receipt (custody ← unallocated at the address) and the top-up (unallocated →
 //! the merchant), ids derived from the chain transfer, so nothing is posted twice. As for a
@@ -21,10 +21,10 @@ use serde_json::json;
 use shared_types::ErrorCode;
 
 use super::books;
-use super::config::{Network, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::rpc::{self, Budget};
-use super::scan::{self, Scan};
+use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::{self, Budget};
+use crate::chain::scan::{self, Scan};
 use crate::ctx::Ctx;
 use crate::db;
 use crate::db::topups::{self, NewAddress, SeenTopup, TopupAddress, TopupWatch, WatchedAsset};
@@ -105,7 +105,7 @@ pub async fn create(
     name: &str,
     created_by: &str,
 ) -> Result<TopupAddress, ApiError> {
-    let networks = super::networks(ctx)?;
+    let networks = crate::chain::networks(ctx)?;
     let Some(network) = networks.get(name) else {
         return Err(ApiError::not_found(format!(
             "top-ups are taken only on the networks whose chain is watched; {name:?} is not one"
@@ -118,7 +118,7 @@ pub async fn create(
         return Ok(existing);
     }
     let head = async {
-        super::check_chain(name, network).await?;
+        crate::chain::check_chain(name, network).await?;
         ChainResult::Ok(rpc::quantity(
             &rpc::call(&network.node, "eth_blockNumber", json!([])).await?,
         )?)
@@ -134,7 +134,7 @@ pub async fn create(
             ),
         )
     })?;
-    let (address, index) = super::deposit_address(ctx, name).await?;
+    let (address, index) = crate::chain::deposit_address(ctx, name).await?;
     let index = index.ok_or_else(|| ApiError::internal("top-up address", "no deposit key"))?;
     let assets = books::assets(name, network);
     let mut statements = vec![topups::insert_address(
@@ -240,7 +240,7 @@ async fn check(
 /// Reads one top-up watch's new blocks and stores what arrived, with the postings of what is
 /// now confirmed, in one batch that applies only while the watch is where it was read. Custody
 /// sweeps the address while it is watched: its coin is read with its nonce, what custody's
-/// gas address (`gas`) sends it told apart ([`super::native::Sent`]); a token's sweeps are no
+/// gas address (`gas`) sends it told apart ([`crate::chain::native::Sent`]); a token's sweeps are no
 /// transfers *to* it, and are taken off what its balance must cover.
 async fn read(
     ctx: &Ctx,
@@ -253,7 +253,7 @@ async fn read(
         address: &watch.address,
         token: &watch.token,
         scanned_to: watch.scanned_to,
-        sent: Some(super::native::Sent { gas }),
+        sent: Some(crate::chain::native::Sent { gas }),
     };
     let fresh = match scan::read(ctx, network, &target).await? {
         Scan::Nothing { head } => {

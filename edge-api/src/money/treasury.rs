@@ -6,10 +6,10 @@
 use k256::ecdsa::SigningKey;
 use serde_json::json;
 
-use super::config::{Network, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::rpc::Node;
-use super::{evm, native, rpc, tx};
+use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::Node;
+use crate::chain::{evm, native, rpc, tx};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
@@ -157,7 +157,7 @@ pub fn sign(
     if price > network.max_gas_price() {
         return Err(ChainError::rule(format!(
             "{} gwei per gas is above the network's cap of {} gwei",
-            price / super::config::WEI_PER_GWEI,
+            price / crate::chain::config::WEI_PER_GWEI,
             network.max_gas_price_gwei
         )));
     }

@@ -30,12 +30,13 @@ use serde_json::{json, Value};
 use shared_types::SendState;
 use worker::D1PreparedStatement;
 
-use super::config::{self, Network, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::rpc::Node;
+use super::ledger;
 use super::settle::plan::{self, Plan};
 use super::treasury::{self, Treasury};
-use super::{ledger, native, rates, rpc};
+use crate::chain::config::{self, Network, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::Node;
+use crate::chain::{native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::sends::{self, NewSend, Outgoing, Purpose};
@@ -248,7 +249,7 @@ pub async fn follow(
         .or_internal("read transactions out")?;
     let mut stalled = Vec::new();
     // Each network's node is asked its chain id once a run: one on another chain is not read.
-    let mut chains = super::ChainChecks::default();
+    let mut chains = crate::chain::ChainChecks::default();
     for send in live {
         let Some((name, network)) = networks.get_key_value(&send.network) else {
             worker::console_warn!(
@@ -312,7 +313,7 @@ async fn follow_one(
     let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
     // A node whose head stands still says nothing final: no receipt is acted on, no nonce
     // taken for used, nothing broadcast again or replaced, until it moves.
-    super::heads::fresh(ctx, &send.network, network, head).await?;
+    crate::chain::heads::fresh(ctx, &send.network, network, head).await?;
     let stuck = head >= send.sent_block.saturating_add(stuck_after(network));
     // The live transaction, or one it replaced, may be the one mined.
     let mut candidates = vec![send.clone()];

@@ -26,10 +26,11 @@
 use serde_json::json;
 use shared_types::ledger::{postings, units_text, Kind, Ledger};
 
-use super::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::rpc::{self, Budget, Node};
-use super::{deposit, evm, native, treasury};
+use super::treasury;
+use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::{self, Budget, Node};
+use crate::chain::{deposit, evm, native};
 use crate::ctx::Ctx;
 use crate::db::ledger::{self, Account, Book, When};
 use crate::db::reconciliations::{self, NewReconciliation, Reading, Scope};
@@ -153,8 +154,8 @@ pub const ADDRESSES_PER_LEDGER: i64 = 25;
 
 /// The cron's part: reconciles every configured network, within the run's share of node calls.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
-    let budget = Budget::new(super::CronShares::configured(ctx).books);
-    let networks = super::networks_within(ctx, &budget)?;
+    let budget = Budget::new(crate::chain::CronShares::configured(ctx).books);
+    let networks = crate::chain::networks_within(ctx, &budget)?;
     if networks.is_empty() {
         return Ok(());
     }
@@ -223,7 +224,7 @@ async fn reconcile(
 ) -> ChainResult<Vec<NewDrift>> {
     let treasury = addresses.treasury.unwrap_or("");
     let before = reconciliations::in_flight(&ctx.db, name, treasury).await?;
-    super::check_chain(name, network).await?;
+    crate::chain::check_chain(name, network).await?;
     let node = &network.node;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let head = rpc::quantity(
@@ -468,7 +469,7 @@ async fn reconcile(
 async fn tell(ctx: &Ctx, name: &str, found: Vec<NewDrift>) {
     for NewDrift { id, compared } in found {
         let (subject, body) = drift_message(name, &compared);
-        let status = crate::webhooks::email_operator(ctx, &subject, &body).await;
+        let status = crate::notify::operator(ctx, &subject, &body).await;
         if let Err(e) = reconciliations::emailed(&ctx.db, id, status).await {
             worker::console_warn!("record the e-mail about reconciliation {id}: {e}");
         }

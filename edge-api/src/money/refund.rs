@@ -19,17 +19,18 @@ use shared_types::checkout::{currency_digits, parse_decimal, AmountRule, MAX_AMO
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus, RefundState, SendState};
 
-use super::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
+use super::ledger;
 use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
-use super::{evm, ledger, rpc};
-use crate::chain::watch::MULTI_QUOTE;
+use crate::chain::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
 use crate::db::sends::{self as db_sends, Purpose};
 use crate::db::{self, events, transactions, watches, Batch};
 use crate::error::{ApiError, OrInternal};
+use crate::money::watch::rules::MULTI_QUOTE;
 use crate::{crypto, payments, wallet_address};
 
 /// Most refunds a run signs, and most it records on their payments.
@@ -388,7 +389,7 @@ async fn sent_now(
     key: &str,
 ) -> Result<(RefundView, bool), ApiError> {
     if let Some(treasury) = treasury::treasury(ctx)? {
-        let networks = super::networks(ctx)?;
+        let networks = crate::chain::networks(ctx)?;
         send_due(ctx, &networks, &treasury).await;
     }
     let stored = refunds::by_key(&ctx.db, institution_id, key)
@@ -693,8 +694,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         return Ok(());
     };
     // Refunds' share of the run's node calls.
-    let budget = super::rpc::Budget::new(super::CronShares::configured(ctx).refunds);
-    let networks = super::networks_within(ctx, &budget)?;
+    let budget = crate::chain::rpc::Budget::new(crate::chain::CronShares::configured(ctx).refunds);
+    let networks = crate::chain::networks_within(ctx, &budget)?;
     send_due(ctx, &networks, &treasury).await;
     finish(ctx).await
 }
@@ -745,7 +746,7 @@ async fn send(
     let network = networks
         .get(name)
         .ok_or_else(|| ChainError::Config(format!("{name} is no longer configured")))?;
-    super::check_chain(name, network).await?;
+    crate::chain::check_chain(name, network).await?;
     let node = &network.node;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let units = u128::from_str(&refund.units)

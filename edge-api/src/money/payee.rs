@@ -10,7 +10,8 @@
 use serde_json::json;
 use shared_types::ErrorCode;
 
-use super::{books, networks, rpc, treasury};
+use super::{books, treasury};
+use crate::chain::{networks, rpc};
 use crate::ctx::Ctx;
 use crate::db::deposits;
 use crate::error::{ApiError, OrInternal};

@@ -11,17 +11,17 @@ use shared_types::ledger::postings::{self, Part as PaymentShare};
 use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
 use worker::D1PreparedStatement;
 
-use super::config::{self, NATIVE_DECIMALS, NATIVE_TOKEN};
-use super::error::{ChainError, ChainResult};
-use super::evm;
+use crate::chain::config::{self, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::evm;
 use crate::ctx::Ctx;
 use crate::db::ledger::{Account, Book, When};
+use crate::db::parts::Part;
 use crate::db::sends::{Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupWatch};
 use crate::db::watches::{SeenTransfer, Watch};
 use crate::db::{refunds, settlements};
 use crate::error::{ApiError, OrInternal};
-use crate::payments::Part;
 
 /// An asset on a network, as the books name its accounts.
 #[derive(Debug, Clone)]

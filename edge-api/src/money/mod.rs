@@ -1,0 +1,24 @@
+//! Moving money: what arrives in custody and is credited (`watch`, `topup`), the books that
+//! record every unit (`ledger` for the postings of each flow, `books` for the funding and the
+//! reconciliation against the chain), and what leaves the treasury (`treasury` holds its key and
+//! signs, `sends` stores, broadcasts, replaces and follows every transaction it signs, `settle`
+//! pays merchants, `refund` pays customers back, `sweeps` follows custody's sweeps into the
+//! treasury, `payee` judges who may be paid at all).
+//!
+//! Talking to nodes (JSON-RPC, logs and balances, prices, heads, the networks' configuration,
+//! deposit addresses) is `chain`'s: this module decides what the answers mean for the money and
+//! writes it, always through `db` in batches guarded on what they read.
+//!
+//! Where to start: `watch::poll` and `watch::sweep` (money in), `settle::run` (money out to
+//! merchants), `ledger` (how each of those is booked), [LEDGER.md](../../docs/LEDGER.md).
+
+pub mod books;
+pub mod ledger;
+pub mod payee;
+pub mod refund;
+pub mod sends;
+pub mod settle;
+pub mod sweeps;
+pub mod topup;
+pub mod treasury;
+pub mod watch;

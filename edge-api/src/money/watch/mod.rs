@@ -1,0 +1,650 @@
+//! The chain watcher: reads each watched deposit address's ERC-20 transfers (or, for a payment
+//! in the network's own coin, what its balance grew by: [`crate::chain::native`]) from its network's
+//! node, stores them (confirmed once at the network's depth; unconfirmed ones replaced at every
+//! check, so a reorg's lost transfer disappears), and credits the payment once the confirmed
+//! transfers cover it, through the lifecycle and the outbox like every other change.
+//!
+//! Each check reads the address's new blocks for its asset as every watch does
+//! ([`crate::chain::scan`]), then what only a checkout needs: other tokens' transfers, for review, and
+//! the times of the blocks.
+//!
+//! It runs from the cron for the open watches (pending payments first, a bounded number per
+//! run; the merchants' top-up addresses after them, [`super::topup`]) and on demand when the hosted page polls a session's status (at most one check per watch
+//! every [`POLL_GAP_SECONDS`]), so a customer sees their payment within seconds of its block.
+//!
+//! The rules that decide what the transfers read mean (credit, wait, hold the end, review) are
+//! pure and live beside it in [`rules`].
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
+
+use payrail_evm::Address;
+use rust_decimal::Decimal;
+use serde::Serialize;
+use serde_json::json;
+use shared_types::lifecycle::Action;
+use shared_types::{ErrorCode, RawStatus};
+
+use super::topup;
+use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::rpc::Budget;
+use crate::chain::scan::{self, Scan};
+use crate::chain::{evm, networks, rates, rpc};
+use crate::ctx::Ctx;
+use crate::db::sessions::{self, SessionView};
+use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
+use crate::error::{ApiError, OrInternal};
+use crate::{db, payments};
+
+pub mod rules;
+
+use rules::{cap, end_read, verdict, Quoted, Verdict};
+
+/// Least time between two on-demand checks of one watch.
+pub const POLL_GAP_SECONDS: i64 = 2;
+/// Most watches one cron run checks (each takes three or more node requests).
+const SWEEP_PER_RUN: i64 = 25;
+/// Most blocks whose time one check reads.
+const MAX_BLOCK_TIMES: usize = 16;
+/// Most transfers of other contracts, and most zero-value ones of the quoted token, one check
+/// records.
+const MAX_OTHER_TRANSFERS: usize = 50;
+/// How long after its checkout ends an address is still watched for late payments.
+pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
+
+/// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
+/// bad answer, a range that cannot be read) is returned, and the caller records it on the
+/// watch; nothing else changes.
+async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
+    let node = &network.node;
+    let target = scan::Target {
+        network: &watch.network,
+        address: &watch.address,
+        token: &watch.token,
+        scanned_to: watch.scanned_to,
+        sent: None,
+    };
+    let scan::Fresh {
+        head,
+        from,
+        read_to,
+        final_to,
+        transfers: mut found,
+        mut times,
+    } = match scan::read(ctx, network, &target).await? {
+        // Nothing new (the node is not past what was read): only its head is recorded.
+        Scan::Nothing { head } => return Ok(watches::touch(&ctx.db, watch, head, ctx.now()).await?),
+        Scan::Read(fresh) => fresh,
+    };
+    let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
+    // Other contracts' transfers to the address, for review: best effort, one request (they
+    // are never credited, so they never hold up the payment's own reading).
+    match rpc::call(
+        node,
+        "eth_getLogs",
+        evm::transfers_to(&watch.address, from, read_to, None),
+    )
+    .await
+    .map_err(ChainError::from)
+    .and_then(|logs| evm::transfers(&logs))
+    {
+        Ok(all) => found.extend(
+            all.into_iter()
+                .filter(|t| t.token != watch.token)
+                .take(MAX_OTHER_TRANSFERS),
+        ),
+        Err(e) => worker::console_warn!("other tokens to a {} deposit: {e}", watch.network),
+    }
+    // The block time says whether a transfer came after the checkout's end; read for the
+    // quoted token's transfers (at most MAX_BLOCK_TIMES blocks a check), the others are judged
+    // by the time they were seen.
+    for t in found.iter().filter(|t| t.token == watch.token) {
+        if times.len() >= MAX_BLOCK_TIMES {
+            break;
+        }
+        if let Entry::Vacant(slot) = times.entry(t.block_number) {
+            let block = rpc::call(
+                node,
+                "eth_getBlockByNumber",
+                json!([format!("{:#x}", t.block_number), false]),
+            )
+            .await?;
+            slot.insert(rpc::quantity(&block["timestamp"])?);
+        }
+    }
+    let now = ctx.now();
+    // Zero-value spam of the quoted token is recorded too, but at most this many a check.
+    let mut no_value = 0;
+    let mut seen: Vec<SeenTransfer<'_>> = found
+        .iter()
+        .filter(|t| t.to == watch.address)
+        .filter(|t| {
+            let spam = t.token == watch.token && t.amount.is_none_or(|a| a == 0);
+            no_value += usize::from(spam);
+            !spam || no_value <= MAX_OTHER_TRANSFERS
+        })
+        .map(|t| SeenTransfer {
+            tx_hash: &t.tx_hash,
+            log_index: t.log_index,
+            token: &t.token,
+            amount: t.amount.map(|a| a.to_string()),
+            block_number: t.block_number,
+            confirmed: t.block_number <= final_to,
+            kind: match (t.token == watch.token, t.amount) {
+                (true, Some(units)) if units > 0 => "payment",
+                (true, _) => "no_value",
+                (false, _) => "unexpected_token",
+            },
+            after_expiry: times
+                .get(&t.block_number)
+                .map_or(now, |at| i64::try_from(*at).unwrap_or(i64::MAX))
+                >= watch.expires_at,
+        })
+        .collect();
+    // The payments already stored as final: seen again (the first blocks of a check are read
+    // again, in case a node behind a load balancer lagged), they are left as they are.
+    let stored = if seen.iter().any(|t| t.kind == "payment") {
+        watches::confirmed_payments(&ctx.db, watch).await?
+    } else {
+        Vec::new()
+    };
+    seen.retain(|t| {
+        !(t.kind == "payment"
+            && t.confirmed
+            && stored
+                .iter()
+                .any(|s| s.tx_hash == t.tx_hash && s.log_index == block_number(t.log_index)))
+    });
+    // At most `transfers_per_check` payments a check (a flood of dust is recorded over several
+    // checks, never as one batch): the rest, from the first block not wholly recorded, is read
+    // again at the next check (what was recorded of that block is then left as it is).
+    let cut = cap(
+        &mut seen,
+        usize::try_from(network.transfers_per_check).unwrap_or(usize::MAX),
+    );
+    // Nothing is credited from logs alone: the address must hold what they say it received, at
+    // the last final block.
+    cross_check(network, watch, &seen, &stored, final_to).await?;
+    let (read_to, final_to) = match cut {
+        Some(block) => (read_to.min(block), final_to.min(block.saturating_sub(1))),
+        None => (read_to, final_to),
+    };
+    let mut statements = watches::record(
+        &ctx.db,
+        watch,
+        &seen,
+        (from, read_to),
+        (final_to.max(scanned_to), head),
+        // The check read up to the node's head: what it found is all there was (only then
+        // may the checkout's end be decided on it).
+        cut.is_none() && read_to >= head,
+        now,
+    )?;
+    // The confirmed payments' receipts, in the books before the watch moves on (the last
+    // statement), under the same condition as the rest of the check.
+    let receipts = super::ledger::receipts(ctx, watch, &seen, &watches::unchanged(watch)).await?;
+    let moves_on = statements.pop();
+    statements.extend(receipts);
+    statements.extend(moves_on);
+    db::batch(&ctx.db, statements).await?;
+    Ok(())
+}
+
+fn block_number(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Refuses a check whose logs claim more of the token than the address holds: before the
+/// payments it confirms are stored, the address's `balanceOf` at the last final block must
+/// cover every payment confirmed to it, those stored before (`stored`) and these. A deposit
+/// address never sends while it is watched (custody sweeps it only after), so a balance below
+/// the logs means the node invented a transfer, or the token took the money back: the check is
+/// refused with the reason (the watch shows it, nothing is credited and the checkout's end is
+/// not decided) and read again at the next.
+async fn cross_check(
+    network: &Network,
+    watch: &Watch,
+    seen: &[SeenTransfer<'_>],
+    stored: &[watches::ConfirmedPayment],
+    final_to: u64,
+) -> ChainResult<()> {
+    if watch.token == NATIVE_TOKEN {
+        return Ok(()); // ether is read from the balance itself
+    }
+    let units = |amount: &str| {
+        u128::from_str(amount).map_err(|_| ChainError::answer("a stored amount is not a number"))
+    };
+    let mut claimed = 0u128;
+    let mut new = false;
+    for amount in seen
+        .iter()
+        .filter(|t| t.kind == "payment" && t.confirmed)
+        .filter_map(|t| t.amount.as_deref())
+    {
+        new = true;
+        claimed = claimed.saturating_add(units(amount)?);
+    }
+    if !new {
+        return Ok(());
+    }
+    for s in stored {
+        claimed = claimed.saturating_add(units(&s.amount)?);
+    }
+    let target = scan::Target {
+        network: &watch.network,
+        address: &watch.address,
+        token: &watch.token,
+        scanned_to: watch.scanned_to,
+        sent: None,
+    };
+    scan::cover(
+        network,
+        &target,
+        (&watch.asset, watch.decimals),
+        (claimed, 0),
+        final_to,
+    )
+    .await
+}
+
+/// The most node calls one check of `watch` makes: reading its asset, then the other tokens'
+/// logs and, for a token, its blocks' times (ether's are read with its payments).
+fn most_calls(watch: &Watch) -> u32 {
+    if watch.token == NATIVE_TOKEN {
+        scan::MOST_NATIVE_CALLS + 1
+    } else {
+        MOST_TOKEN_CHECK_CALLS
+    }
+}
+
+/// The most node calls one check of a token's deposit address makes: its logs, the other
+/// tokens' logs, the blocks' times and the balance that must cover the logs.
+pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 =
+    scan::MOST_TOKEN_CALLS + 1 + MAX_BLOCK_TIMES as u32 + 1;
+
+/// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
+async fn check(
+    ctx: &Ctx,
+    networks: &BTreeMap<String, Network>,
+    watch: &Watch,
+    checked_before: i64,
+) -> Result<(), ApiError> {
+    let claimed = watches::claim(&ctx.db, watch, checked_before, ctx.now())
+        .await
+        .or_internal("claim watch")?;
+    if !claimed {
+        return Ok(());
+    }
+    let outcome = match networks.get(&watch.network) {
+        Some(network) => read(ctx, network, watch).await,
+        None => Err(ChainError::Config(format!(
+            "{} is no longer configured",
+            watch.network
+        ))),
+    };
+    if let Err(error) = outcome {
+        worker::console_warn!("watch of a {} deposit: {error}", watch.network);
+        if error.is_budget() {
+            return Ok(()); // not the node's fault: read again next time
+        }
+        watches::failed(&ctx.db, watch, &error.public())
+            .await
+            .or_internal("record node failure")?;
+    }
+    Ok(())
+}
+
+/// What the hosted page shows of a session's chain: its verdict and whether the node answered
+/// at the last check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainState {
+    /// The payment's state on chain.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// The last check could not read the node (the page says it is checking).
+    pub node_unreachable: bool,
+    /// While late money waits for its valuation: why the rate when it arrived could not be
+    /// read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valuation_error: Option<String>,
+}
+
+/// What a status poll found: the session (as it stands after any credit the poll made) and, when
+/// it has a watched address, its chain.
+pub struct Polled {
+    /// The session.
+    pub session: SessionView,
+    /// Its chain, when an address of it is watched.
+    pub chain: Option<ChainState>,
+}
+
+/// The hosted page's status poll of session `id`: `None` when there is no such session.
+///
+/// One round trip reads the session, its watches and their transfers. A watch is read from its
+/// chain only when its last check (the cron's or a poll's) is more than `gap` seconds old, and
+/// only while the payment is pending or expired; otherwise the poll answers from what that check
+/// stored, with no node call and no further round trip. Either way the verdict is taken from the
+/// stored transfers, and a payment they cover is credited (guarded as every credit is).
+pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiError> {
+    let mut batch = db::Batch::new();
+    let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
+    let watched =
+        batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
+    let transfers = batch
+        .push(watches::transfers_of_session_in_batch(&ctx.db, id).or_internal("read transfers")?);
+    let read = batch.run(&ctx.db).await.or_internal("read session")?;
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+        return Ok(None);
+    };
+    let list = read.rows(watched).or_internal("read watches")?;
+    if list.is_empty() {
+        return Ok(Some(Polled {
+            session,
+            chain: None,
+        }));
+    }
+    let networks = networks(ctx)?;
+    let now = ctx.now();
+    let due: Vec<&Watch> = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired)
+    {
+        list.iter().filter(|w| w.checked_at < now - gap).collect()
+    } else {
+        Vec::new()
+    };
+    let state = if due.is_empty() {
+        let transfers = read.rows(transfers).or_internal("read transfers")?;
+        judge(ctx, &session, &networks, &list, transfers).await?
+    } else {
+        for watch in due {
+            check(ctx, &networks, watch, now - gap).await?;
+        }
+        evaluate(ctx, &session, &networks).await?
+    };
+    let session = match &state.verdict {
+        // The credit changed the payment: the page is shown it as it now stands.
+        Verdict::Credit { .. } => sessions::get(&ctx.db, id)
+            .await
+            .or_internal("read session")?
+            .unwrap_or(session),
+        _ => session,
+    };
+    Ok(Some(Polled {
+        session,
+        chain: Some(state),
+    }))
+}
+
+/// Reads `session`'s watches and transfers as they are now (one round trip) and [`judge`]s them.
+async fn evaluate(
+    ctx: &Ctx,
+    session: &SessionView,
+    networks: &BTreeMap<String, Network>,
+) -> Result<ChainState, ApiError> {
+    let mut batch = db::Batch::new();
+    let watched =
+        batch.push(watches::of_session_in_batch(&ctx.db, &session.id).or_internal("read watches")?);
+    let transfers = batch.push(
+        watches::transfers_of_session(&ctx.db, session.institution_id, &session.id)
+            .or_internal("read transfers")?,
+    );
+    let read = batch.run(&ctx.db).await.or_internal("read watches")?;
+    let list = read.rows(watched).or_internal("read watches")?;
+    let transfers = read.rows(transfers).or_internal("read transfers")?;
+    judge(ctx, session, networks, &list, transfers).await
+}
+
+/// The verdict on `session`'s stored watches `list` and `transfers` (late money among them
+/// valued first, at the rate when it arrived); a credit is made through the lifecycle (a
+/// payment credited or expired meanwhile is left to the next look).
+async fn judge(
+    ctx: &Ctx,
+    session: &SessionView,
+    networks: &BTreeMap<String, Network>,
+    list: &[Watch],
+    mut transfers: Vec<StoredTransfer>,
+) -> Result<ChainState, ApiError> {
+    let valuation_error = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
+        value_late(ctx, session, list, networks, &mut transfers).await?
+    } else {
+        None
+    };
+    let quotes: Vec<Quoted> = list
+        .iter()
+        .map(|w| {
+            Ok(Quoted {
+                address: Address::parse(&w.address).or_internal("read a deposit address")?,
+                asset: w.asset.clone(),
+                network: w.network.clone(),
+                decimals: w.decimals,
+                crypto_amount: w.crypto_amount,
+                head_block: w.head_block,
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
+    let depth = list
+        .iter()
+        .filter_map(|w| networks.get(&w.network))
+        .map(|n| n.confirmations)
+        .max()
+        .unwrap_or(crate::chain::config::DEFAULT_CONFIRMATIONS);
+    let expected = session.amount_expected;
+    let digits = shared_types::checkout::currency_digits(&session.currency).unwrap_or(2);
+    let verdict = verdict(
+        session.raw_status,
+        end_read(session.expires_at, list, ctx.now()),
+        expected,
+        digits,
+        &quotes,
+        &transfers,
+        depth,
+    );
+    if let Verdict::Credit {
+        gross,
+        source_hash,
+        late,
+        parts,
+        late_rate,
+    } = &verdict
+    {
+        let action = if *late {
+            Action::PayLate { amount: *gross }
+        } else {
+            Action::Pay { amount: *gross }
+        };
+        // Each part with its asset's token and decimals, and the base units at each address.
+        let mut books = Vec::with_capacity(parts.len());
+        for part in parts {
+            let Some(watch) = list
+                .iter()
+                .find(|w| w.asset == part.asset && w.network == part.network)
+            else {
+                return Err(ApiError::internal(
+                    "credit a payment",
+                    "a part's way to pay has no watch",
+                ));
+            };
+            books.push(crate::db::parts::Part {
+                network: &part.network,
+                asset: &part.asset,
+                token: &watch.token,
+                decimals: watch.decimals,
+                gross: part.gross,
+                rate: part.rate,
+                rate_source: part.rate_source.as_deref(),
+                received: part
+                    .received
+                    .iter()
+                    .map(|(address, units)| (address.as_str(), *units))
+                    .collect(),
+            });
+        }
+        match payments::credit(
+            ctx,
+            (session.institution_id, session.transaction_id),
+            &action,
+            source_hash,
+            &books,
+            late_rate
+                .as_ref()
+                .map(|(rate, source)| (*rate, source.as_str())),
+        )
+        .await
+        {
+            Ok(()) => {}
+            // Credited or expired meanwhile: the next check sees the new state.
+            Err(err) if err.code == ErrorCode::Conflict => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(ChainState {
+        valuation_error: valuation_error.filter(|_| matches!(verdict, Verdict::Valuing { .. })),
+        verdict,
+        node_unreachable: list.iter().any(|w| w.node_error.is_some()),
+    })
+}
+
+/// Most late payments one evaluation values (each takes a block's time and a rate: a few node
+/// calls); the rest at the next.
+const MAX_VALUED_PER_CHECK: usize = 4;
+
+/// Values the session's final late payments that have no rate yet at the rate when each
+/// arrived ([`arrival_rate`]), records it on the transfer (once: a rate recorded stays), and
+/// sets it on `transfers`. A rate that cannot be read leaves the transfer unvalued (the verdict
+/// then waits) and is returned, for the page: the next check tries again.
+async fn value_late(
+    ctx: &Ctx,
+    session: &SessionView,
+    watches: &[Watch],
+    networks: &BTreeMap<String, Network>,
+    transfers: &mut [StoredTransfer],
+) -> Result<Option<String>, ApiError> {
+    let mut failure = None;
+    let unvalued = transfers
+        .iter_mut()
+        .filter(|t| t.kind == "payment" && t.confirmed && t.after_expiry && t.rate.is_none())
+        .take(MAX_VALUED_PER_CHECK);
+    for t in unvalued {
+        let Some(watch) = watches.iter().find(|w| t.address.lower() == w.address) else {
+            continue;
+        };
+        let Some(network) = networks.get(&watch.network) else {
+            continue;
+        };
+        let block = u64::try_from(t.block_number).unwrap_or(0);
+        match arrival_rate(network, watch, &session.currency, block, ctx.now()).await {
+            Ok((rate, source)) => {
+                // Valued by another check meanwhile: its rate stands, read at the next check.
+                if watches::set_rate(
+                    &ctx.db,
+                    (watch.institution_id, &watch.network),
+                    t,
+                    rate,
+                    &source,
+                )
+                .await
+                .or_internal("value a late payment")?
+                {
+                    t.rate = Some(rate);
+                    t.rate_source = Some(source);
+                }
+            }
+            Err(error) => {
+                worker::console_warn!("valuing a late {} payment: {error}", watch.network);
+                failure.get_or_insert_with(|| error.public());
+            }
+        }
+    }
+    Ok(failure)
+}
+
+/// The rate (order currency per unit of `watch`'s asset) of money that arrived in `block`:
+/// the feeds as they stood at that block, judged at its time; when the node cannot answer for
+/// that block or the rules refuse its price there (a stale or out-of-bounds answer, a depeg, a
+/// sequencer down), the first price read after it that the rules accept, now. Never the
+/// address's quote. With where it came from.
+pub async fn arrival_rate(
+    network: &Network,
+    watch: &Watch,
+    currency: &str,
+    block: u64,
+    now: i64,
+) -> ChainResult<(Decimal, String)> {
+    let at_block = async {
+        let header = rpc::call(
+            &network.node,
+            "eth_getBlockByNumber",
+            json!([format!("{block:#x}"), false]),
+        )
+        .await?;
+        let time = i64::try_from(rpc::quantity(&header["timestamp"])?).unwrap_or(i64::MAX);
+        let at = rates::At {
+            block: Some(block),
+            time,
+        };
+        rates::rate_at(network, &watch.network, &watch.asset, currency, at).await
+    };
+    let rate = match at_block.await {
+        Ok(rate) => Ok((
+            rate.per_unit,
+            format!("{} at block {block}, when it arrived", rate.source),
+        )),
+        Err(at_arrival) => rates::rate_at(
+            network,
+            &watch.network,
+            &watch.asset,
+            currency,
+            rates::At::latest(now),
+        )
+        .await
+        .map(|rate| {
+            (
+                rate.per_unit,
+                format!(
+                    "{}, the first price read after it arrived at block {block} (the price \
+                         at that block could not be taken: {})",
+                    rate.source,
+                    at_arrival.public()
+                ),
+            )
+        }),
+    }?;
+    let (per_unit, source) = rate;
+    Ok((per_unit.round_dp(12).normalize(), source))
+}
+
+/// The cron's part: checks the open watches that are due (pending payments first), and settles
+/// their sessions' payments; then the merchants' top-up addresses ([`super::topup`]).
+pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
+    let now = ctx.now();
+    // The watcher's share of the run's node calls, for both: a check starts only when what it
+    // could take at most is left, and the checkout watches leave the top-ups enough for one
+    // check of a token; the watches after it wait for the next run (the least recently checked
+    // go first).
+    let budget = Budget::new(crate::chain::CronShares::configured(ctx).watcher);
+    let networks = crate::chain::networks_within(ctx, &budget)?;
+    if networks.is_empty() {
+        return Ok(());
+    }
+    let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
+        .await
+        .or_internal("read due watches")?;
+    let mut sessions = BTreeSet::new();
+    for watch in &due {
+        if budget.left() < most_calls(watch) + topup::MOST_TOKEN_CHECK_CALLS {
+            break;
+        }
+        check(ctx, &networks, watch, now - watches::sweep_gap(watch, now)).await?;
+        sessions.insert(watch.session_id.clone());
+    }
+    for id in sessions {
+        if let Some(session) = crate::db::sessions::get(&ctx.db, &id)
+            .await
+            .or_internal("read session")?
+        {
+            evaluate(ctx, &session, &networks).await?;
+        }
+    }
+    topup::sweep(ctx, &budget, &networks).await
+}
