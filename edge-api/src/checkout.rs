@@ -102,7 +102,9 @@ pub async fn create(
     if !counted {
         // Nothing was stored for it (a refusal, or a replay of a session that exists): a count
         // that fails is logged and changes no answer.
-        let _ = throttle::count_checkout_alone(ctx).await;
+        if let Err(err) = throttle::count_checkout_alone(ctx).await {
+            err.log_with("count a checkout attempt");
+        }
     }
     outcome
 }

@@ -58,8 +58,14 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         webhooks::prune(ctx, now - ctx.retention_seconds(), PRUNE_EVENTS).await,
         webhooks::sweep(ctx).await,
     ];
-    results
-        .into_iter()
-        .collect::<Result<Vec<()>, _>>()
-        .map(drop)
+    // Each task's failure is logged here, where it is given up on until the next run; the
+    // first is the run's answer.
+    let mut first = None;
+    for (task, result) in results.into_iter().enumerate() {
+        if let Err(err) = result {
+            err.log_with(format!("cron task {task}"));
+            first.get_or_insert(err);
+        }
+    }
+    first.map_or(Ok(()), Err)
 }

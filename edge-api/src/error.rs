@@ -1,8 +1,11 @@
 //! The one error type of the worker, rendered as the spec's error body (§2.5).
 
+use std::panic::Location;
+
 use shared_types::{ErrorBody, ErrorCode};
 
-/// A request that failed, carrying everything its response needs.
+/// A request that failed, carrying everything its response needs, and for a failure on our side
+/// what the log needs: where it was made and why.
 #[derive(Debug)]
 pub struct ApiError {
     /// Machine code; decides the HTTP status.
@@ -15,6 +18,17 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
     /// `Allow`, for 405.
     pub allow: Option<String>,
+    /// For a failure on our side: the source line that made it, what it was doing and the
+    /// cause, for the log only (never in the response).
+    internal: Option<Box<Internal>>,
+}
+
+/// Where and why a failure on our side happened.
+#[derive(Debug)]
+struct Internal {
+    at: &'static Location<'static>,
+    context: String,
+    cause: String,
 }
 
 impl ApiError {
@@ -26,6 +40,7 @@ impl ApiError {
             challenge: None,
             retry_after: None,
             allow: None,
+            internal: None,
         }
     }
 
@@ -39,13 +54,21 @@ impl ApiError {
         Self::new(ErrorCode::NotFound, description)
     }
 
-    /// A failure on our side. The cause is logged; the client sees no internal detail.
+    /// A failure on our side, made at the caller's source line (`#[track_caller]`), which the
+    /// log line names with `context` and the cause. The client sees no internal detail. It is
+    /// logged once, where it is answered or given up on ([`ApiError::log`]).
+    #[track_caller]
     pub fn internal(context: &str, cause: impl std::fmt::Display) -> Self {
-        worker::console_error!("{context}: {cause}");
-        Self::new(
+        let mut err = Self::new(
             ErrorCode::ServerError,
             "the request could not be completed; try again",
-        )
+        );
+        err.internal = Some(Box::new(Internal {
+            at: Location::caller(),
+            context: context.to_owned(),
+            cause: cause.to_string(),
+        }));
+        err
     }
 
     /// Adds a `WWW-Authenticate` challenge.
@@ -70,18 +93,56 @@ impl ApiError {
     pub fn body(&self) -> ErrorBody {
         ErrorBody::new(self.code, self.description.clone())
     }
+
+    /// The log line of a failure on our side (`edge-api/src/x.rs:12: context: cause`); `None`
+    /// for a refusal of the request, which is the client's to read, not ours.
+    pub fn log_line(&self) -> Option<String> {
+        self.internal.as_ref().map(|i| {
+            format!(
+                "{}:{}: {}: {}",
+                i.at.file(),
+                i.at.line(),
+                i.context,
+                i.cause
+            )
+        })
+    }
+
+    /// Logs a failure on our side, once: where it is answered (the request's boundary) or
+    /// given up on (a cron task, a queue message). A refusal of the request logs nothing.
+    pub fn log(&self) {
+        if let Some(line) = self.log_line() {
+            worker::console_error!("{line}");
+        }
+    }
+
+    /// Logs it where it is given up on after `what` (a side effect whose failure changes no
+    /// answer): a failure on our side with its source line, any other with its description.
+    pub fn log_with(&self, what: impl std::fmt::Display) {
+        match self.log_line() {
+            Some(line) => worker::console_error!("{what}: {line}"),
+            None => worker::console_warn!("{what}: {}", self.description),
+        }
+    }
 }
 
 /// Turns infrastructure failures into [`ApiError::internal`] with a short context, explicitly at
-/// each call site rather than through a blanket `From`.
+/// each call site rather than through a blanket `From`; the error carries the call site's file
+/// and line.
 pub trait OrInternal<T> {
-    /// Maps the error to a logged 500 naming `context`.
+    /// Maps the error to a 500 naming `context` and the caller's source line.
+    #[track_caller]
     fn or_internal(self, context: &str) -> Result<T, ApiError>;
 }
 
 impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
+    #[track_caller]
     fn or_internal(self, context: &str) -> Result<T, ApiError> {
-        self.map_err(|err| ApiError::internal(context, err))
+        // A `match`, not `map_err`: a closure would name this line instead of the caller's.
+        match self {
+            Ok(value) => Ok(value),
+            Err(err) => Err(ApiError::internal(context, err)),
+        }
     }
 }
 
@@ -156,5 +217,22 @@ mod tests {
         assert!(check_json_depth(&ok).is_ok());
         let in_string = format!(r#"{{"a": "{}\" [[["}}"#, "[".repeat(100));
         assert!(check_json_depth(&in_string).is_ok());
+    }
+
+    #[test]
+    fn an_internal_error_names_the_line_that_made_it() {
+        use super::{ApiError, OrInternal};
+        let failed: Result<(), &str> = Err("disk on fire");
+        let line = line!() + 1;
+        let err = failed.or_internal("read things").unwrap_err();
+        assert_eq!(
+            err.log_line().unwrap(),
+            format!("{}:{line}: read things: disk on fire", file!())
+        );
+        assert_eq!(
+            err.description,
+            "the request could not be completed; try again"
+        );
+        assert_eq!(ApiError::not_found("no such thing").log_line(), None);
     }
 }

@@ -53,25 +53,27 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
             let counts = db::meter::finish().unwrap_or_default();
             answer.and_then(|response| metered(response, &counts))
         }
-        Err(err) => http::error(&err),
+        Err(err) => {
+            err.log();
+            http::error(&err)
+        }
     }
 }
 
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    let result = match Ctx::new(env) {
+    // Each task's failure is logged by `cron::run`, where it is given up on.
+    match Ctx::new(env) {
         Ok(ctx) if ctx.metered() => {
             db::meter::start();
-            let result = cron::run(&ctx).await;
+            let _ = cron::run(&ctx).await;
             let counts = db::meter::finish().unwrap_or_default();
             worker::console_log!("payrail-d1 cron {}", counts.render());
-            result
         }
-        Ok(ctx) => cron::run(&ctx).await,
-        Err(err) => Err(err),
-    };
-    if let Err(err) = result {
-        worker::console_error!("cron failed: {}", err.description);
+        Ok(ctx) => {
+            let _ = cron::run(&ctx).await;
+        }
+        Err(err) => err.log(),
     }
 }
 
@@ -81,7 +83,10 @@ async fn queue(
     env: Env,
     _ctx: Context,
 ) -> worker::Result<()> {
-    let ctx = Ctx::new(env).map_err(|err| worker::Error::RustError(err.description))?;
+    let ctx = Ctx::new(env).map_err(|err| {
+        err.log();
+        worker::Error::RustError(err.description)
+    })?;
     // Messages of a batch are handled concurrently, so one receiver that takes its full ten
     // seconds does not hold up deliveries to the others. Every outcome is recorded in D1 and
     // anything unfinished is swept by the cron trigger, so each message is acknowledged once
@@ -95,7 +100,7 @@ async fn queue(
         match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
             Ok(task) => {
                 if let Err(err) = webhooks::consume(&ctx, task).await {
-                    worker::console_error!("delivery failed: {}", err.description);
+                    err.log_with("delivery");
                 }
             }
             Err(err) => worker::console_warn!("queue: unknown message {}: {err}", message.id()),

@@ -74,10 +74,7 @@ pub async fn dispatch(
         Err(e) => Err(ApiError::internal("read deliveries", e.to_string())),
     };
     if let Err(err) = sent {
-        worker::console_warn!(
-            "deliveries of {event_id} left to the sweep: {}",
-            err.description
-        );
+        err.log_with(format!("deliveries of {event_id} left to the sweep"));
     }
 }
 
@@ -127,7 +124,7 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
     let (status_code, outcome, body, latency_ms) = match post(ctx, &due, started).await {
         Ok(result) => result,
         Err(err) => {
-            worker::console_error!("delivery {}: attempt not made: {}", due.id, err.description);
+            err.log_with(format!("delivery {}: attempt not made", due.id));
             (None, AttemptOutcome::Error, None, 0)
         }
     };

@@ -689,8 +689,7 @@ pub fn set_limit(
 
 /// Whether a D1 error is a posting's guard failing (its accounts moved meanwhile).
 pub fn raced(error: &DbError) -> bool {
-    let text = error.to_string();
-    text.contains("ledger_transfers.guard") || text.contains("guard = 1")
+    error.violates("ledger_transfers.guard") || error.violates("guard = 1")
 }
 
 /// What [`balance_after_query`] reads: an account's posted totals and what its transfers after

@@ -409,7 +409,7 @@ pub async fn update(
     match run(db, &sql, &params).await {
         Ok(0) => Ok(Edited::NotWritten),
         Ok(_) => Ok(Edited::Done),
-        Err(err) if err.to_string().contains("UNIQUE") => Ok(Edited::ReferenceTaken),
+        Err(err) if err.violates("merchants.psp_reference_id") => Ok(Edited::ReferenceTaken),
         Err(err) => Err(err),
     }
 }

@@ -50,26 +50,102 @@ use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
 use worker::{D1Database, D1PreparedStatement, D1Result};
 
-/// A failed database operation, or a stored row that does not read back.
+/// A failed database operation, or a stored row that does not read back, classified once, here,
+/// from what D1 (SQLite) says: callers ask what kind of failure it was ([`DbError::kind`],
+/// [`DbError::violates`]) and never read its text.
 #[derive(Debug)]
-pub struct DbError(String);
+pub struct DbError {
+    kind: DbErrorKind,
+    text: String,
+}
+
+/// What kind of failure a [`DbError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbErrorKind {
+    /// A constraint refused a row: `UNIQUE`, `CHECK`, `NOT NULL`, `FOREIGN KEY`, or a trigger's
+    /// `RAISE(ABORT)`. [`DbError::violates`] says which.
+    Constraint,
+    /// The database was busy or overloaded: worth trying again later.
+    Busy,
+    /// A statement, a value or a result past D1's limits (its size, its bound parameters).
+    TooLarge,
+    /// A stored row that does not read back as its type.
+    BadRow,
+    /// Anything else (the binding, the network, SQL the database refused).
+    Other,
+}
+
+impl DbErrorKind {
+    /// The kind's name, as log lines show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DbErrorKind::Constraint => "constraint",
+            DbErrorKind::Busy => "busy",
+            DbErrorKind::TooLarge => "too large",
+            DbErrorKind::BadRow => "bad row",
+            DbErrorKind::Other => "database",
+        }
+    }
+}
 
 impl std::fmt::Display for DbError {
+    /// The kind, then what D1 said: `constraint: UNIQUE constraint failed: …`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "{}: {}", self.kind().as_str(), self.text)
     }
 }
 
 impl From<worker::Error> for DbError {
     fn from(err: worker::Error) -> Self {
-        DbError(err.to_string())
+        let text = err.to_string();
+        DbError {
+            kind: classify(&text),
+            text,
+        }
+    }
+}
+
+/// The kind of a D1 error from its message: the one place that reads it. (D1 passes SQLite's
+/// messages through: `UNIQUE constraint failed: t.c: SQLITE_CONSTRAINT`.)
+fn classify(text: &str) -> DbErrorKind {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("constraint failed") || lower.contains("sqlite_constraint") {
+        DbErrorKind::Constraint
+    } else if lower.contains("sqlite_busy")
+        || lower.contains("database is locked")
+        || lower.contains("overloaded")
+    {
+        DbErrorKind::Busy
+    } else if lower.contains("sqlite_toobig")
+        || lower.contains("too big")
+        || lower.contains("too many sql variables")
+        || lower.contains("too large")
+    {
+        DbErrorKind::TooLarge
+    } else {
+        DbErrorKind::Other
     }
 }
 
 impl DbError {
     /// A stored value that does not read back as its type.
     pub fn bad_row(what: impl Into<String>) -> Self {
-        DbError(what.into())
+        DbError {
+            kind: DbErrorKind::BadRow,
+            text: what.into(),
+        }
+    }
+
+    /// What kind of failure it is.
+    pub fn kind(&self) -> DbErrorKind {
+        self.kind
+    }
+
+    /// Whether it is a constraint refusing a row, the constraint being `what` (SQLite names it
+    /// as `table.column` for `UNIQUE` and `NOT NULL`, and by its expression for `CHECK`: `guard
+    /// = 1`).
+    pub fn violates(&self, what: &str) -> bool {
+        self.kind() == DbErrorKind::Constraint && self.text.contains(what)
     }
 }
 
@@ -683,5 +759,50 @@ pub mod meter {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::{classify, DbError, DbErrorKind};
+
+    /// What SQLite says, as D1 passes it on, classified.
+    #[test]
+    fn d1_errors_are_classified_from_sqlites_own_words() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (a INTEGER UNIQUE, b INTEGER NOT NULL, c INTEGER CHECK (c = 1))",
+        )
+        .unwrap();
+        conn.execute("INSERT INTO t VALUES (1, 1, 1)", []).unwrap();
+        let said = |sql: &str| conn.execute(sql, []).unwrap_err().to_string();
+        for (sql, what) in [
+            ("INSERT INTO t VALUES (1, 1, 1)", "t.a"),
+            ("INSERT INTO t VALUES (2, NULL, 1)", "t.b"),
+            ("INSERT INTO t VALUES (3, 1, 2)", "c = 1"),
+        ] {
+            let text = format!("D1_ERROR: {}: SQLITE_CONSTRAINT", said(sql));
+            assert_eq!(classify(&text), DbErrorKind::Constraint, "{text}");
+            let err = DbError {
+                kind: classify(&text),
+                text,
+            };
+            assert!(err.violates(what), "{err}");
+            assert!(!err.violates("t.z"), "{err}");
+        }
+        assert_eq!(classify("D1_ERROR: database is locked"), DbErrorKind::Busy);
+        assert_eq!(
+            classify("D1 DB is overloaded. Requests queued for too long."),
+            DbErrorKind::Busy
+        );
+        assert_eq!(
+            classify("D1_ERROR: too many SQL variables at offset 10: SQLITE_ERROR"),
+            DbErrorKind::TooLarge
+        );
+        assert_eq!(classify("D1_ERROR: no such table: x"), DbErrorKind::Other);
+        let bad = DbError::bad_row("a count that is not a number");
+        assert_eq!(bad.kind(), DbErrorKind::BadRow);
+        assert!(!bad.violates("count"));
+        assert_eq!(bad.to_string(), "bad row: a count that is not a number");
     }
 }

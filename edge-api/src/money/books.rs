@@ -436,9 +436,7 @@ async fn reconcile(
         Ok(results) => results,
         // Another posting landed on these accounts meanwhile (or another run booked the same
         // funding): the next run looks again.
-        Err(e) if ledger::raced(&e) || e.to_string().contains("ledger_transfers.id") => {
-            return Ok(Vec::new())
-        }
+        Err(e) if ledger::raced(&e) || e.violates("ledger_transfers.id") => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
     for (id, excess) in booked {

@@ -850,12 +850,10 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
                     .await
                     .or_internal("mark refund done")?;
             } else {
-                worker::console_warn!(
-                    "refund {} not recorded on payment {}: {}",
-                    refund.id,
-                    refund.transaction_id,
-                    err.description
-                );
+                err.log_with(format!(
+                    "refund {} not recorded on payment {}",
+                    refund.id, refund.transaction_id
+                ));
             }
         }
     }

@@ -29,7 +29,12 @@ const OPENAPI: &str = include_str!("../../openapi.json");
 /// a page saying what went wrong.
 pub async fn handle(req: Request, ctx: &Ctx) -> worker::Result<Response> {
     let page = portal::pages::is_page(&req.path());
-    match dispatch(req, ctx).await {
+    let answer = dispatch(req, ctx).await;
+    // The request's boundary: a failure on our side is logged here, once, with its source line.
+    if let Err(err) = &answer {
+        err.log();
+    }
+    match answer {
         Ok(response) => Ok(response),
         Err(err) if page => match portal::pages::failure(&err) {
             Ok(response) => Ok(response),

@@ -297,7 +297,7 @@ async fn settle_group(
     }
     for (id, why) in &priced.held {
         if let Err(err) = hold(ctx, first.institution_id, &[*id], why).await {
-            worker::console_warn!("hold of payment {id}: {}", err.description);
+            err.log_with(format!("hold of payment {id}"));
         }
     }
     if priced.items.is_empty() {
