@@ -2,7 +2,11 @@
 //! the clock, the mode and the keys, built once at the entry point and handed down. Nothing
 //! below the entry points reads the environment itself, so no layer reaches back up for it.
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use base64::Engine;
+use payrail_evm::chains::Chains;
 use worker::{D1Database, Env};
 
 use crate::error::{ApiError, OrInternal};
@@ -30,6 +34,8 @@ pub struct Ctx {
     pub mode: Mode,
     /// The caller's address (`CF-Connecting-IP`), for throttling; `None` outside requests.
     caller_address: Option<String>,
+    /// `PAYRAIL_CHAINS` as parsed, once per event (shared with the context's copies).
+    chains: Rc<OnceCell<Result<Option<Rc<Chains>>, String>>>,
 }
 
 /// The queue webhook deliveries travel on.
@@ -83,6 +89,7 @@ impl Ctx {
             db,
             mode,
             caller_address: None,
+            chains: Rc::default(),
         })
     }
 
@@ -108,6 +115,7 @@ impl Ctx {
             db,
             mode: self.mode,
             caller_address: self.caller_address.clone(),
+            chains: self.chains.clone(),
         };
         Ok((ctx, object.unchecked_into()))
     }
@@ -165,9 +173,19 @@ impl Ctx {
         self.secret("PAYRAIL_EVM_XPUB")
     }
 
-    /// The EVM networks' nodes (`PAYRAIL_CHAINS`, JSON; a secret, as URLs may carry keys).
-    pub fn chains(&self) -> Option<String> {
-        self.secret("PAYRAIL_CHAINS")
+    /// The EVM networks as `PAYRAIL_CHAINS` configures them (JSON; a secret, as URLs may carry
+    /// keys), parsed by the one parser the operator's tools share, once per event: `None` when
+    /// it is not set; a configuration that does not parse is a logged 500 naming the problem
+    /// (never the URLs).
+    pub fn chains(&self) -> Result<Option<Rc<Chains>>, ApiError> {
+        self.chains
+            .get_or_init(|| {
+                self.secret("PAYRAIL_CHAINS")
+                    .map(|text| payrail_evm::chains::parse(&text).map(Rc::new))
+                    .transpose()
+            })
+            .clone()
+            .map_err(|why| ApiError::internal("PAYRAIL_CHAINS", why))
     }
 
     /// Sandbox on a local development node only: an account the node signs for

@@ -1,4 +1,6 @@
-//! EVM transactions as bytes, written once for the two signers Payrail has: the worker, which
+//! EVM chains as Payrail reaches them, written once for the worker and the operator's tools: the
+//! networks' configuration (`PAYRAIL_CHAINS`, [`chains`]), custody's addresses derived from the
+//! deposit key ([`derive`]), and transactions as bytes, for the two signers Payrail has: the worker, which
 //! signs the treasury's settlements and refunds (`edge-api`'s `chain::tx`), and the offline
 //! custody signer, which sweeps deposits into the treasury (`xtask sweep`). EIP-1559 (type 2)
 //! transactions encoded with RLP and signed with secp256k1 over their Keccak-256 hash, as
@@ -7,6 +9,8 @@
 //! what this signs to a real node.
 
 mod address;
+pub mod chains;
+pub mod derive;
 
 pub use address::{Address, NotHex, Token, TxHash};
 

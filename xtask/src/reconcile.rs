@@ -23,55 +23,20 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bip32::{ChildNumber, XPub};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use sha3::{Digest, Keccak256};
 use shared_types::ledger::{self, units_text, Code, Kind, Phase, Totals, Transfer};
 
 use crate::secrets::{self, Target};
 
-/// The custody gas address is this child of the deposit key (as the worker derives it).
-pub const GAS_ADDRESS_INDEX: u32 = (1 << 31) - 1;
-/// What stands for the coin in ledgers and watches.
-pub const NATIVE_TOKEN: &str = "native";
+pub use payrail_evm::chains::{coin, Network, Token, NATIVE_TOKEN};
+
 /// A node must answer a batch within this.
 const NODE_DEADLINE: Duration = Duration::from_secs(30);
 /// Calls in one JSON-RPC batch.
 const BATCH: usize = 50;
 /// Transfers read per query.
 const PAGE: i64 = 5000;
-
-/// One network as `PAYRAIL_CHAINS` configures it (what reconciling needs of it).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Network {
-    /// Its JSON-RPC node (never printed: it may carry a key).
-    pub rpc_url: String,
-    /// Blocks on top of a block before it is final, itself included.
-    #[serde(default = "default_confirmations")]
-    pub confirmations: u64,
-    /// Tokens by asset code.
-    #[serde(default)]
-    pub tokens: BTreeMap<String, Token>,
-}
-
-/// A token contract.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Token {
-    /// Its address.
-    pub address: String,
-    /// Its decimals.
-    #[serde(default = "default_decimals")]
-    pub decimals: u32,
-}
-
-fn default_confirmations() -> u64 {
-    12
-}
-
-fn default_decimals() -> u32 {
-    6
-}
 
 /// What to reconcile: the networks, and the treasury's and custody's keys.
 #[derive(Debug, Clone)]
@@ -80,7 +45,7 @@ pub struct Config {
     pub networks: BTreeMap<String, Network>,
     /// The treasury's address, when there is one.
     pub treasury: Option<String>,
-    /// The deposit key (`PAYRAIL_EVM_XPUB`), whose child [`GAS_ADDRESS_INDEX`] is the custody
+    /// The deposit key (`PAYRAIL_EVM_XPUB`), whose last child is the custody
     /// gas address.
     pub xpub: Option<String>,
 }
@@ -88,8 +53,7 @@ pub struct Config {
 impl Config {
     /// From `PAYRAIL_CHAINS` text, the treasury's address and the deposit key.
     pub fn new(chains: &str, treasury: Option<&str>, xpub: Option<&str>) -> Result<Self, String> {
-        let networks: BTreeMap<String, Network> = serde_json::from_str(chains)
-            .map_err(|e| format!("the networks are not PAYRAIL_CHAINS JSON: {e}"))?;
+        let networks = payrail_evm::chains::parse(chains)?;
         let treasury = treasury
             .map(|t| t.trim().to_ascii_lowercase())
             .filter(|t| !t.is_empty());
@@ -115,25 +79,9 @@ fn is_address(text: &str) -> bool {
     text.len() == 42 && text.starts_with("0x") && text[2..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The custody gas address of the deposit key `xpub`, lower case: child [`GAS_ADDRESS_INDEX`]
-/// (Keccak-256 of the uncompressed public key, last 20 bytes).
+/// The custody gas address of the deposit key `xpub`, lower case (the worker's derivation).
 pub fn gas_address(xpub: &str) -> Result<String, String> {
-    let key = XPub::from_str(xpub.trim()).map_err(|_| "the deposit key is not an xpub")?;
-    let child = ChildNumber::new(GAS_ADDRESS_INDEX, false)
-        .and_then(|n| key.derive_child(n))
-        .map_err(|_| "no custody gas address can be derived from the deposit key")?;
-    let point = child.public_key().to_encoded_point(false);
-    let hash = Keccak256::digest(&point.as_bytes()[1..]);
-    Ok(format!("0x{}", hex::encode(&hash[12..])))
-}
-
-/// The coin of a network (Polygon's is POL).
-pub fn coin(network: &str) -> &'static str {
-    if network == "polygon" {
-        "POL"
-    } else {
-        "ETH"
-    }
+    payrail_evm::derive::gas_address(xpub).map_err(|e| e.0)
 }
 
 /// What `scripts/dev` writes beside the local D1 (under the persist directory): the local

@@ -34,7 +34,6 @@ use std::io::Write;
 use std::time::Duration;
 
 use payrail_evm::Eip1559;
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::secrets::Target;
@@ -47,39 +46,13 @@ const NATIVE: &str = "native";
 /// Looks at one deposit again at most this many times when another signer takes its nonce.
 const ATTEMPTS: usize = 5;
 /// The most the treasury's signer pays per gas when a network names no cap (the worker's).
-const DEFAULT_MAX_GAS_PRICE_GWEI: u64 = 500;
+pub use payrail_evm::chains::Network;
 
-/// What the sweep needs of a network in `PAYRAIL_CHAINS` (the worker's configuration; the rest
-/// is the worker's).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Network {
-    /// Its node.
-    pub rpc_url: String,
-    /// The chain id the node must report.
-    pub chain_id: u64,
-    /// The most paid per gas, in gwei.
-    #[serde(default = "default_max_gas_price")]
-    pub max_gas_price_gwei: u64,
-    /// An OP Stack chain's `GasPriceOracle`: each transaction also pays an L1 data fee, which
-    /// the coin sent for gas must cover.
-    #[serde(default)]
-    pub l1_fee_oracle: Option<String>,
-}
-
-fn default_max_gas_price() -> u64 {
-    DEFAULT_MAX_GAS_PRICE_GWEI
-}
-
-/// Reads `PAYRAIL_CHAINS`; the error never echoes it (node URLs carry keys).
+/// Reads `PAYRAIL_CHAINS` with the worker's own parser; the error never echoes it (node URLs
+/// carry keys).
 pub fn networks(chains: &str) -> Result<BTreeMap<String, Network>, String> {
-    serde_json::from_str(chains).map_err(|e| {
-        format!(
-            "the networks (PAYRAIL_CHAINS or --chains) are not the worker's JSON object of \
-             networks ({:?} at line {})",
-            e.classify(),
-            e.line()
-        )
-    })
+    payrail_evm::chains::parse(chains)
+        .map_err(|e| format!("the networks (PAYRAIL_CHAINS or --chains): {e}"))
 }
 
 /// The coin a network's gas is paid in (the worker's `chain::config::coin`).
@@ -732,7 +705,8 @@ mod tests {
             r#"{"polygon": {"rpc_url": "http://127.0.0.1:8545", "chain_id": 31337,
                 "confirmations": 2, "tokens": {"USDC": {"address": "0x5fbdb2315678afecb367f032d93f642f64180aa3"}},
                 "feeds": {}}, "base": {"rpc_url": "http://n.example", "chain_id": 8453,
-                "native": "ETH", "max_gas_price_gwei": 20}}"#,
+                "native": "ETH", "max_gas_price_gwei": 20,
+                "l1_fee_oracle": "0x420000000000000000000000000000000000000F"}}"#,
         )
         .unwrap();
         assert_eq!(networks["polygon"].chain_id, 31337);
@@ -742,5 +716,10 @@ mod tests {
             super::networks(r#"{"polygon": {"rpc_url": "https://KEY.example"}}"#).unwrap_err();
         assert!(!err.contains("KEY"), "{err}");
         assert_eq!((coin("polygon"), coin("base")), ("POL", "ETH"));
+        // The worker's rules, not a looser copy: a configuration the worker refuses is refused.
+        let refused =
+            super::networks(r#"{"base": {"rpc_url": "http://n.example", "chain_id": 8453}}"#)
+                .unwrap_err();
+        assert!(refused.contains("l1_fee_oracle is required"), "{refused}");
     }
 }

@@ -23,7 +23,6 @@
 //! call), `config::parse` (the networks).
 
 pub mod config;
-pub mod deposit;
 pub mod error;
 pub mod evm;
 pub mod heads;
@@ -45,15 +44,17 @@ use crate::crypto;
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 
-/// The configured networks, when deposit addresses can be derived for them (an unreadable
-/// configuration is a logged 500 naming the problem).
+/// The configured networks, each with its node, when deposit addresses can be derived for them
+/// (`PAYRAIL_CHAINS`, parsed once per event by [`Ctx::chains`]; an unreadable configuration is
+/// a logged 500 naming the problem).
 pub fn networks(ctx: &Ctx) -> Result<BTreeMap<String, config::Network>, ApiError> {
-    match (ctx.chains(), ctx.evm_xpub()) {
-        (Some(text), Some(_)) => {
-            config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))
-        }
-        _ => Ok(BTreeMap::new()),
+    if ctx.evm_xpub().is_none() {
+        return Ok(BTreeMap::new());
     }
+    Ok(ctx
+        .chains()?
+        .map(|parsed| config::with_nodes(&parsed))
+        .unwrap_or_default())
 }
 
 /// The configured networks, every node taking its calls from `budget` (one cron task's share).
@@ -383,7 +384,7 @@ impl Deriver {
     /// The deriver of `network`'s deposit addresses; `None` where they are simulated.
     pub fn for_network(ctx: &Ctx, network: &str) -> Result<Option<Deriver>, ApiError> {
         match (ctx.evm_xpub(), EVM_NETWORKS.contains(&network)) {
-            (Some(xpub), true) => deposit::parse_xpub(&xpub)
+            (Some(xpub), true) => payrail_evm::derive::parse_xpub(&xpub)
                 .map(|key| Some(Deriver(key)))
                 .map_err(|e| ApiError::internal("deposit key", e.0)),
             _ => Ok(None),
@@ -397,7 +398,8 @@ impl Deriver {
 
     /// The address at `index`.
     pub fn address(&self, index: i64) -> Result<String, ApiError> {
-        deposit::evm_address(&self.0, index).map_err(|e| ApiError::internal("derive", e.0))
+        payrail_evm::derive::evm_address(&self.0, index)
+            .map_err(|e| ApiError::internal("derive", e.0))
     }
 }
 

@@ -3,7 +3,7 @@
 //! `B = head + 1 − confirmations`.
 //!
 //! **Funding.** The operator funds the treasury (and the custody gas address, child
-//! [`GAS_ADDRESS_INDEX`] of the deposit key, with the coin) by sending it money: the books learn
+//! [`payrail_evm::derive::GAS_ADDRESS_INDEX`] of the deposit key, with the coin) by sending it money: the books learn
 //! of it here. When the chain holds more there at `B` than the account's posted balance and
 //! nothing is in flight (no live transaction of the treasury on the network, no sweep sent),
 //! the excess is posted as funding from `world`
@@ -30,16 +30,12 @@ use super::treasury;
 use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::{self, Budget, Node};
-use crate::chain::{deposit, evm, native};
+use crate::chain::{evm, native};
 use crate::ctx::Ctx;
 use crate::db::ledger::{self, Account, Book, When};
 use crate::db::reconciliations::{self, NewReconciliation, Reading, Scope};
 use crate::db::Batch;
 use crate::error::ApiError;
-
-/// The custody gas address is this child of the deposit key (`PAYRAIL_EVM_XPUB`): the last
-/// non-hardened index, which deposit allocation never reaches.
-pub const GAS_ADDRESS_INDEX: i64 = deposit::MAX_INDEX;
 
 /// The most node calls one network's funding step makes: the chain id, the head, the
 /// treasury's balance of each token and of the coin, and the gas address's coin.
@@ -126,13 +122,10 @@ pub fn judge(chain: u128, book: i128, busy: bool, fundable: bool) -> Finding {
 
 /// The custody gas address of `ctx`'s deposit key, lower case, when one is configured.
 pub fn gas_address(ctx: &Ctx) -> Result<Option<String>, ApiError> {
-    let Some(xpub) = ctx.evm_xpub() else {
-        return Ok(None);
-    };
-    let key = deposit::parse_xpub(&xpub).map_err(|e| ApiError::internal("deposit key", e.0))?;
-    let address = deposit::evm_address(&key, GAS_ADDRESS_INDEX)
-        .map_err(|e| ApiError::internal("derive the custody gas address", e.0))?;
-    Ok(Some(address.to_ascii_lowercase()))
+    ctx.evm_xpub()
+        .map(|xpub| payrail_evm::derive::gas_address(&xpub))
+        .transpose()
+        .map_err(|e| ApiError::internal("derive the custody gas address", e.0))
 }
 
 /// `owner`'s balance of `token` (or of the coin) at `block`.

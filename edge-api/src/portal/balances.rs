@@ -183,14 +183,11 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Vec<Balance>,
 /// The assets this deployment takes payments in on a watched network (`PAYRAIL_CHAINS`): an
 /// unreadable configuration reads as none (the networks page names the problem).
 pub fn configured(portal: &Portal<'_>) -> Vec<Asset> {
-    let Some(text) = portal.ctx.chains() else {
-        return Vec::new();
-    };
-    let Ok(networks) = config::parse(&text) else {
+    let Ok(Some(networks)) = portal.ctx.chains() else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (name, network) in &networks {
+    for (name, network) in networks.iter() {
         for (asset, token) in &network.tokens {
             out.push(Asset {
                 network: name.clone(),

@@ -100,11 +100,10 @@ pub async fn status_of(
     portal: &Portal<'_>,
     read_treasury: bool,
 ) -> Result<Vec<NetworkStatus>, ApiError> {
-    let Some(text) = portal.ctx.chains() else {
+    let Some(parsed) = portal.ctx.chains()? else {
         return Ok(Vec::new());
     };
-    let networks =
-        config::parse(&text).map_err(|e| ApiError::internal("PAYRAIL_CHAINS", e.to_string()))?;
+    let networks = config::with_nodes(&parsed);
     let treasury = if read_treasury {
         treasury::treasury(portal.ctx)?.map(|t| t.address)
     } else {

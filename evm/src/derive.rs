@@ -1,16 +1,22 @@
-//! Deposit addresses on EVM networks: one fresh address per checkout session, derived by BIP32
-//! from an extended public key (`PAYRAIL_EVM_XPUB`, the account at `m/44'/60'/0'/0` of the
-//! custody wallet) at an index allocated once in D1. The worker that serves checkout only ever
-//! holds the public key: the private keys stay with custody. Pure; pinned by native tests.
+//! Custody's addresses on EVM networks, derived by BIP32 from an extended public key
+//! (`PAYRAIL_EVM_XPUB`, the account at `m/44'/60'/0'/0` of the custody wallet): one fresh
+//! deposit address per checkout session, at an index allocated once in D1, and the custody gas
+//! address at the last index. The worker that serves checkout only ever holds the public key:
+//! the private keys stay with custody. One derivation for the worker and the operator's tools.
+//! Pure; pinned by native tests.
 
 use std::str::FromStr;
 
+use crate::Address;
 use bip32::{ChildNumber, XPub};
-use payrail_evm::Address;
 use sha3::{Digest, Keccak256};
 
 /// Largest index a non-hardened BIP32 child can have.
 pub const MAX_INDEX: i64 = (1 << 31) - 1;
+
+/// The custody gas address is this child of the deposit key: the last non-hardened index, which
+/// deposit allocation never reaches.
+pub const GAS_ADDRESS_INDEX: i64 = MAX_INDEX;
 
 /// Why an extended public key or an index cannot give an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +44,11 @@ pub fn evm_address(xpub: &XPub, index: i64) -> Result<String, DeriveError> {
     let mut address = [0u8; 20];
     address.copy_from_slice(&hash[12..]);
     Ok(Address(address).checksummed())
+}
+
+/// The custody gas address of the deposit key `xpub` (text), lower case.
+pub fn gas_address(xpub: &str) -> Result<String, DeriveError> {
+    Ok(evm_address(&parse_xpub(xpub)?, GAS_ADDRESS_INDEX)?.to_ascii_lowercase())
 }
 
 #[cfg(test)]
