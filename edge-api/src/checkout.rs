@@ -834,7 +834,7 @@ fn watch_statement(
             institution_id,
             network: method.network,
             asset: method.asset,
-            token: &watched.token,
+            token: watched.token,
             decimals: watched.decimals,
             crypto_amount: &quote.crypto_amount.to_string(),
             base_units: &watched.base_units.to_string(),

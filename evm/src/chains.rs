@@ -59,8 +59,6 @@ pub const NATIVE_ASSET: &str = "ETH";
 pub const ETHER_NETWORKS: &[&str] = &["ethereum", "base", "arbitrum"];
 /// Ether's decimals (wei).
 pub const NATIVE_DECIMALS: u32 = 18;
-/// What stands for the token contract of a native payment in watches and transfers.
-pub const NATIVE_TOKEN: &str = "native";
 /// How old a feed's answer may be when its configuration names no limit.
 pub const DEFAULT_FEED_AGE_SECONDS: u64 = 3600;
 /// Most blocks one `eth_getLogs` request may span when the configuration names no limit.

@@ -29,7 +29,7 @@ use shared_types::ledger::{self, units_text, Code, Kind, Phase, Totals, Transfer
 
 use crate::secrets::{self, Target};
 
-pub use payrail_evm::chains::{coin, Network, Token, NATIVE_TOKEN};
+pub use payrail_evm::chains::{coin, Network, Token};
 
 /// A node must answer a batch within this.
 const NODE_DEADLINE: Duration = Duration::from_secs(30);
@@ -467,7 +467,7 @@ impl Node {
             .iter()
             .map(|(owner, token, block)| {
                 let tag = format!("{block:#x}");
-                if token == NATIVE_TOKEN {
+                if token == payrail_evm::Token::NATIVE {
                     ("eth_getBalance", json!([owner, tag]))
                 } else {
                     let data = format!("0x70a08231{:0>64}", owner.trim_start_matches("0x"));
@@ -769,7 +769,11 @@ pub fn reconcile(books: &Books, config: &Config) -> Result<Report, String> {
             .iter()
             .map(|(symbol, t)| (t.address.to_ascii_lowercase(), symbol.clone(), t.decimals))
             .collect();
-        assets.push((NATIVE_TOKEN.to_owned(), coin(name).to_owned(), 18));
+        assets.push((
+            payrail_evm::Token::NATIVE.to_owned(),
+            coin(name).to_owned(),
+            18,
+        ));
         for (token, symbol, decimals) in assets {
             let account = |kind: &str, owner: &str| {
                 let id = if owner.is_empty() {

@@ -41,8 +41,6 @@ use keys::{Custody, Key};
 use node::Node;
 use store::{Deposit, NewSweep, Stored};
 
-/// What stands for a deposit's token when it is paid in the network's coin.
-const NATIVE: &str = "native";
 /// Looks at one deposit again at most this many times when another signer takes its nonce.
 const ATTEMPTS: usize = 5;
 /// The most the treasury's signer pays per gas when a network names no cap (the worker's).
@@ -400,7 +398,7 @@ impl Run<'_, '_> {
             }
         }
         let at = node.head()?;
-        let native = deposit.token == NATIVE;
+        let native = deposit.token == payrail_evm::Token::NATIVE;
         let held = if native {
             node.coin_balance(&deposit.address, at)?
         } else {
@@ -604,7 +602,7 @@ impl Run<'_, '_> {
             &NewSweep {
                 tx_hash: &signed.hash,
                 network: net.name,
-                token: NATIVE,
+                token: payrail_evm::Token::NATIVE,
                 asset: coin(net.name),
                 decimals: 18,
                 kind: "gas",
@@ -643,7 +641,7 @@ impl Run<'_, '_> {
                 Ok(Some(Stored {
                     tx_hash: signed.hash,
                     kind: "gas".to_owned(),
-                    token: NATIVE.to_owned(),
+                    token: payrail_evm::Token::NATIVE.to_owned(),
                     from_address: gas.address.clone(),
                     to_address: deposit.address.clone(),
                     nonce: i64::try_from(nonce).unwrap_or(i64::MAX),

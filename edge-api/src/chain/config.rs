@@ -9,7 +9,7 @@ use std::ops::Deref;
 
 pub use payrail_evm::chains::{
     coin, Feed, DEFAULT_CONFIRMATIONS, DEFAULT_TOKEN_DECIMALS, EVM_NETWORKS, NATIVE_ASSET,
-    NATIVE_DECIMALS, NATIVE_TOKEN, TOKENS, WEI_PER_GWEI,
+    NATIVE_DECIMALS, TOKENS, WEI_PER_GWEI,
 };
 
 #[cfg(test)]

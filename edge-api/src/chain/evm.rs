@@ -2,6 +2,7 @@
 //! price-feed answers, amounts in base units and the EIP-681 payment request a wallet scans.
 //! Pure; pinned by native tests.
 
+use payrail_evm::Token;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
 
@@ -40,7 +41,7 @@ pub fn transfers_to(to: &str, from: u64, until: u64, token: Option<&str>) -> Val
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transfer {
     /// The token contract, lower case.
-    pub token: String,
+    pub token: Token,
     /// The receiving address, lower case.
     pub to: String,
     /// The transaction's hash.
@@ -89,7 +90,8 @@ pub fn transfers(logs: &Value) -> ChainResult<Vec<Transfer>> {
             None
         };
         out.push(Transfer {
-            token: text("address")?,
+            token: Token::parse(&text("address")?)
+                .map_err(|_| ChainError::answer("a transfer's contract is not an address"))?,
             to,
             tx_hash: text("transactionHash")?,
             log_index: rpc::quantity(&log["logIndex"])?,
@@ -274,7 +276,7 @@ mod tests {
         assert_eq!(
             read,
             vec![Transfer {
-                token: "0x5fbdb2315678afecb367f032d93f642f64180aa3".into(),
+                token: Token::parse("0x5fbdb2315678afecb367f032d93f642f64180aa3").unwrap(),
                 to: "0x9858effd232b4033e47d90003d41ec34ecaeda94".into(),
                 tx_hash: "0xab01".into(),
                 log_index: 2,

@@ -32,6 +32,7 @@ pub mod rpc;
 pub mod scan;
 pub mod tx;
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -224,8 +225,8 @@ pub struct Quote {
 /// The chain side of a quote on a watched network.
 #[derive(Debug, Clone)]
 pub struct WatchedQuote {
-    /// Token contract, or [`config::NATIVE_TOKEN`] for the network's own coin.
-    pub token: String,
+    /// Token contract, or the network's own coin.
+    pub token: Token,
     /// Its decimals (18 for ether).
     pub decimals: u32,
     /// The crypto amount in base units.
@@ -276,11 +277,7 @@ async fn quote_from_chain(
     // The contract (or `native`), its decimals, and the places the amount is quoted to.
     let (token, decimals, places) = if network.is_native(method.asset) {
         let decimals = config::NATIVE_DECIMALS;
-        (
-            config::NATIVE_TOKEN.to_owned(),
-            decimals,
-            NATIVE_QUOTE_DECIMALS,
-        )
+        (Token::Native, decimals, NATIVE_QUOTE_DECIMALS)
     } else {
         let token = network.tokens.get(method.asset).ok_or_else(|| {
             ChainError::Config(format!(
@@ -288,7 +285,13 @@ async fn quote_from_chain(
                 method.asset, method.network
             ))
         })?;
-        (token.address.clone(), token.decimals, token.decimals)
+        let contract = payrail_evm::Address::parse(&token.address).map_err(|_| {
+            ChainError::Config(format!(
+                "{} on {} has no contract address",
+                method.asset, method.network
+            ))
+        })?;
+        (Token::Erc20(contract), token.decimals, token.decimals)
     };
     let rate = rates::rate(network, method.network, method.asset, currency, ctx.now()).await?;
     let head =
@@ -324,13 +327,13 @@ fn pick(alphabet: &[u8], bytes: &[u8]) -> String {
 }
 
 /// Sandbox on a local development node: pays `units` of `token` (or of the network's coin, for
-/// [`config::NATIVE_TOKEN`]) to `deposit` from the demo wallet (`PAYRAIL_DEMO_WALLET`, an
+/// the coin) to `deposit` from the demo wallet (`PAYRAIL_DEMO_WALLET`, an
 /// account the node itself signs for, as anvil's are), with a real transaction on that chain.
 /// Returns its hash.
 pub async fn pay_from_demo_wallet(
     ctx: &Ctx,
     network: &str,
-    token: &str,
+    token: Token,
     deposit: &str,
     units: u128,
 ) -> ChainResult<String> {
@@ -347,10 +350,10 @@ pub async fn pay_from_demo_wallet(
         .get(network)
         .ok_or_else(|| ChainError::Config(format!("{network} is not configured")))?
         .node;
-    let transaction = if token == config::NATIVE_TOKEN {
+    let transaction = if token == Token::Native {
         serde_json::json!({"from": wallet, "to": deposit, "value": format!("{units:#x}")})
     } else {
-        serde_json::json!({"from": wallet, "to": token, "data": evm::transfer_call(deposit, units)})
+        serde_json::json!({"from": wallet, "to": token.lower(), "data": evm::transfer_call(deposit, units)})
     };
     let hash = rpc::call(
         node,

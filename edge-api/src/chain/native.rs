@@ -23,11 +23,11 @@
 //! [`MAX_BLOCKS`] blocks a check; what is left is read at the next check, from the last block
 //! fully accounted for.
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::config::NATIVE_TOKEN;
 use super::error::{ChainError, ChainResult};
 use super::evm::Transfer;
 use super::rpc::{self, Node};
@@ -364,7 +364,7 @@ pub fn attribute(
         )));
     };
     let transfer = |tx_hash: String, log_index, amount| Transfer {
-        token: NATIVE_TOKEN.to_owned(),
+        token: Token::Native,
         to: address.to_owned(),
         tx_hash,
         log_index,
@@ -420,7 +420,7 @@ mod tests {
         let exact = attribute(&block(), TO, 7, 10u128.pow(18), &direct).unwrap();
         assert_eq!(exact.len(), 1);
         assert_eq!(exact[0].tx_hash, "0xaa");
-        assert_eq!(exact[0].token, NATIVE_TOKEN);
+        assert_eq!(exact[0].token, Token::Native);
         let more = attribute(&block(), TO, 7, 10u128.pow(18) + 5, &direct).unwrap();
         assert_eq!(more.len(), 2);
         assert_eq!(

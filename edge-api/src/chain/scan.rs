@@ -8,11 +8,12 @@
 //! network's depth on them; what the caller stores of them is final, what is above is replaced
 //! at the next check (so a transfer reorged away disappears).
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::config::{Network, NATIVE_TOKEN};
+use super::config::Network;
 use super::error::{ChainError, ChainResult};
 use super::{evm, native, rpc};
 use crate::ctx::Ctx;
@@ -38,8 +39,8 @@ pub struct Target<'a> {
     pub network: &'a str,
     /// The address, lower case.
     pub address: &'a str,
-    /// The token contract (lower case) or `native`.
-    pub token: &'a str,
+    /// The token contract or the coin.
+    pub token: Token,
     /// Every block up to this one was read as final.
     pub scanned_to: i64,
     /// For an address custody may sweep while it is watched (a merchant's top-up address): its
@@ -90,7 +91,7 @@ pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainRes
         return Ok(Scan::Nothing { head });
     }
     let from = (scanned_to + 1).saturating_sub(network.confirmations);
-    let (transfers, read_to, times) = if target.token == NATIVE_TOKEN {
+    let (transfers, read_to, times) = if target.token == Token::Native {
         let native = native::read(node, target.address, from.max(1), head, target.sent).await?;
         if native.read_to < from.max(1) {
             return Err(ChainError::rule(format!(
@@ -100,7 +101,7 @@ pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainRes
         (native.transfers, native.read_to, native.times)
     } else {
         let (found, read_to) =
-            token_transfers(network, (target.address, target.token), from, head).await?;
+            token_transfers(network, (target.address, &target.token.lower()), from, head).await?;
         (found, read_to, BTreeMap::new())
     };
     // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
@@ -204,7 +205,7 @@ pub async fn cover(
     (claimed, swept): (u128, u128),
     final_to: u64,
 ) -> ChainResult<()> {
-    let call = json!({"to": target.token, "data": evm::balance_of_call(target.address)});
+    let call = json!({"to": target.token.lower(), "data": evm::balance_of_call(target.address)});
     let word = rpc::call(
         &network.node,
         "eth_call",

@@ -199,6 +199,13 @@ pub(crate) fn holds(conn: &rusqlite::Connection, condition: &dyn Condition) -> b
         == 1
 }
 
+impl From<payrail_evm::Token> for Value {
+    /// A token as stored: `native`, or its contract in lower case.
+    fn from(token: payrail_evm::Token) -> Self {
+        Value::Text(token.lower())
+    }
+}
+
 impl From<i64> for Value {
     fn from(n: i64) -> Self {
         Value::Int(n)

@@ -2,6 +2,7 @@
 //! network) a payment received, written once with its credit. Each part is settled and
 //! refunded in its own asset, at its own rate. See migration 0029.
 
+use payrail_evm::Token;
 use worker::{D1Database, D1PreparedStatement};
 
 /// What a payment found on chain brought into custody in one way to pay (a part): the books
@@ -13,7 +14,7 @@ pub struct Part<'a> {
     /// The asset.
     pub asset: &'a str,
     /// Its token contract or `native`.
-    pub token: &'a str,
+    pub token: Token,
     /// The asset's decimals.
     pub decimals: u32,
     /// Its share of the gross, in the order currency.

@@ -355,7 +355,7 @@ mod tests {
     fn record(conn: &Connection, scope: Scope, readings: &[Reading], now: i64) -> bool {
         let r = NewReconciliation {
             network: "polygon",
-            token: "native",
+            token: payrail_evm::Token::NATIVE,
             asset: "POL",
             scope,
             block: 7,
@@ -511,9 +511,10 @@ mod tests {
         .unwrap();
         let mut statement = conn.prepare(CUSTODY).unwrap();
         let rows: Vec<(String, String, Option<i64>, i64)> = statement
-            .query_map(params!["polygon", "native", 100, "0xgas", 25], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(3)?, r.get(4)?))
-            })
+            .query_map(
+                params!["polygon", payrail_evm::Token::NATIVE, 100, "0xgas", 25],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(3)?, r.get(4)?)),
+            )
             .unwrap()
             .map(Result::unwrap)
             .collect();

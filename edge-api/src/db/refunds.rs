@@ -2,6 +2,7 @@
 //! quote it is paid at, and its state. Their transactions are `chain_sends` rows (see
 //! `db::sends`). See migration 0011.
 
+use payrail_evm::Token;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::time::UnixTime;
@@ -24,7 +25,7 @@ pub struct PaymentQuote {
     /// Asset it was paid in.
     pub asset: String,
     /// Token contract (lower case) or `native`.
-    pub token: String,
+    pub token: Token,
     /// The asset's decimals.
     pub decimals: u32,
     /// With `expected`, its rate: `expected` of the order currency is worth `crypto_amount` of
@@ -139,7 +140,7 @@ pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatemen
             r.amount_minor.into(),
             r.quote.network.as_str().into(),
             r.quote.asset.as_str().into(),
-            r.quote.token.as_str().into(),
+            r.quote.token.into(),
             i64::from(r.quote.decimals).into(),
             r.units.into(),
             r.rate.into(),
@@ -236,7 +237,7 @@ pub struct Refund {
     /// Asset.
     pub asset: String,
     /// Token contract or `native`.
-    pub token: String,
+    pub token: Token,
     /// The asset's decimals.
     pub decimals: u32,
     /// Base units sent.

@@ -3,6 +3,7 @@
 //! is its purpose's own table (`settlements`, `refunds`); the statements that move both are
 //! committed together by `money::sends`. See migration 0011.
 
+use payrail_evm::Token;
 use payrail_evm::{Address, TxHash};
 use serde::{Deserialize, Serialize};
 use shared_types::time::UnixTime;
@@ -191,7 +192,7 @@ pub struct Outgoing {
     /// The newest block when it was last broadcast.
     pub sent_block: u64,
     /// The token contract or `native`.
-    pub token: String,
+    pub token: Token,
     /// The address it pays (the merchant's wallet, or the customer's refund address).
     pub wallet: String,
 }
@@ -248,7 +249,7 @@ pub async fn replaced(db: &D1Database, live: &Outgoing) -> DbResult<Vec<Outgoing
 #[derive(Debug, Clone, Deserialize)]
 pub struct InFlight {
     /// The token contract or `native`.
-    pub token: String,
+    pub token: Token,
     /// Base units (decimal text).
     pub units: String,
     /// Gas limit.

@@ -2,6 +2,7 @@
 //! in one of them, what each payment was charged in each transaction (`settlement_items`), and
 //! why a payment is held. The transactions themselves are `db::sends`. See migration 0011.
 
+use payrail_evm::Token;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -35,7 +36,7 @@ pub struct Settleable {
     /// The network it was paid on.
     pub network: String,
     /// The token contract (lower-case hex) or `native`.
-    pub token: String,
+    pub token: Token,
     /// The asset's decimals.
     pub decimals: u32,
     /// The amount of the asset the order was quoted at (decimal text).
@@ -192,7 +193,7 @@ pub struct NewSettlement<'a> {
     /// Asset.
     pub asset: &'a str,
     /// Token contract or `native`.
-    pub token: &'a str,
+    pub token: Token,
     /// The merchant's wallet, lower case.
     pub wallet: &'a str,
 }

@@ -3,6 +3,7 @@
 //! (`money::sweeps`). The signer inserts the rows through `wrangler d1 execute`; in the worker
 //! this module is their only writer.
 
+use payrail_evm::Token;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -17,7 +18,7 @@ pub struct Sweep {
     /// Network name.
     pub network: String,
     /// The token contract or `native`.
-    pub token: String,
+    pub token: Token,
     /// The asset's symbol.
     pub asset: String,
     /// Its decimals.

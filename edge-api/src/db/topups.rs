@@ -2,6 +2,7 @@
 //! per address and asset, with how far its chain was read) and `topup_transfers` (what was seen
 //! arriving there), written only here. See migration 0018.
 
+use payrail_evm::Token;
 use serde::Deserialize;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -31,7 +32,7 @@ pub struct NewAddress<'a> {
 /// An asset a top-up address is watched for.
 pub struct WatchedAsset<'a> {
     /// Token contract (any case; stored lower case) or `native`.
-    pub token: &'a str,
+    pub token: Token,
     /// Its symbol.
     pub asset: &'a str,
     /// Its decimals.
@@ -143,7 +144,7 @@ pub struct TopupWatch {
     /// The top-up address, lower case.
     pub address: String,
     /// Token contract, lower case, or `native`.
-    pub token: String,
+    pub token: Token,
     /// Network name.
     pub network: String,
     /// Asset symbol.
@@ -231,7 +232,7 @@ pub async fn claim(
          AND institution_id = ?5 AND checked_at < ?3",
         &[
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             checked_before.into(),
             now.into(),
             watch.institution_id.into(),
@@ -249,7 +250,7 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
          read_at = ?4 WHERE address = ?1 AND token = ?2 AND institution_id = ?5",
         &[
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             i64::try_from(head).unwrap_or(i64::MAX).into(),
             now.into(),
             watch.institution_id.into(),
@@ -267,7 +268,7 @@ pub async fn failed(db: &D1Database, watch: &TopupWatch, error: &str) -> DbResul
          AND institution_id = ?4",
         &[
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             error.into(),
             watch.institution_id.into(),
         ],
@@ -308,7 +309,7 @@ pub fn unchanged(watch: &TopupWatch) -> When {
 fn watch_params(watch: &TopupWatch) -> Vec<Value> {
     vec![
         watch.address.as_str().into(),
-        watch.token.as_str().into(),
+        watch.token.into(),
         watch.state().into(),
         watch.institution_id.into(),
     ]
@@ -327,7 +328,7 @@ pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<
          AND institution_id = ?4 AND confirmed = 1 LIMIT ?3",
         &[
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             (MOST_TOTALLED + 1).into(),
             watch.institution_id.into(),
         ],
@@ -361,7 +362,7 @@ pub async fn swept_from(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<Swe
         &[
             watch.network.as_str().into(),
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             (MOST_TOTALLED + 1).into(),
         ],
     )
@@ -388,7 +389,7 @@ pub async fn confirmed_in(
          AND institution_id = ?6 AND confirmed = 1 AND block_number BETWEEN ?3 AND ?4 LIMIT ?5",
         &[
             watch.address.as_str().into(),
-            watch.token.as_str().into(),
+            watch.token.into(),
             block(from),
             block(to),
             limit.into(),
@@ -479,7 +480,7 @@ pub struct TopupTransfer {
     /// The top-up address.
     pub address: String,
     /// Token contract or `native`.
-    pub token: String,
+    pub token: Token,
     /// Base units, decimal text.
     pub amount: String,
     /// Its block.

@@ -26,7 +26,7 @@ pub struct NewWatch<'a> {
     /// Asset code.
     pub asset: &'a str,
     /// Token contract (any case; stored lower case).
-    pub token: &'a str,
+    pub token: Token,
     /// Token decimals.
     pub decimals: u32,
     /// The quoted amount, decimal text.
@@ -92,7 +92,7 @@ pub struct Watch {
     /// Asset code.
     pub asset: String,
     /// Token contract, lower case.
-    pub token: String,
+    pub token: Token,
     /// Token decimals.
     pub decimals: u32,
     /// The quoted amount, decimal text.
@@ -267,7 +267,7 @@ pub struct SeenTransfer<'a> {
     /// Log index.
     pub log_index: u64,
     /// Token contract, lower case.
-    pub token: &'a str,
+    pub token: Token,
     /// Base units, decimal text (`None`: beyond 128 bits).
     pub amount: Option<String>,
     /// Its block.

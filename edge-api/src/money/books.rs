@@ -23,11 +23,12 @@
 //! next run: nothing is booked or recorded on a partial read, nor while something went into
 //! flight during the read.
 
+use payrail_evm::Token;
 use serde_json::json;
 use shared_types::ledger::{postings, units_text, Kind, Ledger};
 
 use super::treasury;
-use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::config::{self, Network, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::{self, Budget, Node};
 use crate::chain::{evm, native};
@@ -46,6 +47,8 @@ pub(crate) const MOST_NETWORK_CALLS: u32 = 2 + config::TOKENS.len() as u32 + 1 +
 pub struct Asset {
     /// The ledger (network and token contract, or `native`).
     pub ledger: Ledger,
+    /// The token contract, or the coin.
+    pub token: Token,
     /// The asset's symbol.
     pub symbol: String,
     /// Its decimals.
@@ -60,7 +63,7 @@ impl Asset {
 
     /// Whether it is the network's coin.
     pub fn is_coin(&self) -> bool {
-        self.ledger.token == NATIVE_TOKEN
+        self.token == Token::Native
     }
 }
 
@@ -69,15 +72,20 @@ pub fn assets(name: &str, network: &Network) -> Vec<Asset> {
     let mut out: Vec<Asset> = config::TOKENS
         .iter()
         .filter_map(|symbol| {
-            network.tokens.get(*symbol).map(|token| Asset {
+            // The configuration's parser checked every contract's address.
+            let token = network.tokens.get(*symbol)?;
+            let contract = payrail_evm::Address::parse(&token.address).ok()?;
+            Some(Asset {
                 ledger: Ledger::new(name, &token.address),
+                token: Token::Erc20(contract),
                 symbol: (*symbol).to_owned(),
                 decimals: token.decimals,
             })
         })
         .collect();
     out.push(Asset {
-        ledger: Ledger::new(name, NATIVE_TOKEN),
+        ledger: Ledger::new(name, Token::NATIVE),
+        token: Token::Native,
         symbol: config::coin(name).to_owned(),
         decimals: NATIVE_DECIMALS,
     });
@@ -129,14 +137,14 @@ pub fn gas_address(ctx: &Ctx) -> Result<Option<String>, ApiError> {
 }
 
 /// `owner`'s balance of `token` (or of the coin) at `block`.
-pub async fn balance_at(node: &Node, owner: &str, token: &str, block: u64) -> ChainResult<u128> {
+pub async fn balance_at(node: &Node, owner: &str, token: Token, block: u64) -> ChainResult<u128> {
     let tag = format!("{block:#x}");
-    if token == NATIVE_TOKEN {
+    if token == Token::Native {
         let answer = rpc::call(node, "eth_getBalance", json!([owner, tag])).await?;
         native::wei(&answer)
             .ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
     } else {
-        let call = json!({"to": token, "data": evm::balance_of_call(owner)});
+        let call = json!({"to": token.lower(), "data": evm::balance_of_call(owner)});
         let word = rpc::call(node, "eth_call", json!([call, tag])).await?;
         evm::uint(&word).ok_or_else(|| ChainError::answer("the token's balance is unreadable"))
     }
@@ -291,7 +299,7 @@ async fn reconcile(
 
     // Then the chain, at the confirmed block.
     for f in &mut funded {
-        f.chain = balance_at(node, &f.address, &f.asset.ledger.token, block)
+        f.chain = balance_at(node, &f.address, f.asset.token, block)
             .await
             .map_err(at_node)?;
     }
@@ -312,7 +320,7 @@ async fn reconcile(
             let at = c
                 .watched_to
                 .map_or(block, |to| block.min(u64::try_from(to).unwrap_or(0)));
-            let chain = balance_at(node, &c.address, &asset.ledger.token, at)
+            let chain = balance_at(node, &c.address, asset.token, at)
                 .await
                 .map_err(at_node)?;
             let held = |text: &str| {

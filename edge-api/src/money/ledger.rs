@@ -5,13 +5,14 @@
 //! every treasury transaction spends. Each function returns the statements that go into the
 //! same D1 batch as the state change they record, so the books and the state never disagree.
 
+use payrail_evm::Token;
 use std::str::FromStr;
 
 use shared_types::ledger::postings::{self, Part as PaymentShare};
 use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
 use worker::D1PreparedStatement;
 
-use crate::chain::config::{self, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::config::{self, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::evm;
 use crate::ctx::Ctx;
@@ -28,8 +29,8 @@ use crate::error::{ApiError, OrInternal};
 pub struct Asset<'a> {
     /// The network.
     pub network: &'a str,
-    /// The token contract or `native`.
-    pub token: &'a str,
+    /// The token contract or the coin.
+    pub token: Token,
     /// Its symbol.
     pub symbol: &'a str,
     /// Its decimals.
@@ -39,7 +40,7 @@ pub struct Asset<'a> {
 impl Asset<'_> {
     /// Its ledger.
     pub fn ledger(&self) -> Ledger {
-        Ledger::new(self.network, self.token)
+        Ledger::new(self.network, &self.token.lower())
     }
 
     /// Its account of `kind` owned by `owner`.
@@ -52,7 +53,7 @@ impl Asset<'_> {
 pub fn coin(network: &str) -> Asset<'_> {
     Asset {
         network,
-        token: NATIVE_TOKEN,
+        token: Token::Native,
         symbol: config::coin(network),
         decimals: NATIVE_DECIMALS,
     }
@@ -113,7 +114,7 @@ pub async fn receipts(
 ) -> ChainResult<Vec<D1PreparedStatement>> {
     let asset = Asset {
         network: &watch.network,
-        token: &watch.token,
+        token: watch.token,
         symbol: &watch.asset,
         decimals: watch.decimals,
     };
@@ -205,7 +206,7 @@ pub async fn topups(
 ) -> ChainResult<Vec<D1PreparedStatement>> {
     let asset = Asset {
         network: &watch.network,
-        token: &watch.token,
+        token: watch.token,
         symbol: &watch.asset,
         decimals: watch.decimals,
     };
@@ -343,7 +344,7 @@ pub async fn reserve_settlement(
 /// Whether the refusal is about the coin's ledger (gas) rather than the asset's.
 fn transfers_of(refusal: &Refusal, code: Code) -> bool {
     code == Code::Gas
-        && matches!(refusal, Refusal::Exceeds { account, .. } if account.contains(&format!(":{NATIVE_TOKEN}:")))
+        && matches!(refusal, Refusal::Exceeds { account, .. } if account.contains(&format!(":{}:", Token::NATIVE)))
 }
 
 /// Reserves a refund `refund_id` of payment `transaction_id` of `merchant_id` (of
@@ -452,12 +453,16 @@ pub async fn end_send(
         Purpose::Settlement(id) => settlements::carried(&ctx.db, (live.institution_id, id)).await?,
         Purpose::Refund(id) => refunds::carried(&ctx.db, (live.institution_id, id)).await?,
     };
-    let asset = carried.as_ref().map(|c| Asset {
-        network,
-        token: &c.token,
-        symbol: &c.symbol,
-        decimals: c.decimals,
-    });
+    let asset = match &carried {
+        Some(c) => Some(Asset {
+            network,
+            token: Token::parse(&c.token)
+                .map_err(|_| ChainError::answer("a carried asset's token is not an address"))?,
+            symbol: &c.symbol,
+            decimals: c.decimals,
+        }),
+        None => None,
+    };
     if let (Some(asset), Some(c)) = (&asset, &carried) {
         accounts.extend(settlement_accounts(asset, c.owners()));
         // A return of money owed to nobody takes it from the deposit's unallocated account.
@@ -540,12 +545,16 @@ pub async fn replace_send(
         Purpose::Settlement(id) => settlements::carried(&ctx.db, (old.institution_id, id)).await?,
         Purpose::Refund(_) => None,
     };
-    let asset = carried.as_ref().map(|c| Asset {
-        network,
-        token: &c.token,
-        symbol: &c.symbol,
-        decimals: c.decimals,
-    });
+    let asset = match &carried {
+        Some(c) => Some(Asset {
+            network,
+            token: Token::parse(&c.token)
+                .map_err(|_| ChainError::answer("a carried asset's token is not an address"))?,
+            symbol: &c.symbol,
+            decimals: c.decimals,
+        }),
+        None => None,
+    };
     if let (Some(asset), Some(c)) = (&asset, &carried) {
         accounts.extend(settlement_accounts(asset, c.owners()));
     }

@@ -9,6 +9,7 @@
 //! full only (a part refunded before settlement would leave a rest that cannot settle), and not
 //! while a settlement of it is out. The same Idempotency-Key again is the same refund.
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -22,7 +23,7 @@ use shared_types::{ErrorCode, RawStatus, RefundState, SendState};
 use super::ledger;
 use super::sends::{self, Transfer};
 use super::treasury::{self, Treasury};
-use crate::chain::config::{Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::config::{Network, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
@@ -461,10 +462,9 @@ pub async fn return_extra(
         })?;
     let to = wallet_address::check(&watch.network, to)
         .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
-    let token = watch.token.lower();
     let asset = ledger::Asset {
         network: &watch.network,
-        token: &token,
+        token: watch.token,
         symbol: &watch.asset,
         decimals: watch.decimals,
     };
@@ -506,7 +506,7 @@ pub async fn return_extra(
                     &deposit,
                     &watch.network,
                     &watch.asset,
-                    &token,
+                    &watch.token.lower(),
                     watch.decimals,
                 ),
                 units: &units_text,
@@ -621,7 +621,7 @@ async fn store(
     // cover it. A refund after settlement is the merchant's debt, never the treasury's loss.
     let asset = ledger::Asset {
         network: &checked.quote.network,
-        token: &checked.quote.token,
+        token: checked.quote.token,
         symbol: &checked.quote.asset,
         decimals: checked.quote.decimals,
     };
@@ -759,7 +759,7 @@ async fn send(
     .map_err(|e| at_node(e.into()))?;
     let price = treasury::gas_price(node).await.map_err(at_node)?;
     let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;
-    let token = refund.token.as_str();
+    let token = refund.token;
     // What is left once the transactions already out are counted.
     let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
     if have < units || coins == 0 {
@@ -777,7 +777,7 @@ async fn send(
         .map_err(|e| e.within("the treasury cannot send it"))?;
     let cost = treasury::most_fee(gas, price, l1_fee)
         .ok_or_else(|| at_node(ChainError::answer("the gas and L1 fees are out of range")))?;
-    if coins < cost.saturating_add(if token == NATIVE_TOKEN { units } else { 0 }) {
+    if coins < cost.saturating_add(if token == Token::Native { units } else { 0 }) {
         return Err(ChainError::rule(format!(
             "the treasury holds too little of the coin for gas on {name}"
         )));

@@ -23,6 +23,7 @@
 //! - **Balances count what is in flight.** What the treasury can send is its balance less what
 //!   its live transactions not yet mined will still take ([`available`]).
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -33,7 +34,7 @@ use worker::D1PreparedStatement;
 use super::ledger;
 use super::settle::plan::{self, Plan};
 use super::treasury::{self, Treasury};
-use crate::chain::config::{self, Network, NATIVE_TOKEN};
+use crate::chain::config::{self, Network};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::Node;
 use crate::chain::{native, rates, rpc};
@@ -69,8 +70,8 @@ pub fn new_id() -> ChainResult<String> {
 pub struct Transfer<'a> {
     /// What it pays.
     pub purpose: Purpose<'a>,
-    /// The token contract, or `native`.
-    pub token: &'a str,
+    /// The token contract, or the coin.
+    pub token: Token,
     /// The receiver.
     pub to: &'a str,
     /// Base units.
@@ -180,14 +181,14 @@ pub async fn available(
     ctx: &Ctx,
     (name, network): (&str, &Network),
     treasury: &Treasury,
-    token: &str,
+    token: Token,
 ) -> ChainResult<(u128, u128)> {
     let node = &network.node;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let have = treasury::balance(node, &treasury.address, token)
         .await
         .map_err(at_node)?;
-    let coins = treasury::balance(node, &treasury.address, NATIVE_TOKEN)
+    let coins = treasury::balance(node, &treasury.address, Token::Native)
         .await
         .map_err(at_node)?;
     let mined = rpc::quantity(
@@ -209,7 +210,7 @@ pub async fn available(
         let l1_fee = u128::from_str(&out.l1_fee).unwrap_or(u128::MAX);
         let fee = treasury::most_fee(out.gas_limit, price, l1_fee).unwrap_or(u128::MAX);
         coin_out = coin_out.saturating_add(fee);
-        if out.token == NATIVE_TOKEN {
+        if out.token == Token::Native {
             coin_out = coin_out.saturating_add(units);
         }
         if out.token == token {
@@ -217,7 +218,7 @@ pub async fn available(
         }
     }
     let coins_left = coins.saturating_sub(coin_out);
-    let asset_left = if token == NATIVE_TOKEN {
+    let asset_left = if token == Token::Native {
         coins_left
     } else {
         have.saturating_sub(asset_out)
@@ -541,7 +542,7 @@ async fn replace(
     let signed = treasury::sign(
         treasury,
         network,
-        (&send.token, &send.wallet),
+        (send.token, &send.wallet),
         (send.nonce, send.gas_limit, price),
         units,
     )?;

@@ -17,12 +17,13 @@
 //!   at the sender (money at a deposit that no receipt booked, the gas address's funding not yet
 //!   booked), reconciliation shows it.
 
+use payrail_evm::Token;
 use std::str::FromStr;
 
 use serde_json::{json, Value};
 use shared_types::ledger::{postings, Kind, Ledger, Transfer};
 
-use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::config::{self, Network, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::native;
 use crate::chain::rpc::{self, Budget};
@@ -192,9 +193,9 @@ fn posting(sweep: &Sweep, outcome: &Outcome) -> ChainResult<(Vec<Account>, Vec<T
     let gas_wei = outcome
         .fee()
         .ok_or_else(|| ChainError::answer("the receipt's gas is out of range"))?;
-    let coin = Ledger::new(network, NATIVE_TOKEN);
+    let coin = Ledger::new(network, Token::NATIVE);
     let coin_asset = (config::coin(network), NATIVE_DECIMALS);
-    let asset = Ledger::new(network, &sweep.token);
+    let asset = Ledger::new(network, &sweep.token.lower());
     let asset_of = (sweep.asset.as_str(), sweep.decimals);
     let (from, to) = (
         sweep.from_address.to_ascii_lowercase(),
@@ -243,9 +244,14 @@ mod tests {
         Sweep {
             tx_hash: format!("0x{kind}"),
             network: "polygon".into(),
-            token: token.into(),
-            asset: if token == NATIVE_TOKEN { "POL" } else { "USDC" }.into(),
-            decimals: if token == NATIVE_TOKEN { 18 } else { 6 },
+            token: Token::parse(token).unwrap(),
+            asset: if token == Token::NATIVE {
+                "POL"
+            } else {
+                "USDC"
+            }
+            .into(),
+            decimals: if token == Token::NATIVE { 18 } else { 6 },
             kind: kind.into(),
             from_address: from.into(),
             to_address: to.into(),
@@ -305,14 +311,14 @@ mod tests {
             transfers[0].debit,
             Ledger::new("polygon", USDC).account(Kind::Treasury, "")
         );
-        assert_eq!(transfers[1].credit, custody(NATIVE_TOKEN, DEPOSIT));
+        assert_eq!(transfers[1].credit, custody(Token::NATIVE, DEPOSIT));
         // Its books hold the payment and the funded gas: it posts within every limit, and
         // leaves the deposit's custody at what the chain holds.
         let mut book = books(
             &accounts,
             &[
                 (custody(USDC, DEPOSIT), 12_500_000),
-                (custody(NATIVE_TOKEN, DEPOSIT), 60_000 * 30),
+                (custody(Token::NATIVE, DEPOSIT), 60_000 * 30),
             ],
         );
         for t in &transfers {
@@ -322,7 +328,7 @@ mod tests {
         let left = |id: &str| book.accounts[id].1.balance(Kind::Custody);
         assert_eq!(left(&custody(USDC, DEPOSIT)), 0);
         assert_eq!(
-            left(&custody(NATIVE_TOKEN, DEPOSIT)),
+            left(&custody(Token::NATIVE, DEPOSIT)),
             25_000 * 30,
             "the gas not used"
         );
@@ -338,26 +344,26 @@ mod tests {
 
     #[test]
     fn a_gas_funding_moves_coin_between_custody_accounts_and_pays_its_own_gas() {
-        let sweep = row("gas", NATIVE_TOKEN, (GAS, DEPOSIT), 1_800_000);
+        let sweep = row("gas", Token::NATIVE, (GAS, DEPOSIT), 1_800_000);
         let (accounts, transfers) = posting(&sweep, &outcome(true, 21_000)).unwrap();
         let moves: Vec<(Code, &str, &str, u128)> = transfers
             .iter()
             .map(|t| (t.code, t.debit.as_str(), t.credit.as_str(), t.amount))
             .collect();
-        let gas = Ledger::new("polygon", NATIVE_TOKEN).account(Kind::Gas, "");
+        let gas = Ledger::new("polygon", Token::NATIVE).account(Kind::Gas, "");
         assert_eq!(
             moves,
             [
                 (
                     Code::GasFunding,
-                    custody(NATIVE_TOKEN, DEPOSIT).as_str(),
-                    custody(NATIVE_TOKEN, GAS).as_str(),
+                    custody(Token::NATIVE, DEPOSIT).as_str(),
+                    custody(Token::NATIVE, GAS).as_str(),
                     1_800_000
                 ),
                 (
                     Code::SweepGas,
                     gas.as_str(),
-                    custody(NATIVE_TOKEN, GAS).as_str(),
+                    custody(Token::NATIVE, GAS).as_str(),
                     21_000 * 30
                 ),
             ]
@@ -373,7 +379,7 @@ mod tests {
         }
         assert!(book.balanced());
         assert_eq!(
-            book.accounts[&custody(NATIVE_TOKEN, GAS)]
+            book.accounts[&custody(Token::NATIVE, GAS)]
                 .1
                 .balance(Kind::Custody),
             -(1_800_000 + 21_000 * 30)

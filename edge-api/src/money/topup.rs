@@ -14,6 +14,7 @@
 //! `balanceOf` at the last final block must cover every unit confirmed to it (the watch keeps
 //! the running total), and one check records at most `transfers_per_check` transfers.
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -21,7 +22,7 @@ use serde_json::json;
 use shared_types::ErrorCode;
 
 use super::books;
-use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::config::Network;
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::{self, Budget};
 use crate::chain::scan::{self, Scan};
@@ -40,8 +41,8 @@ const PER_RUN: i64 = 25;
 pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1;
 
 /// The most node calls one check of `token` at a top-up address makes.
-fn most_calls(token: &str) -> u32 {
-    if token == NATIVE_TOKEN {
+fn most_calls(token: Token) -> u32 {
+    if token == Token::Native {
         scan::MOST_NATIVE_CALLS
     } else {
         MOST_TOKEN_CHECK_CALLS
@@ -60,7 +61,7 @@ fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
     assets
         .iter()
         .map(|a| WatchedAsset {
-            token: &a.ledger.token,
+            token: a.token,
             asset: &a.symbol,
             decimals: a.decimals,
         })
@@ -189,7 +190,7 @@ pub async fn sweep(
     // The coin it sends a top-up address is gas for a sweep, not the merchant's.
     let gas = books::gas_address(ctx)?;
     for watch in &due {
-        if budget.left() < most_calls(&watch.token) {
+        if budget.left() < most_calls(watch.token) {
             continue;
         }
         check(ctx, networks, watch, checked_before, gas.as_deref()).await?;
@@ -251,7 +252,7 @@ async fn read(
     let target = scan::Target {
         network: &watch.network,
         address: &watch.address,
-        token: &watch.token,
+        token: watch.token,
         scanned_to: watch.scanned_to,
         sent: Some(crate::chain::native::Sent { gas }),
     };
@@ -328,7 +329,7 @@ async fn read(
     let total = before
         .checked_add(added)
         .ok_or_else(|| ChainError::answer("the top-ups add up past 128 bits"))?;
-    if added > 0 && watch.token != NATIVE_TOKEN {
+    if added > 0 && watch.token != Token::Native {
         let Some(swept) = swept_by(ctx, watch, fresh.final_to).await? else {
             // A sweep of it may be mined and is not final yet: what the balance must hold at
             // the block is not known until it is. Read again once the worker has made it final.

@@ -4,9 +4,10 @@
 //! [`super::sends`], which stores, broadcasts and follows what is signed here.
 
 use k256::ecdsa::SigningKey;
+use payrail_evm::Token;
 use serde_json::json;
 
-use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::config::Network;
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::Node;
 use crate::chain::{evm, native, rpc, tx};
@@ -105,11 +106,10 @@ pub fn l1_fee_paid(receipt: &serde_json::Value) -> ChainResult<u128> {
 }
 
 /// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
-fn payment_call(token: &str, to: &str, units: u128) -> ChainResult<([u8; 20], u128, String)> {
-    if token == NATIVE_TOKEN {
-        Ok((tx::address_bytes(to)?, units, "0x".to_owned()))
-    } else {
-        Ok((tx::address_bytes(token)?, 0, evm::transfer_call(to, units)))
+fn payment_call(token: Token, to: &str, units: u128) -> ChainResult<([u8; 20], u128, String)> {
+    match token {
+        Token::Native => Ok((tx::address_bytes(to)?, units, "0x".to_owned())),
+        Token::Erc20(contract) => Ok((contract.0, 0, evm::transfer_call(to, units))),
     }
 }
 
@@ -117,7 +117,7 @@ fn payment_call(token: &str, to: &str, units: u128) -> ChainResult<([u8; 20], u1
 pub async fn estimate(
     node: &Node,
     from: &str,
-    token: &str,
+    token: Token,
     to: &str,
     units: u128,
 ) -> ChainResult<u64> {
@@ -134,23 +134,26 @@ pub async fn estimate(
 }
 
 /// The treasury's balance of the asset (`token`, or the coin) on the node.
-pub async fn balance(node: &Node, owner: &str, token: &str) -> ChainResult<u128> {
-    let answer = if token == NATIVE_TOKEN {
-        rpc::call(node, "eth_getBalance", json!([owner, "latest"])).await?
-    } else {
-        let call = json!({"to": token, "data": evm::balance_of_call(owner)});
-        let word = rpc::call(node, "eth_call", json!([call, "latest"])).await?;
-        return evm::uint(&word)
-            .ok_or_else(|| ChainError::answer("the token's balance is unreadable"));
-    };
-    native::wei(&answer).ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
+pub async fn balance(node: &Node, owner: &str, token: Token) -> ChainResult<u128> {
+    match token {
+        Token::Native => {
+            let answer = rpc::call(node, "eth_getBalance", json!([owner, "latest"])).await?;
+            native::wei(&answer)
+                .ok_or_else(|| ChainError::answer("the node's balance is not a quantity"))
+        }
+        Token::Erc20(contract) => {
+            let call = json!({"to": contract.lower(), "data": evm::balance_of_call(owner)});
+            let word = rpc::call(node, "eth_call", json!([call, "latest"])).await?;
+            evm::uint(&word).ok_or_else(|| ChainError::answer("the token's balance is unreadable"))
+        }
+    }
 }
 
 /// Signs the transfer of `units` at `price` with `nonce`.
 pub fn sign(
     treasury: &Treasury,
     network: &Network,
-    (token, wallet): (&str, &str),
+    (token, wallet): (Token, &str),
     (nonce, gas_limit, price): (u64, u64, u128),
     units: u128,
 ) -> ChainResult<tx::Signed> {

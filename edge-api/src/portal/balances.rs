@@ -7,6 +7,7 @@
 //! scoped to the session's institution through the merchant: another institution's merchant is
 //! `not_found`, like an unknown one.
 
+use payrail_evm::Token;
 use std::str::FromStr;
 
 use futures_util::stream::{self, Stream};
@@ -199,7 +200,7 @@ pub fn configured(portal: &Portal<'_>) -> Vec<Asset> {
         if let Some(asset) = &network.native {
             out.push(Asset {
                 network: name.clone(),
-                token: config::NATIVE_TOKEN.to_owned(),
+                token: Token::NATIVE.to_owned(),
                 asset: asset.clone(),
                 decimals: config::NATIVE_DECIMALS,
             });
@@ -753,7 +754,7 @@ pub async fn refund_effect(
     };
     let units = u128::from_str(units).or_internal("read refund units")?;
     let merchant_id = payment.merchant_id;
-    let token = quote.token.to_ascii_lowercase();
+    let token = quote.token.lower();
     let account = accounts(portal, merchant_id)
         .await?
         .into_iter()
@@ -963,7 +964,7 @@ mod tests {
         let balance = empty(&usdc());
         let eth = Asset {
             network: "base".into(),
-            token: "native".into(),
+            token: Token::NATIVE.into(),
             asset: "ETH".into(),
             decimals: 18,
         };

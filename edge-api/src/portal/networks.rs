@@ -2,6 +2,7 @@
 //! chain id it reports against the configured one, its newest block, or why it cannot be read.
 //! The node's URL is never shown.
 
+use payrail_evm::Token;
 use serde::Serialize;
 use serde_json::json;
 
@@ -148,7 +149,7 @@ pub async fn status_of(
             })
             .chain(network.native.iter().map(|asset| TokenView {
                 asset: asset.clone(),
-                address: config::NATIVE_TOKEN.to_owned(),
+                address: Token::NATIVE.to_owned(),
                 decimals: config::NATIVE_DECIMALS,
             }))
             .collect();
@@ -217,7 +218,7 @@ pub async fn status_of(
 async fn treasury_view(name: &str, network: &config::Network, address: &str) -> TreasuryView {
     let mut balances = vec![BalanceView {
         asset: config::coin(name).to_owned(),
-        amount: treasury::balance(&network.node, address, config::NATIVE_TOKEN)
+        amount: treasury::balance(&network.node, address, Token::Native)
             .await
             .ok()
             .and_then(|wei| chain::evm::from_units(wei, config::NATIVE_DECIMALS))
@@ -226,11 +227,15 @@ async fn treasury_view(name: &str, network: &config::Network, address: &str) -> 
     for (asset, token) in &network.tokens {
         balances.push(BalanceView {
             asset: asset.clone(),
-            amount: treasury::balance(&network.node, address, &token.address)
-                .await
-                .ok()
-                .and_then(|units| chain::evm::from_units(units, token.decimals))
-                .map(|a| a.to_string()),
+            amount: async {
+                let contract = payrail_evm::Address::parse(&token.address).ok()?;
+                treasury::balance(&network.node, address, Token::Erc20(contract))
+                    .await
+                    .ok()
+            }
+            .await
+            .and_then(|units| chain::evm::from_units(units, token.decimals))
+            .map(|a| a.to_string()),
         });
     }
     TreasuryView {

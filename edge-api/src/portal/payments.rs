@@ -196,14 +196,12 @@ async fn uncredited(
     {
         return Ok(Vec::new());
     }
-    let tokens: Vec<String> = deposits.iter().map(|d| d.token.lower()).collect();
     let accounts: Vec<_> = deposits
         .iter()
-        .zip(&tokens)
-        .map(|(d, token)| {
+        .map(|d| {
             money::ledger::Asset {
                 network: &d.network,
-                token,
+                token: d.token,
                 symbol: &d.asset,
                 decimals: d.decimals,
             }

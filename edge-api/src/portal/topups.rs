@@ -101,7 +101,7 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
             books::assets(&a.network, n).iter().any(|asset| {
                 !watches
                     .iter()
-                    .any(|w| w.address == a.address && w.token == asset.ledger.token)
+                    .any(|w| w.address == a.address && w.token == asset.token)
             })
         })
     });
@@ -162,7 +162,7 @@ fn view(
             node_error: watches
                 .iter()
                 .filter(of_address)
-                .find(|w| w.token == a.ledger.token)
+                .find(|w| w.token == a.token)
                 .and_then(|w| w.node_error.clone()),
         })
         .collect();
@@ -175,8 +175,10 @@ fn view(
                 .iter()
                 .filter(of_address)
                 .find(|w| w.token == t.token);
-            let (asset, decimals) =
-                watch.map_or_else(|| (t.token.clone(), 0), |w| (w.asset.clone(), w.decimals));
+            let (asset, decimals) = watch.map_or_else(
+                || (t.token.to_string(), 0),
+                |w| (w.asset.clone(), w.decimals),
+            );
             let units: u128 = t.amount.parse().unwrap_or(0);
             let head = watch.map_or(t.block_number, |w| w.head_block);
             let credited = t.confirmed;

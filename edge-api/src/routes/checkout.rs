@@ -3,6 +3,7 @@
 //! session, change its way to pay, act out a payment) is the checkout service's
 //! (`crate::checkout`); here are bodies, JSON, pages and redirects.
 
+use payrail_evm::Token;
 use shared_types::checkout::CheckoutOptions;
 use shared_types::ids::SessionId;
 use shared_types::{ErrorCode, RawStatus};
@@ -247,10 +248,7 @@ async fn pay_from_demo_wallet(
             chain::pay_from_demo_wallet(
                 ctx,
                 &session.network,
-                request
-                    .token
-                    .as_deref()
-                    .unwrap_or(chain::config::NATIVE_TOKEN),
+                request.token.map_or(Token::Native, Token::Erc20),
                 &session.deposit_address,
                 request.base_units,
             )
@@ -322,14 +320,14 @@ fn request_of(
         return Ok(None);
     };
     let (token, decimals) = match network.tokens.get(&watch.asset) {
-        Some(token) => (Some(token.address.clone()), token.decimals),
-        None if watch.token == chain::config::NATIVE_TOKEN => {
-            (None, chain::config::NATIVE_DECIMALS)
-        }
-        None => (
-            Some(crate::wallet_address::eip55(&watch.token)),
-            chain::config::DEFAULT_TOKEN_DECIMALS,
+        Some(token) => (
+            payrail_evm::Address::parse(&token.address).ok(),
+            token.decimals,
         ),
+        None => match watch.token {
+            Token::Native => (None, chain::config::NATIVE_DECIMALS),
+            Token::Erc20(contract) => (Some(contract), chain::config::DEFAULT_TOKEN_DECIMALS),
+        },
     };
     Ok(Some(hosted_page::PaymentRequest {
         token,

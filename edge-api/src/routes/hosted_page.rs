@@ -57,8 +57,8 @@ dl{grid-template-columns:1fr}dt{margin-top:.4rem}.amount{font-size:1.6rem}}
 /// and what a browser wallet is asked for (its chain, and how to add it).
 #[derive(Debug, Clone)]
 pub struct PaymentRequest {
-    /// The token contract (EIP-55); `None` for the network's own coin.
-    pub token: Option<String>,
+    /// The token contract; `None` for the network's own coin.
+    pub token: Option<payrail_evm::Address>,
     /// The network's chain id.
     pub chain_id: u64,
     /// The quoted amount in the token's base units.
@@ -79,9 +79,12 @@ impl PaymentRequest {
     /// the network's coin `ethereum:<deposit>@<chain id>?value=<wei>`.
     pub fn uri(&self, deposit: &str) -> String {
         match &self.token {
-            Some(token) => {
-                crate::chain::evm::payment_uri(token, self.chain_id, deposit, self.base_units)
-            }
+            Some(token) => crate::chain::evm::payment_uri(
+                &token.checksummed(),
+                self.chain_id,
+                deposit,
+                self.base_units,
+            ),
             None => crate::chain::evm::native_payment_uri(self.chain_id, deposit, self.base_units),
         }
     }
@@ -95,7 +98,7 @@ impl PaymentRequest {
             "nativeCurrency": {"name": self.coin, "symbol": self.coin, "decimals": 18},
             "rpcUrls": self.public_rpc_url.iter().collect::<Vec<_>>(),
             "to": session.deposit_address,
-            "token": self.token,
+            "token": self.token.map(|t| t.checksummed()),
             "amount": self.base_units.to_string(),
             "decimals": self.decimals,
             "asset": session.asset,

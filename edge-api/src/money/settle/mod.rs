@@ -26,6 +26,7 @@
 
 pub mod plan;
 
+use payrail_evm::Token;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -37,7 +38,7 @@ use shared_types::{ErrorCode, SendState};
 use super::ledger;
 use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, estimate, gas_price, Treasury};
-use crate::chain::config::{self, Network, NATIVE_DECIMALS, NATIVE_TOKEN};
+use crate::chain::config::{self, Network, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::Budget;
 use crate::chain::{evm, rates, rpc};
@@ -232,7 +233,7 @@ async fn settle_group(
     let wallet = wallet.address.to_ascii_lowercase();
     crate::chain::check_chain(name, network).await?;
     let node = &network.node;
-    let token = first.token.as_str();
+    let token = first.token;
     let coin = config::coin(name);
     let now = ctx.now();
     let mut coin_rates = BTreeMap::new();
@@ -325,7 +326,7 @@ async fn settle_group(
     )
     .await?;
     let payout = reserved.payout;
-    let needed = payout + if token == NATIVE_TOKEN { gas_cost } else { 0 };
+    let needed = payout + if token == Token::Native { gas_cost } else { 0 };
     let asset_units = |units: u128, decimals: u32| {
         evm::from_units(units, decimals).map_or_else(|| units.to_string(), |d| d.to_string())
     };
@@ -339,7 +340,7 @@ async fn settle_group(
         )
         .into());
     }
-    if token != NATIVE_TOKEN && coins < gas_cost {
+    if token != Token::Native && coins < gas_cost {
         return Err(format!(
             "the treasury can spend {} {coin} on {name} for gas (its balance less what is in \
              flight); {} are needed",

@@ -154,7 +154,7 @@ mod tests {
             expected: gross.into(),
             asset: "USDC".into(),
             network: "polygon".into(),
-            token: "0xtoken".into(),
+            token: payrail_evm::Token::Erc20(payrail_evm::Address([0x70; 20])),
             decimals: 6,
             crypto_amount: gross.into(),
             psp_fee_bps: 100,

@@ -15,6 +15,7 @@
 //! The rules that decide what the transfers read mean (credit, wait, hold the end, review) are
 //! pure and live beside it in [`rules`].
 
+use payrail_evm::Token;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
@@ -27,7 +28,7 @@ use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
 use super::topup;
-use crate::chain::config::{Network, NATIVE_TOKEN};
+use crate::chain::config::Network;
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::Budget;
 use crate::chain::scan::{self, Scan};
@@ -62,7 +63,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     let target = scan::Target {
         network: &watch.network,
         address: &watch.address,
-        token: &watch.token,
+        token: watch.token,
         scanned_to: watch.scanned_to,
         sent: None,
     };
@@ -128,7 +129,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         .map(|t| SeenTransfer {
             tx_hash: &t.tx_hash,
             log_index: t.log_index,
-            token: &t.token,
+            token: t.token,
             amount: t.amount.map(|a| a.to_string()),
             block_number: t.block_number,
             confirmed: t.block_number <= final_to,
@@ -210,7 +211,7 @@ async fn cross_check(
     stored: &[watches::ConfirmedPayment],
     final_to: u64,
 ) -> ChainResult<()> {
-    if watch.token == NATIVE_TOKEN {
+    if watch.token == Token::Native {
         return Ok(()); // ether is read from the balance itself
     }
     let units = |amount: &str| {
@@ -235,7 +236,7 @@ async fn cross_check(
     let target = scan::Target {
         network: &watch.network,
         address: &watch.address,
-        token: &watch.token,
+        token: watch.token,
         scanned_to: watch.scanned_to,
         sent: None,
     };
@@ -252,7 +253,7 @@ async fn cross_check(
 /// The most node calls one check of `watch` makes: reading its asset, then the other tokens'
 /// logs and, for a token, its blocks' times (ether's are read with its payments).
 fn most_calls(watch: &Watch) -> u32 {
-    if watch.token == NATIVE_TOKEN {
+    if watch.token == Token::Native {
         scan::MOST_NATIVE_CALLS + 1
     } else {
         MOST_TOKEN_CHECK_CALLS
@@ -468,7 +469,7 @@ async fn judge(
             books.push(crate::db::parts::Part {
                 network: &part.network,
                 asset: &part.asset,
-                token: &watch.token,
+                token: watch.token,
                 decimals: watch.decimals,
                 gross: part.gross,
                 rate: part.rate,

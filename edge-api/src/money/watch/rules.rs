@@ -666,7 +666,7 @@ mod tests {
             institution_id: 1,
             network: "polygon".into(),
             asset: "USDC".into(),
-            token: "0xtoken".into(),
+            token: Token::Erc20(Address([0x70; 20])),
             decimals: 6,
             crypto_amount: d("10"),
             base_units: "10000000".into(),

@@ -3,6 +3,7 @@
 //! of one of them with its running balance, and that statement's CSV export.
 
 use maud::{html, Markup};
+use payrail_evm::Token;
 use shared_types::PortalRole;
 use worker::Response;
 
@@ -153,7 +154,7 @@ pub(super) async fn statement(c: Call<'_>, id: &str, network: &str, token: &str)
                         dt { "Reserved" } dd { (money(&b.reserved, &b.asset)) }
                         dt { "Available" } dd.bad[b.in_debt] #available-now { (money(&b.available, &b.asset)) }
                         dt { "Debt limit" } dd #limit-now { (money(&b.debt_limit, &b.asset)) }
-                        dt { "Token" } dd { @if b.token == crate::chain::config::NATIVE_TOKEN { "the network's own coin" } @else { code { (b.token) } } }
+                        dt { "Token" } dd { @if b.token == Token::NATIVE { "the network's own coin" } @else { code { (b.token) } } }
                     }
                     p { a #export href=(format!("{here}/export.csv")) { "Export the whole statement (CSV)" } }
                 }

@@ -5,6 +5,7 @@
 //! asset, and the networks' nodes and price feeds.
 
 use maud::{html, Markup};
+use payrail_evm::Token;
 use shared_types::Status;
 
 use super::chart::{status_badge, status_chart, volume_chart};
@@ -220,7 +221,7 @@ fn networks_section(networks: &[NetworkStatus]) -> Markup {
                                         @if n.tokens.is_empty() { "none: no way to pay is offered" }
                                         @for t in &n.tokens {
                                             (t.asset) " "
-                                            @if t.address == crate::chain::config::NATIVE_TOKEN { "(the network's own coin)" }
+                                            @if t.address == Token::NATIVE { "(the network's own coin)" }
                                             @else { code { (t.address) } }
                                             br;
                                         }
