@@ -3,6 +3,7 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use shared_types::ids::ClientId;
+use shared_types::ids::InstitutionId;
 use shared_types::{ErrorCode, Scope, ScopeSet, TokenResponse};
 use worker::Headers;
 
@@ -258,7 +259,7 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
 #[derive(Debug, Clone, Copy)]
 pub struct Caller {
     /// The institution whose data the request may see.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
 }
 
 /// Authenticates `Authorization: Bearer` and checks that the token carries `needed`.

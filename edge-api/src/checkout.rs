@@ -4,6 +4,7 @@
 //! and of what the hosted page's sandbox controls act out. The routes (`routes/checkout`) keep
 //! the HTTP: bodies, JSON, pages and redirects.
 
+use shared_types::ids::Scoped;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
@@ -467,7 +468,7 @@ async fn make(
     writes.push(sessions::insert(database, &session).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
-        (&session_id, known.institution_id),
+        Scoped::new(known.institution_id, &session_id),
         method,
         (&deposit_address, deposit_index),
         &quote,
@@ -477,7 +478,7 @@ async fn make(
         writes.push(
             sessions::insert_key(
                 database,
-                (known.institution_id, known.merchant_id),
+                Scoped::new(known.institution_id, known.merchant_id),
                 key,
                 &fingerprint(options)?,
                 &session_id,
@@ -493,7 +494,7 @@ async fn make(
             if let Some(key) = &options.idempotency_key {
                 if let Some(stored) = sessions::find_key(
                     database,
-                    (known.institution_id, known.merchant_id),
+                    Scoped::new(known.institution_id, known.merchant_id),
                     key,
                     now - KEY_SECONDS,
                 )
@@ -654,7 +655,7 @@ pub async fn change_method(
             let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
             let watch = watch_statement(
                 ctx,
-                (&session.id, session.institution_id),
+                Scoped::new(session.institution_id, &session.id),
                 method,
                 (&address, deposit_index),
                 &quote,
@@ -673,7 +674,7 @@ pub async fn change_method(
     let change = batch.push(
         transactions::change_method(
             &ctx.db,
-            (session.institution_id, session.transaction_id),
+            Scoped::new(session.institution_id, session.transaction_id),
             session.version,
             method.asset,
             method.network,
@@ -684,7 +685,7 @@ pub async fn change_method(
     batch.push(
         sessions::change_method(
             &ctx.db,
-            (session.institution_id, &session.id),
+            Scoped::new(session.institution_id, &session.id),
             method.asset,
             method.network,
             &address,
@@ -785,7 +786,7 @@ pub async fn simulate(
     };
     match payments::act(
         ctx,
-        (session.institution_id, session.transaction_id),
+        Scoped::new(session.institution_id, session.transaction_id),
         &action,
     )
     .await
@@ -813,7 +814,10 @@ pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::M
 /// address to the session; `None` for a simulated one.
 fn watch_statement(
     ctx: &Ctx,
-    (session_id, institution_id): (&str, i64),
+    Scoped {
+        institution: institution_id,
+        id: session_id,
+    }: Scoped<&str>,
     method: quote::Method,
     (address, derivation_index): (&str, Option<i64>),
     quote: &chain::Quote,

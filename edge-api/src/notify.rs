@@ -4,6 +4,7 @@
 //! nothing is sent and the record says so. Every caller's message is plain text it wrote: no
 //! secret, key or token is ever put in one.
 
+use shared_types::ids::InstitutionId;
 use worker::{SendEmail, SendEmailBuilder};
 
 use crate::ctx::Ctx;
@@ -15,7 +16,7 @@ use crate::error::{ApiError, OrInternal};
 /// it) after trying the e-mail, with what became of the e-mail.
 pub async fn admins(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     kind: NotificationKind,
     subject: &str,
     body: &str,

@@ -2,6 +2,7 @@
 //! with the event it causes (the outbox), then queue the event's deliveries.
 
 use shared_types::checkout::currency_digits;
+use shared_types::ids::Scoped;
 use shared_types::lifecycle::{self, Action, Change, Payment, Refusal};
 use shared_types::webhook::Event;
 use shared_types::{ErrorCode, RawStatus, Transaction};
@@ -24,10 +25,19 @@ const EXPIRE_PER_RUN: i64 = 200;
 /// never settled or refunded this way.
 pub async fn act(
     ctx: &Ctx,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     action: &Action,
 ) -> Result<Transaction, ApiError> {
-    apply(ctx, (institution_id, id), action, OnChain::Nothing).await
+    apply(
+        ctx,
+        Scoped::new(institution_id, id),
+        action,
+        OnChain::Nothing,
+    )
+    .await
 }
 
 use crate::db::parts::Part;
@@ -39,7 +49,10 @@ use crate::db::parts::Part;
 /// was valued at and its source (shown on the payment).
 pub async fn credit(
     ctx: &Ctx,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     action: &Action,
     source_hash: &str,
     parts: &[Part<'_>],
@@ -55,7 +68,7 @@ pub async fn credit(
         parts,
         late_rate,
     };
-    apply(ctx, (institution_id, id), action, found)
+    apply(ctx, Scoped::new(institution_id, id), action, found)
         .await
         .map(drop)
 }
@@ -64,13 +77,16 @@ pub async fn credit(
 /// [`Action::SettleOnChain`]).
 pub async fn settle(
     ctx: &Ctx,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     action: &Action,
     settlement_hash: &str,
 ) -> Result<(), ApiError> {
     apply(
         ctx,
-        (institution_id, id),
+        Scoped::new(institution_id, id),
         action,
         OnChain::Settlement(settlement_hash),
     )
@@ -83,14 +99,17 @@ pub async fn settle(
 /// write fails whole on the event's key).
 pub async fn refund(
     ctx: &Ctx,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     action: &Action,
     refund_id: &str,
 ) -> Result<(), ApiError> {
     let event_id = refund_event_id(refund_id);
     apply(
         ctx,
-        (institution_id, id),
+        Scoped::new(institution_id, id),
         action,
         OnChain::Refund {
             refund_id,
@@ -131,7 +150,10 @@ enum OnChain<'a> {
 
 async fn apply(
     ctx: &Ctx,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
@@ -276,7 +298,7 @@ async fn apply(
     let update = batch.push(
         transactions::apply_change(
             database,
-            (institution_id, id),
+            Scoped::new(institution_id, id),
             row.version,
             &change,
             &stamps,
@@ -286,7 +308,7 @@ async fn apply(
     );
     if let OnChain::Refund { refund_id, .. } = on_chain {
         batch.push(
-            refunds::recorded(database, (institution_id, refund_id), now)
+            refunds::recorded(database, Scoped::new(institution_id, refund_id), now)
                 .or_internal("record refund")?,
         );
     }
@@ -299,17 +321,25 @@ async fn apply(
         matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
     ) {
         let version = row.version + 1;
-        let when = db::transactions::at_version((institution_id, id), version);
+        let when = db::transactions::at_version(Scoped::new(institution_id, id), version);
         for (index, part) in parts.iter().enumerate() {
             batch.push(
-                db::parts::insert(database, (row.institution_id, id, version), index, part)
-                    .or_internal("record a payment's part")?,
+                db::parts::insert(
+                    database,
+                    (Scoped::new(row.institution_id, id), version),
+                    index,
+                    part,
+                )
+                .or_internal("record a payment's part")?,
             );
             batch.extend(
                 money::ledger::credit(
                     ctx,
                     (index, part),
-                    (id, row.transaction.merchant_id, row.institution_id),
+                    (
+                        Scoped::new(row.institution_id, id),
+                        row.transaction.merchant_id,
+                    ),
                     &when,
                 )
                 .await?,

@@ -6,6 +6,7 @@
 //! slow Argon2id, count every attempt before verifying it (so parallel guesses cannot all pass
 //! the check) and are also capped per e-mail across every address.
 
+use shared_types::ids::InstitutionId;
 use shared_types::ErrorCode;
 
 use crate::ctx::Ctx;
@@ -250,7 +251,7 @@ pub const WEBHOOK_SENDS_PER_INSTITUTION: Limit = Limit {
 /// `Retry-After`) past either. Every request counts, so a flood is stopped whatever it asks.
 pub async fn count_webhook_send(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
 ) -> Result<(), ApiError> {
     count_one(

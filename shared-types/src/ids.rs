@@ -206,3 +206,33 @@ mod tests {
         assert!(serde_json::from_str::<DeliveryId>("\"evt_0a1b\"").is_err());
     }
 }
+
+/// An institution's id: the key every row of its money is scoped by (and, sharded, what names
+/// the object that holds it). Its own type, so an institution's id is never passed where a
+/// merchant's or a payment's is meant. Written as the number it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct InstitutionId(pub i64);
+
+impl fmt::Display for InstitutionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+/// A row of one institution's: its institution and its own id, which always travel together
+/// (a statement is keyed by both, and sharded, the first says where the row lives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Scoped<T> {
+    /// The institution the row belongs to.
+    pub institution: InstitutionId,
+    /// The row's own id.
+    pub id: T,
+}
+
+impl<T> Scoped<T> {
+    /// Row `id` of `institution`.
+    pub fn new(institution: InstitutionId, id: T) -> Self {
+        Scoped { institution, id }
+    }
+}

@@ -12,6 +12,7 @@
 //! its minute is only a preference: a wallet added on a network Payrail offers before the one
 //! chosen is the default way to pay from the next full read on.
 
+use shared_types::ids::InstitutionId;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -27,7 +28,7 @@ pub struct Known {
     /// The merchant the key names.
     pub merchant_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The networks of its wallets, in the read's order.
     pub networks: Vec<String>,
     /// Unix seconds of the read.
@@ -87,7 +88,7 @@ mod tests {
     fn known(merchant_id: i64, read_at: i64) -> Known {
         Known {
             merchant_id,
-            institution_id: 1,
+            institution_id: InstitutionId(1),
             networks: vec!["polygon".to_owned()],
             read_at,
         }

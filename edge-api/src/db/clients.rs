@@ -3,6 +3,7 @@
 
 use payrail_credentials::sql;
 use serde::{Deserialize, Serialize};
+use shared_types::ids::InstitutionId;
 use shared_types::ApiClientObject;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -149,7 +150,7 @@ pub async fn issue(
 #[derive(Debug, Deserialize)]
 pub struct Token {
     /// Institution the token acts for.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Scopes of the token, space-separated.
     pub scopes: String,
 }
@@ -206,7 +207,7 @@ fn words<S: serde::Serializer>(text: &str, to: S) -> Result<S::Ok, S::Error> {
 const CLIENT_COLUMNS: &str = "client_id, name, scopes, created_at, last_used_at, secret_rotated_at";
 
 /// The institution's clients, newest first.
-pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<ApiClient>> {
+pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<ApiClient>> {
     all(
         db,
         &format!(
@@ -220,7 +221,7 @@ pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<ApiClien
 /// One client of the institution.
 pub async fn get(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     client_id: &str,
 ) -> DbResult<Option<ApiClient>> {
     first(
@@ -236,7 +237,7 @@ pub async fn get(
 /// A client to add.
 pub struct NewClient<'a> {
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Public id.
     pub client_id: &'a str,
     /// Display name.
@@ -272,7 +273,7 @@ pub async fn insert(db: &D1Database, c: &NewClient<'_>) -> DbResult<()> {
 /// rotation command shares. False if the institution has no such client.
 pub async fn rotate(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     client_id: &str,
     secret_hash: &str,
     now_text: &str,
@@ -295,7 +296,7 @@ pub async fn rotate(
 /// Deletes every token of the client.
 fn revoke_tokens(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     client_id: &str,
 ) -> DbResult<D1PreparedStatement> {
     bind(
@@ -306,7 +307,11 @@ fn revoke_tokens(
 }
 
 /// Deletes a client and its tokens, atomically. False if no such client.
-pub async fn delete(db: &D1Database, institution_id: i64, client_id: &str) -> DbResult<bool> {
+pub async fn delete(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    client_id: &str,
+) -> DbResult<bool> {
     let mut batch = Batch::new();
     batch.push(revoke_tokens(db, institution_id, client_id)?);
     let delete = batch.push(bind(

@@ -2,6 +2,7 @@
 //! records, the cron sweep's overdue list, and the delivery log admins read and resend from.
 
 use serde::{Deserialize, Serialize};
+use shared_types::ids::InstitutionId;
 use shared_types::ids::{DeliveryId, EndpointId, EventId};
 use shared_types::time::UnixTime;
 use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatus};
@@ -23,7 +24,7 @@ const NEW_ID: &str = "'dlv_' || lower(hex(randomblob(12)))";
 pub fn fan_out(
     db: &D1Database,
     event_id: &str,
-    institution_id: i64,
+    institution_id: InstitutionId,
     kind: &str,
     only_endpoint: Option<&str>,
     now: i64,
@@ -97,7 +98,7 @@ pub struct Due {
     /// The endpoint.
     pub endpoint_id: String,
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Event id.
     pub event_id: String,
     /// Event type.
@@ -297,7 +298,7 @@ pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1Prepar
 /// deleted): never another institution's, whatever endpoint id it is given.
 pub fn fail_pending_of_endpoint(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
 ) -> DbResult<D1PreparedStatement> {
     fail_pending(db, institution_id, endpoint_id, "")
@@ -307,7 +308,7 @@ pub fn fail_pending_of_endpoint(
 /// disables it on a condition, so that nothing is failed when the condition did not hold.
 pub fn fail_pending_of_disabled_endpoint(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
 ) -> DbResult<D1PreparedStatement> {
     fail_pending(
@@ -322,7 +323,7 @@ pub fn fail_pending_of_disabled_endpoint(
 /// The statement of both: `?1` the endpoint, `?2` the institution, `condition` added last.
 fn fail_pending(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
     condition: &str,
 ) -> DbResult<D1PreparedStatement> {
@@ -371,7 +372,7 @@ const DELIVERY_COLUMNS: &str = "id, endpoint_id, event_id, event_type, status, a
 /// (creation time, id) of the delivery named by `starting_after`.
 pub async fn page(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
     f: &DeliveryLogQuery,
     cursor: Option<(i64, String)>,
@@ -409,7 +410,11 @@ pub async fn page(
 }
 
 /// One delivery of the institution.
-pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<Delivery>> {
+pub async fn get(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    id: &str,
+) -> DbResult<Option<Delivery>> {
     first(
         db,
         &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND id = ?2"),
@@ -422,7 +427,7 @@ pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Opt
 /// most 500).
 pub async fn of_transaction(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<Delivery>> {
     all(
@@ -474,7 +479,7 @@ const RESEND_CHUNK: usize = 90;
 /// back in bounded chunks with `RETURNING`.
 pub async fn resend(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     ids: &[String],
     now: i64,
 ) -> DbResult<Vec<Delivery>> {
@@ -509,7 +514,7 @@ pub async fn resend(
 /// Failed deliveries of an endpoint created at or after `since`.
 pub async fn failed_since(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     endpoint_id: &str,
     since: i64,
 ) -> DbResult<Vec<String>> {

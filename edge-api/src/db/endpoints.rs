@@ -2,6 +2,7 @@
 //! institution's endpoint is simply not found.
 
 use serde::Deserialize;
+use shared_types::ids::InstitutionId;
 use shared_types::EndpointStatus;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -38,7 +39,7 @@ const ENDPOINT_COLUMNS: &str = "id, url, description, event_types, status, secre
     disabled_reason";
 
 /// The institution's endpoints, newest first.
-pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<EndpointRow>> {
+pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<EndpointRow>> {
     all(
         db,
         &format!(
@@ -70,7 +71,7 @@ pub struct Troubled {
 }
 
 /// The institution's disabled or failing endpoints (at most twenty exist), disabled first.
-pub async fn troubled(db: &D1Database, institution_id: i64) -> DbResult<Vec<Troubled>> {
+pub async fn troubled(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<Troubled>> {
     all(
         db,
         "SELECT id, url, description, status, disabled_reason, first_failure_at, \
@@ -83,7 +84,11 @@ pub async fn troubled(db: &D1Database, institution_id: i64) -> DbResult<Vec<Trou
 }
 
 /// One endpoint of the institution.
-pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Option<EndpointRow>> {
+pub async fn get(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    id: &str,
+) -> DbResult<Option<EndpointRow>> {
     first(
         db,
         &format!(
@@ -95,7 +100,11 @@ pub async fn get(db: &D1Database, institution_id: i64, id: &str) -> DbResult<Opt
 }
 
 /// Adds an endpoint.
-pub async fn insert(db: &D1Database, institution_id: i64, e: &EndpointRow) -> DbResult<()> {
+pub async fn insert(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    e: &EndpointRow,
+) -> DbResult<()> {
     run(
         db,
         "INSERT INTO webhook_endpoints (id, institution_id, url, description, event_types, status, \
@@ -132,7 +141,7 @@ pub struct Changes {
 /// overwritten with what this request read. False if no such endpoint.
 pub async fn update(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: &str,
     c: &Changes,
     now_text: &str,
@@ -184,7 +193,7 @@ pub struct Rotation<'a> {
 /// rotations one wins and the other changes nothing. False if nothing was written.
 pub async fn rotate_secret(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: &str,
     r: &Rotation<'_>,
     now_text: &str,
@@ -209,7 +218,11 @@ pub async fn rotate_secret(
 }
 
 /// Deletes an endpoint.
-pub fn delete(db: &D1Database, institution_id: i64, id: &str) -> DbResult<D1PreparedStatement> {
+pub fn delete(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    id: &str,
+) -> DbResult<D1PreparedStatement> {
     bind(
         db,
         "DELETE FROM webhook_endpoints WHERE institution_id = ?1 AND id = ?2",
@@ -218,7 +231,7 @@ pub fn delete(db: &D1Database, institution_id: i64, id: &str) -> DbResult<D1Prep
 }
 
 /// How many endpoints the institution has.
-pub async fn count(db: &D1Database, institution_id: i64) -> DbResult<i64> {
+pub async fn count(db: &D1Database, institution_id: InstitutionId) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Count {
         n: i64,
@@ -235,7 +248,7 @@ pub async fn count(db: &D1Database, institution_id: i64) -> DbResult<i64> {
 /// Enables an endpoint and clears its failure clock. False if no such endpoint.
 pub async fn enable(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: &str,
     now_text: &str,
 ) -> DbResult<bool> {

@@ -1,6 +1,7 @@
 //! Webhook events: the outbox rows written in the same batch as the change that causes them.
 
 use serde::Deserialize;
+use shared_types::ids::InstitutionId;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{all, bind, first, DbResult, JsonPage, Order, Owner, Select, Value};
@@ -11,7 +12,7 @@ pub struct OutboxEvent<'a> {
     /// `evt_…`.
     pub id: &'a str,
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Event type.
     pub kind: &'a str,
     /// The transaction.
@@ -89,7 +90,7 @@ pub struct EventRow {
 /// The events of one of the institution's transactions, oldest first (at most 200).
 pub async fn of_transaction(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<EventRow>> {
     all(

@@ -9,6 +9,7 @@
 //! (and fails the whole batch) unless its accounts are still at the versions the posting was
 //! computed on, so two racing postings can never both land on the same figures.
 
+use shared_types::ids::{InstitutionId, Scoped};
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
@@ -32,7 +33,7 @@ pub struct Account {
     /// Its owner (address, merchant id or institution id), `""` for none.
     pub owner: String,
     /// The merchant's institution (merchant accounts).
-    pub institution_id: Option<i64>,
+    pub institution_id: Option<InstitutionId>,
 }
 
 impl Account {
@@ -49,7 +50,7 @@ impl Account {
     }
 
     /// The same, of the merchant's institution.
-    pub fn of_institution(mut self, institution_id: i64) -> Self {
+    pub fn of_institution(mut self, institution_id: InstitutionId) -> Self {
         self.institution_id = Some(institution_id);
         self
     }
@@ -507,7 +508,7 @@ pub struct Carried {
     /// Decimals.
     pub decimals: u32,
     /// The institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The merchant.
     pub merchant_id: i64,
     /// For the return of money that reached a deposit after its payment was credited: that
@@ -517,9 +518,9 @@ pub struct Carried {
 }
 
 impl Carried {
-    /// (institution, merchant).
-    pub fn owners(&self) -> (i64, i64) {
-        (self.institution_id, self.merchant_id)
+    /// The merchant, in its institution.
+    pub fn owners(&self) -> Scoped<i64> {
+        Scoped::new(self.institution_id, self.merchant_id)
     }
 }
 
@@ -574,7 +575,7 @@ const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, debits_po
 /// `institution_id`'s merchant.
 pub async fn of_merchant(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<AccountView>> {
     all(
@@ -605,7 +606,7 @@ pub async fn treasury_accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
 /// network and asset).
 pub async fn merchant_accounts_of(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
 ) -> DbResult<Vec<AccountView>> {
     all(
         db,

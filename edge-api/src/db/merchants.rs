@@ -1,6 +1,7 @@
 //! Merchants: the partner API's reads and what checkout needs to know.
 
 use serde::Deserialize;
+use shared_types::ids::InstitutionId;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 use worker::D1Database;
 
@@ -140,7 +141,7 @@ pub struct Gate {
     /// Merchant id.
     pub id: i64,
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Account status.
     pub status: MerchantStatus,
     /// Onboarding status.
@@ -206,13 +207,13 @@ pub fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Retu
 /// `search` matches a name prefix (any case) or a `psp_reference_id` exactly.
 pub async fn portal_page(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     search: Option<&str>,
     starting_after: Option<i64>,
     limit: u32,
 ) -> DbResult<Vec<Row>> {
     let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1");
-    let mut params = vec![Value::Int(institution_id)];
+    let mut params = vec![Value::from(institution_id)];
     if let Some(search) = search {
         let prefix = format!(
             "{}%",
@@ -249,12 +250,16 @@ pub struct Name {
 
 /// The names of the institution's merchants among `ids` (a page's: at most a hundred and one),
 /// each a primary-key lookup; another institution's merchant is simply not among them.
-pub async fn names(db: &D1Database, institution_id: i64, ids: &[i64]) -> DbResult<Vec<Name>> {
+pub async fn names(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    ids: &[i64],
+) -> DbResult<Vec<Name>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let marks: Vec<String> = (0..ids.len()).map(|i| format!("?{}", i + 2)).collect();
-    let mut params = vec![Value::Int(institution_id)];
+    let mut params = vec![Value::from(institution_id)];
     params.extend(ids.iter().map(|id| Value::Int(*id)));
     all(
         db,
@@ -268,7 +273,11 @@ pub async fn names(db: &D1Database, institution_id: i64, ids: &[i64]) -> DbResul
 }
 
 /// One merchant of the institution, as the portal shows it.
-pub async fn portal_get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Row>> {
+pub async fn portal_get(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    id: i64,
+) -> DbResult<Option<Row>> {
     first(
         db,
         &format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
@@ -280,7 +289,7 @@ pub async fn portal_get(db: &D1Database, institution_id: i64, id: i64) -> DbResu
 /// A merchant to create.
 pub struct NewMerchant<'a> {
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Display name.
     pub name: &'a str,
     /// Registered name.
@@ -359,7 +368,7 @@ pub enum Edited {
 /// Writes only the fields `c` sets, guarded on the statuses it moves from.
 pub async fn update(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
     c: &Changes,
     now_text: &str,
@@ -418,7 +427,7 @@ pub async fn update(
 /// `grace_until` (Unix seconds; `None`: stops now). False if nothing was written.
 pub async fn roll_key(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
     old: &str,
     new: &str,

@@ -206,6 +206,12 @@ impl From<payrail_evm::Token> for Value {
     }
 }
 
+impl From<shared_types::ids::InstitutionId> for Value {
+    fn from(id: shared_types::ids::InstitutionId) -> Self {
+        Value::Int(id.0)
+    }
+}
+
 impl From<i64> for Value {
     fn from(n: i64) -> Self {
         Value::Int(n)
@@ -342,7 +348,7 @@ impl Select {
 #[derive(Debug, Clone, Copy)]
 pub enum Owner<'a> {
     /// This institution.
-    Institution(i64),
+    Institution(shared_types::ids::InstitutionId),
     /// The institution of the live access token with this hash; nobody's when there is none.
     Token(&'a str),
 }
@@ -358,7 +364,7 @@ impl Owner<'_> {
     /// The SQL of the owning institution's id, and its parameter (always `?1`).
     pub fn sql(self) -> (&'static str, Value) {
         match self {
-            Owner::Institution(id) => ("?1", Value::Int(id)),
+            Owner::Institution(id) => ("?1", Value::from(id)),
             Owner::Token(hash) => (TOKEN_INSTITUTION, hash.into()),
         }
     }

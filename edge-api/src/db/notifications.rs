@@ -2,6 +2,7 @@
 //! held from settlement, a settlement wallet changed, a merchant's debt limit changed).
 
 use serde::{Deserialize, Serialize};
+use shared_types::ids::InstitutionId;
 use shared_types::time::UnixTime;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -74,7 +75,7 @@ impl std::fmt::Display for EmailStatus {
 /// A notification to record.
 pub struct NewNotification<'a> {
     /// The institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Subject line.
     pub subject: &'a str,
     /// Text.
@@ -124,7 +125,7 @@ pub struct Notification {
 }
 
 /// The institution's newest notifications.
-pub async fn list(db: &D1Database, institution_id: i64) -> DbResult<Vec<Notification>> {
+pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<Notification>> {
     all(
         db,
         "SELECT id, kind, subject, body, email_status, created_at FROM notifications \

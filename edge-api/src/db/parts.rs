@@ -3,6 +3,7 @@
 //! refunded in its own asset, at its own rate. See migration 0029.
 
 use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use worker::{D1Database, D1PreparedStatement};
 
 /// What a payment found on chain brought into custody in one way to pay (a part): the books
@@ -35,7 +36,13 @@ use super::{bind, DbResult};
 /// race records nothing).
 pub fn insert(
     db: &D1Database,
-    (institution_id, id, version): (i64, i64, i64),
+    (
+        Scoped {
+            institution: institution_id,
+            id,
+        },
+        version,
+    ): (Scoped<i64>, i64),
     index: usize,
     part: &Part<'_>,
 ) -> DbResult<D1PreparedStatement> {

@@ -4,6 +4,7 @@
 //! balance) run against the real migrations and demo data.
 
 use rusqlite::Connection;
+use shared_types::ids::InstitutionId;
 
 use super::{events, ledger, merchants, settlements, transactions, Owner, Select};
 use crate::query::{EventFilter, MerchantFilter, TransactionFilter};
@@ -62,7 +63,7 @@ fn every_transaction_filter_combination_is_an_index_range_scan() {
         };
         assert_indexed(
             &conn,
-            &transactions::list_query(super::Owner::Institution(1), &filter),
+            &transactions::list_query(super::Owner::Institution(InstitutionId(1)), &filter),
         );
         // The partner API's form: the institution is the bearer token's, in the same statement.
         assert_indexed(
@@ -93,8 +94,8 @@ fn every_events_feed_filter_combination_is_an_index_range_scan() {
 fn the_overview_and_its_chart_read_one_range_of_a_covering_index() {
     let conn = database();
     for query in [
-        transactions::volume_query(1, "2026-11-01T00:00:00Z"),
-        transactions::daily_volume_query(1, "2026-10-25T00:00:00Z"),
+        transactions::volume_query(InstitutionId(1), "2026-11-01T00:00:00Z"),
+        transactions::daily_volume_query(InstitutionId(1), "2026-10-25T00:00:00Z"),
     ] {
         let steps = plan(&conn, &query);
         assert!(
@@ -138,8 +139,8 @@ fn the_overviews_sums_never_fail_on_a_stored_amount() {
     )
     .unwrap();
     for query in [
-        transactions::volume_query(1, "2026-11-01T00:00:00Z"),
-        transactions::daily_volume_query(1, "2026-10-25T00:00:00Z"),
+        transactions::volume_query(InstitutionId(1), "2026-11-01T00:00:00Z"),
+        transactions::daily_volume_query(InstitutionId(1), "2026-10-25T00:00:00Z"),
     ] {
         let mut statement = conn.prepare(&query.sql).unwrap();
         let sums: Vec<i64> = statement
@@ -161,7 +162,7 @@ fn the_overviews_sums_never_fail_on_a_stored_amount() {
 fn every_key_of_the_payment_search_is_an_index_search() {
     let conn = database();
     let query = transactions::search_query(
-        1,
+        InstitutionId(1),
         &transactions::SearchKeys {
             id: Some(12),
             reference: "order-1",
@@ -208,7 +209,7 @@ fn every_merchant_filter_combination_is_an_index_range_scan() {
         };
         assert_indexed(
             &conn,
-            &merchants::list_query(super::Owner::Institution(1), &filter),
+            &merchants::list_query(super::Owner::Institution(InstitutionId(1)), &filter),
         );
     }
 }
@@ -224,7 +225,7 @@ fn transaction_pages_use_the_index_of_their_filters() {
     };
     let steps = plan(
         &conn,
-        &transactions::list_query(super::Owner::Institution(1), &filter),
+        &transactions::list_query(super::Owner::Institution(InstitutionId(1)), &filter),
     );
     assert!(
         steps[0].contains("transactions_by_merchant_status")
@@ -245,7 +246,7 @@ fn date_bounds_and_cursor_bound_the_id_range() {
     };
     let steps = plan(
         &conn,
-        &transactions::list_query(super::Owner::Institution(1), &filter),
+        &transactions::list_query(super::Owner::Institution(InstitutionId(1)), &filter),
     );
     assert!(
         steps[0].contains("transactions_by_status") && steps[0].contains("id>? AND id<?"),

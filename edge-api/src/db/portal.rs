@@ -1,6 +1,7 @@
 //! Portal admins and their sessions.
 
 use serde::Deserialize;
+use shared_types::ids::InstitutionId;
 use worker::D1Database;
 
 use shared_types::PortalRole;
@@ -13,7 +14,7 @@ pub struct Admin {
     /// Row id.
     pub id: i64,
     /// The admin's institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Argon2id PHC string.
     pub password_hash: String,
 }
@@ -36,7 +37,7 @@ pub struct Session {
     /// What the user may do.
     pub role: PortalRole,
     /// The admin's institution: every portal query is scoped to it.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The session's CSRF token.
     pub csrf_token: String,
     /// Unix seconds.
@@ -126,7 +127,7 @@ pub async fn purge_sessions(db: &D1Database, now: i64, limit: i64) -> DbResult<(
 }
 
 /// E-mail addresses of the institution's admins.
-pub async fn admin_emails(db: &D1Database, institution_id: i64) -> DbResult<Vec<String>> {
+pub async fn admin_emails(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<String>> {
     strings(
         db,
         "SELECT email FROM portal_admins WHERE institution_id = ?1 ORDER BY id",
@@ -151,7 +152,7 @@ pub struct User {
 }
 
 /// The institution's portal users.
-pub async fn users(db: &D1Database, institution_id: i64) -> DbResult<Vec<User>> {
+pub async fn users(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<User>> {
     all(
         db,
         "SELECT id, email, name, role, created_at FROM portal_admins WHERE institution_id = ?1 \
@@ -164,7 +165,7 @@ pub async fn users(db: &D1Database, institution_id: i64) -> DbResult<Vec<User>> 
 /// Adds a user; `None` when the e-mail is taken (by any institution: e-mails log in alone).
 pub async fn insert_user(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     email: &str,
     role: PortalRole,
     password_hash: &str,
@@ -194,7 +195,7 @@ pub async fn insert_user(
 /// (`acting_id`) and never the last admin. False if nothing was removed.
 pub async fn delete_user(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
     acting_id: i64,
 ) -> DbResult<bool> {

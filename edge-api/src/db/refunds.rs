@@ -5,6 +5,7 @@
 use payrail_evm::Token;
 use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::time::UnixTime;
 use shared_types::RefundState;
 use worker::{D1Database, D1PreparedStatement};
@@ -45,7 +46,7 @@ pub struct PaymentQuote {
 /// paid on a watched chain.
 pub async fn quotes_of(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<PaymentQuote>> {
     all(
@@ -67,7 +68,7 @@ pub struct NewRefund<'a> {
     /// Its id.
     pub id: &'a str,
     /// The institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The payment.
     pub transaction_id: i64,
     /// The Idempotency-Key.
@@ -159,7 +160,7 @@ pub struct NewReturn<'a> {
     /// Its id.
     pub id: &'a str,
     /// The institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The payment.
     pub transaction_id: i64,
     /// The Idempotency-Key.
@@ -225,7 +226,7 @@ pub struct Refund {
     /// Its id.
     pub id: String,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The payment.
     pub transaction_id: i64,
     /// The part of it refunded ([`super::parts`]).
@@ -273,7 +274,11 @@ const REFUND_FROM: &str =
      FROM refunds f";
 
 /// The institution's refund asked with `key`, if any.
-pub async fn by_key(db: &D1Database, institution_id: i64, key: &str) -> DbResult<Option<Refund>> {
+pub async fn by_key(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    key: &str,
+) -> DbResult<Option<Refund>> {
     first(
         db,
         &format!("{REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2"),
@@ -285,7 +290,7 @@ pub async fn by_key(db: &D1Database, institution_id: i64, key: &str) -> DbResult
 /// A payment's refunds, oldest first.
 pub async fn of_transaction(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<Refund>> {
     all(
@@ -326,7 +331,10 @@ pub async fn confirmed(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
 /// Records why no transaction could be sent for the refund now (it is tried again).
 pub async fn note(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
     error: &str,
     now: i64,
 ) -> DbResult<()> {
@@ -342,7 +350,10 @@ pub async fn note(
 /// What the refund's transactions carry, for the books.
 pub async fn carried(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
 ) -> DbResult<Option<Carried>> {
     first(
         db,
@@ -355,7 +366,13 @@ pub async fn carried(
 }
 
 /// How many of the refund's transactions failed.
-pub async fn attempts(db: &D1Database, (institution_id, id): (i64, &str)) -> DbResult<i64> {
+pub async fn attempts(
+    db: &D1Database,
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
+) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Row {
         attempts: i64,
@@ -370,7 +387,7 @@ pub async fn attempts(db: &D1Database, (institution_id, id): (i64, &str)) -> DbR
 }
 
 /// The books' condition that the refund `id` was stored.
-pub fn stored(institution_id: i64, id: &str) -> When {
+pub fn stored(institution_id: InstitutionId, id: &str) -> When {
     When::holds(
         "EXISTS (SELECT 1 FROM refunds WHERE id = ?1 AND institution_id = ?2)",
         vec![id.into(), institution_id.into()],
@@ -384,7 +401,10 @@ pub const ATTEMPTS: i64 = 3;
 /// batch, before it).
 pub fn confirm(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
     now: i64,
 ) -> DbResult<D1PreparedStatement> {
     bind(
@@ -401,7 +421,10 @@ pub fn confirm(
 /// [`ATTEMPTS`] transactions, then fails.
 pub fn attempt_failed(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
     error: &str,
     now: i64,
 ) -> DbResult<D1PreparedStatement> {
@@ -425,7 +448,7 @@ pub fn attempt_failed(
 /// [`recorded`], so a refund is recorded on its payment once, whatever else was pruned since.
 pub struct Unrecorded<'a> {
     /// The refund's institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The refund.
     pub id: &'a str,
 }
@@ -447,7 +470,10 @@ impl super::Condition for Unrecorded<'_> {
 /// statement right after that change and only if it wrote (`changes() = 1`).
 pub fn recorded(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
     now: i64,
 ) -> DbResult<D1PreparedStatement> {
     bind(
@@ -462,7 +488,14 @@ const RECORDED: &str = "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE
      AND institution_id = ?3 AND state = 'confirmed' AND changes() = 1";
 
 /// Marks a confirmed refund shown on its payment.
-pub async fn done(db: &D1Database, (institution_id, id): (i64, &str), now: i64) -> DbResult<()> {
+pub async fn done(
+    db: &D1Database,
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
+    now: i64,
+) -> DbResult<()> {
     run(
         db,
         "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE id = ?1 AND institution_id = ?3 \
@@ -503,7 +536,7 @@ mod tests {
             .unwrap()
         };
         let unrecorded = Unrecorded {
-            institution_id: 7,
+            institution_id: shared_types::ids::InstitutionId(7),
             id: "rf_1",
         };
         let holds = |condition: &dyn Condition| crate::db::holds(&conn, condition);
@@ -516,7 +549,7 @@ mod tests {
         assert_eq!(state(), "confirmed");
         // Another institution's refund of the same id: not this one.
         assert!(!holds(&Unrecorded {
-            institution_id: 8,
+            institution_id: shared_types::ids::InstitutionId(8),
             id: "rf_1"
         }));
         // The change wrote: recorded, and a second change is conditioned away.

@@ -6,6 +6,7 @@
 use payrail_evm::Token;
 use payrail_evm::{Address, TxHash};
 use serde::{Deserialize, Serialize};
+use shared_types::ids::InstitutionId;
 use shared_types::time::UnixTime;
 use shared_types::SendState;
 use worker::{D1Database, D1PreparedStatement};
@@ -170,7 +171,7 @@ pub struct Outgoing {
     /// Its refund, when it pays one.
     pub refund_id: Option<String>,
     /// The institution of its settlement or refund (what it reports back is keyed by it).
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Network.
     pub network: String,
     /// Treasury address.
@@ -392,7 +393,7 @@ pub struct SendView {
 /// Every transaction signed to settle the payment (of `institution_id`), oldest first.
 pub async fn of_settled_payment(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<SendView>> {
     all(

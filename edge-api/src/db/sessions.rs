@@ -2,6 +2,7 @@
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
 
@@ -31,7 +32,10 @@ const STORED_KEY: &str = "SELECT k.fingerprint, k.session_id, s.transaction_id \
 /// known and young enough.
 pub async fn find_key(
     db: &D1Database,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     key: &str,
     not_before: i64,
 ) -> DbResult<Option<StoredKey>> {
@@ -86,7 +90,7 @@ pub struct Admitted<'a> {
     /// The merchant the key named.
     pub merchant_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The publishable key.
     pub public_key: &'a str,
     /// Unix seconds (the key roll's grace period is judged at it).
@@ -255,7 +259,7 @@ pub struct NewSession<'a> {
     /// The merchant.
     pub merchant_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Order title.
     pub title: &'a str,
     /// Where the customer returns.
@@ -311,7 +315,10 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
 /// click); stale ones were forgotten first.
 pub fn insert_key(
     db: &D1Database,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     key: &str,
     fingerprint: &str,
     session_id: &str,
@@ -343,7 +350,7 @@ pub struct SessionView {
     /// The merchant.
     pub merchant_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Merchant display name.
     pub merchant_name: String,
     /// Order title.
@@ -411,7 +418,10 @@ pub fn get_in_batch(db: &D1Database, id: &str) -> DbResult<Returning<SessionView
 /// transaction's, guarded on `pending`) changed a row.
 pub fn change_method(
     db: &D1Database,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
     asset: &str,
     network: &str,
     deposit_address: &str,
@@ -487,7 +497,7 @@ mod tests {
         let now = 2_000_000_000;
         let admitted = Admitted {
             merchant_id,
-            institution_id,
+            institution_id: shared_types::ids::InstitutionId(institution_id),
             public_key: &key,
             now,
             networks: &networks,

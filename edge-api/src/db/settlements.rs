@@ -4,6 +4,7 @@
 
 use payrail_evm::Token;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::Carried;
@@ -18,7 +19,7 @@ pub struct Settleable {
     /// Its part ([`super::parts`]).
     pub part: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Its merchant.
     pub merchant_id: i64,
     /// Order currency.
@@ -84,7 +85,10 @@ pub fn due_query(limit: i64) -> Select {
 /// (to price a replacement).
 pub async fn claimed(
     db: &D1Database,
-    (institution_id, settlement_id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
 ) -> DbResult<Vec<Settleable>> {
     all(
         db,
@@ -101,10 +105,12 @@ pub async fn claimed(
 
 /// The (institution, merchant, network, asset) groups with a settlement out: the next one for a
 /// group waits for it (its gas was estimated on the state the earlier transfer changes).
-pub async fn sending_groups(db: &D1Database) -> DbResult<Vec<(i64, i64, String, String)>> {
+pub async fn sending_groups(
+    db: &D1Database,
+) -> DbResult<Vec<(InstitutionId, i64, String, String)>> {
     #[derive(Deserialize)]
     struct Row {
-        institution_id: i64,
+        institution_id: InstitutionId,
         merchant_id: i64,
         network: String,
         asset: String,
@@ -130,7 +136,7 @@ pub struct Item {
     /// Which part of it ([`super::parts`]).
     pub part: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// PSP fee, order currency (decimal text).
     pub psp_fee: String,
     /// Its share of the gas, order currency (decimal text).
@@ -148,7 +154,10 @@ pub struct Item {
 /// Each payment's part of the transaction `send_id` (paying a settlement of `institution_id`).
 pub async fn items_of(
     db: &D1Database,
-    (institution_id, send_id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: send_id,
+    }: Scoped<&str>,
 ) -> DbResult<Vec<Item>> {
     all(
         db,
@@ -163,7 +172,10 @@ pub async fn items_of(
 /// What the settlement's transactions carry, for the books.
 pub async fn carried(
     db: &D1Database,
-    (institution_id, settlement_id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
 ) -> DbResult<Option<Carried>> {
     first(
         db,
@@ -185,7 +197,7 @@ pub struct NewSettlement<'a> {
     /// Its id.
     pub id: &'a str,
     /// Institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Merchant.
     pub merchant_id: i64,
     /// Network.
@@ -280,7 +292,10 @@ pub fn start(
 /// the same batch, before them), and clear its payments' holds (a reason it waited).
 pub fn confirm(
     db: &D1Database,
-    (institution_id, settlement_id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
     Ok(vec![
@@ -309,7 +324,10 @@ pub fn confirm(
 /// again in a new one.
 pub fn fail(
     db: &D1Database,
-    (institution_id, settlement_id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
     error: &str,
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
@@ -340,7 +358,7 @@ pub struct ToFinish {
     /// The payment.
     pub transaction_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The confirmed transaction's hash.
     pub tx_hash: String,
     /// The part's PSP fee (decimal text).
@@ -378,7 +396,7 @@ pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
 /// returns the ids whose reason is new (for the alert).
 pub async fn hold(
     db: &D1Database,
-    (institution_id, ids): (i64, &[i64]),
+    (institution_id, ids): (InstitutionId, &[i64]),
     reason: &str,
     now: i64,
 ) -> DbResult<Vec<i64>> {
@@ -434,7 +452,7 @@ pub struct Hold {
 /// The payment's hold, if any.
 pub async fn hold_of(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Option<Hold>> {
     first(

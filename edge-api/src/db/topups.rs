@@ -4,6 +4,7 @@
 
 use payrail_evm::Token;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
@@ -18,7 +19,7 @@ pub struct NewAddress<'a> {
     /// Its merchant.
     pub merchant_id: i64,
     /// The merchant's institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Network name.
     pub network: &'a str,
     /// The newest block when it was given out.
@@ -66,7 +67,13 @@ pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1Prepare
 /// no address there.
 pub fn watch_assets(
     db: &D1Database,
-    (institution_id, merchant_id, network): (i64, i64, &str),
+    (
+        Scoped {
+            institution: institution_id,
+            id: merchant_id,
+        },
+        network,
+    ): (Scoped<i64>, &str),
     assets: &[WatchedAsset<'_>],
     now: i64,
 ) -> DbResult<Vec<D1PreparedStatement>> {
@@ -111,7 +118,7 @@ pub struct TopupAddress {
 /// The top-up addresses of `merchant_id` (of `institution_id`), by network.
 pub async fn addresses_of(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<TopupAddress>> {
     all(
@@ -126,7 +133,10 @@ pub async fn addresses_of(
 /// The top-up address of `merchant_id` on `network`, if it has one.
 pub async fn address_on(
     db: &D1Database,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     network: &str,
 ) -> DbResult<Option<TopupAddress>> {
     first(
@@ -160,7 +170,7 @@ pub struct TopupWatch {
     /// The merchant it tops up.
     pub merchant_id: i64,
     /// Its institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// What its confirmed transfers add up to (base units, decimal text); `None` for a watch
     /// not totalled yet (from before migration 0028).
     pub confirmed_units: Option<String>,
@@ -204,7 +214,7 @@ pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<V
 /// Every watch of `merchant_id`'s top-up addresses.
 pub async fn watches_of(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<TopupWatch>> {
     all(
@@ -493,7 +503,10 @@ pub struct TopupTransfer {
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
 pub async fn transfers_of(
     db: &D1Database,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     limit: i64,
 ) -> DbResult<Vec<TopupTransfer>> {
     all(

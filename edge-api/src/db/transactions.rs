@@ -6,6 +6,7 @@
 //! date bounds become bounds on `id`, and `LIMIT` stops the scan. Date bounds become id bounds
 //! through `transactions_by_created`, because ids are allocated in creation order.
 
+use shared_types::ids::{InstitutionId, Scoped};
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
@@ -201,7 +202,7 @@ pub async fn list_json(
 /// One page of transactions, with one extra row when a further page exists.
 pub async fn list(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     filter: &TransactionFilter,
 ) -> DbResult<Vec<Transaction>> {
     let rows: Vec<Row> = list_query(Owner::Institution(institution_id), filter)
@@ -212,7 +213,11 @@ pub async fn list(
 
 /// One transaction of the institution, exactly as the partner API shows it; `None` for another
 /// institution's.
-pub async fn get(db: &D1Database, institution_id: i64, id: i64) -> DbResult<Option<Transaction>> {
+pub async fn get(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    id: i64,
+) -> DbResult<Option<Transaction>> {
     let filter = TransactionFilter {
         limit: 1,
         id: Some(id),
@@ -246,7 +251,7 @@ const GROSS_MINOR: &str = "CAST(min(total(round(CAST(amount_gross AS REAL) * \
 /// The overview's statement: the institution's transactions created since `since` (canonical
 /// text), counted and summed per status and currency, from one range scan of a covering index.
 /// Amounts are summed in minor units ([`GROSS_MINOR`]), exact below 2^53.
-pub fn volume_query(institution_id: i64, since: &str) -> Select {
+pub fn volume_query(institution_id: InstitutionId, since: &str) -> Select {
     Select {
         sql: format!(
             "SELECT status, currency, count(*) AS count, \
@@ -259,7 +264,11 @@ pub fn volume_query(institution_id: i64, since: &str) -> Select {
 }
 
 /// Volume per status and currency since `since`.
-pub async fn volume(db: &D1Database, institution_id: i64, since: &str) -> DbResult<Vec<Volume>> {
+pub async fn volume(
+    db: &D1Database,
+    institution_id: InstitutionId,
+    since: &str,
+) -> DbResult<Vec<Volume>> {
     volume_query(institution_id, since).all(db).await
 }
 
@@ -279,7 +288,7 @@ pub struct DayVolume {
 /// The overview's chart: the institution's gross volume per day and currency of the payments
 /// created since `since` that received something, from the same covering index range as
 /// [`volume_query`].
-pub fn daily_volume_query(institution_id: i64, since: &str) -> Select {
+pub fn daily_volume_query(institution_id: InstitutionId, since: &str) -> Select {
     Select {
         sql: format!(
             "SELECT substr(created_at, 1, 10) AS day, currency, count(*) AS count, \
@@ -296,7 +305,7 @@ pub fn daily_volume_query(institution_id: i64, since: &str) -> Select {
 /// Volume per day and currency since `since`.
 pub async fn daily_volume(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     since: &str,
 ) -> DbResult<Vec<DayVolume>> {
     daily_volume_query(institution_id, since).all(db).await
@@ -329,7 +338,7 @@ pub struct Found {
 /// settlement hash, or any transfer seen to its deposit address) or deposit address is exactly
 /// the key; each arm an index search scoped to the institution; at most [`SEARCH_MAX`] + 1
 /// rows, newest first.
-pub fn search_query(institution_id: i64, keys: &SearchKeys<'_>) -> Select {
+pub fn search_query(institution_id: InstitutionId, keys: &SearchKeys<'_>) -> Select {
     Select {
         // Two compounds in a union of two: D1 allows at most five terms in one.
         sql: "SELECT id, key FROM (SELECT * FROM (\
@@ -372,7 +381,7 @@ pub fn search_query(institution_id: i64, keys: &SearchKeys<'_>) -> Select {
 /// The payments the search finds (see [`search_query`]).
 pub async fn search(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     keys: &SearchKeys<'_>,
 ) -> DbResult<Vec<Found>> {
     search_query(institution_id, keys).all(db).await
@@ -381,14 +390,14 @@ pub async fn search(
 /// The institution's payments of these ids (at most [`SEARCH_MAX`] + 1), newest first.
 pub async fn of_ids(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     ids: &[i64],
 ) -> DbResult<Vec<Transaction>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let marks: Vec<String> = (0..ids.len()).map(|i| format!("?{}", i + 2)).collect();
-    let mut params = vec![Value::Int(institution_id)];
+    let mut params = vec![Value::from(institution_id)];
     params.extend(ids.iter().map(|id| Value::Int(*id)));
     let rows: Vec<Row> = all(
         db,
@@ -404,7 +413,7 @@ pub async fn of_ids(
 }
 
 /// The institution's newest transaction id (a sample for test events).
-pub async fn newest_id(db: &D1Database, institution_id: i64) -> DbResult<Option<i64>> {
+pub async fn newest_id(db: &D1Database, institution_id: InstitutionId) -> DbResult<Option<i64>> {
     #[derive(Deserialize)]
     struct Id {
         id: i64,
@@ -422,7 +431,7 @@ pub async fn newest_id(db: &D1Database, institution_id: i64) -> DbResult<Option<
 /// A pending transaction to create.
 pub struct NewPayment<'a> {
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// The merchant.
     pub merchant_id: i64,
     /// Default asset.
@@ -488,7 +497,10 @@ pub fn insert_pending(
 /// statement follows it in the batch, guarded on this one having written).
 pub fn change_method(
     db: &D1Database,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     version: i64,
     asset: &str,
     network: &str,
@@ -515,10 +527,10 @@ pub fn change_method(
 /// end and its grace (so the end is known), at most `limit`. Only open checkouts are
 /// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
 /// look-back window that could strand an old session.
-pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<(i64, i64)>> {
+pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Scoped<i64>>> {
     #[derive(Deserialize)]
     struct Id {
-        institution_id: i64,
+        institution_id: InstitutionId,
         id: i64,
     }
     let rows: Vec<Id> = all(
@@ -536,7 +548,10 @@ pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult
         &[now.into(), limit.into(), watches::END_GRACE_SECONDS.into()],
     )
     .await?;
-    Ok(rows.into_iter().map(|r| (r.institution_id, r.id)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| Scoped::new(r.institution_id, r.id))
+        .collect())
 }
 
 /// A payment as the lifecycle needs it and as the API shows it, from one read (one snapshot:
@@ -544,7 +559,7 @@ pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult
 #[derive(Debug)]
 pub struct PaymentRow {
     /// Owning institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Amount refunded so far.
     pub refunded: Option<Decimal>,
     /// Row version: every write is guarded on the one it read.
@@ -562,7 +577,7 @@ pub struct PaymentRow {
 /// [`PaymentRow`] as D1 returns it.
 #[derive(Debug, Deserialize)]
 struct PaymentColumns {
-    institution_id: i64,
+    institution_id: InstitutionId,
     amount_refunded: Option<String>,
     version: i64,
     expires_at: Option<i64>,
@@ -574,7 +589,13 @@ struct PaymentColumns {
 
 /// The books' condition that transaction `id` (of `institution_id`) is at `version` (its
 /// change was written).
-pub fn at_version((institution_id, id): (i64, i64), version: i64) -> When {
+pub fn at_version(
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
+    version: i64,
+) -> When {
     When::holds(
         "(SELECT version FROM transactions WHERE id = ?1 AND institution_id = ?3) = ?2",
         vec![id.into(), version.into(), institution_id.into()],
@@ -585,7 +606,7 @@ pub fn at_version((institution_id, id): (i64, i64), version: i64) -> When {
 /// `institution_id`'s.
 pub async fn payment(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Option<PaymentRow>> {
     let sql = format!(
@@ -639,7 +660,10 @@ pub struct Stamps<'a> {
 /// changes nothing. (The outbox statements that follow it in the batch check `changes() = 1`.)
 pub fn apply_change(
     db: &D1Database,
-    (institution_id, id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<i64>,
     version: i64,
     change: &Change,
     stamps: &Stamps<'_>,

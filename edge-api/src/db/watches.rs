@@ -4,6 +4,7 @@
 use payrail_evm::{Address, Token, TxHash};
 use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::time::UnixTime;
 use shared_types::RawStatus;
 use worker::{D1Database, D1PreparedStatement};
@@ -20,7 +21,7 @@ pub struct NewWatch<'a> {
     /// Its session.
     pub session_id: &'a str,
     /// The session's institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Network name.
     pub network: &'a str,
     /// Asset code.
@@ -86,7 +87,7 @@ pub struct Watch {
     /// Its session.
     pub session_id: String,
     /// The session's institution.
-    pub institution_id: i64,
+    pub institution_id: InstitutionId,
     /// Network name.
     pub network: String,
     /// Asset code.
@@ -172,7 +173,7 @@ pub async fn due(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Watch>> 
 /// Every watch of a session (of `institution_id`), oldest first.
 pub async fn of_session(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     session_id: &str,
 ) -> DbResult<Vec<Watch>> {
     all(
@@ -451,7 +452,10 @@ pub struct StoredTransfer {
 /// valuation already recorded stays), and only on a final payment. Whether it wrote.
 pub async fn set_rate(
     db: &D1Database,
-    (institution_id, network): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id: network,
+    }: Scoped<&str>,
     transfer: &StoredTransfer,
     rate: Decimal,
     source: &str,
@@ -505,7 +509,7 @@ pub struct Deposit {
 /// The deposit addresses given out for transaction `id`, oldest first.
 pub async fn deposits_of_transaction(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Vec<Deposit>> {
     all(
@@ -521,7 +525,7 @@ pub async fn deposits_of_transaction(
 /// Every transfer seen to the deposit addresses of transaction `id`, in chain order.
 pub async fn transfers_of_transaction(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Vec<StoredTransfer>> {
     all(
@@ -555,7 +559,7 @@ pub fn transfers_of_session_in_batch(
 /// Every transfer seen for a session, in chain order, as a statement of a batch.
 pub fn transfers_of_session(
     db: &D1Database,
-    institution_id: i64,
+    institution_id: InstitutionId,
     session_id: &str,
 ) -> DbResult<Returning<StoredTransfer>> {
     bind(

@@ -6,6 +6,7 @@
 //! same D1 batch as the state change they record, so the books and the state never disagree.
 
 use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use std::str::FromStr;
 
 use shared_types::ledger::postings::{self, Part as PaymentShare};
@@ -153,7 +154,13 @@ pub async fn receipts(
 pub async fn credit(
     ctx: &Ctx,
     (index, part): (usize, &Part<'_>),
-    (transaction_id, merchant_id, institution_id): (i64, i64, i64),
+    (
+        Scoped {
+            institution: institution_id,
+            id: transaction_id,
+        },
+        merchant_id,
+    ): (Scoped<i64>, i64),
     when: &When,
 ) -> Result<Vec<D1PreparedStatement>, ApiError> {
     let asset = Asset {
@@ -251,7 +258,10 @@ pub async fn topups(
 /// the coin's for its gas.
 fn settlement_accounts(
     asset: &Asset<'_>,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
 ) -> Vec<Account> {
     let gas = coin(asset.network);
     vec![
@@ -299,12 +309,15 @@ pub struct Reserved {
 pub async fn reserve_settlement(
     ctx: &Ctx,
     asset: &Asset<'_>,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     send_id: &str,
     parts: &[PaymentShare],
     gas_wei: u128,
 ) -> ChainResult<Reserved> {
-    let accounts = settlement_accounts(asset, (institution_id, merchant_id));
+    let accounts = settlement_accounts(asset, Scoped::new(institution_id, merchant_id));
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
     let merchant = accounts[0].id();
     let available = book.available(&merchant);
@@ -319,7 +332,7 @@ pub async fn reserve_settlement(
     }
     let mut transfers = postings::settlement(
         &asset.ledger(),
-        (institution_id, merchant_id),
+        Scoped::new(institution_id, merchant_id),
         send_id,
         parts,
         payout,
@@ -353,7 +366,13 @@ fn transfers_of(refusal: &Refusal, code: Code) -> bool {
 pub async fn reserve_refund(
     ctx: &Ctx,
     asset: &Asset<'_>,
-    (institution_id, merchant_id, transaction_id): (i64, i64, i64),
+    (
+        Scoped {
+            institution: institution_id,
+            id: merchant_id,
+        },
+        transaction_id,
+    ): (Scoped<i64>, i64),
     refund_id: &str,
     units: u128,
 ) -> Result<Book, ApiError> {
@@ -450,8 +469,12 @@ pub async fn end_send(
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
     let carried = match live.purpose() {
-        Purpose::Settlement(id) => settlements::carried(&ctx.db, (live.institution_id, id)).await?,
-        Purpose::Refund(id) => refunds::carried(&ctx.db, (live.institution_id, id)).await?,
+        Purpose::Settlement(id) => {
+            settlements::carried(&ctx.db, Scoped::new(live.institution_id, id)).await?
+        }
+        Purpose::Refund(id) => {
+            refunds::carried(&ctx.db, Scoped::new(live.institution_id, id)).await?
+        }
     };
     let asset = match &carried {
         Some(c) => Some(Asset {
@@ -498,7 +521,8 @@ pub async fn end_send(
         {
             // A transaction it replaced was mined after all: its own figures, posted at once.
             let items =
-                settlements::items_of(&ctx.db, (carrier.institution_id, &carrier.id)).await?;
+                settlements::items_of(&ctx.db, Scoped::new(carrier.institution_id, &carrier.id))
+                    .await?;
             let parts = parts(&items)?;
             let payout = u128::from_str(&carrier.units).unwrap_or(0);
             record(
@@ -542,7 +566,9 @@ pub async fn replace_send(
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
     let carried = match old.purpose() {
-        Purpose::Settlement(id) => settlements::carried(&ctx.db, (old.institution_id, id)).await?,
+        Purpose::Settlement(id) => {
+            settlements::carried(&ctx.db, Scoped::new(old.institution_id, id)).await?
+        }
         Purpose::Refund(_) => None,
     };
     let asset = match &carried {
@@ -568,7 +594,7 @@ pub async fn replace_send(
     let mut transfers = Vec::new();
     if let (Some(asset), Some(c), Some(parts)) = (&asset, &carried, parts) {
         let merchant = asset
-            .account(Kind::Merchant, &c.owners().1.to_string())
+            .account(Kind::Merchant, &c.owners().id.to_string())
             .id();
         payout = postings::payout(book.available(&merchant), parts);
         if payout == 0 {

@@ -10,6 +10,7 @@
 //! while a settlement of it is out. The same Idempotency-Key again is the same refund.
 
 use payrail_evm::Token;
+use shared_types::ids::{InstitutionId, Scoped};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -167,7 +168,7 @@ struct Checked {
 
 async fn check(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
 ) -> Result<Checked, ApiError> {
@@ -313,7 +314,7 @@ fn part_list(parts: &[PaymentQuote]) -> String {
 /// What refunding `request` would send, without sending it.
 pub async fn preview(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
 ) -> Result<Preview, ApiError> {
@@ -326,7 +327,7 @@ pub async fn preview(
 /// same key again answers the refund it made, when asked the same).
 pub async fn request(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
     key: &str,
@@ -386,7 +387,7 @@ pub async fn request(
 /// the cron tries again), and answers it as new.
 async fn sent_now(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     key: &str,
 ) -> Result<(RefundView, bool), ApiError> {
     if let Some(treasury) = treasury::treasury(ctx)? {
@@ -409,7 +410,10 @@ async fn sent_now(
 /// there; two at once return it once (the books' batch guards the address's balance).
 pub async fn return_extra(
     ctx: &Ctx,
-    (institution_id, transaction_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: transaction_id,
+    }: Scoped<i64>,
     (deposit, to): (&str, &str),
     key: &str,
     requested_by: &str,
@@ -517,7 +521,7 @@ pub async fn return_extra(
             },
         )
         .or_internal("write return")?;
-        let (batch, insert) = with_books(ctx, statement, &book, (institution_id, &id))?;
+        let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
         match batch.run(&ctx.db).await {
             Ok(results) if results.changed(insert) => break,
             Ok(_) => {
@@ -553,7 +557,10 @@ fn with_books(
     ctx: &Ctx,
     statement: worker::D1PreparedStatement,
     book: &db::ledger::Book,
-    (institution_id, id): (i64, &str),
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
 ) -> Result<(Batch, db::Handle<db::NoRows>), ApiError> {
     let mut batch = Batch::new();
     let insert = batch.push(statement);
@@ -607,7 +614,7 @@ enum Attempt {
 /// pending transfers in one batch guarded on what was read.
 async fn store(
     ctx: &Ctx,
-    institution_id: i64,
+    institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
     key: &str,
@@ -628,7 +635,10 @@ async fn store(
     let book = ledger::reserve_refund(
         ctx,
         &asset,
-        (institution_id, checked.merchant_id, transaction_id),
+        (
+            Scoped::new(institution_id, checked.merchant_id),
+            transaction_id,
+        ),
         &id,
         checked.units,
     )
@@ -659,7 +669,7 @@ async fn store(
         },
     )
     .or_internal("write refund")?;
-    let (batch, insert) = with_books(ctx, statement, &book, (institution_id, &id))?;
+    let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
     let inserted = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
         Err(e) if db::ledger::raced(&e) => {
@@ -724,7 +734,7 @@ async fn send_due(ctx: &Ctx, networks: &BTreeMap<String, Network>, treasury: &Tr
             }
             if let Err(e) = refunds::note(
                 &ctx.db,
-                (refund.institution_id, &refund.id),
+                Scoped::new(refund.institution_id, &refund.id),
                 &why.public(),
                 ctx.now(),
             )
@@ -823,15 +833,19 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
     {
         // A return changes nothing on the payment: it is done once final.
         if refund.extra {
-            refunds::done(&ctx.db, (refund.institution_id, &refund.id), ctx.now())
-                .await
-                .or_internal("mark return done")?;
+            refunds::done(
+                &ctx.db,
+                Scoped::new(refund.institution_id, &refund.id),
+                ctx.now(),
+            )
+            .await
+            .or_internal("mark return done")?;
             continue;
         }
         let amount = refund.amount;
         let outcome = payments::refund(
             ctx,
-            (refund.institution_id, refund.transaction_id),
+            Scoped::new(refund.institution_id, refund.transaction_id),
             &Action::Refund { amount },
             &refund.id,
         )
@@ -846,9 +860,13 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
                 .is_some();
             if exists {
                 // Recorded before the payment's change marked its refund done.
-                refunds::done(&ctx.db, (refund.institution_id, &refund.id), ctx.now())
-                    .await
-                    .or_internal("mark refund done")?;
+                refunds::done(
+                    &ctx.db,
+                    Scoped::new(refund.institution_id, &refund.id),
+                    ctx.now(),
+                )
+                .await
+                .or_internal("mark refund done")?;
             } else {
                 err.log_with(format!(
                     "refund {} not recorded on payment {}",

@@ -24,6 +24,7 @@
 //!   its live transactions not yet mined will still take ([`available`]).
 
 use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -403,13 +404,13 @@ async fn settle_receipt(
         match carrier.purpose() {
             Purpose::Settlement(id) => statements.extend(settlements::confirm(
                 &ctx.db,
-                (carrier.institution_id, id),
+                Scoped::new(carrier.institution_id, id),
                 now,
             )?),
             Purpose::Refund(id) => {
                 statements.push(refunds::confirm(
                     &ctx.db,
-                    (carrier.institution_id, id),
+                    Scoped::new(carrier.institution_id, id),
                     now,
                 )?);
             }
@@ -426,7 +427,7 @@ async fn settle_receipt(
             Purpose::Settlement(id) => {
                 statements.extend(settlements::fail(
                     &ctx.db,
-                    (live.institution_id, id),
+                    Scoped::new(live.institution_id, id),
                     &why,
                     now,
                 )?);
@@ -434,7 +435,7 @@ async fn settle_receipt(
             Purpose::Refund(id) => {
                 statements.push(refunds::attempt_failed(
                     &ctx.db,
-                    (live.institution_id, id),
+                    Scoped::new(live.institution_id, id),
                     &why,
                     now,
                 )?);
@@ -443,7 +444,7 @@ async fn settle_receipt(
         // A refund given up at its last attempt releases what it reserved.
         let given_up = match live.purpose() {
             Purpose::Refund(id) => {
-                refunds::attempts(&ctx.db, (live.institution_id, id)).await? + 1
+                refunds::attempts(&ctx.db, Scoped::new(live.institution_id, id)).await? + 1
                     >= refunds::ATTEMPTS
             }
             Purpose::Settlement(_) => false,
@@ -499,7 +500,7 @@ async fn replace(
         .ok_or_else(|| ChainError::answer("the replacement's fees are out of range"))?;
     let (units, items, rate_source) = match send.purpose() {
         Purpose::Settlement(settlement_id) => {
-            let settlement = (send.institution_id, settlement_id);
+            let settlement = Scoped::new(send.institution_id, settlement_id);
             match reprice(ctx, network, settlement, (&send.network, price, gas_wei)).await? {
                 Repriced::At(priced, source) => (priced.units, priced.items, source),
                 Repriced::Cannot(why) => {
@@ -593,7 +594,7 @@ enum Repriced {
 async fn reprice(
     ctx: &Ctx,
     network: &Network,
-    settlement: (i64, &str),
+    settlement: Scoped<&str>,
     (name, price, gas_wei): (&str, u128, u128),
 ) -> ChainResult<Repriced> {
     let due = settlements::claimed(&ctx.db, settlement).await?;

@@ -15,6 +15,7 @@
 //! the running total), and one check records at most `transfers_per_check` transfers.
 
 use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -73,7 +74,10 @@ fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
 /// block). Writes nothing when they all are.
 pub async fn watch_assets(
     ctx: &Ctx,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     networks: &BTreeMap<String, Network>,
 ) -> Result<(), ApiError> {
     let mut statements = Vec::new();
@@ -82,7 +86,7 @@ pub async fn watch_assets(
         statements.extend(
             topups::watch_assets(
                 &ctx.db,
-                (institution_id, merchant_id, name),
+                (Scoped::new(institution_id, merchant_id), name),
                 &watched(&assets),
                 ctx.now(),
             )
@@ -102,7 +106,10 @@ pub async fn watch_assets(
 /// not configured (or no deposit key); 503 when its node cannot say its newest block.
 pub async fn create(
     ctx: &Ctx,
-    (institution_id, merchant_id): (i64, i64),
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
     name: &str,
     created_by: &str,
 ) -> Result<TopupAddress, ApiError> {
@@ -112,9 +119,10 @@ pub async fn create(
             "top-ups are taken only on the networks whose chain is watched; {name:?} is not one"
         )));
     };
-    if let Some(existing) = topups::address_on(&ctx.db, (institution_id, merchant_id), name)
-        .await
-        .or_internal("read top-up address")?
+    if let Some(existing) =
+        topups::address_on(&ctx.db, Scoped::new(institution_id, merchant_id), name)
+            .await
+            .or_internal("read top-up address")?
     {
         return Ok(existing);
     }
@@ -155,7 +163,7 @@ pub async fn create(
     statements.extend(
         topups::watch_assets(
             &ctx.db,
-            (institution_id, merchant_id, name),
+            (Scoped::new(institution_id, merchant_id), name),
             &watched(&assets),
             ctx.now(),
         )
@@ -166,7 +174,7 @@ pub async fn create(
         .or_internal("store top-up address")?;
     // Of two given out at once, the first stored is the merchant's (the other index stays
     // unused: indexes are never reused).
-    topups::address_on(&ctx.db, (institution_id, merchant_id), name)
+    topups::address_on(&ctx.db, Scoped::new(institution_id, merchant_id), name)
         .await
         .or_internal("read top-up address")?
         .ok_or_else(|| ApiError::internal("top-up address", "not stored"))

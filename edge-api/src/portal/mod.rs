@@ -23,6 +23,7 @@ pub mod search;
 pub mod topups;
 pub mod users;
 
+use shared_types::ids::InstitutionId;
 use shared_types::{ErrorCode, PortalRole};
 use worker::{Request, Response, Url};
 
@@ -74,7 +75,7 @@ impl Portal<'_> {
     }
 
     /// The session's institution: every portal query is scoped to it.
-    pub fn institution_id(&self) -> i64 {
+    pub fn institution_id(&self) -> InstitutionId {
         self.session.institution_id
     }
 }

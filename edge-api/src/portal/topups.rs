@@ -5,6 +5,7 @@
 //! watched and posted to the books.
 
 use serde::Serialize;
+use shared_types::ids::Scoped;
 use shared_types::{ErrorCode, MerchantStatus};
 
 use super::merchants;
@@ -108,7 +109,7 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
     if missing {
         topup::watch_assets(
             portal.ctx,
-            (portal.institution_id(), merchant_id),
+            Scoped::new(portal.institution_id(), merchant_id),
             &networks,
         )
         .await?;
@@ -118,7 +119,7 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
     }
     let transfers = topups::transfers_of(
         portal.db(),
-        (portal.institution_id(), merchant_id),
+        Scoped::new(portal.institution_id(), merchant_id),
         MAX_SHOWN * 4,
     )
     .await
@@ -233,7 +234,7 @@ pub async fn create(
     }
     topup::create(
         portal.ctx,
-        (portal.institution_id(), merchant_id),
+        Scoped::new(portal.institution_id(), merchant_id),
         network,
         &portal.session.email,
     )

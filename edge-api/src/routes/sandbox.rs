@@ -5,6 +5,7 @@
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::checkout::{parse_decimal, AmountRule, MAX_AMOUNT_MAJOR, MOST_CURRENCY_DIGITS};
+use shared_types::ids::Scoped;
 use shared_types::lifecycle::Action;
 use shared_types::Scope;
 use worker::Response;
@@ -95,6 +96,6 @@ pub async fn act(
             )))
         }
     };
-    let transaction = payments::act(ctx, (caller.institution_id, id), &action).await?;
+    let transaction = payments::act(ctx, Scoped::new(caller.institution_id, id), &action).await?;
     http::json(200, &transaction).or_internal("build response")
 }

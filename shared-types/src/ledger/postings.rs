@@ -16,6 +16,7 @@
 //! | a sweep final | sweep: treasury ← custody; its gas: gas ← custody (coin); gas funding: custody (deposit) ← custody (gas address) |
 //! | the operator's funding found by reconciliation | funding: treasury (or the custody gas address) ← world |
 
+use crate::ids::Scoped;
 use alloc::borrow::ToOwned;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -149,18 +150,21 @@ pub fn payout(available: i128, parts: &[Part]) -> u128 {
     u128::try_from(left.max(0)).unwrap_or(0).min(net)
 }
 
-/// A settlement transaction `send_id` of `merchant_id` (of `institution_id`): each part's fees
-/// and the payout, pending until the transaction is final. With `phase` [`Phase::Single`]:
-/// posted at once (a replaced transaction that was mined after all).
+/// A settlement transaction `send_id` of `merchant` (in its institution): each part's fees and
+/// the payout, pending until the transaction is final. With `phase` [`Phase::Single`]: posted
+/// at once (a replaced transaction that was mined after all).
 pub fn settlement(
     ledger: &Ledger,
-    (institution_id, merchant_id): (i64, i64),
+    merchant: Scoped<i64>,
     send_id: &str,
     parts: &[Part],
     payout: u128,
     single: bool,
 ) -> Vec<Transfer> {
-    let merchant = ledger.account(Kind::Merchant, &merchant_id.to_string());
+    let (institution_id, merchant) = (
+        merchant.institution,
+        ledger.account(Kind::Merchant, &merchant.id.to_string()),
+    );
     let phase = || {
         if single {
             Phase::Single

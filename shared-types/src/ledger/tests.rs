@@ -1,3 +1,4 @@
+use crate::ids::{InstitutionId, Scoped};
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
@@ -72,7 +73,14 @@ fn a_payment_settled_leaves_the_merchant_its_rounding_and_the_books_balanced() {
     let merchant = l.account(Kind::Merchant, "1");
     let pay = postings::payout(b.accounts[&merchant].1.available(Kind::Merchant), &parts);
     assert_eq!(pay, 19_796_999);
-    let pending = postings::settlement(&l, (7, 1), "snd_1", &parts, pay, false);
+    let pending = postings::settlement(
+        &l,
+        Scoped::new(InstitutionId(7), 1),
+        "snd_1",
+        &parts,
+        pay,
+        false,
+    );
     for t in &pending {
         b.apply(t).unwrap();
     }
@@ -138,7 +146,14 @@ fn a_refund_after_settlement_is_refused_beyond_the_debt_limit_and_netted_within_
             gas_units: 0,
             net_units: 10,
         }];
-        let pending = postings::settlement(&l, (7, 1), "snd_1", &parts, 10, false);
+        let pending = postings::settlement(
+            &l,
+            Scoped::new(InstitutionId(7), 1),
+            "snd_1",
+            &parts,
+            10,
+            false,
+        );
         pending.iter().for_each(|t| b.apply(t).unwrap());
         postings::end(&pending, true)
             .iter()
@@ -186,7 +201,14 @@ fn a_top_up_is_in_custody_at_its_address_and_owed_to_its_merchant_once() {
         gas_units: 0,
         net_units: 10,
     }];
-    let pending = postings::settlement(&l, (7, 1), "snd_1", &parts, 10, false);
+    let pending = postings::settlement(
+        &l,
+        Scoped::new(InstitutionId(7), 1),
+        "snd_1",
+        &parts,
+        10,
+        false,
+    );
     pending.iter().for_each(|t| b.apply(t).unwrap());
     postings::end(&pending, true)
         .iter()
@@ -377,7 +399,7 @@ proptest! {
                     let available = b.accounts[&merchant].1.available(Kind::Merchant);
                     let pay = postings::payout(available, &parts);
                     let send = format!("snd_{seq}");
-                    let pending = postings::settlement(&l, (7, 1), &send, &parts, pay, false);
+                    let pending = postings::settlement(&l, Scoped::new(InstitutionId(7), 1), &send, &parts, pay, false);
                     let mut trial = b.clone();
                     if pending.iter().try_for_each(|t| trial.apply(t)).is_err() {
                         continue; // refused whole: the treasury is short

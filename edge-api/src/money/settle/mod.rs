@@ -27,6 +27,7 @@
 pub mod plan;
 
 use payrail_evm::Token;
+use shared_types::ids::{InstitutionId, Scoped};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
@@ -72,7 +73,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     for Stalled { send, reason } in stalled {
         match send.purpose() {
             Purpose::Settlement(id) => {
-                let held = settlements::claimed(&ctx.db, (send.institution_id, id))
+                let held = settlements::claimed(&ctx.db, Scoped::new(send.institution_id, id))
                     .await
                     .or_internal("read a settlement's payments")?;
                 if let Some(first) = held.first() {
@@ -80,11 +81,14 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
                     hold(ctx, first.institution_id, &ids, &reason).await?;
                 }
             }
-            Purpose::Refund(id) => {
-                refunds::note(&ctx.db, (send.institution_id, id), &reason, ctx.now())
-                    .await
-                    .or_internal("record why a refund waits")?
-            }
+            Purpose::Refund(id) => refunds::note(
+                &ctx.db,
+                Scoped::new(send.institution_id, id),
+                &reason,
+                ctx.now(),
+            )
+            .await
+            .or_internal("record why a refund waits")?,
         }
     }
     finish(ctx).await?;
@@ -137,7 +141,8 @@ async fn start(
         .or_internal("read settlements out")?;
     // Batches never mix institutions: each group is one institution's merchant, network and
     // asset.
-    let mut groups: BTreeMap<(i64, i64, String, String), Vec<Settleable>> = BTreeMap::new();
+    let mut groups: BTreeMap<(InstitutionId, i64, String, String), Vec<Settleable>> =
+        BTreeMap::new();
     for d in due {
         let key = (
             d.institution_id,
@@ -177,7 +182,12 @@ async fn start(
 }
 
 /// Records `reason` on the payments and tells the institution when it is new for any of them.
-async fn hold(ctx: &Ctx, institution_id: i64, ids: &[i64], reason: &str) -> Result<(), ApiError> {
+async fn hold(
+    ctx: &Ctx,
+    institution_id: InstitutionId,
+    ids: &[i64],
+    reason: &str,
+) -> Result<(), ApiError> {
     let new = settlements::hold(&ctx.db, (institution_id, ids), reason, ctx.now())
         .await
         .or_internal("record settlement hold")?;
@@ -319,7 +329,7 @@ async fn settle_group(
     let reserved = ledger::reserve_settlement(
         ctx,
         &asset,
-        (first.institution_id, first.merchant_id),
+        Scoped::new(first.institution_id, first.merchant_id),
         &send_id,
         &parts,
         gas_cost,
@@ -433,7 +443,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
         let action = Action::SettleOnChain { psp_fee, gas_fee };
         match payments::settle(
             ctx,
-            (first.institution_id, first.transaction_id),
+            Scoped::new(first.institution_id, first.transaction_id),
             &action,
             &first.tx_hash,
         )

@@ -147,7 +147,7 @@ mod tests {
         Settleable {
             transaction_id: id,
             part: 0,
-            institution_id: 1,
+            institution_id: shared_types::ids::InstitutionId(1),
             merchant_id: 1,
             currency: currency.into(),
             gross: gross.into(),

@@ -16,6 +16,7 @@
 //! pure and live beside it in [`rules`].
 
 use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
@@ -483,7 +484,7 @@ async fn judge(
         }
         match payments::credit(
             ctx,
-            (session.institution_id, session.transaction_id),
+            Scoped::new(session.institution_id, session.transaction_id),
             &action,
             source_hash,
             &books,
@@ -539,7 +540,7 @@ async fn value_late(
                 // Valued by another check meanwhile: its rate stands, read at the next check.
                 if watches::set_rate(
                     &ctx.db,
-                    (watch.institution_id, &watch.network),
+                    Scoped::new(watch.institution_id, &watch.network),
                     t,
                     rate,
                     &source,

@@ -663,7 +663,7 @@ mod tests {
             address: "0xabc".into(),
             derivation_index: 0,
             session_id: "cs_1".into(),
-            institution_id: 1,
+            institution_id: shared_types::ids::InstitutionId(1),
             network: "polygon".into(),
             asset: "USDC".into(),
             token: Token::Erc20(Address([0x70; 20])),

@@ -1,6 +1,7 @@
 //! `/portal/api/payments`: the institution's payments and their refunds.
 
 use serde::Deserialize;
+use shared_types::ids::Scoped;
 
 use super::call::{reply, to_json, Call};
 use crate::error::OrInternal;
@@ -99,7 +100,7 @@ pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     let portal = &c.portal;
     let (view, created) = refund::return_extra(
         portal.ctx,
-        (portal.institution_id(), id),
+        Scoped::new(portal.institution_id(), id),
         (&deposit, &address),
         &key,
         &portal.session.email,

@@ -2,6 +2,7 @@
 //! payment with its timeline, and the CSV export.
 
 use maud::{html, Markup};
+use shared_types::ids::Scoped;
 use shared_types::{ErrorCode, PortalRole, RawStatus, Status, Transaction};
 use worker::Response;
 
@@ -563,7 +564,7 @@ pub(super) async fn return_extra(c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
     let made = refund::return_extra(
         portal.ctx,
-        (portal.institution_id(), id),
+        Scoped::new(portal.institution_id(), id),
         (
             form.get("deposit").unwrap_or_default(),
             form.get("address").unwrap_or_default(),
