@@ -159,7 +159,7 @@ fn resolve(
         Some("crate") => Vec::new(),
         Some("super") => from[..from.len().saturating_sub(1)].to_vec(),
         Some("self") => from.to_vec(),
-        // A bare path that starts with a child module's name (`use webhooks::x` in `pages`).
+        // A bare path that starts with a child module's name (`use webhook_endpoints::x` in `pages`).
         Some(first) if known.contains_key(&[from, &[first.to_owned()]].concat()) => {
             let mut child = from.to_vec();
             child.extend(path.iter().cloned());

@@ -32,29 +32,34 @@ pub fn route<'a>(rest: &[&'a str]) -> Option<Route<'a, Incoming<'a>>> {
 
 /// Every route on the session: its path, and for each method the handler.
 fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
-    use self::webhook_endpoints as endpoints;
     Some(match *rest {
         ["logout"] => Route::new().post(session::logout),
         ["session"] => Route::new().get(session::show),
         ["clients"] => Route::new().get(clients::list).post(clients::create),
         ["clients", id] => Route::new().delete(move |c| clients::delete(c, id)),
         ["clients", id, "rotate"] => Route::new().post(move |c| clients::rotate(c, id)),
-        ["webhook-endpoints"] => Route::new().get(endpoints::list).post(endpoints::create),
+        ["webhook-endpoints"] => Route::new()
+            .get(webhook_endpoints::list)
+            .post(webhook_endpoints::create),
         ["webhook-endpoints", id] => Route::new()
-            .get(move |c| endpoints::show(c, id))
-            .patch(move |c| endpoints::update(c, id))
-            .delete(move |c| endpoints::delete(c, id)),
+            .get(move |c| webhook_endpoints::show(c, id))
+            .patch(move |c| webhook_endpoints::update(c, id))
+            .delete(move |c| webhook_endpoints::delete(c, id)),
         ["webhook-endpoints", id, "secret"] => {
-            Route::new().get(move |c| endpoints::reveal_secret(c, id))
+            Route::new().get(move |c| webhook_endpoints::reveal_secret(c, id))
         }
         ["webhook-endpoints", id, "rotate-secret"] => {
-            Route::new().post(move |c| endpoints::rotate_secret(c, id))
+            Route::new().post(move |c| webhook_endpoints::rotate_secret(c, id))
         }
         ["webhook-endpoints", id, "deliveries"] => {
-            Route::new().get(move |c| endpoints::deliveries(c, id))
+            Route::new().get(move |c| webhook_endpoints::deliveries(c, id))
         }
-        ["webhook-endpoints", id, "enable"] => Route::new().post(move |c| endpoints::enable(c, id)),
-        ["webhook-endpoints", id, "test"] => Route::new().post(move |c| endpoints::test(c, id)),
+        ["webhook-endpoints", id, "enable"] => {
+            Route::new().post(move |c| webhook_endpoints::enable(c, id))
+        }
+        ["webhook-endpoints", id, "test"] => {
+            Route::new().post(move |c| webhook_endpoints::test(c, id))
+        }
         ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
         ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),

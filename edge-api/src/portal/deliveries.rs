@@ -20,7 +20,7 @@ pub async fn log(
     endpoint_id: &str,
     query: &str,
 ) -> Result<List<Delivery, DeliveryId>, ApiError> {
-    super::endpoints::get(portal, endpoint_id).await?;
+    super::webhook_endpoints::get(portal, endpoint_id).await?;
     let q = DeliveryLogQuery::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
     let cursor = match &q.starting_after {
         None => None,
@@ -102,7 +102,7 @@ pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError>
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
-    let endpoint = super::endpoints::get(portal, &row.endpoint_id)
+    let endpoint = super::webhook_endpoints::get(portal, &row.endpoint_id)
         .await
         .map_err(|_| {
             ApiError::new(
@@ -133,7 +133,7 @@ pub async fn enable(
         .map_err(|e| ApiError::invalid_request(e.0))?;
     if since.is_some() {
         // Counted before anything changes: a refused call enables nothing either.
-        super::endpoints::get(portal, endpoint_id).await?;
+        super::webhook_endpoints::get(portal, endpoint_id).await?;
         throttle::count_webhook_send(portal.ctx, portal.institution_id(), endpoint_id).await?;
     }
     if !endpoints::enable(
@@ -157,7 +157,7 @@ pub async fn enable(
             queue_new(portal, &failed).await?
         }
     };
-    let endpoint = super::endpoints::get(portal, endpoint_id).await?;
+    let endpoint = super::webhook_endpoints::get(portal, endpoint_id).await?;
     let mut value = serde_json::to_value(endpoint).or_internal("encode")?;
     value["resent"] = serde_json::to_value(resent).or_internal("encode")?;
     Ok(value)
@@ -166,7 +166,7 @@ pub async fn enable(
 /// Sends a `webhook.test` event, carrying the institution's newest transaction as a sample, to
 /// one endpoint (whatever its event types).
 pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Delivery, ApiError> {
-    let endpoint = super::endpoints::get(portal, endpoint_id).await?;
+    let endpoint = super::webhook_endpoints::get(portal, endpoint_id).await?;
     if endpoint.status != EndpointStatus::Enabled {
         return Err(endpoint_disabled());
     }

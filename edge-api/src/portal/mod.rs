@@ -1,6 +1,6 @@
 //! The institution portal: admins manage API clients and webhook endpoints. Server-rendered pages
 //! (`pages.rs`) and a JSON API (`api.rs`) share one session model and one set of operations
-//! (`clients`, `endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `search`,
+//! (`clients`, `webhook_endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `search`,
 //! `overview`, `topups`, `users`, `networks`); every operation is scoped to the session's institution.
 //!
 //! Sessions: a random cookie (`HttpOnly; Secure; SameSite=Strict; Path=/portal`), stored as its
@@ -12,7 +12,6 @@ pub mod api;
 pub mod balances;
 pub mod clients;
 pub mod deliveries;
-pub mod endpoints;
 pub mod fields;
 pub mod merchants;
 pub mod networks;
@@ -22,6 +21,7 @@ pub mod payments;
 pub mod search;
 pub mod topups;
 pub mod users;
+pub mod webhook_endpoints;
 
 use shared_types::ids::InstitutionId;
 use shared_types::{ErrorCode, PortalRole};

@@ -17,7 +17,7 @@ mod payments;
 mod session;
 mod topups;
 mod users;
-mod webhooks;
+mod webhook_endpoints;
 
 use layout::{error_box, layout, page, Call, Form};
 
@@ -73,15 +73,21 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["developers", "clients", id, "delete"] => {
             Route::new().post(move |c| developers::delete_client(c, id))
         }
-        ["webhooks"] => Route::new().get(webhooks::list).post(webhooks::create),
+        ["webhooks"] => Route::new()
+            .get(webhook_endpoints::list)
+            .post(webhook_endpoints::create),
         ["webhooks", id] => Route::new()
-            .get(move |c| webhooks::show(c, id))
-            .post(move |c| webhooks::update(c, id)),
-        ["webhooks", id, "reveal"] => Route::new().post(move |c| webhooks::reveal_secret(c, id)),
-        ["webhooks", id, "rotate"] => Route::new().post(move |c| webhooks::rotate_secret(c, id)),
-        ["webhooks", id, "delete"] => Route::new().post(move |c| webhooks::delete(c, id)),
-        ["webhooks", id, "enable"] => Route::new().post(move |c| webhooks::enable(c, id)),
-        ["webhooks", id, "test"] => Route::new().post(move |c| webhooks::test(c, id)),
+            .get(move |c| webhook_endpoints::show(c, id))
+            .post(move |c| webhook_endpoints::update(c, id)),
+        ["webhooks", id, "reveal"] => {
+            Route::new().post(move |c| webhook_endpoints::reveal_secret(c, id))
+        }
+        ["webhooks", id, "rotate"] => {
+            Route::new().post(move |c| webhook_endpoints::rotate_secret(c, id))
+        }
+        ["webhooks", id, "delete"] => Route::new().post(move |c| webhook_endpoints::delete(c, id)),
+        ["webhooks", id, "enable"] => Route::new().post(move |c| webhook_endpoints::enable(c, id)),
+        ["webhooks", id, "test"] => Route::new().post(move |c| webhook_endpoints::test(c, id)),
         ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
         ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
         ["users"] => Route::new().get(users::list).post(users::invite),

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::call::{reply, to_json, Call, Rotate};
-use crate::portal::balances;
+use crate::portal::balances::{self, statement};
 use crate::portal::merchants::{self, merchant_id, MerchantPatch, NewMerchantBody};
 use crate::route::Answer;
 
@@ -114,7 +114,7 @@ pub async fn balances(c: Call<'_>, id: &str) -> Answer {
 /// statement, newest first.
 pub async fn statement(c: Call<'_>, id: &str, network: &str, token: &str) -> Answer {
     let id = merchant_id(id)?;
-    let (balance, lines) = balances::statement(&c.portal, id, (network, token), c.query()).await?;
+    let (balance, lines) = statement::statement(&c.portal, id, (network, token), c.query()).await?;
     let mut body = to_json(&lines)?;
     body["balance"] = to_json(&balance)?;
     reply(200, body)
@@ -127,6 +127,9 @@ pub async fn set_debt_limit(mut c: Call<'_>, id: &str, network: &str, token: &st
     let DebtLimitBody { debt_limit } = c.json().await?;
     reply(
         200,
-        to_json(&balances::set_debt_limit(&c.portal, id, (network, token), &debt_limit).await?)?,
+        to_json(
+            &balances::debt_limit::set_debt_limit(&c.portal, id, (network, token), &debt_limit)
+                .await?,
+        )?,
     )
 }

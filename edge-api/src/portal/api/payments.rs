@@ -5,7 +5,7 @@ use shared_types::ids::Scoped;
 
 use super::call::{reply, to_json, Call};
 use crate::error::OrInternal;
-use crate::money::refund::{self, RefundRequest};
+use crate::money::refund::{self, returns, RefundRequest};
 use crate::portal::balances;
 use crate::portal::payments::{self, payment_id};
 use crate::route::Answer;
@@ -98,7 +98,7 @@ pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     let key = idempotency_key(&c)?;
     let ReturnBody { deposit, address } = c.json().await?;
     let portal = &c.portal;
-    let (view, created) = refund::return_extra(
+    let (view, created) = returns::return_extra(
         portal.ctx,
         Scoped::new(portal.institution_id(), id),
         (&deposit, &address),

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::call::{reply, to_json, with_member, Call, Rotate};
 use crate::portal::deliveries;
-use crate::portal::endpoints::{self, endpoint_id, EndpointPatch, NewEndpoint};
+use crate::portal::webhook_endpoints::{self, endpoint_id, EndpointPatch, NewEndpoint};
 use crate::route::Answer;
 
 #[derive(Deserialize, Default)]
@@ -17,14 +17,14 @@ struct Enable {
 
 /// `GET /portal/api/webhook-endpoints`.
 pub async fn list(c: Call<'_>) -> Answer {
-    let endpoints = endpoints::list(&c.portal).await?;
+    let endpoints = webhook_endpoints::list(&c.portal).await?;
     reply(200, json!({"object": "list", "data": endpoints}))
 }
 
 /// `POST /portal/api/webhook-endpoints`: the new endpoint with its signing secret.
 pub async fn create(mut c: Call<'_>) -> Answer {
     let new: NewEndpoint = c.json().await?;
-    let (endpoint, secret) = endpoints::create(&c.portal, &new).await?;
+    let (endpoint, secret) = webhook_endpoints::create(&c.portal, &new).await?;
     reply(
         201,
         with_member(to_json(&endpoint)?, "signing_secret", secret),
@@ -35,7 +35,7 @@ pub async fn create(mut c: Call<'_>) -> Answer {
 pub async fn show(c: Call<'_>, id: &str) -> Answer {
     reply(
         200,
-        to_json(&endpoints::get(&c.portal, endpoint_id(id)?).await?)?,
+        to_json(&webhook_endpoints::get(&c.portal, endpoint_id(id)?).await?)?,
     )
 }
 
@@ -45,14 +45,14 @@ pub async fn update(mut c: Call<'_>, id: &str) -> Answer {
     let patch: EndpointPatch = c.json().await?;
     reply(
         200,
-        to_json(&endpoints::update(&c.portal, id, &patch).await?)?,
+        to_json(&webhook_endpoints::update(&c.portal, id, &patch).await?)?,
     )
 }
 
 /// `DELETE /portal/api/webhook-endpoints/{id}`.
 pub async fn delete(c: Call<'_>, id: &str) -> Answer {
     let id = endpoint_id(id)?;
-    endpoints::delete(&c.portal, id).await?;
+    webhook_endpoints::delete(&c.portal, id).await?;
     reply(200, json!({"deleted": true, "id": id}))
 }
 
@@ -60,7 +60,7 @@ pub async fn delete(c: Call<'_>, id: &str) -> Answer {
 pub async fn reveal_secret(c: Call<'_>, id: &str) -> Answer {
     reply(
         200,
-        to_json(&endpoints::reveal_secret(&c.portal, endpoint_id(id)?).await?)?,
+        to_json(&webhook_endpoints::reveal_secret(&c.portal, endpoint_id(id)?).await?)?,
     )
 }
 
@@ -72,7 +72,7 @@ pub async fn rotate_secret(mut c: Call<'_>, id: &str) -> Answer {
     } = c.optional_json().await?;
     reply(
         200,
-        to_json(&endpoints::rotate_secret(&c.portal, id, grace_period_seconds).await?)?,
+        to_json(&webhook_endpoints::rotate_secret(&c.portal, id, grace_period_seconds).await?)?,
     )
 }
 

@@ -9,7 +9,7 @@ use worker::Response;
 
 use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::error::OrInternal;
-use crate::portal::balances::{self, Asset, Balance};
+use crate::portal::balances::{statement, Asset, Balance};
 use crate::portal::merchants::{self, merchant_id};
 use crate::portal::Portal;
 use crate::route::Answer;
@@ -133,7 +133,7 @@ pub(super) async fn statement(c: Call<'_>, id: &str, network: &str, token: &str)
     let id = merchant_id(id)?;
     let merchant = merchants::row(portal, id).await?;
     let (b, lines) =
-        balances::statement(portal, id, (network, token), url.query().unwrap_or("")).await?;
+        statement::statement(portal, id, (network, token), url.query().unwrap_or("")).await?;
     let here = statement_path(id, &b.network, &b.token);
     let next = lines
         .next_cursor
@@ -216,7 +216,7 @@ pub(super) async fn statement(c: Call<'_>, id: &str, network: &str, token: &str)
 /// streamed.
 pub(super) async fn export(c: Call<'_>, id: &str, network: &str, token: &str) -> Answer {
     let id = merchant_id(id)?;
-    let (asset, stream) = balances::export(&c.portal, id, (network, token)).await?;
+    let (asset, stream) = statement::export(&c.portal, id, (network, token)).await?;
     let response = Response::from_stream(stream).or_internal("build export")?;
     let headers = response.headers();
     for (name, value) in [
@@ -225,7 +225,7 @@ pub(super) async fn export(c: Call<'_>, id: &str, network: &str, token: &str) ->
             "Content-Disposition",
             format!(
                 "attachment; filename=\"{}\"",
-                balances::export_name(id, &asset)
+                statement::export_name(id, &asset)
             ),
         ),
         ("Cache-Control", "no-store".to_owned()),

@@ -150,7 +150,7 @@ pub(super) async fn set_debt_limit(c: Call<'_>, id: &str) -> Answer {
     let text = c.form.get("debt_limit").unwrap_or_default();
     let done = match ledger.split_once(':') {
         Some((network, token)) if !network.is_empty() && !token.is_empty() => {
-            balances::set_debt_limit(&c.portal, id, (network, token), text)
+            balances::debt_limit::set_debt_limit(&c.portal, id, (network, token), text)
                 .await
                 .map(drop)
         }

@@ -10,7 +10,7 @@ use super::chart::{amount_badge, status_badge, status_label};
 use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::error::OrInternal;
 use crate::http::see_other;
-use crate::money::refund::{self, RefundRequest};
+use crate::money::refund::{self, returns, RefundRequest};
 use crate::portal::balances::{self, RefundEffect};
 use crate::portal::payments::{self, payment_id, PaymentDetail};
 use crate::portal::{overview, search};
@@ -562,7 +562,7 @@ pub(super) async fn export(c: Call<'_>) -> Answer {
 pub(super) async fn return_extra(c: Call<'_>, id: &str) -> Answer {
     let (portal, url, form) = (&c.portal, c.url, &c.form);
     let id = payment_id(id)?;
-    let made = refund::return_extra(
+    let made = returns::return_extra(
         portal.ctx,
         Scoped::new(portal.institution_id(), id),
         (

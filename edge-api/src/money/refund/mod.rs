@@ -8,6 +8,11 @@
 //! up to more than the gross (whatever runs at once); a payment not yet settled is refunded in
 //! full only (a part refunded before settlement would leave a rest that cannot settle), and not
 //! while a settlement of it is out. The same Idempotency-Key again is the same refund.
+//!
+//! Money that reached a deposit after its payment was credited is returned the same way, by
+//! [`returns`].
+
+pub mod returns;
 
 use payrail_evm::Token;
 use shared_types::ids::{InstitutionId, Scoped};
@@ -30,7 +35,7 @@ use crate::chain::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
 use crate::db::sends::{self as db_sends, Purpose};
-use crate::db::{self, events, transactions, watches, Batch};
+use crate::db::{self, events, transactions, Batch};
 use crate::error::{ApiError, OrInternal};
 use crate::money::watch::rules::MULTI_QUOTE;
 use crate::{crypto, payments, wallet_address};
@@ -400,155 +405,6 @@ async fn sent_now(
         .ok_or("refund vanished")
         .or_internal("read refund")?;
     Ok((RefundView::of(stored)?, true))
-}
-
-/// Returns to `to` (the customer's address) everything that reached deposit `deposit` of
-/// payment `transaction_id` after the payment was credited, under the Idempotency-Key `key`:
-/// the return (a refund marked `extra`), and whether it is new. The payment does not change,
-/// and its refundable amount does not either: this money was never credited. Refused (409)
-/// before the payment is credited (its money then counts toward it) and when nothing is left
-/// there; two at once return it once (the books' batch guards the address's balance).
-pub async fn return_extra(
-    ctx: &Ctx,
-    Scoped {
-        institution: institution_id,
-        id: transaction_id,
-    }: Scoped<i64>,
-    (deposit, to): (&str, &str),
-    key: &str,
-    requested_by: &str,
-) -> Result<(RefundView, bool), ApiError> {
-    check_key(key)?;
-    let deposit = deposit.trim().to_ascii_lowercase();
-    let same = |r: &Refund| {
-        r.extra
-            && r.transaction_id == transaction_id
-            && r.from_address.as_deref() == Some(deposit.as_str())
-            && wallet_address::check(&r.network, to)
-                .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))
-    };
-    let existing = |stored: Refund| {
-        if same(&stored) {
-            Ok((RefundView::of(stored)?, false))
-        } else {
-            Err(conflict(
-                "this Idempotency-Key was used for another refund; use a new key",
-            ))
-        }
-    };
-    if let Some(stored) = refunds::by_key(&ctx.db, institution_id, key)
-        .await
-        .or_internal("read refund")?
-    {
-        return existing(stored);
-    }
-    let t = transactions::get(&ctx.db, institution_id, transaction_id)
-        .await
-        .or_internal("read payment")?
-        .ok_or_else(|| ApiError::not_found("no such payment"))?;
-    if !matches!(
-        t.raw_status,
-        RawStatus::Succeeded | RawStatus::Paid | RawStatus::PartiallyRefunded | RawStatus::Refunded
-    ) {
-        return Err(conflict(format!(
-            "money at a checkout's addresses is returned only once its payment was credited \
-             (its raw_status is {}): until then it counts toward the payment",
-            t.raw_status
-        )));
-    }
-    let watch = watches::deposits_of_transaction(&ctx.db, institution_id, transaction_id)
-        .await
-        .or_internal("read deposits")?
-        .into_iter()
-        .find(|w| w.address.lower() == deposit)
-        .ok_or_else(|| {
-            ApiError::invalid_request("deposit must be one of this payment's deposit addresses")
-        })?;
-    let to = wallet_address::check(&watch.network, to)
-        .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
-    let asset = ledger::Asset {
-        network: &watch.network,
-        token: watch.token,
-        symbol: &watch.asset,
-        decimals: watch.decimals,
-    };
-    // What it is worth at the address's quote, for people to read.
-    let rate = Decimal::from_str(&watch.rate).unwrap_or_default();
-    let digits = currency_digits(t.currency.as_deref().unwrap_or_default()).unwrap_or(2);
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
-            .or_internal("generate refund id")?;
-        let (book, units) =
-            ledger::reserve_return(ctx, &asset, (&deposit, transaction_id), &id).await?;
-        let worth = evm::from_units(units, watch.decimals)
-            .and_then(|a| a.checked_mul(rate))
-            .unwrap_or_default()
-            .round_dp(digits);
-        let factor = 10i64.pow(digits);
-        let minor = (worth * Decimal::from(factor))
-            .trunc()
-            .to_string()
-            .parse::<i64>()
-            .unwrap_or(0)
-            .max(1);
-        let (units_text, worth_text, rate_text) = (
-            units.to_string(),
-            worth.to_string(),
-            rate.round_dp(12).normalize().to_string(),
-        );
-        let statement = refunds::insert_return(
-            &ctx.db,
-            &refunds::NewReturn {
-                id: &id,
-                institution_id,
-                transaction_id,
-                key,
-                amount: (&worth_text, minor),
-                from: (
-                    &deposit,
-                    &watch.network,
-                    &watch.asset,
-                    &watch.token.lower(),
-                    watch.decimals,
-                ),
-                units: &units_text,
-                rate: &rate_text,
-                to_address: &to.to_ascii_lowercase(),
-                requested_by,
-                now: ctx.now(),
-            },
-        )
-        .or_internal("write return")?;
-        let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
-        match batch.run(&ctx.db).await {
-            Ok(results) if results.changed(insert) => break,
-            Ok(_) => {
-                return Err(conflict(
-                    "the payment changed while this return was checked",
-                ))
-            }
-            // The address's balance changed meanwhile (another return): look again.
-            Err(e) if db::ledger::raced(&e) && tries < STORE_TRIES => continue,
-            Err(e) if db::ledger::raced(&e) => {
-                return Err(conflict(
-                    "the address's balance kept changing while this return was checked; read \
-                     it again and retry",
-                ))
-            }
-            // The key was taken meanwhile: the other request's return answers.
-            Err(_) => {
-                let stored = refunds::by_key(&ctx.db, institution_id, key)
-                    .await
-                    .or_internal("read refund")?
-                    .ok_or("return vanished")
-                    .or_internal("write return")?;
-                return existing(stored);
-            }
-        }
-    }
-    sent_now(ctx, institution_id, key).await
 }
 
 /// The batch storing refund `id` (of `institution_id`) by its guarded insert `statement`, with

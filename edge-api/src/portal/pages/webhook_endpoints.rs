@@ -8,7 +8,9 @@ use shared_types::{EndpointStatus, ErrorCode};
 use super::layout::{csrf_field, error_box, layout, page, secret_box, Call};
 use crate::http::see_other;
 use crate::portal::deliveries;
-use crate::portal::endpoints::{self, endpoint_id, Endpoint, EndpointPatch, NewEndpoint, Secret};
+use crate::portal::webhook_endpoints::{
+    self, endpoint_id, Endpoint, EndpointPatch, NewEndpoint, Secret,
+};
 use crate::portal::Portal;
 use crate::route::Answer;
 
@@ -28,7 +30,7 @@ pub(super) async fn create(c: Call<'_>) -> Answer {
         // No box ticked means every type.
         event_types: (!types.is_empty()).then_some(types),
     };
-    match endpoints::create(portal, &new).await {
+    match webhook_endpoints::create(portal, &new).await {
         Ok((endpoint, secret)) => {
             let shown = Secret {
                 signing_secret: secret,
@@ -59,7 +61,7 @@ pub(super) async fn update(c: Call<'_>, id: &str) -> Answer {
         event_types: Some((!types.is_empty()).then_some(types)),
         status: form.get("status").map(str::to_owned),
     };
-    match endpoints::update(&c.portal, id, &patch).await {
+    match webhook_endpoints::update(&c.portal, id, &patch).await {
         Ok(_) => see_other(c.url, &format!("/portal/webhooks/{id}")),
         Err(err) if err.code == ErrorCode::InvalidRequest => {
             endpoint_page(&c.portal, id, None, Some(&err.description), 400).await
@@ -71,7 +73,7 @@ pub(super) async fn update(c: Call<'_>, id: &str) -> Answer {
 /// `POST /portal/webhooks/{id}/reveal`: the page with the signing secret shown.
 pub(super) async fn reveal_secret(c: Call<'_>, id: &str) -> Answer {
     let id = endpoint_id(id)?;
-    let secret = endpoints::reveal_secret(&c.portal, id).await?;
+    let secret = webhook_endpoints::reveal_secret(&c.portal, id).await?;
     endpoint_page(&c.portal, id, Some(&secret), None, 200).await
 }
 
@@ -98,7 +100,7 @@ pub(super) async fn rotate_secret(c: Call<'_>, id: &str) -> Answer {
             )
             .await
         }
-        Some(grace) => match endpoints::rotate_secret(portal, id, Some(grace)).await {
+        Some(grace) => match webhook_endpoints::rotate_secret(portal, id, Some(grace)).await {
             Ok(secret) => endpoint_page(portal, id, Some(&secret), None, 200).await,
             Err(err) if err.code == ErrorCode::InvalidRequest => {
                 endpoint_page(portal, id, None, Some(&err.description), 400).await
@@ -110,7 +112,7 @@ pub(super) async fn rotate_secret(c: Call<'_>, id: &str) -> Answer {
 
 /// `POST /portal/webhooks/{id}/delete`.
 pub(super) async fn delete(c: Call<'_>, id: &str) -> Answer {
-    endpoints::delete(&c.portal, endpoint_id(id)?).await?;
+    webhook_endpoints::delete(&c.portal, endpoint_id(id)?).await?;
     see_other(c.url, "/portal/webhooks")
 }
 
@@ -159,7 +161,7 @@ async fn list_page(
     error: Option<&str>,
     draft: Option<&NewEndpoint>,
 ) -> Answer {
-    let endpoints = endpoints::list(portal).await?;
+    let endpoints = webhook_endpoints::list(portal).await?;
     let notes = deliveries::list_notifications(portal).await?;
     let status = if error.is_some() { 400 } else { 200 };
     page(
@@ -233,7 +235,7 @@ async fn endpoint_page(
     error: Option<&str>,
     status: u16,
 ) -> Answer {
-    let e = endpoints::get(portal, id).await?;
+    let e = webhook_endpoints::get(portal, id).await?;
     let log = deliveries::log(portal, id, "limit=25").await?;
     let action = |path: &str| format!("/portal/webhooks/{}{path}", e.id);
     page(
