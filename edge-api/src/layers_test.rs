@@ -68,7 +68,7 @@ fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
 /// Paths used in a file, as written (`crate::db::x`, `super::Portal`, `chain::quote(..)`), and
 /// the names its `use` lines bring in, each with the path it stands for (`chain` for
 /// `crate::chain`, `Deriver` for `crate::chain::Deriver`), so that a path starting with such a
-/// name (`chain::ledger::credit(..)`, a call by path) is read as the full path it is.
+/// name (`money::ledger::credit(..)`, a call by path) is read as the full path it is.
 #[derive(Default)]
 struct Uses {
     paths: Vec<Vec<String>>,

@@ -1,11 +1,12 @@
 //! The Payrail Cloudflare Worker. Entry points only: each builds the event's context once and
 //! hands off at once.
 //!
-//! Layers, each importing only from the ones below it (a test checks this):
-//! entry points (this file) → handlers (`routes`, `portal`, `cron`) → services (`auth`,
-//! `throttle`, `payments`, `checkout`, `webhooks`, `chain`) → `db` → the bottom (`ctx`, `error`,
+//! Layers, each importing only from its own and the ones below it, with no cycle between files
+//! (a test checks this): entry points (this file) → handlers (`routes`, `portal`, `cron`) →
+//! services (`auth`, `throttle`, `payments`, `checkout`, `webhooks`, `money`) → talking out
+//! (`chain`: the nodes; `notify`: admins and the operator) → `db` → the bottom (`ctx`, `error`,
 //! `http`, `html`, `locale`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) →
-//! `shared-types`.
+//! `shared-types` and `payrail-evm`.
 
 mod auth;
 mod chain;

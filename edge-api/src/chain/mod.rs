@@ -2,7 +2,7 @@
 //! (`config`, parsed from `PAYRAIL_CHAINS`), what its answers mean as values (`evm`: logs,
 //! calls, amounts; `native`: the coin read from balances; `scan`: an address's new blocks;
 //! `heads`: whether a node's head moves), prices (`rates`, Chainlink feeds), deposit addresses
-//! (`deposit`, BIP32 from the custody xpub), signing (`tx`), and the errors of all of it
+//! (`Deriver`, over `payrail_evm::derive`: BIP32 from the custody xpub), signing (`tx`), and the errors of all of it
 //! (`error`). Here too: the ways to pay a deployment offers and their quotes, and the
 //! sandbox's simulated artefacts.
 //!
