@@ -23,8 +23,8 @@ pub struct Sweep {
     pub asset: String,
     /// Its decimals.
     pub decimals: u32,
-    /// `sweep` (a deposit to the treasury) or `gas` (the custody gas address to a deposit).
-    pub kind: String,
+    /// A deposit to the treasury, or gas from the custody gas address to a deposit.
+    pub kind: SweepKind,
     /// The sender, lower case.
     pub from_address: String,
     /// The receiver (the treasury, or the deposit funded), lower case.
@@ -46,8 +46,18 @@ pub struct Sweep {
 impl Sweep {
     /// Whether it funds a deposit's gas (rather than sweeping a deposit).
     pub fn is_gas(&self) -> bool {
-        self.kind == "gas"
+        self.kind == SweepKind::Gas
     }
+}
+
+/// What a custody transaction does (`custody_sweeps.kind`; the offline signer writes it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepKind {
+    /// A deposit's money to the treasury.
+    Sweep,
+    /// The coin for a deposit's gas, from the custody gas address.
+    Gas,
 }
 
 const COLUMNS: &str = "s.tx_hash, s.network, s.token, s.asset, s.decimals, s.kind, \

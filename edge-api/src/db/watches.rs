@@ -12,6 +12,30 @@ use worker::{D1Database, D1PreparedStatement};
 use super::ledger::When;
 use super::{all, bind, run, DbResult, Returning};
 
+/// What a transfer seen to a watched address is to its session (`chain_transfers.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferKind {
+    /// The quoted asset with a value: it counts toward the payment.
+    Payment,
+    /// The quoted asset with no value (or none readable): recorded, never credited (address
+    /// poisoning sends these).
+    NoValue,
+    /// Another contract's transfer: recorded for review, never credited.
+    UnexpectedToken,
+}
+
+impl TransferKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransferKind::Payment => "payment",
+            TransferKind::NoValue => "no_value",
+            TransferKind::UnexpectedToken => "unexpected_token",
+        }
+    }
+}
+
 /// A watch to create, in the batch that gives the address to its session.
 pub struct NewWatch<'a> {
     /// The deposit address (any case; stored lower case).
@@ -275,8 +299,8 @@ pub struct SeenTransfer<'a> {
     pub block_number: u64,
     /// At the confirmation depth.
     pub confirmed: bool,
-    /// `payment`, `no_value` or `unexpected_token` (see the migration).
-    pub kind: &'a str,
+    /// What the transfer is to its session.
+    pub kind: TransferKind,
     /// Its block came after the checkout's end.
     pub after_expiry: bool,
 }
@@ -351,7 +375,7 @@ pub fn record(
                 t.amount.clone().into(),
                 block(t.block_number).into(),
                 i64::from(t.confirmed).into(),
-                t.kind.into(),
+                t.kind.as_str().into(),
                 i64::from(t.after_expiry).into(),
                 now.into(),
                 watch.network.as_str().into(),
@@ -434,8 +458,8 @@ pub struct StoredTransfer {
     /// Once final.
     #[serde(deserialize_with = "super::flag")]
     pub confirmed: bool,
-    /// `payment`, `no_value` or `unexpected_token`.
-    pub kind: String,
+    /// What the transfer is to its session.
+    pub kind: TransferKind,
     /// In a block after the checkout's end.
     #[serde(deserialize_with = "super::flag")]
     pub after_expiry: bool,

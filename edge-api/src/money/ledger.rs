@@ -21,6 +21,7 @@ use crate::db::ledger::{Account, Book, When};
 use crate::db::parts::Part;
 use crate::db::sends::{Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupWatch};
+use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, Watch};
 use crate::db::{refunds, settlements};
 use crate::error::{ApiError, OrInternal};
@@ -122,7 +123,7 @@ pub async fn receipts(
     let ledger = asset.ledger();
     let transfers: Vec<Transfer> = seen
         .iter()
-        .filter(|t| t.confirmed && t.kind == "payment")
+        .filter(|t| t.confirmed && t.kind == TransferKind::Payment)
         .filter_map(|t| {
             let units = t.amount.as_deref().and_then(|a| u128::from_str(a).ok())?;
             (units > 0).then(|| {

@@ -234,6 +234,7 @@ mod tests {
     use shared_types::ledger::{Books, Code, Totals};
 
     use super::*;
+    use crate::db::sweeps::SweepKind;
 
     const DEPOSIT: &str = "0x9858effd232b4033e47d90003d41ec34ecaeda94";
     const TREASURY: &str = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc";
@@ -252,7 +253,11 @@ mod tests {
             }
             .into(),
             decimals: if token == Token::NATIVE { 18 } else { 6 },
-            kind: kind.into(),
+            kind: if kind == "gas" {
+                SweepKind::Gas
+            } else {
+                SweepKind::Sweep
+            },
             from_address: from.into(),
             to_address: to.into(),
             nonce: 0,

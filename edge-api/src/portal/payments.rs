@@ -15,6 +15,7 @@ use super::Portal;
 use crate::chain;
 use crate::ctx::timestamp;
 use crate::db::deliveries::{Attempt, Delivery};
+use crate::db::watches::TransferKind;
 use crate::db::{deliveries, events, refunds, sends, settlements, transactions, watches};
 use crate::error::{ApiError, OrInternal};
 use crate::money;
@@ -101,7 +102,7 @@ pub struct TransferView {
     /// At the network's confirmation depth.
     pub confirmed: bool,
     /// `payment` (the quoted token, counted) or `unexpected_token` (for review: never credited).
-    pub kind: String,
+    pub kind: TransferKind,
     /// In a block after the checkout's end (credited late).
     pub after_expiry: bool,
     /// A late payment's rate (order currency per unit: the rate when it arrived), once valued.
@@ -283,7 +284,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             .map(|t| {
                 let deposit = found.iter().find(|d| d.address == t.address);
                 let amount = deposit
-                    .filter(|d| t.kind == "payment" && d.token == t.token)
+                    .filter(|d| t.kind == TransferKind::Payment && d.token == t.token)
                     .zip(t.amount.as_deref().and_then(|a| a.parse::<u128>().ok()))
                     .and_then(|(d, units)| chain::evm::from_units(units, d.decimals))
                     .map(|a| a.to_string());

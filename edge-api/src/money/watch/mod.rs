@@ -36,6 +36,7 @@ use crate::chain::scan::{self, Scan};
 use crate::chain::{evm, networks, rates, rpc};
 use crate::ctx::Ctx;
 use crate::db::sessions::{self, SessionView};
+use crate::db::watches::TransferKind;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
 use crate::error::{ApiError, OrInternal};
 use crate::{db, payments};
@@ -135,9 +136,9 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
             block_number: t.block_number,
             confirmed: t.block_number <= final_to,
             kind: match (t.token == watch.token, t.amount) {
-                (true, Some(units)) if units > 0 => "payment",
-                (true, _) => "no_value",
-                (false, _) => "unexpected_token",
+                (true, Some(units)) if units > 0 => TransferKind::Payment,
+                (true, _) => TransferKind::NoValue,
+                (false, _) => TransferKind::UnexpectedToken,
             },
             after_expiry: times
                 .get(&t.block_number)
@@ -147,13 +148,13 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         .collect();
     // The payments already stored as final: seen again (the first blocks of a check are read
     // again, in case a node behind a load balancer lagged), they are left as they are.
-    let stored = if seen.iter().any(|t| t.kind == "payment") {
+    let stored = if seen.iter().any(|t| t.kind == TransferKind::Payment) {
         watches::confirmed_payments(&ctx.db, watch).await?
     } else {
         Vec::new()
     };
     seen.retain(|t| {
-        !(t.kind == "payment"
+        !(t.kind == TransferKind::Payment
             && t.confirmed
             && stored
                 .iter()
@@ -222,7 +223,7 @@ async fn cross_check(
     let mut new = false;
     for amount in seen
         .iter()
-        .filter(|t| t.kind == "payment" && t.confirmed)
+        .filter(|t| t.kind == TransferKind::Payment && t.confirmed)
         .filter_map(|t| t.amount.as_deref())
     {
         new = true;
@@ -525,7 +526,9 @@ async fn value_late(
     let mut failure = None;
     let unvalued = transfers
         .iter_mut()
-        .filter(|t| t.kind == "payment" && t.confirmed && t.after_expiry && t.rate.is_none())
+        .filter(|t| {
+            t.kind == TransferKind::Payment && t.confirmed && t.after_expiry && t.rate.is_none()
+        })
         .take(MAX_VALUED_PER_CHECK);
     for t in unvalued {
         let Some(watch) = watches.iter().find(|w| t.address.lower() == w.address) else {

@@ -28,6 +28,7 @@ use serde::Serialize;
 use shared_types::RawStatus;
 
 use crate::chain::{evm, scan};
+use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, StoredTransfer, Watch, END_GRACE_SECONDS};
 
 /// What a session's transfers mean for its payment.
@@ -130,7 +131,7 @@ pub fn verdict(
     let mut source: Option<String> = None;
     let mut least = None::<u64>;
     let mut unvalued = 0u32;
-    for t in transfers.iter().filter(|t| t.kind == "payment") {
+    for t in transfers.iter().filter(|t| t.kind == TransferKind::Payment) {
         let Some(quote) = quotes.iter().find(|q| q.address == t.address) else {
             continue;
         };
@@ -331,7 +332,7 @@ fn late_rate(valued: &[Valued<'_>], (asset, network): (&str, &str)) -> Option<(D
 /// Keeps at most `limit` payments of `seen` ([`scan::cap`]).
 pub fn cap(seen: &mut Vec<SeenTransfer<'_>>, limit: usize) -> Option<u64> {
     scan::cap(seen, limit, |t| {
-        (t.block_number, t.log_index, t.kind == "payment")
+        (t.block_number, t.log_index, t.kind == TransferKind::Payment)
     })
 }
 
@@ -382,7 +383,7 @@ mod tests {
         units: &str,
         block: i64,
         confirmed: bool,
-        kind: &str,
+        kind: TransferKind,
     ) -> StoredTransfer {
         StoredTransfer {
             tx_hash: self::hash(hash),
@@ -392,7 +393,7 @@ mod tests {
             amount: Some(units.into()),
             block_number: block,
             confirmed,
-            kind: kind.into(),
+            kind,
             after_expiry: false,
             rate: None,
             rate_source: None,
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn an_exact_confirmed_payment_is_credited_at_the_order_amount() {
-        let exact = [transfer("0x1", "10869566", 90, true, "payment")];
+        let exact = [transfer("0x1", "10869566", 90, true, TransferKind::Payment)];
         assert_eq!(
             judge(RawStatus::Pending, false, &exact),
             Verdict::Credit {
@@ -437,11 +438,11 @@ mod tests {
             crypto_amount: d("0.003"),
             head_block: 100,
         };
-        let usdc = transfer("0x1", "5434783", 90, true, "payment");
+        let usdc = transfer("0x1", "5434783", 90, true, TransferKind::Payment);
         let eth = StoredTransfer {
             address: ether.address,
             token: Token::Native,
-            ..transfer("0x2", "1500000000000000", 91, true, "payment")
+            ..transfer("0x2", "1500000000000000", 91, true, TransferKind::Payment)
         };
         let credit = verdict(
             RawStatus::Pending,
@@ -486,7 +487,7 @@ mod tests {
         let quotes = [at(1, "USDC"), at(2, "USDT"), at(3, "DAI")];
         let third = |q: &Quoted, h: &str, units: &str| StoredTransfer {
             address: q.address,
-            ..transfer(h, units, 90, true, "payment")
+            ..transfer(h, units, 90, true, TransferKind::Payment)
         };
         let transfers = [
             third(&quotes[0], "0x1", "3333333"),
@@ -516,7 +517,7 @@ mod tests {
             after_expiry: true,
             rate: rate.map(d),
             rate_source: rate.map(|r| format!("feed: {r}")),
-            ..transfer(hash, units, 95, true, "payment")
+            ..transfer(hash, units, 95, true, TransferKind::Payment)
         }
     }
 
@@ -552,7 +553,7 @@ mod tests {
         // Money in time at the quote, the rest late at its own rate: the payment's rate is
         // what it all was worth over what it all was.
         let mixed = [
-            transfer("0x1", "5434783", 90, true, "payment"),
+            transfer("0x1", "5434783", 90, true, TransferKind::Payment),
             late("0x2", "5434783", Some("1")),
         ];
         match judge(RawStatus::Pending, true, &mixed) {
@@ -574,7 +575,7 @@ mod tests {
             judge(
                 RawStatus::Pending,
                 false,
-                &[transfer("0x1", "10869566", 90, true, "payment")]
+                &[transfer("0x1", "10869566", 90, true, TransferKind::Payment)]
             ),
             Verdict::Credit {
                 late_rate: None,
@@ -588,8 +589,20 @@ mod tests {
         // 2^128 - 1 base units fits no decimal; 7·10^28 units (7·10^22 tokens) does, but its
         // value in a billion-unit order overflows one: both ignored, never a panic.
         let absurd = [
-            transfer("0x1", &u128::MAX.to_string(), 90, true, "payment"),
-            transfer("0x2", "70000000000000000000000000000", 90, true, "payment"),
+            transfer(
+                "0x1",
+                &u128::MAX.to_string(),
+                90,
+                true,
+                TransferKind::Payment,
+            ),
+            transfer(
+                "0x2",
+                "70000000000000000000000000000",
+                90,
+                true,
+                TransferKind::Payment,
+            ),
         ];
         assert_eq!(
             verdict(
@@ -609,14 +622,14 @@ mod tests {
 
     #[test]
     fn parts_add_up_and_a_shortfall_waits_for_the_end() {
-        let half = transfer("0x1", "5434783", 90, true, "payment");
+        let half = transfer("0x1", "5434783", 90, true, TransferKind::Payment);
         assert_eq!(
             judge(RawStatus::Pending, false, std::slice::from_ref(&half)),
             Verdict::Waiting {
                 received: d("5.00")
             }
         );
-        let rest = transfer("0x2", "5434783", 95, true, "payment");
+        let rest = transfer("0x2", "5434783", 95, true, TransferKind::Payment);
         assert!(matches!(
             judge(RawStatus::Pending, false, &[half.clone(), rest]),
             Verdict::Credit { gross, ref source_hash, .. } if gross == d("10.00") && *source_hash == hash("0x1").to_string()
@@ -630,7 +643,13 @@ mod tests {
 
     #[test]
     fn unconfirmed_transfers_show_their_depth_and_hold_the_end() {
-        let fresh = [transfer("0x1", "10869566", 99, false, "payment")];
+        let fresh = [transfer(
+            "0x1",
+            "10869566",
+            99,
+            false,
+            TransferKind::Payment,
+        )];
         let confirming = Verdict::Confirming {
             confirmations: 2,
             required: 3,
@@ -642,12 +661,18 @@ mod tests {
 
     #[test]
     fn late_money_is_credited_and_other_tokens_never_are() {
-        let late = [transfer("0x9", "10869566", 99, true, "payment")];
+        let late = [transfer("0x9", "10869566", 99, true, TransferKind::Payment)];
         assert!(matches!(
             judge(RawStatus::Expired, true, &late),
             Verdict::Credit { late: true, .. }
         ));
-        let other = [transfer("0x9", "10869566", 90, true, "unexpected_token")];
+        let other = [transfer(
+            "0x9",
+            "10869566",
+            90,
+            true,
+            TransferKind::UnexpectedToken,
+        )];
         assert_eq!(
             judge(RawStatus::Pending, false, &other),
             Verdict::Waiting {
@@ -704,13 +729,13 @@ mod tests {
 
     #[test]
     fn overpayment_and_dust() {
-        let over = [transfer("0x1", "12000000", 90, true, "payment")];
+        let over = [transfer("0x1", "12000000", 90, true, TransferKind::Payment)];
         assert!(matches!(
             judge(RawStatus::Pending, false, &over),
             Verdict::Credit { gross, .. } if gross == d("11.04")
         ));
         // One base unit short rounds to the order amount: dust, not an underpayment.
-        let dust = [transfer("0x1", "10869565", 90, true, "payment")];
+        let dust = [transfer("0x1", "10869565", 90, true, TransferKind::Payment)];
         assert!(matches!(
             judge(RawStatus::Pending, false, &dust),
             Verdict::Credit { gross, .. } if gross == d("10.00")

@@ -8,6 +8,7 @@ use worker::Response;
 
 use super::chart::{amount_badge, status_badge, status_label};
 use super::layout::{csrf_field, error_box, layout, page, Call};
+use crate::db::watches::TransferKind;
 use crate::error::OrInternal;
 use crate::http::see_other;
 use crate::money::refund::{self, returns, RefundRequest};
@@ -332,7 +333,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                 thead { tr { th { "Transaction" } th { "Amount" } th { "Block" } th { "State" } } }
                                 tbody {
                                     @for c in &chain_transfers {
-                                        tr data-kind=(c.kind) {
+                                        tr data-kind=(c.kind.as_str()) {
                                             td { code { (c.tx_hash) } }
                                             td {
                                                 @if let Some(amount) = &c.amount { (amount) " " (text(&c.asset)) }
@@ -341,7 +342,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                             td { (c.block_number) }
                                             td {
                                                 (if c.confirmed { "confirmed" } else { "confirming" })
-                                                @if c.kind == "unexpected_token" { " · " strong { "another token: for review" } }
+                                                @if c.kind == TransferKind::UnexpectedToken { " · " strong { "another token: for review" } }
                                                 @if c.after_expiry { " · after the checkout ended" }
                                                 @if let (Some(rate), Some(source)) = (&c.rate, &c.rate_source) {
                                                     " · valued at the rate when it arrived: 1 " (text(&t.asset)) " = " (rate) " " (text(&t.currency)) " (" (source) ")"
