@@ -2,6 +2,7 @@
 //! the rows, claims the attempt, signs, POSTs with a 10-second deadline, records the attempt,
 //! and schedules the next one or applies the auto-disable rule.
 
+use shared_types::ids::DeliveryId;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -34,8 +35,8 @@ pub const USER_AGENT: &str = "Payrail-Webhooks/1.0 (+https://payrail.example/doc
 pub enum Task {
     /// Attempt this delivery (if it is still due).
     Deliver {
-        /// `dlv_…`.
-        delivery_id: String,
+        /// `dlv_…`: a message whose id is not of that shape is refused as unknown.
+        delivery_id: DeliveryId,
     },
 }
 
@@ -80,7 +81,7 @@ pub async fn dispatch(
 
 /// Sends delivery ids to the queue, `delay` seconds from now, in batches the queue accepts. A
 /// lost message is harmless: the cron sweep finds the overdue delivery.
-pub async fn enqueue(ctx: &Ctx, ids: &[String], delay: u32) -> Result<(), ApiError> {
+pub async fn enqueue(ctx: &Ctx, ids: &[DeliveryId], delay: u32) -> Result<(), ApiError> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -107,7 +108,7 @@ pub async fn consume(ctx: &Ctx, task: Task) -> Result<(), ApiError> {
     }
 }
 
-async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
+async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
     let database = &ctx.db;
     let started = ctx.now();
     let stale_before = started - 2 * DEADLINE.as_secs() as i64;
@@ -191,7 +192,7 @@ async fn deliver(ctx: &Ctx, id: &str) -> Result<(), ApiError> {
 /// A delivery that could not be claimed: gone or finished (a repeated message), early (a
 /// duplicate, or a resend scheduled later: come back when it is due), its endpoint deleted or
 /// disabled (given up), or in another consumer's hands.
-async fn not_claimed(ctx: &Ctx, id: &str, now: i64) -> Result<(), ApiError> {
+async fn not_claimed(ctx: &Ctx, id: &DeliveryId, now: i64) -> Result<(), ApiError> {
     let Some(due) = deliveries::due(&ctx.db, id)
         .await
         .or_internal("read delivery")?

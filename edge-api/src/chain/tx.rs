@@ -24,12 +24,6 @@ pub fn address_of(key: &VerifyingKey) -> String {
     payrail_evm::address_of(key)
 }
 
-/// An address (`0x` and 40 hex digits) as bytes.
-pub fn address_bytes(address: &str) -> ChainResult<[u8; 20]> {
-    payrail_evm::address_bytes(address)
-        .ok_or_else(|| ChainError::answer(format!("{address} is not an address")))
-}
-
 /// Signs `tx` with `key`.
 pub fn sign(tx: &Eip1559, key: &SigningKey) -> ChainResult<Signed> {
     tx.sign(key).map_err(|e| ChainError::Config(e.to_string()))
@@ -53,6 +47,5 @@ mod tests {
         let zero = "0".repeat(64);
         let err = parse_key(&zero).unwrap_err().to_string();
         assert!(!err.contains(&zero));
-        assert!(address_bytes("0x12").is_err());
     }
 }

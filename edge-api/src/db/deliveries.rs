@@ -56,11 +56,11 @@ pub fn fan_out(
 #[derive(Deserialize)]
 pub struct NewDelivery {
     /// Its id.
-    pub id: String,
+    pub id: DeliveryId,
 }
 
 /// Ids of the deliveries a batch's [`fan_out`] statement created.
-pub fn created(results: &BatchResults, fan_out: Handle<NewDelivery>) -> DbResult<Vec<String>> {
+pub fn created(results: &BatchResults, fan_out: Handle<NewDelivery>) -> DbResult<Vec<DeliveryId>> {
     Ok(results
         .rows(fan_out)?
         .into_iter()
@@ -74,21 +74,26 @@ pub async fn overdue(
     db: &D1Database,
     overdue_before: i64,
     stale_before: i64,
-) -> DbResult<Vec<String>> {
+) -> DbResult<Vec<DeliveryId>> {
     strings(
         db,
         "SELECT id FROM deliveries WHERE status = 'pending' AND \
          (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) LIMIT 500",
         &[overdue_before.into(), stale_before.into()],
     )
-    .await
+    .await?
+    .iter()
+    .map(|id| {
+        DeliveryId::parse(id).map_err(|_| super::DbError::bad_row("a delivery id of another shape"))
+    })
+    .collect()
 }
 
 /// Everything one attempt needs.
 #[derive(Debug, Deserialize)]
 pub struct Due {
     /// Delivery id.
-    pub id: String,
+    pub id: DeliveryId,
     /// Delivery status.
     pub status: DeliveryStatus,
     /// Attempts made so far.

@@ -195,7 +195,7 @@ pub struct Outgoing {
     /// The token contract or `native`.
     pub token: Token,
     /// The address it pays (the merchant's wallet, or the customer's refund address).
-    pub wallet: String,
+    pub wallet: Address,
 }
 
 impl Outgoing {

@@ -23,7 +23,7 @@
 //! - **Balances count what is in flight.** What the treasury can send is its balance less what
 //!   its live transactions not yet mined will still take ([`available`]).
 
-use payrail_evm::Token;
+use payrail_evm::{Address, Token};
 use shared_types::ids::Scoped;
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -74,7 +74,7 @@ pub struct Transfer<'a> {
     /// The token contract, or the coin.
     pub token: Token,
     /// The receiver.
-    pub to: &'a str,
+    pub to: Address,
     /// Base units.
     pub units: u128,
     /// What a settlement pays less than its payments' net: the merchant's debt netted.
@@ -543,7 +543,7 @@ async fn replace(
     let signed = treasury::sign(
         treasury,
         network,
-        (send.token, &send.wallet),
+        (send.token, send.wallet),
         (send.nonce, send.gas_limit, price),
         units,
     )?;

@@ -4,7 +4,7 @@
 //! [`super::sends`], which stores, broadcasts and follows what is signed here.
 
 use k256::ecdsa::SigningKey;
-use payrail_evm::Token;
+use payrail_evm::{Address, Token};
 use serde_json::json;
 
 use crate::chain::config::Network;
@@ -106,10 +106,10 @@ pub fn l1_fee_paid(receipt: &serde_json::Value) -> ChainResult<u128> {
 }
 
 /// The call paying `units` of the settlement's asset to `to`: (receiver, value, data).
-fn payment_call(token: Token, to: &str, units: u128) -> ChainResult<([u8; 20], u128, String)> {
+fn payment_call(token: Token, to: Address, units: u128) -> ([u8; 20], u128, String) {
     match token {
-        Token::Native => Ok((tx::address_bytes(to)?, units, "0x".to_owned())),
-        Token::Erc20(contract) => Ok((contract.0, 0, evm::transfer_call(to, units))),
+        Token::Native => (to.0, units, "0x".to_owned()),
+        Token::Erc20(contract) => (contract.0, 0, evm::transfer_call(&to.lower(), units)),
     }
 }
 
@@ -118,10 +118,10 @@ pub async fn estimate(
     node: &Node,
     from: &str,
     token: Token,
-    to: &str,
+    to: Address,
     units: u128,
 ) -> ChainResult<u64> {
-    let (receiver, value, data) = payment_call(token, to, units)?;
+    let (receiver, value, data) = payment_call(token, to, units);
     let call = json!({
         "from": from,
         "to": format!("0x{}", hex::encode(receiver)),
@@ -153,7 +153,7 @@ pub async fn balance(node: &Node, owner: &str, token: Token) -> ChainResult<u128
 pub fn sign(
     treasury: &Treasury,
     network: &Network,
-    (token, wallet): (Token, &str),
+    (token, wallet): (Token, Address),
     (nonce, gas_limit, price): (u64, u64, u128),
     units: u128,
 ) -> ChainResult<tx::Signed> {
@@ -164,7 +164,7 @@ pub fn sign(
             network.max_gas_price_gwei
         )));
     }
-    let (to, value, data) = payment_call(token, wallet, units)?;
+    let (to, value, data) = payment_call(token, wallet, units);
     let data = hex::decode(data.trim_start_matches("0x"))
         .map_err(|_| ChainError::answer("the call data is not hex"))?;
     let transaction = tx::Eip1559 {

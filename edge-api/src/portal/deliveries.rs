@@ -82,7 +82,7 @@ async fn queue_new(portal: &Portal<'_>, ids: &[String]) -> Result<Vec<Delivery>,
     let created = deliveries::resend(portal.db(), portal.institution_id(), ids, portal.now)
         .await
         .or_internal("resend")?;
-    let created_ids: Vec<String> = created.iter().map(|d| d.id.to_string()).collect();
+    let created_ids: Vec<DeliveryId> = created.iter().map(|d| d.id.clone()).collect();
     webhooks::enqueue(portal.ctx, &created_ids, 0).await?;
     Ok(created)
 }

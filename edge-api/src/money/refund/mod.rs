@@ -638,7 +638,9 @@ async fn send(
             evm::from_units(units, refund.decimals).unwrap_or_default(),
         )));
     }
-    let gas = treasury::estimate(node, &treasury.address, token, &refund.to_address, units)
+    let to = payrail_evm::Address::parse(&refund.to_address)
+        .map_err(|_| ChainError::rule("the refund's address is not an address"))?;
+    let gas = treasury::estimate(node, &treasury.address, token, to, units)
         .await
         .map_err(|e| e.within("the treasury cannot send it"))?;
     let cost = treasury::most_fee(gas, price, l1_fee)
@@ -659,7 +661,7 @@ async fn send(
     let transfer = Transfer {
         purpose: Purpose::Refund(&refund.id),
         token,
-        to: &refund.to_address,
+        to,
         units,
         netted: 0,
         gas,

@@ -240,7 +240,9 @@ async fn settle_group(
         )
         .into());
     }
-    let wallet = wallet.address.to_ascii_lowercase();
+    let wallet = payrail_evm::Address::parse(&wallet.address)
+        .map_err(|_| format!("the merchant's settlement wallet on {name} is not an address"))?;
+    let wallet_text = wallet.lower();
     crate::chain::check_chain(name, network).await?;
     let node = &network.node;
     let token = first.token;
@@ -287,7 +289,7 @@ async fn settle_group(
             first.asset
         ))
     };
-    let mut gas = estimate(node, &treasury.address, token, &wallet, 1)
+    let mut gas = estimate(node, &treasury.address, token, wallet, 1)
         .await
         .map_err(cannot)?;
     let mut priced = plan::plan(group, fees(gas)?, &coin_rates);
@@ -296,7 +298,7 @@ async fn settle_group(
             node,
             &treasury.address,
             token,
-            &wallet,
+            wallet,
             priced.units.min(have),
         )
         .await
@@ -367,12 +369,12 @@ async fn settle_group(
         network: name,
         asset: &first.asset,
         token,
-        wallet: &wallet,
+        wallet: &wallet_text,
     };
     let transfer = Transfer {
         purpose: Purpose::Settlement(&settlement_id),
         token,
-        to: &wallet,
+        to: wallet,
         units: payout,
         netted: priced.units - payout,
         gas,
