@@ -117,16 +117,8 @@ pub async fn set_debt_limit(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::usdc;
     use super::*;
-
-    fn usdc() -> Asset {
-        Asset {
-            network: "polygon".into(),
-            token: "0xabc".into(),
-            asset: "USDC".into(),
-            decimals: 6,
-        }
-    }
 
     #[test]
     fn a_debt_limit_is_a_bounded_amount_of_the_asset() {

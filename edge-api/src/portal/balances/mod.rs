@@ -357,7 +357,8 @@ pub async fn refund_effect(
 mod tests {
     use super::*;
 
-    fn usdc() -> Asset {
+    /// USDC on Polygon, for the tests of this module and its children.
+    pub(super) fn usdc() -> Asset {
         Asset {
             network: "polygon".into(),
             token: "0xabc".into(),

@@ -340,16 +340,8 @@ fn running_balances(rows: &[TransferRow], account: &str, top: Option<i128>) -> O
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::usdc;
     use super::*;
-
-    fn usdc() -> Asset {
-        Asset {
-            network: "polygon".into(),
-            token: "0xabc".into(),
-            asset: "USDC".into(),
-            decimals: 6,
-        }
-    }
 
     #[test]
     fn every_code_has_words() {
