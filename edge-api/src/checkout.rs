@@ -18,7 +18,9 @@ use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, Stored
 use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
+use crate::db::{
+    deposits, merchants, origins, wallets, And, Batch, BatchResults, Condition, Handle,
+};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, payments, throttle};
 
@@ -202,12 +204,11 @@ async fn read(
     let now = ctx.now();
     let key = &options.public_key;
     let mut reads = Batch::new();
-    let windows = if counted {
-        None
-    } else {
-        let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
-        Some((reads.push(per_key), reads.push(per_address)))
-    };
+    // The merchant's window always (a session made on a retry is still held to it); the
+    // caller's only if the attempt was not counted there yet (its count holds this attempt).
+    let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
+    let per_key = reads.push(per_key);
+    let per_address = (!counted).then(|| reads.push(per_address));
     let gate = reads.push(merchants::gate_by_key(database, key, now).or_internal("read merchant")?);
     let networks =
         reads.push(wallets::networks_by_key(database, key, now).or_internal("read wallets")?);
@@ -235,13 +236,15 @@ async fn read(
     };
     let read = reads.run(database).await.or_internal("read checkout")?;
     // A window full already refuses the attempt before anything is quoted or allocated for it.
-    if let Some((per_key, per_address)) = windows {
-        throttle::refuse_checkout_before(
-            ctx,
-            read.rows(per_key).or_internal("read attempts")?.first(),
-            read.rows(per_address).or_internal("read attempts")?.first(),
-        )?;
-    }
+    let per_address = per_address
+        .map(|h| read.rows(h))
+        .transpose()
+        .or_internal("read attempts")?;
+    throttle::refuse_checkout_before(
+        ctx,
+        read.rows(per_key).or_internal("read attempts")?.first(),
+        per_address.as_deref().and_then(<[_]>::first),
+    )?;
     let merchant = read
         .rows(gate)
         .or_internal("read merchant")?
@@ -319,33 +322,31 @@ fn replay(options: &CheckoutOptions, stored: StoredKey) -> Result<Session, Refus
 /// The statements of a checkout attempt's counts in a batch.
 #[derive(Clone, Copy)]
 struct Counts {
-    per_address: Handle<Counted>,
+    per_address: Option<Handle<Counted>>,
     key_window: Handle<Failures>,
-    per_key: Handle<Counted>,
+    per_key: Option<Handle<Counted>>,
 }
 
-/// Adds the attempt's counts to `batch` unless the attempt was `counted` already; answers their
-/// statements and the condition that they are within their limits (none taken: true). The
-/// merchant's count is taken only if the batch is to store the session: if the facts it is made
-/// on (`admitted`) still hold and both windows have room. The statement that the condition
-/// guards must come right after these (it reads whether the merchant's count was taken).
+/// Adds the attempt's counts to `batch` ([`throttle::count_checkout`]): against the caller's
+/// address unless the attempt was `counted` there already, and, in the batch that stores the
+/// session (`store`: the facts it is made on), against the merchant, only if the session is
+/// stored. Answers their statements and the condition the guarded insert after them carries,
+/// which must come right after them.
 fn count_into(
     ctx: &Ctx,
     key: &str,
     counted: bool,
-    admitted: &Admitted<'_>,
+    store: Option<&Admitted<'_>>,
     batch: &mut Batch,
-) -> Result<(Option<Counts>, Within), ApiError> {
-    if counted {
-        return Ok((None, Within::new()));
-    }
-    let (counts, within) = throttle::count_checkout(ctx, key, admitted)?;
+) -> Result<(Counts, Within), ApiError> {
+    let store: Option<&dyn Condition> = store.map(|a| a as &dyn Condition);
+    let (counts, within) = throttle::count_checkout(ctx, key, !counted, store)?;
     let counts = Counts {
-        per_address: batch.push(counts.per_address),
+        per_address: counts.per_address.map(|c| batch.push(c)),
         key_window: batch.push(counts.key_window),
-        per_key: batch.push(counts.per_key),
+        per_key: counts.per_key.map(|c| batch.push(c)),
     };
-    Ok((Some(counts), within))
+    Ok((counts, within))
 }
 
 /// Makes the session for the merchant `known` names: quotes the first of its ways to pay that
@@ -386,15 +387,16 @@ async fn make(
     };
     let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
         .or_internal("generate session id")?;
-    // A derived address takes a fresh index. It is taken in one batch with the attempt's
-    // counts, only if both are within their limits (as the write batch's inserts would be) and
-    // the facts still hold: an attempt past its limits never uses up an index, even in a race.
-    // The write batch then counts nothing more. A simulated address costs no round trip.
+    // A derived address takes a fresh index. It is taken in one batch with the attempt's count
+    // against its address, only if that is within its limit, the merchant's window has room
+    // and the facts still hold: an attempt past its limits never uses up an index, even in a
+    // race. The merchant is counted by the write batch, which stores the session, and only if
+    // it does. A simulated address costs no round trip.
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
             let probe = probe_into(database, &mut batch, admitted)?;
-            let (counts, within) = count_into(ctx, key, *counted, admitted, &mut batch)?;
+            let (counts, within) = count_into(ctx, key, *counted, None, &mut batch)?;
             let index = batch.push(
                 deposits::allocate_within(database, deriver.family(), &And(&within, admitted))
                     .or_internal("allocate deposit index")?,
@@ -444,11 +446,12 @@ async fn make(
         locale,
     };
     // The attempt's counts, then the transaction, its session, its watch and the idempotency
-    // key in one atomic batch. The transaction and its session are inserted only if both
-    // counts, as this batch just took them, are within their limits (of N racing attempts,
-    // exactly those the limits allow) and the facts still hold (a concurrent double click's
-    // key among them); the watch and the key only with the session. A key older than its day
-    // is forgotten first, in the same batch, so it can be used afresh.
+    // key in one atomic batch. The merchant's count is taken only if the caller's is within its
+    // limit, the merchant's window has room and the facts still hold (a concurrent double
+    // click's key among them), and the transaction and its session are inserted only if it
+    // was taken (of N racing attempts, exactly those the limits allow); the watch and the key
+    // only with the session. A key older than its day is forgotten first, in the same batch,
+    // so it can be used afresh.
     let mut writes = Batch::new();
     let probe = probe_into(database, &mut writes, admitted)?;
     if let Some(key) = &options.idempotency_key {
@@ -458,7 +461,7 @@ async fn make(
         );
     }
     // The counts just before the insert their condition reads (`Within::just_counted`).
-    let (counts, within) = count_into(ctx, key, *counted, admitted, &mut writes)?;
+    let (counts, within) = count_into(ctx, key, *counted, Some(admitted), &mut writes)?;
     // The counts within their limits, and the facts still holding.
     let stored_if = And(&within, admitted);
     let created = writes.push(
@@ -543,19 +546,22 @@ fn took_nothing(
     ctx: &Ctx,
     options: &CheckoutOptions,
     batch: &BatchResults,
-    counts: Option<Counts>,
+    counts: Counts,
     probe: Option<Handle<Probe>>,
 ) -> Result<Option<Session>, Refusal> {
-    if let Some(counts) = counts {
-        let rows = throttle::CheckoutRows {
-            per_address: batch
-                .rows(counts.per_address)
-                .or_internal("count attempt")?,
-            key_window: batch.rows(counts.key_window).or_internal("count attempt")?,
-            per_key: batch.rows(counts.per_key).or_internal("count attempt")?,
-        };
-        throttle::refuse_checkout(ctx, &rows)?;
-    }
+    let rows = throttle::CheckoutRows {
+        per_address: counts
+            .per_address
+            .map(|c| batch.rows(c))
+            .transpose()
+            .or_internal("count attempt")?,
+        key_window: batch.rows(counts.key_window).or_internal("count attempt")?,
+        per_key: match counts.per_key {
+            Some(c) => batch.rows(c).or_internal("count attempt")?,
+            None => Vec::new(),
+        },
+    };
+    throttle::refuse_checkout(ctx, &rows)?;
     let found = match probe {
         Some(probe) => batch
             .rows(probe)

@@ -159,10 +159,15 @@ async fn body_now(req: &mut Request, max: usize) -> Result<String, ApiError> {
         Some(0) => return Ok(String::new()),
         // The platform delivers exactly the declared length, known here to be within `max`: one
         // read instead of a stream's reader and chunks.
-        Some(_) => req.bytes().await.or_internal("read body")?,
+        Some(_) => req.bytes().await.map_err(|_| ended_early())?,
         None => streamed(req, max).await?.ok_or_else(too_large)?,
     };
     String::from_utf8(bytes).map_err(|_| ApiError::invalid_request("the body must be UTF-8 text"))
+}
+
+/// The refusal of a body the client stopped sending before its end (a closed connection).
+fn ended_early() -> ApiError {
+    ApiError::invalid_request("the request body ended before its end")
 }
 
 /// A body of unknown length, read in chunks up to `max` bytes; `None` as soon as it is larger.
@@ -172,7 +177,7 @@ async fn streamed(req: &mut Request, max: usize) -> Result<Option<Vec<u8>>, ApiE
     };
     let mut bytes = Vec::new();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.or_internal("read body")?;
+        let chunk = chunk.map_err(|_| ended_early())?;
         if bytes.len() + chunk.len() > max {
             return Ok(None);
         }

@@ -120,60 +120,78 @@ pub fn refuse_checkout_before(
     refuse_over(per_address, &CHECKOUT_PER_ADDRESS, ctx.now())
 }
 
-/// The counts of one checkout attempt for `public_key` from the caller, as statements of the
-/// batch that stores its session ([`count_checkout`]), in the order they are added.
+/// The counts of one checkout attempt for `public_key` from the caller, as statements of a batch
+/// that allocates its address or stores its session ([`count_checkout`]), in the order they
+/// are added.
 pub struct CheckoutCounts {
-    /// The caller's attempt, counted whatever becomes of it.
-    pub per_address: Returning<db::Counted>,
-    /// The merchant's window as it stands before the session is counted in it: full when the
-    /// session is refused at its limit.
+    /// The caller's attempt, counted whatever becomes of it (unless an earlier batch of the
+    /// attempt counted it).
+    pub per_address: Option<Returning<db::Counted>>,
+    /// The merchant's window as it stands before the session would be counted in it: full when
+    /// the attempt is refused at its limit.
     pub key_window: Returning<db::Failures>,
-    /// The session, counted against its merchant only if the batch stores it: only while the
-    /// facts it is made on hold (`stored_if`), the caller's count is within its limit and the
-    /// merchant's window has room.
-    pub per_key: Returning<db::Counted>,
+    /// The session, counted against its merchant only by the batch that stores it, and only if
+    /// it does: the facts it is made on hold (`stored_if`), the caller's count is within its
+    /// limit and the merchant's window has room.
+    pub per_key: Option<Returning<db::Counted>>,
 }
 
 /// What [`CheckoutCounts`]' statements answered.
 pub struct CheckoutRows {
-    /// The caller's window after the count.
-    pub per_address: Vec<db::Counted>,
-    /// The merchant's window before it.
+    /// The caller's window after the count, when this batch counted it.
+    pub per_address: Option<Vec<db::Counted>>,
+    /// The merchant's window before the session would be counted in it.
     pub key_window: Vec<db::Failures>,
-    /// The merchant's window after the count; none when the session was not counted.
+    /// The merchant's window after the count; empty when the session was not counted (or the
+    /// batch was not one to store it).
     pub per_key: Vec<db::Counted>,
 }
 
 /// The counts of one checkout attempt for `public_key` from the caller ([`CheckoutCounts`]), as
-/// statements of the batch that stores its session, and the condition its insert carries
-/// ([`db::Within`]): the caller's count, as that batch just took it, within its limit, and the
-/// merchant's taken, which it is only with room in its window. `stored_if` is what else the
-/// session's insert is conditioned on (the facts it was made on), so that the merchant's count
-/// takes only a session that is stored, and never one refused at its limit. The insert must be
-/// the statement right after these. Their rows go to [`refuse_checkout`].
+/// statements of a batch, and the condition that batch's guarded insert carries ([`db::Within`]):
+///
+/// - `count_address`: the caller's attempt is counted here (no earlier batch of the attempt
+///   counted it), and must be within its limit;
+/// - `store`: this is the batch that stores the session, conditioned also on `store`'s facts:
+///   the merchant's count is taken here, only if those facts hold, the caller's count is within
+///   its limit and the merchant's window has room, and the insert is conditioned on that count
+///   having been taken. It must be the statement right after these. Without `store` (the batch
+///   that only takes a deposit address's index) the merchant is not counted, but its window
+///   must have room.
+///
+/// So only a session stored is ever counted against its merchant, whatever raced it. Their rows
+/// go to [`refuse_checkout`].
 pub fn count_checkout(
     ctx: &Ctx,
     public_key: &str,
-    stored_if: &dyn Condition,
+    count_address: bool,
+    store: Option<&dyn Condition>,
 ) -> Result<(CheckoutCounts, db::Within), ApiError> {
     let key = checkout_key_window(public_key);
     let address = ctx.caller_address();
     let now = ctx.now();
-    let address_within = db::Within::new().at_most(
-        CHECKOUT_ADDRESS_WINDOW,
-        address,
-        CHECKOUT_PER_ADDRESS.max_failures,
-    );
-    let per_address = db::count_attempts_in_batch(
-        &ctx.db,
-        &[(
+    let mut address_within = db::Within::new();
+    let per_address = if count_address {
+        address_within = address_within.at_most(
             CHECKOUT_ADDRESS_WINDOW,
             address,
-            CHECKOUT_PER_ADDRESS.window_seconds,
-        )],
-        now,
-    )
-    .or_internal("count attempt")?;
+            CHECKOUT_PER_ADDRESS.max_failures,
+        );
+        Some(
+            db::count_attempts_in_batch(
+                &ctx.db,
+                &[(
+                    CHECKOUT_ADDRESS_WINDOW,
+                    address,
+                    CHECKOUT_PER_ADDRESS.window_seconds,
+                )],
+                now,
+            )
+            .or_internal("count attempt")?,
+        )
+    } else {
+        None
+    };
     let key_window = db::window(&ctx.db, &key, EVERY_ADDRESS).or_internal("read attempts")?;
     let room = db::Room {
         subject: &key,
@@ -182,15 +200,30 @@ pub fn count_checkout(
         now,
         seconds: CHECKOUT_PER_KEY.window_seconds,
     };
-    let per_key = db::count_attempt_if(
-        &ctx.db,
-        (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
-        now,
-        &And(&address_within, &And(&room, stored_if)),
-    )
-    .or_internal("count attempt")?;
-    // Counted against the merchant only with room for it, so "counted" is "within".
-    let within = address_within.just_counted();
+    let (per_key, within) = match store {
+        Some(stored_if) => {
+            let counted = db::count_attempt_if(
+                &ctx.db,
+                (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
+                now,
+                &And(&address_within, &And(&room, stored_if)),
+            )
+            .or_internal("count attempt")?;
+            // Counted against the merchant only with room for it and within the caller's
+            // limit, so "counted" is "within".
+            (Some(counted), db::Within::new().just_counted())
+        }
+        None => (
+            None,
+            address_within.with_room(
+                &key,
+                EVERY_ADDRESS,
+                CHECKOUT_PER_KEY.max_failures,
+                now,
+                CHECKOUT_PER_KEY.window_seconds,
+            ),
+        ),
+    };
     Ok((
         CheckoutCounts {
             per_address,
@@ -215,7 +248,7 @@ pub async fn count_checkout_alone(ctx: &Ctx) -> Result<(), ApiError> {
     .map(drop)
 }
 
-/// The refusal of a checkout session past either limit, from what [`count_checkout`]'s
+/// The refusal of a checkout attempt past either limit, from what [`count_checkout`]'s
 /// statements answered (the per-key limit's first): the merchant's window full (the session was
 /// not counted in it), or the caller's past its limit.
 pub fn refuse_checkout(ctx: &Ctx, rows: &CheckoutRows) -> Result<(), ApiError> {
@@ -224,11 +257,15 @@ pub fn refuse_checkout(ctx: &Ctx, rows: &CheckoutRows) -> Result<(), ApiError> {
         Some(counted) => over(&counted.window(), &CHECKOUT_PER_KEY, now)?,
         None => refuse_over(rows.key_window.first(), &CHECKOUT_PER_KEY, now)?,
     }
-    let per_address = rows
-        .per_address
-        .first()
-        .ok_or_else(|| ApiError::internal("count attempt", "the attempt count returned no row"))?;
-    over(&per_address.window(), &CHECKOUT_PER_ADDRESS, now)
+    match &rows.per_address {
+        Some(counted) => {
+            let window = counted.first().ok_or_else(|| {
+                ApiError::internal("count attempt", "the attempt count returned no row")
+            })?;
+            over(&window.window(), &CHECKOUT_PER_ADDRESS, now)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Webhook sends an admin asks for (a resend, a test event, a re-enable's bulk resend), per

@@ -17,15 +17,6 @@ use payrail_evm::Address;
 /// Longest address text considered at all.
 const MAX_LEN: usize = 128;
 
-/// Well-known EVM burn addresses (lower-case hex without `0x`): funds sent there are
-/// unrecoverable by design.
-const BURN_ADDRESSES: &[&str] = &[
-    "000000000000000000000000000000000000dead",
-    "dead000000000000000000000000000000000000",
-    "dead000000000000000042069420694206942069",
-    "ffffffffffffffffffffffffffffffffffffffff",
-];
-
 /// The networks a settlement wallet can be set for.
 pub const NETWORKS: &[&str] = &[
     "ethereum", "polygon", "base", "arbitrum", "bitcoin", "solana", "tron",
@@ -82,13 +73,13 @@ fn evm(network: &str, address: &str) -> Result<String, String> {
     if hex.bytes().all(|b| b == b'0') {
         return Err("address must not be the zero address: funds sent there are lost".into());
     }
-    let lower = hex.to_ascii_lowercase();
-    if BURN_ADDRESSES.contains(&lower.as_str()) {
+    let parsed = Address::parse(address).map_err(|_| bad())?;
+    if parsed.is_burn() {
         return Err(format!(
             "address {address} is a well-known burn address: funds sent there are lost"
         ));
     }
-    if lower.starts_with(&"0".repeat(36)) {
+    if parsed.is_system() {
         return Err(format!(
             "address {address} is a precompile or system address, not a wallet: funds sent \
              there are lost"

@@ -13,6 +13,15 @@ use sha3::{Digest, Keccak256};
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Address(pub [u8; 20]);
 
+/// Well-known EVM burn addresses (lower-case hex without `0x`): funds sent there are
+/// unrecoverable by design.
+pub const BURN_ADDRESSES: &[&str] = &[
+    "000000000000000000000000000000000000dead",
+    "dead000000000000000000000000000000000000",
+    "dead000000000000000042069420694206942069",
+    "ffffffffffffffffffffffffffffffffffffffff",
+];
+
 /// Why a text is not an address or a hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotHex {
@@ -72,6 +81,28 @@ impl Address {
     /// Whether it is the zero address (where sent funds are burnt).
     pub fn is_zero(&self) -> bool {
         self.0 == [0; 20]
+    }
+
+    /// Whether money sent here is lost by design: a well-known burn address (`0x…dEaD` and its
+    /// kin, and all ones).
+    pub fn is_burn(&self) -> bool {
+        BURN_ADDRESSES.contains(&self.lower().trim_start_matches("0x"))
+    }
+
+    /// Whether it is in the precompile and system range (below `0x…10000`): no key holds it.
+    pub fn is_system(&self) -> bool {
+        self.0[..18].iter().all(|b| *b == 0)
+    }
+
+    /// `0x` and 40 hex digits, the surrounding space trimmed, where mixed case must be the
+    /// address's EIP-55 checksum (all lower or all upper case carries none); `None` otherwise.
+    pub fn parse_checked(text: &str) -> Option<Address> {
+        let text = text.trim();
+        let address = Address::parse(text).ok()?;
+        let hex = text.get(2..)?;
+        let mixed = hex.bytes().any(|b| b.is_ascii_lowercase())
+            && hex.bytes().any(|b| b.is_ascii_uppercase());
+        (!mixed || address.checksummed().get(2..) == Some(hex)).then_some(address)
     }
 }
 

@@ -343,10 +343,11 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
                 "PAYRAIL_CHAINS: {name}.log_range must be from 1 to 100000"
             ));
         }
+        // A contract's address as strictly as a wallet's: its checksum when in mixed case, and
+        // never an address money sent to is lost at.
         let contract = |what: String, address: &str| {
-            Address::parse(address)
-                .ok()
-                .filter(|a| a.0 != [0; 20])
+            Address::parse_checked(address)
+                .filter(|a| !a.is_zero() && !a.is_burn() && !a.is_system())
                 .map(|a| a.checksummed())
                 .ok_or_else(|| format!("PAYRAIL_CHAINS: {what} is not a contract address (0x…)"))
         };
@@ -490,6 +491,16 @@ mod tests {
         )
         .unwrap();
         let polygon = &with_tokens["polygon"];
+        // An address with space around it (a pasted secret) reads as the address.
+        let spaced = parse(
+            r#"{"polygon": {"rpc_url": "https://p.example", "chain_id": 137,
+                "tokens": {"USDC": {"address": " 0x3c499c542cef5e3811e1192ce70d8cc03d5c3359 "}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            spaced["polygon"].tokens["USDC"].address,
+            "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"
+        );
         assert_eq!(polygon.tokens["USDC"].decimals, DEFAULT_TOKEN_DECIMALS);
         assert_eq!(polygon.feeds["EUR/USD"].max_age_seconds, 86400);
         assert_eq!(polygon.feeds["EUR/USD"].min_answer, None);
@@ -608,6 +619,16 @@ mod tests {
                 r#"{"base": {"rpc_url": "https://x.example", "chain_id": 8453,
                     "l1_fee_oracle": "0x42"}}"#,
                 "base.l1_fee_oracle is not a contract address",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "tokens": {"USDC": {"address": "0x3C499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}}"#,
+                "polygon.tokens.USDC.address is not a contract address",
+            ),
+            (
+                r#"{"polygon": {"rpc_url": "https://x.example", "chain_id": 1,
+                    "feeds": {"EUR/USD": {"address": "0x0000000000000000000000000000000000000001"}}}}"#,
+                "polygon.feeds.EUR/USD.address is not a contract address",
             ),
         ] {
             let err = parse(text).unwrap_err().to_string();

@@ -257,7 +257,10 @@ async fn quote_from_chain(
     amount: Decimal,
     currency: &str,
 ) -> ChainResult<Quote> {
-    let networks = networks(ctx).map_err(|e| ChainError::Config(e.description))?;
+    let networks = networks(ctx).map_err(|e| {
+        e.log();
+        ChainError::Config(e.description)
+    })?;
     let Some(network) = networks.get(method.network) else {
         let crypto_amount = quote::crypto_amount(amount, currency, method).ok_or_else(|| {
             ChainError::rule(format!(
@@ -345,7 +348,10 @@ pub async fn pay_from_demo_wallet(
             ))
         }
     };
-    let networks = networks(ctx).map_err(|e| ChainError::Config(e.description))?;
+    let networks = networks(ctx).map_err(|e| {
+        e.log();
+        ChainError::Config(e.description)
+    })?;
     let node = &networks
         .get(network)
         .ok_or_else(|| ChainError::Config(format!("{network} is not configured")))?

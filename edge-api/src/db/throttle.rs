@@ -190,6 +190,7 @@ pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returnin
 #[derive(Debug, Clone, Default)]
 pub struct Within {
     counts: Vec<(String, String, i64)>,
+    rooms: Vec<(String, String, i64, i64, i64)>,
     just_counted: bool,
 }
 
@@ -203,6 +204,21 @@ impl Within {
     pub fn at_most(mut self, subject: &str, source: &str, max: i64) -> Self {
         self.counts
             .push((subject.to_owned(), source.to_owned(), max));
+        self
+    }
+
+    /// Adds the condition that the window of `subject` from `source` has room for one more
+    /// attempt at `now` ([`Room`]).
+    pub fn with_room(
+        mut self,
+        subject: &str,
+        source: &str,
+        max: i64,
+        now: i64,
+        seconds: i64,
+    ) -> Self {
+        self.rooms
+            .push((subject.to_owned(), source.to_owned(), max, now, seconds));
         self
     }
 
@@ -222,6 +238,18 @@ impl Condition for Within {
         let mut params = Vec::new();
         if self.just_counted {
             sql.push("changes() = 1".to_owned());
+        }
+        for (subject, source, max, now, seconds) in &self.rooms {
+            let room = Room {
+                subject,
+                source,
+                max: *max,
+                now: *now,
+                seconds: *seconds,
+            };
+            let (holds, more) = room.sql(first + params.len());
+            sql.push(holds);
+            params.extend(more);
         }
         for (subject, source, max) in &self.counts {
             let n = first + params.len();

@@ -104,11 +104,12 @@ pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError>
         .ok_or_else(no_delivery)?;
     let endpoint = super::webhook_endpoints::get(portal, &row.endpoint_id)
         .await
-        .map_err(|_| {
-            ApiError::new(
+        .map_err(|err| match err.code {
+            ErrorCode::NotFound => ApiError::new(
                 ErrorCode::Conflict,
                 "the endpoint of this delivery was deleted",
-            )
+            ),
+            _ => err,
         })?;
     if endpoint.status != EndpointStatus::Enabled {
         return Err(endpoint_disabled());

@@ -176,10 +176,8 @@ fn view(
                 .iter()
                 .filter(of_address)
                 .find(|w| w.token == t.token);
-            let (asset, decimals) = watch.map_or_else(
-                || (t.token.to_string(), 0),
-                |w| (w.asset.clone(), w.decimals),
-            );
+            let (asset, decimals) =
+                watch.map_or_else(|| (t.token.lower(), 0), |w| (w.asset.clone(), w.decimals));
             let units: u128 = t.amount.parse().unwrap_or(0);
             let head = watch.map_or(t.block_number, |w| w.head_block);
             let credited = t.confirmed;

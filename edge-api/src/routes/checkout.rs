@@ -66,7 +66,11 @@ pub async fn create_session(
 ) -> Result<Response, ApiError> {
     let response = match create(&mut req, ctx, url).await {
         Ok((status, body)) => http::json(status, &body),
-        Err(err) => http::error(&err),
+        // Answered here (with CORS), so logged here: the boundary sees an answer, not an error.
+        Err(err) => {
+            err.log();
+            http::error(&err)
+        }
     }
     .or_internal("build response")?;
     cors(response)

@@ -347,6 +347,50 @@ fn deriving() -> &'static Worker {
 fn parallel_checkouts_past_a_nearly_full_limit_create_exactly_what_it_leaves() {
     limit_race(deriving(), true, 0, false, "LIMIT");
     limit_race(deriving(), true, 1, true, "KNOWN-DERIVED");
+    replay_race(deriving(), 2);
+}
+
+/// Eight checkouts at once with one new idempotency key, for a key the worker remembers, on a
+/// worker that derives addresses (each racer takes an address's index before the write): one
+/// session, the rest replays of it, and the merchant's window counts the one session only (a
+/// reviewer found the index's batch counting every racer against the merchant).
+fn replay_race(worker: &Worker, merchant: usize) {
+    let key = worker.credentials.institutions[0].merchants[merchant]
+        .public_key
+        .clone();
+    let options = |reference: &str| {
+        json!({
+            "publicKey": key, "amount": "10.00", "currency": "EUR", "title": "Race",
+            "externalReference": reference, "idempotencyKey": reference,
+            "redirectUrl": "https://shop.example/done", "allowCrypto": true
+        })
+    };
+    let warm = worker.post_json(
+        "/checkout/sessions",
+        &options("RACE-REPLAY-FIRST"),
+        None,
+        "/checkout/sessions",
+    );
+    assert_eq!(warm.status, 201, "{}", warm.text);
+    let db = worker.database();
+    let before = counted(&db, &key);
+    let replies = in_parallel(8, |_| {
+        worker.post_json(
+            "/checkout/sessions",
+            &options("RACE-REPLAY-ONE-KEY"),
+            None,
+            "/checkout/sessions",
+        )
+    });
+    let counts = statuses(&replies);
+    assert_eq!(counts.get(&201).copied(), Some(1), "{counts:?}");
+    assert_eq!(counts.get(&200).copied(), Some(7), "{counts:?}");
+    let sessions: std::collections::HashSet<String> = replies
+        .iter()
+        .map(|r| r.json()["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sessions.len(), 1, "every racer answered the one session");
+    assert_eq!(counted(&db, &key), before + 1, "one session, counted once");
 }
 
 /// The race for a remembered key whose address is simulated: the counts and every insert in

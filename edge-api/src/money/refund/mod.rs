@@ -22,7 +22,7 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::json;
-use shared_types::checkout::{currency_digits, parse_decimal, AmountRule, MAX_AMOUNT_MAJOR};
+use shared_types::checkout::{currency_digits, parse_decimal, AmountRule};
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus, RefundState, SendState};
 
@@ -427,8 +427,13 @@ fn with_books(
     Ok((batch, insert))
 }
 
-/// A refund's amount in the order's `currency`: checkout's rule for an order's amount (digits,
-/// at most the currency's decimal places, no sign, exponent or spaces, at most 1,000,000).
+/// The largest refund the rule lets in, in whole units of the order currency: far above any
+/// order (an overpaid one may be refunded whole), below what the books could ever hold; what is
+/// left to refund of the payment bounds it first.
+const MAX_REFUND_MAJOR: u64 = 1_000_000_000;
+
+/// A refund's amount in the order's `currency`: checkout's rule for an amount (digits, at most
+/// the currency's decimal places, no sign, exponent or spaces), at most [`MAX_REFUND_MAJOR`].
 fn parse_amount(text: &str, currency: &str) -> Result<Decimal, ApiError> {
     parse_decimal(
         text,
@@ -436,7 +441,7 @@ fn parse_amount(text: &str, currency: &str) -> Result<Decimal, ApiError> {
             field: "amount",
             digits: currency_digits(currency).unwrap_or(2),
             unit: currency,
-            max_major: MAX_AMOUNT_MAJOR,
+            max_major: MAX_REFUND_MAJOR,
             zero_allowed: false,
         },
     )

@@ -454,11 +454,7 @@ async fn finish(ctx: &Ctx) -> Result<(), ApiError> {
             Ok(()) => {}
             // Changed meanwhile (another run marked it): the next run sees it.
             Err(err) if err.code == ErrorCode::Conflict => {}
-            Err(err) => worker::console_warn!(
-                "payment {} not marked paid: {}",
-                first.transaction_id,
-                err.description
-            ),
+            Err(err) => err.log_with(format!("payment {} not marked paid", first.transaction_id)),
         }
     }
     Ok(())

@@ -311,8 +311,10 @@ pub async fn export(
                     (Some(_), _) => running,
                 };
                 let balances = running_balances(&rows, &id, top);
-                let lines = lines(&rows, &id, asset.decimals, top)
-                    .map_err(|e| worker::Error::RustError(e.description))?;
+                let lines = lines(&rows, &id, asset.decimals, top).map_err(|e| {
+                    e.log();
+                    worker::Error::RustError(e.description)
+                })?;
                 let bytes = csv_rows(&lines, &asset, header).map_err(worker::Error::RustError)?;
                 let next = match (more, rows.last()) {
                     (true, Some(last)) => Some(Some(last.seq)),

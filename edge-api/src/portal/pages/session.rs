@@ -11,11 +11,10 @@ use crate::route::{Answer, Incoming};
 
 /// `GET /portal/login`: the form, or the overview when already logged in.
 pub(super) async fn show_login(Incoming { req, ctx, url }: Incoming<'_>) -> Answer {
-    if portal::authenticate(&req, ctx, url, Csrf::NotNeeded)
-        .await
-        .is_ok()
-    {
-        return see_other(url, "/portal/");
+    match portal::authenticate(&req, ctx, url, Csrf::NotNeeded).await {
+        Ok(_) => return see_other(url, "/portal/"),
+        // The form is shown all the same; a failure on our side is logged.
+        Err(err) => err.log(),
     }
     page(200, login_page(None, ""))
 }
