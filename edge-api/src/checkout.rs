@@ -18,9 +18,7 @@ use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, Stored
 use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{
-    deposits, merchants, origins, wallets, And, Batch, BatchResults, Condition, Handle,
-};
+use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, payments, throttle};
 
@@ -324,27 +322,26 @@ fn replay(options: &CheckoutOptions, stored: StoredKey) -> Result<Session, Refus
 struct Counts {
     per_address: Option<Handle<Counted>>,
     key_window: Handle<Failures>,
-    per_key: Option<Handle<Counted>>,
+    per_key: Handle<Counted>,
 }
 
 /// Adds the attempt's counts to `batch` ([`throttle::count_checkout`]): against the caller's
-/// address unless the attempt was `counted` there already, and, in the batch that stores the
-/// session (`store`: the facts it is made on), against the merchant, only if the session is
-/// stored. Answers their statements and the condition the guarded insert after them carries,
-/// which must come right after them.
+/// address unless the attempt was `counted` there already, and against the merchant, only if
+/// the facts it is made on (`admitted`) hold and both windows have room. Answers their
+/// statements and the condition the guarded statement after them carries (the merchant's count
+/// taken), which must come right after them.
 fn count_into(
     ctx: &Ctx,
     key: &str,
     counted: bool,
-    store: Option<&Admitted<'_>>,
+    admitted: &Admitted<'_>,
     batch: &mut Batch,
 ) -> Result<(Counts, Within), ApiError> {
-    let store: Option<&dyn Condition> = store.map(|a| a as &dyn Condition);
-    let (counts, within) = throttle::count_checkout(ctx, key, !counted, store)?;
+    let (counts, within) = throttle::count_checkout(ctx, key, !counted, admitted)?;
     let counts = Counts {
         per_address: counts.per_address.map(|c| batch.push(c)),
         key_window: batch.push(counts.key_window),
-        per_key: counts.per_key.map(|c| batch.push(c)),
+        per_key: batch.push(counts.per_key),
     };
     Ok((counts, within))
 }
@@ -387,16 +384,18 @@ async fn make(
     };
     let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
         .or_internal("generate session id")?;
-    // A derived address takes a fresh index. It is taken in one batch with the attempt's count
-    // against its address, only if that is within its limit, the merchant's window has room
-    // and the facts still hold: an attempt past its limits never uses up an index, even in a
-    // race. The merchant is counted by the write batch, which stores the session, and only if
-    // it does. A simulated address costs no round trip.
+    // A derived address takes a fresh index. It is taken in one batch with the attempt's
+    // counts, only if both are within their limits and the facts still hold: an attempt past
+    // its limits never uses up an index, even in a race. The merchant's count taken here holds
+    // the session's place in its window; the write batch gives it back if it stores no session
+    // (a replay of a key a racer stored first, a fact changed), so the window counts only the
+    // sessions stored. A simulated address costs no round trip.
+    let mut held = None;
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
             let probe = probe_into(database, &mut batch, admitted)?;
-            let (counts, within) = count_into(ctx, key, *counted, None, &mut batch)?;
+            let (counts, within) = count_into(ctx, key, *counted, admitted, &mut batch)?;
             let index = batch.push(
                 deposits::allocate_within(database, deriver.family(), &And(&within, admitted))
                     .or_internal("allocate deposit index")?,
@@ -412,8 +411,9 @@ async fn make(
                 .first()
                 .map(|i| i.index);
             let Some(index) = index else {
-                return took_nothing(ctx, options, &taken, counts, probe);
+                return took_nothing(ctx, options, &taken, Some(counts), probe);
             };
+            held = Some(now);
             (deriver.address(index)?, Some(index))
         }
         None => (chain::simulated(method.network)?, None),
@@ -445,13 +445,14 @@ async fn make(
         expires_at: now + SESSION_SECONDS,
         locale,
     };
-    // The attempt's counts, then the transaction, its session, its watch and the idempotency
-    // key in one atomic batch. The merchant's count is taken only if the caller's is within its
-    // limit, the merchant's window has room and the facts still hold (a concurrent double
-    // click's key among them), and the transaction and its session are inserted only if it
-    // was taken (of N racing attempts, exactly those the limits allow); the watch and the key
-    // only with the session. A key older than its day is forgotten first, in the same batch,
-    // so it can be used afresh.
+    // The attempt's counts (unless the index's batch took them), then the transaction, its
+    // session, its watch and the idempotency key in one atomic batch. The merchant's count is
+    // taken only if the caller's is within its limit, the merchant's window has room and the
+    // facts still hold (a concurrent double click's key among them), and the transaction and
+    // its session are inserted only if it was taken (of N racing attempts, exactly those the
+    // limits allow); the watch and the key only with the session. A place held by the index's
+    // batch is given back in this batch when it stores no session. A key older than its day is
+    // forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
     let probe = probe_into(database, &mut writes, admitted)?;
     if let Some(key) = &options.idempotency_key {
@@ -460,8 +461,15 @@ async fn make(
                 .or_internal("forget stale key")?,
         );
     }
-    // The counts just before the insert their condition reads (`Within::just_counted`).
-    let (counts, within) = count_into(ctx, key, *counted, Some(admitted), &mut writes)?;
+    // The counts just before the insert their condition reads (`Within::just_counted`), unless
+    // the index's batch took them.
+    let (counts, within) = match held {
+        Some(_) => (None, Within::new()),
+        None => {
+            let (counts, within) = count_into(ctx, key, *counted, admitted, &mut writes)?;
+            (Some(counts), within)
+        }
+    };
     // The counts within their limits, and the facts still holding.
     let stored_if = And(&within, admitted);
     let created = writes.push(
@@ -489,6 +497,14 @@ async fn make(
             )
             .or_internal("create session")?,
         );
+    }
+    if let Some(held_at) = held {
+        writes.push(throttle::release_checkout(
+            ctx,
+            key,
+            held_at,
+            Scoped::new(known.institution_id, &session_id),
+        )?);
     }
     let written = match writes.run(database).await {
         Ok(written) => written,
@@ -546,22 +562,21 @@ fn took_nothing(
     ctx: &Ctx,
     options: &CheckoutOptions,
     batch: &BatchResults,
-    counts: Counts,
+    counts: Option<Counts>,
     probe: Option<Handle<Probe>>,
 ) -> Result<Option<Session>, Refusal> {
-    let rows = throttle::CheckoutRows {
-        per_address: counts
-            .per_address
-            .map(|c| batch.rows(c))
-            .transpose()
-            .or_internal("count attempt")?,
-        key_window: batch.rows(counts.key_window).or_internal("count attempt")?,
-        per_key: match counts.per_key {
-            Some(c) => batch.rows(c).or_internal("count attempt")?,
-            None => Vec::new(),
-        },
-    };
-    throttle::refuse_checkout(ctx, &rows)?;
+    if let Some(counts) = counts {
+        let rows = throttle::CheckoutRows {
+            per_address: counts
+                .per_address
+                .map(|c| batch.rows(c))
+                .transpose()
+                .or_internal("count attempt")?,
+            key_window: batch.rows(counts.key_window).or_internal("count attempt")?,
+            per_key: batch.rows(counts.per_key).or_internal("count attempt")?,
+        };
+        throttle::refuse_checkout(ctx, &rows)?;
+    }
     let found = match probe {
         Some(probe) => batch
             .rows(probe)

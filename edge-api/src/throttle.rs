@@ -6,7 +6,7 @@
 //! slow Argon2id, count every attempt before verifying it (so parallel guesses cannot all pass
 //! the check) and are also capped per e-mail across every address.
 
-use shared_types::ids::InstitutionId;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::ErrorCode;
 
 use crate::ctx::Ctx;
@@ -120,20 +120,20 @@ pub fn refuse_checkout_before(
     refuse_over(per_address, &CHECKOUT_PER_ADDRESS, ctx.now())
 }
 
-/// The counts of one checkout attempt for `public_key` from the caller, as statements of a batch
-/// that allocates its address or stores its session ([`count_checkout`]), in the order they
-/// are added.
+/// The counts of one checkout attempt for `public_key` from the caller, as statements of the
+/// batch that takes its address's index or stores its session ([`count_checkout`]), in the order
+/// they are added.
 pub struct CheckoutCounts {
     /// The caller's attempt, counted whatever becomes of it (unless an earlier batch of the
     /// attempt counted it).
     pub per_address: Option<Returning<db::Counted>>,
-    /// The merchant's window as it stands before the session would be counted in it: full when
-    /// the attempt is refused at its limit.
+    /// The merchant's window as it stands before the session is counted in it: full when the
+    /// attempt is refused at its limit.
     pub key_window: Returning<db::Failures>,
-    /// The session, counted against its merchant only by the batch that stores it, and only if
-    /// it does: the facts it is made on hold (`stored_if`), the caller's count is within its
-    /// limit and the merchant's window has room.
-    pub per_key: Option<Returning<db::Counted>>,
+    /// The session, counted against its merchant only while the facts it is made on hold
+    /// (`stored_if`), the caller's count is within its limit and the merchant's window has
+    /// room.
+    pub per_key: Returning<db::Counted>,
 }
 
 /// What [`CheckoutCounts`]' statements answered.
@@ -142,30 +142,24 @@ pub struct CheckoutRows {
     pub per_address: Option<Vec<db::Counted>>,
     /// The merchant's window before the session would be counted in it.
     pub key_window: Vec<db::Failures>,
-    /// The merchant's window after the count; empty when the session was not counted (or the
-    /// batch was not one to store it).
+    /// The merchant's window after the count; empty when the session was not counted.
     pub per_key: Vec<db::Counted>,
 }
 
 /// The counts of one checkout attempt for `public_key` from the caller ([`CheckoutCounts`]), as
-/// statements of a batch, and the condition that batch's guarded insert carries ([`db::Within`]):
-///
-/// - `count_address`: the caller's attempt is counted here (no earlier batch of the attempt
-///   counted it), and must be within its limit;
-/// - `store`: this is the batch that stores the session, conditioned also on `store`'s facts:
-///   the merchant's count is taken here, only if those facts hold, the caller's count is within
-///   its limit and the merchant's window has room, and the insert is conditioned on that count
-///   having been taken. It must be the statement right after these. Without `store` (the batch
-///   that only takes a deposit address's index) the merchant is not counted, but its window
-///   must have room.
-///
-/// So only a session stored is ever counted against its merchant, whatever raced it. Their rows
-/// go to [`refuse_checkout`].
+/// statements of the batch that takes its address's index or stores its session, and the
+/// condition the guarded statement right after them carries ([`db::Within`]): the merchant's
+/// count taken. The caller's attempt is counted here when `count_address` (no earlier batch of
+/// the attempt counted it); the merchant's only if `stored_if` (the facts the session is made
+/// on) holds, the caller's count is within its limit and the merchant's window has room. So a
+/// session is counted against its merchant only when it is to be stored, never past the limit;
+/// a place taken by an index's batch for a session its write then stores not is given back
+/// ([`release_checkout`]). Their rows go to [`refuse_checkout`].
 pub fn count_checkout(
     ctx: &Ctx,
     public_key: &str,
     count_address: bool,
-    store: Option<&dyn Condition>,
+    stored_if: &dyn Condition,
 ) -> Result<(CheckoutCounts, db::Within), ApiError> {
     let key = checkout_key_window(public_key);
     let address = ctx.caller_address();
@@ -200,38 +194,42 @@ pub fn count_checkout(
         now,
         seconds: CHECKOUT_PER_KEY.window_seconds,
     };
-    let (per_key, within) = match store {
-        Some(stored_if) => {
-            let counted = db::count_attempt_if(
-                &ctx.db,
-                (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
-                now,
-                &And(&address_within, &And(&room, stored_if)),
-            )
-            .or_internal("count attempt")?;
-            // Counted against the merchant only with room for it and within the caller's
-            // limit, so "counted" is "within".
-            (Some(counted), db::Within::new().just_counted())
-        }
-        None => (
-            None,
-            address_within.with_room(
-                &key,
-                EVERY_ADDRESS,
-                CHECKOUT_PER_KEY.max_failures,
-                now,
-                CHECKOUT_PER_KEY.window_seconds,
-            ),
-        ),
-    };
+    let per_key = db::count_attempt_if(
+        &ctx.db,
+        (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
+        now,
+        &And(&address_within, &And(&room, stored_if)),
+    )
+    .or_internal("count attempt")?;
+    // Counted against the merchant only with room for it and within the caller's limit, so
+    // "counted" is "within".
     Ok((
         CheckoutCounts {
             per_address,
             key_window,
             per_key,
         },
-        within,
+        db::Within::new().just_counted(),
     ))
+}
+
+/// The statement, for the batch that was to store `session` (of its institution),
+/// giving back the place its address's index's batch took in `public_key`'s window at `held_at`
+/// when the batch stored no session, so the window counts only sessions stored; nothing when
+/// the window has started afresh since.
+pub fn release_checkout(
+    ctx: &Ctx,
+    public_key: &str,
+    held_at: i64,
+    session: Scoped<&str>,
+) -> Result<worker::D1PreparedStatement, ApiError> {
+    db::release_unless_stored(
+        &ctx.db,
+        (&checkout_key_window(public_key), EVERY_ADDRESS),
+        held_at,
+        session,
+    )
+    .or_internal("release checkout count")
 }
 
 /// Counts a checkout attempt that stored nothing (refused after its read, or answered from its

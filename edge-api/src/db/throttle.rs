@@ -2,6 +2,7 @@
 //! portal login's e-mail) and source address, in fixed windows.
 
 use serde::Deserialize;
+use shared_types::ids::Scoped;
 use worker::{D1Database, D1PreparedStatement};
 
 use super::{bind, first, run, Condition, DbResult, Returning, Value};
@@ -190,7 +191,6 @@ pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returnin
 #[derive(Debug, Clone, Default)]
 pub struct Within {
     counts: Vec<(String, String, i64)>,
-    rooms: Vec<(String, String, i64, i64, i64)>,
     just_counted: bool,
 }
 
@@ -204,21 +204,6 @@ impl Within {
     pub fn at_most(mut self, subject: &str, source: &str, max: i64) -> Self {
         self.counts
             .push((subject.to_owned(), source.to_owned(), max));
-        self
-    }
-
-    /// Adds the condition that the window of `subject` from `source` has room for one more
-    /// attempt at `now` ([`Room`]).
-    pub fn with_room(
-        mut self,
-        subject: &str,
-        source: &str,
-        max: i64,
-        now: i64,
-        seconds: i64,
-    ) -> Self {
-        self.rooms
-            .push((subject.to_owned(), source.to_owned(), max, now, seconds));
         self
     }
 
@@ -238,18 +223,6 @@ impl Condition for Within {
         let mut params = Vec::new();
         if self.just_counted {
             sql.push("changes() = 1".to_owned());
-        }
-        for (subject, source, max, now, seconds) in &self.rooms {
-            let room = Room {
-                subject,
-                source,
-                max: *max,
-                now: *now,
-                seconds: *seconds,
-            };
-            let (holds, more) = room.sql(first + params.len());
-            sql.push(holds);
-            params.extend(more);
         }
         for (subject, source, max) in &self.counts {
             let n = first + params.len();
@@ -310,6 +283,30 @@ impl Condition for Room<'_> {
             ],
         )
     }
+}
+
+/// Gives back one count of the window of `subject` from `source` that an attempt took at
+/// `held_at`, unless checkout session `session` exists (it was stored, and keeps its place):
+/// nothing when the window has started afresh since, or holds nothing.
+pub fn release_unless_stored(
+    db: &D1Database,
+    (subject, source): (&str, &str),
+    held_at: i64,
+    session: Scoped<&str>,
+) -> DbResult<D1PreparedStatement> {
+    bind(
+        db,
+        "UPDATE auth_failures SET failures = failures - 1 \
+         WHERE client_id = ?1 AND source = ?2 AND window_start <= ?3 AND failures > 0 \
+         AND NOT EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?4 AND institution_id = ?5)",
+        &[
+            subject.into(),
+            source.into(),
+            held_at.into(),
+            session.id.into(),
+            session.institution.into(),
+        ],
+    )
 }
 
 /// Forgets the failures of `subject` from `source` (after a success); with `issued`, only once
