@@ -42,7 +42,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         money::books::run(ctx).await,
         // Then what is held in custody goes to the merchants.
         money::settle::run(ctx).await,
-        money::refund::run(ctx).await,
+        money::refund::send::run(ctx).await,
         // Keys are honoured for a day and kept a day longer.
         sessions::purge_keys(&ctx.db, now - 2 * sessions::KEY_SECONDS, PRUNE_ROWS)
             .await

@@ -479,7 +479,7 @@ mod tests {
             "{least:?}"
         );
         assert!(
-            least.refunds >= crate::money::refund::MOST_SEND_CALLS,
+            least.refunds >= crate::money::refund::send::MOST_SEND_CALLS,
             "{least:?}"
         );
         assert!(
