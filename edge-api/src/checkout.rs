@@ -4,11 +4,11 @@
 //! and of what the hosted page's sandbox controls act out. The routes (`routes/checkout`) keep
 //! the HTTP: bodies, JSON, pages and redirects.
 
-use shared_types::ids::Scoped;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use shared_types::checkout::{currency_digits, CheckoutOptions};
+use shared_types::ids::Scoped;
 use shared_types::lifecycle::Action;
 use shared_types::{quote, ErrorCode, RawStatus};
 use worker::{D1PreparedStatement, Url};

@@ -2,10 +2,10 @@
 //! the rows, claims the attempt, signs, POSTs with a 10-second deadline, records the attempt,
 //! and schedules the next one or applies the auto-disable rule.
 
-use shared_types::ids::DeliveryId;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use shared_types::ids::DeliveryId;
 use shared_types::webhook::{self, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER};
 use shared_types::{AttemptOutcome, DeliveryStatus, EndpointStatus};
 use worker::{Headers, Method, Request, RequestInit, RequestRedirect};

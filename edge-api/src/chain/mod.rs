@@ -32,9 +32,9 @@ pub mod rpc;
 pub mod scan;
 pub mod tx;
 
-use payrail_evm::Token;
 use std::collections::BTreeMap;
 
+use payrail_evm::Token;
 use rust_decimal::{Decimal, RoundingStrategy};
 use shared_types::quote::{self, Method};
 

@@ -23,9 +23,9 @@
 //! [`MAX_BLOCKS`] blocks a check; what is left is read at the next check, from the last block
 //! fully accounted for.
 
-use payrail_evm::Token;
 use std::collections::BTreeMap;
 
+use payrail_evm::Token;
 use serde_json::{json, Value};
 
 use super::error::{ChainError, ChainResult};

@@ -8,9 +8,9 @@
 //! network's depth on them; what the caller stores of them is final, what is above is replaced
 //! at the next check (so a transfer reorged away disappears).
 
-use payrail_evm::Token;
 use std::collections::BTreeMap;
 
+use payrail_evm::Token;
 use serde_json::json;
 
 use super::config::Network;

@@ -12,9 +12,10 @@
 //! its minute is only a preference: a wallet added on a network Payrail offers before the one
 //! chosen is the default way to pay from the next full read on.
 
-use shared_types::ids::InstitutionId;
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+use shared_types::ids::InstitutionId;
 
 /// How long a memo is used after its read, in seconds.
 pub const KEEP_SECONDS: i64 = 60;

@@ -9,11 +9,11 @@
 //! (and fails the whole batch) unless its accounts are still at the versions the posting was
 //! computed on, so two racing postings can never both land on the same figures.
 
-use shared_types::ids::{InstitutionId, Scoped};
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::ledger::{Books, Code, Kind, Ledger, Open, Phase, Refusal, Totals, Transfer};
 use worker::{D1Database, D1PreparedStatement};
 

@@ -6,11 +6,11 @@
 //! date bounds become bounds on `id`, and `LIMIT` stops the scan. Date bounds become id bounds
 //! through `transactions_by_created`, because ids are allocated in creation order.
 
-use shared_types::ids::{InstitutionId, Scoped};
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::lifecycle::Change;
 use shared_types::{
     Amount, AmountStatus, Networks, RawStatus, Status, Transaction, TransactionObject, TxHashes,

@@ -5,10 +5,10 @@
 //! every treasury transaction spends. Each function returns the statements that go into the
 //! same D1 batch as the state change they record, so the books and the state never disagree.
 
-use payrail_evm::Token;
-use shared_types::ids::Scoped;
 use std::str::FromStr;
 
+use payrail_evm::Token;
+use shared_types::ids::Scoped;
 use shared_types::ledger::postings::{self, Part as PaymentShare};
 use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
 use worker::D1PreparedStatement;

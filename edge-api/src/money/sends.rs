@@ -23,12 +23,12 @@
 //! - **Balances count what is in flight.** What the treasury can send is its balance less what
 //!   its live transactions not yet mined will still take ([`available`]).
 
-use payrail_evm::{Address, Token};
-use shared_types::ids::Scoped;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use payrail_evm::{Address, Token};
 use serde_json::{json, Value};
+use shared_types::ids::Scoped;
 use shared_types::SendState;
 use worker::D1PreparedStatement;
 

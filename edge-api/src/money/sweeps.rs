@@ -17,9 +17,9 @@
 //!   at the sender (money at a deposit that no receipt booked, the gas address's funding not yet
 //!   booked), reconciliation shows it.
 
-use payrail_evm::Token;
 use std::str::FromStr;
 
+use payrail_evm::Token;
 use serde_json::{json, Value};
 use shared_types::ledger::{postings, Kind, Ledger, Transfer};
 

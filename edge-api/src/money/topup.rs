@@ -14,12 +14,12 @@
 //! `balanceOf` at the last final block must cover every unit confirmed to it (the watch keeps
 //! the running total), and one check records at most `transfers_per_check` transfers.
 
-use payrail_evm::Token;
-use shared_types::ids::Scoped;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use payrail_evm::Token;
 use serde_json::json;
+use shared_types::ids::Scoped;
 use shared_types::ErrorCode;
 
 use super::books;

@@ -4,11 +4,11 @@
 //! then signed, followed and finished like any refund ([`super`]); the payment and what is left
 //! to refund of it never change: this money was never credited.
 
-use shared_types::ids::Scoped;
 use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use shared_types::checkout::currency_digits;
+use shared_types::ids::Scoped;
 use shared_types::RawStatus;
 
 use super::{check_key, conflict, sent_now, with_books, RefundView, STORE_TRIES};

@@ -26,13 +26,13 @@
 
 pub mod plan;
 
-use payrail_evm::Token;
-use shared_types::ids::{InstitutionId, Scoped};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+use payrail_evm::Token;
 use rust_decimal::Decimal;
 use serde_json::json;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, SendState};
 

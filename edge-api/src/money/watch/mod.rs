@@ -15,16 +15,16 @@
 //! The rules that decide what the transfers read mean (credit, wait, hold the end, review) are
 //! pure and live beside it in [`rules`].
 
-use payrail_evm::Token;
-use shared_types::ids::Scoped;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use payrail_evm::Address;
+use payrail_evm::Token;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::json;
+use shared_types::ids::Scoped;
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 

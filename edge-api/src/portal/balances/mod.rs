@@ -10,9 +10,9 @@
 pub mod debt_limit;
 pub mod statement;
 
-use payrail_evm::Token;
 use std::str::FromStr;
 
+use payrail_evm::Token;
 use serde::Serialize;
 use shared_types::ledger::{Kind, Totals};
 
