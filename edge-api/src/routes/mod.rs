@@ -16,6 +16,7 @@ mod tables_test;
 
 use worker::{Request, Response};
 
+use crate::crypto;
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 use crate::http;
@@ -26,22 +27,39 @@ use crate::route::{Answer, Incoming, Route};
 const OPENAPI: &str = include_str!("../../openapi.json");
 
 /// Answers one request; every failure becomes the spec's error body, or on the portal's pages,
-/// a page saying what went wrong.
+/// a page saying what went wrong. Every answer carries `Payrail-Request-Id`, a fresh id that a
+/// failure on our side is logged with, so a partner quoting it finds the log line.
 pub async fn handle(req: Request, ctx: &Ctx) -> worker::Result<Response> {
     let page = portal::pages::is_page(&req.path());
+    let request_id = request_id();
     let answer = dispatch(req, ctx).await;
     // The request's boundary: a failure on our side is logged here, once, with its source line.
-    if let Err(err) = &answer {
-        err.log();
+    if let Some(line) = answer.as_ref().err().and_then(ApiError::log_line) {
+        worker::console_error!("{request_id}: {line}");
     }
-    match answer {
-        Ok(response) => Ok(response),
+    let mut response = match answer {
+        Ok(response) => response,
         Err(err) if page => match portal::pages::failure(&err) {
-            Ok(response) => Ok(response),
-            Err(_) => http::error(&err),
+            Ok(response) => response,
+            Err(_) => http::error(&err)?,
         },
-        Err(err) => http::error(&err),
-    }
+        Err(err) => http::error(&err)?,
+    };
+    // An answer with immutable headers (none of ours) goes out without the id.
+    let _ = response.headers_mut().set(REQUEST_ID, &request_id);
+    Ok(response)
+}
+
+/// The answer header naming the request.
+pub const REQUEST_ID: &str = "Payrail-Request-Id";
+
+/// `req_` and 12 random bytes in hex; `req_unknown` if the platform's generator fails (the id
+/// only names a log line: the answer does not wait on it).
+fn request_id() -> String {
+    crypto::random_bytes::<12>().map_or_else(
+        |_| "req_unknown".to_owned(),
+        |bytes| format!("req_{}", hex::encode(bytes)),
+    )
 }
 
 /// Every path the worker answers, with its methods and their handlers (`None`: no such path).

@@ -292,3 +292,34 @@ fn static_pages_carry_security_headers() {
     assert_eq!(script.header("x-frame-options"), None);
     assert_eq!(script.header("content-security-policy"), None);
 }
+
+#[test]
+fn every_answer_names_its_request_with_a_fresh_id() {
+    let worker = Worker::shared();
+    let token = worker.institution_token(0);
+    let ids: Vec<String> = [
+        worker.send(worker.request(Method::GET, "/v1/payouts"), None),
+        worker.send(worker.request(Method::GET, "/openapi.json"), None),
+        worker.get("/v1/merchants", Some(&token), "/v1/merchants"),
+        worker.get("/v1/merchants", Some(&token), "/v1/merchants"),
+        worker.send(worker.request(Method::GET, "/portal/login"), None),
+    ]
+    .iter()
+    .map(|reply| {
+        let id = reply
+            .header("payrail-request-id")
+            .unwrap_or_else(|| panic!("no Payrail-Request-Id: {}", reply.text))
+            .to_owned();
+        let hex = id.strip_prefix("req_").expect("req_ prefix");
+        assert!(
+            hex.len() == 24 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+        id
+    })
+    .collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "{ids:?}");
+}
