@@ -112,6 +112,7 @@ impl ClientBuilder {
                 scope: self.scope,
                 retry: self.retry,
                 token: Mutex::new(None),
+                bookmark: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -142,6 +143,8 @@ struct Inner {
     scope: Option<String>,
     retry: RetryPolicy,
     token: Mutex<Option<CachedToken>>,
+    /// The last `Payrail-Bookmark` an answer carried, sent with the next read.
+    bookmark: std::sync::Mutex<Option<String>>,
 }
 
 #[derive(Clone)]
@@ -374,14 +377,38 @@ impl Client {
         url
     }
 
+    /// A read (a list page, the feed, a merchant): it carries the last bookmark seen, so it
+    /// sees at least what the reads before it saw, and keeps the one it answers with.
     async fn get_json<T: DeserializeOwned>(&self, path: &str, params: &Params) -> Result<T> {
         let url = self.url(path, params);
+        let bookmark = self.bookmark();
         let response = self
             .send(true, true, || {
-                self.inner.http.request(Method::GET, url.clone())
+                let request = self.inner.http.request(Method::GET, url.clone());
+                match &bookmark {
+                    Some(bookmark) => request.header(BOOKMARK, bookmark),
+                    None => request,
+                }
             })
             .await?;
+        if let Some(answered) = header(response.headers(), BOOKMARK).filter(|b| is_bookmark(b)) {
+            *self
+                .inner
+                .bookmark
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(answered);
+        }
         decode(response).await
+    }
+
+    /// The last `Payrail-Bookmark` an answer of this client (or a clone) carried: the next
+    /// read sends it, so it sees at least as new (API.md, "Reads, replicas and bookmarks").
+    pub fn bookmark(&self) -> Option<String> {
+        self.inner
+            .bookmark
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Sends a request built by `build`, with the bearer token when `authorized`: a 401 gets a
@@ -536,6 +563,26 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// The answer header naming the request, which the API's errors carry.
+const REQUEST_ID: &str = "payrail-request-id";
+
+/// The header that says where an answer's reads stood, sent back to read at least as new.
+const BOOKMARK: &str = "payrail-bookmark";
+
+/// A header's value as text, when it is there and printable.
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name)?.to_str().ok().map(str::to_owned)
+}
+
+/// Whether `value` is shaped as the API's bookmarks are (`^[A-Za-z0-9-]{1,128}$`): only such
+/// a value is kept and sent back.
+fn is_bookmark(value: &str) -> bool {
+    (1..=128).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 /// `Retry-After` in seconds (the form the API sends).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     headers
@@ -584,6 +631,7 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
         error_description: Option<String>,
     }
     let status = response.status().as_u16();
+    let request_id = header(response.headers(), REQUEST_ID);
     match read_limited(response, MAX_ANSWER_BYTES).await {
         Ok(bytes) => match serde_json::from_slice::<Body>(&bytes) {
             Ok(body) => Error::Api {
@@ -591,6 +639,7 @@ async fn api_error(response: reqwest::Response, retry_after: Option<Duration>) -
                 error: body.error,
                 description: body.error_description.unwrap_or_default(),
                 retry_after,
+                request_id,
             },
             Err(_) => Error::Decode {
                 status,

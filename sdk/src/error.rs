@@ -17,6 +17,8 @@ pub enum Error {
         description: String,
         /// The `Retry-After` the API asked for, when it did (429).
         retry_after: Option<Duration>,
+        /// The answer's `Payrail-Request-Id`: quote it to Payrail's support.
+        request_id: Option<String>,
     },
     /// The request did not complete: connection refused, timeout, TLS, a body cut short.
     Transport(reqwest::Error),
@@ -40,6 +42,14 @@ impl Error {
         }
     }
 
+    /// The answer's `Payrail-Request-Id`, when the API answered with an error body.
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            Error::Api { request_id, .. } => request_id.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The HTTP status, when the API answered.
     pub fn status(&self) -> Option<u16> {
         match self {
@@ -57,8 +67,15 @@ impl std::fmt::Display for Error {
                 status,
                 error,
                 description,
+                request_id,
                 ..
-            } => write!(f, "{error} ({status}): {description}"),
+            } => {
+                write!(f, "{error} ({status}): {description}")?;
+                match request_id {
+                    Some(id) => write!(f, " [{id}]"),
+                    None => Ok(()),
+                }
+            }
             Error::Transport(err) => write!(f, "request failed: {err}"),
             Error::Decode { status, message } => {
                 write!(f, "unexpected answer ({status}): {message}")

@@ -27,6 +27,8 @@ struct Script {
     token_auth: Vec<String>,
     /// (path and query, bearer token) of every API request.
     seen: Vec<(String, String)>,
+    /// The `Payrail-Bookmark` every API request carried.
+    bookmarks: Vec<Option<String>>,
 }
 
 struct Stub {
@@ -96,6 +98,12 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
             .unwrap_or("")
             .trim_start_matches("Bearer ")
             .to_owned();
+        let bookmark = request
+            .headers()
+            .get("payrail-bookmark")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        script.bookmarks.push(bookmark);
         script.seen.push((path, bearer));
         script.api.pop_front().unwrap_or((
             200,
@@ -428,4 +436,72 @@ async fn basic_credentials_are_form_encoded_first() {
         .decode(auth[0].trim_start_matches("Basic "))
         .unwrap();
     assert_eq!(String::from_utf8(decoded).unwrap(), "cli_x:s%2Bc%25r+t");
+}
+
+#[tokio::test]
+async fn the_bookmark_an_answer_carries_goes_with_the_next_read() {
+    let page = |bookmark: &str| {
+        (
+            200,
+            vec![("Payrail-Bookmark", bookmark.to_owned())],
+            json!({"object": "list", "data": [], "has_more": false, "next_cursor": null}),
+        )
+    };
+    let stub = Stub::start(
+        3600,
+        // The third answer's bookmark is not shaped like one: it is not kept.
+        vec![
+            page("0000001a-00000002"),
+            page("0000001b-00000007"),
+            page("not a bookmark!"),
+            page("x"),
+        ],
+    )
+    .await;
+    let client = stub.client();
+    assert_eq!(client.bookmark(), None);
+    for _ in 0..4 {
+        client
+            .transactions_page(&TransactionQuery::new())
+            .await
+            .unwrap();
+    }
+    assert_eq!(client.bookmark().as_deref(), Some("x"));
+    let sent = stub.script.lock().unwrap().bookmarks.clone();
+    assert_eq!(
+        sent,
+        [
+            None,
+            Some("0000001a-00000002".to_owned()),
+            Some("0000001b-00000007".to_owned()),
+            Some("0000001b-00000007".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_api_error_names_the_request_it_answered() {
+    let (status, _, body) = error(403, "insufficient_scope");
+    let stub = Stub::start(
+        3600,
+        vec![(
+            status,
+            vec![(
+                "Payrail-Request-Id",
+                "req_00112233445566778899aabb".to_owned(),
+            )],
+            body,
+        )],
+    )
+    .await;
+    let err = stub
+        .client()
+        .transactions_page(&TransactionQuery::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.request_id(), Some("req_00112233445566778899aabb"));
+    assert_eq!(
+        err.to_string(),
+        "insufficient_scope (403): insufficient_scope on purpose [req_00112233445566778899aabb]"
+    );
 }

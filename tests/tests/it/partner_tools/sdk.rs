@@ -148,6 +148,25 @@ fn sdk_errors_carry_the_api_error_and_name_the_problem() {
         .unwrap_err();
     assert!(matches!(err, Error::Api { status: 403, .. }), "{err:?}");
     assert_eq!(err.code(), Some("insufficient_scope"));
+    // The answer's request id, for support.
+    let request_id = err.request_id().expect("a request id");
+    assert!(request_id.starts_with("req_"), "{request_id}");
+    assert!(err.to_string().contains(request_id), "{err}");
+}
+
+#[test]
+fn sdk_reads_carry_the_bookmark_of_the_read_before() {
+    let worker = Worker::shared();
+    let rt = runtime();
+    let client = sdk_client(worker, 0);
+    assert_eq!(client.bookmark(), None);
+    rt.block_on(client.merchants_page(&MerchantQuery::new()))
+        .unwrap();
+    client.bookmark().expect("a list answer carries a bookmark");
+    // Sent back: the worker takes it (a value it refused would be a 400) and answers with one.
+    rt.block_on(client.transactions_page(&TransactionQuery::new().limit(1)))
+        .unwrap();
+    client.bookmark().expect("a bookmark");
 }
 
 #[test]
