@@ -11,14 +11,14 @@ use shared_types::checkout::{currency_digits, CheckoutOptions};
 use shared_types::ids::Scoped;
 use shared_types::lifecycle::Action;
 use shared_types::{quote, ErrorCode, RawStatus};
-use worker::{D1PreparedStatement, Url};
+use worker::Url;
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, StoredKey, KEY_SECONDS};
 use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle};
+use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle, Stmt};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, payments, throttle};
 
@@ -207,27 +207,19 @@ async fn read(
     let (per_key, per_address) = throttle::read_checkout(ctx, key)?;
     let per_key = reads.push(per_key);
     let per_address = (!counted).then(|| reads.push(per_address));
-    let gate = reads.push(merchants::gate_by_key(database, key, now).or_internal("read merchant")?);
-    let networks =
-        reads.push(wallets::networks_by_key(database, key, now).or_internal("read wallets")?);
-    let allowed =
-        match &origin {
-            Some(origin) => Some(reads.push(
-                origins::allows_by_key(database, key, now, origin).or_internal("read origins")?,
-            )),
-            None => None,
-        };
+    let gate = reads.push(merchants::gate_by_key(key, now).or_internal("read merchant")?);
+    let networks = reads.push(wallets::networks_by_key(key, now).or_internal("read wallets")?);
+    let allowed = match &origin {
+        Some(origin) => {
+            Some(reads.push(origins::allows_by_key(key, now, origin).or_internal("read origins")?))
+        }
+        None => None,
+    };
     let stored = match &options.idempotency_key {
         Some(idempotency_key) => Some(
             reads.push(
-                sessions::find_key_by_public_key(
-                    database,
-                    key,
-                    now,
-                    idempotency_key,
-                    now - KEY_SECONDS,
-                )
-                .or_internal("read idempotency key")?,
+                sessions::find_key_by_public_key(key, now, idempotency_key, now - KEY_SECONDS)
+                    .or_internal("read idempotency key")?,
             ),
         ),
         None => None,
@@ -394,10 +386,10 @@ async fn make(
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
-            let probe = probe_into(database, &mut batch, admitted)?;
+            let probe = probe_into(&mut batch, admitted)?;
             let (counts, within) = count_into(ctx, key, *counted, admitted, &mut batch)?;
             let index = batch.push(
-                deposits::allocate_within(database, deriver.family(), &And(&within, admitted))
+                deposits::allocate_within(deriver.family(), &And(&within, admitted))
                     .or_internal("allocate deposit index")?,
             );
             let taken = batch
@@ -454,10 +446,10 @@ async fn make(
     // batch is given back in this batch when it stores no session. A key older than its day is
     // forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
-    let probe = probe_into(database, &mut writes, admitted)?;
+    let probe = probe_into(&mut writes, admitted)?;
     if let Some(key) = &options.idempotency_key {
         writes.push(
-            sessions::forget_key(database, known.merchant_id, key, now - KEY_SECONDS)
+            sessions::forget_key(known.merchant_id, key, now - KEY_SECONDS)
                 .or_internal("forget stale key")?,
         );
     }
@@ -472,11 +464,9 @@ async fn make(
     };
     // The counts within their limits, and the facts still holding.
     let stored_if = And(&within, admitted);
-    let created = writes.push(
-        transactions::insert_pending(database, &payment, &stored_if)
-            .or_internal("create session")?,
-    );
-    writes.push(sessions::insert(database, &session).or_internal("create session")?);
+    let created = writes
+        .push(transactions::insert_pending(&payment, &stored_if).or_internal("create session")?);
+    writes.push(sessions::insert(&session).or_internal("create session")?);
     writes.extend(watch_statement(
         ctx,
         Scoped::new(known.institution_id, &session_id),
@@ -488,7 +478,6 @@ async fn make(
     if let Some(key) = &options.idempotency_key {
         writes.push(
             sessions::insert_key(
-                database,
                 Scoped::new(known.institution_id, known.merchant_id),
                 key,
                 &fingerprint(options)?,
@@ -500,7 +489,6 @@ async fn make(
     }
     if let Some(held_at) = held {
         writes.push(throttle::release_checkout(
-            ctx,
             key,
             held_at,
             Scoped::new(known.institution_id, &session_id),
@@ -546,11 +534,10 @@ async fn make(
 /// first statement: when the batch stores nothing, it tells an earlier session of the key from
 /// a changed fact.
 fn probe_into(
-    database: &worker::D1Database,
     batch: &mut Batch,
     admitted: &Admitted<'_>,
 ) -> Result<Option<Handle<Probe>>, ApiError> {
-    Ok(sessions::probe(database, admitted)
+    Ok(sessions::probe(admitted)
         .or_internal("probe checkout")?
         .map(|probe| batch.push(probe)))
 }
@@ -694,7 +681,6 @@ pub async fn change_method(
     let mut batch = Batch::new();
     let change = batch.push(
         transactions::change_method(
-            &ctx.db,
             Scoped::new(session.institution_id, session.transaction_id),
             session.version,
             method.asset,
@@ -705,7 +691,6 @@ pub async fn change_method(
     );
     batch.push(
         sessions::change_method(
-            &ctx.db,
             Scoped::new(session.institution_id, &session.id),
             method.asset,
             method.network,
@@ -843,34 +828,31 @@ fn watch_statement(
     (address, derivation_index): (&str, Option<i64>),
     quote: &chain::Quote,
     checkout_end: i64,
-) -> Result<Option<D1PreparedStatement>, ApiError> {
+) -> Result<Option<Stmt>, ApiError> {
     let Some(watched) = &quote.watched else {
         return Ok(None);
     };
     let derivation_index = derivation_index
         .ok_or("a watched address must be derived")
         .or_internal("watch deposit")?;
-    let statement = watches::insert(
-        &ctx.db,
-        &NewWatch {
-            address,
-            derivation_index,
-            session_id,
-            institution_id,
-            network: method.network,
-            asset: method.asset,
-            token: watched.token,
-            decimals: watched.decimals,
-            crypto_amount: &quote.crypto_amount.to_string(),
-            base_units: &watched.base_units.to_string(),
-            // Recorded to 12 places (the conversion itself uses the quoted amounts).
-            rate: &quote.rate.round_dp(12).normalize().to_string(),
-            rate_source: &quote.rate_source,
-            from_block: watched.head_block,
-            now: ctx.now(),
-            watch_until: checkout_end + money::watch::LATE_WINDOW_SECONDS,
-        },
-    )
+    let statement = watches::insert(&NewWatch {
+        address,
+        derivation_index,
+        session_id,
+        institution_id,
+        network: method.network,
+        asset: method.asset,
+        token: watched.token,
+        decimals: watched.decimals,
+        crypto_amount: &quote.crypto_amount.to_string(),
+        base_units: &watched.base_units.to_string(),
+        // Recorded to 12 places (the conversion itself uses the quoted amounts).
+        rate: &quote.rate.round_dp(12).normalize().to_string(),
+        rate_source: &quote.rate_source,
+        from_block: watched.head_block,
+        now: ctx.now(),
+        watch_until: checkout_end + money::watch::LATE_WINDOW_SECONDS,
+    })
     .or_internal("watch deposit")?;
     Ok(Some(statement))
 }

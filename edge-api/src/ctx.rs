@@ -7,9 +7,10 @@ use std::rc::Rc;
 
 use base64::Engine;
 use payrail_evm::chains::Chains;
-use worker::{D1Database, Env};
+use worker::Env;
 
 use crate::error::{ApiError, OrInternal};
+use crate::sql::Db;
 
 /// How long a settlement wallet waits after it is set or changed before settlements use it,
 /// when `PAYRAIL_WALLET_COOLOFF_SECONDS` does not say.
@@ -28,8 +29,8 @@ pub enum Mode {
 pub struct Ctx {
     /// The bindings and variables, read only through the methods below.
     env: Env,
-    /// The D1 database.
-    pub db: D1Database,
+    /// The database (D1), through the one executor.
+    pub db: Db,
     /// Production or sandbox.
     pub mode: Mode,
     /// The caller's address (`CF-Connecting-IP`), for throttling; `None` outside requests.
@@ -70,15 +71,15 @@ impl Ctx {
 
     /// A way to bind the database again later, for work that outlives this borrow (a response
     /// that streams).
-    pub fn database_binder(&self) -> impl Fn() -> worker::Result<D1Database> + 'static {
+    pub fn database_binder(&self) -> impl Fn() -> worker::Result<Db> + 'static {
         let env = self.env.clone();
-        move || env.d1("DB")
+        move || env.d1("DB").map(Db::Primary)
     }
 
     /// Binds the database and reads the mode; the rest of the configuration is read when a
     /// handler needs it.
     pub fn new(env: Env) -> Result<Ctx, ApiError> {
-        let db = env.d1("DB").or_internal("bind D1")?;
+        let db = Db::Primary(env.d1("DB").or_internal("bind D1")?);
         let var = |name: &str| env.var(name).ok().map(|v| v.to_string());
         let mode = match var("PAYRAIL_MODE").as_deref() {
             Some("sandbox") => Mode::Sandbox,
@@ -97,27 +98,25 @@ impl Ctx {
     /// (`first-primary`): the page's first read sees every write before it (an admin's own
     /// change, after its redirect), and its later reads may come from a replica at least as new.
     /// What the portal's read pages use; writes still go to the primary (D1 sends a session's
-    /// writes there), and money decisions never go through one. Also returns the session, for
-    /// its bookmark.
-    pub fn reading_through_session(&self) -> Result<(Ctx, worker::D1DatabaseSession), ApiError> {
-        use wasm_bindgen::JsCast;
-        let session = self
-            .db
+    /// writes there), and money decisions never go through one. Its database's bookmark says
+    /// where its reads stood.
+    pub fn reading_through_session(&self) -> Result<Ctx, ApiError> {
+        let Db::Primary(primary) = &self.db else {
+            return Err(ApiError::internal(
+                "open a read session",
+                "already reading through one",
+            ));
+        };
+        let session = primary
             .with_session(Some("first-primary"))
             .or_internal("open a read session")?;
-        let object = wasm_bindgen::JsValue::from(session);
-        // A D1 session answers `prepare` and `batch` as the database itself does (D1's
-        // `D1DatabaseSession`), which is all the read pages ask of it: it serves as the
-        // context's database.
-        let db: D1Database = object.clone().unchecked_into();
-        let ctx = Ctx {
+        Ok(Ctx {
             env: self.env.clone(),
-            db,
+            db: Db::Session(session),
             mode: self.mode,
             caller_address: self.caller_address.clone(),
             chains: self.chains.clone(),
-        };
-        Ok((ctx, object.unchecked_into()))
+        })
     }
 
     /// The same context for a request from `address`.
@@ -126,7 +125,7 @@ impl Ctx {
         self
     }
 
-    /// Whether D1 work is counted and reported (`PAYRAIL_METER=1`; see `db::meter`). Off unless
+    /// Whether D1 work is counted and reported (`PAYRAIL_METER=1`; see `sql::meter`). Off unless
     /// set, and never set in the production configuration.
     pub fn metered(&self) -> bool {
         self.var("PAYRAIL_METER").as_deref() == Some("1")

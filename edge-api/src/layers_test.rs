@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &[
         "ctx",
         "error",
+        "sql",
         "http",
         "html",
         "locale",

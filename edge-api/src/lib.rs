@@ -5,7 +5,7 @@
 //! (a test checks this): entry points (this file) → handlers (`routes`, `portal`, `cron`) →
 //! services (`auth`, `throttle`, `payments`, `checkout`, `webhooks`, `money`) → talking out
 //! (`chain`: the nodes; `notify`: admins and the operator) → `db` → the bottom (`ctx`, `error`,
-//! `http`, `html`, `locale`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) →
+//! `sql`, `http`, `html`, `locale`, `query`, `crypto`, `webhook_url`, `wallet_address`, `route`) →
 //! `shared-types` and `payrail-evm`.
 
 mod auth;
@@ -26,6 +26,7 @@ mod portal;
 mod query;
 mod route;
 mod routes;
+mod sql;
 mod throttle;
 mod wallet_address;
 mod webhook_url;
@@ -49,9 +50,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
             if !ctx.metered() {
                 return routes::handle(req, &ctx).await;
             }
-            db::meter::start();
+            sql::meter::start();
             let answer = routes::handle(req, &ctx).await;
-            let counts = db::meter::finish().unwrap_or_default();
+            let counts = sql::meter::finish().unwrap_or_default();
             answer.and_then(|response| metered(response, &counts))
         }
         Err(err) => {
@@ -66,9 +67,9 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // Each task's failure is logged by `cron::run`, where it is given up on.
     match Ctx::new(env) {
         Ok(ctx) if ctx.metered() => {
-            db::meter::start();
+            sql::meter::start();
             let _ = cron::run(&ctx).await;
-            let counts = db::meter::finish().unwrap_or_default();
+            let counts = sql::meter::finish().unwrap_or_default();
             worker::console_log!("payrail-d1 cron {}", counts.render());
         }
         Ok(ctx) => {
@@ -95,7 +96,7 @@ async fn queue(
     let messages = batch.messages()?;
     let metered = ctx.metered();
     if metered {
-        db::meter::start();
+        sql::meter::start();
     }
     futures_util::future::join_all(messages.iter().map(|message| async {
         match serde_json::from_value::<webhooks::Task>(message.body().clone()) {
@@ -110,7 +111,7 @@ async fn queue(
     }))
     .await;
     if metered {
-        let counts = db::meter::finish().unwrap_or_default();
+        let counts = sql::meter::finish().unwrap_or_default();
         worker::console_log!(
             "payrail-d1 queue messages={};{}",
             messages.len(),
@@ -120,9 +121,9 @@ async fn queue(
     Ok(())
 }
 
-/// `response` with the D1 work that made it in `Payrail-D1` (see `db::meter`); its headers are
+/// `response` with the D1 work that made it in `Payrail-D1` (see `sql::meter`); its headers are
 /// copied into a new response, since a response's own may be immutable.
-fn metered(response: Response, counts: &db::meter::Counts) -> worker::Result<Response> {
+fn metered(response: Response, counts: &sql::meter::Counts) -> worker::Result<Response> {
     let headers = response.headers().clone();
     headers.set("Payrail-D1", &counts.render())?;
     Ok(response.with_headers(headers))

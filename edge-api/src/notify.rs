@@ -33,7 +33,7 @@ pub async fn admins(
         created_at: ctx.now(),
     };
     let statement =
-        notifications::insert(&ctx.db, kind, &notification).or_internal("record notification")?;
+        notifications::insert(kind, &notification).or_internal("record notification")?;
     crate::db::batch(&ctx.db, vec![statement])
         .await
         .or_internal("record notification")

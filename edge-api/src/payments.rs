@@ -297,7 +297,6 @@ async fn apply(
     let mut batch = Batch::new();
     let update = batch.push(
         transactions::apply_change(
-            database,
             Scoped::new(institution_id, id),
             row.version,
             &change,
@@ -308,13 +307,13 @@ async fn apply(
     );
     if let OnChain::Refund { refund_id, .. } = on_chain {
         batch.push(
-            refunds::recorded(database, Scoped::new(institution_id, refund_id), now)
+            refunds::recorded(Scoped::new(institution_id, refund_id), now)
                 .or_internal("record refund")?,
         );
     }
     let fan_out = match &outbox {
         None => None,
-        Some(e) => Some(webhooks::publish(ctx, &mut batch, e, Guard::AfterChange)?),
+        Some(e) => Some(webhooks::publish(&mut batch, e, Guard::AfterChange)?),
     };
     if let (OnChain::Payment { parts, .. }, true) = (
         on_chain,
@@ -324,13 +323,8 @@ async fn apply(
         let when = db::transactions::at_version(Scoped::new(institution_id, id), version);
         for (index, part) in parts.iter().enumerate() {
             batch.push(
-                db::parts::insert(
-                    database,
-                    (Scoped::new(row.institution_id, id), version),
-                    index,
-                    part,
-                )
-                .or_internal("record a payment's part")?,
+                db::parts::insert((Scoped::new(row.institution_id, id), version), index, part)
+                    .or_internal("record a payment's part")?,
             );
             batch.extend(
                 money::ledger::credit(

@@ -11,7 +11,7 @@ use shared_types::ErrorCode;
 
 use crate::ctx::Ctx;
 use crate::db::throttle as db;
-use crate::db::{And, Condition, Returning};
+use crate::db::{And, Condition, Returning, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// How many failures a window allows, and what the refusal says.
@@ -101,10 +101,8 @@ pub fn read_checkout(
     public_key: &str,
 ) -> Result<(Returning<db::Failures>, Returning<db::Failures>), ApiError> {
     Ok((
-        db::window(&ctx.db, &checkout_key_window(public_key), EVERY_ADDRESS)
-            .or_internal("read attempts")?,
-        db::window(&ctx.db, CHECKOUT_ADDRESS_WINDOW, ctx.caller_address())
-            .or_internal("read attempts")?,
+        db::window(&checkout_key_window(public_key), EVERY_ADDRESS).or_internal("read attempts")?,
+        db::window(CHECKOUT_ADDRESS_WINDOW, ctx.caller_address()).or_internal("read attempts")?,
     ))
 }
 
@@ -173,7 +171,6 @@ pub fn count_checkout(
         );
         Some(
             db::count_attempts_in_batch(
-                &ctx.db,
                 &[(
                     CHECKOUT_ADDRESS_WINDOW,
                     address,
@@ -186,7 +183,7 @@ pub fn count_checkout(
     } else {
         None
     };
-    let key_window = db::window(&ctx.db, &key, EVERY_ADDRESS).or_internal("read attempts")?;
+    let key_window = db::window(&key, EVERY_ADDRESS).or_internal("read attempts")?;
     let room = db::Room {
         subject: &key,
         source: EVERY_ADDRESS,
@@ -195,7 +192,6 @@ pub fn count_checkout(
         seconds: CHECKOUT_PER_KEY.window_seconds,
     };
     let per_key = db::count_attempt_if(
-        &ctx.db,
         (&key, EVERY_ADDRESS, CHECKOUT_PER_KEY.window_seconds),
         now,
         &And(&address_within, &And(&room, stored_if)),
@@ -218,13 +214,11 @@ pub fn count_checkout(
 /// when the batch stored no session, so the window counts only sessions stored; nothing when
 /// the window has started afresh since.
 pub fn release_checkout(
-    ctx: &Ctx,
     public_key: &str,
     held_at: i64,
     session: Scoped<&str>,
-) -> Result<worker::D1PreparedStatement, ApiError> {
+) -> Result<Stmt, ApiError> {
     db::release_unless_stored(
-        &ctx.db,
         (&checkout_key_window(public_key), EVERY_ADDRESS),
         held_at,
         session,
@@ -338,8 +332,8 @@ pub async fn count_attempt(
 }
 
 /// The statement that forgets `subject`'s attempts counted across every address.
-pub fn clear_everywhere(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
-    db::clear(&ctx.db, subject, EVERY_ADDRESS, None).or_internal("clear failures")
+pub fn clear_everywhere(subject: &str) -> Result<Stmt, ApiError> {
+    db::clear(subject, EVERY_ADDRESS, None).or_internal("clear failures")
 }
 
 /// Counts one failure of `subject` from the caller.
@@ -356,16 +350,11 @@ pub async fn record_failure(ctx: &Ctx, subject: &str, limit: &Limit) -> Result<(
 }
 
 /// The statement that forgets `subject`'s failures from the caller, for the success's batch.
-pub fn clear(ctx: &Ctx, subject: &str) -> Result<worker::D1PreparedStatement, ApiError> {
-    db::clear(&ctx.db, subject, ctx.caller_address(), None).or_internal("clear failures")
+pub fn clear(ctx: &Ctx, subject: &str) -> Result<Stmt, ApiError> {
+    db::clear(subject, ctx.caller_address(), None).or_internal("clear failures")
 }
 
 /// [`clear`] for a token request's batch: only once the token with hash `token_hash` is stored.
-pub fn clear_once_issued(
-    ctx: &Ctx,
-    subject: &str,
-    token_hash: &str,
-) -> Result<worker::D1PreparedStatement, ApiError> {
-    db::clear(&ctx.db, subject, ctx.caller_address(), Some(token_hash))
-        .or_internal("clear failures")
+pub fn clear_once_issued(ctx: &Ctx, subject: &str, token_hash: &str) -> Result<Stmt, ApiError> {
+    db::clear(subject, ctx.caller_address(), Some(token_hash)).or_internal("clear failures")
 }

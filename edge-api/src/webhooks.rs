@@ -44,14 +44,12 @@ pub enum Task {
 /// endpoint of its institution subscribed to its type, both committed with whatever else the
 /// batch holds; the handle reads the new deliveries once it ran ([`dispatch`]).
 pub fn publish(
-    ctx: &Ctx,
     batch: &mut Batch,
     event: &OutboxEvent<'_>,
     guard: Guard,
 ) -> Result<Handle<NewDelivery>, ApiError> {
-    batch.push(events::insert(&ctx.db, event, guard).or_internal("write event")?);
+    batch.push(events::insert(event, guard).or_internal("write event")?);
     let fan_out = deliveries::fan_out(
-        &ctx.db,
         event.id,
         event.institution_id,
         event.kind,
@@ -146,8 +144,8 @@ async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
             ctx,
             &record,
             vec![
-                deliveries::mark_succeeded(database, &due.id),
-                endpoints::record_success(database, &due.endpoint_id, started),
+                deliveries::mark_succeeded(&due.id),
+                endpoints::record_success(&due.endpoint_id, started),
             ],
         )
         .await;
@@ -167,8 +165,8 @@ async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
             ctx,
             &record,
             vec![
-                deliveries::give_up_statement(database, &due.id),
-                endpoints::record_failure(database, &due.endpoint_id, started),
+                deliveries::give_up_statement(&due.id),
+                endpoints::record_failure(&due.endpoint_id, started),
             ],
         )
         .await;
@@ -178,8 +176,8 @@ async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
             ctx,
             &record,
             vec![
-                deliveries::schedule(database, &due.id, Some(next)),
-                endpoints::record_failure(database, &due.endpoint_id, started),
+                deliveries::schedule(&due.id, Some(next)),
+                endpoints::record_failure(&due.endpoint_id, started),
             ],
         )
         .await?;
@@ -218,9 +216,9 @@ async fn not_claimed(ctx: &Ctx, id: &DeliveryId, now: i64) -> Result<(), ApiErro
 async fn record_attempt(
     ctx: &Ctx,
     record: &NewAttempt<'_>,
-    then: Vec<db::DbResult<worker::D1PreparedStatement>>,
+    then: Vec<db::DbResult<db::Stmt>>,
 ) -> Result<(), ApiError> {
-    let mut statements = vec![deliveries::insert_attempt(&ctx.db, record)];
+    let mut statements = vec![deliveries::insert_attempt(record)];
     statements.extend(then);
     let statements = statements
         .into_iter()
@@ -308,9 +306,9 @@ async fn disable(
     let mut batch = Batch::new();
     batch.extend(
         [
-            deliveries::insert_attempt(database, record),
-            deliveries::schedule(database, &due.id, Some(next)),
-            endpoints::record_failure(database, &due.endpoint_id, record.started_at),
+            deliveries::insert_attempt(record),
+            deliveries::schedule(&due.id, Some(next)),
+            endpoints::record_failure(&due.endpoint_id, record.started_at),
         ]
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
@@ -318,7 +316,6 @@ async fn disable(
     );
     let off = batch.push(
         endpoints::disable(
-            database,
             &due.endpoint_id,
             &reason,
             &timestamp(record.started_at)?,
@@ -327,12 +324,8 @@ async fn disable(
         .or_internal("disable endpoint")?,
     );
     batch.push(
-        deliveries::fail_pending_of_disabled_endpoint(
-            database,
-            due.institution_id,
-            &due.endpoint_id,
-        )
-        .or_internal("fail pending deliveries")?,
+        deliveries::fail_pending_of_disabled_endpoint(due.institution_id, &due.endpoint_id)
+            .or_internal("fail pending deliveries")?,
     );
     let results = batch.run(database).await.or_internal("record attempt")?;
     if !results.changed(off) {
@@ -369,8 +362,8 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
 /// Deletes up to `limit` events created before `before` with their deliveries and attempts, in
 /// one batch, so an event never outlives or loses its deliveries halfway.
 pub async fn prune(ctx: &Ctx, before: i64, limit: i64) -> Result<(), ApiError> {
-    let mut statements = deliveries::prune(&ctx.db, before, limit).or_internal("prune events")?;
-    statements.push(events::prune(&ctx.db, before, limit).or_internal("prune events")?);
+    let mut statements = deliveries::prune(before, limit).or_internal("prune events")?;
+    statements.push(events::prune(before, limit).or_internal("prune events")?);
     db::batch(&ctx.db, statements)
         .await
         .or_internal("prune events")

@@ -5,9 +5,8 @@ use payrail_credentials::sql;
 use serde::{Deserialize, Serialize};
 use shared_types::ids::InstitutionId;
 use shared_types::ApiClientObject;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, run, Batch, DbResult, Returning, Value};
+use super::{all, first, run, stmt, Batch, Db, DbResult, Returning, Stmt, Value};
 
 /// An API client, as client authentication needs it.
 #[derive(Debug, Deserialize)]
@@ -58,11 +57,7 @@ pub struct Issued {
 /// `clear_failures` (the throttle's statement, guarded on the token being stored). The caller
 /// makes the same checks on what was read (the secret in constant time) and answers from them;
 /// a token is revealed only when both agree.
-pub async fn issue(
-    db: &D1Database,
-    issue: &Issue<'_>,
-    clear_failures: D1PreparedStatement,
-) -> DbResult<Issued> {
+pub async fn issue(db: &Db, issue: &Issue<'_>, clear_failures: Stmt) -> DbResult<Issued> {
     #[derive(Deserialize)]
     struct Row {
         id: Option<i64>,
@@ -71,8 +66,7 @@ pub async fn issue(
         window_start: Option<i64>,
         failures: Option<i64>,
     }
-    let read = bind(
-        db,
+    let read = stmt(
         "SELECT c.id, c.secret_hash, c.scopes, f.window_start, f.failures FROM (SELECT 1) \
          LEFT JOIN api_clients c ON c.client_id = ?1 \
          LEFT JOIN auth_failures f ON f.client_id = ?1 AND f.source = ?2",
@@ -104,10 +98,9 @@ pub async fn issue(
             params.len()
         ));
     }
-    let store = bind(db, &sql, &params)?;
+    let store = stmt(&sql, &params)?;
     // The new token's hash is fresh and random: it exists exactly when the INSERT wrote it.
-    let mark_used = bind(
-        db,
+    let mark_used = stmt(
         "UPDATE api_clients SET last_used_at = ?1 WHERE client_id = ?2 \
          AND EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3)",
         &[
@@ -157,7 +150,7 @@ pub struct Token {
 
 /// The live token with this hash. Tokens of a rotated or deleted client are gone: rotation
 /// deletes them in the same batch that replaces the secret.
-pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> DbResult<Option<Token>> {
+pub async fn find_token(db: &Db, token_hash: &str, now: i64) -> DbResult<Option<Token>> {
     first(
         db,
         "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2",
@@ -167,7 +160,7 @@ pub async fn find_token(db: &D1Database, token_hash: &str, now: i64) -> DbResult
 }
 
 /// Deletes expired tokens, at most `limit` of them.
-pub async fn purge_expired_tokens(db: &D1Database, now: i64, limit: i64) -> DbResult<usize> {
+pub async fn purge_expired_tokens(db: &Db, now: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
         "DELETE FROM access_tokens WHERE token_hash IN (SELECT token_hash FROM access_tokens \
@@ -207,7 +200,7 @@ fn words<S: serde::Serializer>(text: &str, to: S) -> Result<S::Ok, S::Error> {
 const CLIENT_COLUMNS: &str = "client_id, name, scopes, created_at, last_used_at, secret_rotated_at";
 
 /// The institution's clients, newest first.
-pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<ApiClient>> {
+pub async fn list(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<ApiClient>> {
     all(
         db,
         &format!(
@@ -220,7 +213,7 @@ pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Ve
 
 /// One client of the institution.
 pub async fn get(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     client_id: &str,
 ) -> DbResult<Option<ApiClient>> {
@@ -251,7 +244,7 @@ pub struct NewClient<'a> {
 }
 
 /// Adds a client.
-pub async fn insert(db: &D1Database, c: &NewClient<'_>) -> DbResult<()> {
+pub async fn insert(db: &Db, c: &NewClient<'_>) -> DbResult<()> {
     run(
         db,
         "INSERT INTO api_clients (institution_id, client_id, name, secret_hash, scopes, created_at) \
@@ -272,15 +265,14 @@ pub async fn insert(db: &D1Database, c: &NewClient<'_>) -> DbResult<()> {
 /// Replaces the client's secret and revokes its tokens, atomically, with the statements the
 /// rotation command shares. False if the institution has no such client.
 pub async fn rotate(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     client_id: &str,
     secret_hash: &str,
     now_text: &str,
 ) -> DbResult<bool> {
     let mut batch = Batch::new();
-    let rotate = batch.push(bind(
-        db,
+    let rotate = batch.push(stmt(
         sql::ROTATE_CLIENT_SECRET,
         &[
             secret_hash.into(),
@@ -289,33 +281,23 @@ pub async fn rotate(
             institution_id.into(),
         ],
     )?);
-    batch.push(revoke_tokens(db, institution_id, client_id)?);
+    batch.push(revoke_tokens(institution_id, client_id)?);
     Ok(batch.run(db).await?.changed(rotate))
 }
 
 /// Deletes every token of the client.
-fn revoke_tokens(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    client_id: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+fn revoke_tokens(institution_id: InstitutionId, client_id: &str) -> DbResult<Stmt> {
+    stmt(
         sql::REVOKE_CLIENT_TOKENS,
         &[client_id.into(), institution_id.into()],
     )
 }
 
 /// Deletes a client and its tokens, atomically. False if no such client.
-pub async fn delete(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    client_id: &str,
-) -> DbResult<bool> {
+pub async fn delete(db: &Db, institution_id: InstitutionId, client_id: &str) -> DbResult<bool> {
     let mut batch = Batch::new();
-    batch.push(revoke_tokens(db, institution_id, client_id)?);
-    let delete = batch.push(bind(
-        db,
+    batch.push(revoke_tokens(institution_id, client_id)?);
+    let delete = batch.push(stmt(
         "DELETE FROM api_clients WHERE institution_id = ?1 AND client_id = ?2",
         &[institution_id.into(), client_id.into()],
     )?);

@@ -6,10 +6,10 @@ use shared_types::ids::InstitutionId;
 use shared_types::ids::{DeliveryId, EndpointId, EventId};
 use shared_types::time::UnixTime;
 use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatus};
-use worker::{D1Database, D1PreparedStatement};
 
 use super::{
-    all, batch, bind, first, strings, Batch, BatchResults, DbResult, Handle, Returning, Value,
+    all, batch, first, stmt, strings, Batch, BatchResults, Db, DbResult, Handle, Returning, Stmt,
+    Value,
 };
 use crate::query::DeliveryLogQuery;
 
@@ -22,15 +22,13 @@ const NEW_ID: &str = "'dlv_' || lower(hex(randomblob(12)))";
 /// exists (it may not, when the guarded change before it in the batch wrote nothing). Its rows
 /// are the new deliveries ([`created`]).
 pub fn fan_out(
-    db: &D1Database,
     event_id: &str,
     institution_id: InstitutionId,
     kind: &str,
     only_endpoint: Option<&str>,
     now: i64,
 ) -> DbResult<Returning<NewDelivery>> {
-    bind(
-        db,
+    stmt(
         &format!(
             "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
              status, attempts, next_attempt_at, created_at) \
@@ -70,11 +68,7 @@ pub fn created(results: &BatchResults, fan_out: Handle<NewDelivery>) -> DbResult
 
 /// Pending deliveries that are overdue (their queue message was lost) or were claimed and never
 /// finished: the cron sweep sends them to the queue again.
-pub async fn overdue(
-    db: &D1Database,
-    overdue_before: i64,
-    stale_before: i64,
-) -> DbResult<Vec<DeliveryId>> {
+pub async fn overdue(db: &Db, overdue_before: i64, stale_before: i64) -> DbResult<Vec<DeliveryId>> {
     strings(
         db,
         "SELECT id FROM deliveries WHERE status = 'pending' AND \
@@ -129,7 +123,7 @@ pub struct Due {
 }
 
 /// The delivery, its event and its endpoint.
-pub async fn due(db: &D1Database, id: &str) -> DbResult<Option<Due>> {
+pub async fn due(db: &Db, id: &str) -> DbResult<Option<Due>> {
     first(
         db,
         "SELECT d.id, d.status, d.attempts, d.next_attempt_at, d.endpoint_id, d.institution_id, \
@@ -148,12 +142,7 @@ pub async fn due(db: &D1Database, id: &str) -> DbResult<Option<Due>> {
 /// `stale_before`: that worker is gone), and its endpoint is enabled. The guard makes the claim
 /// exclusive: a second consumer of the same message finds it in flight and gets `None`, as it
 /// does when the delivery is early, finished or its endpoint unusable ([`due`] says which).
-pub async fn claim_due(
-    db: &D1Database,
-    id: &str,
-    now: i64,
-    stale_before: i64,
-) -> DbResult<Option<Due>> {
+pub async fn claim_due(db: &Db, id: &str, now: i64, stale_before: i64) -> DbResult<Option<Due>> {
     first(
         db,
         &claim_due_sql(),
@@ -196,14 +185,13 @@ fn claim_due_sql() -> String {
 
 /// Gives a delivery up (its endpoint is gone or disabled), while it is still pending: an
 /// attempt in flight that succeeded meanwhile is not overwritten.
-pub async fn give_up(db: &D1Database, id: &str) -> DbResult<()> {
-    batch(db, vec![give_up_statement(db, id)?]).await
+pub async fn give_up(db: &Db, id: &str) -> DbResult<()> {
+    batch(db, vec![give_up_statement(id)?]).await
 }
 
 /// The statement of [`give_up`], for a batch that records the attempt with it.
-pub fn give_up_statement(db: &D1Database, id: &str) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn give_up_statement(id: &str) -> DbResult<Stmt> {
+    stmt(
         "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
          WHERE id = ?1 AND status = 'pending'",
         &[id.into()],
@@ -219,19 +207,17 @@ pub const PRUNABLE_EVENTS: &str = "SELECT e.id FROM events e INDEXED BY events_b
 
 /// The statements deleting the deliveries of [`PRUNABLE_EVENTS`] and their attempts, for the
 /// batch that deletes the events after them.
-pub fn prune(db: &D1Database, before: i64, limit: i64) -> DbResult<Vec<D1PreparedStatement>> {
+pub fn prune(before: i64, limit: i64) -> DbResult<Vec<Stmt>> {
     let params = [before.into(), limit.into()];
     Ok(vec![
-        bind(
-            db,
+        stmt(
             &format!(
                 "DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT d.id FROM deliveries d \
                  WHERE d.event_id IN ({PRUNABLE_EVENTS}))"
             ),
             &params,
         )?,
-        bind(
-            db,
+        stmt(
             &format!("DELETE FROM deliveries WHERE event_id IN ({PRUNABLE_EVENTS})"),
             &params,
         )?,
@@ -261,10 +247,8 @@ pub struct NewAttempt<'a> {
 }
 
 /// The attempt's row.
-pub fn insert_attempt(db: &D1Database, a: &NewAttempt<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        "INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, status_code, \
+pub fn insert_attempt(a: &NewAttempt<'_>) -> DbResult<Stmt> {
+    stmt("INSERT INTO delivery_attempts (delivery_id, endpoint_id, attempt, started_at, status_code, \
          outcome, latency_ms, response_body, next_attempt_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         &[
@@ -282,18 +266,16 @@ pub fn insert_attempt(db: &D1Database, a: &NewAttempt<'_>) -> DbResult<D1Prepare
 }
 
 /// The delivery is done.
-pub fn mark_succeeded(db: &D1Database, id: &str) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn mark_succeeded(id: &str) -> DbResult<Stmt> {
+    stmt(
         "UPDATE deliveries SET status = 'succeeded', next_attempt_at = NULL WHERE id = ?1",
         &[id.into()],
     )
 }
 
 /// The delivery's next attempt is due at `at`.
-pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn schedule(id: &str, at: Option<i64>) -> DbResult<Stmt> {
+    stmt(
         "UPDATE deliveries SET next_attempt_at = ?2 WHERE id = ?1",
         &[id.into(), at.into()],
     )
@@ -302,22 +284,19 @@ pub fn schedule(db: &D1Database, id: &str, at: Option<i64>) -> DbResult<D1Prepar
 /// Every pending delivery of `institution_id`'s to the endpoint fails (it was disabled or
 /// deleted): never another institution's, whatever endpoint id it is given.
 pub fn fail_pending_of_endpoint(
-    db: &D1Database,
     institution_id: InstitutionId,
     endpoint_id: &str,
-) -> DbResult<D1PreparedStatement> {
-    fail_pending(db, institution_id, endpoint_id, "")
+) -> DbResult<Stmt> {
+    fail_pending(institution_id, endpoint_id, "")
 }
 
 /// [`fail_pending_of_endpoint`], only while the endpoint is disabled: for the batch that
 /// disables it on a condition, so that nothing is failed when the condition did not hold.
 pub fn fail_pending_of_disabled_endpoint(
-    db: &D1Database,
     institution_id: InstitutionId,
     endpoint_id: &str,
-) -> DbResult<D1PreparedStatement> {
+) -> DbResult<Stmt> {
     fail_pending(
-        db,
         institution_id,
         endpoint_id,
         " AND EXISTS (SELECT 1 FROM webhook_endpoints e \
@@ -327,13 +306,11 @@ pub fn fail_pending_of_disabled_endpoint(
 
 /// The statement of both: `?1` the endpoint, `?2` the institution, `condition` added last.
 fn fail_pending(
-    db: &D1Database,
     institution_id: InstitutionId,
     endpoint_id: &str,
     condition: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         &format!(
             "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL \
              WHERE endpoint_id = ?1 AND institution_id = ?2 AND status = 'pending'{condition}"
@@ -376,7 +353,7 @@ const DELIVERY_COLUMNS: &str = "id, endpoint_id, event_id, event_type, status, a
 /// One page of an endpoint's deliveries, newest first, one row over the limit; `cursor` is the
 /// (creation time, id) of the delivery named by `starting_after`.
 pub async fn page(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     endpoint_id: &str,
     f: &DeliveryLogQuery,
@@ -415,11 +392,7 @@ pub async fn page(
 }
 
 /// One delivery of the institution.
-pub async fn get(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    id: &str,
-) -> DbResult<Option<Delivery>> {
+pub async fn get(db: &Db, institution_id: InstitutionId, id: &str) -> DbResult<Option<Delivery>> {
     first(
         db,
         &format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE institution_id = ?1 AND id = ?2"),
@@ -431,7 +404,7 @@ pub async fn get(
 /// The deliveries of every event of one of the institution's transactions, oldest first (at
 /// most 500).
 pub async fn of_transaction(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<Delivery>> {
@@ -467,7 +440,7 @@ pub struct Attempt {
 }
 
 /// A delivery's attempts, in order.
-pub async fn attempts(db: &D1Database, delivery_id: &str) -> DbResult<Vec<Attempt>> {
+pub async fn attempts(db: &Db, delivery_id: &str) -> DbResult<Vec<Attempt>> {
     all(
         db,
         "SELECT attempt, started_at, status_code, outcome, latency_ms, response_body, \
@@ -483,7 +456,7 @@ const RESEND_CHUNK: usize = 90;
 /// New deliveries resending `ids` (of the institution), due now; returns them as created, read
 /// back in bounded chunks with `RETURNING`.
 pub async fn resend(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     ids: &[String],
     now: i64,
@@ -494,8 +467,7 @@ pub async fn resend(
         let mut params: Vec<Value> = vec![institution_id.into(), now.into()];
         params.extend(chunk.iter().map(|id| Value::from(id.as_str())));
         let placeholders: Vec<String> = (3..=params.len()).map(|n| format!("?{n}")).collect();
-        let copy = bind(
-            db,
+        let copy = stmt(
             &format!(
                 "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
                  status, attempts, next_attempt_at, redelivery_of, created_at) \
@@ -518,7 +490,7 @@ pub async fn resend(
 
 /// Failed deliveries of an endpoint created at or after `since`.
 pub async fn failed_since(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     endpoint_id: &str,
     since: i64,

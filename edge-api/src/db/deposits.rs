@@ -1,9 +1,8 @@
 //! Deposit address indexes: one counter per key family, so every derived address is used once.
 
 use serde::Deserialize;
-use worker::D1Database;
 
-use super::{bind, first, Condition, DbError, DbResult, Returning};
+use super::{first, stmt, Condition, Db, DbError, DbResult, Returning};
 
 /// An allocated index.
 #[derive(Debug, Deserialize)]
@@ -13,7 +12,7 @@ pub struct Index {
 }
 
 /// Takes the next index of `family`, atomically: concurrent sessions never get the same one.
-pub async fn allocate(db: &D1Database, family: &str) -> DbResult<i64> {
+pub async fn allocate(db: &Db, family: &str) -> DbResult<i64> {
     let row: Option<Index> = first(
         db,
         "INSERT INTO deposit_indexes (family, next) VALUES (?1, 1) \
@@ -29,15 +28,10 @@ pub async fn allocate(db: &D1Database, family: &str) -> DbResult<i64> {
 /// `within` holds (the attempt's counts, taken earlier in the batch, are within their limits,
 /// and the facts its session is made on still hold: [`super::sessions::Admitted`]): otherwise
 /// it takes nothing and answers no row. An attempt past its limits never uses up an index.
-pub fn allocate_within(
-    db: &D1Database,
-    family: &str,
-    within: &dyn Condition,
-) -> DbResult<Returning<Index>> {
+pub fn allocate_within(family: &str, within: &dyn Condition) -> DbResult<Returning<Index>> {
     let (condition, mut params) = within.sql(2);
     params.insert(0, family.into());
-    bind(
-        db,
+    stmt(
         &format!(
             "INSERT INTO deposit_indexes (family, next) SELECT ?1, 1 WHERE {condition} \
              ON CONFLICT (family) DO UPDATE SET next = next + 1 RETURNING next - 1 AS \"index\""
@@ -50,7 +44,7 @@ pub fn allocate_within(
 /// Whether `address` (lower-case hex) is one of custody's addresses given out to any
 /// institution: a checkout's deposit address or a merchant's top-up address. Money sent there
 /// from the treasury would land back in custody, booked to nobody.
-pub async fn custody_holds(db: &D1Database, address: &str) -> DbResult<bool> {
+pub async fn custody_holds(db: &Db, address: &str) -> DbResult<bool> {
     #[derive(Deserialize)]
     struct Found {
         found: i64,

@@ -4,9 +4,8 @@
 use serde::Deserialize;
 use shared_types::ids::InstitutionId;
 use shared_types::EndpointStatus;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, run, DbResult, Value};
+use super::{all, first, run, stmt, Db, DbResult, Stmt, Value};
 
 /// A webhook endpoint row.
 #[derive(Debug, Clone, Deserialize)]
@@ -39,7 +38,7 @@ const ENDPOINT_COLUMNS: &str = "id, url, description, event_types, status, secre
     disabled_reason";
 
 /// The institution's endpoints, newest first.
-pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<EndpointRow>> {
+pub async fn list(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<EndpointRow>> {
     all(
         db,
         &format!(
@@ -71,7 +70,7 @@ pub struct Troubled {
 }
 
 /// The institution's disabled or failing endpoints (at most twenty exist), disabled first.
-pub async fn troubled(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<Troubled>> {
+pub async fn troubled(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<Troubled>> {
     all(
         db,
         "SELECT id, url, description, status, disabled_reason, first_failure_at, \
@@ -85,7 +84,7 @@ pub async fn troubled(db: &D1Database, institution_id: InstitutionId) -> DbResul
 
 /// One endpoint of the institution.
 pub async fn get(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: &str,
 ) -> DbResult<Option<EndpointRow>> {
@@ -100,11 +99,7 @@ pub async fn get(
 }
 
 /// Adds an endpoint.
-pub async fn insert(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    e: &EndpointRow,
-) -> DbResult<()> {
+pub async fn insert(db: &Db, institution_id: InstitutionId, e: &EndpointRow) -> DbResult<()> {
     run(
         db,
         "INSERT INTO webhook_endpoints (id, institution_id, url, description, event_types, status, \
@@ -140,7 +135,7 @@ pub struct Changes {
 /// Writes only the fields `c` sets, so a concurrent rotation or automatic disable is never
 /// overwritten with what this request read. False if no such endpoint.
 pub async fn update(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: &str,
     c: &Changes,
@@ -192,7 +187,7 @@ pub struct Rotation<'a> {
 /// Replaces the signing secret, only if it is still the one the rotation read: of two racing
 /// rotations one wins and the other changes nothing. False if nothing was written.
 pub async fn rotate_secret(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: &str,
     r: &Rotation<'_>,
@@ -218,20 +213,15 @@ pub async fn rotate_secret(
 }
 
 /// Deletes an endpoint.
-pub fn delete(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    id: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn delete(institution_id: InstitutionId, id: &str) -> DbResult<Stmt> {
+    stmt(
         "DELETE FROM webhook_endpoints WHERE institution_id = ?1 AND id = ?2",
         &[institution_id.into(), id.into()],
     )
 }
 
 /// How many endpoints the institution has.
-pub async fn count(db: &D1Database, institution_id: InstitutionId) -> DbResult<i64> {
+pub async fn count(db: &Db, institution_id: InstitutionId) -> DbResult<i64> {
     #[derive(Deserialize)]
     struct Count {
         n: i64,
@@ -247,7 +237,7 @@ pub async fn count(db: &D1Database, institution_id: InstitutionId) -> DbResult<i
 
 /// Enables an endpoint and clears its failure clock. False if no such endpoint.
 pub async fn enable(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: &str,
     now_text: &str,
@@ -263,18 +253,16 @@ pub async fn enable(
 }
 
 /// A delivery succeeded: the endpoint is healthy again.
-pub fn record_success(db: &D1Database, id: &str, at: i64) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn record_success(id: &str, at: i64) -> DbResult<Stmt> {
+    stmt(
         "UPDATE webhook_endpoints SET last_success_at = ?2, first_failure_at = NULL WHERE id = ?1",
         &[id.into(), at.into()],
     )
 }
 
 /// A delivery failed: start the failure clock unless it runs already.
-pub fn record_failure(db: &D1Database, id: &str, at: i64) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn record_failure(id: &str, at: i64) -> DbResult<Stmt> {
+    stmt(
         "UPDATE webhook_endpoints SET first_failure_at = coalesce(first_failure_at, ?2) \
          WHERE id = ?1",
         &[id.into(), at.into()],
@@ -284,15 +272,8 @@ pub fn record_failure(db: &D1Database, id: &str, at: i64) -> DbResult<D1Prepared
 /// Disables the endpoint for continuous failure, saying why: only while it is enabled and
 /// still failing since `first_failure_at`, the failure the decision was made on (a success
 /// meanwhile cleared the clock; an admin or another attempt may have disabled it already).
-pub fn disable(
-    db: &D1Database,
-    id: &str,
-    reason: &str,
-    now_text: &str,
-    first_failure_at: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn disable(id: &str, reason: &str, now_text: &str, first_failure_at: i64) -> DbResult<Stmt> {
+    stmt(
         "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = ?2, updated_at = ?3 \
          WHERE id = ?1 AND status = 'enabled' AND first_failure_at = ?4",
         &[

@@ -2,9 +2,8 @@
 
 use serde::Deserialize;
 use shared_types::ids::InstitutionId;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, first, DbResult, JsonPage, Order, Owner, Select, Value};
+use super::{all, first, stmt, Db, DbResult, JsonPage, Order, Owner, Select, Stmt, Value};
 use crate::query::EventFilter;
 
 /// An event to write.
@@ -36,13 +35,12 @@ pub enum Guard {
 }
 
 /// The event row.
-pub fn insert(db: &D1Database, e: &OutboxEvent<'_>, guard: Guard) -> DbResult<D1PreparedStatement> {
+pub fn insert(e: &OutboxEvent<'_>, guard: Guard) -> DbResult<Stmt> {
     let condition = match guard {
         Guard::AfterChange => " WHERE changes() = 1",
         Guard::None => "",
     };
-    bind(
-        db,
+    stmt(
         &format!(
             "INSERT INTO events (id, institution_id, type, transaction_id, payload, created, \
              transaction_version, seq) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, \
@@ -61,7 +59,7 @@ pub fn insert(db: &D1Database, e: &OutboxEvent<'_>, guard: Guard) -> DbResult<D1
 }
 
 /// The body an event's deliveries send.
-pub async fn payload(db: &D1Database, event_id: &str) -> DbResult<Option<String>> {
+pub async fn payload(db: &Db, event_id: &str) -> DbResult<Option<String>> {
     #[derive(Deserialize)]
     struct Payload {
         payload: String,
@@ -89,7 +87,7 @@ pub struct EventRow {
 
 /// The events of one of the institution's transactions, oldest first (at most 200).
 pub async fn of_transaction(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<EventRow>> {
@@ -160,11 +158,7 @@ pub fn feed_query(owner: Owner<'_>, filter: &EventFilter) -> Select {
 }
 
 /// One page of the events feed as JSON (each event exactly as its deliveries send it).
-pub async fn feed(
-    db: &impl super::Prepare,
-    owner: Owner<'_>,
-    filter: &EventFilter,
-) -> DbResult<JsonPage> {
+pub async fn feed(db: &super::Db, owner: Owner<'_>, filter: &EventFilter) -> DbResult<JsonPage> {
     super::json_page(
         db,
         owner,
@@ -178,9 +172,8 @@ pub async fn feed(
 /// Deletes the events past their retention (see [`super::deliveries::PRUNABLE_EVENTS`]), after
 /// the statements of [`super::deliveries::prune`] in the same batch have deleted their
 /// deliveries.
-pub fn prune(db: &D1Database, before: i64, limit: i64) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn prune(before: i64, limit: i64) -> DbResult<Stmt> {
+    stmt(
         &format!(
             "DELETE FROM events WHERE id IN ({}) \
              AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)",

@@ -2,10 +2,9 @@
 //! (`node_heads`): how the worker tells a node whose head has stopped moving from a fresh one.
 
 use serde::Deserialize;
-use worker::D1Database;
 
 use super::notifications::EmailStatus;
-use super::{first, run, DbError, DbResult};
+use super::{first, run, Db, DbError, DbResult};
 
 /// A network's newest head as stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -20,7 +19,7 @@ pub struct Head {
 /// after it: `head` first seen now when it is higher than any before, else the stored one with
 /// its first sighting (a head that did not move, or moved back, changes nothing). One statement,
 /// so racing readers keep the highest head and its earliest sighting.
-pub async fn seen(db: &D1Database, network: &str, head: u64, now: i64) -> DbResult<Head> {
+pub async fn seen(db: &Db, network: &str, head: u64, now: i64) -> DbResult<Head> {
     let head = i64::try_from(head).unwrap_or(i64::MAX);
     first(
         db,
@@ -39,7 +38,7 @@ pub async fn seen(db: &D1Database, network: &str, head: u64, now: i64) -> DbResu
 /// Claims the alert about `network`'s node standing still at `head`: true for the one caller
 /// that should e-mail the operator about this stall (the head moved since the last alert, or
 /// none was sent), false for every other. One guarded statement, so racing runs send one.
-pub async fn claim_alert(db: &D1Database, network: &str, head: i64, now: i64) -> DbResult<bool> {
+pub async fn claim_alert(db: &Db, network: &str, head: i64, now: i64) -> DbResult<bool> {
     let changed = run(
         db,
         "UPDATE node_heads SET alerted_head = head, alerted_at = ?3, alert_email_status = NULL \
@@ -51,7 +50,7 @@ pub async fn claim_alert(db: &D1Database, network: &str, head: i64, now: i64) ->
 }
 
 /// Records what became of the alert's e-mail.
-pub async fn alerted(db: &D1Database, network: &str, status: EmailStatus) -> DbResult<()> {
+pub async fn alerted(db: &Db, network: &str, status: EmailStatus) -> DbResult<()> {
     run(
         db,
         "UPDATE node_heads SET alert_email_status = ?2 WHERE network = ?1",

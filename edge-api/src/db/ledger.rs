@@ -15,9 +15,8 @@ use std::str::FromStr;
 use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::ledger::{Books, Code, Kind, Ledger, Open, Phase, Refusal, Totals, Transfer};
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, DbError, DbResult, Value};
+use super::{all, stmt, Db, DbError, DbResult, Stmt, Value};
 
 /// An account a posting may create: what it is, and what its ledger's amounts are in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +160,7 @@ fn id_list(ids: &[String]) -> Value {
 
 /// The pending transfers with `reference` (a settlement's transaction, a refund) that no post
 /// or void has ended yet.
-pub async fn open_of(db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
+pub async fn open_of(db: &Db, reference: &str) -> DbResult<Vec<Transfer>> {
     let rows: Vec<TransferRow> = all(
         db,
         &format!(
@@ -247,7 +246,7 @@ impl Book {
     /// Reads `accounts` (those missing are created with the posting), whether the transfers
     /// `ids` are already posted, and the pending transfers `open` still unended.
     pub async fn load(
-        db: &D1Database,
+        db: &Db,
         accounts: &[Account],
         ids: &[String],
         open: &[String],
@@ -328,7 +327,7 @@ impl Book {
 
     /// Reads the pending transfers of `reference` still open (a settlement's transaction, a
     /// refund), so they can be posted or voided; returns them.
-    pub async fn open_of(&mut self, db: &D1Database, reference: &str) -> DbResult<Vec<Transfer>> {
+    pub async fn open_of(&mut self, db: &Db, reference: &str) -> DbResult<Vec<Transfer>> {
         let open = open_of(db, reference).await?;
         for t in &open {
             self.done.insert(t.id.clone());
@@ -404,19 +403,13 @@ impl Book {
     /// The statements that write what was posted, under `when`: first the accounts to create
     /// (nothing if they exist by then), then each transfer (guarded on its accounts' versions)
     /// and its two accounts' new totals.
-    pub fn statements(
-        &self,
-        db: &D1Database,
-        when: &When,
-        now: i64,
-    ) -> DbResult<Vec<D1PreparedStatement>> {
+    pub fn statements(&self, when: &When, now: i64) -> DbResult<Vec<Stmt>> {
         let mut out = Vec::new();
         if self.posted.is_empty() {
             return Ok(out);
         }
         for (id, a) in &self.new {
-            out.push(bind(
-                db,
+            out.push(stmt(
                 "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
                  institution_id, created_at, updated_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) ON CONFLICT (id) DO NOTHING",
@@ -455,8 +448,7 @@ impl Book {
             ];
             let offset = params.len();
             params.extend(when.params.iter().cloned());
-            out.push(bind(
-                db,
+            out.push(stmt(
                 &format!(
                     "INSERT INTO ledger_transfers (id, seq, network, token, debit_account, \
                      credit_account, amount, code, phase, pending_id, transaction_id, reference, \
@@ -474,8 +466,7 @@ impl Book {
                 (&t.debit, p.before.0, p.after.0),
                 (&t.credit, p.before.1, p.after.1),
             ] {
-                out.push(bind(
-                    db,
+                out.push(stmt(
                     "UPDATE ledger_accounts SET debits_posted = ?3, credits_posted = ?4, \
                      debits_pending = ?5, credits_pending = ?6, version = version + 1, \
                      updated_at = ?7 \
@@ -574,7 +565,7 @@ const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, debits_po
 /// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on), of
 /// `institution_id`'s merchant.
 pub async fn of_merchant(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<AccountView>> {
@@ -590,7 +581,7 @@ pub async fn of_merchant(
 }
 
 /// The treasury's accounts, one per network and asset it has held or been reserved against.
-pub async fn treasury_accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
+pub async fn treasury_accounts(db: &Db) -> DbResult<Vec<AccountView>> {
     all(
         db,
         &format!(
@@ -605,7 +596,7 @@ pub async fn treasury_accounts(db: &D1Database) -> DbResult<Vec<AccountView>> {
 /// Every merchant account of the institution (what Payrail owes each of its merchants, per
 /// network and asset).
 pub async fn merchant_accounts_of(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
 ) -> DbResult<Vec<AccountView>> {
     all(
@@ -648,7 +639,7 @@ pub fn statement_page_query(account: &str, before_seq: Option<i64>, limit: i64) 
 /// `None`: from the newest), reading at most `2 × limit` index entries whatever the account's
 /// history.
 pub async fn statement_page(
-    db: &D1Database,
+    db: &Db,
     account: &str,
     before_seq: Option<i64>,
     limit: i64,
@@ -660,14 +651,8 @@ pub async fn statement_page(
 
 /// The statement that sets how far `account` (a merchant's, created if need be) may go into
 /// debt; its version moves, so a posting computed on the old limit fails.
-pub fn set_limit(
-    db: &D1Database,
-    account: &Account,
-    limit: u128,
-    now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn set_limit(account: &Account, limit: u128, now: i64) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
          institution_id, debt_limit, created_at, updated_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) \
@@ -766,7 +751,7 @@ impl BalanceAfterRow {
 /// `account`'s posted balance just after its transfer `seq` (its posted totals less what the
 /// transfers after `seq` posted): the running balance of a statement line. `None` when there is
 /// no such account.
-pub async fn balance_after(db: &D1Database, account: &str, seq: i64) -> DbResult<Option<i128>> {
+pub async fn balance_after(db: &Db, account: &str, seq: i64) -> DbResult<Option<i128>> {
     let query = balance_after_query(account, seq);
     let row: Option<BalanceAfterRow> = super::first(db, &query.sql, &query.params).await?;
     row.map(|r| r.balance()).transpose()

@@ -3,9 +3,8 @@
 use serde::Deserialize;
 use shared_types::ids::InstitutionId;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
-use worker::D1Database;
 
-use super::{all, bind, first, run, DbResult, Owner, Returning, Select, Value};
+use super::{all, first, run, stmt, Db, DbResult, Owner, Returning, Select, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
@@ -94,7 +93,7 @@ const MERCHANT_JSON: &str = "json_object('object', 'merchant', 'id', id, 'name',
 
 /// One page of merchants as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &impl super::Prepare,
+    db: &super::Db,
     owner: Owner<'_>,
     filter: &MerchantFilter,
 ) -> DbResult<super::JsonPage> {
@@ -111,7 +110,7 @@ pub async fn list_json(
 /// One merchant of the token's institution as the partner API's JSON, built by SQLite, and
 /// the token's scopes (`None`: not a live token), in one statement.
 pub async fn get_json(
-    db: &impl super::Prepare,
+    db: &super::Db,
     token_hash: &str,
     id: i64,
 ) -> DbResult<(Option<String>, Option<String>)> {
@@ -191,9 +190,8 @@ pub const BY_KEY: &str = "(SELECT id FROM merchants WHERE public_key = ?1 \
      AND previous_key_expires_at > ?2 LIMIT 1)";
 
 /// The merchant with this publishable key at `now` (see [`BY_KEY`]), for a batch.
-pub fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Returning<Gate>> {
-    bind(
-        db,
+pub fn gate_by_key(public_key: &str, now: i64) -> DbResult<Returning<Gate>> {
+    stmt(
         &format!(
             "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
              WHERE id = {BY_KEY}"
@@ -206,7 +204,7 @@ pub fn gate_by_key(db: &D1Database, public_key: &str, now: i64) -> DbResult<Retu
 /// One page of the institution's merchants for the portal, newest first, one row over `limit`;
 /// `search` matches a name prefix (any case) or a `psp_reference_id` exactly.
 pub async fn portal_page(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     search: Option<&str>,
     starting_after: Option<i64>,
@@ -250,11 +248,7 @@ pub struct Name {
 
 /// The names of the institution's merchants among `ids` (a page's: at most a hundred and one),
 /// each a primary-key lookup; another institution's merchant is simply not among them.
-pub async fn names(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    ids: &[i64],
-) -> DbResult<Vec<Name>> {
+pub async fn names(db: &Db, institution_id: InstitutionId, ids: &[i64]) -> DbResult<Vec<Name>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -273,11 +267,7 @@ pub async fn names(
 }
 
 /// One merchant of the institution, as the portal shows it.
-pub async fn portal_get(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    id: i64,
-) -> DbResult<Option<Row>> {
+pub async fn portal_get(db: &Db, institution_id: InstitutionId, id: i64) -> DbResult<Option<Row>> {
     first(
         db,
         &format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
@@ -308,7 +298,7 @@ pub struct NewMerchant<'a> {
 
 /// Creates a merchant (active, onboarding pending); returns its id, or `None` when the
 /// institution already has a merchant with this `psp_reference_id`.
-pub async fn insert(db: &D1Database, m: &NewMerchant<'_>) -> DbResult<Option<i64>> {
+pub async fn insert(db: &Db, m: &NewMerchant<'_>) -> DbResult<Option<i64>> {
     #[derive(Deserialize)]
     struct Id {
         id: i64,
@@ -367,7 +357,7 @@ pub enum Edited {
 
 /// Writes only the fields `c` sets, guarded on the statuses it moves from.
 pub async fn update(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
     c: &Changes,
@@ -426,7 +416,7 @@ pub async fn update(
 /// Replaces the publishable key, only if it is still `old`; the old one keeps working until
 /// `grace_until` (Unix seconds; `None`: stops now). False if nothing was written.
 pub async fn roll_key(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
     old: &str,

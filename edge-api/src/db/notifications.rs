@@ -4,9 +4,8 @@
 use serde::{Deserialize, Serialize};
 use shared_types::ids::InstitutionId;
 use shared_types::time::UnixTime;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{all, bind, DbResult};
+use super::{all, stmt, Db, DbResult, Stmt};
 
 /// What a notification is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -87,13 +86,8 @@ pub struct NewNotification<'a> {
 }
 
 /// Records a notification of `kind`.
-pub fn insert(
-    db: &D1Database,
-    kind: NotificationKind,
-    n: &NewNotification<'_>,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn insert(kind: NotificationKind, n: &NewNotification<'_>) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO notifications (institution_id, kind, subject, body, email_status, \
          created_at) VALUES (?1, ?6, ?2, ?3, ?4, ?5)",
         &[
@@ -125,7 +119,7 @@ pub struct Notification {
 }
 
 /// The institution's newest notifications.
-pub async fn list(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<Notification>> {
+pub async fn list(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<Notification>> {
     all(
         db,
         "SELECT id, kind, subject, body, email_status, created_at FROM notifications \

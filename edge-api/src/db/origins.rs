@@ -1,12 +1,11 @@
 //! The origins a merchant's checkouts may return the customer to.
 
 use serde::Deserialize;
-use worker::D1Database;
 
-use super::{batch, bind, strings, DbResult, Returning, Value};
+use super::{batch, stmt, strings, Db, DbResult, Returning, Value};
 
 /// The merchant's allowed return origins.
-pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
+pub async fn list(db: &Db, merchant_id: i64) -> DbResult<Vec<String>> {
     strings(
         db,
         "SELECT origin FROM merchant_origins WHERE merchant_id = ?1 ORDER BY origin",
@@ -16,7 +15,7 @@ pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<String>> {
 }
 
 /// The origins of several merchants (at most 100), as (merchant id, origin).
-pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, String)>> {
+pub async fn of_merchants(db: &Db, ids: &[i64]) -> DbResult<Vec<(i64, String)>> {
     #[derive(Deserialize)]
     struct Row {
         merchant_id: i64,
@@ -45,19 +44,17 @@ pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, St
 
 /// Replaces the whole list, atomically.
 pub async fn replace(
-    db: &D1Database,
+    db: &Db,
     merchant_id: i64,
     origins: &[String],
     now_text: &str,
 ) -> DbResult<()> {
-    let mut statements = vec![bind(
-        db,
+    let mut statements = vec![stmt(
         "DELETE FROM merchant_origins WHERE merchant_id = ?1",
         &[merchant_id.into()],
     )?];
     for origin in origins {
-        statements.push(bind(
-            db,
+        statements.push(stmt(
             "INSERT INTO merchant_origins (merchant_id, origin, created_at) VALUES (?1, ?2, ?3)",
             &[merchant_id.into(), origin.as_str().into(), now_text.into()],
         )?);
@@ -75,14 +72,8 @@ pub struct Allowed {
 /// Whether `origin` is one of the return origins of the merchant with the publishable key
 /// `public_key` at `now` (see [`super::merchants::BY_KEY`]): one row when it is, none when it is
 /// not, for checkout's read batch.
-pub fn allows_by_key(
-    db: &D1Database,
-    public_key: &str,
-    now: i64,
-    origin: &str,
-) -> DbResult<Returning<Allowed>> {
-    bind(
-        db,
+pub fn allows_by_key(public_key: &str, now: i64, origin: &str) -> DbResult<Returning<Allowed>> {
+    stmt(
         &format!(
             "SELECT 1 AS found FROM merchant_origins WHERE merchant_id = {} AND origin = ?3",
             super::merchants::BY_KEY

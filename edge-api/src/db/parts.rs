@@ -4,7 +4,6 @@
 
 use payrail_evm::Token;
 use shared_types::ids::Scoped;
-use worker::{D1Database, D1PreparedStatement};
 
 /// What a payment found on chain brought into custody in one way to pay (a part): the books
 /// credit it to the merchant, and it is settled and refunded in its own asset.
@@ -29,13 +28,12 @@ pub struct Part<'a> {
     pub received: Vec<(&'a str, u128)>,
 }
 
-use super::{bind, DbResult};
+use super::{stmt, DbResult, Stmt};
 
 /// The statement recording part `index` of payment `id` (of `institution_id`), written only if
 /// the payment's guarded change to `version` applied in the same batch (a credit that lost its
 /// race records nothing).
 pub fn insert(
-    db: &D1Database,
     (
         Scoped {
             institution: institution_id,
@@ -45,9 +43,8 @@ pub fn insert(
     ): (Scoped<i64>, i64),
     index: usize,
     part: &Part<'_>,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO payment_parts (institution_id, transaction_id, part, network, asset, token, \
          decimals, gross, expected, crypto_amount, rate_source) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \

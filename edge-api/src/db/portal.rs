@@ -2,11 +2,10 @@
 
 use serde::Deserialize;
 use shared_types::ids::InstitutionId;
-use worker::D1Database;
 
 use shared_types::PortalRole;
 
-use super::{all, bind, first, run, strings, Batch, DbResult};
+use super::{all, first, run, stmt, strings, Batch, Db, DbResult};
 
 /// An admin, as login needs it.
 #[derive(Debug, Deserialize)]
@@ -20,7 +19,7 @@ pub struct Admin {
 }
 
 /// The admin with this (lower-cased) e-mail.
-pub async fn admin_by_email(db: &D1Database, email: &str) -> DbResult<Option<Admin>> {
+pub async fn admin_by_email(db: &Db, email: &str) -> DbResult<Option<Admin>> {
     first(
         db,
         "SELECT id, institution_id, password_hash FROM portal_admins WHERE email = ?1",
@@ -52,7 +51,7 @@ pub struct Session {
 
 /// Stores a new session.
 pub async fn insert_session(
-    db: &D1Database,
+    db: &Db,
     token_hash: &str,
     admin: &Admin,
     csrf_token: &str,
@@ -79,7 +78,7 @@ pub async fn insert_session(
 }
 
 /// The live session with this token hash.
-pub async fn session(db: &D1Database, token_hash: &str, now: i64) -> DbResult<Option<Session>> {
+pub async fn session(db: &Db, token_hash: &str, now: i64) -> DbResult<Option<Session>> {
     first(
         db,
         "SELECT s.admin_id, a.role, s.institution_id, s.csrf_token, s.expires_at, \
@@ -92,7 +91,7 @@ pub async fn session(db: &D1Database, token_hash: &str, now: i64) -> DbResult<Op
 }
 
 /// Moves a session's idle end.
-pub async fn extend_session(db: &D1Database, token_hash: &str, expires_at: i64) -> DbResult<()> {
+pub async fn extend_session(db: &Db, token_hash: &str, expires_at: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE portal_sessions SET expires_at = ?2 WHERE token_hash = ?1",
@@ -103,7 +102,7 @@ pub async fn extend_session(db: &D1Database, token_hash: &str, expires_at: i64) 
 }
 
 /// Ends a session.
-pub async fn delete_session(db: &D1Database, token_hash: &str) -> DbResult<()> {
+pub async fn delete_session(db: &Db, token_hash: &str) -> DbResult<()> {
     run(
         db,
         "DELETE FROM portal_sessions WHERE token_hash = ?1",
@@ -114,7 +113,7 @@ pub async fn delete_session(db: &D1Database, token_hash: &str) -> DbResult<()> {
 }
 
 /// Deletes sessions past their end, at most `limit` of them.
-pub async fn purge_sessions(db: &D1Database, now: i64, limit: i64) -> DbResult<()> {
+pub async fn purge_sessions(db: &Db, now: i64, limit: i64) -> DbResult<()> {
     run(
         db,
         "DELETE FROM portal_sessions WHERE token_hash IN (SELECT token_hash FROM portal_sessions \
@@ -127,7 +126,7 @@ pub async fn purge_sessions(db: &D1Database, now: i64, limit: i64) -> DbResult<(
 }
 
 /// E-mail addresses of the institution's admins.
-pub async fn admin_emails(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<String>> {
+pub async fn admin_emails(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<String>> {
     strings(
         db,
         "SELECT email FROM portal_admins WHERE institution_id = ?1 ORDER BY id",
@@ -152,7 +151,7 @@ pub struct User {
 }
 
 /// The institution's portal users.
-pub async fn users(db: &D1Database, institution_id: InstitutionId) -> DbResult<Vec<User>> {
+pub async fn users(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<User>> {
     all(
         db,
         "SELECT id, email, name, role, created_at FROM portal_admins WHERE institution_id = ?1 \
@@ -164,7 +163,7 @@ pub async fn users(db: &D1Database, institution_id: InstitutionId) -> DbResult<V
 
 /// Adds a user; `None` when the e-mail is taken (by any institution: e-mails log in alone).
 pub async fn insert_user(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     email: &str,
     role: PortalRole,
@@ -194,7 +193,7 @@ pub async fn insert_user(
 /// Removes a user of the institution and ends their sessions, atomically; never the caller
 /// (`acting_id`) and never the last admin. False if nothing was removed.
 pub async fn delete_user(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
     acting_id: i64,
@@ -205,16 +204,14 @@ pub async fn delete_user(
              WHERE institution_id = ?1 AND role = 'admin') > 1)";
     let params = [institution_id.into(), id.into(), acting_id.into()];
     let mut batch = Batch::new();
-    batch.push(bind(
-        db,
+    batch.push(stmt(
         &format!(
             "DELETE FROM portal_sessions WHERE admin_id = ?2 AND EXISTS \
              (SELECT 1 FROM portal_admins WHERE {REMOVABLE})"
         ),
         &params,
     )?);
-    let remove = batch.push(bind(
-        db,
+    let remove = batch.push(stmt(
         &format!("DELETE FROM portal_admins WHERE {REMOVABLE}"),
         &params,
     )?);

@@ -5,10 +5,9 @@
 //! custody addresses to read. See migrations 0015 and 0017.
 
 use serde::{Deserialize, Serialize};
-use worker::{D1Database, D1PreparedStatement};
 
 use super::notifications::EmailStatus;
-use super::{all, bind, first, run, DbError, DbResult, Returning};
+use super::{all, first, run, stmt, Db, DbError, DbResult, Returning, Stmt};
 
 /// What is under way on a network that the books post only once it is final.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -43,7 +42,7 @@ struct InFlightRow {
 
 /// Whether the treasury (`treasury`, lower case; `""` for none) has a transaction live on
 /// `network`, whether a custody sweep is under way there, and the newest block either ended in.
-pub async fn in_flight(db: &D1Database, network: &str, treasury: &str) -> DbResult<InFlight> {
+pub async fn in_flight(db: &Db, network: &str, treasury: &str) -> DbResult<InFlight> {
     let row: InFlightRow = first(db, IN_FLIGHT, &[network.into(), treasury.into()])
         .await?
         .ok_or_else(|| DbError::bad_row("the in-flight query returned no row"))?;
@@ -105,7 +104,7 @@ pub struct Custody {
 /// first: those whose account holds something, those still watched (checkout deposits and
 /// merchants' top-up addresses, which stay watched), and the custody gas address (`gas`, `""` for none); none that a sweep in flight moves money from or to, and no top-up address whose watcher has not yet read past custody's last final transaction of it (the books hold that transaction, the chain at the watcher's block does not yet).
 pub async fn custody(
-    db: &D1Database,
+    db: &Db,
     (network, token): (&str, &str),
     gas: &str,
     now: i64,
@@ -269,9 +268,8 @@ pub struct Recorded {
 
 /// The statement recording `r` (before [`remember`] in its batch: it compares with each
 /// address's last comparison).
-pub fn insert(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<Returning<Recorded>> {
-    bind(
-        db,
+pub fn insert(r: &NewReconciliation<'_>) -> DbResult<Returning<Recorded>> {
+    stmt(
         INSERT,
         &[
             r.network.into(),
@@ -290,9 +288,8 @@ pub fn insert(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<Returning<
 }
 
 /// The statement remembering each address's comparison in `r`.
-pub fn remember(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn remember(r: &NewReconciliation<'_>) -> DbResult<Stmt> {
+    stmt(
         REMEMBER,
         &[
             r.network.into(),
@@ -305,9 +302,8 @@ pub fn remember(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<D1Prepar
 
 /// The statement forgetting `r`'s network, token and scope's rows beyond the newest [`KEPT`],
 /// except those that found a new drift.
-pub fn prune(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn prune(r: &NewReconciliation<'_>) -> DbResult<Stmt> {
+    stmt(
         PRUNE,
         &[
             r.network.into(),
@@ -319,7 +315,7 @@ pub fn prune(db: &D1Database, r: &NewReconciliation<'_>) -> DbResult<D1PreparedS
 }
 
 /// Records what became of the e-mail about reconciliation `id`'s new drift.
-pub async fn emailed(db: &D1Database, id: i64, status: EmailStatus) -> DbResult<()> {
+pub async fn emailed(db: &Db, id: i64, status: EmailStatus) -> DbResult<()> {
     run(
         db,
         "UPDATE reconciliations SET email_status = ?2 WHERE id = ?1",

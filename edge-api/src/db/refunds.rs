@@ -8,10 +8,9 @@ use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::time::UnixTime;
 use shared_types::RefundState;
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::{Carried, When};
-use super::{all, bind, first, run, DbResult};
+use super::{all, first, run, stmt, Db, DbResult, Stmt};
 
 /// A part of a payment made on chain (all of it, for a payment made in one way to pay) and the
 /// rate it was paid at: what a refund of it is paid at.
@@ -45,7 +44,7 @@ pub struct PaymentQuote {
 /// The parts of payment `transaction_id`, in order, with their rates; none when it was not
 /// paid on a watched chain.
 pub async fn quotes_of(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<PaymentQuote>> {
@@ -100,10 +99,8 @@ pub struct NewRefund<'a> {
 /// the whole of it (a part refunded before settlement would leave the rest unsettleable), and
 /// only for a payment made in one way to pay (one made in several is refunded part by part
 /// once every part is settled). One statement: D1 runs it alone.
-pub fn insert(db: &D1Database, r: &NewRefund<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
+pub fn insert(r: &NewRefund<'_>) -> DbResult<Stmt> {
+    stmt("INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
          amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
          requested_by, created_at, updated_at, part) \
          SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15, \
@@ -186,11 +183,9 @@ pub struct NewReturn<'a> {
 /// The guarded insert of a return: it stores nothing unless the payment was credited and the
 /// address is one of its deposits. What may be returned is the address's unallocated balance,
 /// which the books' batch beside it checks.
-pub fn insert_return(db: &D1Database, r: &NewReturn<'_>) -> DbResult<D1PreparedStatement> {
+pub fn insert_return(r: &NewReturn<'_>) -> DbResult<Stmt> {
     let (from, network, asset, token, decimals) = r.from;
-    bind(
-        db,
-        "INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
+    stmt("INSERT INTO refunds (id, institution_id, transaction_id, idempotency_key, amount, \
          amount_minor, network, asset, token, decimals, units, rate, to_address, state, \
          requested_by, created_at, updated_at, extra, from_address) \
          SELECT ?1, ?2, t.id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sending', ?14, ?15, ?15, \
@@ -274,11 +269,7 @@ const REFUND_FROM: &str =
      FROM refunds f";
 
 /// The institution's refund asked with `key`, if any.
-pub async fn by_key(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    key: &str,
-) -> DbResult<Option<Refund>> {
+pub async fn by_key(db: &Db, institution_id: InstitutionId, key: &str) -> DbResult<Option<Refund>> {
     first(
         db,
         &format!("{REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2"),
@@ -289,7 +280,7 @@ pub async fn by_key(
 
 /// A payment's refunds, oldest first.
 pub async fn of_transaction(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<Refund>> {
@@ -305,7 +296,7 @@ pub async fn of_transaction(
 }
 
 /// Refunds with no transaction out or mined: to sign (a new one, or again after a failure).
-pub async fn to_send(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
+pub async fn to_send(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
     all(
         db,
         &format!(
@@ -319,7 +310,7 @@ pub async fn to_send(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
 }
 
 /// Refunds confirmed on chain that the payment does not show yet.
-pub async fn confirmed(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
+pub async fn confirmed(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
     all(
         db,
         &format!("{REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1"),
@@ -330,7 +321,7 @@ pub async fn confirmed(db: &D1Database, limit: i64) -> DbResult<Vec<Refund>> {
 
 /// Records why no transaction could be sent for the refund now (it is tried again).
 pub async fn note(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id,
@@ -349,7 +340,7 @@ pub async fn note(
 
 /// What the refund's transactions carry, for the books.
 pub async fn carried(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id,
@@ -367,7 +358,7 @@ pub async fn carried(
 
 /// How many of the refund's transactions failed.
 pub async fn attempts(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id,
@@ -400,15 +391,13 @@ pub const ATTEMPTS: i64 = 3;
 /// The statement that confirms the refund once its transaction is confirmed (in the same
 /// batch, before it).
 pub fn confirm(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
     }: Scoped<&str>,
     now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
          WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
          AND EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?1 AND state = 'confirmed')",
@@ -420,16 +409,14 @@ pub fn confirm(
 /// in the batch recorded it failed (changed a row): the refund is signed again, up to
 /// [`ATTEMPTS`] transactions, then fails.
 pub fn attempt_failed(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
     }: Scoped<&str>,
     error: &str,
     now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "UPDATE refunds SET attempts = attempts + 1, error = ?2, updated_at = ?3, \
          state = CASE WHEN attempts + 1 >= ?4 THEN 'failed' ELSE state END \
          WHERE id = ?1 AND institution_id = ?5 AND state = 'sending' AND changes() = 1",
@@ -469,18 +456,13 @@ impl super::Condition for Unrecorded<'_> {
 /// Marks refund `id` done, in the batch of the payment's change that records it, as the
 /// statement right after that change and only if it wrote (`changes() = 1`).
 pub fn recorded(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
     }: Scoped<&str>,
     now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
-        RECORDED,
-        &[id.into(), now.into(), institution_id.into()],
-    )
+) -> DbResult<Stmt> {
+    stmt(RECORDED, &[id.into(), now.into(), institution_id.into()])
 }
 
 /// The SQL of [`recorded`]: `?1` the refund, `?2` now, `?3` its institution.
@@ -489,7 +471,7 @@ const RECORDED: &str = "UPDATE refunds SET state = 'done', updated_at = ?2 WHERE
 
 /// Marks a confirmed refund shown on its payment.
 pub async fn done(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id,

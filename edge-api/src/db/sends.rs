@@ -9,10 +9,9 @@ use serde::{Deserialize, Serialize};
 use shared_types::ids::InstitutionId;
 use shared_types::time::UnixTime;
 use shared_types::SendState;
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, first, run, DbResult, Value};
+use super::{all, first, run, stmt, Db, DbResult, Stmt, Value};
 
 /// What a signed transaction pays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,15 +73,14 @@ fn big(n: u64) -> Value {
 /// The statement storing a signed transaction, live: its nonce unique among those that can be
 /// mined (a second one with the nonce fails its batch), and, for a refund, only if the refund
 /// has no other transaction out or mined (it changes no row then, and nothing may be sent).
-pub fn insert(db: &D1Database, s: &NewSend<'_>) -> DbResult<D1PreparedStatement> {
-    insert_if(db, s, "1")
+pub fn insert(s: &NewSend<'_>) -> DbResult<Stmt> {
+    insert_if(s, "1")
 }
 
 /// [`insert`], only if `condition` (SQL without parameters) holds too.
-fn insert_if(db: &D1Database, s: &NewSend<'_>, condition: &str) -> DbResult<D1PreparedStatement> {
+fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
     let (settlement, refund) = s.purpose.ids();
-    bind(
-        db,
+    stmt(
         &format!(
             "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, \
              gas_price, rate_source, units, tx_hash, raw, state, sent_block, created_at, \
@@ -117,19 +115,14 @@ fn insert_if(db: &D1Database, s: &NewSend<'_>, condition: &str) -> DbResult<D1Pr
 /// retired it (`changes() = 1`). Of two replacements of one transaction, the second stores
 /// nothing (a settlement's also fails its batch on the nonce), and what is not stored may not be
 /// sent: the caller broadcasts only when the insert changed a row.
-pub fn replace(
-    db: &D1Database,
-    old_id: &str,
-    send: &NewSend<'_>,
-) -> DbResult<[D1PreparedStatement; 2]> {
+pub fn replace(old_id: &str, send: &NewSend<'_>) -> DbResult<[Stmt; 2]> {
     Ok([
-        bind(
-            db,
+        stmt(
             "UPDATE chain_sends SET state = 'replaced', updated_at = ?2 \
              WHERE id = ?1 AND state = 'live'",
             &[old_id.into(), send.now.into()],
         )?,
-        insert_if(db, send, "changes() = 1")?,
+        insert_if(send, "changes() = 1")?,
     ])
 }
 
@@ -143,7 +136,7 @@ pub fn in_state(send_id: &str, state: SendState) -> When {
 
 /// The next nonce by what the treasury has signed on `network`: one past the highest that was or
 /// may still be mined.
-pub async fn next_nonce(db: &D1Database, network: &str, sender: &str) -> DbResult<u64> {
+pub async fn next_nonce(db: &Db, network: &str, sender: &str) -> DbResult<u64> {
     #[derive(Deserialize)]
     struct Row {
         next: Option<i64>,
@@ -218,7 +211,7 @@ const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.networ
      LEFT JOIN refunds r ON r.id = c.refund_id";
 
 /// Transactions out and not yet at depth, oldest first.
-pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Outgoing>> {
+pub async fn live(db: &Db, limit: i64) -> DbResult<Vec<Outgoing>> {
     all(
         db,
         &format!("{OUTGOING_FROM} WHERE c.state = 'live' ORDER BY c.created_at, c.nonce LIMIT ?1"),
@@ -229,7 +222,7 @@ pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Outgoing>> {
 
 /// The transactions a live one replaced (the same nonce, a lower price): one of them may be
 /// the one that is mined.
-pub async fn replaced(db: &D1Database, live: &Outgoing) -> DbResult<Vec<Outgoing>> {
+pub async fn replaced(db: &Db, live: &Outgoing) -> DbResult<Vec<Outgoing>> {
     all(
         db,
         &format!(
@@ -264,7 +257,7 @@ pub struct InFlight {
 }
 
 /// The live transactions' amounts and gas (see [`InFlight`]).
-pub async fn in_flight(db: &D1Database, network: &str, sender: &str) -> DbResult<Vec<InFlight>> {
+pub async fn in_flight(db: &Db, network: &str, sender: &str) -> DbResult<Vec<InFlight>> {
     all(
         db,
         "SELECT COALESCE(s.token, r.token) AS token, c.units, c.gas_limit, c.gas_price, c.l1_fee, \
@@ -279,7 +272,7 @@ pub async fn in_flight(db: &D1Database, network: &str, sender: &str) -> DbResult
 
 /// Records a new broadcast of a live transaction (or why it failed).
 pub async fn broadcast(
-    db: &D1Database,
+    db: &Db,
     send_id: &str,
     head: u64,
     error: Option<&str>,
@@ -295,7 +288,7 @@ pub async fn broadcast(
 }
 
 /// Records why a live transaction waits (shown with it), leaving when it was sent alone.
-pub async fn note(db: &D1Database, send_id: &str, why: &str, now: i64) -> DbResult<()> {
+pub async fn note(db: &Db, send_id: &str, why: &str, now: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE chain_sends SET error = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'live'",
@@ -308,22 +301,19 @@ pub async fn note(db: &D1Database, send_id: &str, why: &str, now: i64) -> DbResu
 /// The statements that record `carrier` mined, succeeded and final: it is the one carrying its
 /// purpose (a replaced one that was mined after all takes the live one's place).
 pub fn confirm(
-    db: &D1Database,
     carrier: &Outgoing,
     live_id: &str,
     block: u64,
     gas_used: u128,
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     Ok(vec![
-        bind(
-            db,
+        stmt(
             "UPDATE chain_sends SET state = 'replaced', updated_at = ?2 \
              WHERE id = ?1 AND state = 'live' AND ?1 <> ?3",
             &[live_id.into(), now.into(), carrier.id.as_str().into()],
         )?,
-        bind(
-            db,
+        stmt(
             "UPDATE chain_sends SET state = 'confirmed', block_number = ?2, gas_used = ?3, \
              error = NULL, updated_at = ?4 WHERE id = ?1 AND state IN ('live', 'replaced')",
             &[
@@ -340,15 +330,8 @@ pub fn confirm(
 /// the network's depth (its nonce is used for good: nothing else with it can be mined). The
 /// purpose's own statement that follows it in the batch runs only if this one changed a row
 /// (`changes() = 1`).
-pub fn fail(
-    db: &D1Database,
-    send_id: &str,
-    block: u64,
-    error: &str,
-    now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn fail(send_id: &str, block: u64, error: &str, now: i64) -> DbResult<Stmt> {
+    stmt(
         "UPDATE chain_sends SET state = 'failed', block_number = ?2, error = ?3, updated_at = ?4 \
          WHERE id = ?1 AND state = 'live'",
         &[send_id.into(), big(block), error.into(), now.into()],
@@ -392,7 +375,7 @@ pub struct SendView {
 
 /// Every transaction signed to settle the payment (of `institution_id`), oldest first.
 pub async fn of_settled_payment(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Vec<SendView>> {

@@ -4,9 +4,8 @@ use rust_decimal::Decimal;
 use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::RawStatus;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, Condition, DbResult, Returning, Value};
+use super::{first, run, stmt, Condition, Db, DbResult, Returning, Stmt, Value};
 
 /// How long an idempotency key holds.
 pub const KEY_SECONDS: i64 = 24 * 60 * 60;
@@ -31,7 +30,7 @@ const STORED_KEY: &str = "SELECT k.fingerprint, k.session_id, s.transaction_id \
 /// The session an idempotency key of a merchant (of an institution) created, if the key is
 /// known and young enough.
 pub async fn find_key(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: merchant_id,
@@ -58,14 +57,12 @@ pub async fn find_key(
 /// [`find_key`] for the merchant with the publishable key `public_key` at `now` (see
 /// [`super::merchants::BY_KEY`]), for checkout's read batch.
 pub fn find_key_by_public_key(
-    db: &D1Database,
     public_key: &str,
     now: i64,
     key: &str,
     not_before: i64,
 ) -> DbResult<Returning<StoredKey>> {
-    bind(
-        db,
+    stmt(
         &format!(
             "{STORED_KEY} WHERE k.merchant_id = {} AND k.key = ?3 AND k.created_at >= ?4",
             super::merchants::BY_KEY
@@ -185,7 +182,7 @@ impl Probe {
 /// The first statement of a batch that stores a session on `admitted` facts with an
 /// idempotency key (none without one): one row telling, when the batch stored nothing, whether
 /// the key's earlier session is to be answered (the facts held) or a fact changed.
-pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Option<Returning<Probe>>> {
+pub fn probe(admitted: &Admitted<'_>) -> DbResult<Option<Returning<Probe>>> {
     let Some((key, not_before)) = admitted.idempotency_key else {
         return Ok(None);
     };
@@ -194,8 +191,7 @@ pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Option<Return
     all.extend(params);
     all.push(admitted.institution_id.into());
     let institution = all.len();
-    bind(
-        db,
+    stmt(
         &format!(
             "SELECT ({facts}) AS admits, k.fingerprint, k.session_id, s.transaction_id \
              FROM (SELECT 1) LEFT JOIN idempotency_keys k ON k.merchant_id = ?1 AND k.key = ?2 \
@@ -209,21 +205,15 @@ pub fn probe(db: &D1Database, admitted: &Admitted<'_>) -> DbResult<Option<Return
 
 /// Deletes the merchant's key if it was created before `before` (so it can be used afresh): the
 /// first statement of the batch that stores the key again.
-pub fn forget_key(
-    db: &D1Database,
-    merchant_id: i64,
-    key: &str,
-    before: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn forget_key(merchant_id: i64, key: &str, before: i64) -> DbResult<Stmt> {
+    stmt(
         "DELETE FROM idempotency_keys WHERE merchant_id = ?1 AND key = ?2 AND created_at < ?3",
         &[merchant_id.into(), key.into(), before.into()],
     )
 }
 
 /// Deletes idempotency keys created before `before`, at most `limit` of them.
-pub async fn purge_keys(db: &D1Database, before: i64, limit: i64) -> DbResult<usize> {
+pub async fn purge_keys(db: &Db, before: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
         "DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (SELECT merchant_id, key \
@@ -238,7 +228,7 @@ pub async fn purge_keys(db: &D1Database, before: i64, limit: i64) -> DbResult<us
 /// payment is no longer pending (the cron closes pending ones by their session's end), no
 /// deposit address was given out for them (those are part of the payment's money record and
 /// are kept with it) and no idempotency key names them. At most `limit`, oldest first.
-pub async fn purge_ended(db: &D1Database, before: i64, limit: i64) -> DbResult<usize> {
+pub async fn purge_ended(db: &Db, before: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
         "DELETE FROM checkout_sessions WHERE id IN (SELECT s.id FROM checkout_sessions s \
@@ -284,9 +274,8 @@ pub struct NewSession<'a> {
 
 /// The session row, for the transaction the previous statement of the batch inserted, only if
 /// it inserted one (so it is stored exactly when the transaction is).
-pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn insert(s: &NewSession<'_>) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO checkout_sessions (id, transaction_id, merchant_id, title, redirect_url, \
          asset, network, deposit_address, crypto_amount, created_at, expires_at, \
          deposit_index, locale, institution_id) \
@@ -314,7 +303,6 @@ pub fn insert(db: &D1Database, s: &NewSession<'_>) -> DbResult<D1PreparedStateme
 /// session). A live key with the same value makes the whole batch fail (a concurrent double
 /// click); stale ones were forgotten first.
 pub fn insert_key(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id: merchant_id,
@@ -323,9 +311,8 @@ pub fn insert_key(
     fingerprint: &str,
     session_id: &str,
     now: i64,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO idempotency_keys (merchant_id, key, fingerprint, session_id, created_at) \
          SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM checkout_sessions \
          WHERE id = ?4 AND institution_id = ?6)",
@@ -405,19 +392,18 @@ const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.instituti
      JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1";
 
 /// The session with this id.
-pub async fn get(db: &D1Database, id: &str) -> DbResult<Option<SessionView>> {
+pub async fn get(db: &Db, id: &str) -> DbResult<Option<SessionView>> {
     first(db, SESSION, &[id.into()]).await
 }
 
 /// [`get`] as a statement of a batch (no row: no such session).
-pub fn get_in_batch(db: &D1Database, id: &str) -> DbResult<Returning<SessionView>> {
-    bind(db, SESSION, &[id.into()]).map(Returning::new)
+pub fn get_in_batch(id: &str) -> DbResult<Returning<SessionView>> {
+    stmt(SESSION, &[id.into()]).map(Returning::new)
 }
 
 /// The session's new way to pay, written only if the statement before it in the batch (the
 /// transaction's, guarded on `pending`) changed a row.
 pub fn change_method(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
@@ -427,9 +413,8 @@ pub fn change_method(
     deposit_address: &str,
     deposit_index: Option<i64>,
     crypto_amount: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "UPDATE checkout_sessions SET asset = ?1, network = ?2, deposit_address = ?3, \
          crypto_amount = ?4, deposit_index = ?6 WHERE id = ?5 AND institution_id = ?7 \
          AND changes() = 1",

@@ -5,10 +5,9 @@
 use payrail_evm::Token;
 use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::Carried;
-use super::{all, bind, first, run, DbResult, Select};
+use super::{all, first, run, stmt, Db, DbResult, Select, Stmt};
 
 /// A part of a payment held in custody (the money it received in one way to pay: all of it,
 /// for a payment made in one) that no settlement carries yet, with what settling it needs.
@@ -61,7 +60,7 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, p.part, t.institution_
 /// Parts of payments paid on a watched chain, held in custody (`succeeded`), in no settlement
 /// and with no refund on its way: never held first, then the least recently held, oldest first
 /// within each, so payments that cannot settle (however many) never crowd out those that can.
-pub async fn due(db: &D1Database, limit: i64) -> DbResult<Vec<Settleable>> {
+pub async fn due(db: &Db, limit: i64) -> DbResult<Vec<Settleable>> {
     due_query(limit).all(db).await
 }
 
@@ -84,7 +83,7 @@ pub fn due_query(limit: i64) -> Select {
 /// The payment parts a settlement (of an institution) carries that are still held in custody
 /// (to price a replacement).
 pub async fn claimed(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: settlement_id,
@@ -105,9 +104,7 @@ pub async fn claimed(
 
 /// The (institution, merchant, network, asset) groups with a settlement out: the next one for a
 /// group waits for it (its gas was estimated on the state the earlier transfer changes).
-pub async fn sending_groups(
-    db: &D1Database,
-) -> DbResult<Vec<(InstitutionId, i64, String, String)>> {
+pub async fn sending_groups(db: &Db) -> DbResult<Vec<(InstitutionId, i64, String, String)>> {
     #[derive(Deserialize)]
     struct Row {
         institution_id: InstitutionId,
@@ -153,7 +150,7 @@ pub struct Item {
 
 /// Each payment's part of the transaction `send_id` (paying a settlement of `institution_id`).
 pub async fn items_of(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: send_id,
@@ -171,7 +168,7 @@ pub async fn items_of(
 
 /// What the settlement's transactions carry, for the books.
 pub async fn carried(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: settlement_id,
@@ -211,12 +208,11 @@ pub struct NewSettlement<'a> {
 }
 
 /// The statements recording each payment's part of the transaction `send_id`.
-pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1PreparedStatement>> {
+pub fn items(send_id: &str, items: &[Item]) -> DbResult<Vec<Stmt>> {
     items
         .iter()
         .map(|i| {
-            bind(
-                db,
+            stmt(
                 "INSERT INTO settlement_items (send_id, transaction_id, psp_fee, gas_fee, net, \
                  units, psp_units, gas_units, institution_id, part) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -242,14 +238,8 @@ pub fn items(db: &D1Database, send_id: &str, items: &[Item]) -> DbResult<Vec<D1P
 /// batch fails whole if any payment is no longer held in custody or is already claimed (a
 /// claim's settlement id is then NULL, or its key taken): then nothing was stored and nothing
 /// may be sent.
-pub fn start(
-    db: &D1Database,
-    settlement: &NewSettlement<'_>,
-    items: &[Item],
-    now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
-    let mut statements = vec![bind(
-        db,
+pub fn start(settlement: &NewSettlement<'_>, items: &[Item], now: i64) -> DbResult<Vec<Stmt>> {
+    let mut statements = vec![stmt(
         "INSERT INTO settlements (id, institution_id, merchant_id, network, asset, token, wallet, \
          state, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'sending', ?8, ?8)",
         &[
@@ -264,8 +254,7 @@ pub fn start(
         ],
     )?];
     for item in items {
-        statements.push(bind(
-            db,
+        statements.push(stmt(
             "INSERT INTO settlement_claims (transaction_id, part, settlement_id, institution_id) \
              VALUES (?1, ?4, (SELECT ?2 FROM transactions WHERE id = ?1 AND institution_id = ?3 \
               AND raw_status = 'succeeded' \
@@ -279,8 +268,7 @@ pub fn start(
                 item.part.into(),
             ],
         )?);
-        statements.push(bind(
-            db,
+        statements.push(stmt(
             "DELETE FROM settlement_holds WHERE transaction_id = ?1 AND institution_id = ?2",
             &[item.transaction_id.into(), settlement.institution_id.into()],
         )?);
@@ -291,24 +279,21 @@ pub fn start(
 /// The statements that confirm the settlement once one of its transactions is confirmed (in
 /// the same batch, before them), and clear its payments' holds (a reason it waited).
 pub fn confirm(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id: settlement_id,
     }: Scoped<&str>,
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     Ok(vec![
-        bind(
-            db,
+        stmt(
             "UPDATE settlements SET state = 'confirmed', error = NULL, updated_at = ?2 \
              WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
              AND EXISTS (SELECT 1 FROM chain_sends \
              WHERE settlement_id = ?1 AND state = 'confirmed')",
             &[settlement_id.into(), now.into(), institution_id.into()],
         )?,
-        bind(
-            db,
+        stmt(
             "DELETE FROM settlement_holds WHERE institution_id = ?2 \
              AND transaction_id IN (SELECT transaction_id \
              FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
@@ -323,17 +308,15 @@ pub fn confirm(
 /// statement before them in the batch changed a row) and let go of its payments, which settle
 /// again in a new one.
 pub fn fail(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id: settlement_id,
     }: Scoped<&str>,
     error: &str,
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     Ok(vec![
-        bind(
-            db,
+        stmt(
             "UPDATE settlements SET state = 'failed', error = ?2, updated_at = ?3 \
              WHERE id = ?1 AND institution_id = ?4 AND state = 'sending' AND changes() = 1",
             &[
@@ -343,8 +326,7 @@ pub fn fail(
                 institution_id.into(),
             ],
         )?,
-        bind(
-            db,
+        stmt(
             "DELETE FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2 \
              AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) = 'failed'",
             &[settlement_id.into(), institution_id.into()],
@@ -370,7 +352,7 @@ pub struct ToFinish {
 /// The parts of payments still held in custody whose every part's settlement is confirmed on
 /// chain, ordered by payment and part (a payment's parts come together; a payment cut by the
 /// limit is the last).
-pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
+pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
         "SELECT i.transaction_id, i.institution_id, c.tx_hash, i.psp_fee, i.gas_fee \
@@ -395,7 +377,7 @@ pub async fn to_finish(db: &D1Database, limit: i64) -> DbResult<Vec<ToFinish>> {
 /// Records why each of `ids` is not settling (now, so it goes behind the others next time);
 /// returns the ids whose reason is new (for the alert).
 pub async fn hold(
-    db: &D1Database,
+    db: &Db,
     (institution_id, ids): (InstitutionId, &[i64]),
     reason: &str,
     now: i64,
@@ -451,7 +433,7 @@ pub struct Hold {
 
 /// The payment's hold, if any.
 pub async fn hold_of(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
 ) -> DbResult<Option<Hold>> {

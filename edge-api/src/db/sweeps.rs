@@ -5,10 +5,9 @@
 
 use payrail_evm::Token;
 use serde::Deserialize;
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, run, DbResult};
+use super::{all, run, stmt, Db, DbResult, Stmt};
 
 /// A sweep transaction as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -66,7 +65,7 @@ const COLUMNS: &str = "s.tx_hash, s.network, s.token, s.asset, s.decimals, s.kin
 /// The sweeps still `sent` that can be made final now, oldest first (a gas funding before the
 /// sweep it pays for), at most `limit`: a deposit's sweep waits while a gas funding to it is
 /// still `sent`, so the books see the coin arrive before it is spent.
-pub async fn live(db: &D1Database, limit: i64) -> DbResult<Vec<Sweep>> {
+pub async fn live(db: &Db, limit: i64) -> DbResult<Vec<Sweep>> {
     all(
         db,
         &format!(
@@ -106,12 +105,7 @@ impl Outcome {
 }
 
 /// The statement that makes a `sent` sweep final with `outcome` (nothing if it already is).
-pub fn finish(
-    db: &D1Database,
-    tx_hash: &str,
-    outcome: &Outcome,
-    now: i64,
-) -> DbResult<D1PreparedStatement> {
+pub fn finish(tx_hash: &str, outcome: &Outcome, now: i64) -> DbResult<Stmt> {
     let (state, error) = if outcome.succeeded {
         ("confirmed", None)
     } else {
@@ -120,8 +114,7 @@ pub fn finish(
             Some(format!("reverted in block {}", outcome.block)),
         )
     };
-    bind(
-        db,
+    stmt(
         "UPDATE custody_sweeps SET state = ?2, block_number = ?3, gas_used = ?4, gas_paid = ?5, \
          error = ?6, updated_at = ?7, l1_fee = ?8 WHERE tx_hash = ?1 AND state = 'sent'",
         &[
@@ -148,7 +141,7 @@ pub fn turned_final(tx_hash: &str, now: i64) -> When {
 }
 
 /// Records why a sweep waits (a broadcast the node refused), or that it no longer does.
-pub async fn note(db: &D1Database, tx_hash: &str, error: Option<&str>, now: i64) -> DbResult<()> {
+pub async fn note(db: &Db, tx_hash: &str, error: Option<&str>, now: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE custody_sweeps SET error = ?2, updated_at = ?3 WHERE tx_hash = ?1 \

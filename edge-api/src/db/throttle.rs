@@ -3,9 +3,8 @@
 
 use serde::Deserialize;
 use shared_types::ids::Scoped;
-use worker::{D1Database, D1PreparedStatement};
 
-use super::{bind, first, run, Condition, DbResult, Returning, Value};
+use super::{first, run, stmt, Condition, Db, DbResult, Returning, Stmt, Value};
 
 /// Failures of one subject from one source, in the current window.
 #[derive(Debug, Deserialize)]
@@ -18,7 +17,7 @@ pub struct Failures {
 
 /// Counts one failure, opening a new window when the last one has closed.
 pub async fn record_failure(
-    db: &D1Database,
+    db: &Db,
     subject: &str,
     source: &str,
     now: i64,
@@ -55,7 +54,7 @@ const COUNT_ATTEMPT: &str =
 /// Counts one attempt first, atomically, and returns the window as it stands after it: of N
 /// racing attempts each sees its own count, so no more than the limit get past.
 pub async fn count_attempt(
-    db: &D1Database,
+    db: &Db,
     subject: &str,
     source: &str,
     now: i64,
@@ -103,12 +102,11 @@ impl Counted {
 /// statement, as [`count_attempt`] does in one, for a batch: its rows are the windows
 /// after the count, one per window (in no set order: each names its own).
 pub fn count_attempts_in_batch(
-    db: &D1Database,
     windows: &[(&str, &str, i64)],
     now: i64,
 ) -> DbResult<Returning<Counted>> {
     let (sql, params) = count_attempts(windows, now);
-    bind(db, &sql, &params).map(Returning::new)
+    stmt(&sql, &params).map(Returning::new)
 }
 
 /// [`count_attempts_in_batch`]'s SQL and parameters.
@@ -143,13 +141,12 @@ fn count_attempts(windows: &[(&str, &str, i64)], now: i64) -> (String, Vec<Value
 /// [`count_attempts_in_batch`] does, but only if `condition` holds when the batch reaches it:
 /// its row is the window after the count, or none when nothing was counted.
 pub fn count_attempt_if(
-    db: &D1Database,
     (subject, source, seconds): (&str, &str, i64),
     now: i64,
     condition: &dyn Condition,
 ) -> DbResult<Returning<Counted>> {
     let (sql, params) = count_attempt_if_sql((subject, source, seconds), now, condition);
-    bind(db, &sql, &params).map(Returning::new)
+    stmt(&sql, &params).map(Returning::new)
 }
 
 /// [`count_attempt_if`]'s SQL and parameters.
@@ -175,9 +172,8 @@ fn count_attempt_if_sql(
 
 /// The window of `subject` from `source` as it stands, without counting anything (one row, or
 /// none before its first attempt), for a batch that only reads.
-pub fn window(db: &D1Database, subject: &str, source: &str) -> DbResult<Returning<Failures>> {
-    bind(
-        db,
+pub fn window(subject: &str, source: &str) -> DbResult<Returning<Failures>> {
+    stmt(
         "SELECT window_start, failures FROM auth_failures WHERE client_id = ?1 AND source = ?2",
         &[subject.into(), source.into()],
     )
@@ -289,13 +285,11 @@ impl Condition for Room<'_> {
 /// `held_at`, unless checkout session `session` exists (it was stored, and keeps its place):
 /// nothing when the window has started afresh since, or holds nothing.
 pub fn release_unless_stored(
-    db: &D1Database,
     (subject, source): (&str, &str),
     held_at: i64,
     session: Scoped<&str>,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "UPDATE auth_failures SET failures = failures - 1 \
          WHERE client_id = ?1 AND source = ?2 AND window_start <= ?3 AND failures > 0 \
          AND NOT EXISTS (SELECT 1 FROM checkout_sessions WHERE id = ?4 AND institution_id = ?5)",
@@ -311,14 +305,8 @@ pub fn release_unless_stored(
 
 /// Forgets the failures of `subject` from `source` (after a success); with `issued`, only once
 /// the access token with that hash exists (the one the same batch stores, if it does).
-pub fn clear(
-    db: &D1Database,
-    subject: &str,
-    source: &str,
-    issued: Option<&str>,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn clear(subject: &str, source: &str, issued: Option<&str>) -> DbResult<Stmt> {
+    stmt(
         "DELETE FROM auth_failures WHERE client_id = ?1 AND source = ?2 \
          AND (?3 IS NULL OR EXISTS (SELECT 1 FROM access_tokens WHERE token_hash = ?3))",
         &[subject.into(), source.into(), issued.into()],
@@ -326,7 +314,7 @@ pub fn clear(
 }
 
 /// Deletes windows that opened at or before `closed_before`, at most `limit` of them.
-pub async fn purge(db: &D1Database, closed_before: i64, limit: i64) -> DbResult<usize> {
+pub async fn purge(db: &Db, closed_before: i64, limit: i64) -> DbResult<usize> {
     run(
         db,
         "DELETE FROM auth_failures WHERE (client_id, source) IN (SELECT client_id, source \

@@ -5,10 +5,9 @@
 use payrail_evm::Token;
 use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, first, run, DbResult, Value};
+use super::{all, first, run, stmt, Db, DbResult, Stmt, Value};
 
 /// A top-up address to store, in the batch that also creates its watches.
 pub struct NewAddress<'a> {
@@ -42,9 +41,8 @@ pub struct WatchedAsset<'a> {
 
 /// The statement storing a new top-up address; it inserts nothing when the merchant already
 /// has one on the network (a concurrent request made it first).
-pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+pub fn insert_address(a: &NewAddress<'_>) -> DbResult<Stmt> {
+    stmt(
         "INSERT INTO topup_addresses (address, derivation_index, merchant_id, institution_id, \
          network, from_block, created_by, created_at) \
          VALUES (lower(?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
@@ -66,7 +64,6 @@ pub fn insert_address(db: &D1Database, a: &NewAddress<'_>) -> DbResult<D1Prepare
 /// it is not watched for yet (from the block the address was given out at): nothing when it has
 /// no address there.
 pub fn watch_assets(
-    db: &D1Database,
     (
         Scoped {
             institution: institution_id,
@@ -76,12 +73,11 @@ pub fn watch_assets(
     ): (Scoped<i64>, &str),
     assets: &[WatchedAsset<'_>],
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     assets
         .iter()
         .map(|w| {
-            bind(
-                db,
+            stmt(
                 "INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
                  scanned_to, head_block, created_at, institution_id) \
                  SELECT a.address, lower(?3), a.network, ?4, ?5, a.from_block, a.from_block - 1, \
@@ -117,7 +113,7 @@ pub struct TopupAddress {
 
 /// The top-up addresses of `merchant_id` (of `institution_id`), by network.
 pub async fn addresses_of(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<TopupAddress>> {
@@ -132,7 +128,7 @@ pub async fn addresses_of(
 
 /// The top-up address of `merchant_id` on `network`, if it has one.
 pub async fn address_on(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: merchant_id,
@@ -199,7 +195,7 @@ const WATCH: &str = "SELECT w.address, w.token, w.network, w.asset, w.decimals, 
 /// The watches of active merchants that nobody checked since `checked_before`, the least
 /// recently checked first; at most `limit`. (A suspended or disabled merchant's address is not
 /// read: it is caught up from where it stopped once the merchant is active again.)
-pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<Vec<TopupWatch>> {
+pub async fn due(db: &Db, checked_before: i64, limit: i64) -> DbResult<Vec<TopupWatch>> {
     all(
         db,
         &format!(
@@ -213,7 +209,7 @@ pub async fn due(db: &D1Database, checked_before: i64, limit: i64) -> DbResult<V
 
 /// Every watch of `merchant_id`'s top-up addresses.
 pub async fn watches_of(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     merchant_id: i64,
 ) -> DbResult<Vec<TopupWatch>> {
@@ -230,12 +226,7 @@ pub async fn watches_of(
 
 /// Takes the watch's next check, unless it was checked after `checked_before` (two overlapping
 /// checks are kept apart by [`record`]).
-pub async fn claim(
-    db: &D1Database,
-    watch: &TopupWatch,
-    checked_before: i64,
-    now: i64,
-) -> DbResult<bool> {
+pub async fn claim(db: &Db, watch: &TopupWatch, checked_before: i64, now: i64) -> DbResult<bool> {
     run(
         db,
         "UPDATE topup_watches SET checked_at = ?4 WHERE address = ?1 AND token = ?2 \
@@ -253,7 +244,7 @@ pub async fn claim(
 }
 
 /// Records a check that found nothing new to read: its head, and that the node answered.
-pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> DbResult<()> {
+pub async fn touch(db: &Db, watch: &TopupWatch, head: u64, now: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE topup_watches SET head_block = max(head_block, ?3), node_error = NULL, \
@@ -271,7 +262,7 @@ pub async fn touch(db: &D1Database, watch: &TopupWatch, head: u64, now: i64) -> 
 }
 
 /// Records that the node could not be read (the text never holds its URL).
-pub async fn failed(db: &D1Database, watch: &TopupWatch, error: &str) -> DbResult<()> {
+pub async fn failed(db: &Db, watch: &TopupWatch, error: &str) -> DbResult<()> {
     run(
         db,
         "UPDATE topup_watches SET node_error = ?3 WHERE address = ?1 AND token = ?2 \
@@ -327,7 +318,7 @@ fn watch_params(watch: &TopupWatch) -> Vec<Value> {
 
 /// The amounts of `watch`'s confirmed transfers (decimal text), at most [`MOST_TOTALLED`] + 1:
 /// what a watch not yet totalled is totalled from.
-pub async fn confirmed_amounts(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<String>> {
+pub async fn confirmed_amounts(db: &Db, watch: &TopupWatch) -> DbResult<Vec<String>> {
     #[derive(Deserialize)]
     struct Row {
         amount: String,
@@ -364,7 +355,7 @@ pub struct SweptFrom {
 /// it final from its receipt (`money::sweeps`), so this is every unit that ever left the
 /// address. (`custody_sweeps` is custody's, not an institution's: the address is the
 /// watch's own.)
-pub async fn swept_from(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<SweptFrom>> {
+pub async fn swept_from(db: &Db, watch: &TopupWatch) -> DbResult<Vec<SweptFrom>> {
     all(
         db,
         "SELECT units, state, block_number FROM custody_sweeps WHERE network = ?1 \
@@ -382,7 +373,7 @@ pub async fn swept_from(db: &D1Database, watch: &TopupWatch) -> DbResult<Vec<Swe
 /// The confirmed transfers stored for `watch` in blocks `from..=to` (a check reads its first
 /// blocks again): (hash, log index), at most `limit`.
 pub async fn confirmed_in(
-    db: &D1Database,
+    db: &Db,
     watch: &TopupWatch,
     (from, to): (u64, u64),
     limit: i64,
@@ -417,21 +408,19 @@ pub async fn confirmed_in(
 /// only while the watch is where this check found it: of two overlapping checks, the later to
 /// finish writes nothing.
 pub fn record(
-    db: &D1Database,
     watch: &TopupWatch,
     seen: &[SeenTopup<'_>],
     read: (u64, u64),
     (scanned_to, head, total): (u64, u64, u128),
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     let block = |b: u64| Value::from(i64::try_from(b).unwrap_or(i64::MAX));
     // Every statement takes the watch's key, state and institution as ?1 to ?4.
     let unchanged = UNCHANGED;
     let watch_params = || watch_params(watch);
     let mut params = watch_params();
     params.extend([block(read.0), block(read.1)]);
-    let mut statements = vec![bind(
-        db,
+    let mut statements = vec![stmt(
         &format!(
             "DELETE FROM topup_transfers WHERE address = ?1 AND token = ?2 AND institution_id = ?4 \
              AND confirmed = 0 AND block_number BETWEEN ?5 AND ?6 AND {unchanged}"
@@ -449,8 +438,7 @@ pub fn record(
             i64::from(t.confirmed).into(),
             now.into(),
         ]);
-        statements.push(bind(
-            db,
+        statements.push(stmt(
             &format!(
                 "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
                  amount, block_number, confirmed, seen_at, institution_id) \
@@ -469,8 +457,7 @@ pub fn record(
         now.into(),
         total.to_string().into(),
     ]);
-    statements.push(bind(
-        db,
+    statements.push(stmt(
         &format!(
             "UPDATE topup_watches SET scanned_to = max(scanned_to, ?5), \
              head_block = max(head_block, ?6), node_error = NULL, read_at = ?7, \
@@ -502,7 +489,7 @@ pub struct TopupTransfer {
 
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
 pub async fn transfers_of(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: merchant_id,

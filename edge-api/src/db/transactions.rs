@@ -15,10 +15,11 @@ use shared_types::lifecycle::Change;
 use shared_types::{
     Amount, AmountStatus, Networks, RawStatus, Status, Transaction, TransactionObject, TxHashes,
 };
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, first, watches, DbError, DbResult, Owner, Returning, Select, Value};
+use super::{
+    all, first, stmt, watches, Db, DbError, DbResult, Owner, Returning, Select, Stmt, Value,
+};
 use crate::query::{TransactionFilter, MAX_ID};
 
 const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
@@ -185,7 +186,7 @@ const TRANSACTION_JSON: &str = "json_object('object', 'transaction', 'id', id, \
 
 /// One page of transactions as the partner API's JSON, built by SQLite.
 pub async fn list_json(
-    db: &impl super::Prepare,
+    db: &super::Db,
     owner: Owner<'_>,
     filter: &TransactionFilter,
 ) -> DbResult<super::JsonPage> {
@@ -201,7 +202,7 @@ pub async fn list_json(
 
 /// One page of transactions, with one extra row when a further page exists.
 pub async fn list(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     filter: &TransactionFilter,
 ) -> DbResult<Vec<Transaction>> {
@@ -213,11 +214,7 @@ pub async fn list(
 
 /// One transaction of the institution, exactly as the partner API shows it; `None` for another
 /// institution's.
-pub async fn get(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    id: i64,
-) -> DbResult<Option<Transaction>> {
+pub async fn get(db: &Db, institution_id: InstitutionId, id: i64) -> DbResult<Option<Transaction>> {
     let filter = TransactionFilter {
         limit: 1,
         id: Some(id),
@@ -264,11 +261,7 @@ pub fn volume_query(institution_id: InstitutionId, since: &str) -> Select {
 }
 
 /// Volume per status and currency since `since`.
-pub async fn volume(
-    db: &D1Database,
-    institution_id: InstitutionId,
-    since: &str,
-) -> DbResult<Vec<Volume>> {
+pub async fn volume(db: &Db, institution_id: InstitutionId, since: &str) -> DbResult<Vec<Volume>> {
     volume_query(institution_id, since).all(db).await
 }
 
@@ -304,7 +297,7 @@ pub fn daily_volume_query(institution_id: InstitutionId, since: &str) -> Select 
 
 /// Volume per day and currency since `since`.
 pub async fn daily_volume(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     since: &str,
 ) -> DbResult<Vec<DayVolume>> {
@@ -380,7 +373,7 @@ pub fn search_query(institution_id: InstitutionId, keys: &SearchKeys<'_>) -> Sel
 
 /// The payments the search finds (see [`search_query`]).
 pub async fn search(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     keys: &SearchKeys<'_>,
 ) -> DbResult<Vec<Found>> {
@@ -389,7 +382,7 @@ pub async fn search(
 
 /// The institution's payments of these ids (at most [`SEARCH_MAX`] + 1), newest first.
 pub async fn of_ids(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     ids: &[i64],
 ) -> DbResult<Vec<Transaction>> {
@@ -413,7 +406,7 @@ pub async fn of_ids(
 }
 
 /// The institution's newest transaction id (a sample for test events).
-pub async fn newest_id(db: &D1Database, institution_id: InstitutionId) -> DbResult<Option<i64>> {
+pub async fn newest_id(db: &Db, institution_id: InstitutionId) -> DbResult<Option<i64>> {
     #[derive(Deserialize)]
     struct Id {
         id: i64,
@@ -460,7 +453,6 @@ pub struct CreatedId {
 /// on still hold: [`super::sessions::Admitted`]; otherwise it inserts nothing and answers no
 /// row); the next statement of the batch finds it with `last_insert_rowid()`.
 pub fn insert_pending(
-    db: &D1Database,
     p: &NewPayment<'_>,
     within: &dyn super::Condition,
 ) -> DbResult<Returning<CreatedId>> {
@@ -476,8 +468,7 @@ pub fn insert_pending(
         p.now_text.into(),
     ];
     params.extend(guard);
-    bind(
-        db,
+    stmt(
         // created_at never goes below the newest row's, so id order stays creation order even if
         // clocks disagree (the list queries rely on it).
         &format!(
@@ -496,7 +487,6 @@ pub fn insert_pending(
 /// Changes the way to pay of a transaction still pending at the version read (the session's
 /// statement follows it in the batch, guarded on this one having written).
 pub fn change_method(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
@@ -505,9 +495,8 @@ pub fn change_method(
     asset: &str,
     network: &str,
     now_text: &str,
-) -> DbResult<D1PreparedStatement> {
-    bind(
-        db,
+) -> DbResult<Stmt> {
+    stmt(
         "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3, \
          version = version + 1 WHERE id = ?4 AND institution_id = ?6 AND version = ?5 \
          AND raw_status = 'pending'",
@@ -527,7 +516,7 @@ pub fn change_method(
 /// end and its grace (so the end is known), at most `limit`. Only open checkouts are
 /// pending, and `transactions_pending` indexes exactly those, so the scan stays small without a
 /// look-back window that could strand an old session.
-pub async fn pending_past_end(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Scoped<i64>>> {
+pub async fn pending_past_end(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Scoped<i64>>> {
     #[derive(Deserialize)]
     struct Id {
         institution_id: InstitutionId,
@@ -605,7 +594,7 @@ pub fn at_version(
 /// The transaction's lifecycle state and API view, in one round trip; `None` when it is not
 /// `institution_id`'s.
 pub async fn payment(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Option<PaymentRow>> {
@@ -659,7 +648,6 @@ pub struct Stamps<'a> {
 /// `also`, when given): if anything wrote the row since (a racing refund, a settlement), it
 /// changes nothing. (The outbox statements that follow it in the batch check `changes() = 1`.)
 pub fn apply_change(
-    db: &D1Database,
     Scoped {
         institution: institution_id,
         id,
@@ -668,7 +656,7 @@ pub fn apply_change(
     change: &Change,
     stamps: &Stamps<'_>,
     also: Option<&dyn super::Condition>,
-) -> DbResult<D1PreparedStatement> {
+) -> DbResult<Stmt> {
     let mut sets: Vec<(&str, Value)> = Vec::new();
     if let Some(raw) = change.raw_status {
         sets.push(("raw_status", raw.as_str().into()));
@@ -733,5 +721,5 @@ pub fn apply_change(
         params.len()
     );
     params.extend(more);
-    bind(db, &sql, &params)
+    stmt(&sql, &params)
 }

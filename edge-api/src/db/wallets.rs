@@ -2,9 +2,8 @@
 //! most attacked field in payments, so nothing about it is ever overwritten without a trace.
 
 use serde::{Deserialize, Serialize};
-use worker::D1Database;
 
-use super::{all, bind, Batch, DbResult, Returning, Value};
+use super::{all, stmt, Batch, Db, DbResult, Returning, Value};
 
 /// A settlement wallet.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -28,7 +27,7 @@ fn rfc3339<S: serde::Serializer>(unix: &i64, to: S) -> Result<S::Ok, S::Error> {
 }
 
 /// The merchant's wallets, by network.
-pub async fn list(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Wallet>> {
+pub async fn list(db: &Db, merchant_id: i64) -> DbResult<Vec<Wallet>> {
     all(
         db,
         "SELECT network, address, updated_at, usable_from FROM merchant_wallets \
@@ -47,13 +46,8 @@ pub struct WalletNetwork {
 
 /// The networks of the wallets of the merchant with the publishable key `public_key` at `now`
 /// (see [`super::merchants::BY_KEY`]), for checkout's read batch.
-pub fn networks_by_key(
-    db: &D1Database,
-    public_key: &str,
-    now: i64,
-) -> DbResult<Returning<WalletNetwork>> {
-    bind(
-        db,
+pub fn networks_by_key(public_key: &str, now: i64) -> DbResult<Returning<WalletNetwork>> {
+    stmt(
         &format!(
             "SELECT network FROM merchant_wallets WHERE merchant_id = {} ORDER BY network",
             super::merchants::BY_KEY
@@ -65,12 +59,8 @@ pub fn networks_by_key(
 
 /// The networks of the wallets of the merchant of checkout session `session_id`, for the hosted
 /// page's read batch.
-pub fn networks_of_session(
-    db: &D1Database,
-    session_id: &str,
-) -> DbResult<Returning<WalletNetwork>> {
-    bind(
-        db,
+pub fn networks_of_session(session_id: &str) -> DbResult<Returning<WalletNetwork>> {
+    stmt(
         "SELECT network FROM merchant_wallets WHERE merchant_id = \
          (SELECT merchant_id FROM checkout_sessions WHERE id = ?1) ORDER BY network",
         &[session_id.into()],
@@ -80,7 +70,7 @@ pub fn networks_of_session(
 
 /// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a
 /// whole page of merchants.
-pub async fn of_merchants(db: &D1Database, ids: &[i64]) -> DbResult<Vec<(i64, Wallet)>> {
+pub async fn of_merchants(db: &Db, ids: &[i64]) -> DbResult<Vec<(i64, Wallet)>> {
     #[derive(Deserialize)]
     struct Row {
         merchant_id: i64,
@@ -136,7 +126,7 @@ pub struct Change {
 }
 
 /// The merchant's wallet changes, newest first (at most 100).
-pub async fn changes(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Change>> {
+pub async fn changes(db: &Db, merchant_id: i64) -> DbResult<Vec<Change>> {
     all(
         db,
         "SELECT network, old_address, new_address, changed_by, changed_at FROM wallet_changes \
@@ -150,7 +140,7 @@ pub async fn changes(db: &D1Database, merchant_id: i64) -> DbResult<Vec<Change>>
 /// the caller read), usable by settlements from `usable_from` (Unix seconds), and records the
 /// change in the same batch. False if it changed meanwhile.
 pub async fn replace(
-    db: &D1Database,
+    db: &Db,
     merchant_id: i64,
     network: &str,
     (old, new): (Option<&str>, Option<&str>),
@@ -159,8 +149,7 @@ pub async fn replace(
     usable_from: i64,
 ) -> DbResult<bool> {
     let write = match (old, new) {
-        (None, Some(new)) => bind(
-            db,
+        (None, Some(new)) => stmt(
             "INSERT INTO merchant_wallets (merchant_id, network, address, updated_at, \
              usable_from) VALUES (?1, ?2, ?3, ?4, ?5) \
              ON CONFLICT (merchant_id, network) DO NOTHING",
@@ -172,8 +161,7 @@ pub async fn replace(
                 usable_from.into(),
             ],
         )?,
-        (Some(old), Some(new)) => bind(
-            db,
+        (Some(old), Some(new)) => stmt(
             "UPDATE merchant_wallets SET address = ?4, updated_at = ?5, usable_from = ?6 \
              WHERE merchant_id = ?1 AND network = ?2 AND address = ?3",
             &[
@@ -185,15 +173,13 @@ pub async fn replace(
                 usable_from.into(),
             ],
         )?,
-        (Some(old), None) => bind(
-            db,
+        (Some(old), None) => stmt(
             "DELETE FROM merchant_wallets WHERE merchant_id = ?1 AND network = ?2 AND address = ?3",
             &[merchant_id.into(), network.into(), old.into()],
         )?,
         (None, None) => return Ok(true),
     };
-    let record = bind(
-        db,
+    let record = stmt(
         "INSERT INTO wallet_changes (merchant_id, network, old_address, new_address, \
          changed_by, changed_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1",
         &[

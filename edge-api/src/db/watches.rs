@@ -7,10 +7,9 @@ use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::time::UnixTime;
 use shared_types::RawStatus;
-use worker::{D1Database, D1PreparedStatement};
 
 use super::ledger::When;
-use super::{all, bind, run, DbResult, Returning};
+use super::{all, run, stmt, Db, DbResult, Returning, Stmt};
 
 /// What a transfer seen to a watched address is to its session (`chain_transfers.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -71,10 +70,9 @@ pub struct NewWatch<'a> {
 }
 
 /// The watch row, for the batch that stores its session (or the session's new way to pay).
-pub fn insert(db: &D1Database, w: &NewWatch<'_>) -> DbResult<D1PreparedStatement> {
+pub fn insert(w: &NewWatch<'_>) -> DbResult<Stmt> {
     let block = i64::try_from(w.from_block).unwrap_or(i64::MAX);
-    bind(
-        db,
+    stmt(
         "INSERT INTO deposit_watches (address, session_id, transaction_id, network, asset, token, \
          decimals, crypto_amount, base_units, rate, rate_source, quoted_at, from_block, \
          scanned_to, head_block, watch_until, created_at, derivation_index, institution_id) \
@@ -171,7 +169,7 @@ pub fn sweep_gap(watch: &Watch, now: i64) -> i64 {
 
 /// The open watches due a cron check: pending payments first, then recently expired ones, then
 /// the rest, each oldest check first; at most `limit`.
-pub async fn due(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
+pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
     all(
         db,
         &format!(
@@ -196,7 +194,7 @@ pub async fn due(db: &D1Database, now: i64, limit: i64) -> DbResult<Vec<Watch>> 
 
 /// Every watch of a session (of `institution_id`), oldest first.
 pub async fn of_session(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     session_id: &str,
 ) -> DbResult<Vec<Watch>> {
@@ -212,9 +210,8 @@ pub async fn of_session(
 }
 
 /// [`of_session`] as a statement of a batch.
-pub fn of_session_in_batch(db: &D1Database, session_id: &str) -> DbResult<Returning<Watch>> {
-    bind(
-        db,
+pub fn of_session_in_batch(session_id: &str) -> DbResult<Returning<Watch>> {
+    stmt(
         &format!("{WATCH} WHERE w.session_id = ?1 ORDER BY w.created_at, w.address"),
         &[session_id.into()],
     )
@@ -224,12 +221,7 @@ pub fn of_session_in_batch(db: &D1Database, session_id: &str) -> DbResult<Return
 /// Takes the watch's next check, unless it was checked after `checked_before` (by a
 /// concurrent poll or the cron). (Two checks may still overlap when one outlasts the gap:
 /// [`record`] then keeps only the first to finish.)
-pub async fn claim(
-    db: &D1Database,
-    watch: &Watch,
-    checked_before: i64,
-    now: i64,
-) -> DbResult<bool> {
+pub async fn claim(db: &Db, watch: &Watch, checked_before: i64, now: i64) -> DbResult<bool> {
     run(
         db,
         "UPDATE deposit_watches SET checked_at = ?3 WHERE address = ?1 AND institution_id = ?4 \
@@ -247,7 +239,7 @@ pub async fn claim(
 
 /// Records a check that found nothing new to read (the node is not past what was read): its
 /// head, and that it answered.
-pub async fn touch(db: &D1Database, watch: &Watch, head: u64, now: i64) -> DbResult<()> {
+pub async fn touch(db: &Db, watch: &Watch, head: u64, now: i64) -> DbResult<()> {
     run(
         db,
         "UPDATE deposit_watches SET head_block = ?2, node_error = NULL, read_at = ?3 \
@@ -271,7 +263,7 @@ pub const CREDITED_ON_CHAIN: &str = "EXISTS (SELECT 1 FROM chain_transfers ct \
      AND ct.confirmed = 1 AND ct.kind = 'payment')";
 
 /// Records that the node could not be read (the text never holds its URL).
-pub async fn failed(db: &D1Database, watch: &Watch, error: &str) -> DbResult<()> {
+pub async fn failed(db: &Db, watch: &Watch, error: &str) -> DbResult<()> {
     run(
         db,
         "UPDATE deposit_watches SET node_error = ?2 WHERE address = ?1 AND institution_id = ?3",
@@ -326,20 +318,18 @@ pub fn unchanged(watch: &Watch) -> When {
 /// still where this check found it: of two overlapping checks, the later to finish writes
 /// nothing.
 pub fn record(
-    db: &D1Database,
     watch: &Watch,
     seen: &[SeenTransfer<'_>],
     read: (u64, u64),
     (scanned_to, head): (u64, u64),
     caught_up: bool,
     now: i64,
-) -> DbResult<Vec<D1PreparedStatement>> {
+) -> DbResult<Vec<Stmt>> {
     let block = |b: u64| i64::try_from(b).unwrap_or(i64::MAX);
     // The institution is ?5 in every statement below.
     let unchanged =
         "(SELECT scanned_to FROM deposit_watches WHERE address = ?1 AND institution_id = ?5) = ?4";
-    let mut statements = vec![bind(
-        db,
+    let mut statements = vec![stmt(
         &format!(
             "DELETE FROM chain_transfers WHERE address = ?1 AND institution_id = ?5 \
              AND confirmed = 0 AND block_number BETWEEN ?2 AND ?3 AND {unchanged}"
@@ -353,8 +343,7 @@ pub fn record(
         ],
     )?];
     for t in seen {
-        statements.push(bind(
-            db,
+        statements.push(stmt(
             &format!(
                 "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
                  token, amount, block_number, confirmed, kind, after_expiry, seen_at, \
@@ -383,8 +372,7 @@ pub fn record(
             ],
         )?);
     }
-    statements.push(bind(
-        db,
+    statements.push(stmt(
         "UPDATE deposit_watches SET scanned_to = max(scanned_to, ?2), \
          head_block = max(head_block, ?3), node_error = NULL, \
          read_at = CASE WHEN ?6 THEN ?5 ELSE read_at END \
@@ -419,7 +407,7 @@ pub struct ConfirmedPayment {
 
 /// Every payment stored as final to `address` (at most [`MAX_CONFIRMED_PAYMENTS`]; more is an
 /// error).
-pub async fn confirmed_payments(db: &D1Database, watch: &Watch) -> DbResult<Vec<ConfirmedPayment>> {
+pub async fn confirmed_payments(db: &Db, watch: &Watch) -> DbResult<Vec<ConfirmedPayment>> {
     let rows: Vec<ConfirmedPayment> = all(
         db,
         "SELECT tx_hash, log_index, amount FROM chain_transfers \
@@ -475,7 +463,7 @@ pub struct StoredTransfer {
 /// Records the rate a late payment transfer was valued at: only once (a
 /// valuation already recorded stays), and only on a final payment. Whether it wrote.
 pub async fn set_rate(
-    db: &D1Database,
+    db: &Db,
     Scoped {
         institution: institution_id,
         id: network,
@@ -532,7 +520,7 @@ pub struct Deposit {
 
 /// The deposit addresses given out for transaction `id`, oldest first.
 pub async fn deposits_of_transaction(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Vec<Deposit>> {
@@ -548,7 +536,7 @@ pub async fn deposits_of_transaction(
 
 /// Every transfer seen to the deposit addresses of transaction `id`, in chain order.
 pub async fn transfers_of_transaction(
-    db: &D1Database,
+    db: &Db,
     institution_id: InstitutionId,
     id: i64,
 ) -> DbResult<Vec<StoredTransfer>> {
@@ -566,12 +554,8 @@ pub async fn transfers_of_transaction(
 
 /// Every transfer seen for checkout `session_id`, in chain order, as a statement of the status
 /// poll's batch, which names only the checkout (its institution is read in the same batch).
-pub fn transfers_of_session_in_batch(
-    db: &D1Database,
-    session_id: &str,
-) -> DbResult<Returning<StoredTransfer>> {
-    bind(
-        db,
+pub fn transfers_of_session_in_batch(session_id: &str) -> DbResult<Returning<StoredTransfer>> {
+    stmt(
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
          after_expiry, rate, rate_source FROM chain_transfers WHERE session_id = ?1 \
          ORDER BY block_number, log_index",
@@ -582,12 +566,10 @@ pub fn transfers_of_session_in_batch(
 
 /// Every transfer seen for a session, in chain order, as a statement of a batch.
 pub fn transfers_of_session(
-    db: &D1Database,
     institution_id: InstitutionId,
     session_id: &str,
 ) -> DbResult<Returning<StoredTransfer>> {
-    bind(
-        db,
+    stmt(
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
          after_expiry, rate, rate_source FROM chain_transfers \
          WHERE session_id = ?1 AND institution_id = ?2 \

@@ -417,7 +417,7 @@ async fn reconcile(
 
     // One batch: the funding and every comparison.
     let mut batch = Batch::new();
-    batch.extend(book.statements(&ctx.db, &When::always(), now)?);
+    batch.extend(book.statements(&When::always(), now)?);
     let mut handles = Vec::new();
     for c in &compared {
         let row = NewReconciliation {
@@ -429,9 +429,9 @@ async fn reconcile(
             readings: &c.readings,
             now,
         };
-        handles.push(batch.push(reconciliations::insert(&ctx.db, &row)?));
-        batch.push(reconciliations::remember(&ctx.db, &row)?);
-        batch.push(reconciliations::prune(&ctx.db, &row)?);
+        handles.push(batch.push(reconciliations::insert(&row)?));
+        batch.push(reconciliations::remember(&row)?);
+        batch.push(reconciliations::prune(&row)?);
     }
     let results = match batch.run(&ctx.db).await {
         Ok(results) => results,

@@ -11,7 +11,6 @@ use payrail_evm::Token;
 use shared_types::ids::Scoped;
 use shared_types::ledger::postings::{self, Part as PaymentShare};
 use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
-use worker::D1PreparedStatement;
 
 use crate::chain::config::{self, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
@@ -23,7 +22,7 @@ use crate::db::sends::{Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupWatch};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, Watch};
-use crate::db::{refunds, settlements};
+use crate::db::{refunds, settlements, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// An asset on a network, as the books name its accounts.
@@ -113,7 +112,7 @@ pub async fn receipts(
     watch: &Watch,
     seen: &[SeenTransfer<'_>],
     when: &When,
-) -> ChainResult<Vec<D1PreparedStatement>> {
+) -> ChainResult<Vec<Stmt>> {
     let asset = Asset {
         network: &watch.network,
         token: watch.token,
@@ -145,7 +144,7 @@ pub async fn receipts(
         book.record(t)
             .map_err(|r| ChainError::rule(r.to_string()))?;
     }
-    Ok(book.statements(&ctx.db, when, ctx.now())?)
+    Ok(book.statements(when, ctx.now())?)
 }
 
 /// The credit of one part of payment `transaction_id` (of `merchant_id`, of
@@ -163,7 +162,7 @@ pub async fn credit(
         merchant_id,
     ): (Scoped<i64>, i64),
     when: &When,
-) -> Result<Vec<D1PreparedStatement>, ApiError> {
+) -> Result<Vec<Stmt>, ApiError> {
     let asset = Asset {
         network: part.network,
         token: part.token,
@@ -198,7 +197,7 @@ pub async fn credit(
         // credited by the same confirmed transfers, so this never overdraws it.
         book.record(t).or_internal("post a credit")?;
     }
-    book.statements(&ctx.db, when, ctx.now())
+    book.statements(when, ctx.now())
         .or_internal("post a credit")
 }
 
@@ -211,7 +210,7 @@ pub async fn topups(
     watch: &TopupWatch,
     seen: &[SeenTopup<'_>],
     when: &When,
-) -> ChainResult<Vec<D1PreparedStatement>> {
+) -> ChainResult<Vec<Stmt>> {
     let asset = Asset {
         network: &watch.network,
         token: watch.token,
@@ -249,7 +248,7 @@ pub async fn topups(
         book.record(t)
             .map_err(|r| ChainError::rule(r.to_string()))?;
     }
-    Ok(book.statements(&ctx.db, when, ctx.now())?)
+    Ok(book.statements(when, ctx.now())?)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -465,7 +464,7 @@ pub async fn end_send(
     gas_wei: u128,
     refund_given_up: bool,
     when: &When,
-) -> ChainResult<Vec<D1PreparedStatement>> {
+) -> ChainResult<Vec<Stmt>> {
     let network = live.network.as_str();
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
@@ -548,7 +547,7 @@ pub async fn end_send(
             .into_iter()
             .collect(),
     )?;
-    Ok(book.statements(&ctx.db, when, ctx.now())?)
+    Ok(book.statements(when, ctx.now())?)
 }
 
 /// The statements moving a replaced transaction's reservations to its replacement `new_id`:
@@ -562,7 +561,7 @@ pub async fn replace_send(
     parts: Option<&[PaymentShare]>,
     gas_wei: u128,
     when: &When,
-) -> ChainResult<(Vec<D1PreparedStatement>, u128)> {
+) -> ChainResult<(Vec<Stmt>, u128)> {
     let network = old.network.as_str();
     let gas = coin(network);
     let mut accounts = vec![gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")];
@@ -608,5 +607,5 @@ pub async fn replace_send(
     transfers.extend(postings::gas_reserve(&gas.ledger(), new_id, gas_wei));
     book.post_all(&transfers)
         .map_err(|r| ChainError::rule(refusal_words(&r, asset.as_ref().unwrap_or(&gas))))?;
-    Ok((book.statements(&ctx.db, when, ctx.now())?, payout))
+    Ok((book.statements(when, ctx.now())?, payout))
 }

@@ -30,7 +30,6 @@ use payrail_evm::{Address, Token};
 use serde_json::{json, Value};
 use shared_types::ids::Scoped;
 use shared_types::SendState;
-use worker::D1PreparedStatement;
 
 use super::ledger;
 use super::settle::plan::{self, Plan};
@@ -42,7 +41,7 @@ use crate::chain::{native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::sends::{self, NewSend, Outgoing, Purpose};
-use crate::db::{self, refunds, settlements, Batch};
+use crate::db::{self, refunds, settlements, Batch, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// Most transactions out a run follows.
@@ -100,7 +99,7 @@ pub async fn send(
     (name, network): (&str, &Network),
     head: u64,
     (send_id, transfer): (&str, &Transfer<'_>),
-    (before, after): (Vec<D1PreparedStatement>, Vec<D1PreparedStatement>),
+    (before, after): (Vec<Stmt>, Vec<Stmt>),
 ) -> ChainResult<bool> {
     let node = &network.node;
     let nonce = next_nonce(ctx, node, name, &treasury.address).await?;
@@ -130,7 +129,7 @@ pub async fn send(
     };
     let mut batch = Batch::new();
     batch.extend(before);
-    let insert = batch.push(sends::insert(&ctx.db, &new)?);
+    let insert = batch.push(sends::insert(&new)?);
     batch.extend(after);
     let stored = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
@@ -400,16 +399,14 @@ async fn settle_receipt(
         .map_err(|_| ChainError::answer("a stored gas price is not a number"))?;
     let gas_wei = treasury::fee_paid(receipt, signed_price)?;
     let statements = if rpc::quantity(&receipt["status"])? == 1 {
-        let mut statements = sends::confirm(&ctx.db, carrier, &live.id, block, gas_used, now)?;
+        let mut statements = sends::confirm(carrier, &live.id, block, gas_used, now)?;
         match carrier.purpose() {
             Purpose::Settlement(id) => statements.extend(settlements::confirm(
-                &ctx.db,
                 Scoped::new(carrier.institution_id, id),
                 now,
             )?),
             Purpose::Refund(id) => {
                 statements.push(refunds::confirm(
-                    &ctx.db,
                     Scoped::new(carrier.institution_id, id),
                     now,
                 )?);
@@ -422,11 +419,10 @@ async fn settle_receipt(
     } else {
         // Reverted at depth: the nonce is used for good, nothing of it can be mined any more.
         let why = format!("{} reverted in block {block}", carrier.tx_hash);
-        let mut statements = vec![sends::fail(&ctx.db, &live.id, block, &why, now)?];
+        let mut statements = vec![sends::fail(&live.id, block, &why, now)?];
         match live.purpose() {
             Purpose::Settlement(id) => {
                 statements.extend(settlements::fail(
-                    &ctx.db,
                     Scoped::new(live.institution_id, id),
                     &why,
                     now,
@@ -434,7 +430,6 @@ async fn settle_receipt(
             }
             Purpose::Refund(id) => {
                 statements.push(refunds::attempt_failed(
-                    &ctx.db,
                     Scoped::new(live.institution_id, id),
                     &why,
                     now,
@@ -564,11 +559,11 @@ async fn replace(
         head,
         now: ctx.now(),
     };
-    let [retire, store] = sends::replace(&ctx.db, &send.id, &new)?;
+    let [retire, store] = sends::replace(&send.id, &new)?;
     let mut batch = Batch::new();
     batch.push(retire);
     let stored = batch.push(store);
-    batch.extend(settlements::items(&ctx.db, &send_id, &items)?);
+    batch.extend(settlements::items(&send_id, &items)?);
     batch.extend(books);
     // Only what was stored is sent: of racing runs, the one that retired the old transaction.
     match batch.run(&ctx.db).await {

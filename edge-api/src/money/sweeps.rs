@@ -170,8 +170,8 @@ async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
             ))
         })?;
     }
-    let mut statements = vec![sweeps::finish(&ctx.db, &sweep.tx_hash, outcome, now)?];
-    statements.extend(book.statements(&ctx.db, &sweeps::turned_final(&sweep.tx_hash, now), now)?);
+    let mut statements = vec![sweeps::finish(&sweep.tx_hash, outcome, now)?];
+    statements.extend(book.statements(&sweeps::turned_final(&sweep.tx_hash, now), now)?);
     match db::batch(&ctx.db, statements).await {
         Ok(()) => Ok(()),
         Err(e) if ledger::raced(&e) => {

@@ -85,7 +85,6 @@ pub async fn watch_assets(
         let assets = books::assets(name, network);
         statements.extend(
             topups::watch_assets(
-                &ctx.db,
                 (Scoped::new(institution_id, merchant_id), name),
                 &watched(&assets),
                 ctx.now(),
@@ -146,23 +145,19 @@ pub async fn create(
     let (address, index) = crate::chain::deposit_address(ctx, name).await?;
     let index = index.ok_or_else(|| ApiError::internal("top-up address", "no deposit key"))?;
     let assets = books::assets(name, network);
-    let mut statements = vec![topups::insert_address(
-        &ctx.db,
-        &NewAddress {
-            address: &address,
-            derivation_index: index,
-            merchant_id,
-            institution_id,
-            network: name,
-            from_block: head,
-            created_by,
-            now: ctx.now(),
-        },
-    )
+    let mut statements = vec![topups::insert_address(&NewAddress {
+        address: &address,
+        derivation_index: index,
+        merchant_id,
+        institution_id,
+        network: name,
+        from_block: head,
+        created_by,
+        now: ctx.now(),
+    })
     .or_internal("store top-up address")?];
     statements.extend(
         topups::watch_assets(
-            &ctx.db,
             (Scoped::new(institution_id, merchant_id), name),
             &watched(&assets),
             ctx.now(),
@@ -353,7 +348,6 @@ async fn read(
     }
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     let mut statements = topups::record(
-        &ctx.db,
         watch,
         &seen,
         (fresh.from, read_to),

@@ -204,10 +204,9 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         transaction_version: None,
     };
     let mut batch = Batch::new();
-    batch.push(events::insert(portal.db(), &outbox, Guard::None).or_internal("store test event")?);
+    batch.push(events::insert(&outbox, Guard::None).or_internal("store test event")?);
     let fan_out = batch.push(
         deliveries::fan_out(
-            portal.db(),
             &event.id,
             institution,
             TEST_EVENT_TYPE,

@@ -70,7 +70,7 @@ impl Portal<'_> {
     }
 
     /// The database.
-    pub fn db(&self) -> &worker::D1Database {
+    pub fn db(&self) -> &crate::db::Db {
         &self.ctx.db
     }
 
@@ -238,7 +238,7 @@ pub async fn login(ctx: &Ctx, email: &str, password: &str) -> Result<LoggedIn, A
         &ctx.db,
         vec![
             throttle::clear(ctx, &subject)?,
-            throttle::clear_everywhere(ctx, &subject)?,
+            throttle::clear_everywhere(&subject)?,
         ],
     )
     .await

@@ -346,13 +346,11 @@ pub async fn update(
 pub async fn delete(portal: &Portal<'_>, id: &str) -> Result<(), ApiError> {
     let mut batch = Batch::new();
     batch.push(
-        deliveries::fail_pending_of_endpoint(portal.db(), portal.institution_id(), id)
+        deliveries::fail_pending_of_endpoint(portal.institution_id(), id)
             .or_internal("delete endpoint")?,
     );
-    let delete = batch.push(
-        endpoints::delete(portal.db(), portal.institution_id(), id)
-            .or_internal("delete endpoint")?,
-    );
+    let delete =
+        batch.push(endpoints::delete(portal.institution_id(), id).or_internal("delete endpoint")?);
     let results = batch
         .run(portal.db())
         .await

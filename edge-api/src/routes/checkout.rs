@@ -278,11 +278,9 @@ async fn read_page(
     id: &str,
 ) -> Result<Option<(sessions::SessionView, Vec<String>, Vec<watches::Watch>)>, ApiError> {
     let mut batch = Batch::new();
-    let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
-    let networks =
-        batch.push(wallets::networks_of_session(&ctx.db, id).or_internal("read wallets")?);
-    let watched =
-        batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
+    let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
+    let networks = batch.push(wallets::networks_of_session(id).or_internal("read wallets")?);
+    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
     let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
         return Ok(None);

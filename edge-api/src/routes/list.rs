@@ -2,11 +2,11 @@
 //! checked on what the list's own statement read.
 
 use shared_types::Scope;
-use worker::{D1DatabaseSession, Request, Response, Url};
+use worker::{Request, Response, Url};
 
 use crate::auth;
 use crate::ctx::Ctx;
-use crate::db::JsonPage;
+use crate::db::{Db, JsonPage};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::query::QueryError;
@@ -54,19 +54,27 @@ pub enum Freshness {
 /// new as that answer's), else on any replica. A `Payrail-Bookmark` that is not shaped like one
 /// is refused by name. Writes and money decisions never use a session: they go to the database
 /// itself, the primary.
-pub fn read_session(
-    req: &Request,
-    ctx: &Ctx,
-    freshness: Freshness,
-) -> Result<D1DatabaseSession, ApiError> {
+pub fn read_session(req: &Request, ctx: &Ctx, freshness: Freshness) -> Result<Db, ApiError> {
     let bookmark = bookmark(req)?;
     let start = match (freshness, &bookmark) {
         (Freshness::Primary, _) => PRIMARY,
         (Freshness::Replica, Some(b)) => b.as_str(),
         (Freshness::Replica, None) => "first-unconstrained",
     };
-    ctx.db
+    open_session(ctx, start)
+}
+
+/// A read session of the context's database, from `start` (a constraint or a bookmark).
+fn open_session(ctx: &Ctx, start: &str) -> Result<Db, ApiError> {
+    let Db::Primary(primary) = &ctx.db else {
+        return Err(ApiError::internal(
+            "open a read session",
+            "already reading through one",
+        ));
+    };
+    primary
         .with_session(Some(start))
+        .map(Db::Session)
         .or_internal("open a read session")
 }
 
@@ -98,8 +106,8 @@ pub async fn read_page(
     req: &Request,
     ctx: &Ctx,
     freshness: Freshness,
-    read: impl AsyncFn(&D1DatabaseSession) -> crate::db::DbResult<JsonPage>,
-) -> Result<(JsonPage, D1DatabaseSession), ApiError> {
+    read: impl AsyncFn(&Db) -> crate::db::DbResult<JsonPage>,
+) -> Result<(JsonPage, Db), ApiError> {
     let session = read_session(req, ctx, freshness)?;
     if freshness == Freshness::Primary {
         let page = read(&session).await.or_internal("read page")?;
@@ -111,21 +119,15 @@ pub async fn read_page(
         Err(e) if bookmark(req)?.is_none() => return Err(e).or_internal("read page"),
         Err(_) => {}
     }
-    let primary = ctx
-        .db
-        .with_session(Some(PRIMARY))
-        .or_internal("open a read session")?;
+    let primary = open_session(ctx, PRIMARY)?;
     let page = read(&primary).await.or_internal("read page")?;
     Ok((page, primary))
 }
 
 /// Sets `Payrail-Bookmark` on `response`: where the session's reads stood, for the client's next
 /// read.
-pub fn with_bookmark(
-    mut response: Response,
-    session: &D1DatabaseSession,
-) -> Result<Response, ApiError> {
-    if let Some(bookmark) = session.get_bookmark().or_internal("read the bookmark")? {
+pub fn with_bookmark(mut response: Response, session: &Db) -> Result<Response, ApiError> {
+    if let Some(bookmark) = session.bookmark().or_internal("read the bookmark")? {
         response
             .headers_mut()
             .set(BOOKMARK, &bookmark)
@@ -137,7 +139,7 @@ pub fn with_bookmark(
 /// The page a list statement built, once the token it read holds `scope`, with the session's
 /// bookmark.
 pub fn response(
-    (page, session): (JsonPage, D1DatabaseSession),
+    (page, session): (JsonPage, Db),
     scope: Scope,
     limit: u32,
 ) -> Result<Response, ApiError> {

@@ -109,14 +109,14 @@ async fn dispatch(req: Request, ctx: &Ctx) -> Result<Response, ApiError> {
     // on), its bookmark on the answer; everything else reads the primary (the partner API's
     // reads choose their own sessions, `routes::list`).
     if segments.first() == Some(&"portal") && matches!(method.as_str(), "GET" | "HEAD") {
-        let (reading, session) = ctx.reading_through_session()?;
+        let reading = ctx.reading_through_session()?;
         let response = handler(Incoming {
             req,
             ctx: &reading,
             url: &url,
         })
         .await?;
-        return list::with_bookmark(response, &session);
+        return list::with_bookmark(response, &reading.db);
     }
     handler(Incoming {
         req,

@@ -399,7 +399,7 @@ async fn sent_now(
 /// the books' pending transfers `book` written only if it stored it; and the insert's handle.
 fn with_books(
     ctx: &Ctx,
-    statement: worker::D1PreparedStatement,
+    statement: db::Stmt,
     book: &db::ledger::Book,
     Scoped {
         institution: institution_id,
@@ -409,7 +409,7 @@ fn with_books(
     let mut batch = Batch::new();
     let insert = batch.push(statement);
     batch.extend(
-        book.statements(&ctx.db, &refunds::stored(institution_id, id), ctx.now())
+        book.statements(&refunds::stored(institution_id, id), ctx.now())
             .or_internal("write refund")?,
     );
     Ok((batch, insert))
@@ -499,24 +499,21 @@ async fn store(
         .parse::<i64>()
         .or_internal("amount in minor units")?;
     let units = checked.units.to_string();
-    let statement = refunds::insert(
-        &ctx.db,
-        &NewRefund {
-            id: &id,
-            institution_id,
-            transaction_id,
-            key,
-            amount: &checked.preview.amount,
-            amount_minor: minor,
-            minor_per_major: factor,
-            quote: &checked.quote,
-            units: &units,
-            rate: &checked.preview.rate,
-            to_address: &checked.preview.address.to_ascii_lowercase(),
-            requested_by,
-            now: ctx.now(),
-        },
-    )
+    let statement = refunds::insert(&NewRefund {
+        id: &id,
+        institution_id,
+        transaction_id,
+        key,
+        amount: &checked.preview.amount,
+        amount_minor: minor,
+        minor_per_major: factor,
+        quote: &checked.quote,
+        units: &units,
+        rate: &checked.preview.rate,
+        to_address: &checked.preview.address.to_ascii_lowercase(),
+        requested_by,
+        now: ctx.now(),
+    })
     .or_internal("write refund")?;
     let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
     let inserted = match batch.run(&ctx.db).await {

@@ -116,28 +116,25 @@ pub async fn return_extra(
             worth.to_string(),
             rate.round_dp(12).normalize().to_string(),
         );
-        let statement = refunds::insert_return(
-            &ctx.db,
-            &refunds::NewReturn {
-                id: &id,
-                institution_id,
-                transaction_id,
-                key,
-                amount: (&worth_text, minor),
-                from: (
-                    &deposit,
-                    &watch.network,
-                    &watch.asset,
-                    &watch.token.lower(),
-                    watch.decimals,
-                ),
-                units: &units_text,
-                rate: &rate_text,
-                to_address: &to.to_ascii_lowercase(),
-                requested_by,
-                now: ctx.now(),
-            },
-        )
+        let statement = refunds::insert_return(&refunds::NewReturn {
+            id: &id,
+            institution_id,
+            transaction_id,
+            key,
+            amount: (&worth_text, minor),
+            from: (
+                &deposit,
+                &watch.network,
+                &watch.asset,
+                &watch.token.lower(),
+                watch.decimals,
+            ),
+            units: &units_text,
+            rate: &rate_text,
+            to_address: &to.to_ascii_lowercase(),
+            requested_by,
+            now: ctx.now(),
+        })
         .or_internal("write return")?;
         let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
         match batch.run(&ctx.db).await {

@@ -129,11 +129,7 @@ async fn send(
     let send_id = sends::new_id()?;
     // Its gas reserved in the books until the transaction is final.
     let books = ledger::reserve_gas(ctx, name, &send_id, cost).await?;
-    let after = books.statements(
-        &ctx.db,
-        &db_sends::in_state(&send_id, SendState::Live),
-        ctx.now(),
-    )?;
+    let after = books.statements(&db_sends::in_state(&send_id, SendState::Live), ctx.now())?;
     let transfer = Transfer {
         purpose: Purpose::Refund(&refund.id),
         token,

@@ -382,14 +382,12 @@ async fn settle_group(
         l1_fee,
         rate_source: &rate_source,
     };
-    let before =
-        settlements::start(&ctx.db, &settlement, &priced.items, now).map_err(ChainError::from)?;
-    let mut after =
-        settlements::items(&ctx.db, &send_id, &priced.items).map_err(ChainError::from)?;
+    let before = settlements::start(&settlement, &priced.items, now).map_err(ChainError::from)?;
+    let mut after = settlements::items(&send_id, &priced.items).map_err(ChainError::from)?;
     after.extend(
         reserved
             .book
-            .statements(&ctx.db, &db_sends::in_state(&send_id, SendState::Live), now)
+            .statements(&db_sends::in_state(&send_id, SendState::Live), now)
             .map_err(ChainError::from)?,
     );
     let stored = sends::send(

@@ -175,7 +175,6 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         None => (read_to, final_to),
     };
     let mut statements = watches::record(
-        &ctx.db,
         watch,
         &seen,
         (from, read_to),
@@ -332,11 +331,10 @@ pub struct Polled {
 /// stored transfers, and a payment they cover is credited (guarded as every credit is).
 pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiError> {
     let mut batch = db::Batch::new();
-    let session = batch.push(sessions::get_in_batch(&ctx.db, id).or_internal("read session")?);
-    let watched =
-        batch.push(watches::of_session_in_batch(&ctx.db, id).or_internal("read watches")?);
-    let transfers = batch
-        .push(watches::transfers_of_session_in_batch(&ctx.db, id).or_internal("read transfers")?);
+    let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
+    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
+    let transfers =
+        batch.push(watches::transfers_of_session_in_batch(id).or_internal("read transfers")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
     let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
         return Ok(None);
@@ -387,9 +385,9 @@ async fn evaluate(
 ) -> Result<ChainState, ApiError> {
     let mut batch = db::Batch::new();
     let watched =
-        batch.push(watches::of_session_in_batch(&ctx.db, &session.id).or_internal("read watches")?);
+        batch.push(watches::of_session_in_batch(&session.id).or_internal("read watches")?);
     let transfers = batch.push(
-        watches::transfers_of_session(&ctx.db, session.institution_id, &session.id)
+        watches::transfers_of_session(session.institution_id, &session.id)
             .or_internal("read transfers")?,
     );
     let read = batch.run(&ctx.db).await.or_internal("read watches")?;

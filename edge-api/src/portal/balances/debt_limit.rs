@@ -71,8 +71,7 @@ pub async fn set_debt_limit(
         &merchant_id.to_string(),
     )
     .of_institution(portal.institution_id());
-    let statement = ledger::set_limit(portal.db(), &account, limit, portal.now)
-        .or_internal("set debt limit")?;
+    let statement = ledger::set_limit(&account, limit, portal.now).or_internal("set debt limit")?;
     crate::db::batch(portal.db(), vec![statement])
         .await
         .or_internal("set debt limit")?;
