@@ -283,6 +283,17 @@ impl Client {
         self.paginate::<Event, String>("v1/events", query.params().clone())
     }
 
+    /// One event by id (`evt_…`, as a delivery's `Payrail-Event-Id` carries it), exactly as its
+    /// deliveries send it; `None` when the institution has none with this id.
+    pub async fn event(&self, id: &str) -> Result<Option<Event>> {
+        let path = format!("v1/events/{}", form_encoded(id));
+        match self.get_json(&path, &Params::default()).await {
+            Ok(event) => Ok(Some(event)),
+            Err(Error::Api { status: 404, .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// Sandbox only: creates a checkout session as the browser script does.
     pub async fn create_checkout(&self, request: &CheckoutRequest) -> Result<CheckoutSession> {
         let url = self.url("checkout/sessions", &Params::default());

@@ -1,7 +1,7 @@
 //! Webhook events: the outbox rows written in the same batch as the change that causes them.
 
 use serde::Deserialize;
-use shared_types::ids::InstitutionId;
+use shared_types::ids::{EventId, InstitutionId};
 
 use super::{all, first, stmt, Db, DbResult, JsonPage, Order, Owner, Select, Stmt, Value};
 use crate::query::EventFilter;
@@ -167,6 +167,34 @@ pub async fn feed(db: &super::Db, owner: Owner<'_>, filter: &EventFilter) -> DbR
         ("json(payload)", FEED_ORDER),
     )
     .await
+}
+
+/// One of the token's institution's events as JSON, exactly as its deliveries send it (`None`
+/// when it has no such event), and the token's scopes (`None` when it is not a live token): one
+/// statement for both.
+pub async fn get_json(
+    db: &Db,
+    token_hash: &str,
+    id: &EventId,
+) -> DbResult<(Option<String>, Option<String>)> {
+    #[derive(Deserialize)]
+    struct Row {
+        event: Option<String>,
+        scopes: Option<String>,
+    }
+    let owner = Owner::Token(token_hash);
+    let (institution, param) = owner.sql();
+    let row: Option<Row> = first(
+        db,
+        &format!(
+            "SELECT (SELECT json(payload) FROM events WHERE id = ?2 \
+             AND institution_id = {institution}) AS event, {} AS scopes",
+            owner.scopes_sql()
+        ),
+        &[param, id.as_str().into()],
+    )
+    .await?;
+    Ok(row.map_or((None, None), |r| (r.event, r.scopes)))
 }
 
 /// Deletes the events past their retention (see [`super::deliveries::PRUNABLE_EVENTS`]), after

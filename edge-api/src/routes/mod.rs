@@ -70,6 +70,7 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
         ["oauth", "token"] => Route::new().post(token::issue),
         ["v1", "transactions"] => Route::new().get(transactions::list),
         ["v1", "events"] => Route::new().get(events::list),
+        ["v1", "events", id] => Route::new().get(move |r| events::get(r, id)),
         ["v1", "merchants"] => Route::new().get(merchants::list),
         ["v1", "merchants", id] => Route::new().get(move |r| merchants::get(r, id)),
         ["checkout", "sessions"] => Route::new()

@@ -1,10 +1,11 @@
 //! The contract, exact: schemathesis (a property-based fuzzer, from PyPI, installed by
 //! scripts/setup) reads the worker's own `/openapi.json` and sends requests the document calls
 //! valid and requests it calls invalid, with a fixed seed and a bounded number of examples, to
-//! every operation of the partner API (token, transactions, events, merchants, checkout
-//! sessions and their status, the sandbox) and to the portal's login. Zero failures: every
-//! request the document admits is accepted, every one it refuses is refused with a status the
-//! document names, no response breaks its schema, and nothing answers 5xx.
+//! every operation of the partner API (token, transactions, the events feed and an event by
+//! id, merchants, checkout sessions and their status, the sandbox) and to the portal's login.
+//! Zero failures: every request the document admits is accepted, every one it refuses is
+//! refused with a status the document names, no response breaks its schema, and nothing
+//! answers 5xx.
 //!
 //! The rest of the portal's JSON API is left out: its session is one cookie that the fuzzer's
 //! stateful phase would log out, and its changes (rotations, deletions) would pull the fuzzer's
@@ -107,8 +108,8 @@ headers = { Authorization = "Basic ${FUZZ_BASIC}" }
     );
     // It did test: every selected operation, and requests by the hundred.
     assert!(
-        report.contains("Tested: 9"),
-        "nine operations tested:\n{report}"
+        report.contains("Tested: 10"),
+        "ten operations tested:\n{report}"
     );
     // "1021 generated, 1021 passed"
     let generated: u64 = report

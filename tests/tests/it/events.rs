@@ -1,6 +1,6 @@
 //! `GET /v1/events`, the events feed: every event of the institution, newest first, exactly as
 //! its deliveries send it; paged by cursor; filtered by type, transaction and time; its own
-//! scope; one institution never sees another's.
+//! scope; one institution never sees another's. `GET /v1/events/{id}`: one of them, by its id.
 
 use payrail_tests::hooks::{act, payment};
 use payrail_tests::Worker;
@@ -157,4 +157,46 @@ fn the_feed_is_the_institutions_own_behind_its_own_scope() {
     }
     let reply = worker.get("/v1/events?type=payment.lost", Some("at_not-a-token"), SPEC);
     reply.assert_error(401, "invalid_client");
+}
+
+#[test]
+fn an_event_is_found_by_its_id_as_delivered_and_only_by_its_own_institution() {
+    let worker = Worker::shared();
+    const ONE: &str = "/v1/events/{id}";
+    let token = feed_token(worker, 0);
+    let id = payment(worker, 0, "FEED-3");
+    act(worker, 0, id, "pay", json!({"amount": "40.00"}));
+    let listed = feed(worker, &token, &format!("transaction_id={id}"))["data"][0].clone();
+    let event_id = listed["id"].as_str().unwrap().to_owned();
+
+    // Exactly the feed's item (which is exactly the delivered body), with a bookmark.
+    let reply = worker.get(&format!("/v1/events/{event_id}"), Some(&token), ONE);
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json(), listed);
+    assert!(reply.header("payrail-bookmark").is_some());
+
+    // Another institution's reader: exactly like an unknown id, or one that cannot be an event's.
+    let other = feed_token(worker, 1);
+    for (token, id) in [
+        (&other, event_id.as_str()),
+        (&token, "evt_doesnotexist"),
+        (&token, "12"),
+        (&token, "evt_%2F"),
+    ] {
+        let reply = worker.get(&format!("/v1/events/{id}"), Some(token), ONE);
+        let why = reply.assert_error(404, "not_found");
+        assert_eq!(why, "no such event", "{id}");
+    }
+    // Its own scope, and a token before anything else.
+    let reply = worker.get(
+        &format!("/v1/events/{event_id}"),
+        Some(&worker.institution_token(0)),
+        ONE,
+    );
+    let why = reply.assert_error(403, "insufficient_scope");
+    assert!(why.contains("events:read"), "{why}");
+    for id in [event_id.as_str(), "12"] {
+        let reply = worker.get(&format!("/v1/events/{id}"), Some("at_not-a-token"), ONE);
+        reply.assert_error(401, "invalid_client");
+    }
 }

@@ -214,6 +214,14 @@ fn sdk_drives_the_sandbox_and_reads_the_events_it_made() {
         }
         other => panic!("{other:?}"),
     }
+    // One event by its id, as the feed lists it; an unknown id is `None`.
+    let found = rt.block_on(client.event(&events[1].id)).unwrap();
+    assert_eq!(found.as_ref(), Some(&events[1]));
+    assert!(rt
+        .block_on(client.event("evt_nosuchevent"))
+        .unwrap()
+        .is_none());
+    assert!(rt.block_on(client.event("evt_/..")).unwrap().is_none());
     // A second settle is an illegal transition: 409, not retried.
     let err = rt
         .block_on(client.sandbox(id, &SandboxAction::Settle))
