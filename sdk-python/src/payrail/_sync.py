@@ -1,0 +1,439 @@
+"""The synchronous client: carries out the plans of ``payrail._core`` with ``httpx.Client``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+from typing import Any, Iterable, Iterator, Optional, Type, TypeVar, Union
+
+import httpx
+
+from . import _config, _core, _params
+from ._core import Answer, Failure, ListSpec, Plan, Request
+from ._params import AmountInput, Params, TimeBound
+from .errors import ConfigError
+from .models import (
+    CheckoutSession,
+    Currency,
+    Event,
+    EventType,
+    Merchant,
+    Page,
+    SandboxAction,
+    Scope,
+    Status,
+    Transaction,
+)
+
+T = TypeVar("T")
+C = TypeVar("C", int, str)
+
+
+class Client:
+    """A client of the Payrail partner API, safe to share between threads.
+
+    ``base_url`` is the API (``https://api.payrail.example``; plain ``http`` only to
+    127.0.0.1, ::1 or localhost), ``client_id`` and ``client_secret`` an API client's
+    credentials from the portal (Developers, API clients). ``scope`` narrows the token to some
+    of the client's scopes (a space-separated string or a list of :class:`Scope`); by default
+    it carries every granted one.
+
+    The token is fetched on the first call, cached, shared by every thread (one fetch at a
+    time), refreshed a minute before it expires, and fetched again once when a call answers
+    401. 429 waits for ``Retry-After`` (up to ``max_retry_after`` seconds; a longer wait raises
+    :class:`~payrail.RateLimitError` with it); 5xx, network failures and timeouts of reads
+    are retried ``max_retries`` times, backing off from ``initial_backoff`` seconds, doubling
+    up to ``max_backoff``, with jitter. Other 4xx are raised at once.
+
+    ``timeout`` bounds each request (connecting, every read and write, and the whole answer),
+    ``connect_timeout`` the connection. ``http_client`` lets you bring your own
+    ``httpx.Client`` (proxies, event hooks, transports); the client then leaves it open for
+    you to close.
+
+    Use it as a context manager, or call :meth:`close`::
+
+        with payrail.Client(url, client_id, client_secret) as client:
+            for transaction in client.transactions.list(status="paid"):
+                ...
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scope: Union[str, Iterable[Union[Scope, str]], None] = None,
+        timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        initial_backoff: float = 0.25,
+        max_backoff: float = 8.0,
+        max_retry_after: float = 60.0,
+        http_client: Optional[httpx.Client] = None,
+    ) -> None:
+        self._core = _core.Core(
+            base_url,
+            client_id,
+            client_secret,
+            scope=scope,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            retry=_config.RetryPolicy(max_retries, initial_backoff, max_backoff, max_retry_after),
+        )
+        if http_client is not None and not isinstance(http_client, httpx.Client):
+            raise ConfigError("http_client must be an httpx.Client (AsyncClient takes async ones)")
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=self._core.timeout)
+        self._token_lock = threading.Lock()
+        #: Transactions: ``list``, ``page``, ``retrieve``.
+        self.transactions = Transactions(self)
+        #: Merchants: ``list``, ``page``, ``retrieve``.
+        self.merchants = Merchants(self)
+        #: The events feed: ``list``, ``page``, ``retrieve``.
+        self.events = Events(self)
+        #: Checkout sessions (sandbox helper): ``create``.
+        self.checkout = Checkout(self)
+        #: Sandbox lifecycle actions: ``act``.
+        self.sandbox = Sandbox(self)
+
+    def __repr__(self) -> str:
+        # The secret and the token stay out of logs.
+        return f"<payrail.Client base_url={str(self._core.base)!r} client_id={self._core.client_id!r}>"
+
+    @property
+    def base_url(self) -> str:
+        """The API's base URL."""
+        return str(self._core.base)
+
+    @property
+    def bookmark(self) -> Optional[str]:
+        """The last ``Payrail-Bookmark`` the API answered; sent with the next read, so that it
+        sees at least what the last one saw."""
+        return self._core.bookmark
+
+    def access_token(self) -> str:
+        """A valid access token: the cached one, or a new one when it is missing or about to
+        expire. One thread fetches while the others wait for it."""
+        token = self._core.cached_token()
+        if token is not None:
+            return token
+        with self._token_lock:
+            token = self._core.cached_token()
+            if token is None:
+                token = self._core.store_token(self._run(self._core.token_plan()))
+            return token
+
+    def close(self) -> None:
+        """Closes the connections (of the ``httpx.Client`` the client made; one you gave it
+        stays open)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    # Carrying out plans.
+
+    def _run(self, plan: Plan[T]) -> T:
+        outcome: Any = None
+        try:
+            while True:
+                try:
+                    step = plan.send(outcome)
+                except StopIteration as done:
+                    result: T = done.value
+                    return result
+                if isinstance(step, _core.Send):
+                    outcome = self._perform(step.request)
+                elif isinstance(step, _core.Sleep):
+                    time.sleep(step.seconds)
+                    outcome = None
+                else:
+                    outcome = self.access_token()
+        finally:
+            plan.close()
+
+    def _perform(self, request: Request) -> Union[Answer, Failure]:
+        deadline = time.monotonic() + self._core.total_timeout
+        try:
+            with self._http.stream(
+                request.method,
+                request.url,
+                headers=list(request.headers),
+                content=request.content,
+                timeout=self._core.timeout,
+                follow_redirects=False,
+            ) as response:
+                length = _core.declared_length(response.headers)
+                if length is not None and length > _core.MAX_ANSWER_BYTES:
+                    raise _core.too_large(response.status_code, response.headers)
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    if len(body) + len(chunk) > _core.MAX_ANSWER_BYTES:
+                        raise _core.too_large(response.status_code, response.headers)
+                    body += chunk
+                    if time.monotonic() > deadline:
+                        return _core.too_slow(request, self._core.total_timeout)
+                return Answer(response.status_code, response.headers, bytes(body))
+        except httpx.TransportError as exc:
+            return _core.failure(request, exc)
+
+    def _page(self, spec: ListSpec[T, C], params: Params) -> Page[T, C]:
+        return self._run(self._core.page(spec, params))
+
+    def _iterate(self, spec: ListSpec[T, C], params: Params) -> Iterator[T]:
+        pager: _core.Pager[T, C] = _core.Pager(params)
+        while not pager.done:
+            page = self._run(self._core.page(spec, pager.params))
+            yield from pager.accept(page)
+
+
+class Transactions:
+    """``client.transactions``: the institution's transactions, newest first."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(
+        self,
+        *,
+        status: Union[Status, str, None] = None,
+        merchant_id: Optional[int] = None,
+        external_reference: Optional[str] = None,
+        id: Optional[int] = None,
+        created_after: Optional[TimeBound] = None,
+        created_before: Optional[TimeBound] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[int] = None,
+    ) -> Iterator[Transaction]:
+        """Every transaction the filters select (all of them combined), newest first,
+        following ``next_cursor`` page by page; a page is fetched when the one before is
+        consumed, ``limit`` (1 to 100, default 25) at a time.
+
+        ``created_after`` is inclusive and ``created_before`` exclusive: an aware
+        ``datetime``, a ``date`` (midnight UTC), Unix seconds or text such as
+        ``"2026-11-21T00:00:00Z"``. A page that cannot be followed ends the iteration with
+        :class:`~payrail.DecodeError` rather than repeat pages.
+        """
+        params = _params.query(
+            _params.TRANSACTION_FILTERS,
+            status=status,
+            merchant_id=merchant_id,
+            external_reference=external_reference,
+            id=id,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._iterate(_core.TRANSACTIONS, params)
+
+    def page(
+        self,
+        *,
+        status: Union[Status, str, None] = None,
+        merchant_id: Optional[int] = None,
+        external_reference: Optional[str] = None,
+        id: Optional[int] = None,
+        created_after: Optional[TimeBound] = None,
+        created_before: Optional[TimeBound] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[int] = None,
+    ) -> Page[Transaction, int]:
+        """One page (the filters as for :meth:`list`); pass its ``next_cursor`` as
+        ``starting_after`` for the next."""
+        params = _params.query(
+            _params.TRANSACTION_FILTERS,
+            status=status,
+            merchant_id=merchant_id,
+            external_reference=external_reference,
+            id=id,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._page(_core.TRANSACTIONS, params)
+
+    def retrieve(self, id: int) -> Optional[Transaction]:
+        """One transaction, or ``None`` when the institution has none with this id. Read from
+        the primary database: what a webhook just said is seen."""
+        return self._client._run(self._client._core.retrieve_transaction(id))
+
+
+class Merchants:
+    """``client.merchants``: the institution's merchants, newest first."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(
+        self,
+        *,
+        psp_reference_id: Optional[str] = None,
+        id: Optional[int] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[int] = None,
+    ) -> Iterator[Merchant]:
+        """Every merchant the filters select, newest first, page by page.
+        ``psp_reference_id`` is your own reference, set at onboarding."""
+        params = _params.query(
+            _params.MERCHANT_FILTERS,
+            psp_reference_id=psp_reference_id,
+            id=id,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._iterate(_core.MERCHANTS, params)
+
+    def page(
+        self,
+        *,
+        psp_reference_id: Optional[str] = None,
+        id: Optional[int] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[int] = None,
+    ) -> Page[Merchant, int]:
+        """One page of merchants."""
+        params = _params.query(
+            _params.MERCHANT_FILTERS,
+            psp_reference_id=psp_reference_id,
+            id=id,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._page(_core.MERCHANTS, params)
+
+    def retrieve(self, id: int) -> Optional[Merchant]:
+        """One merchant, or ``None`` when the institution has none with this id."""
+        return self._client._run(self._client._core.retrieve_merchant(id))
+
+
+class Events:
+    """``client.events``: the events feed (scope ``events:read``), newest first: every event
+    Payrail made for the institution in the last 30 days, delivered or not."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(
+        self,
+        *,
+        type: Union[EventType, str, None] = None,
+        transaction_id: Optional[int] = None,
+        created_after: Optional[TimeBound] = None,
+        created_before: Optional[TimeBound] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[str] = None,
+    ) -> Iterator[Event]:
+        """Every event the filters select, newest first, page by page, typed as webhooks are
+        (:class:`~payrail.PaymentPaid`, ...). To catch up after an outage, remember the newest
+        event id you processed and read until you meet it."""
+        params = _params.query(
+            _params.EVENT_FILTERS,
+            type=type,
+            transaction_id=transaction_id,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._iterate(_core.EVENTS, params)
+
+    def page(
+        self,
+        *,
+        type: Union[EventType, str, None] = None,
+        transaction_id: Optional[int] = None,
+        created_after: Optional[TimeBound] = None,
+        created_before: Optional[TimeBound] = None,
+        limit: Optional[int] = None,
+        starting_after: Optional[str] = None,
+    ) -> Page[Event, str]:
+        """One page of the feed."""
+        params = _params.query(
+            _params.EVENT_FILTERS,
+            type=type,
+            transaction_id=transaction_id,
+            created_after=created_after,
+            created_before=created_before,
+            limit=limit,
+            starting_after=starting_after,
+        )
+        return self._client._page(_core.EVENTS, params)
+
+    def retrieve(self, id: str) -> Optional[Event]:
+        """The event with this id (``evt_...``, as a delivery's ``Payrail-Event-Id`` carries
+        it), exactly as its deliveries send it, or ``None`` when your institution has none."""
+        return self._client._run(self._client._core.retrieve_event(id))
+
+
+class Checkout:
+    """``client.checkout``: checkout sessions, as the browser script creates them."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self,
+        *,
+        public_key: str,
+        amount: AmountInput,
+        currency: Union[Currency, str],
+        title: str,
+        external_reference: str,
+        redirect_url: str,
+        idempotency_key: Optional[str] = None,
+        open_in_new_tab: Optional[bool] = None,
+        locale: Optional[str] = None,
+    ) -> CheckoutSession:
+        """Creates a checkout session for the merchant whose publishable key this is (the
+        only credential it takes), with the browser script's options; answers its id, its
+        transaction and the hosted page's URL. With an ``idempotency_key`` a repeat returns
+        the same session (so it is retried like a read); without, it is never repeated."""
+        body = _params.checkout_body(
+            public_key=public_key,
+            amount=amount,
+            currency=currency,
+            title=title,
+            external_reference=external_reference,
+            redirect_url=redirect_url,
+            idempotency_key=idempotency_key,
+            open_in_new_tab=open_in_new_tab,
+            locale=locale,
+        )
+        return self._client._run(self._client._core.create_checkout(body))
+
+
+class Sandbox:
+    """``client.sandbox``: drive sandbox payments through their lifecycle (scope
+    ``sandbox:write``; sandbox deployments only)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def act(
+        self,
+        id: int,
+        action: Union[SandboxAction, str],
+        *,
+        amount: Optional[AmountInput] = None,
+        network: Optional[str] = None,
+    ) -> Transaction:
+        """Applies ``action`` to transaction ``id`` and answers the transaction after it:
+        ``pay`` and ``refund`` take an ``amount`` in the order currency, ``settle`` an
+        optional ``network`` (another than the payment's means a bridge), ``fail`` nothing.
+        An action the payment's status does not allow is :class:`~payrail.ConflictError`.
+        Never retried on 5xx: it is not safe to repeat."""
+        act, body = _params.sandbox_body(action, amount, network)
+        return self._client._run(self._client._core.sandbox(id, act.value, body))
