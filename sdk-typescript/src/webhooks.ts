@@ -116,7 +116,7 @@ export class Webhook {
    *
    * ```ts
    * // Express: the raw body, not express.json()
-   * app.post('/webhooks', express.raw({ type: 'application/json' }), async (req, res) => {
+   * app.post('/webhooks', express.raw({ type: () => true }), async (req, res) => {
    *   const event = await webhook.verifyRequest(req.headers, req.body);
    * });
    * ```
@@ -315,7 +315,7 @@ function bytesOf(body: RawBody): Uint8Array {
   const got = body === undefined ? 'undefined' : body === null ? 'null' : typeof body;
   throw new TypeError(
     `the raw request body is needed (a Uint8Array, Buffer, ArrayBuffer or string), not ${got}: ` +
-      'read it before any JSON parser runs (Express: express.raw({ type: "application/json" }))',
+      'read it before any JSON parser runs (Express: express.raw({ type: () => true }) on the webhook route)',
   );
 }
 
