@@ -43,6 +43,8 @@ pub mod watches;
 mod plan_tests;
 #[cfg(test)]
 mod scope_tests;
+#[cfg(test)]
+mod store_tests;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;

@@ -208,7 +208,7 @@ fn substituted(text: &str, constants: &BTreeMap<String, String>) -> String {
 }
 
 /// SQL's words and symbols, in order; `?N`, numbers and quoted strings are one token each.
-fn tokenize(sql: &str) -> Vec<String> {
+pub(super) fn tokenize(sql: &str) -> Vec<String> {
     let chars: Vec<char> = sql.chars().collect();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -414,12 +414,12 @@ fn keyed(tokens: &[String], upper: &[String], at: usize, table: &str, alias: Opt
     })
 }
 
-/// Every unscoped money-table reference in the SQL of `db/`, as `file: what: statement`, and
-/// the allow-list entries that matched.
-fn findings() -> (Vec<String>, BTreeSet<&'static str>) {
+/// Every SQL text of `db/` as `(file, text)`: each string literal with the constants it formats
+/// in substituted (a constant formatted into statements is read there, as part of each; alone
+/// it is a fragment, `SELECT … FROM refunds f` with its key to come). Shared by the store
+/// test (`store_tests`).
+pub(super) fn sql_texts() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/db");
-    let mut found = Vec::new();
-    let mut used = BTreeSet::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -445,8 +445,7 @@ fn findings() -> (Vec<String>, BTreeSet<&'static str>) {
         .iter()
         .flat_map(|(_, texts)| texts.constants.clone())
         .collect();
-    // A constant formatted into statements is checked there, as part of each; alone it is a
-    // fragment (`SELECT … FROM refunds f`, its key to come).
+    let mut all = Vec::new();
     for (name, texts) in &parsed {
         let mut constants = shared.clone();
         constants.extend(texts.constants.clone());
@@ -460,20 +459,30 @@ fn findings() -> (Vec<String>, BTreeSet<&'static str>) {
             .map(|(_, value)| value)
             .collect();
         for literal in texts.literals.iter().filter(|l| !formatted.contains(l)) {
-            let sql = substituted(literal, &constants);
-            let problems = unscoped(&sql);
-            if problems.is_empty() {
-                continue;
-            }
-            let allowed = ALLOWED.iter().map(|(f, _)| *f).find(|f| sql.contains(f));
-            if let Some(fragment) = allowed {
-                used.insert(fragment);
-                continue;
-            }
-            let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-            for problem in problems {
-                found.push(format!("{name}: {problem}: {flat}"));
-            }
+            all.push((name.clone(), substituted(literal, &constants)));
+        }
+    }
+    all
+}
+
+/// Every unscoped money-table reference in the SQL of `db/`, as `file: what: statement`, and
+/// the allow-list entries that matched.
+fn findings() -> (Vec<String>, BTreeSet<&'static str>) {
+    let mut found = Vec::new();
+    let mut used = BTreeSet::new();
+    for (name, sql) in sql_texts() {
+        let problems = unscoped(&sql);
+        if problems.is_empty() {
+            continue;
+        }
+        let allowed = ALLOWED.iter().map(|(f, _)| *f).find(|f| sql.contains(f));
+        if let Some(fragment) = allowed {
+            used.insert(fragment);
+            continue;
+        }
+        let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        for problem in problems {
+            found.push(format!("{name}: {problem}: {flat}"));
         }
     }
     found.sort();
