@@ -374,7 +374,7 @@ async def test_a_list_follows_every_page_with_its_filters(
 @pytest.mark.parametrize(
     ("second", "problem"),
     [
-        (page([transaction(6)], has_more=True, next_cursor=7), "the same next_cursor twice"),
+        (page([transaction(6)], has_more=True, next_cursor=7), "a next_cursor seen before"),
         (page([transaction(6)], has_more=True, next_cursor=None), "has_more without a next_cursor"),
         (page([], has_more=True, next_cursor=3), "has_more on an empty page"),
     ],
@@ -780,6 +780,9 @@ def test_retry_after_is_read_as_seconds_or_as_a_date() -> None:
     read = payrail._core.retry_after
     assert read(httpx.Headers({"Retry-After": "7"})) == 7.0
     assert read(httpx.Headers({"Retry-After": "soon"})) is None
+    # Digits to str.isdigit but not to int(), and a number too long to be one: not a wait.
+    assert read(httpx.Headers([(b"Retry-After", b"\xb2")])) is None  # "\u00b2" in Latin-1
+    assert read(httpx.Headers({"Retry-After": "9" * 5000})) is None
     assert read(httpx.Headers({})) is None
     when = read(httpx.Headers({"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"}), now=1445412500.0)
     assert when == 10.0
@@ -792,3 +795,48 @@ def test_the_version_is_the_packages() -> None:
     pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
     declared = re.search(r'^version = "([^"]+)"', pyproject.read_text(), re.M)
     assert declared is not None and declared.group(1) == payrail.__version__
+
+
+async def test_pages_going_round_in_a_loop_end_the_list_with_an_error(
+    make_api: Factory, server: Server
+) -> None:
+    server.issue_tokens()
+    server.on(
+        "GET",
+        TRANSACTIONS,
+        paid_page(9, 8, 7, has_more=True, next_cursor=7),
+        paid_page(6, 5, has_more=True, next_cursor=5),
+        paid_page(9, 8, 7, has_more=True, next_cursor=7),
+        paid_page(1),
+    )
+    api = make_api()
+    items, failure = await api.collect_until_error("transactions")
+    assert [t.id for t in items] == [9, 8, 7, 6, 5]
+    assert isinstance(failure, payrail.DecodeError)
+    assert "a next_cursor seen before" in str(failure)
+    assert len(server.seen(TRANSACTIONS)) == 3
+
+
+async def test_a_token_that_is_no_bearer_token_is_refused_without_repeating_it(
+    make_api: Factory, server: Server
+) -> None:
+    server.on(
+        "POST",
+        "/oauth/token",
+        Reply(json={"access_token": "tok\nLEAKED", "token_type": "Bearer", "expires_in": 3600}),
+    )
+    api = make_api()
+    with pytest.raises(payrail.DecodeError) as raised:
+        await api.page("transactions")
+    assert "LEAKED" not in str(raised.value)
+    assert server.seen(TRANSACTIONS) == []
+
+
+async def test_retrieve_without_a_transaction_id_is_refused_before_any_request(
+    make_api: Factory, server: Server
+) -> None:
+    api = make_api()
+    for id in (None, "7", 1.5, True):
+        with pytest.raises(TypeError):
+            await api.retrieve("transactions", id)
+    assert server.seen() == []

@@ -193,6 +193,11 @@ export class Payrail {
     if (typeof body !== 'object' || body === null || typeof body.access_token !== 'string' || body.access_token === '') {
       throw new PayrailDecodeError(answer.status, 'a token answer without an access_token', requestId(answer));
     }
+    // A bearer token's characters (RFC 6750 §2.1): anything else would be refused when the
+    // header is built, in a message that repeats it.
+    if (!BEARER_TOKEN.test(body.access_token)) {
+      throw new PayrailDecodeError(answer.status, 'a token answer whose access_token is not a bearer token', requestId(answer));
+    }
     const expiresIn = body.expires_in;
     if (typeof expiresIn !== 'number' || !Number.isFinite(expiresIn) || expiresIn < 0) {
       throw new PayrailDecodeError(answer.status, 'a token answer without a valid expires_in', requestId(answer));
@@ -309,6 +314,9 @@ function requestId(answer: Answer): string | undefined {
   return answer.headers.get(REQUEST_ID_HEADER) ?? undefined;
 }
 
+/** RFC 6750 §2.1's `b64token`. */
+const BEARER_TOKEN = /^[A-Za-z0-9._~+/-]+=*$/;
+
 /** The base URL, checked: https, or http to this machine only; no credentials, query or fragment. */
 function checkBaseUrl(text: unknown): URL {
   if (typeof text !== 'string' || text === '') {
@@ -318,19 +326,21 @@ function checkBaseUrl(text: unknown): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new PayrailConfigError(`baseUrl ${JSON.stringify(text)} is not a URL`);
+    // The text is not repeated: it may hold a credential typed in the wrong place.
+    throw new PayrailConfigError('baseUrl is not a URL, e.g. https://api.payrail.example');
+  }
+  // Credentials first, and no message ever repeats the URL whole.
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new PayrailConfigError('baseUrl must not carry credentials, a query or a fragment');
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new PayrailConfigError(`baseUrl ${JSON.stringify(text)} is not http(s)`);
+    throw new PayrailConfigError(`baseUrl is ${url.protocol} to ${url.host}, not http(s)`);
   }
   if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
     throw new PayrailConfigError(
-      `baseUrl ${JSON.stringify(text)} is plain http to another machine: use https ` +
+      `baseUrl is plain http to ${url.host}, another machine: use https ` +
         '(http is for 127.0.0.1, ::1 and localhost only)',
     );
-  }
-  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
-    throw new PayrailConfigError('baseUrl must not carry credentials, a query or a fragment');
   }
   if (!url.pathname.endsWith('/')) {
     url.pathname = `${url.pathname}/`;

@@ -116,6 +116,10 @@ export function transactionsResource(api: Api): Transactions {
     list,
     page,
     async retrieve(id: number): Promise<Transaction | null> {
+      // Without an id the filter would fall away and the page's first row come back.
+      if (!Number.isSafeInteger(id)) {
+        throw new TypeError('a transaction id is a whole number');
+      }
       const found = await page({ id });
       return found.data[0] ?? null;
     },

@@ -558,7 +558,7 @@ describe('configuration and secrets', () => {
     }
     for (const [options, problem] of /** @type {const} */ ([
       [{ baseUrl: 'not a url', clientId: 'a', clientSecret: 'b' }, /is not a URL/],
-      [{ baseUrl: 'ftp://example.com', clientId: 'a', clientSecret: 'b' }, /is not http\(s\)/],
+      [{ baseUrl: 'ftp://example.com', clientId: 'a', clientSecret: 'b' }, /not http\(s\)/],
       [{ baseUrl: 'https://u:p@example.com', clientId: 'a', clientSecret: 'b' }, /credentials/],
       [{ baseUrl: 'https://example.com', clientId: '', clientSecret: 'b' }, /clientId is required/],
       [{ baseUrl: 'https://example.com', clientId: 'a', clientSecret: '' }, /clientSecret is required/],
@@ -568,6 +568,31 @@ describe('configuration and secrets', () => {
       assert.throws(() => new Payrail(options), problem);
     }
     assert.equal(new Payrail({ baseUrl: 'https://example.com/api', clientId: 'a', clientSecret: 'b' }).baseUrl, 'https://example.com/api/');
+    // A credential typed into the URL is never repeated, whatever else is wrong with it.
+    for (const leaky of ['http://cli_1:sk_live_SECRET@api.example.com', 'ftp://u:sk_live_SECRET@x.example', 'sk_live_SECRET']) {
+      assert.throws(() => new Payrail({ baseUrl: leaky, clientId: 'a', clientSecret: 'b' }), (err) => {
+        assert.ok(err instanceof PayrailConfigError);
+        assert.ok(!err.message.includes('sk_live_SECRET'), err.message);
+        return true;
+      });
+    }
+  });
+
+  test('a token answer that is no bearer token is refused without repeating it', async () => {
+    const s = await stub({ token: [{ body: { access_token: 'tok\nLEAKED', token_type: 'Bearer', expires_in: 3600 } }] });
+    const err = await rejection(client(s).transactions.page());
+    assert.ok(err instanceof PayrailDecodeError, String(err));
+    assert.ok(!String(err.message).includes('LEAKED'), err.message);
+    assert.deepEqual(s.paths(), []);
+  });
+
+  test('retrieve without a transaction id is refused before any request', async () => {
+    const s = await stub();
+    for (const id of [undefined, null, 1.5, '7']) {
+      // @ts-expect-error: the wrong types on purpose
+      await assert.rejects(client(s).transactions.retrieve(id), TypeError);
+    }
+    assert.deepEqual(s.paths(), []);
   });
 
   test('the secret and the token are in no string form of the client', async () => {

@@ -505,14 +505,15 @@ impl Client {
             params: Params,
             buffered: VecDeque<T>,
             done: bool,
-            last_cursor: Option<String>,
+            /// Every cursor followed: one seen before means pages going round in a loop.
+            seen: std::collections::HashSet<String>,
         }
         let state = State {
             client: self.clone(),
             params,
             buffered: VecDeque::new(),
             done: false,
-            last_cursor: None,
+            seen: std::collections::HashSet::new(),
         };
         stream::try_unfold(state, move |mut state| async move {
             loop {
@@ -530,8 +531,8 @@ impl Client {
                     let broken = match &cursor {
                         None => Some("has_more without a next_cursor"),
                         Some(_) if page.data.is_empty() => Some("has_more on an empty page"),
-                        Some(next) if state.last_cursor.as_deref() == Some(next.as_str()) => {
-                            Some("the same next_cursor twice")
+                        Some(next) if state.seen.contains(next) => {
+                            Some("a next_cursor seen before")
                         }
                         Some(_) => None,
                     };
@@ -543,7 +544,7 @@ impl Client {
                     }
                     let next = cursor.unwrap_or_default();
                     state.params.set_cursor(next.clone());
-                    state.last_cursor = Some(next);
+                    state.seen.insert(next);
                 } else {
                     state.done = true;
                 }

@@ -335,12 +335,20 @@ async fn an_error_mid_stream_ends_it_with_that_error() {
 
 #[tokio::test]
 async fn a_list_whose_cursor_does_not_move_on_ends_with_an_error_not_a_loop() {
-    // The same cursor twice, `has_more` on an empty page, `has_more` with no cursor: each
-    // would repeat pages for ever or stop early unnoticed.
+    // The same cursor twice, or again after others (pages going round), `has_more` on an empty
+    // page, `has_more` with no cursor: each would repeat pages for ever or stop early unnoticed.
     for (pages, problem) in [
         (
             vec![page(&[9, 8], Some(8)), page(&[7, 6], Some(8))],
-            "the same next_cursor twice",
+            "a next_cursor seen before",
+        ),
+        (
+            vec![
+                page(&[9, 8], Some(8)),
+                page(&[7, 6], Some(6)),
+                page(&[9, 8], Some(8)),
+            ],
+            "a next_cursor seen before",
         ),
         (vec![page(&[], Some(8))], "has_more on an empty page"),
         (

@@ -5,7 +5,6 @@ with ``await``."""
 from __future__ import annotations
 
 import asyncio
-import time
 from types import TracebackType
 from typing import Any, AsyncIterator, Iterable, Optional, Type, TypeVar, Union
 
@@ -171,7 +170,13 @@ class AsyncClient:
             plan.close()
 
     async def _perform(self, request: Request) -> Union[Answer, Failure]:
-        deadline = time.monotonic() + self._core.total_timeout
+        # The whole exchange, the answer's headers and body included, within the total timeout.
+        try:
+            return await asyncio.wait_for(self._exchange(request), self._core.total_timeout)
+        except asyncio.TimeoutError:
+            return _core.too_slow(request, self._core.total_timeout)
+
+    async def _exchange(self, request: Request) -> Union[Answer, Failure]:
         try:
             async with self._http.stream(
                 request.method,
@@ -189,8 +194,6 @@ class AsyncClient:
                     if len(body) + len(chunk) > _core.MAX_ANSWER_BYTES:
                         raise _core.too_large(response.status_code, response.headers)
                     body += chunk
-                    if time.monotonic() > deadline:
-                        return _core.too_slow(request, self._core.total_timeout)
                 return Answer(response.status_code, response.headers, bytes(body))
         except httpx.TransportError as exc:
             return _core.failure(request, exc)

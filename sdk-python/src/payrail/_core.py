@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import email.utils
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -180,9 +181,16 @@ def too_large(status: int, headers: httpx.Headers) -> DecodeError:
     )
 
 
+#: RFC 6750 2.1's ``b64token``.
+_BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+#: A count of seconds or bytes as HTTP writes it: ASCII digits only (``str.isdigit`` also takes
+#: ``"²"``), and few enough that ``int`` reads them.
+_DIGITS = re.compile(r"[0-9]{1,15}")
+
+
 def declared_length(headers: httpx.Headers) -> Optional[int]:
     value = headers.get("content-length")
-    if value is None or not value.strip().isdigit():
+    if value is None or not _DIGITS.fullmatch(value.strip()):
         return None
     return int(value)
 
@@ -196,7 +204,7 @@ def retry_after(headers: httpx.Headers, now: Optional[float] = None) -> Optional
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    if _DIGITS.fullmatch(value):
         return float(int(value))
     try:
         when = email.utils.parsedate_to_datetime(value)
@@ -291,6 +299,8 @@ class Pager(Generic[T, C]):
         self.params = params
         self.done = False
         self._cursor = dict(params).get("starting_after")
+        # Every cursor followed: one seen before means pages going round in a loop.
+        self._seen = {self._cursor} if self._cursor is not None else set()
 
     def accept(self, page: Page[T, C]) -> Tuple[T, ...]:
         """The items of ``page``, having moved on to the next page (or to the end)."""
@@ -302,10 +312,11 @@ class Pager(Generic[T, C]):
             problem = "has_more without a next_cursor"
         elif not page.data:
             problem = "has_more on an empty page"
-        elif str(cursor) == self._cursor:
-            problem = "the same next_cursor twice"
+        elif str(cursor) in self._seen:
+            problem = "a next_cursor seen before"
         else:
             self._cursor = str(cursor)
+            self._seen.add(self._cursor)
             self.params = _params.merge(self.params, {"starting_after": self._cursor})
             return page.data
         raise DecodeError(f"a list page that cannot be followed: {problem}", status=200)
@@ -472,7 +483,16 @@ class Core:
         answer = yield from self.with_retries(self.token_request(), idempotent=True)
         if not answer.ok:
             raise api_error(answer)
-        return decode(answer, TokenResponse._from_wire, "token")
+        issued = decode(answer, TokenResponse._from_wire, "token")
+        # A bearer token's characters (RFC 6750 2.1): anything else would be refused when the
+        # header is built, in a message that repeats it.
+        if not _BEARER_TOKEN.fullmatch(issued.access_token):
+            raise DecodeError(
+                "a token answer whose access_token is not a bearer token",
+                status=answer.status,
+                request_id=answer.request_id,
+            )
+        return issued
 
     def call(
         self,
@@ -540,6 +560,9 @@ class Core:
         return event
 
     def retrieve_transaction(self, id: int) -> Plan[Optional[Transaction]]:
+        # Without an id the filter would fall away and the page's first row come back.
+        if isinstance(id, bool) or not isinstance(id, int):
+            raise TypeError(f"id: expected an int, got {type(id).__name__}")
         params = _params.query(_params.TRANSACTION_FILTERS, id=id)
         page = yield from self.page(TRANSACTIONS, params)
         return page.data[0] if page.data else None
