@@ -14,6 +14,8 @@ import pytest
 import payrail
 from payrail import webhooks
 
+from .scripted import transaction
+
 VECTORS_FILE = (
     pathlib.Path(__file__).resolve().parents[2] / "shared-types" / "vectors" / "webhook-signatures.json"
 )
@@ -101,35 +103,7 @@ def test_the_vectors_catch_a_wrong_verifier(broken: Verify) -> None:
 
 
 BODY = json.dumps(
-    {
-        "id": "evt_7",
-        "type": "payment.paid",
-        "created": 1795000000,
-        "data": {
-            "object": "transaction",
-            "id": 7,
-            "merchant_id": 1,
-            "status": "paid",
-            "raw_status": "paid",
-            "amount_status": "EXACT",
-            "asset": "USDC",
-            "currency": "EUR",
-            "amount": {
-                "gross": "40.00",
-                "net": "39.60",
-                "expected": "40.00",
-                "psp_fee": "0.40",
-                "gas_fee": "0.00",
-                "bridge_fee": None,
-            },
-            "networks": {"payment": "polygon", "settlement": "polygon"},
-            "tx_hashes": {"source": "0x1", "bridge": None, "settlement": "0x2"},
-            "customer_email": None,
-            "external_reference": "order-7",
-            "created_at": "2026-11-21T04:35:27Z",
-            "paid_at": "2026-11-21T04:36:00Z",
-        },
-    }
+    {"id": "evt_7", "type": "payment.paid", "created": 1795000000, "data": transaction(7)}
 ).encode()
 
 
