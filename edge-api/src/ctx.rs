@@ -125,6 +125,17 @@ impl Ctx {
         self
     }
 
+    /// The object holding `institution`'s money (`crate::objects`), reached through the
+    /// worker's binding.
+    pub fn institution_object(&self, institution: i64) -> Result<Db, ApiError> {
+        let stub = self
+            .env
+            .durable_object(crate::objects::BINDING)
+            .and_then(|namespace| namespace.get_by_name(&crate::objects::name(institution)))
+            .or_internal("bind the institution's object")?;
+        Ok(Db::Object(crate::sql::Object::new(stub, institution)))
+    }
+
     /// Whether D1 work is counted and reported (`PAYRAIL_METER=1`; see `sql::meter`). Off unless
     /// set, and never set in the production configuration.
     pub fn metered(&self) -> bool {

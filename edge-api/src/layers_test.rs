@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
         "ctx",
         "error",
         "sql",
+        "objects",
         "http",
         "html",
         "locale",

@@ -21,6 +21,7 @@ mod http;
 mod locale;
 mod money;
 mod notify;
+mod objects;
 mod payments;
 mod portal;
 mod query;
@@ -36,8 +37,8 @@ mod webhooks;
 mod layers_test;
 
 use worker::{
-    event, Context, Env, MessageBatch, MessageExt, Request, Response, ScheduleContext,
-    ScheduledEvent,
+    durable_object, event, Context, DurableObject, Env, MessageBatch, MessageExt, Request,
+    Response, ScheduleContext, ScheduledEvent, State,
 };
 
 use crate::ctx::Ctx;
@@ -127,4 +128,24 @@ fn metered(response: Response, counts: &sql::meter::Counts) -> worker::Result<Re
     let headers = response.headers().clone();
     headers.set("Payrail-D1", &counts.render())?;
     Ok(response.with_headers(headers))
+}
+
+/// An institution's object (`objects`): its money tables in its own SQLite, run by the statements
+/// the worker's executor sends it. Only the worker reaches it (through its binding); it answers
+/// one path.
+#[durable_object(fetch)]
+pub struct Institution {
+    store: objects::Store,
+}
+
+impl DurableObject for Institution {
+    fn new(state: State, _env: Env) -> Self {
+        Institution {
+            store: objects::Store::new(state.storage()),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        self.store.fetch(req).await
+    }
 }

@@ -16,6 +16,8 @@ use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1DatabaseSession, D1PreparedStatement, D1Result};
 
+use wire::{Outcome, Reply};
+
 /// A failed database operation, or a stored row that does not read back, classified once, here,
 /// from what D1 (SQLite) says: callers ask what kind of failure it was ([`DbError::kind`],
 /// [`DbError::violates`]) and never read its text.
@@ -118,8 +120,10 @@ impl DbError {
 /// The result of every database function.
 pub type DbResult<T> = Result<T, DbError>;
 
-/// A value bound to a statement parameter.
-#[derive(Debug, Clone, PartialEq)]
+/// A value bound to a statement parameter. It crosses to an institution's object as JSON: `null`,
+/// an integer, or a string.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
 pub enum Value {
     /// SQL NULL.
     Null,
@@ -130,7 +134,8 @@ pub enum Value {
 }
 
 impl Value {
-    fn to_js(&self) -> JsValue {
+    /// The value as JavaScript binds it (D1's and an object's SQLite alike).
+    pub fn to_js(&self) -> JsValue {
         match self {
             // Ids and counters here are far below 2^53, where f64 is exact.
             Value::Null => JsValue::NULL,
@@ -216,48 +221,191 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
-/// Where statements run: the one executor every database function goes through. Today that is
-/// D1: the database itself (its primary: every write and every money decision) or a read
-/// session of it (D1's Sessions API: reads that a replica may answer, sequentially consistent
-/// within the session, see `routes::list::read_session`).
+/// Where statements run: the one executor every database function goes through: D1, the
+/// database itself (its primary: every write and every money decision) or a read session of it
+/// (D1's Sessions API: reads that a replica may answer, sequentially consistent within the
+/// session, see `routes::list::read_session`); or an institution's object, holding that
+/// institution's money tables (`crate::objects`).
 #[derive(Debug)]
 pub enum Db {
     /// The D1 database itself.
     Primary(D1Database),
     /// A read session of it.
     Session(D1DatabaseSession),
+    /// An institution's object.
+    Object(Object),
+}
+
+/// An institution's object as the worker reaches it: its stub and the institution it holds.
+pub struct Object {
+    stub: worker::Stub,
+    institution: i64,
+}
+
+impl std::fmt::Debug for Object {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Object(inst:{})", self.institution)
+    }
+}
+
+/// Largest answer read from an object (a page of rows; a list's pages are far smaller).
+const OBJECT_ANSWER_BYTES_MAX: usize = 32 * 1024 * 1024;
+
+impl Object {
+    /// The object holding `institution`, through `stub`.
+    pub fn new(stub: worker::Stub, institution: i64) -> Self {
+        Object { stub, institution }
+    }
+
+    /// The institution it holds.
+    pub fn institution(&self) -> i64 {
+        self.institution
+    }
+
+    /// Sends `statements` to the object, which commits them as one transaction; one outcome
+    /// each.
+    async fn call(&self, statements: &[Stmt]) -> DbResult<Vec<Outcome>> {
+        let call = wire::Call {
+            institution: self.institution,
+            statements: statements.to_vec(),
+        };
+        let body = serde_json::to_string(&call).map_err(|e| DbError {
+            kind: DbErrorKind::Other,
+            text: format!("a call that does not write: {e}"),
+        })?;
+        let mut init = worker::RequestInit::new();
+        init.with_method(worker::Method::Post)
+            .with_body(Some(JsValue::from_str(&body)));
+        let request =
+            worker::Request::new_with_init(&format!("https://institution{}", wire::PATH), &init)?;
+        let mut response = self.stub.fetch_with_request(request).await?;
+        let bytes = response.bytes().await?;
+        if bytes.len() > OBJECT_ANSWER_BYTES_MAX {
+            return Err(DbError {
+                kind: DbErrorKind::TooLarge,
+                text: format!("an answer of {} bytes from the object", bytes.len()),
+            });
+        }
+        match serde_json::from_slice(&bytes) {
+            Ok(Reply::Done(outcomes)) if outcomes.len() == statements.len() => {
+                meter::record_object(&outcomes);
+                Ok(outcomes)
+            }
+            Ok(Reply::Done(_)) => Err(DbError::bad_row(
+                "an object answered another number of results than it had statements",
+            )),
+            Ok(Reply::Failed(text)) => Err(DbError {
+                kind: classify(&text),
+                text,
+            }),
+            Err(e) => Err(DbError {
+                kind: DbErrorKind::Other,
+                text: format!(
+                    "an answer from the object that does not read (status {}): {e}",
+                    response.status_code()
+                ),
+            }),
+        }
+    }
+
+    /// Runs one statement.
+    async fn one(&self, statement: Stmt) -> DbResult<Outcome> {
+        self.call(std::slice::from_ref(&statement))
+            .await?
+            .pop()
+            .ok_or_else(|| DbError::bad_row("an object answered no result"))
+    }
+}
+
+/// An object's rows read as `R` the way D1's are: each row made the JavaScript object D1 would
+/// answer, then read by the same deserializer, so a type reads the same from either (a page's
+/// JSON text stays a JavaScript string, `JsonPage`).
+fn object_rows<R: DeserializeOwned>(outcome: &Outcome) -> DbResult<Vec<R>> {
+    use serde::Serialize;
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    let unreadable = |e: &dyn std::fmt::Display| DbError::bad_row(format!("an object's row: {e}"));
+    outcome
+        .rows
+        .iter()
+        .map(|row| {
+            let record = js_sys::Object::new();
+            for (column, value) in outcome.columns.iter().zip(row) {
+                let value = value.serialize(&serializer).map_err(|e| unreadable(&e))?;
+                js_sys::Reflect::set(&record, &JsValue::from_str(column), &value)
+                    .map_err(|_| unreadable(&"a column that cannot be set"))?;
+            }
+            serde_wasm_bindgen::from_value(record.into()).map_err(|e| unreadable(&e))
+        })
+        .collect()
+}
+
+/// What one statement answered, from D1 or from an object.
+enum Answered {
+    D1(D1Result),
+    Object(Outcome),
+}
+
+impl Answered {
+    /// Rows the statement changed.
+    fn changes(&self) -> usize {
+        match self {
+            Answered::D1(result) => changes(result),
+            Answered::Object(outcome) => outcome.changes as usize,
+        }
+    }
+
+    /// Its rows, read as `R`.
+    fn rows<R: DeserializeOwned>(&self) -> DbResult<Vec<R>> {
+        match self {
+            Answered::D1(result) => Ok(result.results()?),
+            Answered::Object(outcome) => object_rows(outcome),
+        }
+    }
 }
 
 impl Db {
-    /// `stmt` prepared and bound for D1.
-    fn prepared(&self, stmt: &Stmt) -> DbResult<D1PreparedStatement> {
+    /// `stmt` prepared and bound for D1 (`None` for an object, which is sent statements).
+    fn prepared(&self, stmt: &Stmt) -> DbResult<Option<D1PreparedStatement>> {
         let prepared = match self {
             Db::Primary(db) => db.prepare(stmt.sql.as_str()),
             Db::Session(session) => session.prepare(stmt.sql.as_str()),
+            Db::Object(_) => return Ok(None),
         };
         let values: Vec<JsValue> = stmt.params.iter().map(Value::to_js).collect();
-        Ok(prepared.bind(&values)?)
+        Ok(Some(prepared.bind(&values)?))
     }
 
-    /// Commits `statements` as one atomic transaction (one D1 batch); one result each.
-    async fn transaction(&self, statements: &[Stmt]) -> DbResult<Vec<D1Result>> {
+    /// `stmt` prepared and bound for D1, when the database is D1.
+    fn d1(&self, stmt: &Stmt) -> DbResult<D1PreparedStatement> {
+        self.prepared(stmt)?
+            .ok_or_else(|| DbError::bad_row("a D1 statement prepared for an object"))
+    }
+
+    /// Commits `statements` as one atomic transaction (one D1 batch, or one call to the
+    /// object); one result each.
+    async fn transaction(&self, statements: &[Stmt]) -> DbResult<Vec<Answered>> {
+        if let Db::Object(object) = self {
+            let outcomes = object.call(statements).await?;
+            return Ok(outcomes.into_iter().map(Answered::Object).collect());
+        }
         let prepared = statements
             .iter()
-            .map(|stmt| self.prepared(stmt))
+            .map(|stmt| self.d1(stmt))
             .collect::<DbResult<Vec<_>>>()?;
         let results = match self {
             Db::Primary(db) => db.batch(prepared).await?,
             Db::Session(session) => session.batch(prepared).await?,
+            Db::Object(_) => unreachable!("answered above"),
         };
         meter::record(1, &results);
-        Ok(results)
+        Ok(results.into_iter().map(Answered::D1).collect())
     }
 
     /// Where a read session's reads stood (its bookmark), for the client's next read; `None`
-    /// for the database itself, or a session that has read nothing.
+    /// for the database itself, an object, or a session that has read nothing.
     pub fn bookmark(&self) -> DbResult<Option<String>> {
         match self {
-            Db::Primary(_) => Ok(None),
+            Db::Primary(_) | Db::Object(_) => Ok(None),
             Db::Session(session) => Ok(session.get_bookmark()?),
         }
     }
@@ -268,10 +416,22 @@ pub const MAX_BOUND_PARAMETERS: usize = 100;
 
 /// A statement: its SQL (with `?N` placeholders) and the values bound to them, in order. Built
 /// without touching a database; run by a [`Db`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stmt {
     sql: String,
     params: Vec<Value>,
+}
+
+impl Stmt {
+    /// Its SQL.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The values bound to it, in order.
+    pub fn params(&self) -> &[Value] {
+        &self.params
+    }
 }
 
 /// `sql` with `params` bound in order; refused when it binds more values than a statement may.
@@ -297,7 +457,11 @@ pub async fn first<R: DeserializeOwned>(
     sql: &str,
     params: &[Value],
 ) -> DbResult<Option<R>> {
-    let statement = db.prepared(&stmt(sql, params)?)?;
+    if let Db::Object(object) = db {
+        let outcome = object.one(stmt(sql, params)?).await?;
+        return Ok(object_rows(&outcome)?.into_iter().next());
+    }
+    let statement = db.d1(&stmt(sql, params)?)?;
     if !meter::on() {
         return Ok(statement.first(None).await?);
     }
@@ -310,21 +474,37 @@ pub async fn first<R: DeserializeOwned>(
 
 /// Every row.
 pub async fn all<R: DeserializeOwned>(db: &Db, sql: &str, params: &[Value]) -> DbResult<Vec<R>> {
-    let result = db.prepared(&stmt(sql, params)?)?.all().await?;
+    if let Db::Object(object) = db {
+        let outcome = object.one(stmt(sql, params)?).await?;
+        return object_rows(&outcome);
+    }
+    let result = db.d1(&stmt(sql, params)?)?.all().await?;
     meter::record(1, std::slice::from_ref(&result));
     Ok(result.results()?)
 }
 
 /// Runs a statement; returns how many rows it changed.
 pub async fn run(db: &Db, sql: &str, params: &[Value]) -> DbResult<usize> {
-    let result = db.prepared(&stmt(sql, params)?)?.run().await?;
+    if let Db::Object(object) = db {
+        return Ok(object.one(stmt(sql, params)?).await?.changes as usize);
+    }
+    let result = db.d1(&stmt(sql, params)?)?.run().await?;
     meter::record(1, std::slice::from_ref(&result));
     Ok(changes(&result))
 }
 
 /// The first column of every row, as text.
 pub async fn strings(db: &Db, sql: &str, params: &[Value]) -> DbResult<Vec<String>> {
-    let statement = db.prepared(&stmt(sql, params)?)?;
+    if let Db::Object(object) = db {
+        let outcome = object.one(stmt(sql, params)?).await?;
+        return Ok(outcome
+            .rows
+            .into_iter()
+            .filter_map(|row| row.into_iter().next())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect());
+    }
+    let statement = db.d1(&stmt(sql, params)?)?;
     if meter::on() {
         // Metered, through `all` (`raw` answers no `meta`): each row is one column.
         let result = statement.all().await?;
@@ -457,18 +637,18 @@ impl Batch {
 }
 
 /// What a committed [`Batch`] answered, read by each statement's [`Handle`].
-pub struct BatchResults(Vec<D1Result>);
+pub struct BatchResults(Vec<Answered>);
 
 impl BatchResults {
     /// Whether the statement changed a row.
     pub fn changed<R>(&self, statement: Handle<R>) -> bool {
-        self.0.get(statement.index).is_some_and(|r| changes(r) > 0)
+        self.0.get(statement.index).is_some_and(|r| r.changes() > 0)
     }
 
     /// The statement's rows.
     pub fn rows<R: DeserializeOwned>(&self, statement: Handle<R>) -> DbResult<Vec<R>> {
         match self.0.get(statement.index) {
-            Some(result) => Ok(result.results()?),
+            Some(result) => result.rows(),
             None => Err(DbError::bad_row(
                 "a batch answered fewer results than it had statements",
             )),
@@ -495,7 +675,7 @@ fn changes(result: &D1Result) -> usize {
 /// it, so a measurement sends one request at a time (as `scripts/bench` does). Switched off,
 /// every call is made exactly as before and nothing is counted.
 pub mod meter {
-    use super::{D1Result, RefCell};
+    use super::{D1Result, Outcome, RefCell};
 
     /// The sums over one event's D1 calls.
     #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -512,6 +692,16 @@ pub mod meter {
         pub duration_ms: f64,
         /// The database's size in bytes after the last call, when reported.
         pub size_after: Option<u64>,
+        /// Calls to institutions' objects (a call's statements commit together), and what
+        /// they ran: statements, and rows read and written as the objects count them. Not D1
+        /// work: counted apart.
+        pub object_calls: u64,
+        /// See `object_calls`.
+        pub object_statements: u64,
+        /// See `object_calls`.
+        pub object_rows_read: u64,
+        /// See `object_calls`.
+        pub object_rows_written: u64,
     }
 
     impl Counts {
@@ -524,6 +714,16 @@ pub mod meter {
             );
             if let Some(size) = self.size_after {
                 text.push_str(&format!(";size_after={size}"));
+            }
+            if self.object_calls > 0 {
+                text.push_str(&format!(
+                    ";object_calls={};object_statements={};object_rows_read={};\
+                     object_rows_written={}",
+                    self.object_calls,
+                    self.object_statements,
+                    self.object_rows_read,
+                    self.object_rows_written
+                ));
             }
             text
         }
@@ -546,6 +746,20 @@ pub mod meter {
     /// Whether counting is on.
     pub fn on() -> bool {
         METER.with(|m| m.borrow().is_some())
+    }
+
+    /// Adds one call to an object that answered `outcomes` (one per statement).
+    pub fn record_object(outcomes: &[Outcome]) {
+        METER.with(|m| {
+            if let Some(counts) = m.borrow_mut().as_mut() {
+                counts.object_calls += 1;
+                counts.object_statements += outcomes.len() as u64;
+                for outcome in outcomes {
+                    counts.object_rows_read += outcome.rows_read;
+                    counts.object_rows_written += outcome.rows_written;
+                }
+            }
+        });
     }
 
     /// Adds `trips` round trips that answered `results` (one per statement).
@@ -626,5 +840,86 @@ mod stmt_tests {
         let err = stmt("SELECT 1", &values).unwrap_err();
         assert_eq!(err.kind(), DbErrorKind::TooLarge);
         assert!(err.to_string().contains("101 values"), "{err}");
+    }
+}
+
+/// The wire between the worker and an institution's object (`crate::objects`): a call of
+/// statements, and what each answered.
+pub mod wire {
+    use serde::{Deserialize, Serialize};
+
+    use super::{Stmt, MAX_BOUND_PARAMETERS};
+
+    /// The one path the object answers.
+    pub const PATH: &str = "/sql";
+
+    /// Largest call body: a batch of statements and their values (a page of rows moved in is the
+    /// largest the worker sends).
+    pub const CALL_BYTES_MAX: usize = 4 * 1024 * 1024;
+
+    /// Most statements in one call.
+    pub const CALL_STATEMENTS_MAX: usize = 200;
+
+    /// Longest statement text (Cloudflare's limit for one statement in an object).
+    pub const STATEMENT_BYTES_MAX: usize = 100 * 1024;
+
+    /// One call to an object: the institution it is for and the statements it commits together.
+    #[derive(Debug, Serialize, Deserialize)]
+    pub struct Call {
+        /// The institution the caller believes this object holds.
+        pub institution: i64,
+        /// Committed together, in order.
+        pub statements: Vec<Stmt>,
+    }
+
+    /// What one statement answered.
+    #[derive(Debug, Default, Serialize, Deserialize)]
+    pub struct Outcome {
+        /// Its result's columns, in order.
+        pub columns: Vec<String>,
+        /// Its rows, each a value per column.
+        pub rows: Vec<Vec<serde_json::Value>>,
+        /// Rows it inserted, updated or deleted itself (SQLite's `changes()`, as D1's meta counts
+        /// them: not rows changed by triggers).
+        pub changes: u64,
+        /// Rows SQLite read and wrote for it (indexes included), as the object's cursor counts.
+        pub rows_read: u64,
+        /// See `rows_read`.
+        pub rows_written: u64,
+    }
+
+    /// An object's answer to a [`Call`].
+    #[derive(Debug, Serialize, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Reply {
+        /// Committed: one outcome per statement.
+        Done(Vec<Outcome>),
+        /// Nothing committed: what SQLite (or the object's own check) said.
+        Failed(String),
+    }
+
+    /// A call refused before any statement runs, naming the bound it breaks.
+    pub fn check(call: &Call) -> Result<(), String> {
+        if call.statements.len() > CALL_STATEMENTS_MAX {
+            return Err(format!(
+                "{} statements in one call; at most {CALL_STATEMENTS_MAX}",
+                call.statements.len()
+            ));
+        }
+        for statement in &call.statements {
+            if statement.sql().len() > STATEMENT_BYTES_MAX {
+                return Err(format!(
+                    "a statement of {} bytes; at most {STATEMENT_BYTES_MAX}",
+                    statement.sql().len()
+                ));
+            }
+            if statement.params().len() > MAX_BOUND_PARAMETERS {
+                return Err(format!(
+                    "{} values bound to one statement; at most {MAX_BOUND_PARAMETERS}",
+                    statement.params().len()
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -169,32 +169,36 @@ pub async fn feed(db: &super::Db, owner: Owner<'_>, filter: &EventFilter) -> DbR
     .await
 }
 
-/// One of the token's institution's events as JSON, exactly as its deliveries send it (`None`
-/// when it has no such event), and the token's scopes (`None` when it is not a live token): one
-/// statement for both.
-pub async fn get_json(
-    db: &Db,
-    token_hash: &str,
-    id: &EventId,
-) -> DbResult<(Option<String>, Option<String>)> {
-    #[derive(Deserialize)]
-    struct Row {
-        event: Option<String>,
-        scopes: Option<String>,
-    }
-    let owner = Owner::Token(token_hash);
+/// One of `owner`'s events as JSON, exactly as its deliveries send it (`None` when it has no
+/// such event); with a token, its scopes (`None` when it is not a live token) and, when its
+/// institution's money is in its object, that institution (the event is read there): one
+/// statement for all.
+pub async fn get_json(db: &Db, owner: Owner<'_>, id: &EventId) -> DbResult<EventRead> {
     let (institution, param) = owner.sql();
-    let row: Option<Row> = first(
+    let row: Option<EventRead> = first(
         db,
         &format!(
             "SELECT (SELECT json(payload) FROM events WHERE id = ?2 \
-             AND institution_id = {institution}) AS event, {} AS scopes",
-            owner.scopes_sql()
+             AND institution_id = {institution}) AS event, {} AS scopes, \
+             {} AS object_institution",
+            owner.scopes_sql(),
+            owner.object_sql()
         ),
         &[param, id.as_str().into()],
     )
     .await?;
-    Ok(row.map_or((None, None), |r| (r.event, r.scopes)))
+    Ok(row.unwrap_or_default())
+}
+
+/// What [`get_json`] read.
+#[derive(Debug, Default, Deserialize)]
+pub struct EventRead {
+    /// The event's JSON.
+    pub event: Option<String>,
+    /// The token's scopes.
+    pub scopes: Option<String>,
+    /// The token's institution, when its money is in its object.
+    pub object_institution: Option<i64>,
 }
 
 /// Deletes the events past their retention (see [`super::deliveries::PRUNABLE_EVENTS`]), after

@@ -23,6 +23,7 @@ pub mod heads;
 // post their transfers; until then only the portal's reads are.
 pub mod ledger;
 pub mod merchants;
+pub mod moves;
 pub mod notifications;
 pub mod origins;
 pub mod parts;
@@ -44,7 +45,7 @@ mod plan_tests;
 #[cfg(test)]
 mod scope_tests;
 #[cfg(test)]
-mod store_tests;
+pub(crate) mod store_tests;
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -157,11 +158,24 @@ pub enum Owner<'a> {
     Institution(shared_types::ids::InstitutionId),
     /// The institution of the live access token with this hash; nobody's when there is none.
     Token(&'a str),
+    /// For a list of money (transactions, events): the institution of the live access token
+    /// with this hash when the directory holds its money in D1; nobody's when there is no such
+    /// token, or its institution's money is in its object (`JsonPage::object_institution` then
+    /// names it, and the list runs there).
+    MoneyOfToken(&'a str),
 }
 
 /// A live token's institution, from its hash in `?1`.
 const TOKEN_INSTITUTION: &str = "(SELECT institution_id FROM access_tokens \
      WHERE token_hash = ?1 AND expires_at > unixepoch())";
+/// A live token's institution when its money is in D1, from its hash in `?1`.
+const TOKEN_D1_INSTITUTION: &str = "(SELECT t.institution_id FROM access_tokens t \
+     JOIN institutions i ON i.id = t.institution_id \
+     WHERE t.token_hash = ?1 AND t.expires_at > unixepoch() AND i.store = 'd1')";
+/// A live token's institution when its money is in its object, from its hash in `?1`.
+const TOKEN_OBJECT_INSTITUTION: &str = "(SELECT t.institution_id FROM access_tokens t \
+     JOIN institutions i ON i.id = t.institution_id \
+     WHERE t.token_hash = ?1 AND t.expires_at > unixepoch() AND i.store = 'object')";
 /// A live token's scopes, from its hash in `?1`.
 const TOKEN_SCOPES: &str = "(SELECT scopes FROM access_tokens \
      WHERE token_hash = ?1 AND expires_at > unixepoch())";
@@ -172,6 +186,15 @@ impl Owner<'_> {
         match self {
             Owner::Institution(id) => ("?1", Value::from(id)),
             Owner::Token(hash) => (TOKEN_INSTITUTION, hash.into()),
+            Owner::MoneyOfToken(hash) => (TOKEN_D1_INSTITUTION, hash.into()),
+        }
+    }
+
+    /// The SQL of the token's institution when its money is in its object (NULL otherwise).
+    fn object_sql(self) -> &'static str {
+        match self {
+            Owner::Institution(_) | Owner::Token(_) => "NULL",
+            Owner::MoneyOfToken(_) => TOKEN_OBJECT_INSTITUTION,
         }
     }
 
@@ -179,7 +202,7 @@ impl Owner<'_> {
     fn scopes_sql(self) -> &'static str {
         match self {
             Owner::Institution(_) => "NULL",
-            Owner::Token(_) => TOKEN_SCOPES,
+            Owner::Token(_) | Owner::MoneyOfToken(_) => TOKEN_SCOPES,
         }
     }
 }
@@ -200,6 +223,9 @@ pub struct JsonPage {
     pub last: Option<serde_json::Value>,
     /// With [`Owner::Token`]: the token's scopes, or `None` when it is not a live token.
     pub scopes: Option<String>,
+    /// With [`Owner::MoneyOfToken`]: the token's institution when its money is in its object
+    /// (the page read here is then empty, and is read again there).
+    pub object_institution: Option<i64>,
 }
 
 impl JsonPage {
@@ -261,9 +287,10 @@ pub async fn json_page(
          (SELECT '[' || coalesce(group_concat(row_, ','), '') || ']' FROM \
           (SELECT row_ FROM page ORDER BY by_ DESC LIMIT ?{n})) AS data, \
          (SELECT cursor_ FROM page ORDER BY by_ DESC LIMIT 1 OFFSET ?{n} - 1) AS last, \
-         {} AS scopes",
+         {} AS scopes, {} AS object_institution",
         page.sql,
         owner.scopes_sql(),
+        owner.object_sql(),
         by = order.by,
         cursor = order.cursor,
     );

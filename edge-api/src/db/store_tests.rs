@@ -321,3 +321,87 @@ fn the_check_sees_a_statement_across_two_stores() {
         BTreeSet::from([Store::Institution])
     );
 }
+
+/// The money tables (an institution's object holds them), by name.
+pub(super) fn institution_tables() -> Vec<&'static str> {
+    let mut names: Vec<&str> = TABLES
+        .iter()
+        .filter(|(_, store)| *store == Store::Institution)
+        .map(|(table, _)| *table)
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// An institution's object holds its money tables as they are in D1: the object's migrations
+/// create exactly the institution store's tables, each with the same columns in the same order
+/// (types, NOT NULL, defaults, key), the same indexes and the same foreign keys, less those
+/// that point out of the object (to the directory's or a treasury's tables).
+#[test]
+fn the_objects_schema_is_the_money_tables_as_they_are() {
+    let d1 = rusqlite::Connection::open_in_memory().unwrap();
+    xtask::localdb::apply_migrations(&d1).unwrap();
+    let object = rusqlite::Connection::open_in_memory().unwrap();
+    object
+        .execute_batch(include_str!("../../objects/institution/0001_money.sql"))
+        .unwrap();
+    let rows = |conn: &rusqlite::Connection, sql: &str| -> Vec<String> {
+        let mut statement = conn.prepare(sql).unwrap();
+        let n = statement.column_count();
+        statement
+            .query_map([], |row| {
+                Ok((0..n)
+                    .map(|i| match row.get_ref(i).unwrap() {
+                        rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into(),
+                        other => format!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|"))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let object_tables: Vec<String> = rows(
+        &object,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'object_%' \
+         ORDER BY name",
+    );
+    assert_eq!(object_tables, institution_tables(), "the object's tables");
+    for table in institution_tables() {
+        assert_eq!(
+            rows(&object, &format!("PRAGMA table_xinfo({table})")),
+            rows(&d1, &format!("PRAGMA table_xinfo({table})")),
+            "{table}: columns"
+        );
+        let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
+            rows(
+                conn,
+                &format!(
+                    "SELECT il.name, il.\"unique\", il.origin, il.partial, ii.seqno, ii.name \
+                     FROM pragma_index_list('{table}') il, pragma_index_info(il.name) ii \
+                     ORDER BY il.name, ii.seqno"
+                ),
+            )
+        };
+        assert_eq!(indexes(&object), indexes(&d1), "{table}: indexes");
+        let keys = |conn: &rusqlite::Connection| -> Vec<String> {
+            rows(
+                conn,
+                &format!(
+                    "SELECT \"table\", \"from\", \"to\" FROM pragma_foreign_key_list('{table}') \
+                     ORDER BY \"from\""
+                ),
+            )
+        };
+        let inside: Vec<String> = keys(&d1)
+            .into_iter()
+            .filter(|key| {
+                institution_tables()
+                    .iter()
+                    .any(|t| key.starts_with(&format!("{t}|")))
+            })
+            .collect();
+        assert_eq!(keys(&object), inside, "{table}: foreign keys");
+    }
+}

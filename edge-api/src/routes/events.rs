@@ -3,7 +3,7 @@
 //! receiver catches up after an outage from here, without the portal. `GET /v1/events/{id}`:
 //! one of them, as a receiver checks a delivery it got (by its `Payrail-Event-Id`).
 
-use shared_types::ids::EventId;
+use shared_types::ids::{EventId, InstitutionId};
 use shared_types::Scope;
 use worker::Response;
 
@@ -20,8 +20,9 @@ use super::list::{read_page, read_session, with_bookmark, Freshness};
 pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) =
         super::list::request(&req, ctx, url, Scope::EventsRead, EventFilter::parse).await?;
-    let page = read_page(&req, ctx, Freshness::Replica, async |db| {
-        events::feed(db, Owner::Token(&hash), &filter).await
+    let owner = Owner::MoneyOfToken(&hash);
+    let page = read_page(&req, ctx, Freshness::Replica, owner, async |db, owner| {
+        events::feed(db, owner, &filter).await
     })
     .await?;
     super::list::response(page, Scope::EventsRead, filter.limit)
@@ -39,10 +40,17 @@ pub async fn get(Incoming { req, ctx, .. }: Incoming<'_>, id: &str) -> Result<Re
         return Err(not_found());
     };
     let session = read_session(&req, ctx, Freshness::Primary)?;
-    let (event, scopes) = events::get_json(&session, &hash, &id)
+    let mut read = events::get_json(&session, Owner::MoneyOfToken(&hash), &id)
         .await
         .or_internal("read event")?;
-    auth::allowed(scopes.as_deref(), Scope::EventsRead)?;
+    auth::allowed(read.scopes.as_deref(), Scope::EventsRead)?;
+    if let Some(institution) = read.object_institution {
+        let object = ctx.institution_object(institution)?;
+        read = events::get_json(&object, Owner::Institution(InstitutionId(institution)), &id)
+            .await
+            .or_internal("read event")?;
+    }
+    let event = read.event;
     with_bookmark(
         http::json_text(200, &event.ok_or_else(not_found)?).or_internal("build response")?,
         &session,

@@ -6,7 +6,9 @@ use worker::{Request, Response, Url};
 
 use crate::auth;
 use crate::ctx::Ctx;
-use crate::db::{Db, JsonPage};
+use shared_types::ids::InstitutionId;
+
+use crate::db::{Db, JsonPage, Owner};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::query::QueryError;
@@ -101,26 +103,49 @@ fn bookmark(req: &Request) -> Result<Option<String>, ApiError> {
 /// Reads a page as [`read_session`] says, and again on the primary when the first session's
 /// answer cannot be used: a replica that does not know the token (issued a moment ago, not yet
 /// copied there: a new token never reads as a bad one), or a bookmark D1 does not take (the
-/// primary is at least as new as any bookmark). Returns the page and the session that answered.
+/// primary is at least as new as any bookmark). A list of money whose institution the directory
+/// holds in its object is read again there, keyed by that institution. Returns the page and the
+/// session that answered the token.
 pub async fn read_page(
     req: &Request,
     ctx: &Ctx,
     freshness: Freshness,
-    read: impl AsyncFn(&Db) -> crate::db::DbResult<JsonPage>,
+    owner: Owner<'_>,
+    read: impl AsyncFn(&Db, Owner<'_>) -> crate::db::DbResult<JsonPage>,
+) -> Result<(JsonPage, Db), ApiError> {
+    let (page, session) = read_directory_page(req, ctx, freshness, owner, &read).await?;
+    let Some(institution) = page.object_institution else {
+        return Ok((page, session));
+    };
+    let object = ctx.institution_object(institution)?;
+    let mut held = read(&object, Owner::Institution(InstitutionId(institution)))
+        .await
+        .or_internal("read page")?;
+    held.scopes = page.scopes;
+    Ok((held, session))
+}
+
+/// [`read_page`] in D1: the token, and the page when D1 holds it.
+async fn read_directory_page(
+    req: &Request,
+    ctx: &Ctx,
+    freshness: Freshness,
+    owner: Owner<'_>,
+    read: &impl AsyncFn(&Db, Owner<'_>) -> crate::db::DbResult<JsonPage>,
 ) -> Result<(JsonPage, Db), ApiError> {
     let session = read_session(req, ctx, freshness)?;
     if freshness == Freshness::Primary {
-        let page = read(&session).await.or_internal("read page")?;
+        let page = read(&session, owner).await.or_internal("read page")?;
         return Ok((page, session));
     }
-    match read(&session).await {
+    match read(&session, owner).await {
         Ok(page) if page.scopes.is_some() => return Ok((page, session)),
         Ok(_) => {}
         Err(e) if bookmark(req)?.is_none() => return Err(e).or_internal("read page"),
         Err(_) => {}
     }
     let primary = open_session(ctx, PRIMARY)?;
-    let page = read(&primary).await.or_internal("read page")?;
+    let page = read(&primary, owner).await.or_internal("read page")?;
     Ok((page, primary))
 }
 

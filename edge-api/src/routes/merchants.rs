@@ -21,9 +21,13 @@ pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, 
     } else {
         Freshness::Replica
     };
-    let page = read_page(&req, ctx, freshness, async |db| {
-        merchants::list_json(db, Owner::Token(&hash), &filter).await
-    })
+    let page = read_page(
+        &req,
+        ctx,
+        freshness,
+        Owner::Token(&hash),
+        async |db, owner| merchants::list_json(db, owner, &filter).await,
+    )
     .await?;
     super::list::response(page, Scope::MerchantsRead, filter.limit)
 }

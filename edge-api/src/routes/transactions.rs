@@ -10,7 +10,8 @@ use crate::route::Incoming;
 
 use super::list::{read_page, Freshness};
 
-/// One page of the caller's transactions: the token's check and the page in one statement.
+/// One page of the caller's transactions: the token's check and the page in one statement (or,
+/// when the institution's money is in its object, the page read there).
 pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, ApiError> {
     let (hash, filter) = super::list::request(
         &req,
@@ -26,8 +27,9 @@ pub async fn list(Incoming { req, ctx, url }: Incoming<'_>) -> Result<Response, 
     } else {
         Freshness::Replica
     };
-    let page = read_page(&req, ctx, freshness, async |db| {
-        transactions::list_json(db, Owner::Token(&hash), &filter).await
+    let owner = Owner::MoneyOfToken(&hash);
+    let page = read_page(&req, ctx, freshness, owner, async |db, owner| {
+        transactions::list_json(db, owner, &filter).await
     })
     .await?;
     super::list::response(page, Scope::TransactionsRead, filter.limit)

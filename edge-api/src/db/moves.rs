@@ -1,0 +1,287 @@
+//! Moving an institution's money tables from D1 into its object: every table of an institution's
+//! store, read from D1 page by page in key order, written into the object as the same rows, and
+//! read back from both in the same order to compare. The one module that names every money
+//! table: a move copies rows as they are, so its statements are built from the table list below
+//! (each table's rows are still written by its own module everywhere else).
+
+use serde_json::{Map, Value as Json};
+
+use super::{all, stmt, DbError, DbResult, Stmt, Value};
+
+/// A money table as a move reads it: its name, the columns that order it (its key), and which
+/// of its rows are the institution's (`?1` is the institution).
+pub struct Table {
+    /// The table.
+    pub name: &'static str,
+    /// Its key's columns, in order: pages are read in this order on both sides.
+    pub key: &'static str,
+    /// The condition naming the institution's rows.
+    pub whose: &'static str,
+}
+
+/// Rows of the institution by its own column.
+const OWN: &str = "institution_id = ?1";
+
+/// Every money table, parents before the rows that refer to them (the object's foreign keys).
+pub const TABLES: &[Table] = &[
+    Table {
+        name: "transactions",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "payment_parts",
+        key: "transaction_id, part",
+        whose: OWN,
+    },
+    Table {
+        name: "checkout_sessions",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "idempotency_keys",
+        key: "merchant_id, key",
+        // Keyed by merchant (the directory's merchants name the institution).
+        whose: "merchant_id IN (SELECT id FROM merchants WHERE institution_id = ?1)",
+    },
+    Table {
+        name: "deposit_watches",
+        key: "address",
+        whose: OWN,
+    },
+    Table {
+        name: "chain_transfers",
+        key: "network, tx_hash, log_index, address",
+        whose: OWN,
+    },
+    Table {
+        name: "settlements",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "settlement_claims",
+        key: "transaction_id, part",
+        whose: OWN,
+    },
+    Table {
+        name: "settlement_items",
+        key: "send_id, transaction_id",
+        whose: OWN,
+    },
+    Table {
+        name: "settlement_holds",
+        key: "transaction_id",
+        whose: OWN,
+    },
+    Table {
+        name: "refunds",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "topup_addresses",
+        key: "address",
+        whose: OWN,
+    },
+    Table {
+        name: "topup_watches",
+        key: "address, token",
+        whose: OWN,
+    },
+    Table {
+        name: "topup_transfers",
+        key: "network, tx_hash, log_index, address, token",
+        whose: OWN,
+    },
+    Table {
+        name: "events",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "deliveries",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
+        name: "delivery_attempts",
+        key: "id",
+        // Keyed by delivery.
+        whose: "delivery_id IN (SELECT id FROM deliveries WHERE institution_id = ?1)",
+    },
+];
+
+/// One row as read, column by column.
+pub type Row = Map<String, Json>;
+
+/// How many of the institution's rows `table` holds in D1.
+pub fn count(table: &Table, institution: i64) -> DbResult<Stmt> {
+    stmt(
+        &format!(
+            "SELECT count(*) AS n FROM {} WHERE {}",
+            table.name, table.whose
+        ),
+        &[Value::Int(institution)],
+    )
+}
+
+/// How many rows `table` holds in the object (all of them are its institution's).
+pub fn count_held(table: &Table) -> DbResult<Stmt> {
+    stmt(&format!("SELECT count(*) AS n FROM {}", table.name), &[])
+}
+
+/// A page of the institution's rows of `table` in D1, in key order.
+pub async fn page(
+    db: &super::Db,
+    table: &Table,
+    institution: i64,
+    offset: i64,
+    limit: i64,
+) -> DbResult<Vec<Row>> {
+    all(
+        db,
+        &format!(
+            "SELECT * FROM {} WHERE {} ORDER BY {} LIMIT ?2 OFFSET ?3",
+            table.name, table.whose, table.key
+        ),
+        &[
+            Value::Int(institution),
+            Value::Int(limit),
+            Value::Int(offset),
+        ],
+    )
+    .await
+}
+
+/// A page of `table`'s rows in the object, in key order.
+pub async fn page_held(
+    db: &super::Db,
+    table: &Table,
+    offset: i64,
+    limit: i64,
+) -> DbResult<Vec<Row>> {
+    all(
+        db,
+        &format!(
+            "SELECT * FROM {} ORDER BY {} LIMIT ?1 OFFSET ?2",
+            table.name, table.key
+        ),
+        &[Value::Int(limit), Value::Int(offset)],
+    )
+    .await
+}
+
+/// Every row of every money table in the object deleted, children first: a copy starts from
+/// nothing (until the directory routes the institution to its object, nothing reads it).
+pub fn clear() -> DbResult<Vec<Stmt>> {
+    TABLES
+        .iter()
+        .rev()
+        .map(|table| stmt(&format!("DELETE FROM {}", table.name), &[]))
+        .collect()
+}
+
+/// `row` of `table` inserted as it is.
+pub fn insert(table: &Table, row: &Row) -> DbResult<Stmt> {
+    let mut columns = Vec::with_capacity(row.len());
+    let mut values = Vec::with_capacity(row.len());
+    for (column, value) in row {
+        if !column
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            return Err(DbError::bad_row(format!(
+                "{}: a column named {column:?}",
+                table.name
+            )));
+        }
+        columns.push(column.as_str());
+        values.push(value_of(table, column, value)?);
+    }
+    let placeholders: Vec<String> = (1..=values.len()).map(|n| format!("?{n}")).collect();
+    stmt(
+        &format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            table.name,
+            columns.join(", "),
+            placeholders.join(", ")
+        ),
+        &values,
+    )
+}
+
+/// A stored value as it is bound again: NULL, an integer or text (no table holds anything
+/// else; anything else is refused by name rather than changed).
+fn value_of(table: &Table, column: &str, value: &Json) -> DbResult<Value> {
+    match value {
+        Json::Null => Ok(Value::Null),
+        Json::String(text) => Ok(Value::Text(text.clone())),
+        Json::Number(n) if n.is_i64() => Ok(Value::Int(n.as_i64().unwrap_or_default())),
+        other => Err(DbError::bad_row(format!(
+            "{}.{column}: a value that is neither null, an integer nor text ({other})",
+            table.name
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{insert, value_of, Row, TABLES};
+
+    /// The list names every money table of the schema, once, and each key is the table's
+    /// primary key.
+    #[test]
+    fn every_money_table_is_moved_in_its_key_order() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        let mut names: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
+        for table in TABLES {
+            let mut key: Vec<(i64, String)> = conn
+                .prepare(&format!("PRAGMA table_info({})", table.name))
+                .unwrap()
+                .query_map([], |r| Ok((r.get::<_, i64>(5)?, r.get::<_, String>(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .filter(|(pk, _)| *pk > 0)
+                .collect();
+            key.sort();
+            let key: Vec<String> = key.into_iter().map(|(_, c)| c).collect();
+            assert_eq!(key.join(", "), table.key, "{}", table.name);
+            // The condition reads in D1 as written.
+            conn.prepare(&format!(
+                "SELECT * FROM {} WHERE {} ORDER BY {}",
+                table.name, table.whose, table.key
+            ))
+            .unwrap();
+        }
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+        assert_eq!(
+            names,
+            crate::db::store_tests::institution_tables(),
+            "the money tables"
+        );
+    }
+
+    /// A row is inserted as read; a value of another kind, or a strange column name, is
+    /// refused by name.
+    #[test]
+    fn rows_are_inserted_as_read() {
+        let table = &TABLES[0];
+        let row: Row =
+            serde_json::from_str(r#"{"id": 7, "status": "paid", "paid_at": null}"#).unwrap();
+        let statement = insert(table, &row).unwrap();
+        assert_eq!(
+            statement.sql(),
+            "INSERT INTO transactions (id, paid_at, status) VALUES (?1, ?2, ?3)"
+        );
+        let err = value_of(table, "amount", &serde_json::json!(1.5)).unwrap_err();
+        assert!(err.to_string().contains("transactions.amount"), "{err}");
+        let odd: Row = serde_json::from_str(r#"{"id); DROP TABLE x; --": 1}"#).unwrap();
+        assert!(insert(table, &odd).is_err());
+    }
+}

@@ -1,0 +1,388 @@
+//! An institution's object: a SQLite-backed Durable Object (one per institution, named
+//! `inst:<id>`) holding that institution's money tables, and the wire the worker's executor
+//! ([`crate::sql::Db::Object`]) speaks to it. The worker keeps the logic; the object runs the
+//! statements it is sent, as D1 runs them: each call's statements in one transaction
+//! (`transactionSync`: an SQL error or a failed check inside it rolls every row back), in order,
+//! each answering its rows and how many rows it changed.
+//!
+//! What the object checks itself, whatever it is sent:
+//! - its schema: the migrations of `edge-api/objects/institution/`, applied in order before its
+//!   first statement and recorded in `object_migrations` (objects have no `user_version`);
+//! - its institution: the first call names it and `object_identity` keeps it; a call naming
+//!   another is refused, and every money table refuses a row of another institution (triggers
+//!   of the schema), so a statement naming another institution's rows finds nothing;
+//! - its bounds: a call's body, its statements and each statement's text and values are
+//!   bounded before they are read.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::{wasm_bindgen, Closure};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::sql::wire::{check, Call, Outcome, Reply, CALL_BYTES_MAX, PATH};
+use crate::sql::{Stmt, Value};
+
+/// The binding the worker reaches institutions' objects through (`wrangler.toml`).
+pub const BINDING: &str = "INSTITUTIONS";
+
+/// The object's name for institution `id`.
+pub fn name(institution: i64) -> String {
+    format!("inst:{institution}")
+}
+
+/// The object's schema, in order: (name, SQL).
+const MIGRATIONS: &[(&str, &str)] = &[(
+    "0001_money",
+    include_str!("../objects/institution/0001_money.sql"),
+)];
+
+/// The object's side: its storage, and whether this instance has checked its schema and
+/// identity (once per instance; a new instance checks again).
+pub struct Store {
+    storage: worker::Storage,
+    ready: Cell<Option<i64>>,
+}
+
+impl Store {
+    /// The object's storage.
+    pub fn new(storage: worker::Storage) -> Self {
+        Store {
+            storage,
+            ready: Cell::new(None),
+        }
+    }
+
+    /// Answers the worker's request: a call on the one path, its body bounded before it is
+    /// read.
+    pub async fn fetch(&self, mut req: worker::Request) -> worker::Result<worker::Response> {
+        if req.method() != worker::Method::Post || req.path() != PATH {
+            return worker::Response::error("not found", 404);
+        }
+        let reply = match crate::http::body(&mut req, CALL_BYTES_MAX).await {
+            Ok(body) => self.answer(body.as_bytes()),
+            Err(refused) => Reply::Failed(format!("too large: {}", refused.description)),
+        };
+        worker::Response::from_json(&reply)
+    }
+
+    /// Answers a call's body: the call read and bounded, the schema migrated, the institution
+    /// checked, then the statements run in one transaction.
+    pub fn answer(&self, body: &[u8]) -> Reply {
+        if body.len() > CALL_BYTES_MAX {
+            return Reply::Failed(format!(
+                "too large: a call of {} bytes; at most {CALL_BYTES_MAX}",
+                body.len()
+            ));
+        }
+        let call: Call = match serde_json::from_slice(body) {
+            Ok(call) => call,
+            Err(e) => return Reply::Failed(format!("a call that does not read: {e}")),
+        };
+        if let Err(e) = check(&call) {
+            return Reply::Failed(format!("too large: {e}"));
+        }
+        if let Err(e) = self.ready_for(call.institution) {
+            return Reply::Failed(e);
+        }
+        let sql = self.storage.sql();
+        match transaction_sync(&self.storage, move || run_all(&sql, &call.statements)) {
+            Ok(outcomes) => Reply::Done(outcomes),
+            Err(e) => Reply::Failed(e),
+        }
+    }
+
+    /// Migrates the schema (once per instance) and checks that the object holds `institution`,
+    /// recording it if the object is new.
+    fn ready_for(&self, institution: i64) -> Result<(), String> {
+        if let Some(held) = self.ready.get() {
+            return same_institution(held, institution);
+        }
+        let sql = self.storage.sql();
+        let now = (js_sys::Date::now() / 1000.0).floor() as i64;
+        let held = transaction_sync(&self.storage, move || {
+            migrate(&sql, now)?;
+            identity(&sql, institution, now)
+        })?;
+        self.ready.set(Some(held));
+        same_institution(held, institution)
+    }
+}
+
+/// Refuses a call for another institution than the object's.
+fn same_institution(held: i64, asked: i64) -> Result<(), String> {
+    if held == asked {
+        Ok(())
+    } else {
+        Err(format!(
+            "this object holds institution {held}, not institution {asked}"
+        ))
+    }
+}
+
+/// Applies the migrations not yet recorded, in order.
+fn migrate(sql: &worker::SqlStorage, now: i64) -> Result<(), String> {
+    exec(
+        sql,
+        "CREATE TABLE IF NOT EXISTS object_migrations \
+         (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)",
+        &[],
+    )?;
+    let applied = exec(sql, "SELECT name FROM object_migrations", &[])?;
+    let applied: Vec<String> = applied
+        .rows
+        .iter()
+        .filter_map(|row| row.first().and_then(|v| v.as_str()).map(str::to_owned))
+        .collect();
+    for (name, text) in MIGRATIONS {
+        if applied.iter().any(|a| a == name) {
+            continue;
+        }
+        for statement in statements_of(text) {
+            exec(sql, statement, &[]).map_err(|e| format!("migration {name}: {e}"))?;
+        }
+        exec(
+            sql,
+            "INSERT INTO object_migrations (name, applied_at) VALUES (?1, ?2)",
+            &[Value::from(*name), Value::Int(now)],
+        )?;
+    }
+    Ok(())
+}
+
+/// The institution the object holds, recorded as `institution` when it holds none yet.
+fn identity(sql: &worker::SqlStorage, institution: i64, now: i64) -> Result<i64, String> {
+    exec(
+        sql,
+        "INSERT INTO object_identity (only_row, institution_id, created_at) VALUES (1, ?1, ?2) \
+         ON CONFLICT (only_row) DO NOTHING",
+        &[Value::Int(institution), Value::Int(now)],
+    )?;
+    let held = exec(
+        sql,
+        "SELECT institution_id FROM object_identity WHERE only_row = 1",
+        &[],
+    )?;
+    held.rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(serde_json::Value::as_i64)
+        .ok_or_else(|| "the object's identity does not read back".to_owned())
+}
+
+/// A migration's statements: split after each `;` that ends a line outside a trigger's body
+/// (`BEGIN … END;`), comments dropped.
+pub fn statements_of(text: &str) -> Vec<&str> {
+    let mut statements = Vec::new();
+    let mut start = 0;
+    let mut in_body = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let code = line.split("--").next().unwrap_or("").trim();
+        let upper = code.to_ascii_uppercase();
+        if upper.ends_with("BEGIN") || upper.contains(" BEGIN ") {
+            in_body = true;
+        }
+        offset += line.len();
+        if code.ends_with(';') && (!in_body || upper.ends_with("END;")) {
+            in_body = false;
+            let statement = text[start..offset].trim();
+            if !statement.is_empty() {
+                statements.push(statement);
+            }
+            start = offset;
+        }
+    }
+    statements
+}
+
+/// Runs each statement in order; the first failure stops (and, inside a transaction, rolls
+/// back) everything.
+fn run_all(sql: &worker::SqlStorage, statements: &[Stmt]) -> Result<Vec<Outcome>, String> {
+    statements
+        .iter()
+        .map(|statement| exec(sql, statement.sql(), statement.params()))
+        .collect()
+}
+
+/// Runs one statement, with the rows it changed counted as D1 counts them.
+fn exec(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<Outcome, String> {
+    let before = total_changes(sql)?;
+    let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
+    let cursor = sql.exec_raw(text, values).map_err(|e| e.to_string())?;
+    let columns = cursor.column_names();
+    let rows = cursor
+        .raw()
+        .map(|row| {
+            row.map(|values| values.into_iter().map(json_of).collect::<Vec<_>>())
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows_read = cursor.rows_read() as u64;
+    let rows_written = cursor.rows_written() as u64;
+    let changes = if total_changes(sql)? == before {
+        0
+    } else {
+        count(sql, "SELECT changes()")?
+    };
+    Ok(Outcome {
+        columns,
+        rows,
+        changes,
+        rows_read,
+        rows_written,
+    })
+}
+
+/// SQLite's count of rows changed since the database was opened.
+fn total_changes(sql: &worker::SqlStorage) -> Result<u64, String> {
+    count(sql, "SELECT total_changes()")
+}
+
+/// A statement's one integer.
+fn count(sql: &worker::SqlStorage, text: &str) -> Result<u64, String> {
+    let cursor = sql.exec_raw(text, Vec::new()).map_err(|e| e.to_string())?;
+    let row = cursor.raw().next().transpose().map_err(|e| e.to_string())?;
+    match row.as_deref() {
+        Some([worker::SqlStorageValue::Integer(n)]) => Ok((*n).max(0) as u64),
+        _ => Err(format!("{text} did not answer a count")),
+    }
+}
+
+/// A stored value as JSON (blobs, which no table holds, as their bytes).
+fn json_of(value: worker::SqlStorageValue) -> serde_json::Value {
+    use worker::SqlStorageValue as V;
+    match value {
+        V::Null => serde_json::Value::Null,
+        V::Boolean(b) => serde_json::Value::Bool(b),
+        V::Integer(n) => serde_json::Value::from(n),
+        V::Float(f) => serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into),
+        V::String(s) => serde_json::Value::String(s),
+        V::Blob(bytes) => serde_json::Value::from(bytes),
+    }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The platform's storage object, for the one method workers-rs does not bind.
+    type SyncStorage;
+
+    /// `storage.transactionSync(fn)`: runs `fn` in a transaction, committed when it returns
+    /// and rolled back when it throws.
+    #[wasm_bindgen(method, catch, js_name = transactionSync)]
+    fn transaction_sync(this: &SyncStorage, body: &js_sys::Function) -> Result<JsValue, JsValue>;
+}
+
+/// Runs `body` in one transaction of the object's storage: committed when it returns `Ok`,
+/// every row rolled back when it returns `Err` or SQLite refuses a statement.
+pub fn transaction_sync<T: 'static>(
+    storage: &worker::Storage,
+    body: impl FnOnce() -> Result<T, String> + 'static,
+) -> Result<T, String> {
+    let result: Rc<RefCell<Option<Result<T, String>>>> = Rc::default();
+    let slot = result.clone();
+    let closure = Closure::once(move || -> Result<JsValue, JsValue> {
+        let outcome = body();
+        let failed = outcome.as_ref().err().map(|e| JsValue::from_str(e));
+        *slot.borrow_mut() = Some(outcome);
+        match failed {
+            // Thrown, so the platform rolls the transaction back.
+            Some(error) => Err(error),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    });
+    let raw: &SyncStorage = storage.as_raw().unchecked_ref();
+    let thrown = raw.transaction_sync(closure.as_ref().unchecked_ref()).err();
+    drop(closure);
+    let outcome = result.borrow_mut().take();
+    match (outcome, thrown) {
+        (Some(Ok(value)), None) => Ok(value),
+        (Some(Err(e)), _) => Err(e),
+        (_, Some(thrown)) => Err(thrown
+            .as_string()
+            .or_else(|| {
+                thrown
+                    .dyn_ref::<js_sys::Error>()
+                    .map(|e| String::from(e.message()))
+            })
+            .unwrap_or_else(|| "the transaction failed".to_owned())),
+        (None, None) => Err("the transaction did not run".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{statements_of, MIGRATIONS};
+    use crate::sql::wire::{check, Call, CALL_STATEMENTS_MAX};
+    use crate::sql::{stmt, Value};
+
+    /// The migrations split into statements that SQLite runs one by one to the same schema as
+    /// the whole file at once (triggers' bodies kept whole).
+    #[test]
+    fn migrations_split_into_whole_statements() {
+        for (name, text) in MIGRATIONS {
+            let whole = rusqlite::Connection::open_in_memory().unwrap();
+            whole.execute_batch(text).unwrap();
+            let split = rusqlite::Connection::open_in_memory().unwrap();
+            let statements = statements_of(text);
+            for statement in &statements {
+                let mut prepared = split
+                    .prepare(statement)
+                    .unwrap_or_else(|e| panic!("{name}: {e}: {statement}"));
+                prepared.raw_execute().unwrap();
+            }
+            let schema = |c: &rusqlite::Connection| -> Vec<String> {
+                let mut s = c
+                    .prepare("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+                    .unwrap();
+                s.query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
+            };
+            assert_eq!(schema(&whole), schema(&split), "{name}");
+            assert!(
+                statements.iter().filter(|s| s.contains("TRIGGER")).count() > 10,
+                "{name}"
+            );
+        }
+    }
+
+    /// A call travels as JSON and back unchanged; values keep their kind.
+    #[test]
+    fn a_call_crosses_as_json() {
+        let call = Call {
+            institution: 7,
+            statements: vec![stmt(
+                "SELECT ?1, ?2, ?3",
+                &[
+                    Value::Null,
+                    Value::Int(9_007_199_254_740_991),
+                    Value::from("x"),
+                ],
+            )
+            .unwrap()],
+        };
+        let text = serde_json::to_string(&call).unwrap();
+        let back: Call = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.statements, call.statements);
+        assert_eq!(back.institution, 7);
+    }
+
+    /// A call past its bounds is refused, naming the bound.
+    #[test]
+    fn a_call_is_bounded() {
+        let one = stmt("SELECT 1", &[]).unwrap();
+        let call = Call {
+            institution: 1,
+            statements: vec![one; CALL_STATEMENTS_MAX + 1],
+        };
+        assert!(check(&call).unwrap_err().contains("201 statements"));
+        let long = stmt(&format!("SELECT '{}'", "a".repeat(100 * 1024)), &[]).unwrap();
+        let call = Call {
+            institution: 1,
+            statements: vec![long],
+        };
+        assert!(check(&call).unwrap_err().contains("bytes"));
+    }
+}
