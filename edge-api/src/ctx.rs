@@ -125,6 +125,12 @@ impl Ctx {
         self
     }
 
+    /// The operator's token (`PAYRAIL_OPERATOR_TOKEN`), when configured: the operator's API
+    /// exists only then.
+    pub fn operator_token(&self) -> Option<String> {
+        self.secret("PAYRAIL_OPERATOR_TOKEN")
+    }
+
     /// The object holding `institution`'s money (`crate::objects`), reached through the
     /// worker's binding.
     pub fn institution_object(&self, institution: i64) -> Result<Db, ApiError> {

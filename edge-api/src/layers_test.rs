@@ -28,7 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["db"],
     &["notify", "chain"],
     &[
-        "auth", "throttle", "payments", "checkout", "webhooks", "money",
+        "auth", "throttle", "payments", "checkout", "webhooks", "money", "shard",
     ],
     &["routes", "portal", "cron"],
     &["lib"],

@@ -27,6 +27,7 @@ mod portal;
 mod query;
 mod route;
 mod routes;
+mod shard;
 mod sql;
 mod throttle;
 mod wallet_address;

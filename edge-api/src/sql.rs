@@ -257,11 +257,6 @@ impl Object {
         Object { stub, institution }
     }
 
-    /// The institution it holds.
-    pub fn institution(&self) -> i64 {
-        self.institution
-    }
-
     /// Sends `statements` to the object, which commits them as one transaction; one outcome
     /// each.
     async fn call(&self, statements: &[Stmt]) -> DbResult<Vec<Outcome>> {

@@ -116,20 +116,20 @@ pub const TABLES: &[Table] = &[
 /// One row as read, column by column.
 pub type Row = Map<String, Json>;
 
-/// How many of the institution's rows `table` holds in D1.
-pub fn count(table: &Table, institution: i64) -> DbResult<Stmt> {
-    stmt(
-        &format!(
-            "SELECT count(*) AS n FROM {} WHERE {}",
-            table.name, table.whose
-        ),
+/// Where the directory holds `institution`'s money (`d1` or `object`); `None` for no such
+/// institution.
+pub async fn store_of(db: &super::Db, institution: i64) -> DbResult<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Found {
+        store: String,
+    }
+    let found: Option<Found> = super::first(
+        db,
+        "SELECT store FROM institutions WHERE id = ?1",
         &[Value::Int(institution)],
     )
-}
-
-/// How many rows `table` holds in the object (all of them are its institution's).
-pub fn count_held(table: &Table) -> DbResult<Stmt> {
-    stmt(&format!("SELECT count(*) AS n FROM {}", table.name), &[])
+    .await?;
+    Ok(found.map(|f| f.store))
 }
 
 /// A page of the institution's rows of `table` in D1, in key order.

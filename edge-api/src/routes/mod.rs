@@ -7,6 +7,7 @@ mod events;
 mod hosted_page;
 mod list;
 mod merchants;
+mod operator;
 mod sandbox;
 mod token;
 mod transactions;
@@ -87,6 +88,9 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
         }
         ["portal", "api", ref rest @ ..] => return portal::api::route(rest),
         ["portal", ref rest @ ..] => return portal::pages::route(rest),
+        ["operator", "institutions", id, "copy"] => {
+            Route::new().post(move |r| operator::copy(r, id))
+        }
         ["openapi.json"] => Route::new().get(openapi),
         _ => return None,
     })

@@ -39,6 +39,7 @@ mod roles;
 mod rotation;
 mod service;
 mod settlement;
+mod shard;
 mod stranded;
 mod sweep;
 mod token;
