@@ -15,10 +15,14 @@ use worker::Url;
 
 use crate::ctx::{timestamp, Ctx};
 use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, StoredKey, KEY_SECONDS};
+use crate::db::sessions::{Always, KeyFree};
 use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
 use crate::db::watches::{self, NewWatch};
-use crate::db::{deposits, merchants, origins, wallets, And, Batch, BatchResults, Handle, Stmt};
+use crate::db::{
+    deposits, merchants, origins, wallets, AfterChange, And, Batch, BatchResults, Handle,
+    MoneyStore, Stmt,
+};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, payments, throttle};
 
@@ -161,6 +165,7 @@ async fn attempt(
                 .idempotency_key
                 .as_deref()
                 .map(|k| (k, now - KEY_SECONDS)),
+            store: known.store,
         };
         match make(ctx, options, locale, counted, &known, &admitted).await {
             Ok(Some(session)) => return Ok(session),
@@ -250,7 +255,7 @@ async fn read(
         .into_iter()
         .map(|w| w.network)
         .collect();
-    if chain::methods_for(ctx, &networks)?.is_empty() {
+    if chain::methods_for_store(ctx, &networks, merchant.store)?.is_empty() {
         return Err(Refusal::MerchantUnavailable(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
@@ -290,6 +295,7 @@ async fn read(
             merchant_id: merchant.id,
             institution_id: merchant.institution_id,
             networks,
+            store: merchant.store,
             read_at: now,
         },
         origin,
@@ -362,7 +368,7 @@ async fn make(
     // The first way to pay that can be quoted now is the default; none: no payment is taken.
     let mut unavailable = Vec::new();
     let mut chosen = None;
-    for method in chain::methods_for(ctx, &known.networks)? {
+    for method in chain::methods_for_store(ctx, &known.networks, known.store)? {
         match chain::quote(ctx, method, amount, &options.currency).await {
             Ok(quote) => {
                 chosen = Some((method, quote));
@@ -376,6 +382,21 @@ async fn make(
     };
     let session_id = crypto::random_token(shared_types::ids::SessionId::PREFIX)
         .or_internal("generate session id")?;
+    let quoted = Quoted {
+        method,
+        quote,
+        session_id,
+        amount: amount_text,
+    };
+    if known.store == MoneyStore::Object {
+        return make_held(ctx, options, locale, counted, known, admitted, quoted).await;
+    }
+    let Quoted {
+        method,
+        quote,
+        session_id,
+        amount: amount_text,
+    } = quoted;
     // A derived address takes a fresh index. It is taken in one batch with the attempt's
     // counts, only if both are within their limits and the facts still hold: an attempt past
     // its limits never uses up an index, even in a race. The merchant's count taken here holds
@@ -530,6 +551,192 @@ async fn make(
     }))
 }
 
+/// What a session is made with once quoted: the way to pay and its quote, the session's id and
+/// the order's amount as stored.
+struct Quoted {
+    method: quote::Method,
+    quote: chain::Quote,
+    session_id: String,
+    amount: String,
+}
+
+/// [`make`] for a merchant whose institution's money is held in its object: the directory judges
+/// what it holds in one batch (the attempt's counts, the facts the session is made on, the
+/// derived address's index) and writes the checkout's index entry with them, only if they hold;
+/// then the object stores the transaction, its session, its watch and the idempotency key in one
+/// transaction, only if the key made nothing live. When the object stores nothing (a racer
+/// stored the key first), the directory gives the count back and drops the index entry, and
+/// the key's session is answered. `Ok(None)`: a fact changed and nothing was stored.
+async fn make_held(
+    ctx: &Ctx,
+    options: &CheckoutOptions,
+    locale: Option<&str>,
+    counted: &mut bool,
+    known: &Known,
+    admitted: &Admitted<'_>,
+    Quoted {
+        method,
+        quote,
+        session_id,
+        amount,
+    }: Quoted,
+) -> Result<Option<Session>, Refusal> {
+    let now = ctx.now();
+    let key = &options.public_key;
+    let merchant = Scoped::new(known.institution_id, known.merchant_id);
+    // The idempotency key is the object's to judge.
+    let facts = Admitted {
+        idempotency_key: None,
+        ..*admitted
+    };
+    let deriver = chain::Deriver::for_network(ctx, method.network)?;
+    let mut directory = Batch::new();
+    let (counts, within) = count_into(ctx, key, *counted, &facts, &mut directory)?;
+    let admits = And(&within, &facts);
+    let index = match &deriver {
+        Some(deriver) => Some(
+            directory.push(
+                deposits::allocate_within(deriver.family(), &admits)
+                    .or_internal("allocate deposit index")?,
+            ),
+        ),
+        None => None,
+    };
+    let entry = match index {
+        Some(_) => sessions::index(&session_id, merchant, now, &AfterChange),
+        None => sessions::index(&session_id, merchant, now, &admits),
+    }
+    .or_internal("index checkout")?;
+    let indexed = directory.push(entry);
+    let taken = directory.run(&ctx.db).await.or_internal("count checkout")?;
+    *counted = true;
+    if !taken.changed(indexed) {
+        return took_nothing(ctx, options, &taken, Some(counts), None);
+    }
+    let (deposit_address, deposit_index) = match (deriver, index) {
+        (Some(deriver), Some(index)) => {
+            let index = taken
+                .rows(index)
+                .or_internal("allocate deposit index")?
+                .first()
+                .map(|i| i.index)
+                .ok_or_else(|| {
+                    ApiError::internal("allocate deposit index", "indexed without an index")
+                })?;
+            (deriver.address(index)?, Some(index))
+        }
+        _ => (chain::simulated(method.network)?, None),
+    };
+    let now_text = timestamp(now)?;
+    let crypto_amount = quote.crypto_amount.to_string();
+    let payment = NewPayment {
+        institution_id: known.institution_id,
+        merchant_id: known.merchant_id,
+        asset: method.asset,
+        currency: &options.currency,
+        amount: &amount,
+        network: method.network,
+        external_reference: &options.external_reference,
+        now_text: &now_text,
+    };
+    let session = NewSession {
+        id: &session_id,
+        merchant_id: known.merchant_id,
+        institution_id: known.institution_id,
+        title: options.title.trim(),
+        redirect_url: &options.redirect_url,
+        asset: method.asset,
+        network: method.network,
+        deposit_address: &deposit_address,
+        deposit_index,
+        crypto_amount: &crypto_amount,
+        now,
+        expires_at: now + SESSION_SECONDS,
+        locale,
+    };
+    let held = ctx.institution_object(known.institution_id.0)?;
+    let key_free = options.idempotency_key.as_deref().map(|k| KeyFree {
+        merchant_id: known.merchant_id,
+        key: k,
+        not_before: now - KEY_SECONDS,
+    });
+    let mut writes = Batch::new();
+    if let Some(k) = &options.idempotency_key {
+        writes.push(
+            sessions::forget_key(known.merchant_id, k, now - KEY_SECONDS)
+                .or_internal("forget stale key")?,
+        );
+    }
+    let created = writes.push(
+        match &key_free {
+            Some(free) => transactions::insert_pending(&payment, free),
+            None => transactions::insert_pending(&payment, &Always),
+        }
+        .or_internal("create session")?,
+    );
+    writes.push(sessions::insert(&session).or_internal("create session")?);
+    writes.extend(watch_statement(
+        ctx,
+        Scoped::new(known.institution_id, &session_id),
+        method,
+        (&deposit_address, deposit_index),
+        &quote,
+        now + SESSION_SECONDS,
+    )?);
+    if let Some(k) = &options.idempotency_key {
+        writes.push(
+            sessions::insert_key(merchant, k, &fingerprint(options)?, &session_id, now)
+                .or_internal("create session")?,
+        );
+    }
+    // A failure here (the key stored by a racer between the condition and the insert, or the
+    // object unreachable) is read as nothing stored: the key's session is looked for below.
+    let written = writes.run(&held).await;
+    let transaction_id = match &written {
+        Ok(written) => written
+            .rows(created)
+            .or_internal("create session")?
+            .first()
+            .map(|row| row.id),
+        Err(_) => None,
+    };
+    if let Some(transaction_id) = transaction_id {
+        return Ok(Some(Session {
+            id: session_id,
+            transaction_id,
+            created: true,
+        }));
+    }
+    // Nothing stored: the place in the key's window and the index entry are given back.
+    let mut undo = Batch::new();
+    undo.push(throttle::release_checkout(
+        key,
+        now,
+        Scoped::new(known.institution_id, &session_id),
+    )?);
+    undo.push(
+        sessions::unindex(Scoped::new(known.institution_id, &session_id))
+            .or_internal("unindex checkout")?,
+    );
+    undo.run(&ctx.db).await.or_internal("release checkout")?;
+    if let Some(k) = &options.idempotency_key {
+        if let Some(stored) = sessions::find_held_key(&held, merchant, k, now - KEY_SECONDS)
+            .await
+            .or_internal("read idempotency key")?
+        {
+            return replay(options, stored).map(Some);
+        }
+    }
+    match written {
+        Err(err) => Err(ApiError::internal("create session", err).into()),
+        Ok(_) => Err(ApiError::internal(
+            "create session",
+            "the object stored no session and holds no key for it",
+        )
+        .into()),
+    }
+}
+
 /// Adds the probe of the facts to a batch storing a session with an idempotency key, as its
 /// first statement: when the batch stores nothing, it tells an earlier session of the key from
 /// a changed fact.
@@ -621,10 +828,12 @@ pub enum MethodChange {
 /// being pending at the version read.
 pub async fn change_method(
     ctx: &Ctx,
-    session: &SessionView,
+    located: &Located,
     chosen: &str,
 ) -> Result<MethodChange, ApiError> {
-    let offered = offered_methods(ctx, session.merchant_id).await?;
+    let session = &located.session;
+    let money = located.money(ctx);
+    let offered = offered_methods(ctx, session.merchant_id, located.store()).await?;
     let Some(method) = chosen
         .split_once(':')
         .and_then(|(asset, network)| chain::method(&offered, asset, network))
@@ -637,7 +846,7 @@ pub async fn change_method(
     }
     // A way to pay chosen before on a watched network keeps its address and quote: the customer
     // may have paid it already, and a session never gets more addresses than ways to pay.
-    let earlier = watches::of_session(&ctx.db, session.institution_id, &session.id)
+    let earlier = watches::of_session(money, session.institution_id, &session.id)
         .await
         .or_internal("read watches")?
         .into_iter()
@@ -701,12 +910,12 @@ pub async fn change_method(
         .or_internal("change method")?,
     );
     batch.extend(watch);
-    let results = match batch.run(&ctx.db).await {
+    let results = match batch.run(money).await {
         Ok(results) => results,
         Err(err) => {
             // A concurrent choice of the same way to pay gave it its address first (one address
             // per way to pay): the session is as that left it.
-            let taken = watches::of_session(&ctx.db, session.institution_id, &session.id)
+            let taken = watches::of_session(money, session.institution_id, &session.id)
                 .await
                 .or_internal("read watches")?
                 .iter()
@@ -720,7 +929,8 @@ pub async fn change_method(
     if !results.changed(change) {
         // The payment changed since it was read: closed (paid, expired), or only another choice
         // made meanwhile, after which the page simply shows where it stands.
-        let now_open = sessions::get(&ctx.db, &session.id)
+        let now_open = located
+            .reread(ctx)
             .await
             .ok()
             .flatten()
@@ -750,11 +960,15 @@ pub enum Simulation {
 /// control `control` says: `pay-exact`, `pay-under` (90 %), `pay-over` (110 %), `settle`,
 /// `refund` (everything not yet refunded) or `fail`, through the lifecycle like any change. A
 /// payment or failure is simulated only where no chain is watched.
-pub async fn simulate(
-    ctx: &Ctx,
-    session: &SessionView,
-    control: &str,
-) -> Result<Simulation, ApiError> {
+pub async fn simulate(ctx: &Ctx, located: &Located, control: &str) -> Result<Simulation, ApiError> {
+    let session = &located.session;
+    if located.held.is_some() {
+        return Ok(Simulation::Refused(
+            "the sandbox's lifecycle controls do not reach a checkout held in its \
+             institution's object yet"
+                .to_owned(),
+        ));
+    }
     if control.starts_with("pay-") || control == "fail" {
         let watched = !watches::of_session(&ctx.db, session.institution_id, &session.id)
             .await
@@ -805,15 +1019,121 @@ pub async fn simulate(
     }
 }
 
-/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
-pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
+/// The ways to pay the deployment offers on the networks where the merchant has a wallet, for
+/// an institution whose money lives in `store` ([`chain::methods_for_store`]).
+pub async fn offered_methods(
+    ctx: &Ctx,
+    merchant_id: i64,
+    store: MoneyStore,
+) -> Result<Vec<quote::Method>, ApiError> {
     let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
         .await
         .or_internal("read wallets")?
         .into_iter()
         .map(|w| w.network)
         .collect();
-    chain::methods_for(ctx, &networks)
+    chain::methods_for_store(ctx, &networks, store)
+}
+
+/// A checkout's session and where it lives: in D1, or in its institution's object (`held`).
+pub struct Located {
+    /// The session.
+    pub session: SessionView,
+    /// Its institution's object, when the session is held there.
+    pub held: Option<crate::db::Db>,
+}
+
+impl Located {
+    /// Where the session's money statements run.
+    pub fn money<'a>(&'a self, ctx: &'a Ctx) -> &'a crate::db::Db {
+        self.held.as_ref().unwrap_or(&ctx.db)
+    }
+
+    /// Where its institution's money lives.
+    pub fn store(&self) -> MoneyStore {
+        if self.held.is_some() {
+            MoneyStore::Object
+        } else {
+            MoneyStore::D1
+        }
+    }
+
+    /// The session as it stands now, read again where it lives.
+    pub async fn reread(&self, ctx: &Ctx) -> Result<Option<SessionView>, ApiError> {
+        let id = &self.session.id;
+        let Some(held) = &self.held else {
+            return sessions::get(&ctx.db, id).await.or_internal("read session");
+        };
+        let mut batch = Batch::new();
+        let session = batch.push(
+            sessions::get_held_in_batch(id, self.session.institution_id)
+                .or_internal("read session")?,
+        );
+        let read = batch.run(held).await.or_internal("read session")?;
+        Ok(read
+            .rows(session)
+            .or_internal("read session")?
+            .pop()
+            .map(|s| SessionView {
+                merchant_name: self.session.merchant_name.clone(),
+                ..s
+            }))
+    }
+}
+
+/// Checkout `id`'s session wherever it lives, with what the hosted page shows beside it (its
+/// merchant's wallet networks and its watches): one D1 round trip, which reads the session
+/// there and, in the same batch, the directory's index entry of a checkout held in an object;
+/// then, for such a checkout, one call to its object. `None`: no such checkout.
+pub async fn locate(
+    ctx: &Ctx,
+    id: &str,
+) -> Result<Option<(Located, Vec<String>, Vec<watches::Watch>)>, ApiError> {
+    let mut batch = Batch::new();
+    let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
+    let networks = batch.push(wallets::networks_of_session(id).or_internal("read wallets")?);
+    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
+    let indexed = batch.push(sessions::indexed(id).or_internal("read session")?);
+    let held_networks = batch.push(wallets::networks_of_indexed(id).or_internal("read wallets")?);
+    let read = batch.run(&ctx.db).await.or_internal("read session")?;
+    let network_names = |rows: Vec<crate::db::wallets::WalletNetwork>| -> Vec<String> {
+        rows.into_iter().map(|w| w.network).collect()
+    };
+    if let Some(session) = read.rows(session).or_internal("read session")?.pop() {
+        let networks = network_names(read.rows(networks).or_internal("read wallets")?);
+        let watched = read.rows(watched).or_internal("read watches")?;
+        return Ok(Some((
+            Located {
+                session,
+                held: None,
+            },
+            networks,
+            watched,
+        )));
+    }
+    let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
+        return Ok(None);
+    };
+    let networks = network_names(read.rows(held_networks).or_internal("read wallets")?);
+    let held = ctx.institution_object(entry.institution_id.0)?;
+    let mut batch = Batch::new();
+    let session = batch
+        .push(sessions::get_held_in_batch(id, entry.institution_id).or_internal("read session")?);
+    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
+    let read = batch.run(&held).await.or_internal("read session")?;
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+        // Indexed, but its object stored nothing (yet): no such checkout.
+        return Ok(None);
+    };
+    let watched = read.rows(watched).or_internal("read watches")?;
+    Ok(Some((
+        Located {
+            session: sessions::named(session, &entry),
+            held: Some(held),
+        },
+        networks,
+        watched,
+    )))
 }
 
 /// The watch of a deposit address quoted on a watched network, for the batch that gives the

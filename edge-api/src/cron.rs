@@ -52,6 +52,11 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .await
             .or_internal("purge ended checkout sessions")
             .map(drop),
+        // A held checkout's index entry goes with the same retention as an ended session.
+        sessions::purge_index(&ctx.db, now - ctx.retention_seconds(), PRUNE_ROWS)
+            .await
+            .or_internal("purge the checkout index")
+            .map(drop),
         portal::purge_sessions(&ctx.db, now, PRUNE_ROWS)
             .await
             .or_internal("purge portal sessions"),

@@ -89,7 +89,18 @@ pub async fn copy(ctx: &Ctx, institution: i64) -> Result<Report, ApiError> {
                 .map(|row| moves::insert(table, row))
                 .collect::<Result<Vec<Stmt>, _>>()
                 .or_internal("copy a page")?;
-            batch(&object, inserts).await.or_internal("copy a page")?;
+            // One page, one transaction in the object: a row it refuses leaves none of the
+            // page's rows (the pages before stay, and the next copy starts afresh anyway).
+            if let Err(refused) = batch(&object, inserts).await {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "the copy stopped at {} (its rows from {} in key order): the object \
+                         refused one: {refused}",
+                        table.name, d1.rows
+                    ),
+                ));
+            }
             let full = rows.len() as i64 == PAGE_ROWS;
             d1.add(&rows);
             if !full {

@@ -17,6 +17,8 @@ use std::collections::HashMap;
 
 use shared_types::ids::InstitutionId;
 
+use crate::db::MoneyStore;
+
 /// How long a memo is used after its read, in seconds.
 pub const KEEP_SECONDS: i64 = 60;
 
@@ -32,6 +34,8 @@ pub struct Known {
     pub institution_id: InstitutionId,
     /// The networks of its wallets, in the read's order.
     pub networks: Vec<String>,
+    /// Where its institution's money lives (a session is stored there).
+    pub store: MoneyStore,
     /// Unix seconds of the read.
     pub read_at: i64,
 }
@@ -91,6 +95,7 @@ mod tests {
             merchant_id,
             institution_id: InstitutionId(1),
             networks: vec!["polygon".to_owned()],
+            store: MoneyStore::D1,
             read_at,
         }
     }

@@ -148,6 +148,8 @@ pub struct Gate {
     /// Whether it may take crypto payments.
     #[serde(deserialize_with = "super::flag")]
     pub crypto_enabled: bool,
+    /// Where its institution's money lives.
+    pub store: super::MoneyStore,
 }
 
 impl Gate {
@@ -193,8 +195,9 @@ pub const BY_KEY: &str = "(SELECT id FROM merchants WHERE public_key = ?1 \
 pub fn gate_by_key(public_key: &str, now: i64) -> DbResult<Returning<Gate>> {
     stmt(
         &format!(
-            "SELECT id, institution_id, status, onboarding_status, crypto_enabled FROM merchants \
-             WHERE id = {BY_KEY}"
+            "SELECT id, institution_id, status, onboarding_status, crypto_enabled, \
+             (SELECT store FROM institutions i WHERE i.id = merchants.institution_id) AS store \
+             FROM merchants WHERE id = {BY_KEY}"
         ),
         &[public_key.into(), now.into()],
     )

@@ -85,6 +85,37 @@ impl<C: Condition + ?Sized> Condition for &C {
     }
 }
 
+/// The statement just before in the batch changed a row (SQLite's `changes()`): for a write
+/// that follows a guarded one and must happen exactly when it did.
+pub struct AfterChange;
+
+impl Condition for AfterChange {
+    fn sql(&self, _first: usize) -> (String, Vec<Value>) {
+        ("changes() = 1".to_owned(), Vec::new())
+    }
+}
+
+/// Where an institution's money lives, as the directory says (`institutions.store`): D1's money
+/// tables, or the institution's own object (`crate::objects`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoneyStore {
+    /// D1.
+    D1,
+    /// Its object.
+    Object,
+}
+
+impl MoneyStore {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MoneyStore::D1 => "d1",
+            MoneyStore::Object => "object",
+        }
+    }
+}
+
 /// Both conditions.
 pub struct And<'a>(pub &'a dyn Condition, pub &'a dyn Condition);
 

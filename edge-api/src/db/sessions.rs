@@ -81,8 +81,10 @@ pub const MAX_NETWORKS: usize = 32;
 /// full read of the key found), as a condition of the writes that store it: the merchant still
 /// has that key (or has it in the grace period of a roll), still takes payments, has wallets on
 /// exactly these networks (at most [`MAX_NETWORKS`]), allows the return origin, and the
-/// idempotency key, if any, made nothing live. Any fact changed: nothing is stored.
-#[derive(Debug)]
+/// idempotency key, if any, made nothing live; and its institution's money is still where it was
+/// (so a session is stored in D1 or in the institution's object, never in the wrong one). Any
+/// fact changed: nothing is stored.
+#[derive(Debug, Clone, Copy)]
 pub struct Admitted<'a> {
     /// The merchant the key named.
     pub merchant_id: i64,
@@ -98,6 +100,8 @@ pub struct Admitted<'a> {
     pub origin: &'a str,
     /// The idempotency key, and the age a live one has (created at or after this).
     pub idempotency_key: Option<(&'a str, i64)>,
+    /// Where its institution's money lives.
+    pub store: super::MoneyStore,
 }
 
 impl Admitted<'_> {
@@ -108,6 +112,7 @@ impl Admitted<'_> {
         let listed: Vec<String> = (0..self.networks.len())
             .map(|n| format!("?{}", first + 6 + n))
             .collect();
+        let store = first + 6 + self.networks.len();
         let sql = format!(
             "EXISTS (SELECT 1 FROM merchants WHERE id = ?{merchant} \
              AND institution_id = ?{institution} AND (public_key = ?{key} \
@@ -116,7 +121,8 @@ impl Admitted<'_> {
              AND (SELECT count(*) = ?{count} AND sum(network IN ({})) = ?{count} \
                   FROM merchant_wallets WHERE merchant_id = ?{merchant}) \
              AND EXISTS (SELECT 1 FROM merchant_origins WHERE merchant_id = ?{merchant} \
-                         AND origin = ?{origin})",
+                         AND origin = ?{origin}) \
+             AND (SELECT store FROM institutions WHERE id = ?{institution}) = ?{store}",
             super::merchants::TAKES_PAYMENTS,
             listed.join(", ")
         );
@@ -129,6 +135,7 @@ impl Admitted<'_> {
             self.origin.into(),
         ];
         params.extend(self.networks.iter().map(|n| Value::from(n.as_str())));
+        params.push(self.store.as_str().into());
         (sql, params)
     }
 }
@@ -327,6 +334,140 @@ pub fn insert_key(
     )
 }
 
+/// The directory's index entry of a checkout held in its institution's object, written in the
+/// batch that counts it (only if `admitted`: the counts within their limits and the facts still
+/// holding, or the statement before it having taken the address's index).
+pub fn index(
+    session_id: &str,
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
+    now: i64,
+    admitted: &dyn Condition,
+) -> DbResult<Stmt> {
+    let (condition, guard) = admitted.sql(5);
+    let mut params: Vec<Value> = vec![
+        session_id.into(),
+        institution_id.into(),
+        merchant_id.into(),
+        now.into(),
+    ];
+    params.extend(guard);
+    stmt(
+        &format!(
+            "INSERT INTO checkout_index (session_id, institution_id, merchant_id, created_at) \
+             SELECT ?1, ?2, ?3, ?4 WHERE {condition}"
+        ),
+        &params,
+    )
+}
+
+/// Removes a checkout's index entry when its object stored no session for it.
+pub fn unindex(Scoped { institution, id }: Scoped<&str>) -> DbResult<Stmt> {
+    stmt(
+        "DELETE FROM checkout_index WHERE session_id = ?1 AND institution_id = ?2",
+        &[id.into(), institution.into()],
+    )
+}
+
+/// Deletes index entries older than `before` (their checkouts ended long since), at most
+/// `limit` of them.
+pub async fn purge_index(db: &Db, before: i64, limit: i64) -> DbResult<usize> {
+    run(
+        db,
+        "DELETE FROM checkout_index WHERE session_id IN (SELECT session_id \
+         FROM checkout_index INDEXED BY checkout_index_by_age WHERE created_at < ?1 LIMIT ?2)",
+        &[before.into(), limit.into()],
+    )
+    .await
+}
+
+/// A checkout's entry in the directory's index: the institution whose object holds it, and
+/// the name of its merchant, which the hosted page shows.
+#[derive(Debug, Deserialize)]
+pub struct Indexed {
+    /// The institution.
+    pub institution_id: InstitutionId,
+    /// The merchant's display name.
+    pub merchant_name: String,
+}
+
+/// The index entry of checkout `id`, for a batch (no row: not held in an object).
+pub fn indexed(id: &str) -> DbResult<Returning<Indexed>> {
+    stmt(
+        "SELECT x.institution_id, m.name AS merchant_name \
+         FROM checkout_index x JOIN merchants m ON m.id = x.merchant_id WHERE x.session_id = ?1",
+        &[id.into()],
+    )
+    .map(Returning::new)
+}
+
+/// No live idempotency key `key` of `merchant_id` (created at or after `not_before`): the
+/// condition a session stored in its institution's object carries (its other facts are judged
+/// in the directory).
+pub struct KeyFree<'a> {
+    /// The merchant.
+    pub merchant_id: i64,
+    /// The key.
+    pub key: &'a str,
+    /// The age a live key has.
+    pub not_before: i64,
+}
+
+impl Condition for KeyFree<'_> {
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        (
+            format!(
+                "NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE merchant_id = ?{first} \
+                 AND key = ?{} AND created_at >= ?{})",
+                first + 1,
+                first + 2
+            ),
+            vec![
+                self.merchant_id.into(),
+                self.key.into(),
+                self.not_before.into(),
+            ],
+        )
+    }
+}
+
+/// Holds always: a session stored in an object without an idempotency key.
+pub struct Always;
+
+impl Condition for Always {
+    fn sql(&self, _first: usize) -> (String, Vec<Value>) {
+        ("1".to_owned(), Vec::new())
+    }
+}
+
+/// [`find_key`] in an institution's object, which holds only its institution's keys and
+/// sessions (the merchant's institution is the object's).
+pub async fn find_held_key(
+    db: &Db,
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
+    key: &str,
+    not_before: i64,
+) -> DbResult<Option<StoredKey>> {
+    first(
+        db,
+        "SELECT k.fingerprint, k.session_id, s.transaction_id FROM idempotency_keys k \
+         JOIN checkout_sessions s ON s.id = k.session_id AND s.institution_id = ?4 \
+         WHERE k.merchant_id = ?1 AND k.key = ?2 AND k.created_at >= ?3",
+        &[
+            merchant_id.into(),
+            key.into(),
+            not_before.into(),
+            institution_id.into(),
+        ],
+    )
+    .await
+}
+
 /// Everything the hosted page shows.
 #[derive(Debug, Clone, Deserialize)]
 pub struct SessionView {
@@ -390,6 +531,38 @@ const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.instituti
              AND c.kind = 'payment' AND c.after_expiry = 1) AS late_seen \
      FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
      JOIN merchants m ON m.id = s.merchant_id WHERE s.id = ?1";
+
+/// The session with this id in its institution's object: [`SESSION`] without the merchant (a
+/// directory row: its name comes from the checkout's index entry, [`indexed`]), its name left
+/// empty here.
+const HELD_SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.institution_id, \
+     '' AS merchant_name, \
+     s.title, t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
+     s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
+     t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
+     EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
+             AND c.institution_id = s.institution_id \
+             AND c.kind = 'payment' AND c.after_expiry = 1) AS late_seen \
+     FROM checkout_sessions s JOIN transactions t ON t.id = s.transaction_id \
+     AND t.institution_id = s.institution_id \
+     WHERE s.id = ?1 AND s.institution_id = ?2";
+
+/// [`get_in_batch`] in institution `institution_id`'s object (the merchant's name left empty:
+/// [`named`] gives it from the checkout's index entry).
+pub fn get_held_in_batch(
+    id: &str,
+    institution_id: InstitutionId,
+) -> DbResult<Returning<SessionView>> {
+    stmt(HELD_SESSION, &[id.into(), institution_id.into()]).map(Returning::new)
+}
+
+/// A session read from its object, with its merchant's name from its index entry.
+pub fn named(session: SessionView, indexed: &Indexed) -> SessionView {
+    SessionView {
+        merchant_name: indexed.merchant_name.clone(),
+        ..session
+    }
+}
 
 /// The session with this id.
 pub async fn get(db: &Db, id: &str) -> DbResult<Option<SessionView>> {
@@ -488,6 +661,7 @@ mod tests {
             networks: &networks,
             origin: &origin,
             idempotency_key: Some(("order-1", now - KEY_SECONDS)),
+            store: crate::db::MoneyStore::D1,
         };
         assert!(holds(&conn, &admitted));
         // Each fact gone stale in turn (and restored): the condition fails.
@@ -586,6 +760,19 @@ mod tests {
             ..admitted
         };
         assert!(holds(&conn, &keyless));
+        // The institution's money moved to its object since the facts were read: not admitted
+        // here (the session would be stored in the wrong place), admitted for the object.
+        conn.execute(
+            "UPDATE institutions SET store = 'object' WHERE id = ?1",
+            [institution_id],
+        )
+        .unwrap();
+        assert!(!holds(&conn, &keyless));
+        let moved = Admitted {
+            store: crate::db::MoneyStore::Object,
+            ..keyless
+        };
+        assert!(holds(&conn, &moved));
     }
 
     #[test]

@@ -45,6 +45,7 @@ const TABLES: &[(&str, Store)] = &[
     ("webhook_endpoints", Store::Directory),
     ("deposit_indexes", Store::Directory),
     ("notifications", Store::Directory),
+    ("checkout_index", Store::Directory),
     ("transactions", Store::Institution),
     ("payment_parts", Store::Institution),
     ("checkout_sessions", Store::Institution),

@@ -68,6 +68,17 @@ pub fn networks_of_session(session_id: &str) -> DbResult<Returning<WalletNetwork
     .map(Returning::new)
 }
 
+/// [`networks_of_session`] for a checkout held in its institution's object: its merchant from
+/// the directory's index entry.
+pub fn networks_of_indexed(session_id: &str) -> DbResult<Returning<WalletNetwork>> {
+    stmt(
+        "SELECT network FROM merchant_wallets WHERE merchant_id = \
+         (SELECT merchant_id FROM checkout_index WHERE session_id = ?1) ORDER BY network",
+        &[session_id.into()],
+    )
+    .map(Returning::new)
+}
+
 /// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a
 /// whole page of merchants.
 pub async fn of_merchants(db: &Db, ids: &[i64]) -> DbResult<Vec<(i64, Wallet)>> {

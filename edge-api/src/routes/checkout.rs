@@ -12,7 +12,7 @@ use worker::{Request, Response, Url};
 use super::hosted_page;
 use crate::checkout::{self, MethodChange, Refusal, Simulation};
 use crate::ctx::Ctx;
-use crate::db::{sessions, wallets, watches, Batch};
+use crate::db::{sessions, watches};
 use crate::error::{check_json_depth, from_json, ApiError, OrInternal};
 use crate::locale::{self, Catalogue};
 use crate::route::Incoming;
@@ -210,15 +210,16 @@ async fn page(
 ) -> Result<Response, ApiError> {
     // An id not of a session's shape is an unknown session, found without a query.
     let read = match SessionId::parse(id) {
-        Ok(id) => read_page(ctx, &id).await?,
+        Ok(id) => checkout::locate(ctx, &id).await?,
         Err(_) => None,
     };
-    let lang = language(read.as_ref().map(|(session, ..)| session), accept);
+    let lang = language(read.as_ref().map(|(located, ..)| &located.session), accept);
     match read {
         None => hosted_page::respond(404, hosted_page::not_found(lang)),
-        Some((session, networks, watched)) => {
+        Some((located, networks, watched)) => {
             let status = if notice.is_some() { 409 } else { 200 };
-            let offered = chain::methods_for(ctx, &networks)?;
+            let offered = chain::methods_for_store(ctx, &networks, located.store())?;
+            let session = located.session;
             let request = request_of(ctx, &session, watched)?;
             let notice = notice.map(|n| n.text(lang));
             hosted_page::respond(
@@ -243,10 +244,11 @@ async fn page(
 async fn pay_from_demo_wallet(
     ctx: &Ctx,
     url: &Url,
-    session: &sessions::SessionView,
+    located: &checkout::Located,
     accept: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let request = payment_request(ctx, session).await?;
+    let session = &located.session;
+    let request = payment_request(ctx, located).await?;
     let outcome = match (&request, session.raw_status) {
         (Some(request), RawStatus::Pending) if session.expires_at > ctx.now() => {
             chain::pay_from_demo_wallet(
@@ -271,36 +273,13 @@ async fn pay_from_demo_wallet(
     }
 }
 
-/// What the hosted page shows, read in one round trip: the session, the networks of its
-/// merchant's wallets and its watches; `None` when there is no such session.
-async fn read_page(
-    ctx: &Ctx,
-    id: &str,
-) -> Result<Option<(sessions::SessionView, Vec<String>, Vec<watches::Watch>)>, ApiError> {
-    let mut batch = Batch::new();
-    let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
-    let networks = batch.push(wallets::networks_of_session(id).or_internal("read wallets")?);
-    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
-    let read = batch.run(&ctx.db).await.or_internal("read session")?;
-    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
-        return Ok(None);
-    };
-    let networks = read
-        .rows(networks)
-        .or_internal("read wallets")?
-        .into_iter()
-        .map(|w| w.network)
-        .collect();
-    let watched = read.rows(watched).or_internal("read watches")?;
-    Ok(Some((session, networks, watched)))
-}
-
 /// The payment request of the session's current deposit address, when a chain watches it.
 async fn payment_request(
     ctx: &Ctx,
-    session: &sessions::SessionView,
+    located: &checkout::Located,
 ) -> Result<Option<hosted_page::PaymentRequest>, ApiError> {
-    let watched = watches::of_session(&ctx.db, session.institution_id, &session.id)
+    let session = &located.session;
+    let watched = watches::of_session(located.money(ctx), session.institution_id, &session.id)
         .await
         .or_internal("read watches")?;
     request_of(ctx, session, watched)
@@ -344,12 +323,12 @@ fn request_of(
 
 /// The session a path names; an id not of a session's shape reads like an unknown one, without
 /// a query.
-async fn session(ctx: &Ctx, id: &str) -> Result<sessions::SessionView, ApiError> {
+async fn session(ctx: &Ctx, id: &str) -> Result<checkout::Located, ApiError> {
     let no_checkout = || ApiError::not_found("no such checkout");
     let id = SessionId::parse(id).map_err(|_| no_checkout())?;
-    sessions::get(&ctx.db, &id)
-        .await
-        .or_internal("read session")?
+    checkout::locate(ctx, &id)
+        .await?
+        .map(|(located, ..)| located)
         .ok_or_else(no_checkout)
 }
 

@@ -18,13 +18,22 @@ const OPERATOR_TOKEN: &str = "op_test_4b1d2c9e8f7a6b5c4d3e2f1a0b9c8d7e";
 /// A worker of its own: its directory is written directly, and it has the operator's API.
 fn worker() -> &'static Worker {
     static WORKER: OnceLock<Worker> = OnceLock::new();
-    WORKER.get_or_init(|| {
-        Worker::start_with_vars(
-            "sandbox",
-            3600,
-            &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
-        )
-    })
+    WORKER.get_or_init(with_operator)
+}
+
+/// Another, for the test that breaks a row.
+fn second_worker() -> &'static Worker {
+    static WORKER: OnceLock<Worker> = OnceLock::new();
+    WORKER.get_or_init(with_operator)
+}
+
+/// A sandbox worker with the operator's API.
+fn with_operator() -> Worker {
+    Worker::start_with_vars(
+        "sandbox",
+        3600,
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    )
 }
 
 /// The D1 id of demo institution `index`.
@@ -182,4 +191,239 @@ fn an_institution_copied_into_its_object_reads_the_same_from_it() {
         "/v1/transactions",
     );
     assert_eq!(stale.json()["data"], json!([]), "{}", stale.text);
+}
+
+/// A copy is one transaction per page in the object: a row the object refuses in the middle of
+/// a page leaves none of that page's rows, the pages before it whole, and the copy answers
+/// which table it stopped at and why.
+#[test]
+fn a_copy_refused_in_the_middle_of_a_page_keeps_no_row_of_it() {
+    let worker = second_worker();
+    let id = institution_id(worker, 1);
+    let db = worker.database();
+    let ids: Vec<i64> = db
+        .prepare("SELECT id FROM transactions WHERE institution_id = ?1 ORDER BY id")
+        .unwrap()
+        .query_map([id], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        ids.len() > 200,
+        "the demo institution has {} payments",
+        ids.len()
+    );
+    // A row D1 holds but the object's schema refuses, in the middle of the second page (rows
+    // 100 to 199 in key order).
+    db.execute_batch("PRAGMA ignore_check_constraints = ON")
+        .unwrap();
+    db.execute(
+        "UPDATE transactions SET status = 'bogus' WHERE id = ?1",
+        [ids[150]],
+    )
+    .unwrap();
+    let refused = copy(worker, id, Some(OPERATOR_TOKEN));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    let said = refused.json()["error_description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(said.contains("stopped at transactions"), "{said}");
+    assert!(said.contains("from 100"), "{said}");
+    assert!(said.contains("CHECK constraint failed"), "{said}");
+
+    // Read through the partner API once the directory holds the institution in its object:
+    // exactly the first page.
+    db.execute(
+        "UPDATE institutions SET store = 'object' WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    let token = worker.institution_token(1);
+    let list = worker.get(
+        "/v1/transactions?limit=100",
+        Some(&token),
+        "/v1/transactions",
+    );
+    assert_eq!(list.status, 200, "{}", list.text);
+    let body = list.json();
+    let held: Vec<i64> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_i64().unwrap())
+        .rev()
+        .collect();
+    assert_eq!(held, ids[..100].to_vec());
+    assert_eq!(body["has_more"], false, "{body}");
+}
+
+/// A third worker, for the checkout test (its institution 0 is held in its object from the
+/// start of the test).
+fn checkout_worker() -> &'static Worker {
+    static WORKER: OnceLock<Worker> = OnceLock::new();
+    WORKER.get_or_init(with_operator)
+}
+
+/// A checkout of an institution whose money is held in its object: the directory counts it and
+/// indexes it, its session, transaction and idempotency key are stored in the object alone; the
+/// hosted page, its status poll and a change of the way to pay read and write it there; racing
+/// requests with one idempotency key make one payment; the partner API lists it from the
+/// object.
+#[test]
+fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
+    let worker = checkout_worker();
+    let id = institution_id(worker, 0);
+    let report = copy(worker, id, Some(OPERATOR_TOKEN));
+    assert_eq!(report.json()["verified"], true, "{}", report.text);
+    worker
+        .database()
+        .execute(
+            "UPDATE institutions SET store = 'object' WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    let key = worker.credentials.institutions[0].merchants[0]
+        .public_key
+        .clone();
+    let options = |reference: &str, idempotency: Option<&str>| {
+        let mut options = json!({
+            "publicKey": key, "amount": "25.00", "currency": "EUR", "title": "Held order",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        });
+        if let Some(k) = idempotency {
+            options["idempotencyKey"] = json!(k);
+        }
+        options
+    };
+
+    // Four racing requests with one idempotency key: one session, one payment.
+    let replies: Vec<Reply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let body = options("HELD-1", Some("held-key-1"));
+                scope.spawn(move || {
+                    worker.post_json("/checkout/sessions", &body, None, "/checkout/sessions")
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for reply in &replies {
+        assert!(matches!(reply.status, 200 | 201), "{}", reply.text);
+    }
+    assert_eq!(replies.iter().filter(|r| r.status == 201).count(), 1);
+    let session = replies[0].json();
+    let session_id = session["id"].as_str().unwrap().to_owned();
+    let transaction = session["transaction_id"].as_i64().unwrap();
+    for reply in &replies {
+        assert_eq!(reply.json()["id"], session["id"], "{}", reply.text);
+        assert_eq!(reply.json()["transaction_id"], session["transaction_id"]);
+    }
+
+    // The directory holds its index entry and none of its money rows.
+    let db = worker.database();
+    let count = |sql: &str| -> i64 { db.query_row(sql, [&session_id], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        count("SELECT count(*) FROM checkout_index WHERE session_id = ?1"),
+        1
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM checkout_sessions WHERE id = ?1"),
+        0
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM idempotency_keys WHERE session_id = ?1"),
+        0
+    );
+    let d1_payments: i64 = db
+        .query_row(
+            "SELECT count(*) FROM transactions WHERE external_reference = 'HELD-1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(d1_payments, 0);
+
+    // The partner API reads it from the object: exactly one payment for the reference.
+    let (client, secret) = worker.new_client(0, "Held reads", &["transactions:read"]);
+    let token = worker.token(&client, &secret);
+    let listed = worker.get(
+        "/v1/transactions?external_reference=HELD-1",
+        Some(&token),
+        "/v1/transactions",
+    );
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let data = listed.json()["data"].clone();
+    assert_eq!(data.as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data[0]["id"], transaction);
+    assert_eq!(data[0]["status"], "pending");
+    assert_eq!(data[0]["amount"]["expected"], "25.00", "{data}");
+
+    // The hosted page and its status poll.
+    let page = worker.send(
+        worker.request(Method::GET, &format!("/checkout/{session_id}")),
+        None,
+    );
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("Held order"), "{}", page.text);
+    let merchant = &worker.credentials.institutions[0].merchants[0].name;
+    assert!(page.text.contains(merchant.as_str()), "{merchant}");
+    let status = worker.send(
+        worker.request(Method::GET, &format!("/checkout/{session_id}/status")),
+        None,
+    );
+    assert_eq!(status.status, 200, "{}", status.text);
+    assert_eq!(status.json()["status"], "pending", "{}", status.text);
+
+    // Another way to pay, chosen on the page: written in the object.
+    let chosen = session_methods(&page.text)
+        .into_iter()
+        .find(|(_, pressed)| !pressed)
+        .map(|(method, _)| method)
+        .expect("a second way to pay");
+    let changed = worker.send(
+        worker
+            .request(Method::POST, &format!("/checkout/{session_id}/method"))
+            .form(&[("method", chosen.as_str())]),
+        None,
+    );
+    assert_eq!(changed.status, 303, "{}", changed.text);
+    let (asset, network) = chosen.split_once(':').unwrap();
+    let listed = worker.get(
+        &format!("/v1/transactions?id={transaction}"),
+        Some(&token),
+        "/v1/transactions",
+    );
+    assert_eq!(listed.json()["data"][0]["asset"], asset, "{}", listed.text);
+    assert_eq!(
+        listed.json()["data"][0]["networks"]["payment"],
+        network,
+        "{}",
+        listed.text
+    );
+
+    // An unknown checkout is still unknown.
+    let unknown = worker.send(
+        worker.request(
+            Method::GET,
+            "/checkout/cs_0000000000000000000000000000000000000000000/status",
+        ),
+        None,
+    );
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+}
+
+/// The ways to pay the hosted page offers (its buttons' `ASSET:network` values), each with
+/// whether it is the one chosen.
+fn session_methods(html: &str) -> Vec<(String, bool)> {
+    html.match_indices("name=\"method\" value=\"")
+        .map(|(at, found)| {
+            let rest = &html[at + found.len()..];
+            let value = rest[..rest.find('"').unwrap()].to_owned();
+            let pressed = rest[..rest.find('>').unwrap()].contains("aria-pressed=\"true\"");
+            (value, pressed)
+        })
+        .collect()
 }

@@ -335,9 +335,14 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
     let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
     let transfers =
         batch.push(watches::transfers_of_session_in_batch(id).or_internal("read transfers")?);
+    let indexed = batch.push(sessions::indexed(id).or_internal("read session")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
     let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
-        return Ok(None);
+        // Not in D1: held in its institution's object, if the directory indexes it there.
+        let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
+            return Ok(None);
+        };
+        return held(ctx, id, &entry).await;
     };
     let list = read.rows(watched).or_internal("read watches")?;
     if list.is_empty() {
@@ -375,6 +380,25 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
         session,
         chain: Some(state),
     }))
+}
+
+/// [`poll`] of a checkout held in its institution's object: its session as the object holds it
+/// (one call). Its ways to pay are the ones no node watches
+/// (`chain::methods_for_store`), so there is no chain to read or judge.
+async fn held(ctx: &Ctx, id: &str, entry: &sessions::Indexed) -> Result<Option<Polled>, ApiError> {
+    let object = ctx.institution_object(entry.institution_id.0)?;
+    let mut batch = db::Batch::new();
+    let session = batch
+        .push(sessions::get_held_in_batch(id, entry.institution_id).or_internal("read session")?);
+    let read = batch.run(&object).await.or_internal("read session")?;
+    Ok(read
+        .rows(session)
+        .or_internal("read session")?
+        .pop()
+        .map(|session| Polled {
+            session: sessions::named(session, entry),
+            chain: None,
+        }))
 }
 
 /// Reads `session`'s watches and transfers as they are now (one round trip) and [`judge`]s them.
