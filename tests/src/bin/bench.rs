@@ -305,6 +305,13 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
         list_goal: false,
     });
 
+    // The same paths for an institution held in its object (when the worker has the operator's
+    // API: `BENCH_OPERATOR_TOKEN`): the second demo institution copied into its object and the
+    // directory pointed at it; its lists beside the reference's reading of D1's copy.
+    if let Ok(operator) = std::env::var("BENCH_OPERATOR_TOKEN") {
+        ops.extend(held_operations(&http, ours, reference, persist, &operator));
+    }
+
     let floor_ours = format!("{ours}/v1/no-such-route");
     let floor_reference = format!("{reference}/v1/no-such-route");
     // Warm both sides (JIT, connections, SQLite pages).
@@ -372,6 +379,118 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
     let doc = json!({"rows": total, "floor": floor, "floor_reference": floor_reference,
                      "operations": results});
     std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+/// The operations of [`latency`] for the second demo institution once held in its object
+/// (named `held: …`): copied by the operator's API and compared (the bench stops if a table
+/// differs), then the directory's entry pointed at the object.
+fn held_operations(
+    http: &Client,
+    ours: &str,
+    reference: &str,
+    persist: &str,
+    operator: &str,
+) -> Vec<Operation> {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    let demo = &INSTITUTIONS[1];
+    let (institution, public_key, newest): (i64, String, i64) = conn
+        .query_row(
+            "SELECT c.institution_id, \
+             (SELECT public_key FROM merchants m WHERE m.institution_id = c.institution_id \
+              AND status = 'active' AND onboarding_status = 'completed' AND crypto_enabled = 1 \
+              ORDER BY id LIMIT 1), \
+             (SELECT max(id) FROM transactions t WHERE t.institution_id = c.institution_id) \
+             FROM api_clients c WHERE c.client_id = ?1",
+            [demo.client.client_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("the second demo institution");
+    let report: Value = http
+        .post(format!("{ours}/operator/institutions/{institution}/copy"))
+        .bearer_auth(operator)
+        .send()
+        .and_then(|r| r.json())
+        .expect("copy into the object");
+    assert_eq!(report["verified"], true, "the copy differs: {report}");
+    conn.execute(
+        "UPDATE institutions SET store = 'object' WHERE id = ?1",
+        [institution],
+    )
+    .expect("point the directory at the object");
+    drop(conn);
+    let token_of = |base: &str| -> String {
+        let reply: Value = http
+            .post(format!("{base}/oauth/token"))
+            .basic_auth(demo.client.client_id, Some(demo.client.client_secret))
+            .form(&[("grant_type", "client_credentials")])
+            .send()
+            .and_then(|r| r.json())
+            .expect("token");
+        reply["access_token"].as_str().expect("a token").to_owned()
+    };
+    let (ours_token, reference_token) = (token_of(ours), token_of(reference));
+    let mut ops = Vec::new();
+    for (name, path) in [
+        (
+            "held: bearer check + id= lookup",
+            format!("/v1/transactions?id={newest}"),
+        ),
+        (
+            "held: transactions all, limit 25",
+            "/v1/transactions?limit=25".to_owned(),
+        ),
+        (
+            "held: transactions status, limit 100",
+            "/v1/transactions?limit=100&status=paid".to_owned(),
+        ),
+    ] {
+        let (o, r) = (format!("{ours}{path}"), format!("{reference}{path}"));
+        let (ot, rt) = (ours_token.clone(), reference_token.clone());
+        ops.push(Operation {
+            name: name.to_owned(),
+            ours: Box::new(move |h: &Client| h.get(&o).bearer_auth(&ot)),
+            reference: Some(Box::new(move |h: &Client| h.get(&r).bearer_auth(&rt))),
+            list_goal: false,
+        });
+    }
+    let session: Value = http
+        .post(format!("{ours}/checkout/sessions"))
+        .json(&checkout_options(&public_key))
+        .send()
+        .and_then(|r| r.json())
+        .expect("checkout session");
+    let session_id = session["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{session}"))
+        .to_owned();
+    let (o, key) = (ours.to_owned(), public_key);
+    ops.push(Operation {
+        name: "held: checkout session create".into(),
+        ours: Box::new(move |h: &Client| {
+            h.post(format!("{o}/checkout/sessions"))
+                .json(&checkout_options(&key))
+        }),
+        reference: None,
+        list_goal: false,
+    });
+    let page = format!("{ours}/checkout/{session_id}");
+    ops.push(Operation {
+        name: "held: hosted page render".into(),
+        ours: Box::new(move |h: &Client| h.get(&page)),
+        reference: None,
+        list_goal: false,
+    });
+    let poll = format!("{ours}/checkout/{session_id}/status");
+    ops.push(Operation {
+        name: "held: status poll".into(),
+        ours: Box::new(move |h: &Client| h.get(&poll)),
+        reference: None,
+        list_goal: false,
+    });
+    ops
 }
 
 fn checkout_options(public_key: &str) -> Value {
@@ -475,6 +594,29 @@ fn hot_paths(latency: &Value) {
         parts.join(", "),
         verdict(holds)
     );
+    // Held in its object: the shard's goals (session create ≤ 1.5×, status poll ≤ 1.3×).
+    let held: Vec<(&str, f64)> = vec![
+        ("held: checkout session create", 1.5),
+        ("held: status poll", 1.3),
+    ];
+    let measured: Vec<(String, bool)> = held
+        .iter()
+        .filter_map(|(name, goal)| {
+            ratio(name)
+                .map(|(p50, over)| (format!("{name} {p50:.2} ms = {over:.2}×"), over <= *goal))
+        })
+        .collect();
+    if !measured.is_empty() {
+        println!(
+            "held in its object: session create ≤ 1.5× and status poll ≤ 1.3× the floor: {} → {}",
+            measured
+                .iter()
+                .map(|(text, _)| text.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            verdict(measured.iter().all(|(_, ok)| *ok))
+        );
+    }
 }
 
 /// One line per goal of the performance issue.

@@ -41,6 +41,7 @@ use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
 use crate::error::{ApiError, OrInternal};
 use crate::{db, payments};
 
+mod held;
 pub mod rules;
 
 use rules::{cap, end_read, verdict, Quoted, Verdict};
@@ -330,6 +331,12 @@ pub struct Polled {
 /// stored, with no node call and no further round trip. Either way the verdict is taken from the
 /// stored transfers, and a payment they cover is credited (guarded as every credit is).
 pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiError> {
+    // A checkout this isolate knows its object holds: read there alone.
+    if let Some(institution) = held::recall(id) {
+        if let Some(polled) = held_poll(ctx, id, institution).await? {
+            return Ok(Some(polled));
+        }
+    }
     let mut batch = db::Batch::new();
     let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
     let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
@@ -342,7 +349,8 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
         let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
             return Ok(None);
         };
-        return held(ctx, id, &entry).await;
+        held::remember(id, entry.institution_id);
+        return held_poll(ctx, id, entry.institution_id).await;
     };
     let list = read.rows(watched).or_internal("read watches")?;
     if list.is_empty() {
@@ -382,21 +390,26 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
     }))
 }
 
-/// [`poll`] of a checkout held in its institution's object: its session as the object holds it
-/// (one call). Its ways to pay are the ones no node watches
-/// (`chain::methods_for_store`), so there is no chain to read or judge.
-async fn held(ctx: &Ctx, id: &str, entry: &sessions::Indexed) -> Result<Option<Polled>, ApiError> {
-    let object = ctx.institution_object(entry.institution_id.0)?;
+/// [`poll`] of a checkout held in `institution`'s object: its session as the object holds it
+/// (one call; what the poll answers does not name the merchant, so the directory is not read).
+/// Its ways to pay are the ones no node watches (`chain::methods_for_store`), so there is no
+/// chain to read or judge.
+async fn held_poll(
+    ctx: &Ctx,
+    id: &str,
+    institution: shared_types::ids::InstitutionId,
+) -> Result<Option<Polled>, ApiError> {
+    let object = ctx.institution_object(institution.0)?;
     let mut batch = db::Batch::new();
-    let session = batch
-        .push(sessions::get_held_in_batch(id, entry.institution_id).or_internal("read session")?);
+    let session =
+        batch.push(sessions::get_held_in_batch(id, institution).or_internal("read session")?);
     let read = batch.run(&object).await.or_internal("read session")?;
     Ok(read
         .rows(session)
         .or_internal("read session")?
         .pop()
         .map(|session| Polled {
-            session: sessions::named(session, entry),
+            session,
             chain: None,
         }))
 }
