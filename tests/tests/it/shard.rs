@@ -181,10 +181,26 @@ fn an_institution_copied_into_its_object_reads_the_same_from_it() {
     let refused = copy(worker, id, Some(OPERATOR_TOKEN));
     assert_eq!(refused.status, 409, "{}", refused.text);
 
-    // Another institution still reads from D1.
-    let other = worker.institution_token(1);
+    // Another institution still reads from D1, and never the held institution's rows: its
+    // lookups of them find nothing, like unknown ones.
+    let (other_client, other_secret) =
+        worker.new_client(1, "Shard reads", &["transactions:read", "events:read"]);
+    let other = worker.token(&other_client, &other_secret);
     let list = worker.get("/v1/transactions?limit=1", Some(&other), "/v1/transactions");
     assert_eq!(list.status, 200, "{}", list.text);
+    assert_eq!(list.json()["data"].as_array().map(Vec::len), Some(1));
+    let theirs = worker.get(
+        &format!("/v1/transactions?id={paid}"),
+        Some(&other),
+        "/v1/transactions",
+    );
+    assert_eq!(theirs.json()["data"], json!([]), "{}", theirs.text);
+    let theirs = worker.get(
+        &format!("/v1/events/{event}"),
+        Some(&other),
+        "/v1/events/{id}",
+    );
+    assert_eq!(theirs.status, 404, "{}", theirs.text);
     let stale = worker.get(
         "/v1/transactions?external_reference=STALE",
         Some(&token),
@@ -274,6 +290,9 @@ fn checkout_worker() -> &'static Worker {
 fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
     let worker = checkout_worker();
     let id = institution_id(worker, 0);
+    // A checkout made before the move: the worker remembers the key's merchant as held in D1,
+    // and that memo must not store the next session in the wrong place.
+    let before = payment(worker, 0, "HELD-0");
     let report = copy(worker, id, Some(OPERATOR_TOKEN));
     assert_eq!(report.json()["verified"], true, "{}", report.text);
     worker
@@ -403,6 +422,14 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
         "{}",
         listed.text
     );
+
+    // The checkout made before the move was copied with the rest, and reads from the object.
+    let earlier = worker.get(
+        &format!("/v1/transactions?id={before}"),
+        Some(&token),
+        "/v1/transactions",
+    );
+    assert_eq!(earlier.json()["data"][0]["external_reference"], "HELD-0");
 
     // An unknown checkout is still unknown.
     let unknown = worker.send(
