@@ -689,16 +689,25 @@ async fn make_held(
                 .or_internal("create session")?,
         );
     }
-    // A failure here (the key stored by a racer between the condition and the insert, or the
-    // object unreachable) is read as nothing stored: the key's session is looked for below.
-    let written = writes.run(&held).await;
-    let transaction_id = match &written {
-        Ok(written) => written
-            .rows(created)
-            .or_internal("create session")?
-            .first()
-            .map(|row| row.id),
-        Err(_) => None,
+    // The object's answer says whether it stored the session. A failed call may still have
+    // committed (its answer lost on the way back): the session's own id, made for this request
+    // alone, says whether it did; if even that cannot be read, nothing is given back (an index
+    // entry whose object holds no session reads as no checkout).
+    let (transaction_id, failure) = match writes.run(&held).await {
+        Ok(written) => (
+            written
+                .rows(created)
+                .or_internal("create session")?
+                .first()
+                .map(|row| row.id),
+            None,
+        ),
+        Err(err) => {
+            let stored = stored_transaction(&held, &session_id, known.institution_id)
+                .await
+                .map_err(|_| ApiError::internal("create session", &err))?;
+            (stored, Some(err))
+        }
     };
     if let Some(transaction_id) = transaction_id {
         return Ok(Some(Session {
@@ -707,7 +716,9 @@ async fn make_held(
             created: true,
         }));
     }
-    // Nothing stored: the place in the key's window and the index entry are given back.
+    // Nothing stored (a racer stored the key first, or the call failed before its commit): the
+    // place in the key's window and the index entry are given back, and the key's session is
+    // answered.
     let mut undo = Batch::new();
     undo.push(throttle::release_checkout(
         key,
@@ -727,14 +738,26 @@ async fn make_held(
             return replay(options, stored).map(Some);
         }
     }
-    match written {
-        Err(err) => Err(ApiError::internal("create session", err).into()),
-        Ok(_) => Err(ApiError::internal(
+    Err(match failure {
+        Some(err) => ApiError::internal("create session", err),
+        None => ApiError::internal(
             "create session",
             "the object stored no session and holds no key for it",
-        )
-        .into()),
+        ),
     }
+    .into())
+}
+
+/// The transaction of session `id` if `institution`'s object holds it.
+async fn stored_transaction(
+    held: &crate::db::Db,
+    id: &str,
+    institution: shared_types::ids::InstitutionId,
+) -> crate::db::DbResult<Option<i64>> {
+    let mut batch = Batch::new();
+    let session = batch.push(sessions::get_held_in_batch(id, institution)?);
+    let read = batch.run(held).await?;
+    Ok(read.rows(session)?.first().map(|s| s.transaction_id))
 }
 
 /// Adds the probe of the facts to a batch storing a session with an idempotency key, as its
@@ -1099,7 +1122,12 @@ pub async fn locate(
     let network_names = |rows: Vec<crate::db::wallets::WalletNetwork>| -> Vec<String> {
         rows.into_iter().map(|w| w.network).collect()
     };
-    if let Some(session) = read.rows(session).or_internal("read session")?.pop() {
+    // Held in its institution's object: read there, even if D1 still has a copy of it (a
+    // checkout moved with its institution's money).
+    let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
+        let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+            return Ok(None);
+        };
         let networks = network_names(read.rows(networks).or_internal("read wallets")?);
         let watched = read.rows(watched).or_internal("read watches")?;
         return Ok(Some((
@@ -1110,9 +1138,6 @@ pub async fn locate(
             networks,
             watched,
         )));
-    }
-    let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
-        return Ok(None);
     };
     let networks = network_names(read.rows(held_networks).or_internal("read wallets")?);
     let held = ctx.institution_object(entry.institution_id.0)?;

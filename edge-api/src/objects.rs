@@ -9,8 +9,10 @@
 //! - its schema: the migrations of `edge-api/objects/institution/`, applied in order before its
 //!   first statement and recorded in `object_migrations` (objects have no `user_version`);
 //! - its institution: the first call names it and `object_identity` keeps it; a call naming
-//!   another is refused, and every money table refuses a row of another institution (triggers
-//!   of the schema), so a statement naming another institution's rows finds nothing;
+//!   another is refused, and every money table that carries the institution refuses a row of
+//!   another (triggers of the schema; idempotency keys and delivery attempts are reached through
+//!   their merchant and delivery), so a statement naming another institution's rows finds
+//!   nothing;
 //! - its bounds: a call's body, its statements and each statement's text and values are
 //!   bounded before they are read.
 

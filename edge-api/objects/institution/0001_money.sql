@@ -5,8 +5,9 @@
 -- first statement, recorded in `object_migrations`.
 --
 -- The object knows its institution: `object_identity` holds it (written with the first
--- request, which names it), and every money table refuses a row of any other institution, on
--- insert and on update.
+-- request, which names it), and every money table that carries the institution refuses a row
+-- of any other, on insert and on update (idempotency keys and delivery attempts are reached
+-- through their merchant and delivery).
 
 CREATE TABLE object_identity (
     only_row        INTEGER PRIMARY KEY CHECK (only_row = 1),

@@ -53,8 +53,8 @@ use wasm_bindgen::{JsCast, JsValue};
 
 // The executor and what it runs, from the layer below: every table module reads them from here.
 pub use crate::sql::{
-    all, batch, first, run, stmt, strings, Batch, BatchResults, Db, DbError, DbResult, Handle,
-    NoRows, Returning, Stmt, Value,
+    all, batch, first, run, stmt, strings, Batch, BatchResults, Db, DbError, DbErrorKind, DbResult,
+    Handle, NoRows, Returning, Stmt, Value,
 };
 
 /// For the native tests: whether `condition` holds on `conn` as it stands.

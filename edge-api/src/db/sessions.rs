@@ -363,6 +363,28 @@ pub fn index(
     )
 }
 
+/// The index entry of a checkout copied into its institution's object with the rest of its
+/// money (nothing if it has one): counted only once the directory points at the object.
+pub fn index_copied(
+    session_id: &str,
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
+    created_at: i64,
+) -> DbResult<Stmt> {
+    stmt(
+        "INSERT INTO checkout_index (session_id, institution_id, merchant_id, created_at) \
+         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (session_id) DO NOTHING",
+        &[
+            session_id.into(),
+            institution_id.into(),
+            merchant_id.into(),
+            created_at.into(),
+        ],
+    )
+}
+
 /// Removes a checkout's index entry when its object stored no session for it.
 pub fn unindex(Scoped { institution, id }: Scoped<&str>) -> DbResult<Stmt> {
     stmt(
@@ -393,11 +415,15 @@ pub struct Indexed {
     pub merchant_name: String,
 }
 
-/// The index entry of checkout `id`, for a batch (no row: not held in an object).
+/// The index entry of checkout `id` while its institution is held in its object, for a batch
+/// (no row: not held in an object; an entry written by a copy before the directory points at
+/// the object does not count yet).
 pub fn indexed(id: &str) -> DbResult<Returning<Indexed>> {
     stmt(
         "SELECT x.institution_id, m.name AS merchant_name \
-         FROM checkout_index x JOIN merchants m ON m.id = x.merchant_id WHERE x.session_id = ?1",
+         FROM checkout_index x JOIN merchants m ON m.id = x.merchant_id \
+         JOIN institutions i ON i.id = x.institution_id AND i.store = 'object' \
+         WHERE x.session_id = ?1",
         &[id.into()],
     )
     .map(Returning::new)

@@ -292,7 +292,16 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
     let id = institution_id(worker, 0);
     // A checkout made before the move: the worker remembers the key's merchant as held in D1,
     // and that memo must not store the next session in the wrong place.
-    let before = payment(worker, 0, "HELD-0");
+    let key = worker.credentials.institutions[0].merchants[0]
+        .public_key
+        .clone();
+    let early = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "12.00", "currency": "EUR", "title": "Before the move",
+        "externalReference": "HELD-0", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let before = early["transaction_id"].as_i64().unwrap();
+    let early_id = early["id"].as_str().unwrap().to_owned();
     let report = copy(worker, id, Some(OPERATOR_TOKEN));
     assert_eq!(report.json()["verified"], true, "{}", report.text);
     worker
@@ -302,9 +311,6 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
             [id],
         )
         .unwrap();
-    let key = worker.credentials.institutions[0].merchants[0]
-        .public_key
-        .clone();
     let options = |reference: &str, idempotency: Option<&str>| {
         let mut options = json!({
             "publicKey": key, "amount": "25.00", "currency": "EUR", "title": "Held order",
@@ -348,6 +354,17 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
         count("SELECT count(*) FROM checkout_index WHERE session_id = ?1"),
         1
     );
+    // The losers' index entries were given back: one entry for the one checkout made since the
+    // copy (the copy indexed the earlier ones).
+    let since: i64 = db
+        .query_row(
+            "SELECT count(*) FROM checkout_index x WHERE x.institution_id = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM checkout_sessions s WHERE s.id = x.session_id)",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(since, 1, "index entries of sessions made in the object");
     assert_eq!(
         count("SELECT count(*) FROM checkout_sessions WHERE id = ?1"),
         0
@@ -423,13 +440,37 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
         listed.text
     );
 
-    // The checkout made before the move was copied with the rest, and reads from the object.
+    // The checkout made before the move was copied with the rest, and reads from the object:
+    // its page, its poll and the partner API, whatever D1's copy of it says now.
+    db.execute(
+        "UPDATE checkout_sessions SET title = 'STALE' WHERE id = ?1",
+        [&early_id],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE transactions SET raw_status = 'expired', status = 'failed' WHERE id = ?1",
+        [before],
+    )
+    .unwrap();
     let earlier = worker.get(
         &format!("/v1/transactions?id={before}"),
         Some(&token),
         "/v1/transactions",
     );
     assert_eq!(earlier.json()["data"][0]["external_reference"], "HELD-0");
+    assert_eq!(earlier.json()["data"][0]["status"], "pending");
+    let page = worker.send(
+        worker.request(Method::GET, &format!("/checkout/{early_id}")),
+        None,
+    );
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("Before the move"), "{}", page.text);
+    assert!(!page.text.contains("STALE"));
+    let status = worker.send(
+        worker.request(Method::GET, &format!("/checkout/{early_id}/status")),
+        None,
+    );
+    assert_eq!(status.json()["status"], "pending", "{}", status.text);
 
     // An unknown checkout is still unknown.
     let unknown = worker.send(

@@ -344,13 +344,13 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
         batch.push(watches::transfers_of_session_in_batch(id).or_internal("read transfers")?);
     let indexed = batch.push(sessions::indexed(id).or_internal("read session")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
-    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
-        // Not in D1: held in its institution's object, if the directory indexes it there.
-        let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
-            return Ok(None);
-        };
+    // Held in its institution's object: read there, even if D1 still has a copy of it.
+    if let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() {
         held::remember(id, entry.institution_id);
         return held_poll(ctx, id, entry.institution_id).await;
+    }
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+        return Ok(None);
     };
     let list = read.rows(watched).or_internal("read watches")?;
     if list.is_empty() {
