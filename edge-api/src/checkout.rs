@@ -442,6 +442,7 @@ async fn make(
         network: method.network,
         external_reference: &options.external_reference,
         now_text: &now_text,
+        first_id: transactions::first_id(MoneyStore::D1, known.institution_id),
     };
     let session = NewSession {
         id: &session_id,
@@ -638,6 +639,7 @@ async fn make_held(
         network: method.network,
         external_reference: &options.external_reference,
         now_text: &now_text,
+        first_id: transactions::first_id(MoneyStore::Object, known.institution_id),
     };
     let session = NewSession {
         id: &session_id,

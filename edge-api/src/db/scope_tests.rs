@@ -126,11 +126,12 @@ const ALLOWED: &[(&str, &str)] = &[
     // Transaction ids are allocated in one sequence across institutions today, in creation
     // order: a new payment's created_at never goes below the newest one's, and a date filter
     // becomes an id bound by the first id created at or after it (the list itself is keyed by
-    // its institution). Sharded, each institution's object allocates its own ids, and these
-    // read only its rows.
+    // its institution). Sharded, each institution's object allocates its own ids (from the
+    // institution's id times 2^32: `transactions::first_id`, unique across institutions), and
+    // these read only its rows.
     (
         "coalesce((SELECT max(created_at) FROM transactions), ?8)",
-        "transactions::insert_pending, the id sequence's clock",
+        "transactions::insert_pending, the id sequence and its clock",
     ),
     (
         "INDEXED BY transactions_by_created WHERE created_at",

@@ -439,6 +439,20 @@ pub struct NewPayment<'a> {
     pub external_reference: &'a str,
     /// Canonical now.
     pub now_text: &'a str,
+    /// The lowest id it may get ([`first_id`]).
+    pub first_id: i64,
+}
+
+/// The lowest id a new payment gets where its institution's money lives: D1's ids are one
+/// sequence from 1; an institution's object gives its new payments ids from the institution's
+/// id times 2^32 up (below 2^53 for any institution id under 2^21), after the ids its moved
+/// rows kept, so a payment id stays unique across institutions wherever it was made, and id
+/// order stays creation order in each store.
+pub fn first_id(store: super::MoneyStore, institution: InstitutionId) -> i64 {
+    match store {
+        super::MoneyStore::D1 => 1,
+        super::MoneyStore::Object => institution.0 << 32,
+    }
 }
 
 /// The id of a row a batch's statement created (`RETURNING id`).
@@ -456,7 +470,7 @@ pub fn insert_pending(
     p: &NewPayment<'_>,
     within: &dyn super::Condition,
 ) -> DbResult<Returning<CreatedId>> {
-    let (condition, guard) = within.sql(9);
+    let (condition, guard) = within.sql(10);
     let mut params: Vec<Value> = vec![
         p.institution_id.into(),
         p.merchant_id.into(),
@@ -466,16 +480,19 @@ pub fn insert_pending(
         p.network.into(),
         p.external_reference.into(),
         p.now_text.into(),
+        p.first_id.into(),
     ];
     params.extend(guard);
     stmt(
         // created_at never goes below the newest row's, so id order stays creation order even if
-        // clocks disagree (the list queries rely on it).
+        // clocks disagree (the list queries rely on it); the id is the next after the newest,
+        // and at least the store's first ([`first_id`]).
         &format!(
-            "INSERT INTO transactions (institution_id, merchant_id, status, raw_status, asset, \
-             currency, amount_expected, network_payment, external_reference, created_at, \
+            "INSERT INTO transactions (id, institution_id, merchant_id, status, raw_status, \
+             asset, currency, amount_expected, network_payment, external_reference, created_at, \
              updated_at) \
-             SELECT ?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
+             SELECT max(coalesce((SELECT max(id) FROM transactions), 0) + 1, ?9), \
+             ?1, ?2, 'pending', 'pending', ?3, ?4, ?5, ?6, ?7, \
              max(?8, coalesce((SELECT max(created_at) FROM transactions), ?8)), ?8 \
              WHERE {condition} RETURNING id"
         ),
@@ -722,4 +739,53 @@ pub fn apply_change(
     );
     params.extend(more);
     stmt(&sql, &params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::sessions::Always;
+    use crate::db::MoneyStore;
+
+    /// A new payment's id: the next after the newest, never below its store's first; an
+    /// object's ids sit above every id D1 gives and every other institution's object's.
+    #[test]
+    fn payment_ids_stay_unique_across_institutions_and_in_creation_order() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF; \
+             INSERT INTO transactions (id, institution_id, merchant_id, status, raw_status, \
+             created_at, updated_at) VALUES (41, 3, 1, 'paid', 'paid', '2026-01-01T00:00:00Z', '')",
+        )
+        .unwrap();
+        let insert = |store: MoneyStore| -> i64 {
+            let payment = NewPayment {
+                institution_id: InstitutionId(3),
+                merchant_id: 1,
+                asset: "USDC",
+                currency: "EUR",
+                amount: "1.00",
+                network: "polygon",
+                external_reference: "r",
+                now_text: "2026-01-02T00:00:00Z",
+                first_id: first_id(store, InstitutionId(3)),
+            };
+            let statement =
+                crate::sql::Statement::statement(insert_pending(&payment, &Always).unwrap());
+            let params: Vec<&dyn rusqlite::ToSql> = statement
+                .params()
+                .iter()
+                .map(|v| v as &dyn rusqlite::ToSql)
+                .collect();
+            conn.query_row(statement.sql(), params.as_slice(), |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(insert(MoneyStore::D1), 42);
+        let held = insert(MoneyStore::Object);
+        assert_eq!(held, 3 << 32);
+        assert_eq!(insert(MoneyStore::Object), (3 << 32) + 1);
+        assert!(first_id(MoneyStore::Object, InstitutionId((1 << 21) - 1)) < 1 << 53);
+        assert!(first_id(MoneyStore::Object, InstitutionId(4)) > held + 1);
+    }
 }

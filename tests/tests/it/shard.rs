@@ -342,6 +342,8 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
     let session = replies[0].json();
     let session_id = session["id"].as_str().unwrap().to_owned();
     let transaction = session["transaction_id"].as_i64().unwrap();
+    // Its id is the object's own, above every id D1 gives: unique across institutions.
+    assert_eq!(transaction, id << 32, "{session}");
     for reply in &replies {
         assert_eq!(reply.json()["id"], session["id"], "{}", reply.text);
         assert_eq!(reply.json()["transaction_id"], session["transaction_id"]);
