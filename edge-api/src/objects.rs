@@ -22,7 +22,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::{wasm_bindgen, Closure};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::sql::wire::{check, Call, Outcome, Reply, CALL_BYTES_MAX, PATH};
+use crate::sql::wire::{check, Call, Outcome, Reply, ANSWER_ROWS_MAX, CALL_BYTES_MAX, PATH};
 use crate::sql::{Stmt, Value};
 
 /// The binding the worker reaches institutions' objects through (`wrangler.toml`).
@@ -65,7 +65,11 @@ impl Store {
             Ok(body) => self.answer(body.as_bytes()),
             Err(refused) => Reply::Failed(format!("too large: {}", refused.description)),
         };
-        worker::Response::from_json(&reply)
+        let text = reply
+            .to_json()
+            .or_else(|e| Reply::Failed(e).to_json())
+            .map_err(worker::Error::RustError)?;
+        crate::http::json_js(200, &text)
     }
 
     /// Answers a call's body: the call read and bounded, the schema migrated, the institution
@@ -89,7 +93,15 @@ impl Store {
         }
         let sql = self.storage.sql();
         match transaction_sync(&self.storage, move || run_all(&sql, &call.statements)) {
-            Ok(outcomes) => Reply::Done(outcomes),
+            Ok(outcomes) => {
+                let rows: usize = outcomes.iter().map(|o| o.rows.length() as usize).sum();
+                if rows > ANSWER_ROWS_MAX {
+                    return Reply::Failed(format!(
+                        "too large: an answer of {rows} rows; at most {ANSWER_ROWS_MAX}"
+                    ));
+                }
+                Reply::Done(outcomes)
+            }
             Err(e) => Reply::Failed(e),
         }
     }
@@ -124,26 +136,25 @@ fn same_institution(held: i64, asked: i64) -> Result<(), String> {
 
 /// Applies the migrations not yet recorded, in order.
 fn migrate(sql: &worker::SqlStorage, now: i64) -> Result<(), String> {
-    exec(
+    #[derive(serde::Deserialize)]
+    struct Applied {
+        name: String,
+    }
+    run(
         sql,
         "CREATE TABLE IF NOT EXISTS object_migrations \
          (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)",
         &[],
     )?;
-    let applied = exec(sql, "SELECT name FROM object_migrations", &[])?;
-    let applied: Vec<String> = applied
-        .rows
-        .iter()
-        .filter_map(|row| row.first().and_then(|v| v.as_str()).map(str::to_owned))
-        .collect();
+    let applied: Vec<Applied> = query(sql, "SELECT name FROM object_migrations", &[])?;
     for (name, text) in MIGRATIONS {
-        if applied.iter().any(|a| a == name) {
+        if applied.iter().any(|a| a.name == *name) {
             continue;
         }
         for statement in statements_of(text) {
-            exec(sql, statement, &[]).map_err(|e| format!("migration {name}: {e}"))?;
+            run(sql, statement, &[]).map_err(|e| format!("migration {name}: {e}"))?;
         }
-        exec(
+        run(
             sql,
             "INSERT INTO object_migrations (name, applied_at) VALUES (?1, ?2)",
             &[Value::from(*name), Value::Int(now)],
@@ -154,21 +165,23 @@ fn migrate(sql: &worker::SqlStorage, now: i64) -> Result<(), String> {
 
 /// The institution the object holds, recorded as `institution` when it holds none yet.
 fn identity(sql: &worker::SqlStorage, institution: i64, now: i64) -> Result<i64, String> {
-    exec(
+    #[derive(serde::Deserialize)]
+    struct Held {
+        institution_id: i64,
+    }
+    run(
         sql,
         "INSERT INTO object_identity (only_row, institution_id, created_at) VALUES (1, ?1, ?2) \
          ON CONFLICT (only_row) DO NOTHING",
         &[Value::Int(institution), Value::Int(now)],
     )?;
-    let held = exec(
+    let held: Vec<Held> = query(
         sql,
         "SELECT institution_id FROM object_identity WHERE only_row = 1",
         &[],
     )?;
-    held.rows
-        .first()
-        .and_then(|row| row.first())
-        .and_then(serde_json::Value::as_i64)
+    held.first()
+        .map(|h| h.institution_id)
         .ok_or_else(|| "the object's identity does not read back".to_owned())
 }
 
@@ -207,28 +220,29 @@ fn run_all(sql: &worker::SqlStorage, statements: &[Stmt]) -> Result<Vec<Outcome>
         .collect()
 }
 
-/// Runs one statement, with the rows it changed counted as D1 counts them.
+/// A row kept as the JavaScript object the cursor made (never read into wasm memory).
+#[derive(serde::Deserialize)]
+struct RawRow(#[serde(with = "serde_wasm_bindgen::preserve")] JsValue);
+
+/// Runs one statement: its rows as the cursor made them, and the rows it changed counted as D1
+/// counts them.
 fn exec(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<Outcome, String> {
     let before = total_changes(sql)?;
     let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
     let cursor = sql.exec_raw(text, values).map_err(|e| e.to_string())?;
-    let columns = cursor.column_names();
-    let rows = cursor
-        .raw()
-        .map(|row| {
-            row.map(|values| values.into_iter().map(json_of).collect::<Vec<_>>())
-                .map_err(|e| e.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let raw: Vec<RawRow> = cursor.to_array().map_err(|e| e.to_string())?;
+    let rows = js_sys::Array::new();
+    for row in raw {
+        rows.push(&row.0);
+    }
     let rows_read = cursor.rows_read() as u64;
     let rows_written = cursor.rows_written() as u64;
     let changes = if total_changes(sql)? == before {
         0
     } else {
-        count(sql, "SELECT changes()")?
+        count(sql, "SELECT changes() AS n")?
     };
     Ok(Outcome {
-        columns,
         rows,
         changes,
         rows_read,
@@ -236,32 +250,45 @@ fn exec(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<Outcom
     })
 }
 
+/// Runs a statement whose rows are not read.
+fn run(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<(), String> {
+    let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
+    let cursor = sql.exec_raw(text, values).map_err(|e| e.to_string())?;
+    // Stepped to its end: a statement runs as its cursor is read.
+    cursor
+        .to_array::<RawRow>()
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// A statement's rows, read as `R` (through `to_array`: `one` cannot answer zero rows).
+fn query<R: serde::de::DeserializeOwned>(
+    sql: &worker::SqlStorage,
+    text: &str,
+    params: &[Value],
+) -> Result<Vec<R>, String> {
+    let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
+    sql.exec_raw(text, values)
+        .and_then(|cursor| cursor.to_array())
+        .map_err(|e| e.to_string())
+}
+
 /// SQLite's count of rows changed since the database was opened.
 fn total_changes(sql: &worker::SqlStorage) -> Result<u64, String> {
-    count(sql, "SELECT total_changes()")
+    count(sql, "SELECT total_changes() AS n")
 }
 
-/// A statement's one integer.
+/// A statement's one count, `n`.
 fn count(sql: &worker::SqlStorage, text: &str) -> Result<u64, String> {
-    let cursor = sql.exec_raw(text, Vec::new()).map_err(|e| e.to_string())?;
-    let row = cursor.raw().next().transpose().map_err(|e| e.to_string())?;
-    match row.as_deref() {
-        Some([worker::SqlStorageValue::Integer(n)]) => Ok((*n).max(0) as u64),
-        _ => Err(format!("{text} did not answer a count")),
+    #[derive(serde::Deserialize)]
+    struct Count {
+        n: i64,
     }
-}
-
-/// A stored value as JSON (blobs, which no table holds, as their bytes).
-fn json_of(value: worker::SqlStorageValue) -> serde_json::Value {
-    use worker::SqlStorageValue as V;
-    match value {
-        V::Null => serde_json::Value::Null,
-        V::Boolean(b) => serde_json::Value::Bool(b),
-        V::Integer(n) => serde_json::Value::from(n),
-        V::Float(f) => serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into),
-        V::String(s) => serde_json::Value::String(s),
-        V::Blob(bytes) => serde_json::Value::from(bytes),
-    }
+    let counted: Vec<Count> = query(sql, text, &[])?;
+    counted
+        .first()
+        .map(|c| c.n.max(0) as u64)
+        .ok_or_else(|| format!("{text} did not answer a count"))
 }
 
 #[wasm_bindgen]

@@ -248,9 +248,6 @@ impl std::fmt::Debug for Object {
     }
 }
 
-/// Largest answer read from an object (a page of rows; a list's pages are far smaller).
-const OBJECT_ANSWER_BYTES_MAX: usize = 32 * 1024 * 1024;
-
 impl Object {
     /// The object holding `institution`, through `stub`.
     pub fn new(stub: worker::Stub, institution: i64) -> Self {
@@ -273,32 +270,34 @@ impl Object {
             .with_body(Some(JsValue::from_str(&body)));
         let request =
             worker::Request::new_with_init(&format!("https://institution{}", wire::PATH), &init)?;
-        let mut response = self.stub.fetch_with_request(request).await?;
-        let bytes = response.bytes().await?;
-        if bytes.len() > OBJECT_ANSWER_BYTES_MAX {
-            return Err(DbError {
-                kind: DbErrorKind::TooLarge,
-                text: format!("an answer of {} bytes from the object", bytes.len()),
-            });
-        }
-        match serde_json::from_slice(&bytes) {
-            Ok(Reply::Done(outcomes)) if outcomes.len() == statements.len() => {
+        let response: web_sys::Response = self.stub.fetch_with_request(request).await?.into();
+        let status = response.status();
+        let parsed = match response.json() {
+            Ok(promise) => wasm_bindgen_futures::JsFuture::from(promise).await.ok(),
+            Err(_) => None,
+        };
+        let reply = parsed.as_ref().map(Reply::from_js);
+        match reply {
+            Some(Ok(Reply::Done(outcomes))) if outcomes.len() == statements.len() => {
                 meter::record_object(&outcomes);
                 Ok(outcomes)
             }
-            Ok(Reply::Done(_)) => Err(DbError::bad_row(
+            Some(Ok(Reply::Done(_))) => Err(DbError::bad_row(
                 "an object answered another number of results than it had statements",
             )),
-            Ok(Reply::Failed(text)) => Err(DbError {
+            Some(Ok(Reply::Failed(text))) => Err(DbError {
                 kind: classify(&text),
                 text,
             }),
-            Err(e) => Err(DbError {
+            Some(Err(e)) => Err(DbError {
                 kind: DbErrorKind::Other,
                 text: format!(
-                    "an answer from the object that does not read (status {}): {e}",
-                    response.status_code()
+                    "an answer from the object that does not read (status {status}): {e}"
                 ),
+            }),
+            None => Err(DbError {
+                kind: DbErrorKind::Other,
+                text: format!("an answer from the object that is not JSON (status {status})"),
             }),
         }
     }
@@ -312,24 +311,16 @@ impl Object {
     }
 }
 
-/// An object's rows read as `R` the way D1's are: each row made the JavaScript object D1 would
-/// answer, then read by the same deserializer, so a type reads the same from either (a page's
-/// JSON text stays a JavaScript string, `JsonPage`).
+/// An object's rows read as `R` the way D1's are: they are the JavaScript objects D1 would
+/// answer, read by the same deserializer, so a type reads the same from either (a page's JSON
+/// text stays a JavaScript string, `JsonPage`).
 fn object_rows<R: DeserializeOwned>(outcome: &Outcome) -> DbResult<Vec<R>> {
-    use serde::Serialize;
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    let unreadable = |e: &dyn std::fmt::Display| DbError::bad_row(format!("an object's row: {e}"));
     outcome
         .rows
         .iter()
         .map(|row| {
-            let record = js_sys::Object::new();
-            for (column, value) in outcome.columns.iter().zip(row) {
-                let value = value.serialize(&serializer).map_err(|e| unreadable(&e))?;
-                js_sys::Reflect::set(&record, &JsValue::from_str(column), &value)
-                    .map_err(|_| unreadable(&"a column that cannot be set"))?;
-            }
-            serde_wasm_bindgen::from_value(record.into()).map_err(|e| unreadable(&e))
+            serde_wasm_bindgen::from_value(row)
+                .map_err(|e| DbError::bad_row(format!("an object's row: {e}")))
         })
         .collect()
 }
@@ -494,9 +485,8 @@ pub async fn strings(db: &Db, sql: &str, params: &[Value]) -> DbResult<Vec<Strin
         let outcome = object.one(stmt(sql, params)?).await?;
         return Ok(outcome
             .rows
-            .into_iter()
-            .filter_map(|row| row.into_iter().next())
-            .filter_map(|v| v.as_str().map(str::to_owned))
+            .iter()
+            .filter_map(|row| js_sys::Object::values(&row.into()).get(0).as_string())
             .collect());
     }
     let statement = db.d1(&stmt(sql, params)?)?;
@@ -842,6 +832,7 @@ mod stmt_tests {
 /// statements, and what each answered.
 pub mod wire {
     use serde::{Deserialize, Serialize};
+    use wasm_bindgen::JsValue;
 
     use super::{Stmt, MAX_BOUND_PARAMETERS};
 
@@ -867,13 +858,16 @@ pub mod wire {
         pub statements: Vec<Stmt>,
     }
 
-    /// What one statement answered.
-    #[derive(Debug, Default, Serialize, Deserialize)]
+    /// Most rows one answer carries (every statement the worker sends reads a bounded page).
+    pub const ANSWER_ROWS_MAX: usize = 20_000;
+
+    /// What one statement answered. Its rows stay JavaScript objects, as D1 answers them, from
+    /// the object's cursor to the worker's deserializer: the answer crosses as JSON made and
+    /// read by the platform, and a page's text never enters wasm memory on the way.
+    #[derive(Debug)]
     pub struct Outcome {
-        /// Its result's columns, in order.
-        pub columns: Vec<String>,
-        /// Its rows, each a value per column.
-        pub rows: Vec<Vec<serde_json::Value>>,
+        /// Its rows, each an object of its columns.
+        pub rows: js_sys::Array,
         /// Rows it inserted, updated or deleted itself (SQLite's `changes()`, as D1's meta counts
         /// them: not rows changed by triggers).
         pub changes: u64,
@@ -884,13 +878,86 @@ pub mod wire {
     }
 
     /// An object's answer to a [`Call`].
-    #[derive(Debug, Serialize, Deserialize)]
-    #[serde(rename_all = "snake_case")]
+    #[derive(Debug)]
     pub enum Reply {
         /// Committed: one outcome per statement.
         Done(Vec<Outcome>),
         /// Nothing committed: what SQLite (or the object's own check) said.
         Failed(String),
+    }
+
+    impl Reply {
+        /// As JSON text (`{"done": [{"rows", "changes", "rows_read", "rows_written"}…]}` or
+        /// `{"failed": "…"}`), made by the platform.
+        pub fn to_json(&self) -> Result<js_sys::JsString, String> {
+            let reply = js_sys::Object::new();
+            let set = |target: &JsValue, key: &str, value: &JsValue| {
+                js_sys::Reflect::set(target, &JsValue::from_str(key), value)
+                    .map(drop)
+                    .map_err(|_| format!("an answer's {key} cannot be set"))
+            };
+            match self {
+                Reply::Failed(text) => set(&reply, "failed", &JsValue::from_str(text))?,
+                Reply::Done(outcomes) => {
+                    let done = js_sys::Array::new();
+                    for outcome in outcomes {
+                        let o: JsValue = js_sys::Object::new().into();
+                        set(&o, "rows", &outcome.rows)?;
+                        set(&o, "changes", &JsValue::from_f64(outcome.changes as f64))?;
+                        set(
+                            &o,
+                            "rows_read",
+                            &JsValue::from_f64(outcome.rows_read as f64),
+                        )?;
+                        set(
+                            &o,
+                            "rows_written",
+                            &JsValue::from_f64(outcome.rows_written as f64),
+                        )?;
+                        done.push(&o);
+                    }
+                    set(&reply, "done", &done)?;
+                }
+            }
+            js_sys::JSON::stringify(&reply).map_err(|_| "an answer that is not JSON".to_owned())
+        }
+
+        /// An answer as the platform parsed it.
+        pub fn from_js(reply: &JsValue) -> Result<Reply, String> {
+            let get = |target: &JsValue, key: &str| {
+                js_sys::Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+            };
+            if let Some(text) = get(reply, "failed").as_string() {
+                return Ok(Reply::Failed(text));
+            }
+            let done = get(reply, "done");
+            if !js_sys::Array::is_array(&done) {
+                return Err("an answer with neither done nor failed".to_owned());
+            }
+            let count = |o: &JsValue, key: &str| -> Result<u64, String> {
+                get(o, key)
+                    .as_f64()
+                    .filter(|n| *n >= 0.0 && n.fract() == 0.0)
+                    .map(|n| n as u64)
+                    .ok_or_else(|| format!("an outcome without its {key}"))
+            };
+            js_sys::Array::from(&done)
+                .iter()
+                .map(|o| {
+                    let rows = get(&o, "rows");
+                    if !js_sys::Array::is_array(&rows) {
+                        return Err("an outcome without its rows".to_owned());
+                    }
+                    Ok(Outcome {
+                        rows: rows.into(),
+                        changes: count(&o, "changes")?,
+                        rows_read: count(&o, "rows_read")?,
+                        rows_written: count(&o, "rows_written")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Reply::Done)
+        }
     }
 
     /// A call refused before any statement runs, naming the bound it breaks.
