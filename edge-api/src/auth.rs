@@ -260,6 +260,8 @@ pub async fn issue_token(ctx: &Ctx, request: TokenRequest) -> Result<TokenRespon
 pub struct Caller {
     /// The institution whose data the request may see.
     pub institution_id: InstitutionId,
+    /// Where its money lives.
+    pub store: crate::db::MoneyStore,
 }
 
 /// Authenticates `Authorization: Bearer` and checks that the token carries `needed`.
@@ -272,6 +274,7 @@ pub async fn authorize(ctx: &Ctx, headers: &Headers, needed: Scope) -> Result<Ca
     let found = found.ok_or_else(invalid_token)?;
     Ok(Caller {
         institution_id: found.institution_id,
+        store: found.store,
     })
 }
 

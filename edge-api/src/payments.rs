@@ -11,7 +11,7 @@ use crate::ctx::{timestamp, Ctx};
 use crate::db::events::{Guard, OutboxEvent};
 use crate::db::refunds;
 use crate::db::transactions::{self, Stamps};
-use crate::db::{self, Batch};
+use crate::db::{self, Batch, MoneyStore};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, webhooks};
 
@@ -38,6 +38,26 @@ pub async fn act(
         OnChain::Nothing,
     )
     .await
+}
+
+/// [`act`] on a payment of an institution whose money lives in `store`: in its object, the
+/// payment is read and changed there, with its event and its deliveries (to the endpoints the
+/// directory has subscribed, `webhooks::publish_held`), in one transaction of the object.
+/// Nothing on chain reaches an object yet, so this is the sandbox's and the hosted page's
+/// controls alone.
+pub async fn act_in(
+    ctx: &Ctx,
+    store: MoneyStore,
+    payment: Scoped<i64>,
+    action: &Action,
+) -> Result<Transaction, ApiError> {
+    match store {
+        MoneyStore::D1 => act(ctx, payment, action).await,
+        MoneyStore::Object => {
+            let held = ctx.institution_object(payment.institution.0)?;
+            apply_in(ctx, Some(&held), payment, action, OnChain::Nothing).await
+        }
+    }
 }
 
 use crate::db::parts::Part;
@@ -150,6 +170,17 @@ enum OnChain<'a> {
 
 async fn apply(
     ctx: &Ctx,
+    payment: Scoped<i64>,
+    action: &Action,
+    on_chain: OnChain<'_>,
+) -> Result<Transaction, ApiError> {
+    apply_in(ctx, None, payment, action, on_chain).await
+}
+
+/// [`apply`] in D1, or in the institution's object (`held`).
+async fn apply_in(
+    ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id,
@@ -157,12 +188,18 @@ async fn apply(
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
+    if held.is_some() && !matches!(on_chain, OnChain::Nothing) {
+        return Err(ApiError::internal(
+            "change payment",
+            "a change from the chain for a payment held in its institution's object",
+        ));
+    }
     let now = ctx.now();
     let source_hash = match on_chain {
         OnChain::Payment { hash, .. } => Some(hash),
         _ => None,
     };
-    let database = &ctx.db;
+    let database = held.unwrap_or(&ctx.db);
     let not_found = || ApiError::not_found("no such transaction");
     let row = transactions::payment(database, institution_id, id)
         .await
@@ -311,9 +348,12 @@ async fn apply(
                 .or_internal("record refund")?,
         );
     }
-    let fan_out = match &outbox {
-        None => None,
-        Some(e) => Some(webhooks::publish(&mut batch, e, Guard::AfterChange)?),
+    let fan_out = match (&outbox, held) {
+        (None, _) => None,
+        (Some(e), None) => Some(webhooks::publish(&mut batch, e, Guard::AfterChange)?),
+        (Some(e), Some(_)) => {
+            Some(webhooks::publish_held(ctx, &mut batch, e, Guard::AfterChange).await?)
+        }
     };
     if let (OnChain::Payment { parts, .. }, true) = (
         on_chain,
@@ -358,7 +398,8 @@ async fn apply(
         ));
     }
     if let (Some((event_id, _, _)), Some(fan_out)) = (&event, fan_out) {
-        webhooks::dispatch(ctx, &results, fan_out, event_id).await;
+        let held_by = held.map(|_| institution_id.0);
+        webhooks::dispatch(ctx, &results, fan_out, event_id, held_by).await;
     }
     Ok(after)
 }

@@ -37,7 +37,45 @@ pub enum Task {
     Deliver {
         /// `dlv_…`: a message whose id is not of that shape is refused as unknown.
         delivery_id: DeliveryId,
+        /// The institution whose object holds the delivery; absent: D1 holds it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held_by: Option<i64>,
     },
+}
+
+/// Where a delivery lives: D1, or its institution's object.
+enum Place {
+    D1,
+    Held { institution: i64, object: db::Db },
+}
+
+impl Place {
+    /// The place of a delivery `held_by` names.
+    fn of(ctx: &Ctx, held_by: Option<i64>) -> Result<Place, ApiError> {
+        Ok(match held_by {
+            None => Place::D1,
+            Some(institution) => Place::Held {
+                institution,
+                object: ctx.institution_object(institution)?,
+            },
+        })
+    }
+
+    /// Where its statements run.
+    fn db<'a>(&'a self, ctx: &'a Ctx) -> &'a db::Db {
+        match self {
+            Place::D1 => &ctx.db,
+            Place::Held { object, .. } => object,
+        }
+    }
+
+    /// What a queue message says of it.
+    fn held_by(&self) -> Option<i64> {
+        match self {
+            Place::D1 => None,
+            Place::Held { institution, .. } => Some(*institution),
+        }
+    }
 }
 
 /// The outbox: puts `event` on `batch` (guarded by `guard`) with one delivery per enabled
@@ -60,16 +98,44 @@ pub fn publish(
     Ok(batch.push(fan_out))
 }
 
-/// After the batch committed: sends the deliveries [`publish`] made to the queue. A message
-/// lost here is found by the cron sweep, so a failure is only logged.
+/// [`publish`] for an institution whose money is held in its object, which holds no
+/// endpoints: the directory names the enabled endpoints subscribed to the event's type (read
+/// here, before the batch), and the object's batch makes one delivery for each. An endpoint
+/// turned off in between gets a delivery that its consumer gives up; one made in between misses
+/// this event, as one made just after it would.
+pub async fn publish_held(
+    ctx: &Ctx,
+    batch: &mut Batch,
+    event: &OutboxEvent<'_>,
+    guard: Guard,
+) -> Result<Handle<NewDelivery>, ApiError> {
+    let subscribed = endpoints::subscribed(&ctx.db, event.institution_id, event.kind)
+        .await
+        .or_internal("read endpoints")?;
+    batch.push(events::insert(event, guard).or_internal("write event")?);
+    let fan_out = deliveries::fan_out_to(
+        event.id,
+        event.institution_id,
+        event.kind,
+        &subscribed,
+        event.created,
+    )
+    .or_internal("write deliveries")?;
+    Ok(batch.push(fan_out))
+}
+
+/// After the batch committed: sends the deliveries [`publish`] made to the queue (`held_by`:
+/// the institution whose object holds them). A message lost here is found by the cron sweep, so
+/// a failure is only logged.
 pub async fn dispatch(
     ctx: &Ctx,
     results: &BatchResults,
     deliveries: Handle<NewDelivery>,
     event_id: &str,
+    held_by: Option<i64>,
 ) {
     let sent = match deliveries::created(results, deliveries) {
-        Ok(ids) => enqueue(ctx, &ids, 0).await,
+        Ok(ids) => enqueue(ctx, &ids, 0, held_by).await,
         Err(e) => Err(ApiError::internal("read deliveries", e.to_string())),
     };
     if let Err(err) = sent {
@@ -77,9 +143,15 @@ pub async fn dispatch(
     }
 }
 
-/// Sends delivery ids to the queue, `delay` seconds from now, in batches the queue accepts. A
-/// lost message is harmless: the cron sweep finds the overdue delivery.
-pub async fn enqueue(ctx: &Ctx, ids: &[DeliveryId], delay: u32) -> Result<(), ApiError> {
+/// Sends delivery ids to the queue, `delay` seconds from now, in batches the queue accepts
+/// (`held_by`: the institution whose object holds them). A lost message is harmless: the cron
+/// sweep finds the overdue delivery.
+pub async fn enqueue(
+    ctx: &Ctx,
+    ids: &[DeliveryId],
+    delay: u32,
+    held_by: Option<i64>,
+) -> Result<(), ApiError> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -89,6 +161,7 @@ pub async fn enqueue(ctx: &Ctx, ids: &[DeliveryId], delay: u32) -> Result<(), Ap
         for id in chunk {
             batch = batch.message(Task::Deliver {
                 delivery_id: id.clone(),
+                held_by,
             });
         }
         queue
@@ -102,20 +175,41 @@ pub async fn enqueue(ctx: &Ctx, ids: &[DeliveryId], delay: u32) -> Result<(), Ap
 /// Handles one queue message. Every outcome is recorded in D1, so the message is always acked.
 pub async fn consume(ctx: &Ctx, task: Task) -> Result<(), ApiError> {
     match task {
-        Task::Deliver { delivery_id } => deliver(ctx, &delivery_id).await,
+        Task::Deliver {
+            delivery_id,
+            held_by,
+        } => deliver(ctx, &delivery_id, &Place::of(ctx, held_by)?).await,
     }
 }
 
-async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
-    let database = &ctx.db;
+async fn deliver(ctx: &Ctx, id: &DeliveryId, place: &Place) -> Result<(), ApiError> {
     let started = ctx.now();
     let stale_before = started - 2 * DEADLINE.as_secs() as i64;
-    // The common case, one round trip: due, claimed, and everything the attempt needs.
-    let Some(due) = deliveries::claim_due(database, id, started, stale_before)
-        .await
-        .or_internal("claim delivery")?
-    else {
-        return not_claimed(ctx, id, started).await;
+    let claimed = match place {
+        // The common case, one round trip: due, claimed, and everything the attempt needs.
+        Place::D1 => deliveries::claim_due(&ctx.db, id, started, stale_before)
+            .await
+            .or_internal("claim delivery")?,
+        // Claimed in the object, then its endpoint read from the directory.
+        Place::Held { object, .. } => {
+            match deliveries::claim_held(object, id, started, stale_before)
+                .await
+                .or_internal("claim delivery")?
+            {
+                None => None,
+                Some(claimed) => match with_endpoint(ctx, claimed).await? {
+                    Some(due) => Some(due),
+                    None => {
+                        return deliveries::give_up(object, id)
+                            .await
+                            .or_internal("give up delivery")
+                    }
+                },
+            }
+        }
+    };
+    let Some(due) = claimed else {
+        return not_claimed(ctx, place, id, started).await;
     };
     let attempt = due.attempts + 1;
     // Claimed: from here every outcome is recorded as an attempt, even one that could not be
@@ -142,11 +236,10 @@ async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
     if outcome == AttemptOutcome::Ok {
         return record_attempt(
             ctx,
+            place,
             &record,
-            vec![
-                deliveries::mark_succeeded(&due.id),
-                endpoints::record_success(&due.endpoint_id, started),
-            ],
+            deliveries::mark_succeeded(&due.id),
+            endpoints::record_success(&due.endpoint_id, started),
         )
         .await;
     }
@@ -157,44 +250,69 @@ async fn deliver(ctx: &Ctx, id: &DeliveryId) -> Result<(), ApiError> {
         .first_failure_at
         .filter(|first| webhook::should_disable(Some(*first), started, scale));
     if let Some(first_failure) = disabling {
-        if disable(ctx, &due, &record, first_failure, next).await? {
+        if disable(ctx, place, &due, &record, first_failure, next).await? {
             return Ok(());
         }
     } else if webhook::should_give_up(due.created_at, due.last_success_at, started, scale) {
         return record_attempt(
             ctx,
+            place,
             &record,
-            vec![
-                deliveries::give_up_statement(&due.id),
-                endpoints::record_failure(&due.endpoint_id, started),
-            ],
+            deliveries::give_up_statement(&due.id),
+            endpoints::record_failure(&due.endpoint_id, started),
         )
         .await;
     } else {
         record.next_attempt_at = Some(next);
         record_attempt(
             ctx,
+            place,
             &record,
-            vec![
-                deliveries::schedule(&due.id, Some(next)),
-                endpoints::record_failure(&due.endpoint_id, started),
-            ],
+            deliveries::schedule(&due.id, Some(next)),
+            endpoints::record_failure(&due.endpoint_id, started),
         )
         .await?;
     }
     // A message arriving before the attempt is due is sent on (`not_claimed`).
     let queued = delay.min(webhook::MAX_QUEUE_DELAY_SECONDS);
-    enqueue(ctx, std::slice::from_ref(&due.id), queued as u32).await
+    enqueue(
+        ctx,
+        std::slice::from_ref(&due.id),
+        queued as u32,
+        place.held_by(),
+    )
+    .await
+}
+
+/// A delivery claimed in its institution's object, with its endpoint from the directory;
+/// `None` when the endpoint is gone or not enabled (the delivery is then given up).
+async fn with_endpoint(ctx: &Ctx, claimed: Due) -> Result<Option<Due>, ApiError> {
+    let endpoint = endpoints::for_delivery(&ctx.db, claimed.institution_id, &claimed.endpoint_id)
+        .await
+        .or_internal("read endpoint")?;
+    Ok(endpoint
+        .filter(|e| e.status == EndpointStatus::Enabled && e.url.is_some())
+        .map(|e| Due {
+            url: e.url,
+            endpoint_status: Some(e.status),
+            secret_encrypted: e.secret_encrypted,
+            previous_secret_encrypted: e.previous_secret_encrypted,
+            previous_secret_expires_at: e.previous_secret_expires_at,
+            first_failure_at: e.first_failure_at,
+            last_success_at: e.last_success_at,
+            ..claimed
+        }))
 }
 
 /// A delivery that could not be claimed: gone or finished (a repeated message), early (a
 /// duplicate, or a resend scheduled later: come back when it is due), its endpoint deleted or
 /// disabled (given up), or in another consumer's hands.
-async fn not_claimed(ctx: &Ctx, id: &DeliveryId, now: i64) -> Result<(), ApiError> {
-    let Some(due) = deliveries::due(&ctx.db, id)
-        .await
-        .or_internal("read delivery")?
-    else {
+async fn not_claimed(ctx: &Ctx, place: &Place, id: &DeliveryId, now: i64) -> Result<(), ApiError> {
+    let read = match place {
+        Place::D1 => deliveries::due(&ctx.db, id).await,
+        Place::Held { object, .. } => deliveries::due_held(object, id).await,
+    };
+    let Some(due) = read.or_internal("read delivery")? else {
         return Ok(());
     };
     if due.status != DeliveryStatus::Pending {
@@ -202,31 +320,53 @@ async fn not_claimed(ctx: &Ctx, id: &DeliveryId, now: i64) -> Result<(), ApiErro
     }
     if let Some(next) = due.next_attempt_at.filter(|next| *next > now + 1) {
         let delay = ((next - now) as u64).min(webhook::MAX_QUEUE_DELAY_SECONDS);
-        return enqueue(ctx, std::slice::from_ref(&due.id), delay as u32).await;
+        return enqueue(
+            ctx,
+            std::slice::from_ref(&due.id),
+            delay as u32,
+            place.held_by(),
+        )
+        .await;
     }
-    if due.url.is_none() || due.endpoint_status != Some(EndpointStatus::Enabled) {
-        return deliveries::give_up(&ctx.db, id)
+    let usable = match place {
+        Place::D1 => due.url.is_some() && due.endpoint_status == Some(EndpointStatus::Enabled),
+        // In another consumer's hands, or its endpoint gone or off: the directory says which.
+        Place::Held { .. } => with_endpoint(ctx, due).await?.is_some(),
+    };
+    if !usable {
+        return deliveries::give_up(place.db(ctx), id)
             .await
             .or_internal("give up delivery");
     }
     Ok(())
 }
 
-/// Writes the attempt and what follows from it in one batch.
+/// Writes the attempt and what follows from it for the delivery and for its endpoint: in one
+/// batch in D1; in an institution's object, the attempt and the delivery's change in one of the
+/// object's transactions, then the endpoint's health in the directory.
 async fn record_attempt(
     ctx: &Ctx,
+    place: &Place,
     record: &NewAttempt<'_>,
-    then: Vec<db::DbResult<db::Stmt>>,
+    delivery: db::DbResult<db::Stmt>,
+    endpoint: db::DbResult<db::Stmt>,
 ) -> Result<(), ApiError> {
-    let mut statements = vec![deliveries::insert_attempt(record)];
-    statements.extend(then);
-    let statements = statements
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .or_internal("record attempt")?;
-    db::batch(&ctx.db, statements)
-        .await
-        .or_internal("record attempt")
+    let attempt = deliveries::insert_attempt(record).or_internal("record attempt")?;
+    let delivery = delivery.or_internal("record attempt")?;
+    let endpoint = endpoint.or_internal("record attempt")?;
+    match place {
+        Place::D1 => db::batch(&ctx.db, vec![attempt, delivery, endpoint])
+            .await
+            .or_internal("record attempt"),
+        Place::Held { object, .. } => {
+            db::batch(object, vec![attempt, delivery])
+                .await
+                .or_internal("record attempt")?;
+            db::batch(&ctx.db, vec![endpoint])
+                .await
+                .or_internal("record the endpoint's health")
+        }
+    }
 }
 
 /// POSTs the event; returns (status, outcome, first 4 KB of the body, latency in ms).
@@ -295,24 +435,28 @@ async fn post(
 /// that turned it off tells the admins. Returns whether it did; if not, the retry stands.
 async fn disable(
     ctx: &Ctx,
+    place: &Place,
     due: &Due,
     record: &NewAttempt<'_>,
     first_failure: i64,
     next: i64,
 ) -> Result<bool, ApiError> {
-    let database = &ctx.db;
     let since = timestamp(first_failure)?;
     let reason = format!("every delivery has failed since {since}");
+    let attempt = [
+        deliveries::insert_attempt(record),
+        deliveries::schedule(&due.id, Some(next)),
+    ]
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()
+    .or_internal("record attempt")?;
     let mut batch = Batch::new();
-    batch.extend(
-        [
-            deliveries::insert_attempt(record),
-            deliveries::schedule(&due.id, Some(next)),
-            endpoints::record_failure(&due.endpoint_id, record.started_at),
-        ]
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .or_internal("record attempt")?,
+    if matches!(place, Place::D1) {
+        batch.extend(attempt.clone());
+    }
+    batch.push(
+        endpoints::record_failure(&due.endpoint_id, record.started_at)
+            .or_internal("record attempt")?,
     );
     let off = batch.push(
         endpoints::disable(
@@ -323,12 +467,26 @@ async fn disable(
         )
         .or_internal("disable endpoint")?,
     );
-    batch.push(
+    let fail_pending =
         deliveries::fail_pending_of_disabled_endpoint(due.institution_id, &due.endpoint_id)
-            .or_internal("fail pending deliveries")?,
-    );
-    let results = batch.run(database).await.or_internal("record attempt")?;
-    if !results.changed(off) {
+            .or_internal("fail pending deliveries")?;
+    if matches!(place, Place::D1) {
+        batch.push(fail_pending.clone());
+    }
+    let results = batch.run(&ctx.db).await.or_internal("record attempt")?;
+    let turned_off = results.changed(off);
+    if let Place::Held { object, .. } = place {
+        // The directory turned the endpoint off (or not) first; the object then records the
+        // attempt, and fails the endpoint's pending deliveries if it is off.
+        let mut held = attempt;
+        if turned_off {
+            held.push(fail_pending);
+        }
+        db::batch(object, held)
+            .await
+            .or_internal("record attempt")?;
+    }
+    if !turned_off {
         return Ok(false);
     }
     let url = due.url.clone().unwrap_or_default();
@@ -350,13 +508,34 @@ async fn disable(
     Ok(true)
 }
 
-/// The cron sweep: sends overdue and stale pending deliveries to the queue again.
+/// Most institutions' objects one sweep reads (the next run takes the rest).
+const HELD_PER_SWEEP: i64 = 50;
+
+/// The cron sweep: sends overdue and stale pending deliveries to the queue again, D1's and
+/// those of the institutions held in their objects (at most [`HELD_PER_SWEEP`] objects a run,
+/// taken in turn by the minute, so every one is swept within a few runs).
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    let ids = deliveries::overdue(&ctx.db, now - 30, now - 2 * DEADLINE.as_secs() as i64)
+    let (overdue, stale) = (now - 30, now - 2 * DEADLINE.as_secs() as i64);
+    let ids = deliveries::overdue(&ctx.db, overdue, stale)
         .await
         .or_internal("find overdue deliveries")?;
-    enqueue(ctx, &ids, 0).await
+    enqueue(ctx, &ids, 0, None).await?;
+    let held = db::moves::held(&ctx.db, HELD_PER_SWEEP, now / 60)
+        .await
+        .or_internal("list held institutions")?;
+    for institution in held {
+        let place = Place::of(ctx, Some(institution))?;
+        let swept = match deliveries::overdue(place.db(ctx), overdue, stale).await {
+            Ok(ids) => enqueue(ctx, &ids, 0, place.held_by()).await,
+            Err(e) => Err(ApiError::internal("find overdue deliveries", e)),
+        };
+        // One object that cannot be read does not keep the others' deliveries waiting.
+        if let Err(err) = swept {
+            err.log_with(format!("the sweep of institution {institution}'s object"));
+        }
+    }
+    Ok(())
 }
 
 /// Deletes up to `limit` events created before `before` with their deliveries and attempts, in

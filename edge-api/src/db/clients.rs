@@ -146,6 +146,8 @@ pub struct Token {
     pub institution_id: InstitutionId,
     /// Scopes of the token, space-separated.
     pub scopes: String,
+    /// Where its institution's money lives.
+    pub store: super::MoneyStore,
 }
 
 /// The live token with this hash. Tokens of a rotated or deleted client are gone: rotation
@@ -153,7 +155,9 @@ pub struct Token {
 pub async fn find_token(db: &Db, token_hash: &str, now: i64) -> DbResult<Option<Token>> {
     first(
         db,
-        "SELECT institution_id, scopes FROM access_tokens WHERE token_hash = ?1 AND expires_at > ?2",
+        "SELECT t.institution_id, t.scopes, i.store FROM access_tokens t \
+         JOIN institutions i ON i.id = t.institution_id \
+         WHERE t.token_hash = ?1 AND t.expires_at > ?2",
         &[token_hash.into(), now.into()],
     )
     .await

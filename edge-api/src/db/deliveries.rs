@@ -50,6 +50,36 @@ pub fn fan_out(
     .map(Returning::new)
 }
 
+/// [`fan_out`] in an institution's object, which holds no endpoints: one delivery per endpoint
+/// of `endpoint_ids` (the directory's subscribed endpoints, `super::endpoints::subscribed`),
+/// only if the event exists. Its rows are the new deliveries ([`created`]).
+pub fn fan_out_to(
+    event_id: &str,
+    institution_id: InstitutionId,
+    kind: &str,
+    endpoint_ids: &[String],
+    now: i64,
+) -> DbResult<Returning<NewDelivery>> {
+    let ids = serde_json::to_string(endpoint_ids)
+        .map_err(|e| super::DbError::bad_row(format!("endpoint ids: {e}")))?;
+    stmt(
+        &format!(
+            "INSERT INTO deliveries (id, event_id, endpoint_id, institution_id, event_type, \
+             status, attempts, next_attempt_at, created_at) \
+             SELECT {NEW_ID}, ?1, j.value, ?2, ?3, 'pending', 0, ?5, ?5 FROM json_each(?4) j \
+             WHERE EXISTS (SELECT 1 FROM events WHERE id = ?1) RETURNING id"
+        ),
+        &[
+            event_id.into(),
+            institution_id.into(),
+            kind.into(),
+            ids.into(),
+            now.into(),
+        ],
+    )
+    .map(Returning::new)
+}
+
 /// A delivery the [`fan_out`] statement created.
 #[derive(Deserialize)]
 pub struct NewDelivery {
@@ -181,6 +211,45 @@ fn claim_due_sql() -> String {
         endpoint("first_failure_at"),
         endpoint("last_success_at"),
     )
+}
+
+/// [`claim_due`] in an institution's object, which holds no endpoints: the claim, guarded on
+/// the delivery alone, and its event; the endpoint's fields are left empty, for the caller to
+/// read from the directory (and to give the delivery up if the endpoint is gone or off).
+pub async fn claim_held(db: &Db, id: &str, now: i64, stale_before: i64) -> DbResult<Option<Due>> {
+    first(
+        db,
+        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
+         last_attempt_at = ?2 \
+         WHERE id = ?1 AND status = 'pending' \
+         AND (next_attempt_at <= ?2 + 1 \
+              OR (next_attempt_at IS NULL \
+                  AND (last_attempt_at IS NULL OR last_attempt_at <= ?3))) \
+         RETURNING id, status, attempts - 1 AS attempts, next_attempt_at, endpoint_id, \
+         institution_id, event_id, event_type, \
+         (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload, \
+         NULL AS url, NULL AS endpoint_status, NULL AS secret_encrypted, \
+         NULL AS previous_secret_encrypted, NULL AS previous_secret_expires_at, \
+         NULL AS first_failure_at, NULL AS last_success_at, created_at",
+        &[id.into(), now.into(), stale_before.into()],
+    )
+    .await
+}
+
+/// [`due`] in an institution's object: the delivery and its event, the endpoint's fields left
+/// empty.
+pub async fn due_held(db: &Db, id: &str) -> DbResult<Option<Due>> {
+    first(
+        db,
+        "SELECT d.id, d.status, d.attempts, d.next_attempt_at, d.endpoint_id, d.institution_id, \
+         d.event_id, d.event_type, ev.payload, NULL AS url, NULL AS endpoint_status, \
+         NULL AS secret_encrypted, NULL AS previous_secret_encrypted, \
+         NULL AS previous_secret_expires_at, NULL AS first_failure_at, NULL AS last_success_at, \
+         d.created_at \
+         FROM deliveries d JOIN events ev ON ev.id = d.event_id WHERE d.id = ?1",
+        &[id.into()],
+    )
+    .await
 }
 
 /// Gives a delivery up (its endpoint is gone or disabled), while it is still pending: an

@@ -284,3 +284,57 @@ pub fn disable(id: &str, reason: &str, now_text: &str, first_failure_at: i64) ->
         ],
     )
 }
+
+/// The ids of the institution's enabled endpoints subscribed to events of type `kind`: what an
+/// event of an institution held in its object goes to (the object's fan-out is given them,
+/// `deliveries::fan_out_to`).
+pub async fn subscribed(
+    db: &Db,
+    institution_id: InstitutionId,
+    kind: &str,
+) -> DbResult<Vec<String>> {
+    super::strings(
+        db,
+        "SELECT id FROM webhook_endpoints WHERE institution_id = ?1 AND status = 'enabled' \
+         AND (event_types IS NULL OR instr(' ' || event_types || ' ', ' ' || ?2 || ' ') > 0) \
+         ORDER BY id",
+        &[institution_id.into(), kind.into()],
+    )
+    .await
+}
+
+/// What a delivery of an institution held in its object needs of its endpoint (the directory's
+/// row), read on its own: `None` when the endpoint is gone.
+#[derive(Debug, Deserialize)]
+pub struct ForDelivery {
+    /// Its URL.
+    pub url: Option<String>,
+    /// Its status.
+    pub status: EndpointStatus,
+    /// Sealed current secret.
+    pub secret_encrypted: Option<String>,
+    /// Sealed previous secret.
+    pub previous_secret_encrypted: Option<String>,
+    /// End of its grace period.
+    pub previous_secret_expires_at: Option<i64>,
+    /// First failure with no success since.
+    pub first_failure_at: Option<i64>,
+    /// Its last successful delivery.
+    pub last_success_at: Option<i64>,
+}
+
+/// The endpoint `id` of `institution_id`, for a delivery.
+pub async fn for_delivery(
+    db: &Db,
+    institution_id: InstitutionId,
+    id: &str,
+) -> DbResult<Option<ForDelivery>> {
+    super::first(
+        db,
+        "SELECT url, status, secret_encrypted, previous_secret_encrypted, \
+         previous_secret_expires_at, first_failure_at, last_success_at \
+         FROM webhook_endpoints WHERE id = ?1 AND institution_id = ?2",
+        &[id.into(), institution_id.into()],
+    )
+    .await
+}

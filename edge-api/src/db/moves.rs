@@ -132,6 +132,23 @@ pub async fn store_of(db: &super::Db, institution: i64) -> DbResult<Option<Strin
     Ok(found.map(|f| f.store))
 }
 
+/// Up to `limit` institutions held in their objects, the `turn`-th such group in id order
+/// (wrapping around): a caller that reads a few at a time takes every one in turn.
+pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<i64>> {
+    #[derive(serde::Deserialize)]
+    struct Held {
+        id: i64,
+    }
+    let rows: Vec<Held> = all(
+        db,
+        "SELECT id FROM institutions WHERE store = 'object' ORDER BY id LIMIT ?1 \
+         OFFSET (?2 * ?1) % max(1, (SELECT count(*) FROM institutions WHERE store = 'object'))",
+        &[Value::Int(limit), Value::Int(turn)],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
 /// A page of the institution's rows of `table` in D1, in key order.
 pub async fn page(
     db: &super::Db,

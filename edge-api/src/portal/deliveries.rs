@@ -83,7 +83,7 @@ async fn queue_new(portal: &Portal<'_>, ids: &[String]) -> Result<Vec<Delivery>,
         .await
         .or_internal("resend")?;
     let created_ids: Vec<DeliveryId> = created.iter().map(|d| d.id.clone()).collect();
-    webhooks::enqueue(portal.ctx, &created_ids, 0).await?;
+    webhooks::enqueue(portal.ctx, &created_ids, 0, None).await?;
     Ok(created)
 }
 
@@ -220,7 +220,7 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
         .await
         .or_internal("store test event")?;
     let ids = deliveries::created(&results, fan_out).or_internal("read delivery")?;
-    webhooks::enqueue(portal.ctx, &ids, 0).await?;
+    webhooks::enqueue(portal.ctx, &ids, 0, None).await?;
     let row = deliveries::get(
         portal.db(),
         institution,

@@ -96,6 +96,12 @@ pub async fn act(
             )))
         }
     };
-    let transaction = payments::act(ctx, Scoped::new(caller.institution_id, id), &action).await?;
+    let transaction = payments::act_in(
+        ctx,
+        caller.store,
+        Scoped::new(caller.institution_id, id),
+        &action,
+    )
+    .await?;
     http::json(200, &transaction).or_internal("build response")
 }

@@ -497,3 +497,129 @@ fn session_methods(html: &str) -> Vec<(String, bool)> {
         })
         .collect()
 }
+
+/// A fourth worker, for the lifecycle and webhooks of a held institution.
+fn lifecycle_worker() -> &'static Worker {
+    static WORKER: OnceLock<Worker> = OnceLock::new();
+    WORKER.get_or_init(with_operator)
+}
+
+/// The sandbox's lifecycle on a payment of an institution held in its object: each change and
+/// its event are written in the object, the event goes to the endpoints the directory has for
+/// it, delivered signed from the object's deliveries, retried when the receiver fails until it
+/// answers, and read back in the events feed; racing changes of one payment: one wins.
+#[test]
+fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
+    use payrail_tests::eventually;
+    use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
+    use payrail_tests::receiver::{Mode, Receiver};
+    use std::time::Duration;
+
+    let worker = lifecycle_worker();
+    let id = institution_id(worker, 0);
+    let report = copy(worker, id, Some(OPERATOR_TOKEN));
+    assert_eq!(report.json()["verified"], true, "{}", report.text);
+    worker
+        .database()
+        .execute(
+            "UPDATE institutions SET store = 'object' WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    let session = worker.portal_login(0);
+    let receiver = Receiver::start();
+    let (_, secret) = endpoint(worker, &session, &receiver.url("/held"), None);
+    let failing = Receiver::start();
+    failing.set_mode(Mode::Status(500));
+    let (_, failing_secret) = endpoint(
+        worker,
+        &session,
+        &failing.url("/held-failing"),
+        Some(&["payment.paid"]),
+    );
+
+    let paid = payment(worker, 0, "HELD-LIFE-1");
+    assert!(paid >= id << 32, "made in the object: {paid}");
+    // Two racing payments of one payment: one wins, the other is refused.
+    let replies: Vec<u16> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    worker
+                        .post_json(
+                            &format!("/sandbox/transactions/{paid}/pay"),
+                            &json!({"amount": "40.00"}),
+                            Some(&worker.sandbox_token(0)),
+                            "/sandbox/transactions/{id}/{action}",
+                        )
+                        .status
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut sorted = replies.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, vec![200, 409], "{replies:?}");
+    act(worker, 0, paid, "settle", json!({}));
+
+    // The events, delivered from the object, signed, each once to the endpoint of every type.
+    let got = wait_for(&receiver, "two deliveries", 2);
+    let mine = of_transaction(&got, paid);
+    let mut types: Vec<String> = mine
+        .iter()
+        .map(|r| r.json()["type"].as_str().unwrap().to_owned())
+        .collect();
+    types.sort();
+    assert_eq!(
+        types,
+        vec!["payment.paid", "payment.succeeded"],
+        "{types:?}"
+    );
+    for r in &mine {
+        assert_signed(r, &secret);
+    }
+    // The failing endpoint of payment.paid alone: retried until it answers, then once more
+    // never.
+    let failures = eventually("two failed attempts", Duration::from_secs(60), || {
+        let tries = of_transaction(&failing.received(), paid);
+        (tries.len() >= 2).then_some(tries)
+    });
+    assert!(failures.iter().all(|r| r.json()["type"] == "payment.paid"));
+    failing.set_mode(Mode::Ok);
+    let event_id = failures[0].header("payrail-event-id").unwrap().to_owned();
+    let count_after = eventually("the retry to succeed", Duration::from_secs(60), || {
+        let tries = of_transaction(&failing.received(), paid);
+        (tries.len() > failures.len()).then_some(tries.len())
+    });
+    for r in of_transaction(&failing.received(), paid) {
+        assert_eq!(r.header("payrail-event-id"), Some(event_id.as_str()));
+        assert_signed(&r, &failing_secret);
+    }
+
+    // The events feed reads them from the object; D1 has none of them.
+    let (client, secret) = worker.new_client(0, "Held feed", &["events:read"]);
+    let token = worker.token(&client, &secret);
+    let feed = worker.get(
+        &format!("/v1/events?transaction_id={paid}"),
+        Some(&token),
+        "/v1/events",
+    );
+    assert_eq!(feed.status, 200, "{}", feed.text);
+    assert_eq!(
+        feed.json()["data"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        feed.text
+    );
+    let in_d1: i64 = worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1",
+            [paid],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(in_d1, 0);
+    assert!(count_after > failures.len());
+}
