@@ -3,8 +3,9 @@
 //! deliveries and attempts) and ended checkout sessions past theirs, each in bounded batches; read the watched chains and credit
 //! what arrived; close checkouts that ended unpaid; follow custody's sweeps into the treasury and
 //! post them to the books; reconcile the books with the chain (booking the operator's funding);
-//! settle what is held in custody to the merchants (and follow those transactions); and send
-//! deliveries whose queue message was lost back to the queue.
+//! settle what is held in custody to the merchants (and follow those transactions); send
+//! deliveries whose queue message was lost back to the queue; and the same housekeeping inside
+//! the objects of institutions held there, a bounded number a run.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, portal, sessions, throttle as throttle_db};
@@ -33,7 +34,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .map(drop),
         // Chains first: a payment that arrived is credited before its checkout could expire.
         money::watch::sweep(ctx).await,
-        payments::expire_ended(ctx).await,
+        payments::expire_ended(ctx, None).await,
         // Custody's sweeps into the treasury, made final and posted to the books, so the
         // reconciliation after them finds nothing in flight.
         money::sweeps::run(ctx).await,
@@ -60,8 +61,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         portal::purge_sessions(&ctx.db, now, PRUNE_ROWS)
             .await
             .or_internal("purge portal sessions"),
-        webhooks::prune(ctx, now - ctx.retention_seconds(), PRUNE_EVENTS).await,
+        webhooks::prune(&ctx.db, now - ctx.retention_seconds(), PRUNE_EVENTS).await,
         webhooks::sweep(ctx).await,
+        tend_held(ctx).await,
     ];
     // Each task's failure is logged here, where it is given up on until the next run; the
     // first is the run's answer.
@@ -73,4 +75,45 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         }
     }
     first.map_or(Ok(()), Err)
+}
+
+/// Most institutions' objects one run tends: the next runs take the others, in turn.
+const HELD_PER_RUN: i64 = 50;
+
+/// The run's work inside the objects of institutions held there (up to [`HELD_PER_RUN`] a run,
+/// taken in turn by the minute): what the run does in D1 for the others. One object that fails
+/// is logged and the others go on.
+async fn tend_held(ctx: &Ctx) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let held = crate::db::moves::held(&ctx.db, HELD_PER_RUN, now / 60)
+        .await
+        .or_internal("list held institutions")?;
+    for institution in held {
+        if let Err(err) = tend(ctx, institution, now).await {
+            err.log_with(format!("the cron in institution {institution}'s object"));
+        }
+    }
+    Ok(())
+}
+
+/// One held institution's object: its ended checkouts closed, its idempotency keys, ended
+/// sessions and events (with their deliveries and attempts) past their retention pruned, and its
+/// overdue deliveries sent to the queue again. Each step runs even if one before it failed.
+async fn tend(ctx: &Ctx, institution: i64, now: i64) -> Result<(), ApiError> {
+    let object = ctx.institution_object(institution)?;
+    let retention = now - ctx.retention_seconds();
+    let results = [
+        payments::expire_ended(ctx, Some(&object)).await,
+        sessions::purge_keys(&object, now - 2 * sessions::KEY_SECONDS, PRUNE_ROWS)
+            .await
+            .or_internal("purge idempotency keys")
+            .map(drop),
+        sessions::purge_ended(&object, retention, PRUNE_ROWS)
+            .await
+            .or_internal("purge ended checkout sessions")
+            .map(drop),
+        webhooks::prune(&object, retention, PRUNE_EVENTS).await,
+        webhooks::sweep_held(ctx, institution).await,
+    ];
+    results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
 }

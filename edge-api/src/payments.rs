@@ -405,13 +405,20 @@ async fn apply_in(
 }
 
 /// Closes pending payments whose checkout has ended, through the lifecycle like any other
-/// change (one guarded write each: a payment that arrived meanwhile is left alone).
-pub async fn expire_ended(ctx: &Ctx) -> Result<(), ApiError> {
-    let ended = transactions::pending_past_end(&ctx.db, ctx.now(), EXPIRE_PER_RUN)
+/// change (one guarded write each: a payment that arrived meanwhile is left alone): D1's, or
+/// those of an institution held in its object (`held`).
+pub async fn expire_ended(ctx: &Ctx, held: Option<&db::Db>) -> Result<(), ApiError> {
+    let ended = transactions::pending_past_end(held.unwrap_or(&ctx.db), ctx.now(), EXPIRE_PER_RUN)
         .await
         .or_internal("find ended checkouts")?;
     for owner in ended {
-        match act(ctx, owner, &Action::Expire).await {
+        let changed = match held {
+            None => act(ctx, owner, &Action::Expire).await,
+            Some(object) => {
+                apply_in(ctx, Some(object), owner, &Action::Expire, OnChain::Nothing).await
+            }
+        };
+        match changed {
             Ok(_) => {}
             Err(err) if err.code == ErrorCode::Conflict => {} // paid or changed meanwhile
             Err(err) => return Err(err),

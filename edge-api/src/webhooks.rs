@@ -508,42 +508,31 @@ async fn disable(
     Ok(true)
 }
 
-/// Most institutions' objects one sweep reads (the next run takes the rest).
-const HELD_PER_SWEEP: i64 = 50;
-
-/// The cron sweep: sends overdue and stale pending deliveries to the queue again, D1's and
-/// those of the institutions held in their objects (at most [`HELD_PER_SWEEP`] objects a run,
-/// taken in turn by the minute, so every one is swept within a few runs).
+/// The cron sweep: sends D1's overdue and stale pending deliveries to the queue again (an
+/// institution's object's: [`sweep_held`]).
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    let (overdue, stale) = (now - 30, now - 2 * DEADLINE.as_secs() as i64);
-    let ids = deliveries::overdue(&ctx.db, overdue, stale)
+    let ids = deliveries::overdue(&ctx.db, now - 30, now - 2 * DEADLINE.as_secs() as i64)
         .await
         .or_internal("find overdue deliveries")?;
-    enqueue(ctx, &ids, 0, None).await?;
-    let held = db::moves::held(&ctx.db, HELD_PER_SWEEP, now / 60)
+    enqueue(ctx, &ids, 0, None).await
+}
+
+/// [`sweep`] of institution `institution`'s object.
+pub async fn sweep_held(ctx: &Ctx, institution: i64) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let place = Place::of(ctx, Some(institution))?;
+    let ids = deliveries::overdue(place.db(ctx), now - 30, now - 2 * DEADLINE.as_secs() as i64)
         .await
-        .or_internal("list held institutions")?;
-    for institution in held {
-        let place = Place::of(ctx, Some(institution))?;
-        let swept = match deliveries::overdue(place.db(ctx), overdue, stale).await {
-            Ok(ids) => enqueue(ctx, &ids, 0, place.held_by()).await,
-            Err(e) => Err(ApiError::internal("find overdue deliveries", e)),
-        };
-        // One object that cannot be read does not keep the others' deliveries waiting.
-        if let Err(err) = swept {
-            err.log_with(format!("the sweep of institution {institution}'s object"));
-        }
-    }
-    Ok(())
+        .or_internal("find overdue deliveries")?;
+    enqueue(ctx, &ids, 0, place.held_by()).await
 }
 
 /// Deletes up to `limit` events created before `before` with their deliveries and attempts, in
-/// one batch, so an event never outlives or loses its deliveries halfway.
-pub async fn prune(ctx: &Ctx, before: i64, limit: i64) -> Result<(), ApiError> {
+/// one batch, so an event never outlives or loses its deliveries halfway: in D1, or in an
+/// institution's object (`db`).
+pub async fn prune(db: &db::Db, before: i64, limit: i64) -> Result<(), ApiError> {
     let mut statements = deliveries::prune(before, limit).or_internal("prune events")?;
     statements.push(events::prune(before, limit).or_internal("prune events")?);
-    db::batch(&ctx.db, statements)
-        .await
-        .or_internal("prune events")
+    db::batch(db, statements).await.or_internal("prune events")
 }

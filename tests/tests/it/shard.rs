@@ -517,6 +517,15 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
 
     let worker = lifecycle_worker();
     let id = institution_id(worker, 0);
+    // A checkout that has ended unpaid, moved with the rest: the cron closes it in the object.
+    let ended = payment(worker, 0, "HELD-END");
+    worker
+        .database()
+        .execute(
+            "UPDATE checkout_sessions SET expires_at = unixepoch() - 120 WHERE transaction_id = ?1",
+            [ended],
+        )
+        .unwrap();
     let report = copy(worker, id, Some(OPERATOR_TOKEN));
     assert_eq!(report.json()["verified"], true, "{}", report.text);
     worker
@@ -622,4 +631,23 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
         .unwrap();
     assert_eq!(in_d1, 0);
     assert!(count_after > failures.len());
+
+    // The cron's run reaches the object: the ended checkout is closed there.
+    let (reader, reader_secret) = worker.new_client(0, "Held reads", &["transactions:read"]);
+    let reads = worker.token(&reader, &reader_secret);
+    let read = |id: i64| {
+        worker
+            .get(
+                &format!("/v1/transactions?id={id}"),
+                Some(&reads),
+                "/v1/transactions",
+            )
+            .json()["data"][0]
+            .clone()
+    };
+    assert_eq!(read(ended)["raw_status"], "pending");
+    worker.cron();
+    let closed = read(ended);
+    assert_eq!(closed["raw_status"], "expired", "{closed}");
+    assert_eq!(read(paid)["raw_status"], "paid");
 }
