@@ -34,7 +34,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .map(drop),
         // Chains first: a payment that arrived is credited before its checkout could expire.
         money::watch::sweep(ctx).await,
-        payments::expire_ended(ctx, None).await,
+        payments::expire_ended(ctx, None, payments::EXPIRE_PER_RUN)
+            .await
+            .map(drop),
         // Custody's sweeps into the treasury, made final and posted to the books, so the
         // reconciliation after them finds nothing in flight.
         money::sweeps::run(ctx).await,
@@ -78,7 +80,12 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
 }
 
 /// Most institutions' objects one run tends: the next runs take the others, in turn.
-const HELD_PER_RUN: i64 = 50;
+const HELD_PER_RUN: i64 = 25;
+
+/// Most ended checkouts one run closes across all held objects (each a read and a write in its
+/// object, and the directory's endpoints read): with [`HELD_PER_RUN`] objects' other work, a
+/// run stays within a few hundred calls.
+const HELD_EXPIRE_PER_RUN: i64 = 100;
 
 /// The run's work inside the objects of institutions held there (up to [`HELD_PER_RUN`] a run,
 /// taken in turn by the minute): what the run does in D1 for the others. One object that fails
@@ -88,22 +95,29 @@ async fn tend_held(ctx: &Ctx) -> Result<(), ApiError> {
     let held = crate::db::moves::held(&ctx.db, HELD_PER_RUN, now / 60)
         .await
         .or_internal("list held institutions")?;
+    let mut expirations = HELD_EXPIRE_PER_RUN;
     for institution in held {
-        if let Err(err) = tend(ctx, institution, now).await {
-            err.log_with(format!("the cron in institution {institution}'s object"));
+        match tend(ctx, institution, now, expirations).await {
+            Ok(closed) => expirations = (expirations - closed as i64).max(0),
+            Err(err) => err.log_with(format!("the cron in institution {institution}'s object")),
         }
     }
     Ok(())
 }
 
-/// One held institution's object: its ended checkouts closed, its idempotency keys, ended
-/// sessions and events (with their deliveries and attempts) past their retention pruned, and its
-/// overdue deliveries sent to the queue again. Each step runs even if one before it failed.
-async fn tend(ctx: &Ctx, institution: i64, now: i64) -> Result<(), ApiError> {
+/// One held institution's object: its ended checkouts closed (at most `expirations`), its
+/// idempotency keys, ended sessions and events (with their deliveries and attempts) past their
+/// retention pruned, and its overdue deliveries sent to the queue again. Each step runs even if
+/// one before it failed; answers how many checkouts it closed.
+async fn tend(ctx: &Ctx, institution: i64, now: i64, expirations: i64) -> Result<usize, ApiError> {
     let object = ctx.institution_object(institution)?;
     let retention = now - ctx.retention_seconds();
+    let closed = if expirations > 0 {
+        payments::expire_ended(ctx, Some(&object), expirations).await
+    } else {
+        Ok(0)
+    };
     let results = [
-        payments::expire_ended(ctx, Some(&object)).await,
         sessions::purge_keys(&object, now - 2 * sessions::KEY_SECONDS, PRUNE_ROWS)
             .await
             .or_internal("purge idempotency keys")
@@ -115,5 +129,10 @@ async fn tend(ctx: &Ctx, institution: i64, now: i64) -> Result<(), ApiError> {
         webhooks::prune(&object, retention, PRUNE_EVENTS).await,
         webhooks::sweep_held(ctx, institution).await,
     ];
-    results.into_iter().find(Result::is_err).unwrap_or(Ok(()))
+    let closed = closed?;
+    results
+        .into_iter()
+        .find(Result::is_err)
+        .unwrap_or(Ok(()))
+        .map(|()| closed)
 }

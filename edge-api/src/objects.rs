@@ -93,15 +93,7 @@ impl Store {
         }
         let sql = self.storage.sql();
         match transaction_sync(&self.storage, move || run_all(&sql, &call.statements)) {
-            Ok(outcomes) => {
-                let rows: usize = outcomes.iter().map(|o| o.rows.length() as usize).sum();
-                if rows > ANSWER_ROWS_MAX {
-                    return Reply::Failed(format!(
-                        "too large: an answer of {rows} rows; at most {ANSWER_ROWS_MAX}"
-                    ));
-                }
-                Reply::Done(outcomes)
-            }
+            Ok(outcomes) => Reply::Done(outcomes),
             Err(e) => Reply::Failed(e),
         }
     }
@@ -213,11 +205,20 @@ pub fn statements_of(text: &str) -> Vec<&str> {
 
 /// Runs each statement in order; the first failure stops (and, inside a transaction, rolls
 /// back) everything.
+/// An answer past [`ANSWER_ROWS_MAX`] rows is refused inside the transaction, so nothing it
+/// wrote stays.
 fn run_all(sql: &worker::SqlStorage, statements: &[Stmt]) -> Result<Vec<Outcome>, String> {
-    statements
+    let outcomes = statements
         .iter()
         .map(|statement| exec(sql, statement.sql(), statement.params()))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows: usize = outcomes.iter().map(|o| o.rows.length() as usize).sum();
+    if rows > ANSWER_ROWS_MAX {
+        return Err(format!(
+            "too large: an answer of {rows} rows; at most {ANSWER_ROWS_MAX}"
+        ));
+    }
+    Ok(outcomes)
 }
 
 /// A row kept as the JavaScript object the cursor made (never read into wasm memory).

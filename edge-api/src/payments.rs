@@ -15,8 +15,8 @@ use crate::db::{self, Batch, MoneyStore};
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, webhooks};
 
-/// Most expired checkouts one cron run closes (the next run takes the rest).
-const EXPIRE_PER_RUN: i64 = 200;
+/// Most expired checkouts one cron run closes in D1 (the next run takes the rest).
+pub const EXPIRE_PER_RUN: i64 = 200;
 
 /// Applies `action` to transaction `id`, with its webhook event in the same write, then queues
 /// the event's deliveries; the transaction as the API shows it afterwards. A transaction of
@@ -406,11 +406,13 @@ async fn apply_in(
 
 /// Closes pending payments whose checkout has ended, through the lifecycle like any other
 /// change (one guarded write each: a payment that arrived meanwhile is left alone): D1's, or
-/// those of an institution held in its object (`held`).
-pub async fn expire_ended(ctx: &Ctx, held: Option<&db::Db>) -> Result<(), ApiError> {
-    let ended = transactions::pending_past_end(held.unwrap_or(&ctx.db), ctx.now(), EXPIRE_PER_RUN)
+/// those of an institution held in its object (`held`); at most `limit`. Answers how many it
+/// found.
+pub async fn expire_ended(ctx: &Ctx, held: Option<&db::Db>, limit: i64) -> Result<usize, ApiError> {
+    let ended = transactions::pending_past_end(held.unwrap_or(&ctx.db), ctx.now(), limit)
         .await
         .or_internal("find ended checkouts")?;
+    let found = ended.len();
     for owner in ended {
         let changed = match held {
             None => act(ctx, owner, &Action::Expire).await,
@@ -424,7 +426,7 @@ pub async fn expire_ended(ctx: &Ctx, held: Option<&db::Db>) -> Result<(), ApiErr
             Err(err) => return Err(err),
         }
     }
-    Ok(())
+    Ok(found)
 }
 
 /// The transaction after `change`: the same fields `apply_change` writes, so the event carries

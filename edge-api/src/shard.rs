@@ -66,6 +66,17 @@ pub async fn copy(ctx: &Ctx, institution: i64) -> Result<Report, ApiError> {
         }
         Some(_) => {}
     }
+    // A payment made in the object gets an id from the institution's id times 2^32, which must
+    // stay below 2^53 to cross into JavaScript exactly.
+    if institution >= 1 << 21 {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            format!(
+                "institution {institution} cannot be held in an object: its payments' ids \
+                 would pass 2^53 (institutions from 2^21 up stay in D1)"
+            ),
+        ));
+    }
     let object = ctx.institution_object(institution)?;
     let mut calls = Calls::default();
     calls.spend()?;

@@ -172,7 +172,8 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// Handles one queue message. Every outcome is recorded in D1, so the message is always acked.
+/// Handles one queue message. Every outcome is recorded where the delivery lives (D1, or its
+/// institution's object), so the message is always acked.
 pub async fn consume(ctx: &Ctx, task: Task) -> Result<(), ApiError> {
     match task {
         Task::Deliver {
@@ -358,13 +359,19 @@ async fn record_attempt(
         Place::D1 => db::batch(&ctx.db, vec![attempt, delivery, endpoint])
             .await
             .or_internal("record attempt"),
+        // The endpoint's health first (a repeat of it changes nothing that matters), then the
+        // attempt and the delivery's next step in the object; a health that could not be
+        // written is logged and the attempt is still recorded.
         Place::Held { object, .. } => {
-            db::batch(object, vec![attempt, delivery])
-                .await
-                .or_internal("record attempt")?;
-            db::batch(&ctx.db, vec![endpoint])
+            if let Err(err) = db::batch(&ctx.db, vec![endpoint])
                 .await
                 .or_internal("record the endpoint's health")
+            {
+                err.log_with(format!("delivery {}", record.delivery_id));
+            }
+            db::batch(object, vec![attempt, delivery])
+                .await
+                .or_internal("record attempt")
         }
     }
 }
@@ -467,27 +474,33 @@ async fn disable(
         )
         .or_internal("disable endpoint")?,
     );
-    let fail_pending =
-        deliveries::fail_pending_of_disabled_endpoint(due.institution_id, &due.endpoint_id)
-            .or_internal("fail pending deliveries")?;
     if matches!(place, Place::D1) {
-        batch.push(fail_pending.clone());
+        batch.push(
+            deliveries::fail_pending_of_disabled_endpoint(due.institution_id, &due.endpoint_id)
+                .or_internal("fail pending deliveries")?,
+        );
     }
     let results = batch.run(&ctx.db).await.or_internal("record attempt")?;
     let turned_off = results.changed(off);
-    if let Place::Held { object, .. } = place {
-        // The directory turned the endpoint off (or not) first; the object then records the
-        // attempt, and fails the endpoint's pending deliveries if it is off.
-        let mut held = attempt;
-        if turned_off {
-            held.push(fail_pending);
+    // The directory turned the endpoint off (or not) first; the object then records the
+    // attempt and, if it is off, fails the endpoint's pending deliveries (the object holds no
+    // endpoints: the directory's answer is the condition). The admins are told even if that
+    // write fails: only this attempt turned the endpoint off.
+    let held = match place {
+        Place::D1 => Ok(()),
+        Place::Held { object, .. } => {
+            let mut held = attempt;
+            if turned_off {
+                held.push(
+                    deliveries::fail_pending_of_endpoint(due.institution_id, &due.endpoint_id)
+                        .or_internal("fail pending deliveries")?,
+                );
+            }
+            db::batch(object, held).await.or_internal("record attempt")
         }
-        db::batch(object, held)
-            .await
-            .or_internal("record attempt")?;
-    }
+    };
     if !turned_off {
-        return Ok(false);
+        return held.map(|()| false);
     }
     let url = due.url.clone().unwrap_or_default();
     let subject = format!("Payrail disabled your webhook endpoint {url}");
@@ -505,7 +518,7 @@ async fn disable(
         &body,
     )
     .await?;
-    Ok(true)
+    held.map(|()| true)
 }
 
 /// The cron sweep: sends D1's overdue and stale pending deliveries to the queue again (an

@@ -141,8 +141,9 @@ pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<i64>> {
     }
     let rows: Vec<Held> = all(
         db,
-        "SELECT id FROM institutions WHERE store = 'object' ORDER BY id LIMIT ?1 \
-         OFFSET (?2 * ?1) % max(1, (SELECT count(*) FROM institutions WHERE store = 'object'))",
+        "WITH held AS (SELECT count(*) AS n FROM institutions WHERE store = 'object') \
+         SELECT id FROM institutions WHERE store = 'object' ORDER BY id LIMIT ?1 \
+         OFFSET (SELECT CASE WHEN n <= ?1 THEN 0 ELSE (?2 * ?1) % n END FROM held)",
         &[Value::Int(limit), Value::Int(turn)],
     )
     .await?;
