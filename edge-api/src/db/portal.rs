@@ -47,6 +47,8 @@ pub struct Session {
     pub email: String,
     /// The institution's name.
     pub institution_name: String,
+    /// Where the institution's money lives.
+    pub store: super::MoneyStore,
 }
 
 /// Stores a new session.
@@ -82,7 +84,8 @@ pub async fn session(db: &Db, token_hash: &str, now: i64) -> DbResult<Option<Ses
     first(
         db,
         "SELECT s.admin_id, a.role, s.institution_id, s.csrf_token, s.expires_at, \
-         s.absolute_expires_at, a.email, i.name AS institution_name FROM portal_sessions s \
+         s.absolute_expires_at, a.email, i.name AS institution_name, i.store \
+         FROM portal_sessions s \
          JOIN portal_admins a ON a.id = s.admin_id JOIN institutions i ON i.id = s.institution_id \
          WHERE s.token_hash = ?1 AND s.expires_at > ?2",
         &[token_hash.into(), now.into()],

@@ -25,7 +25,7 @@ pub async fn log(
     let cursor = match &q.starting_after {
         None => None,
         Some(id) => {
-            let cursor = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
+            let cursor = deliveries::get(portal.money(), portal.institution_id(), id.as_str())
                 .await
                 .or_internal("read cursor")?
                 .ok_or_else(|| {
@@ -35,7 +35,7 @@ pub async fn log(
         }
     };
     let rows = deliveries::page(
-        portal.db(),
+        portal.money(),
         portal.institution_id(),
         endpoint_id,
         &q,
@@ -60,14 +60,14 @@ fn delivery_id(text: &str) -> Result<DeliveryId, ApiError> {
 /// One delivery with its attempts and the body it sends.
 pub async fn detail(portal: &Portal<'_>, id: &str) -> Result<serde_json::Value, ApiError> {
     let id = delivery_id(id)?;
-    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
+    let row = deliveries::get(portal.money(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
-    let attempts: Vec<Attempt> = deliveries::attempts(portal.db(), row.id.as_str())
+    let attempts: Vec<Attempt> = deliveries::attempts(portal.money(), row.id.as_str())
         .await
         .or_internal("read attempts")?;
-    let payload = events::payload(portal.db(), row.event_id.as_str())
+    let payload = events::payload(portal.money(), row.event_id.as_str())
         .await
         .or_internal("read event")?
         .unwrap_or_default();
@@ -79,11 +79,11 @@ pub async fn detail(portal: &Portal<'_>, id: &str) -> Result<serde_json::Value, 
 
 /// New deliveries resending `ids`, queued now.
 async fn queue_new(portal: &Portal<'_>, ids: &[String]) -> Result<Vec<Delivery>, ApiError> {
-    let created = deliveries::resend(portal.db(), portal.institution_id(), ids, portal.now)
+    let created = deliveries::resend(portal.money(), portal.institution_id(), ids, portal.now)
         .await
         .or_internal("resend")?;
     let created_ids: Vec<DeliveryId> = created.iter().map(|d| d.id.clone()).collect();
-    webhooks::enqueue(portal.ctx, &created_ids, 0, None).await?;
+    webhooks::enqueue(portal.ctx, &created_ids, 0, portal.held_by()).await?;
     Ok(created)
 }
 
@@ -98,7 +98,7 @@ fn endpoint_disabled() -> ApiError {
 /// redelivery of the original.
 pub async fn resend(portal: &Portal<'_>, id: &str) -> Result<Delivery, ApiError> {
     let id = delivery_id(id)?;
-    let row = deliveries::get(portal.db(), portal.institution_id(), id.as_str())
+    let row = deliveries::get(portal.money(), portal.institution_id(), id.as_str())
         .await
         .or_internal("read delivery")?
         .ok_or_else(no_delivery)?;
@@ -151,10 +151,14 @@ pub async fn enable(
     let resent = match since {
         None => Vec::new(),
         Some(since) => {
-            let failed =
-                deliveries::failed_since(portal.db(), portal.institution_id(), endpoint_id, since)
-                    .await
-                    .or_internal("find failed deliveries")?;
+            let failed = deliveries::failed_since(
+                portal.money(),
+                portal.institution_id(),
+                endpoint_id,
+                since,
+            )
+            .await
+            .or_internal("find failed deliveries")?;
             queue_new(portal, &failed).await?
         }
     };
@@ -179,11 +183,11 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
             "there is no transaction yet to send as a sample",
         )
     };
-    let sample_id = transactions::newest_id(portal.db(), institution)
+    let sample_id = transactions::newest_id(portal.money(), institution)
         .await
         .or_internal("read sample")?
         .ok_or_else(no_sample)?;
-    let sample = transactions::get(portal.db(), institution, sample_id)
+    let sample = transactions::get(portal.money(), institution, sample_id)
         .await
         .or_internal("read sample")?
         .ok_or_else(no_sample)?;
@@ -205,7 +209,17 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
     };
     let mut batch = Batch::new();
     batch.push(events::insert(&outbox, Guard::None).or_internal("store test event")?);
-    let fan_out = batch.push(
+    // Held in its object, the institution's endpoints are not there: the endpoint, checked
+    // enabled above, is named to it.
+    let fan_out = if portal.is_held() {
+        deliveries::fan_out_to(
+            &event.id,
+            institution,
+            TEST_EVENT_TYPE,
+            &[endpoint_id.to_owned()],
+            portal.now,
+        )
+    } else {
         deliveries::fan_out(
             &event.id,
             institution,
@@ -213,16 +227,17 @@ pub async fn send_test(portal: &Portal<'_>, endpoint_id: &str) -> Result<Deliver
             Some(endpoint_id),
             portal.now,
         )
-        .or_internal("store test event")?,
-    );
+    }
+    .or_internal("store test event")?;
+    let fan_out = batch.push(fan_out);
     let results = batch
-        .run(portal.db())
+        .run(portal.money())
         .await
         .or_internal("store test event")?;
     let ids = deliveries::created(&results, fan_out).or_internal("read delivery")?;
-    webhooks::enqueue(portal.ctx, &ids, 0, None).await?;
+    webhooks::enqueue(portal.ctx, &ids, 0, portal.held_by()).await?;
     let row = deliveries::get(
-        portal.db(),
+        portal.money(),
         institution,
         ids.first().ok_or_else(no_delivery)?,
     )

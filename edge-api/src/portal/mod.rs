@@ -49,6 +49,18 @@ pub struct Portal<'a> {
     pub token_hash: String,
     /// Unix seconds, read once for the request.
     pub now: i64,
+    /// The institution's object, when its money is held there.
+    pub held: Option<crate::db::Db>,
+}
+
+/// The refusal of a refund or a return for an institution held in its object
+/// ([`Portal::refuse_if_held`]).
+pub fn held_refusal() -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        "refunds and returns are not made on chain yet for an institution whose money is held \
+         in its own store",
+    )
 }
 
 /// The refusal of a change (or a secret) to a viewer.
@@ -72,6 +84,31 @@ impl Portal<'_> {
     /// The database.
     pub fn db(&self) -> &crate::db::Db {
         &self.ctx.db
+    }
+
+    /// Where the institution's money tables are read and written: its object when it is held
+    /// there, else D1 (as [`Portal::db`]).
+    pub fn money(&self) -> &crate::db::Db {
+        self.held.as_ref().unwrap_or(&self.ctx.db)
+    }
+
+    /// Whether the institution's money is held in its object.
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Refuses what moves money on chain (a refund, a return) for an institution held in its
+    /// object: the treasury does not reach objects yet (docs/SCALING.md).
+    pub fn refuse_if_held(&self) -> Result<(), ApiError> {
+        if self.is_held() {
+            return Err(held_refusal());
+        }
+        Ok(())
+    }
+
+    /// What a queue message says of where the institution's deliveries live.
+    pub fn held_by(&self) -> Option<i64> {
+        self.is_held().then_some(self.session.institution_id.0)
     }
 
     /// The session's institution: every portal query is scoped to it.
@@ -178,11 +215,16 @@ pub async fn authenticate<'a>(
             .await
             .or_internal("extend session")?;
     }
+    let held = match session.store {
+        crate::db::MoneyStore::D1 => None,
+        crate::db::MoneyStore::Object => Some(ctx.institution_object(session.institution_id.0)?),
+    };
     Ok(Portal {
         ctx,
         session,
         token_hash,
         now,
+        held,
     })
 }
 

@@ -110,7 +110,7 @@ pub fn day_before(now: i64, days: i64) -> Result<String, ApiError> {
 pub async fn health(portal: &Portal<'_>) -> Result<Health, ApiError> {
     let first_day = day_before(portal.now, CHART_DAYS - 1)?;
     let rows = transactions::daily_volume(
-        portal.db(),
+        portal.money(),
         portal.institution_id(),
         &format!("{first_day}T00:00:00Z"),
     )

@@ -25,7 +25,7 @@ use crate::query::{parse_id, TransactionFilter, MAX_LIMIT};
 /// One page of the institution's payments, filtered exactly as `GET /v1/transactions` is.
 pub async fn list(portal: &Portal<'_>, query: &str) -> Result<List<Transaction>, ApiError> {
     let filter = TransactionFilter::parse(query).map_err(|e| ApiError::invalid_request(e.0))?;
-    let rows = transactions::list(portal.db(), portal.institution_id(), &filter)
+    let rows = transactions::list(portal.money(), portal.institution_id(), &filter)
         .await
         .or_internal("list payments")?;
     Ok(List::from_overfetch(rows, filter.limit as usize, |t| t.id))
@@ -237,14 +237,14 @@ pub fn payment_id(text: &str) -> Result<i64, ApiError> {
 /// One payment and its timeline.
 pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiError> {
     let institution = portal.institution_id();
-    let transaction = transactions::get(portal.db(), institution, id)
+    let transaction = transactions::get(portal.money(), institution, id)
         .await
         .or_internal("read payment")?
         .ok_or_else(no_payment)?;
-    let events = events::of_transaction(portal.db(), institution, id)
+    let events = events::of_transaction(portal.money(), institution, id)
         .await
         .or_internal("read events")?;
-    let mut sent = deliveries::of_transaction(portal.db(), institution, id)
+    let mut sent = deliveries::of_transaction(portal.money(), institution, id)
         .await
         .or_internal("read deliveries")?;
     let mut timeline = vec![TimelineEntry {
@@ -258,7 +258,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         sent = rest;
         let mut with_attempts = Vec::with_capacity(mine.len());
         for delivery in mine {
-            let attempt_log = deliveries::attempts(portal.db(), &delivery.id)
+            let attempt_log = deliveries::attempts(portal.money(), &delivery.id)
                 .await
                 .or_internal("read attempts")?;
             with_attempts.push(TimelineDelivery {
@@ -273,11 +273,11 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             deliveries: with_attempts,
         });
     }
-    let found = watches::deposits_of_transaction(portal.db(), portal.institution_id(), id)
+    let found = watches::deposits_of_transaction(portal.money(), portal.institution_id(), id)
         .await
         .or_internal("read deposits")?;
     let chain_transfers =
-        watches::transfers_of_transaction(portal.db(), portal.institution_id(), id)
+        watches::transfers_of_transaction(portal.money(), portal.institution_id(), id)
             .await
             .or_internal("read transfers")?
             .into_iter()
@@ -323,7 +323,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .collect::<Result<_, ApiError>>()?;
-    let settlement_hold = settlements::hold_of(portal.db(), portal.institution_id(), id)
+    let settlement_hold = settlements::hold_of(portal.money(), portal.institution_id(), id)
         .await
         .or_internal("read settlement hold")?
         .map(|h| {
@@ -333,18 +333,26 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .transpose()?;
-    let settlement_transactions =
+    // The treasury's transactions for the payment: none for an institution held in its
+    // object, whose payments are not yet settled or refunded on chain (docs/SCALING.md).
+    let settlement_transactions = if portal.is_held() {
+        Vec::new()
+    } else {
         sends::of_settled_payment(portal.db(), portal.institution_id(), id)
             .await
-            .or_internal("read settlement transactions")?;
-    let refunds: Vec<RefundView> =
+            .or_internal("read settlement transactions")?
+    };
+    let refunds: Vec<RefundView> = if portal.is_held() {
+        Vec::new()
+    } else {
         refunds::of_transaction(portal.db(), portal.institution_id(), id)
             .await
             .or_internal("read refunds")?
             .into_iter()
             .map(RefundView::of)
-            .collect::<Result<_, ApiError>>()?;
-    let parts = refunds::quotes_of(portal.db(), portal.institution_id(), id)
+            .collect::<Result<_, ApiError>>()?
+    };
+    let parts = refunds::quotes_of(portal.money(), portal.institution_id(), id)
         .await
         .or_internal("read the payment's parts")?
         .into_iter()
@@ -416,7 +424,7 @@ pub async fn overview(portal: &Portal<'_>) -> Result<Overview, ApiError> {
     for days in [7, 30] {
         let since = timestamp(portal.now - days * 86_400)?;
         let mut lines: Vec<VolumeLine> =
-            transactions::volume(portal.db(), portal.institution_id(), &since)
+            transactions::volume(portal.money(), portal.institution_id(), &since)
                 .await
                 .or_internal("read volume")?
                 .into_iter()

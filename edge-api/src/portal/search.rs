@@ -71,13 +71,13 @@ pub async fn search(portal: &Portal<'_>, text: &str) -> Result<Found, ApiError> 
         reference: text,
         chain: &chain,
     };
-    let mut found = transactions::search(portal.db(), portal.institution_id(), &keys)
+    let mut found = transactions::search(portal.money(), portal.institution_id(), &keys)
         .await
         .or_internal("search payments")?;
     let more = found.len() as i64 > SEARCH_MAX;
     found.truncate(SEARCH_MAX as usize);
     let ids: Vec<i64> = found.iter().map(|f| f.id).collect();
-    let rows = transactions::of_ids(portal.db(), portal.institution_id(), &ids)
+    let rows = transactions::of_ids(portal.money(), portal.institution_id(), &ids)
         .await
         .or_internal("read payments")?;
     let hits = rows

@@ -540,7 +540,7 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
     let (_, secret) = endpoint(worker, &session, &receiver.url("/held"), None);
     let failing = Receiver::start();
     failing.set_mode(Mode::Status(500));
-    let (_, failing_secret) = endpoint(
+    let (failing_id, failing_secret) = endpoint(
         worker,
         &session,
         &failing.url("/held-failing"),
@@ -634,6 +634,75 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
     // By now (the failing endpoint's retries took seconds) the first endpoint has still had each
     // event once.
     assert_eq!(of_transaction(&receiver.received(), paid).len(), 2);
+
+    // The portal reads the held institution's payments and deliveries from its object.
+    let listed = worker.portal(
+        Method::GET,
+        "/portal/api/payments?external_reference=HELD-LIFE-1",
+        Some(&session),
+        None,
+    );
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.json()["data"][0]["id"], paid, "{}", listed.text);
+    let shown = worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{paid}"),
+        Some(&session),
+        None,
+    );
+    assert_eq!(shown.status, 200, "{}", shown.text);
+    let timeline = shown.json()["timeline"].clone();
+    let kinds: Vec<&str> = timeline
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["what"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["created", "payment.succeeded", "payment.paid"],
+        "{timeline}"
+    );
+    let log = payrail_tests::hooks::log(worker, &session, &failing_id, "limit=10");
+    let delivery = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["event_id"] == event_id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("the failing endpoint's delivery in its log: {log}"));
+    assert_eq!(delivery["status"], "succeeded", "{delivery}");
+    let detail = payrail_tests::hooks::detail(worker, &session, delivery["id"].as_str().unwrap());
+    let attempts = detail["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), count_after, "{detail}");
+    assert_eq!(attempts.last().unwrap()["outcome"], "ok", "{detail}");
+    // Resent from the portal: once more, from the object.
+    let resent = worker.portal(
+        Method::POST,
+        &format!(
+            "/portal/api/deliveries/{}/resend",
+            delivery["id"].as_str().unwrap()
+        ),
+        Some(&session),
+        None,
+    );
+    assert!(matches!(resent.status, 200 | 201), "{}", resent.text);
+    eventually("the resent delivery", Duration::from_secs(30), || {
+        (of_transaction(&failing.received(), paid).len() > count_after).then_some(())
+    });
+    // A refund on chain is not made for a held payment: refused by name.
+    let refused = worker.portal(
+        Method::POST,
+        &format!("/portal/api/payments/{paid}/refunds/preview"),
+        Some(&session),
+        Some(&json!({"amount": "1.00", "address": "0x52908400098527886E0F7030069857D2E4169EE7"})),
+    );
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(
+        refused.text.contains("held in its own store"),
+        "{}",
+        refused.text
+    );
 
     // The cron's run reaches the object: the ended checkout is closed there.
     let (reader, reader_secret) = worker.new_client(0, "Held reads", &["transactions:read"]);

@@ -48,6 +48,7 @@ pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
         part,
     };
     let portal = &c.portal;
+    portal.refuse_if_held()?;
     let preview = refund::preview(portal.ctx, portal.institution_id(), id, &request).await?;
     let effect = balances::refund_effect(portal, (id, preview.part), &preview.base_units).await?;
     let mut body = to_json(&preview)?;
@@ -70,6 +71,7 @@ pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
         part,
     };
     let portal = &c.portal;
+    portal.refuse_if_held()?;
     let (view, created) = refund::request(
         portal.ctx,
         portal.institution_id(),
@@ -98,6 +100,7 @@ pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     let key = idempotency_key(&c)?;
     let ReturnBody { deposit, address } = c.json().await?;
     let portal = &c.portal;
+    portal.refuse_if_held()?;
     let (view, created) = returns::return_extra(
         portal.ctx,
         Scoped::new(portal.institution_id(), id),

@@ -563,6 +563,7 @@ pub(super) async fn export(c: Call<'_>) -> Answer {
 pub(super) async fn return_extra(c: Call<'_>, id: &str) -> Answer {
     let (portal, url, form) = (&c.portal, c.url, &c.form);
     let id = payment_id(id)?;
+    portal.refuse_if_held()?;
     let made = returns::return_extra(
         portal.ctx,
         Scoped::new(portal.institution_id(), id),
@@ -619,6 +620,8 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
     };
     let institution = portal.institution_id();
     let outcome = match form.get("step") {
+        // Shown on the form like any refusal.
+        _ if portal.is_held() => Err(crate::portal::held_refusal()),
         Some("confirm") => {
             let key = form.get("key").unwrap_or_default();
             let made = refund::request(
