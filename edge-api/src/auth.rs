@@ -290,19 +290,22 @@ pub fn bearer_hash(headers: &Headers) -> Result<String, ApiError> {
         )
         .with_challenge(BEARER_REALM)
     };
-    let header = headers
-        .get("Authorization")
-        .ok()
-        .flatten()
-        .ok_or_else(missing)?;
-    let token = match header.trim().split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
-        _ => return Err(missing()),
-    };
+    let token = bearer(headers).ok_or_else(missing)?;
     if !token.starts_with(TOKEN_PREFIX) {
         return Err(invalid_token());
     }
-    Ok(crypto::sha256_hex(token))
+    Ok(crypto::sha256_hex(&token))
+}
+
+/// The token of `Authorization: Bearer <token>`, if the request sends one.
+pub fn bearer(headers: &Headers) -> Option<String> {
+    let header = headers.get("Authorization").ok().flatten()?;
+    match header.trim().split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => {
+            Some(token.trim().to_owned())
+        }
+        _ => None,
+    }
 }
 
 fn invalid_token() -> ApiError {

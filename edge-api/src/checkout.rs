@@ -391,12 +391,7 @@ async fn make(
     if known.store == MoneyStore::Object {
         return make_held(ctx, options, locale, counted, known, admitted, quoted).await;
     }
-    let Quoted {
-        method,
-        quote,
-        session_id,
-        amount: amount_text,
-    } = quoted;
+    let method = quoted.method;
     // A derived address takes a fresh index. It is taken in one batch with the attempt's
     // counts, only if both are within their limits and the facts still hold: an attempt past
     // its limits never uses up an index, even in a race. The merchant's count taken here holds
@@ -431,34 +426,6 @@ async fn make(
         }
         None => (chain::simulated(method.network)?, None),
     };
-    let now_text = timestamp(now)?;
-    let crypto_amount = quote.crypto_amount.to_string();
-    let payment = NewPayment {
-        institution_id: known.institution_id,
-        merchant_id: known.merchant_id,
-        asset: method.asset,
-        currency: &options.currency,
-        amount: &amount_text,
-        network: method.network,
-        external_reference: &options.external_reference,
-        now_text: &now_text,
-        first_id: transactions::first_id(MoneyStore::D1, known.institution_id),
-    };
-    let session = NewSession {
-        id: &session_id,
-        merchant_id: known.merchant_id,
-        institution_id: known.institution_id,
-        title: options.title.trim(),
-        redirect_url: &options.redirect_url,
-        asset: method.asset,
-        network: method.network,
-        deposit_address: &deposit_address,
-        deposit_index,
-        crypto_amount: &crypto_amount,
-        now,
-        expires_at: now + SESSION_SECONDS,
-        locale,
-    };
     // The attempt's counts (unless the index's batch took them), then the transaction, its
     // session, its watch and the idempotency key in one atomic batch. The merchant's count is
     // taken only if the caller's is within its limit, the merchant's window has room and the
@@ -486,34 +453,18 @@ async fn make(
     };
     // The counts within their limits, and the facts still holding.
     let stored_if = And(&within, admitted);
-    let created = writes
-        .push(transactions::insert_pending(&payment, &stored_if).or_internal("create session")?);
-    writes.push(sessions::insert(&session).or_internal("create session")?);
-    writes.extend(watch_statement(
+    let created = push_session(
         ctx,
-        Scoped::new(known.institution_id, &session_id),
-        method,
-        (&deposit_address, deposit_index),
-        &quote,
-        now + SESSION_SECONDS,
-    )?);
-    if let Some(key) = &options.idempotency_key {
-        writes.push(
-            sessions::insert_key(
-                Scoped::new(known.institution_id, known.merchant_id),
-                key,
-                &fingerprint(options)?,
-                &session_id,
-                now,
-            )
-            .or_internal("create session")?,
-        );
-    }
+        &mut writes,
+        (options, locale, known, now),
+        (&quoted, &deposit_address, deposit_index, MoneyStore::D1),
+        &stored_if,
+    )?;
     if let Some(held_at) = held {
         writes.push(throttle::release_checkout(
             key,
             held_at,
-            Scoped::new(known.institution_id, &session_id),
+            Scoped::new(known.institution_id, &quoted.session_id),
         )?);
     }
     let written = match writes.run(database).await {
@@ -546,7 +497,7 @@ async fn make(
         return took_nothing(ctx, options, &written, counts, probe);
     };
     Ok(Some(Session {
-        id: session_id,
+        id: quoted.session_id,
         transaction_id,
         created: true,
     }))
@@ -575,13 +526,9 @@ async fn make_held(
     counted: &mut bool,
     known: &Known,
     admitted: &Admitted<'_>,
-    Quoted {
-        method,
-        quote,
-        session_id,
-        amount,
-    }: Quoted,
+    quoted: Quoted,
 ) -> Result<Option<Session>, Refusal> {
+    let method = quoted.method;
     let now = ctx.now();
     let key = &options.public_key;
     let merchant = Scoped::new(known.institution_id, known.merchant_id);
@@ -604,8 +551,8 @@ async fn make_held(
         None => None,
     };
     let entry = match index {
-        Some(_) => sessions::index(&session_id, merchant, now, &AfterChange),
-        None => sessions::index(&session_id, merchant, now, &admits),
+        Some(_) => sessions::index(&quoted.session_id, merchant, now, &AfterChange),
+        None => sessions::index(&quoted.session_id, merchant, now, &admits),
     }
     .or_internal("index checkout")?;
     let indexed = directory.push(entry);
@@ -628,40 +575,7 @@ async fn make_held(
         }
         _ => (chain::simulated(method.network)?, None),
     };
-    let now_text = timestamp(now)?;
-    let crypto_amount = quote.crypto_amount.to_string();
-    let payment = NewPayment {
-        institution_id: known.institution_id,
-        merchant_id: known.merchant_id,
-        asset: method.asset,
-        currency: &options.currency,
-        amount: &amount,
-        network: method.network,
-        external_reference: &options.external_reference,
-        now_text: &now_text,
-        first_id: transactions::first_id(MoneyStore::Object, known.institution_id),
-    };
-    let session = NewSession {
-        id: &session_id,
-        merchant_id: known.merchant_id,
-        institution_id: known.institution_id,
-        title: options.title.trim(),
-        redirect_url: &options.redirect_url,
-        asset: method.asset,
-        network: method.network,
-        deposit_address: &deposit_address,
-        deposit_index,
-        crypto_amount: &crypto_amount,
-        now,
-        expires_at: now + SESSION_SECONDS,
-        locale,
-    };
     let held = ctx.institution_object(known.institution_id.0)?;
-    let key_free = options.idempotency_key.as_deref().map(|k| KeyFree {
-        merchant_id: known.merchant_id,
-        key: k,
-        not_before: now - KEY_SECONDS,
-    });
     let mut writes = Batch::new();
     if let Some(k) = &options.idempotency_key {
         writes.push(
@@ -669,28 +583,23 @@ async fn make_held(
                 .or_internal("forget stale key")?,
         );
     }
-    let created = writes.push(
-        match &key_free {
-            Some(free) => transactions::insert_pending(&payment, free),
-            None => transactions::insert_pending(&payment, &Always),
-        }
-        .or_internal("create session")?,
-    );
-    writes.push(sessions::insert(&session).or_internal("create session")?);
-    writes.extend(watch_statement(
+    // Stored only if the key made nothing live (the other facts were judged in the directory).
+    let key_free = options.idempotency_key.as_deref().map(|k| KeyFree {
+        merchant_id: known.merchant_id,
+        key: k,
+        not_before: now - KEY_SECONDS,
+    });
+    let stored_if: &dyn crate::db::Condition = match &key_free {
+        Some(free) => free,
+        None => &Always,
+    };
+    let created = push_session(
         ctx,
-        Scoped::new(known.institution_id, &session_id),
-        method,
-        (&deposit_address, deposit_index),
-        &quote,
-        now + SESSION_SECONDS,
-    )?);
-    if let Some(k) = &options.idempotency_key {
-        writes.push(
-            sessions::insert_key(merchant, k, &fingerprint(options)?, &session_id, now)
-                .or_internal("create session")?,
-        );
-    }
+        &mut writes,
+        (options, locale, known, now),
+        (&quoted, &deposit_address, deposit_index, MoneyStore::Object),
+        stored_if,
+    )?;
     // The object's answer says whether it stored the session. A failed call may still have
     // committed (its answer lost on the way back): the session's own id, made for this request
     // alone, says whether it did; if even that cannot be read, nothing is given back (an index
@@ -705,7 +614,7 @@ async fn make_held(
             None,
         ),
         Err(err) => {
-            let stored = stored_transaction(&held, &session_id, known.institution_id)
+            let stored = stored_transaction(&held, &quoted.session_id, known.institution_id)
                 .await
                 .map_err(|_| ApiError::internal("create session", &err))?;
             (stored, Some(err))
@@ -713,7 +622,7 @@ async fn make_held(
     };
     if let Some(transaction_id) = transaction_id {
         return Ok(Some(Session {
-            id: session_id,
+            id: quoted.session_id,
             transaction_id,
             created: true,
         }));
@@ -725,10 +634,10 @@ async fn make_held(
     undo.push(throttle::release_checkout(
         key,
         now,
-        Scoped::new(known.institution_id, &session_id),
+        Scoped::new(known.institution_id, &quoted.session_id),
     )?);
     undo.push(
-        sessions::unindex(Scoped::new(known.institution_id, &session_id))
+        sessions::unindex(Scoped::new(known.institution_id, &quoted.session_id))
             .or_internal("unindex checkout")?,
     );
     undo.run(&ctx.db).await.or_internal("release checkout")?;
@@ -760,6 +669,71 @@ async fn stored_transaction(
     let session = batch.push(sessions::get_held_in_batch(id, institution)?);
     let read = batch.run(held).await?;
     Ok(read.rows(session)?.first().map(|s| s.transaction_id))
+}
+
+/// Pushes on `writes` what stores a session, wherever its institution's money lives (`store`):
+/// the pending transaction, only if `stored_if` holds (its handle is answered), its session and
+/// the watch of its deposit address, only with it, and the idempotency key, only with the
+/// session.
+fn push_session(
+    ctx: &Ctx,
+    writes: &mut Batch,
+    (options, locale, known, now): (&CheckoutOptions, Option<&str>, &Known, i64),
+    (quoted, deposit_address, deposit_index, store): (&Quoted, &str, Option<i64>, MoneyStore),
+    stored_if: &dyn crate::db::Condition,
+) -> Result<Handle<transactions::CreatedId>, ApiError> {
+    let now_text = timestamp(now)?;
+    let crypto_amount = quoted.quote.crypto_amount.to_string();
+    let payment = NewPayment {
+        institution_id: known.institution_id,
+        merchant_id: known.merchant_id,
+        asset: quoted.method.asset,
+        currency: &options.currency,
+        amount: &quoted.amount,
+        network: quoted.method.network,
+        external_reference: &options.external_reference,
+        now_text: &now_text,
+        first_id: transactions::first_id(store, known.institution_id),
+    };
+    let session = NewSession {
+        id: &quoted.session_id,
+        merchant_id: known.merchant_id,
+        institution_id: known.institution_id,
+        title: options.title.trim(),
+        redirect_url: &options.redirect_url,
+        asset: quoted.method.asset,
+        network: quoted.method.network,
+        deposit_address,
+        deposit_index,
+        crypto_amount: &crypto_amount,
+        now,
+        expires_at: now + SESSION_SECONDS,
+        locale,
+    };
+    let created = writes
+        .push(transactions::insert_pending(&payment, stored_if).or_internal("create session")?);
+    writes.push(sessions::insert(&session).or_internal("create session")?);
+    writes.extend(watch_statement(
+        ctx,
+        Scoped::new(known.institution_id, &quoted.session_id),
+        quoted.method,
+        (deposit_address, deposit_index),
+        &quoted.quote,
+        now + SESSION_SECONDS,
+    )?);
+    if let Some(key) = &options.idempotency_key {
+        writes.push(
+            sessions::insert_key(
+                Scoped::new(known.institution_id, known.merchant_id),
+                key,
+                &fingerprint(options)?,
+                &quoted.session_id,
+                now,
+            )
+            .or_internal("create session")?,
+        );
+    }
+    Ok(created)
 }
 
 /// Adds the probe of the facts to a batch storing a session with an idempotency key, as its

@@ -117,7 +117,7 @@ async fn copy_table(
     let mut copied = 0;
     loop {
         calls.spend()?;
-        let rows = moves::page(&ctx.db, table, institution, copied, PAGE_ROWS)
+        let rows = moves::page(&ctx.db, table, Some(institution), copied, PAGE_ROWS)
             .await
             .or_internal("read a page")?;
         let inserts = rows
@@ -227,11 +227,9 @@ async fn read_back(
     let mut side = Side::default();
     loop {
         calls.spend()?;
-        let rows = match institution {
-            Some(institution) => moves::page(db, table, institution, side.rows, PAGE_ROWS).await,
-            None => moves::page_held(db, table, side.rows, PAGE_ROWS).await,
-        }
-        .or_internal("read a table back")?;
+        let rows = moves::page(db, table, institution, side.rows, PAGE_ROWS)
+            .await
+            .or_internal("read a table back")?;
         let full = rows.len() as i64 == PAGE_ROWS;
         side.add(&rows);
         if !full {

@@ -181,6 +181,20 @@ pub async fn claim_due(db: &Db, id: &str, now: i64, stale_before: i64) -> DbResu
     .await
 }
 
+/// The claim both [`claim_due`] and [`claim_held`] make: `?1` the delivery, `?2` now, `?3` stale
+/// before; the attempt taken only while the delivery is pending and due by now (or its last
+/// attempt went stale).
+const CLAIM: &str = "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
+     last_attempt_at = ?2 \
+     WHERE id = ?1 AND status = 'pending' \
+     AND (next_attempt_at <= ?2 + 1 \
+          OR (next_attempt_at IS NULL AND (last_attempt_at IS NULL OR last_attempt_at <= ?3)))";
+
+/// What a claim answers of the delivery and its event (its endpoint's fields follow).
+const CLAIMED: &str = "id, status, attempts - 1 AS attempts, next_attempt_at, endpoint_id, \
+     institution_id, event_id, event_type, \
+     (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload";
+
 /// The statement of [`claim_due`]: `?1` the delivery, `?2` now, `?3` stale before.
 fn claim_due_sql() -> String {
     // RETURNING takes the bare table name (older SQLite refuses an alias there).
@@ -189,18 +203,10 @@ fn claim_due_sql() -> String {
         format!("(SELECT e.{column} FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)")
     };
     format!(
-        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
-             last_attempt_at = ?2 \
-             WHERE id = ?1 AND status = 'pending' \
-             AND (next_attempt_at <= ?2 + 1 \
-                  OR (next_attempt_at IS NULL \
-                      AND (last_attempt_at IS NULL OR last_attempt_at <= ?3))) \
+        "{CLAIM} \
              AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id \
                          AND e.status = 'enabled' AND e.url IS NOT NULL) \
-             RETURNING id, status, attempts - 1 AS attempts, next_attempt_at, endpoint_id, \
-             institution_id, event_id, event_type, \
-             (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload, \
-             {} AS url, {} AS endpoint_status, {} AS secret_encrypted, \
+             RETURNING {CLAIMED}, {} AS url, {} AS endpoint_status, {} AS secret_encrypted, \
              {} AS previous_secret_encrypted, {} AS previous_secret_expires_at, \
              {} AS first_failure_at, {} AS last_success_at, created_at",
         endpoint("url"),
@@ -219,18 +225,11 @@ fn claim_due_sql() -> String {
 pub async fn claim_held(db: &Db, id: &str, now: i64, stale_before: i64) -> DbResult<Option<Due>> {
     first(
         db,
-        "UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = NULL, \
-         last_attempt_at = ?2 \
-         WHERE id = ?1 AND status = 'pending' \
-         AND (next_attempt_at <= ?2 + 1 \
-              OR (next_attempt_at IS NULL \
-                  AND (last_attempt_at IS NULL OR last_attempt_at <= ?3))) \
-         RETURNING id, status, attempts - 1 AS attempts, next_attempt_at, endpoint_id, \
-         institution_id, event_id, event_type, \
-         (SELECT ev.payload FROM events ev WHERE ev.id = deliveries.event_id) AS payload, \
-         NULL AS url, NULL AS endpoint_status, NULL AS secret_encrypted, \
+        &format!(
+            "{CLAIM} RETURNING {CLAIMED}, NULL AS url, NULL AS endpoint_status, NULL AS secret_encrypted, \
          NULL AS previous_secret_encrypted, NULL AS previous_secret_expires_at, \
-         NULL AS first_failure_at, NULL AS last_success_at, created_at",
+         NULL AS first_failure_at, NULL AS last_success_at, created_at"
+        ),
         &[id.into(), now.into(), stale_before.into()],
     )
     .await

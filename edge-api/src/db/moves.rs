@@ -150,43 +150,28 @@ pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<i64>> {
     Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
-/// A page of the institution's rows of `table` in D1, in key order.
+/// A page of `table`'s rows in key order: `institution`'s rows in D1, or every row of an
+/// object (`None`: all of them are its institution's).
 pub async fn page(
     db: &super::Db,
     table: &Table,
-    institution: i64,
+    institution: Option<i64>,
     offset: i64,
     limit: i64,
 ) -> DbResult<Vec<Row>> {
+    let (whose, mut params) = match institution {
+        Some(institution) => (table.whose, vec![Value::Int(institution)]),
+        // Every row: `?1` is bound (to NULL) only to keep the page's numbering.
+        None => ("?1 IS NULL", vec![Value::Null]),
+    };
+    params.extend([Value::Int(limit), Value::Int(offset)]);
     all(
         db,
         &format!(
-            "SELECT * FROM {} WHERE {} ORDER BY {} LIMIT ?2 OFFSET ?3",
-            table.name, table.whose, table.key
-        ),
-        &[
-            Value::Int(institution),
-            Value::Int(limit),
-            Value::Int(offset),
-        ],
-    )
-    .await
-}
-
-/// A page of `table`'s rows in the object, in key order.
-pub async fn page_held(
-    db: &super::Db,
-    table: &Table,
-    offset: i64,
-    limit: i64,
-) -> DbResult<Vec<Row>> {
-    all(
-        db,
-        &format!(
-            "SELECT * FROM {} ORDER BY {} LIMIT ?1 OFFSET ?2",
+            "SELECT * FROM {} WHERE {whose} ORDER BY {} LIMIT ?2 OFFSET ?3",
             table.name, table.key
         ),
-        &[Value::Int(limit), Value::Int(offset)],
+        &params,
     )
     .await
 }

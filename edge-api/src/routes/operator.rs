@@ -8,12 +8,12 @@
 use shared_types::ErrorCode;
 use worker::Response;
 
-use crate::crypto;
 use crate::ctx::Ctx;
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::route::Incoming;
 use crate::shard;
+use crate::{auth, crypto};
 
 /// The challenge a refused operator request carries.
 const REALM: &str = "Bearer realm=\"payrail-operator\"";
@@ -44,18 +44,9 @@ fn authorize(ctx: &Ctx, req: &worker::Request) -> Result<(), ApiError> {
         )
         .with_challenge(REALM)
     };
-    let header = req
-        .headers()
-        .get("Authorization")
-        .ok()
-        .flatten()
-        .ok_or_else(refused)?;
-    let presented = match header.trim().split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
-        _ => return Err(refused()),
-    };
+    let presented = auth::bearer(req.headers()).ok_or_else(refused)?;
     if crypto::constant_time_eq(
-        &crypto::sha256_hex(presented),
+        &crypto::sha256_hex(&presented),
         &crypto::sha256_hex(&expected),
     ) {
         Ok(())

@@ -253,57 +253,7 @@ fn latency(ours: &str, reference: &str, persist: &str, out: &str, rounds: usize)
         true,
     ));
     // Ours only: checkout and the hosted page (a session made once for the page and the poll).
-    let session: Value = http
-        .post(format!("{ours}/checkout/sessions"))
-        .json(&checkout_options(&public_key))
-        .send()
-        .and_then(|r| r.json())
-        .expect("checkout session");
-    let session_id = session["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{session}"))
-        .to_owned();
-    let (o, key) = (ours.to_owned(), public_key.clone());
-    ops.push(Operation {
-        name: "checkout session create".into(),
-        ours: Box::new(move |h: &Client| {
-            h.post(format!("{o}/checkout/sessions"))
-                .json(&checkout_options(&key))
-        }),
-        reference: None,
-        list_goal: false,
-    });
-    // The same with an idempotency key, a new one each time (a key seen before is a replay).
-    let (o, key) = (ours.to_owned(), public_key.clone());
-    let run = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let count = std::sync::atomic::AtomicU64::new(0);
-    ops.push(Operation {
-        name: "checkout session create, idempotency key".into(),
-        ours: Box::new(move |h: &Client| {
-            let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let mut options = checkout_options(&key);
-            options["idempotencyKey"] = json!(format!("bench-{run}-{n}"));
-            h.post(format!("{o}/checkout/sessions")).json(&options)
-        }),
-        reference: None,
-        list_goal: false,
-    });
-    let page = format!("{ours}/checkout/{session_id}");
-    ops.push(Operation {
-        name: "hosted page render".into(),
-        ours: Box::new(move |h: &Client| h.get(&page)),
-        reference: None,
-        list_goal: false,
-    });
-    let poll = format!("{ours}/checkout/{session_id}/status");
-    ops.push(Operation {
-        name: "status poll".into(),
-        ours: Box::new(move |h: &Client| h.get(&poll)),
-        reference: None,
-        list_goal: false,
-    });
+    ops.extend(checkout_operations(&http, ours, &public_key, "", true));
 
     // The same paths for an institution held in its object (when the worker has the operator's
     // API: `BENCH_OPERATOR_TOKEN`): the second demo institution copied into its object and the
@@ -456,9 +406,29 @@ fn held_operations(
             list_goal: false,
         });
     }
+    ops.extend(checkout_operations(
+        http,
+        ours,
+        &public_key,
+        "held: ",
+        false,
+    ));
+    ops
+}
+
+/// Checkout's operations for the merchant with `public_key`, named after `prefix`: a session
+/// created (and, with `idempotency`, created with a new idempotency key each time), and the
+/// hosted page and status poll of a session made once for them.
+fn checkout_operations(
+    http: &Client,
+    ours: &str,
+    public_key: &str,
+    prefix: &str,
+    idempotency: bool,
+) -> Vec<Operation> {
     let session: Value = http
         .post(format!("{ours}/checkout/sessions"))
-        .json(&checkout_options(&public_key))
+        .json(&checkout_options(public_key))
         .send()
         .and_then(|r| r.json())
         .expect("checkout session");
@@ -466,9 +436,10 @@ fn held_operations(
         .as_str()
         .unwrap_or_else(|| panic!("{session}"))
         .to_owned();
-    let (o, key) = (ours.to_owned(), public_key);
+    let mut ops = Vec::new();
+    let (o, key) = (ours.to_owned(), public_key.to_owned());
     ops.push(Operation {
-        name: "held: checkout session create".into(),
+        name: format!("{prefix}checkout session create"),
         ours: Box::new(move |h: &Client| {
             h.post(format!("{o}/checkout/sessions"))
                 .json(&checkout_options(&key))
@@ -476,16 +447,35 @@ fn held_operations(
         reference: None,
         list_goal: false,
     });
+    if idempotency {
+        // A new key each time (a key seen before is a replay).
+        let (o, key) = (ours.to_owned(), public_key.to_owned());
+        let run = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let count = std::sync::atomic::AtomicU64::new(0);
+        ops.push(Operation {
+            name: format!("{prefix}checkout session create, idempotency key"),
+            ours: Box::new(move |h: &Client| {
+                let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let mut options = checkout_options(&key);
+                options["idempotencyKey"] = json!(format!("bench-{run}-{n}"));
+                h.post(format!("{o}/checkout/sessions")).json(&options)
+            }),
+            reference: None,
+            list_goal: false,
+        });
+    }
     let page = format!("{ours}/checkout/{session_id}");
     ops.push(Operation {
-        name: "held: hosted page render".into(),
+        name: format!("{prefix}hosted page render"),
         ours: Box::new(move |h: &Client| h.get(&page)),
         reference: None,
         list_goal: false,
     });
     let poll = format!("{ours}/checkout/{session_id}/status");
     ops.push(Operation {
-        name: "held: status poll".into(),
+        name: format!("{prefix}status poll"),
         ours: Box::new(move |h: &Client| h.get(&poll)),
         reference: None,
         list_goal: false,

@@ -47,6 +47,20 @@ fn institution_id(worker: &Worker, index: usize) -> i64 {
         .unwrap()
 }
 
+/// Copies `institution`'s money into its object (every table the same on both sides) and points
+/// the directory at the object, as the move's flip will.
+fn hold(worker: &Worker, institution: i64) {
+    let report = copy(worker, institution, Some(OPERATOR_TOKEN));
+    assert_eq!(report.json()["verified"], true, "{}", report.text);
+    worker
+        .database()
+        .execute(
+            "UPDATE institutions SET store = 'object' WHERE id = ?1",
+            [institution],
+        )
+        .unwrap();
+}
+
 /// `POST /operator/institutions/{id}/copy` with `token`.
 fn copy(worker: &Worker, institution: i64, token: Option<&str>) -> Reply {
     let mut request = worker.request(
@@ -302,15 +316,7 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
     }));
     let before = early["transaction_id"].as_i64().unwrap();
     let early_id = early["id"].as_str().unwrap().to_owned();
-    let report = copy(worker, id, Some(OPERATOR_TOKEN));
-    assert_eq!(report.json()["verified"], true, "{}", report.text);
-    worker
-        .database()
-        .execute(
-            "UPDATE institutions SET store = 'object' WHERE id = ?1",
-            [id],
-        )
-        .unwrap();
+    hold(worker, id);
     let options = |reference: &str, idempotency: Option<&str>| {
         let mut options = json!({
             "publicKey": key, "amount": "25.00", "currency": "EUR", "title": "Held order",
@@ -526,15 +532,7 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
             [ended],
         )
         .unwrap();
-    let report = copy(worker, id, Some(OPERATOR_TOKEN));
-    assert_eq!(report.json()["verified"], true, "{}", report.text);
-    worker
-        .database()
-        .execute(
-            "UPDATE institutions SET store = 'object' WHERE id = ?1",
-            [id],
-        )
-        .unwrap();
+    hold(worker, id);
     let session = worker.portal_login(0);
     let receiver = Receiver::start();
     let (_, secret) = endpoint(worker, &session, &receiver.url("/held"), None);
