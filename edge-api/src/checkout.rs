@@ -255,7 +255,7 @@ async fn read(
         .into_iter()
         .map(|w| w.network)
         .collect();
-    if chain::methods_for_store(ctx, &networks, merchant.store)?.is_empty() {
+    if chain::methods_for(ctx, &networks)?.is_empty() {
         return Err(Refusal::MerchantUnavailable(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
@@ -368,7 +368,7 @@ async fn make(
     // The first way to pay that can be quoted now is the default; none: no payment is taken.
     let mut unavailable = Vec::new();
     let mut chosen = None;
-    for method in chain::methods_for_store(ctx, &known.networks, known.store)? {
+    for method in chain::methods_for(ctx, &known.networks)? {
         match chain::quote(ctx, method, amount, &options.currency).await {
             Ok(quote) => {
                 chosen = Some((method, quote));
@@ -832,7 +832,7 @@ pub async fn change_method(
 ) -> Result<MethodChange, ApiError> {
     let session = &located.session;
     let money = located.money(ctx);
-    let offered = offered_methods(ctx, session.merchant_id, located.store()).await?;
+    let offered = offered_methods(ctx, session.merchant_id).await?;
     let Some(method) = chosen
         .split_once(':')
         .and_then(|(asset, network)| chain::method(&offered, asset, network))
@@ -1012,20 +1012,15 @@ pub async fn simulate(ctx: &Ctx, located: &Located, control: &str) -> Result<Sim
     }
 }
 
-/// The ways to pay the deployment offers on the networks where the merchant has a wallet, for
-/// an institution whose money lives in `store` ([`chain::methods_for_store`]).
-pub async fn offered_methods(
-    ctx: &Ctx,
-    merchant_id: i64,
-    store: MoneyStore,
-) -> Result<Vec<quote::Method>, ApiError> {
+/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
+pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
     let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
         .await
         .or_internal("read wallets")?
         .into_iter()
         .map(|w| w.network)
         .collect();
-    chain::methods_for_store(ctx, &networks, store)
+    chain::methods_for(ctx, &networks)
 }
 
 /// A checkout's session and where it lives: in D1, or in its institution's object (`held`).

@@ -8,7 +8,7 @@
 //! the objects of institutions held there, a bounded number a run.
 
 use crate::ctx::Ctx;
-use crate::db::{clients, portal, sessions, throttle as throttle_db};
+use crate::db::{clients, moves, portal, sessions, throttle as throttle_db};
 use crate::error::{ApiError, OrInternal};
 use crate::{money, payments, throttle, webhooks};
 
@@ -79,11 +79,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     first.map_or(Ok(()), Err)
 }
 
-/// Most institutions' objects one run tends: the next runs take the others, in turn.
-const HELD_PER_RUN: i64 = 25;
-
 /// Most ended checkouts one run closes across all held objects (each a read and a write in its
-/// object, and the directory's endpoints read): with [`HELD_PER_RUN`] objects' other work, a
+/// object, and the directory's endpoints read): with [`moves::HELD_PER_RUN`] objects' other work, a
 /// run stays within a few hundred calls.
 const HELD_EXPIRE_PER_RUN: i64 = 100;
 
@@ -92,7 +89,7 @@ const HELD_EXPIRE_PER_RUN: i64 = 100;
 /// is logged and the others go on.
 async fn tend_held(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    let held = crate::db::moves::held(&ctx.db, HELD_PER_RUN, now / 60)
+    let held = moves::held(&ctx.db, moves::HELD_PER_RUN, now / 60)
         .await
         .or_internal("list held institutions")?;
     let mut expirations = HELD_EXPIRE_PER_RUN;

@@ -69,6 +69,7 @@ use crate::db::parts::Part;
 /// was valued at and its source (shown on the payment).
 pub async fn credit(
     ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id,
@@ -88,7 +89,7 @@ pub async fn credit(
         parts,
         late_rate,
     };
-    apply(ctx, Scoped::new(institution_id, id), action, found)
+    apply_in(ctx, held, Scoped::new(institution_id, id), action, found)
         .await
         .map(drop)
 }
@@ -188,10 +189,12 @@ async fn apply_in(
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
-    if held.is_some() && !matches!(on_chain, OnChain::Nothing) {
+    // Money arriving is credited where the payment is held, with its books; what the
+    // treasury sends (settlements, refunds) is not made from an object yet.
+    if held.is_some() && !matches!(on_chain, OnChain::Nothing | OnChain::Payment { .. }) {
         return Err(ApiError::internal(
             "change payment",
-            "a change from the chain for a payment held in its institution's object",
+            "a send of the treasury recorded for a payment held in its institution's object",
         ));
     }
     let now = ctx.now();
@@ -369,6 +372,7 @@ async fn apply_in(
             batch.extend(
                 money::ledger::credit(
                     ctx,
+                    database,
                     (index, part),
                     (
                         Scoped::new(row.institution_id, id),

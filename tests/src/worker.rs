@@ -280,6 +280,30 @@ impl Worker {
         conn
     }
 
+    /// Opens the local SQLite file of institution `institution`'s object (the one whose
+    /// `object_identity` names it), to check what the worker stored there; `None` before the
+    /// object has stored anything. Read only, like [`Worker::database`].
+    pub fn object_database(&self, institution: i64) -> Option<Connection> {
+        xtask::localdb::object_files(&self.persist_to)
+            .expect("the objects' directory")
+            .into_iter()
+            .find_map(|file| {
+                let conn = Connection::open_with_flags(
+                    &file,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .ok()?;
+                conn.busy_timeout(Duration::from_secs(10)).ok()?;
+                let held: i64 = conn
+                    .query_row("SELECT institution_id FROM object_identity", [], |r| {
+                        r.get(0)
+                    })
+                    .ok()?;
+                (held == institution).then_some(conn)
+            })
+    }
+
     /// Wrangler's persist directory of this worker.
     pub fn persist_to(&self) -> &Path {
         &self.persist_to

@@ -24,6 +24,24 @@ pub fn database_file(persist_to: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// The local SQLite files of the institutions' objects (class `Institution` of the worker
+/// `payrail`), in name order: none before an institution is held in its object.
+pub fn object_files(persist_to: &Path) -> Result<Vec<PathBuf>, String> {
+    let dir = persist_to.join("v3/do/payrail-Institution");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
+        .filter(|p| p.file_stem().is_some_and(|s| s != "metadata"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
 /// Applies every migration of the worker (`edge-api/migrations/*.sql`, in file-name order, as
 /// wrangler does) to `conn`: for tests that need the real schema in a SQLite of their own.
 pub fn apply_migrations(conn: &rusqlite::Connection) -> Result<(), String> {

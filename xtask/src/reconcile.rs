@@ -118,9 +118,12 @@ impl LocalSettings {
 // The books
 
 /// Where the books are read.
+#[derive(Debug, Clone)]
 pub enum Books {
-    /// The local D1 file (read only).
+    /// The local D1 file (read only), with the local objects of the institutions held in them.
     Local(PathBuf),
+    /// One local object's SQLite file (read only): an institution's books.
+    Object(PathBuf),
     /// The production D1, through `wrangler d1 execute --remote`.
     Remote,
 }
@@ -137,9 +140,25 @@ impl Books {
     /// The rows of `sql`, as JSON objects.
     pub fn rows(&self, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
         match self {
-            Books::Local(persist_to) => local_rows(persist_to, sql),
+            Books::Local(persist_to) => file_rows(&crate::localdb::database_file(persist_to)?, sql),
+            Books::Object(file) => file_rows(file, sql),
             Books::Remote => wrangler_rows(&secrets::execute(sql, &Target::Remote)?),
         }
+    }
+
+    /// Every store that holds books: D1, and locally each institution's object (an
+    /// institution held in its object keeps its deposits' and merchants' accounts there).
+    /// Production's objects are not read from here.
+    fn stores(&self) -> Result<Vec<Books>, String> {
+        let mut stores = vec![self.clone()];
+        if let Books::Local(persist_to) = self {
+            stores.extend(
+                crate::localdb::object_files(persist_to)?
+                    .into_iter()
+                    .map(Books::Object),
+            );
+        }
+        Ok(stores)
     }
 }
 
@@ -155,11 +174,10 @@ fn wrangler_rows(stdout: &str) -> Result<Vec<Map<String, Value>>, String> {
         .ok_or_else(|| format!("unexpected output from wrangler:\n{stdout}"))
 }
 
-fn local_rows(persist_to: &Path, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
+fn file_rows(file: &Path, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
     use rusqlite::types::ValueRef;
-    let file = crate::localdb::database_file(persist_to)?;
     let conn = rusqlite::Connection::open_with_flags(
-        &file,
+        file,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| format!("{}: {e}", file.display()))?;
@@ -323,33 +341,41 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads the books.
     pub fn read(books: &Books, treasury: Option<&str>) -> Result<Snapshot, String> {
-        let accounts = parse(books.rows(
-            "SELECT id, network, token, asset, decimals, kind, owner, debits_posted, \
-             credits_posted, debits_pending, credits_pending, debt_limit FROM ledger_accounts \
-             ORDER BY id",
-        )?)?;
+        let mut accounts: Vec<Account> = Vec::new();
         let mut transfers = Vec::new();
-        let mut after = 0i64;
-        loop {
-            let page: Vec<TransferRow> = parse(books.rows(&format!(
-                "SELECT id, seq, debit_account, credit_account, amount, code, phase, pending_id \
-                 FROM ledger_transfers WHERE seq > {after} ORDER BY seq LIMIT {PAGE}"
-            ))?)?;
-            let full = page.len() as i64 == PAGE;
-            for row in &page {
-                transfers.push(row.transfer()?);
-                after = row.seq;
+        let mut watches = Vec::new();
+        // Each store's accounts and transfers are its own (an account lives in one store), and
+        // each store's ledgers balance by themselves.
+        for store in books.stores()? {
+            accounts.extend(parse(store.rows(
+                "SELECT id, network, token, asset, decimals, kind, owner, debits_posted, \
+                 credits_posted, debits_pending, credits_pending, debt_limit \
+                 FROM ledger_accounts ORDER BY id",
+            )?)?);
+            let mut after = 0i64;
+            loop {
+                let page: Vec<TransferRow> = parse(store.rows(&format!(
+                    "SELECT id, seq, debit_account, credit_account, amount, code, phase, \
+                     pending_id FROM ledger_transfers WHERE seq > {after} ORDER BY seq \
+                     LIMIT {PAGE}"
+                ))?)?;
+                let full = page.len() as i64 == PAGE;
+                for row in &page {
+                    transfers.push(row.transfer()?);
+                    after = row.seq;
+                }
+                if !full {
+                    break;
+                }
             }
-            if !full {
-                break;
-            }
+            // Checkout deposits, and merchants' top-up addresses, which stay watched (no end).
+            watches.extend(parse(store.rows(
+                "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
+                 UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
+                 FROM topup_watches",
+            )?)?);
         }
-        // Checkout deposits, and merchants' top-up addresses, which stay watched (no end).
-        let watches = parse(books.rows(
-            "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
-             UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
-             FROM topup_watches",
-        )?)?;
+        accounts.sort_by(|a, b| a.id.cmp(&b.id));
         // The treasury's address is hex (checked): safe to write into the statement.
         let treasury = treasury.filter(|t| is_address(t)).unwrap_or("");
         let in_flight = parse(books.rows(&format!(

@@ -197,22 +197,6 @@ pub fn methods_for(ctx: &Ctx, wallet_networks: &[String]) -> Result<Vec<Method>,
         .collect())
 }
 
-/// [`methods_for`] for a merchant whose institution's money lives in `store`. While it is held
-/// in its object, only the ways to pay no node watches (the sandbox's simulated networks): the
-/// watcher, crediting and settlement do not reach institutions' objects yet (docs/SCALING.md),
-/// so a payment there on a watched network would never be credited.
-pub fn methods_for_store(
-    ctx: &Ctx,
-    wallet_networks: &[String],
-    store: crate::db::MoneyStore,
-) -> Result<Vec<Method>, ApiError> {
-    let watched = networks(ctx)?;
-    Ok(methods_for(ctx, wallet_networks)?
-        .into_iter()
-        .filter(|m| store == crate::db::MoneyStore::D1 || !watched.contains_key(m.network))
-        .collect())
-}
-
 /// The offered way to pay with this asset and network among `offered`, if it is one.
 pub fn method(offered: &[Method], asset: &str, network: &str) -> Option<Method> {
     offered

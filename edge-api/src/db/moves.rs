@@ -132,6 +132,10 @@ pub async fn store_of(db: &super::Db, institution: i64) -> DbResult<Option<Strin
     Ok(found.map(|f| f.store))
 }
 
+/// Most institutions' objects one cron run tends (each of its tasks that reaches into them):
+/// the next runs take the others, in turn.
+pub const HELD_PER_RUN: i64 = 25;
+
 /// Up to `limit` institutions held in their objects, the `turn`-th such group in id order
 /// (wrapping around): a caller that reads a few at a time takes every one in turn.
 pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<i64>> {

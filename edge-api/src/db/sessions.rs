@@ -582,6 +582,15 @@ pub fn get_held_in_batch(
     stmt(HELD_SESSION, &[id.into(), institution_id.into()]).map(Returning::new)
 }
 
+/// [`get_held_in_batch`] alone.
+pub async fn get_held(
+    db: &Db,
+    id: &str,
+    institution_id: InstitutionId,
+) -> DbResult<Option<SessionView>> {
+    first(db, HELD_SESSION, &[id.into(), institution_id.into()]).await
+}
+
 /// A session read from its object, with its merchant's name from its index entry.
 pub fn named(session: SessionView, indexed: &Indexed) -> SessionView {
     SessionView {

@@ -22,7 +22,7 @@ use crate::db::sends::{Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupWatch};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, Watch};
-use crate::db::{refunds, settlements, Stmt};
+use crate::db::{refunds, settlements, Db, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// An asset on a network, as the books name its accounts.
@@ -109,6 +109,7 @@ pub fn refusal_words(refusal: &Refusal, asset: &Asset<'_>) -> String {
 /// a transfer seen again is skipped), written `when` the check's batch applies.
 pub async fn receipts(
     ctx: &Ctx,
+    db: &Db,
     watch: &Watch,
     seen: &[SeenTransfer<'_>],
     when: &When,
@@ -138,7 +139,7 @@ pub async fn receipts(
         asset.account(Kind::Unallocated, &watch.address),
     ];
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
-    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    let mut book = Book::load(db, &accounts, &ids, &[]).await?;
     for t in transfers {
         // A receipt is a fact of the chain: recorded whatever the limits.
         book.record(t)
@@ -153,6 +154,7 @@ pub async fn receipts(
 /// the first part keeps the id a payment's credit always had (`credit:{transaction}`).
 pub async fn credit(
     ctx: &Ctx,
+    db: &Db,
     (index, part): (usize, &Part<'_>),
     (
         Scoped {
@@ -189,7 +191,7 @@ pub async fn credit(
         return Ok(Vec::new());
     }
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
-    let mut book = Book::load(&ctx.db, &accounts, &ids, &[])
+    let mut book = Book::load(db, &accounts, &ids, &[])
         .await
         .or_internal("read the books")?;
     for t in transfers {

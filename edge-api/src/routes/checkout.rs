@@ -218,7 +218,7 @@ async fn page(
         None => hosted_page::respond(404, hosted_page::not_found(lang)),
         Some((located, networks, watched)) => {
             let status = if notice.is_some() { 409 } else { 200 };
-            let offered = chain::methods_for_store(ctx, &networks, located.store())?;
+            let offered = chain::methods_for(ctx, &networks)?;
             let session = located.session;
             let request = request_of(ctx, &session, watched)?;
             let notice = notice.map(|n| n.text(lang));

@@ -5,10 +5,12 @@
 //! exactly as they answered from D1, while other institutions keep reading from D1.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use payrail_tests::chain::{chains, Anvil, TEST_XPUB};
 use payrail_tests::hooks::{act, payment};
 use payrail_tests::http::Reply;
-use payrail_tests::Worker;
+use payrail_tests::{eventually, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -516,10 +518,8 @@ fn lifecycle_worker() -> &'static Worker {
 /// answers, and read back in the events feed; racing changes of one payment: one wins.
 #[test]
 fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
-    use payrail_tests::eventually;
     use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
     use payrail_tests::receiver::{Mode, Receiver};
-    use std::time::Duration;
 
     let worker = lifecycle_worker();
     let id = institution_id(worker, 0);
@@ -720,4 +720,190 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
     let closed = read(ended);
     assert_eq!(closed["raw_status"], "expired", "{closed}");
     assert_eq!(read(paid)["raw_status"], "paid");
+}
+
+/// The deposit address (lower case) of checkout `session`, held in `institution`'s object, and
+/// the base units it asks for.
+fn held_deposit(worker: &Worker, institution: i64, session: &str) -> (String, u128) {
+    let object = worker
+        .object_database(institution)
+        .expect("the institution's object");
+    let (address, units): (String, String) = object
+        .query_row(
+            "SELECT address, base_units FROM deposit_watches WHERE session_id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the checkout's watch, in the object");
+    (address, units.parse().unwrap())
+}
+
+/// A payment made on a real chain to a checkout of an institution held in its object is read
+/// from its node, credited and booked in the object alone: racing polls and cron runs credit
+/// it once, the cron alone credits another, D1 holds none of it, and the books (D1's and the
+/// object's) balance and match the chain.
+#[test]
+fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
+    const DEPTH: u64 = 3;
+    let anvil = Anvil::start();
+    let usdc = anvil.token("USD Coin", "USDC");
+    let customer = anvil.account(1);
+    anvil.mint(&usdc, &customer, 1_000_000_000);
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            (
+                "PAYRAIL_CHAINS",
+                &chains("polygon", &anvil.url, DEPTH, &[("USDC", &usdc)], &[]),
+            ),
+        ],
+    );
+    let institution = institution_id(&worker, 0);
+    hold(&worker, institution);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let checkout = |amount: &str, reference: &str| -> (String, i64) {
+        let session = worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Held on chain",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        (
+            session["id"].as_str().unwrap().to_owned(),
+            session["transaction_id"].as_i64().unwrap(),
+        )
+    };
+    let status = |session: &str| -> Value {
+        let reply = worker.send(
+            worker.request(Method::GET, &format!("/checkout/{session}/status")),
+            Some("/checkout/{id}/status"),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()
+    };
+
+    let (session, id) = checkout("12.50", "HELD-CHAIN-1");
+    assert!(
+        id >= institution << 32,
+        "a payment id of the object's range"
+    );
+    let (address, units) = held_deposit(&worker, institution, &session);
+    assert_eq!(units, 12_500_000, "12.50 USD at the USDC peg");
+    let waiting = status(&session);
+    assert_eq!(waiting["chain"]["state"], "waiting", "{waiting}");
+    let hash = anvil.transfer(&usdc, &customer, &address, units);
+    eventually("the transfer to be seen", Duration::from_secs(20), || {
+        let seen = status(&session);
+        (seen["chain"]["state"] == "confirming").then_some(seen)
+    });
+    assert_eq!(worker.transaction(0, id)["raw_status"], "pending");
+    anvil.mine(DEPTH);
+    // Sixteen polls and four cron runs at once, all finding the payment at its depth.
+    std::thread::scope(|scope| {
+        for i in 0..20 {
+            let (worker, session) = (&worker, &session);
+            scope.spawn(move || {
+                if i % 5 == 0 {
+                    worker.cron();
+                } else {
+                    let reply = worker.send(
+                        worker.request(Method::GET, &format!("/checkout/{session}/status")),
+                        Some("/checkout/{id}/status"),
+                    );
+                    assert_eq!(reply.status, 200, "{}", reply.text);
+                }
+            });
+        }
+    });
+    eventually("the credit", Duration::from_secs(20), || {
+        (status(&session)["status"] == "succeeded").then_some(())
+    });
+    let t = worker.transaction(0, id);
+    assert_eq!(t["raw_status"], "succeeded", "{t}");
+    assert_eq!(t["amount"]["gross"], "12.50");
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+
+    // In the object: one event, and the books of the deposit and the merchant.
+    let object = worker.object_database(institution).unwrap();
+    let events: i64 = object
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(events, 1, "one payment.succeeded");
+    let token = usdc.to_ascii_lowercase();
+    let posted = |account: String| -> (String, String) {
+        object
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+                [&account],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap_or_else(|e| panic!("account {account} in the object: {e}"))
+    };
+    assert_eq!(
+        posted(format!("polygon:{token}:custody:{address}")),
+        ("12500000".to_owned(), "0".to_owned())
+    );
+    assert_eq!(
+        posted(format!("polygon:{token}:unallocated:{address}")),
+        ("12500000".to_owned(), "12500000".to_owned())
+    );
+    let merchant: i64 = object
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        posted(format!("polygon:{token}:merchant:{merchant}")),
+        ("0".to_owned(), "12500000".to_owned()),
+        "credited to the merchant once"
+    );
+    // D1 holds none of it.
+    let d1 = worker.database();
+    let in_d1: i64 = d1
+        .query_row(
+            "SELECT (SELECT count(*) FROM transactions WHERE id = ?1) \
+             + (SELECT count(*) FROM ledger_accounts WHERE owner = ?2)",
+            rusqlite::params![id, address],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        in_d1, 0,
+        "the payment and its books live in the object alone"
+    );
+
+    // Another, credited by the cron alone.
+    let (second, second_id) = checkout("3.00", "HELD-CHAIN-2");
+    let (second_address, units) = held_deposit(&worker, institution, &second);
+    anvil.transfer(&usdc, &customer, &second_address, units);
+    anvil.mine(DEPTH);
+    eventually("the cron's credit", Duration::from_secs(30), || {
+        worker.cron();
+        (worker.transaction(0, second_id)["raw_status"] == "succeeded").then_some(())
+    });
+    // The reconciliation reads the object's books too: both deposits hold on chain what the
+    // object's books say they hold.
+    payrail_tests::books::assert_balanced(&worker, &anvil);
+    let report = payrail_tests::books::check(&worker, &anvil);
+    let custody: Vec<(String, u128, i128)> = report
+        .comparisons
+        .iter()
+        .filter(|c| c.scope == "custody")
+        .flat_map(|c| &c.readings)
+        .map(|r| (r.address.clone(), r.chain, r.books))
+        .collect();
+    for (deposit, units) in [(&address, 12_500_000), (&second_address, 3_000_000)] {
+        assert!(
+            custody.contains(&(deposit.clone(), units, i128::try_from(units).unwrap())),
+            "{deposit} reconciled from the object's books: {custody:?}"
+        );
+    }
 }

@@ -38,6 +38,7 @@ use crate::ctx::Ctx;
 use crate::db::sessions::{self, SessionView};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
+use crate::db::Db;
 use crate::error::{ApiError, OrInternal};
 use crate::{db, payments};
 
@@ -58,10 +59,12 @@ const MAX_OTHER_TRANSFERS: usize = 50;
 /// How long after its checkout ends an address is still watched for late payments.
 pub const LATE_WINDOW_SECONDS: i64 = 7 * 24 * 60 * 60;
 
-/// Reads one watch's new blocks and stores what it finds. An error (the node unreachable, a
-/// bad answer, a range that cannot be read) is returned, and the caller records it on the
-/// watch; nothing else changes.
-async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
+/// Reads one watch's new blocks and stores what it finds, in D1 or in the object of the
+/// institution that holds the checkout (`held`). An error (the node unreachable, a bad answer,
+/// a range that cannot be read) is returned, and the caller records it on the watch; nothing
+/// else changes.
+async fn read(ctx: &Ctx, held: Option<&Db>, network: &Network, watch: &Watch) -> ChainResult<()> {
+    let db = held.unwrap_or(&ctx.db);
     let node = &network.node;
     let target = scan::Target {
         network: &watch.network,
@@ -79,7 +82,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
         mut times,
     } = match scan::read(ctx, network, &target).await? {
         // Nothing new (the node is not past what was read): only its head is recorded.
-        Scan::Nothing { head } => return Ok(watches::touch(&ctx.db, watch, head, ctx.now()).await?),
+        Scan::Nothing { head } => return Ok(watches::touch(db, watch, head, ctx.now()).await?),
         Scan::Read(fresh) => fresh,
     };
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
@@ -150,7 +153,7 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     // The payments already stored as final: seen again (the first blocks of a check are read
     // again, in case a node behind a load balancer lagged), they are left as they are.
     let stored = if seen.iter().any(|t| t.kind == TransferKind::Payment) {
-        watches::confirmed_payments(&ctx.db, watch).await?
+        watches::confirmed_payments(db, watch).await?
     } else {
         Vec::new()
     };
@@ -187,11 +190,12 @@ async fn read(ctx: &Ctx, network: &Network, watch: &Watch) -> ChainResult<()> {
     )?;
     // The confirmed payments' receipts, in the books before the watch moves on (the last
     // statement), under the same condition as the rest of the check.
-    let receipts = super::ledger::receipts(ctx, watch, &seen, &watches::unchanged(watch)).await?;
+    let receipts =
+        super::ledger::receipts(ctx, db, watch, &seen, &watches::unchanged(watch)).await?;
     let moves_on = statements.pop();
     statements.extend(receipts);
     statements.extend(moves_on);
-    db::batch(&ctx.db, statements).await?;
+    db::batch(db, statements).await?;
     Ok(())
 }
 
@@ -267,21 +271,24 @@ fn most_calls(watch: &Watch) -> u32 {
 pub(crate) const MOST_TOKEN_CHECK_CALLS: u32 =
     scan::MOST_TOKEN_CALLS + 1 + MAX_BLOCK_TIMES as u32 + 1;
 
-/// Checks `watch` if nobody did since `checked_before`: reads its chain, records a node failure.
+/// Checks `watch` (in D1, or in the object `held`) if nobody did since `checked_before`: reads
+/// its chain, records a node failure.
 async fn check(
     ctx: &Ctx,
+    held: Option<&Db>,
     networks: &BTreeMap<String, Network>,
     watch: &Watch,
     checked_before: i64,
 ) -> Result<(), ApiError> {
-    let claimed = watches::claim(&ctx.db, watch, checked_before, ctx.now())
+    let db = held.unwrap_or(&ctx.db);
+    let claimed = watches::claim(db, watch, checked_before, ctx.now())
         .await
         .or_internal("claim watch")?;
     if !claimed {
         return Ok(());
     }
     let outcome = match networks.get(&watch.network) {
-        Some(network) => read(ctx, network, watch).await,
+        Some(network) => read(ctx, held, network, watch).await,
         None => Err(ChainError::Config(format!(
             "{} is no longer configured",
             watch.network
@@ -292,7 +299,7 @@ async fn check(
         if error.is_budget() {
             return Ok(()); // not the node's fault: read again next time
         }
-        watches::failed(&ctx.db, watch, &error.public())
+        watches::failed(db, watch, &error.public())
             .await
             .or_internal("record node failure")?;
     }
@@ -325,15 +332,17 @@ pub struct Polled {
 
 /// The hosted page's status poll of session `id`: `None` when there is no such session.
 ///
-/// One round trip reads the session, its watches and their transfers. A watch is read from its
-/// chain only when its last check (the cron's or a poll's) is more than `gap` seconds old, and
-/// only while the payment is pending or expired; otherwise the poll answers from what that check
-/// stored, with no node call and no further round trip. Either way the verdict is taken from the
-/// stored transfers, and a payment they cover is credited (guarded as every credit is).
+/// One round trip reads the session, its watches and their transfers (in D1, or in the object
+/// of the institution that holds the checkout, found by the directory's index). A watch is
+/// read from its chain only when its last check (the cron's or a poll's) is more than `gap`
+/// seconds old, and only while the payment is pending or expired; otherwise the poll answers
+/// from what that check stored, with no node call and no further round trip. Either way the
+/// verdict is taken from the stored transfers, and a payment they cover is credited (guarded
+/// as every credit is).
 pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiError> {
     // A checkout this isolate knows its object holds: read there alone.
     if let Some(institution) = held::recall(id) {
-        if let Some(polled) = held_poll(ctx, id, institution).await? {
+        if let Some(polled) = held_poll(ctx, id, institution, gap).await? {
             return Ok(Some(polled));
         }
     }
@@ -347,17 +356,61 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
     // Held in its institution's object: read there, even if D1 still has a copy of it.
     if let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() {
         held::remember(id, entry.institution_id);
-        return held_poll(ctx, id, entry.institution_id).await;
+        return held_poll(ctx, id, entry.institution_id, gap).await;
     }
     let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
         return Ok(None);
     };
     let list = read.rows(watched).or_internal("read watches")?;
+    let transfers = read.rows(transfers).or_internal("read transfers")?;
+    answer(ctx, None, session, list, transfers, gap)
+        .await
+        .map(Some)
+}
+
+/// [`poll`] of a checkout held in `institution`'s object: one call reads its session (what the
+/// poll answers does not name the merchant, so the directory is not read), its watches and
+/// their transfers there.
+async fn held_poll(
+    ctx: &Ctx,
+    id: &str,
+    institution: shared_types::ids::InstitutionId,
+    gap: i64,
+) -> Result<Option<Polled>, ApiError> {
+    let object = ctx.institution_object(institution.0)?;
+    let mut batch = db::Batch::new();
+    let session =
+        batch.push(sessions::get_held_in_batch(id, institution).or_internal("read session")?);
+    let watched = batch.push(watches::of_session_in_batch(id).or_internal("read watches")?);
+    let transfers =
+        batch.push(watches::transfers_of_session_in_batch(id).or_internal("read transfers")?);
+    let read = batch.run(&object).await.or_internal("read session")?;
+    let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
+        return Ok(None);
+    };
+    let list = read.rows(watched).or_internal("read watches")?;
+    let transfers = read.rows(transfers).or_internal("read transfers")?;
+    answer(ctx, Some(&object), session, list, transfers, gap)
+        .await
+        .map(Some)
+}
+
+/// What a poll answers for `session` with its watches `list` and their `transfers` as read
+/// (from D1, or from the object `held`): the chain checked where a watch is due, the verdict,
+/// and the session as it stands after any credit.
+async fn answer(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    session: SessionView,
+    list: Vec<Watch>,
+    transfers: Vec<StoredTransfer>,
+    gap: i64,
+) -> Result<Polled, ApiError> {
     if list.is_empty() {
-        return Ok(Some(Polled {
+        return Ok(Polled {
             session,
             chain: None,
-        }));
+        });
     }
     let networks = networks(ctx)?;
     let now = ctx.now();
@@ -368,55 +421,44 @@ pub async fn poll(ctx: &Ctx, id: &str, gap: i64) -> Result<Option<Polled>, ApiEr
         Vec::new()
     };
     let state = if due.is_empty() {
-        let transfers = read.rows(transfers).or_internal("read transfers")?;
-        judge(ctx, &session, &networks, &list, transfers).await?
+        judge(ctx, held, &session, &networks, &list, transfers).await?
     } else {
         for watch in due {
-            check(ctx, &networks, watch, now - gap).await?;
+            check(ctx, held, &networks, watch, now - gap).await?;
         }
-        evaluate(ctx, &session, &networks).await?
+        evaluate(ctx, held, &session, &networks).await?
     };
     let session = match &state.verdict {
         // The credit changed the payment: the page is shown it as it now stands.
-        Verdict::Credit { .. } => sessions::get(&ctx.db, id)
+        Verdict::Credit { .. } => again(ctx, held, &session)
             .await
             .or_internal("read session")?
             .unwrap_or(session),
         _ => session,
     };
-    Ok(Some(Polled {
+    Ok(Polled {
         session,
         chain: Some(state),
-    }))
+    })
 }
 
-/// [`poll`] of a checkout held in `institution`'s object: its session as the object holds it
-/// (one call; what the poll answers does not name the merchant, so the directory is not read).
-/// Its ways to pay are the ones no node watches (`chain::methods_for_store`), so there is no
-/// chain to read or judge.
-async fn held_poll(
+/// `session` read again, from where it is held.
+async fn again(
     ctx: &Ctx,
-    id: &str,
-    institution: shared_types::ids::InstitutionId,
-) -> Result<Option<Polled>, ApiError> {
-    let object = ctx.institution_object(institution.0)?;
-    let mut batch = db::Batch::new();
-    let session =
-        batch.push(sessions::get_held_in_batch(id, institution).or_internal("read session")?);
-    let read = batch.run(&object).await.or_internal("read session")?;
-    Ok(read
-        .rows(session)
-        .or_internal("read session")?
-        .pop()
-        .map(|session| Polled {
-            session,
-            chain: None,
-        }))
+    held: Option<&Db>,
+    session: &SessionView,
+) -> db::DbResult<Option<SessionView>> {
+    match held {
+        None => sessions::get(&ctx.db, &session.id).await,
+        Some(object) => sessions::get_held(object, &session.id, session.institution_id).await,
+    }
 }
 
-/// Reads `session`'s watches and transfers as they are now (one round trip) and [`judge`]s them.
+/// Reads `session`'s watches and transfers as they are now (one round trip, in D1 or in the
+/// object `held`) and [`judge`]s them.
 async fn evaluate(
     ctx: &Ctx,
+    held: Option<&Db>,
     session: &SessionView,
     networks: &BTreeMap<String, Network>,
 ) -> Result<ChainState, ApiError> {
@@ -427,24 +469,28 @@ async fn evaluate(
         watches::transfers_of_session(session.institution_id, &session.id)
             .or_internal("read transfers")?,
     );
-    let read = batch.run(&ctx.db).await.or_internal("read watches")?;
+    let read = batch
+        .run(held.unwrap_or(&ctx.db))
+        .await
+        .or_internal("read watches")?;
     let list = read.rows(watched).or_internal("read watches")?;
     let transfers = read.rows(transfers).or_internal("read transfers")?;
-    judge(ctx, session, networks, &list, transfers).await
+    judge(ctx, held, session, networks, &list, transfers).await
 }
 
 /// The verdict on `session`'s stored watches `list` and `transfers` (late money among them
-/// valued first, at the rate when it arrived); a credit is made through the lifecycle (a
-/// payment credited or expired meanwhile is left to the next look).
+/// valued first, at the rate when it arrived); a credit is made through the lifecycle, where
+/// the payment is held (a payment credited or expired meanwhile is left to the next look).
 async fn judge(
     ctx: &Ctx,
+    held: Option<&Db>,
     session: &SessionView,
     networks: &BTreeMap<String, Network>,
     list: &[Watch],
     mut transfers: Vec<StoredTransfer>,
 ) -> Result<ChainState, ApiError> {
     let valuation_error = if matches!(session.raw_status, RawStatus::Pending | RawStatus::Expired) {
-        value_late(ctx, session, list, networks, &mut transfers).await?
+        value_late(ctx, held, session, list, networks, &mut transfers).await?
     } else {
         None
     };
@@ -520,6 +566,7 @@ async fn judge(
         }
         match payments::credit(
             ctx,
+            held,
             Scoped::new(session.institution_id, session.transaction_id),
             &action,
             source_hash,
@@ -553,6 +600,7 @@ const MAX_VALUED_PER_CHECK: usize = 4;
 /// then waits) and is returned, for the page: the next check tries again.
 async fn value_late(
     ctx: &Ctx,
+    held: Option<&Db>,
     session: &SessionView,
     watches: &[Watch],
     networks: &BTreeMap<String, Network>,
@@ -577,7 +625,7 @@ async fn value_late(
             Ok((rate, source)) => {
                 // Valued by another check meanwhile: its rate stands, read at the next check.
                 if watches::set_rate(
-                    &ctx.db,
+                    held.unwrap_or(&ctx.db),
                     Scoped::new(watch.institution_id, &watch.network),
                     t,
                     rate,
@@ -655,10 +703,12 @@ pub async fn arrival_rate(
 }
 
 /// The cron's part: checks the open watches that are due (pending payments first), and settles
-/// their sessions' payments; then the merchants' top-up addresses ([`super::topup`]).
+/// their sessions' payments, in D1 and then in the objects of the institutions held there
+/// (taken in turn, [`db::moves::HELD_PER_RUN`] a run); then the merchants' top-up addresses
+/// ([`super::topup`]).
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
-    // The watcher's share of the run's node calls, for both: a check starts only when what it
+    // The watcher's share of the run's node calls, for all: a check starts only when what it
     // could take at most is left, and the checkout watches leave the top-ups enough for one
     // check of a token; the watches after it wait for the next run (the least recently checked
     // go first).
@@ -670,21 +720,66 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
         .await
         .or_internal("read due watches")?;
-    let mut sessions = BTreeSet::new();
-    for watch in &due {
-        if budget.left() < most_calls(watch) + topup::MOST_TOKEN_CHECK_CALLS {
+    sweep_in(ctx, None, &networks, &budget, &due).await?;
+    let held = db::moves::held(&ctx.db, db::moves::HELD_PER_RUN, now / 60)
+        .await
+        .or_internal("list held institutions")?;
+    let mut left = SWEEP_PER_RUN;
+    for institution in held {
+        if left == 0 || budget.left() < MOST_TOKEN_CHECK_CALLS + topup::MOST_TOKEN_CHECK_CALLS {
             break;
         }
-        check(ctx, &networks, watch, now - watches::sweep_gap(watch, now)).await?;
-        sessions.insert(watch.session_id.clone());
-    }
-    for id in sessions {
-        if let Some(session) = crate::db::sessions::get(&ctx.db, &id)
-            .await
-            .or_internal("read session")?
-        {
-            evaluate(ctx, &session, &networks).await?;
+        // One object failing is logged; the others go on.
+        let swept = async {
+            let object = ctx.institution_object(institution)?;
+            let due = watches::due(&object, now, left)
+                .await
+                .or_internal("read due watches")?;
+            sweep_in(ctx, Some(&object), &networks, &budget, &due).await?;
+            Ok::<_, ApiError>(due.len())
+        };
+        match swept.await {
+            Ok(n) => left = left.saturating_sub(i64::try_from(n).unwrap_or(left)),
+            Err(err) => err.log_with(format!("watching institution {institution}'s deposits")),
         }
     }
     topup::sweep(ctx, &budget, &networks).await
+}
+
+/// Checks the `due` watches of one store (D1, or the object `held`) within `budget`, then judges
+/// their sessions.
+async fn sweep_in(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    networks: &BTreeMap<String, Network>,
+    budget: &Budget,
+    due: &[Watch],
+) -> Result<(), ApiError> {
+    let now = ctx.now();
+    let mut sessions = BTreeSet::new();
+    for watch in due {
+        if budget.left() < most_calls(watch) + topup::MOST_TOKEN_CHECK_CALLS {
+            break;
+        }
+        check(
+            ctx,
+            held,
+            networks,
+            watch,
+            now - watches::sweep_gap(watch, now),
+        )
+        .await?;
+        sessions.insert((watch.institution_id, watch.session_id.clone()));
+    }
+    for (institution, id) in sessions {
+        let session = match held {
+            None => sessions::get(&ctx.db, &id).await,
+            Some(object) => sessions::get_held(object, &id, institution).await,
+        }
+        .or_internal("read session")?;
+        if let Some(session) = session {
+            evaluate(ctx, held, &session, networks).await?;
+        }
+    }
+    Ok(())
 }
