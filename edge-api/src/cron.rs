@@ -93,7 +93,7 @@ async fn tend_held(ctx: &Ctx) -> Result<(), ApiError> {
         .await
         .or_internal("list held institutions")?;
     let mut expirations = HELD_EXPIRE_PER_RUN;
-    for institution in held {
+    for institution in held.iter().map(|h| h.id) {
         match tend(ctx, institution, now, expirations).await {
             Ok(closed) => expirations = (expirations - closed as i64).max(0),
             Err(err) => err.log_with(format!("the cron in institution {institution}'s object")),

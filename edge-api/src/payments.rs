@@ -95,9 +95,10 @@ pub async fn credit(
 }
 
 /// Marks a payment settled by the confirmed transaction `settlement_hash` (an
-/// [`Action::SettleOnChain`]).
+/// [`Action::SettleOnChain`]), in D1 or in the object that holds it (`held`).
 pub async fn settle(
     ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id,
@@ -105,8 +106,9 @@ pub async fn settle(
     action: &Action,
     settlement_hash: &str,
 ) -> Result<(), ApiError> {
-    apply(
+    apply_in(
         ctx,
+        held,
         Scoped::new(institution_id, id),
         action,
         OnChain::Settlement(settlement_hash),
@@ -189,12 +191,12 @@ async fn apply_in(
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
-    // Money arriving is credited where the payment is held, with its books; what the
-    // treasury sends (settlements, refunds) is not made from an object yet.
-    if held.is_some() && !matches!(on_chain, OnChain::Nothing | OnChain::Payment { .. }) {
+    // Money arriving and settlements are recorded where the payment is held, with its books;
+    // refunds are not made from an object yet.
+    if held.is_some() && matches!(on_chain, OnChain::Refund { .. }) {
         return Err(ApiError::internal(
             "change payment",
-            "a send of the treasury recorded for a payment held in its institution's object",
+            "a refund recorded for a payment held in its institution's object",
         ));
     }
     let now = ctx.now();

@@ -549,6 +549,7 @@ pub fn units_text(units: i128, decimals: u32) -> String {
 }
 
 pub mod postings;
+pub mod split;
 
 #[cfg(test)]
 mod tests;

@@ -147,7 +147,9 @@ impl FaultyNode {
         }
     }
 
-    /// From now on, answers `percent` % of the calls of `method` with `fault`.
+    /// From now on, answers `percent` % of the calls of `method` with `fault`. `method` may
+    /// name the call's last parameter after a space (`eth_getTransactionCount pending`): then
+    /// only those calls.
     pub fn set(&self, method: &str, fault: Fault, percent: u32) {
         self.state
             .lock()
@@ -269,9 +271,17 @@ fn serve(
         let calls = state.calls.entry(method.clone()).or_default();
         *calls += 1;
         let earlier = *calls - 1;
+        // A rule for the method with its last parameter (`eth_getTransactionCount pending`)
+        // comes before one for the method alone.
+        let last = request["params"]
+            .as_array()
+            .and_then(|p| p.last())
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let fault = state
             .rules
-            .get(&method)
+            .get(&format!("{method} {last}"))
+            .or_else(|| state.rules.get(&method))
             .filter(|(_, percent)| roll < *percent)
             .map(|(fault, _)| fault.clone());
         if fault.is_some() {

@@ -5,7 +5,10 @@
 -- network fees it charged. Money arriving (receipts) and payments credited post here, in the
 -- same transaction as the state change they record, exactly as in D1. The accounts every
 -- institution shares (the treasury, gas, the world, the custody gas address) stay with the
--- treasury's books, and an account of any other institution is refused.
+-- treasury's books, and an account of any other institution is refused. A transfer between
+-- the two (a settlement's payout) is posted as a half on each side under one id, this side's
+-- against its link to the treasury's books: the `world` account owned by `treasury`
+-- (`shared_types::ledger::split`).
 
 CREATE TABLE ledger_accounts (
     -- `{network}:{token}:{kind}` or `{network}:{token}:{kind}:{owner}`, the token lower-case
@@ -85,4 +88,5 @@ CREATE TRIGGER ledger_accounts_keeps_institution BEFORE UPDATE OF institution_id
     BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: ledger_accounts.institution_id is this object''s institution'); END;
 CREATE TRIGGER ledger_accounts_of_an_institution BEFORE INSERT ON ledger_accounts
     WHEN NEW.kind NOT IN ('custody', 'unallocated', 'merchant', 'fees', 'network_fees')
+        AND NOT (NEW.kind = 'world' AND NEW.owner = 'treasury')
     BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: ledger_accounts.kind is an institution''s (the treasury''s accounts live in its books)'); END;

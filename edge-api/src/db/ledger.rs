@@ -506,6 +506,10 @@ pub struct Carried {
     /// deposit address (its unallocated account pays it).
     #[serde(default)]
     pub from_address: Option<String>,
+    /// A settlement held in its institution's object: that institution (the treasury posts
+    /// only its half of what crosses, `shared_types::ledger::split`).
+    #[serde(default)]
+    pub held_by: Option<InstitutionId>,
 }
 
 impl Carried {

@@ -25,6 +25,7 @@ pub mod ledger;
 pub mod merchants;
 pub mod moves;
 pub mod notifications;
+pub mod object_sends;
 pub mod origins;
 pub mod parts;
 pub mod portal;

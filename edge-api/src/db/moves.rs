@@ -136,22 +136,26 @@ pub async fn store_of(db: &super::Db, institution: i64) -> DbResult<Option<Strin
 /// the next runs take the others, in turn.
 pub const HELD_PER_RUN: i64 = 25;
 
+/// An institution held in its object, with what the cron's work there needs of the directory.
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+pub struct Held {
+    /// Its id.
+    pub id: i64,
+    /// Its PSP fee, in basis points (what its settlements charge).
+    pub psp_fee_bps: u32,
+}
+
 /// Up to `limit` institutions held in their objects, the `turn`-th such group in id order
 /// (wrapping around): a caller that reads a few at a time takes every one in turn.
-pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<i64>> {
-    #[derive(serde::Deserialize)]
-    struct Held {
-        id: i64,
-    }
-    let rows: Vec<Held> = all(
+pub async fn held(db: &super::Db, limit: i64, turn: i64) -> DbResult<Vec<Held>> {
+    all(
         db,
         "WITH held AS (SELECT count(*) AS n FROM institutions WHERE store = 'object') \
-         SELECT id FROM institutions WHERE store = 'object' ORDER BY id LIMIT ?1 \
+         SELECT id, psp_fee_bps FROM institutions WHERE store = 'object' ORDER BY id LIMIT ?1 \
          OFFSET (SELECT CASE WHEN n <= ?1 THEN 0 ELSE (?2 * ?1) % n END FROM held)",
         &[Value::Int(limit), Value::Int(turn)],
     )
-    .await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    .await
 }
 
 /// A page of `table`'s rows in key order: `institution`'s rows in D1, or every row of an

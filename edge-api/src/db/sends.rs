@@ -189,6 +189,13 @@ pub struct Outgoing {
     pub token: Token,
     /// The address it pays (the merchant's wallet, or the customer's refund address).
     pub wallet: Address,
+    /// A settlement held in its institution's object: that institution.
+    #[serde(default)]
+    pub held_by: Option<InstitutionId>,
+    /// What a settlement pays less than its payments' net (decimal text).
+    pub netted: String,
+    /// Where its gas's rate came from.
+    pub rate_source: String,
 }
 
 impl Outgoing {
@@ -204,11 +211,68 @@ impl Outgoing {
 
 const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
      c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, c.sent_block, \
+     c.netted, c.rate_source, \
      COALESCE(s.token, r.token) AS token, \
      COALESCE(s.wallet, r.to_address) AS wallet, \
-     COALESCE(s.institution_id, r.institution_id) AS institution_id \
+     COALESCE(s.institution_id, r.institution_id) AS institution_id, s.held_by \
      FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
      LEFT JOIN refunds r ON r.id = c.refund_id";
+
+/// Of the send ids `ids`, those stored.
+pub async fn stored(db: &Db, ids: &[&str]) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT id FROM chain_sends WHERE id IN (SELECT value FROM json_each(?1))",
+        &[serde_json::to_string(ids).unwrap_or_default().into()],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
+/// A settlement's transaction final on chain.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Final {
+    /// The settlement.
+    pub settlement_id: String,
+    /// `confirmed` or `failed`.
+    pub state: String,
+    /// Its hash.
+    pub tx_hash: String,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The transactions final on chain of the settlements `ids` (at most one each: a settlement
+/// whose transaction failed sends no other).
+pub async fn final_of(db: &Db, ids: &[&str]) -> DbResult<Vec<Final>> {
+    all(
+        db,
+        "SELECT settlement_id, state, tx_hash, error FROM chain_sends \
+         WHERE settlement_id IN (SELECT value FROM json_each(?1)) \
+         AND state IN ('confirmed', 'failed')",
+        &[serde_json::to_string(ids).unwrap_or_default().into()],
+    )
+    .await
+}
+
+/// Every transaction of settlement `id` (its first and its replacements).
+pub async fn of_settlement(db: &Db, id: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT id FROM chain_sends WHERE settlement_id = ?1",
+        &[id.into()],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
 
 /// Transactions out and not yet at depth, oldest first.
 pub async fn live(db: &Db, limit: i64) -> DbResult<Vec<Outgoing>> {
@@ -371,6 +435,47 @@ pub struct SendView {
     pub wallet: Address,
     /// When it was signed.
     pub created_at: UnixTime,
+}
+
+/// A transaction the treasury signed for a settlement held in an institution's object.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HeldSend {
+    /// The settlement.
+    pub settlement_id: String,
+    /// Its hash.
+    pub tx_hash: TxHash,
+    /// Its state.
+    pub state: SendState,
+    /// Nonce.
+    pub nonce: i64,
+    /// Wei per gas.
+    pub gas_price: String,
+    /// Gas limit.
+    pub gas_limit: i64,
+    /// Gas used, once mined.
+    pub gas_used: Option<String>,
+    /// Its block, once mined.
+    pub block_number: Option<i64>,
+    /// Why it failed or waits.
+    pub error: Option<String>,
+    /// What priced its gas.
+    pub rate_source: String,
+    /// When it was signed.
+    pub created_at: UnixTime,
+}
+
+/// The treasury's transactions for the settlements `ids` (as an institution's object names
+/// its own), oldest first.
+pub async fn of_held_settlements(db: &Db, ids: &[&str]) -> DbResult<Vec<HeldSend>> {
+    all(
+        db,
+        "SELECT c.settlement_id, c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, \
+         c.gas_used, c.block_number, c.error, c.rate_source, c.created_at \
+         FROM chain_sends c WHERE c.settlement_id IN (SELECT value FROM json_each(?1)) \
+         ORDER BY c.created_at, c.sent_block",
+        &[serde_json::to_string(ids).unwrap_or_default().into()],
+    )
+    .await
 }
 
 /// Every transaction signed to settle the payment (of `institution_id`), oldest first.

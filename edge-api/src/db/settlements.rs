@@ -57,6 +57,33 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, p.part, t.institution_
      JOIN transactions t ON t.id = p.transaction_id AND t.institution_id = p.institution_id \
      JOIN institutions i ON i.id = t.institution_id";
 
+/// [`DUE_COLUMNS`] in an institution's object, where the institution's fee (a fact of the
+/// directory) is not known: the caller sets it ([`with_fee`]).
+const HELD_DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, p.part, t.institution_id, \
+     t.merchant_id, t.currency, p.gross, p.asset, p.expected, p.crypto_amount, p.network, \
+     p.token, p.decimals, 0 AS psp_fee_bps, \
+     COALESCE((SELECT h.updated_at FROM settlement_holds h WHERE h.transaction_id = t.id \
+               AND h.institution_id = t.institution_id), 0) AS held_at \
+     FROM payment_parts p \
+     JOIN transactions t ON t.id = p.transaction_id AND t.institution_id = p.institution_id";
+
+/// `rows` with the institution's fee, `psp_fee_bps`.
+fn with_fee(mut rows: Vec<Settleable>, psp_fee_bps: u32) -> Vec<Settleable> {
+    for row in &mut rows {
+        row.psp_fee_bps = psp_fee_bps;
+    }
+    rows
+}
+
+/// The conditions of [`due`].
+const DUE_WHERE: &str = "WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
+     AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id \
+                     AND c.part = p.part AND c.institution_id = t.institution_id) \
+     AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
+                     AND r.institution_id = t.institution_id \
+                     AND r.state IN ('sending', 'confirmed')) \
+     ORDER BY held_at, t.id, p.part LIMIT ?1";
+
 /// Parts of payments paid on a watched chain, held in custody (`succeeded`), in no settlement
 /// and with no refund on its way: never held first, then the least recently held, oldest first
 /// within each, so payments that cannot settle (however many) never crowd out those that can.
@@ -67,17 +94,21 @@ pub async fn due(db: &Db, limit: i64) -> DbResult<Vec<Settleable>> {
 /// The statement of [`due`].
 pub fn due_query(limit: i64) -> Select {
     Select {
-        sql: format!(
-            "{DUE_COLUMNS} WHERE t.raw_status = 'succeeded' AND t.amount_gross IS NOT NULL \
-             AND NOT EXISTS (SELECT 1 FROM settlement_claims c WHERE c.transaction_id = t.id \
-                             AND c.part = p.part AND c.institution_id = t.institution_id) \
-             AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.transaction_id = t.id \
-                             AND r.institution_id = t.institution_id \
-                             AND r.state IN ('sending', 'confirmed')) \
-             ORDER BY held_at, t.id, p.part LIMIT ?1"
-        ),
+        sql: format!("{DUE_COLUMNS} {DUE_WHERE}"),
         params: vec![limit.into()],
     }
+}
+
+/// [`due`] in the object of an institution whose PSP fee is `psp_fee_bps` (read from the
+/// directory).
+pub async fn due_held(db: &Db, psp_fee_bps: u32, limit: i64) -> DbResult<Vec<Settleable>> {
+    let rows = all(
+        db,
+        &format!("{HELD_DUE_COLUMNS} {DUE_WHERE}"),
+        &[limit.into()],
+    )
+    .await?;
+    Ok(with_fee(rows, psp_fee_bps))
 }
 
 /// The payment parts a settlement (of an institution) carries that are still held in custody
@@ -100,6 +131,29 @@ pub async fn claimed(
         &[settlement_id.into(), institution_id.into()],
     )
     .await
+}
+
+/// [`claimed`] in the object of an institution whose PSP fee is `psp_fee_bps`.
+pub async fn claimed_held(
+    db: &Db,
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
+    psp_fee_bps: u32,
+) -> DbResult<Vec<Settleable>> {
+    let rows = all(
+        db,
+        &format!(
+            "{HELD_DUE_COLUMNS} JOIN settlement_claims c ON c.transaction_id = t.id \
+             AND c.part = p.part AND c.institution_id = t.institution_id \
+             WHERE c.settlement_id = ?1 AND t.institution_id = ?2 AND p.institution_id = ?2 \
+             AND t.raw_status = 'succeeded' ORDER BY t.id"
+        ),
+        &[settlement_id.into(), institution_id.into()],
+    )
+    .await?;
+    Ok(with_fee(rows, psp_fee_bps))
 }
 
 /// The (institution, merchant, network, asset) groups with a settlement out: the next one for a
@@ -182,7 +236,8 @@ pub async fn carried(
                    AND i.institution_id = s.institution_id \
                    JOIN payment_parts p ON p.transaction_id = i.transaction_id \
                    AND p.part = i.part AND p.institution_id = i.institution_id \
-                   WHERE c.settlement_id = s.id LIMIT 1), 18) AS decimals \
+                   WHERE c.settlement_id = s.id LIMIT 1), s.decimals, 18) AS decimals, \
+         s.held_by \
          FROM settlements s WHERE s.id = ?1 AND s.institution_id = ?2",
         &[settlement_id.into(), institution_id.into()],
     )
@@ -276,6 +331,28 @@ pub fn start(settlement: &NewSettlement<'_>, items: &[Item], now: i64) -> DbResu
     Ok(statements)
 }
 
+/// The treasury's row of a settlement held in its institution's object (which holds its
+/// payments, claims and items): what the transaction pays, in the batch that stores the
+/// transaction.
+pub fn held(settlement: &NewSettlement<'_>, decimals: u32, now: i64) -> DbResult<Stmt> {
+    stmt(
+        "INSERT INTO settlements (id, institution_id, merchant_id, network, asset, token, wallet, \
+         state, created_at, updated_at, held_by, decimals) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'sending', ?8, ?8, ?2, ?9)",
+        &[
+            settlement.id.into(),
+            settlement.institution_id.into(),
+            settlement.merchant_id.into(),
+            settlement.network.into(),
+            settlement.asset.into(),
+            settlement.token.into(),
+            settlement.wallet.into(),
+            now.into(),
+            i64::from(decimals).into(),
+        ],
+    )
+}
+
 /// The statements that confirm the settlement once one of its transactions is confirmed (in
 /// the same batch, before them), and clear its payments' holds (a reason it waited).
 pub fn confirm(
@@ -290,6 +367,34 @@ pub fn confirm(
             "UPDATE settlements SET state = 'confirmed', error = NULL, updated_at = ?2 \
              WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
              AND EXISTS (SELECT 1 FROM chain_sends \
+             WHERE settlement_id = ?1 AND state = 'confirmed')",
+            &[settlement_id.into(), now.into(), institution_id.into()],
+        )?,
+        stmt(
+            "DELETE FROM settlement_holds WHERE institution_id = ?2 \
+             AND transaction_id IN (SELECT transaction_id \
+             FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
+             AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) \
+             = 'confirmed'",
+            &[settlement_id.into(), institution_id.into()],
+        )?,
+    ])
+}
+
+/// [`confirm`] in the object that holds the settlement: once its request is recorded
+/// confirmed (`db::object_sends`).
+pub fn confirm_held(
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
+    now: i64,
+) -> DbResult<Vec<Stmt>> {
+    Ok(vec![
+        stmt(
+            "UPDATE settlements SET state = 'confirmed', error = NULL, updated_at = ?2 \
+             WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
+             AND EXISTS (SELECT 1 FROM object_sends \
              WHERE settlement_id = ?1 AND state = 'confirmed')",
             &[settlement_id.into(), now.into(), institution_id.into()],
         )?,
@@ -370,6 +475,63 @@ pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
                  AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
          ORDER BY i.transaction_id, i.part LIMIT ?1",
         &[limit.into()],
+    )
+    .await
+}
+
+/// [`to_finish`] in the object that holds the settlements: the transaction that was final is
+/// the one its request records.
+pub async fn to_finish_held(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
+    all(
+        db,
+        "SELECT i.transaction_id, i.institution_id, o.tx_hash, i.psp_fee, i.gas_fee \
+         FROM settlements s \
+         JOIN object_sends o ON o.settlement_id = s.id AND o.state = 'confirmed' \
+         JOIN settlement_items i ON i.send_id = o.id AND i.institution_id = s.institution_id \
+         JOIN transactions t ON t.id = i.transaction_id AND t.institution_id = s.institution_id \
+         AND t.raw_status = 'succeeded' \
+         WHERE s.state = 'confirmed' \
+         AND NOT EXISTS (SELECT 1 FROM payment_parts p \
+             WHERE p.transaction_id = t.id AND p.institution_id = t.institution_id \
+             AND NOT EXISTS (SELECT 1 FROM settlement_claims k JOIN settlements d \
+                 ON d.id = k.settlement_id AND d.institution_id = k.institution_id \
+                 WHERE k.transaction_id = p.transaction_id AND k.part = p.part \
+                 AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
+         ORDER BY i.transaction_id, i.part LIMIT ?1",
+        &[limit.into()],
+    )
+    .await
+}
+
+/// A held payment's share of one of its settlements, as its object records it: what the portal
+/// shows beside the treasury's transactions of that settlement.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HeldItem {
+    /// The settlement.
+    pub settlement_id: String,
+    /// The payment's share of the gas, order currency.
+    pub gas_fee: String,
+    /// What it pays the merchant for the payment, order currency.
+    pub net: String,
+    /// The same in base units.
+    pub units: String,
+    /// The merchant's wallet.
+    pub wallet: String,
+}
+
+/// Payment `transaction_id`'s shares of its settlements, in the object that holds it.
+pub async fn held_items_of(
+    db: &Db,
+    institution_id: InstitutionId,
+    transaction_id: i64,
+) -> DbResult<Vec<HeldItem>> {
+    all(
+        db,
+        "SELECT o.settlement_id, i.gas_fee, i.net, i.units, o.wallet \
+         FROM settlement_items i JOIN object_sends o ON o.id = i.send_id \
+         JOIN settlements s ON s.id = o.settlement_id AND s.institution_id = i.institution_id \
+         WHERE i.transaction_id = ?1 AND i.institution_id = ?2 ORDER BY o.created_at",
+        &[transaction_id.into(), institution_id.into()],
     )
     .await
 }

@@ -349,6 +349,9 @@ fn the_objects_schema_is_the_money_tables_as_they_are() {
     object
         .execute_batch(include_str!("../../objects/institution/0002_books.sql"))
         .unwrap();
+    object
+        .execute_batch(include_str!("../../objects/institution/0003_sends.sql"))
+        .unwrap();
     let rows = |conn: &rusqlite::Connection, sql: &str| -> Vec<String> {
         let mut statement = conn.prepare(sql).unwrap();
         let n = statement.column_count();

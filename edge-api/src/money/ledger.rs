@@ -8,15 +8,15 @@
 use std::str::FromStr;
 
 use payrail_evm::Token;
-use shared_types::ids::Scoped;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::ledger::postings::{self, Part as PaymentShare};
-use shared_types::ledger::{Code, Kind, Ledger, Refusal, Transfer};
+use shared_types::ledger::{split, Code, Kind, Ledger, Refusal, Transfer};
 
 use crate::chain::config::{self, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::evm;
 use crate::ctx::Ctx;
-use crate::db::ledger::{Account, Book, When};
+use crate::db::ledger::{Account, Book, Carried, When};
 use crate::db::parts::Part;
 use crate::db::sends::{Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupWatch};
@@ -356,6 +356,197 @@ pub async fn reserve_settlement(
     Ok(Reserved { book, payout })
 }
 
+/// A settlement of an institution held in its object, reserved in the object.
+pub struct HeldReserved {
+    /// The institution's half: the fees and the payout against the merchant's balance, to the
+    /// object's link to the treasury.
+    pub institution: Book,
+    /// What the transaction pays the merchant.
+    pub payout: u128,
+}
+
+/// The institution's accounts a settlement of `owners`' merchant touches in its object: the
+/// merchant, the fees, the network fees and the link to the treasury's books.
+fn held_accounts(
+    asset: &Asset<'_>,
+    Scoped {
+        institution: institution_id,
+        id: merchant_id,
+    }: Scoped<i64>,
+) -> Vec<Account> {
+    vec![
+        asset
+            .account(Kind::Merchant, &merchant_id.to_string())
+            .of_institution(institution_id),
+        asset.account(Kind::Fees, &institution_id.to_string()),
+        asset.account(Kind::NetworkFees, ""),
+        asset.account(Kind::World, split::TREASURY_LINK),
+    ]
+}
+
+/// The treasury's accounts a settlement of a held institution touches: its link to the
+/// institution, the treasury, and the coin's treasury and gas.
+fn treasury_accounts(asset: &Asset<'_>, institution_id: InstitutionId) -> Vec<Account> {
+    let gas = coin(asset.network);
+    vec![
+        asset.account(Kind::World, &split::institution_link(institution_id.0)),
+        asset.account(Kind::Treasury, ""),
+        gas.account(Kind::Treasury, ""),
+        gas.account(Kind::Gas, ""),
+    ]
+}
+
+/// The halves `side` posts of `transfers` split for `institution` ([`split::split`]).
+fn halves(
+    transfers: &[Transfer],
+    institution: InstitutionId,
+    side: split::Side,
+) -> ChainResult<Vec<Transfer>> {
+    let mut out = Vec::new();
+    for t in transfers {
+        let halves = split::split(t, institution.0)
+            .ok_or_else(|| ChainError::rule(format!("{} names no account", t.id)))?;
+        out.extend(match side {
+            split::Side::Institution => halves.institution,
+            split::Side::Treasury => halves.treasury,
+        });
+    }
+    Ok(out)
+}
+
+/// The words for a refusal of a settlement's transfers in `asset` (or its gas, in the coin).
+fn settlement_refusal(r: &Refusal, asset: &Asset<'_>) -> ChainError {
+    let on = if transfers_of(r, Code::Gas) {
+        coin(asset.network)
+    } else {
+        asset.clone()
+    };
+    ChainError::rule(refusal_words(r, &on))
+}
+
+/// [`reserve_settlement`] of an institution held in its object (`object`), the institution's
+/// half: the fees and the payout against the merchant's balance ([`split::split`]); the
+/// treasury's half is [`reserve_held_payout`].
+pub async fn reserve_held_settlement(
+    object: &Db,
+    asset: &Asset<'_>,
+    owners: Scoped<i64>,
+    send_id: &str,
+    parts: &[PaymentShare],
+) -> ChainResult<HeldReserved> {
+    let accounts = held_accounts(asset, owners);
+    let mut institution = Book::load(object, &accounts, &[], &[]).await?;
+    let available = institution.available(&accounts[0].id());
+    let payout = postings::payout(available, parts);
+    if payout == 0 {
+        return Err(ChainError::rule(format!(
+            "the merchant's balance of {} on {} is owed to refunds already paid; these payments \
+             pay that debt first and settle once its balance covers more",
+            words(available, asset),
+            asset.network
+        )));
+    }
+    let transfers = postings::settlement(&asset.ledger(), owners, send_id, parts, payout, false);
+    institution
+        .post_all(&halves(
+            &transfers,
+            owners.institution,
+            split::Side::Institution,
+        )?)
+        .map_err(|r| settlement_refusal(&r, asset))?;
+    Ok(HeldReserved {
+        institution,
+        payout,
+    })
+}
+
+/// The treasury's half of a held institution's settlement transaction `send_id`: the payout
+/// `units` from its link to the institution, against the treasury, and the gas (at most
+/// `gas_wei`), in the treasury's books.
+pub async fn reserve_held_payout(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    owners: Scoped<i64>,
+    send_id: &str,
+    units: u128,
+    gas_wei: u128,
+) -> ChainResult<Book> {
+    let mut book = Book::load(
+        &ctx.db,
+        &treasury_accounts(asset, owners.institution),
+        &[],
+        &[],
+    )
+    .await?;
+    let mut transfers = postings::settlement(&asset.ledger(), owners, send_id, &[], units, false);
+    transfers.extend(postings::gas_reserve(
+        &coin(asset.network).ledger(),
+        send_id,
+        gas_wei,
+    ));
+    book.post_all(&halves(
+        &transfers,
+        owners.institution,
+        split::Side::Treasury,
+    )?)
+    .map_err(|r| settlement_refusal(&r, asset))?;
+    Ok(book)
+}
+
+/// The statements ending, in the object, the institution's half of the settlement its request
+/// `request_id` reserved: posted when its transaction (whichever of its replacements was mined:
+/// they all pay the same) succeeded, voided when it failed; written `when` the request's outcome
+/// is recorded.
+pub async fn end_held_request(
+    ctx: &Ctx,
+    object: &Db,
+    (asset, owners): (&Asset<'_>, Scoped<i64>),
+    request_id: &str,
+    succeeded: bool,
+    when: &When,
+) -> ChainResult<Vec<Stmt>> {
+    let mut book = Book::load(object, &held_accounts(asset, owners), &[], &[]).await?;
+    let open = book.open_of(object, request_id).await?;
+    for t in postings::end(&open, succeeded) {
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(book.statements(when, ctx.now())?)
+}
+
+/// [`end_send`] of a settlement held in its institution's object: the treasury's half. The
+/// payout reserved by the settlement's first transaction (replacements pay the same, and never
+/// move it) is posted when one of them succeeded, or voided; the live transaction's gas
+/// reservation is voided and the mined one's gas posted.
+async fn end_held_send(
+    ctx: &Ctx,
+    (live, carrier): (&Outgoing, &Outgoing),
+    (asset, institution_id): (&Asset<'_>, InstitutionId),
+    succeeded: bool,
+    gas_wei: u128,
+    when: &When,
+) -> ChainResult<Vec<Stmt>> {
+    let gas = coin(live.network.as_str());
+    let mut book = Book::load(&ctx.db, &treasury_accounts(asset, institution_id), &[], &[]).await?;
+    let Purpose::Settlement(settlement_id) = live.purpose() else {
+        return Err(ChainError::rule("a refund is never held in an object"));
+    };
+    let mut open = Vec::new();
+    for id in crate::db::sends::of_settlement(&ctx.db, settlement_id).await? {
+        open.extend(book.open_of(&ctx.db, &id).await?);
+    }
+    let (reserve, payout): (Vec<Transfer>, Vec<Transfer>) =
+        open.into_iter().partition(|t| t.code == Code::Gas);
+    let mut ends = postings::end(&reserve, false);
+    ends.extend(postings::end(&payout, succeeded));
+    ends.extend(postings::gas(&gas.ledger(), &carrier.id, gas_wei));
+    for t in ends {
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(book.statements(when, ctx.now())?)
+}
+
 /// Whether the refusal is about the coin's ledger (gas) rather than the asset's.
 fn transfers_of(refusal: &Refusal, code: Code) -> bool {
     code == Code::Gas
@@ -488,6 +679,24 @@ pub async fn end_send(
         }),
         None => None,
     };
+    if let (
+        Some(asset),
+        Some(Carried {
+            held_by: Some(institution),
+            ..
+        }),
+    ) = (&asset, &carried)
+    {
+        return end_held_send(
+            ctx,
+            (live, carrier),
+            (asset, *institution),
+            succeeded,
+            gas_wei,
+            when,
+        )
+        .await;
+    }
     if let (Some(asset), Some(c)) = (&asset, &carried) {
         accounts.extend(settlement_accounts(asset, c.owners()));
         // A return of money owed to nobody takes it from the deposit's unallocated account.
@@ -583,18 +792,24 @@ pub async fn replace_send(
         }),
         None => None,
     };
-    if let (Some(asset), Some(c)) = (&asset, &carried) {
+    // A settlement held in its institution's object keeps the payout its first transaction
+    // reserved (on both sides): a replacement pays the same, and only its gas moves.
+    let held = carried.as_ref().is_some_and(|c| c.held_by.is_some());
+    if let (Some(asset), Some(c), false) = (&asset, &carried, held) {
         accounts.extend(settlement_accounts(asset, c.owners()));
     }
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
-    let open = book.open_of(&ctx.db, &old.id).await?;
+    let mut open = book.open_of(&ctx.db, &old.id).await?;
+    if held {
+        open.retain(|t| t.code == Code::Gas);
+    }
     for t in postings::end(&open, false) {
         book.record(t)
             .map_err(|r| ChainError::rule(r.to_string()))?;
     }
     let mut payout = u128::from_str(&old.units).unwrap_or(0);
     let mut transfers = Vec::new();
-    if let (Some(asset), Some(c), Some(parts)) = (&asset, &carried, parts) {
+    if let (Some(asset), Some(c), Some(parts), false) = (&asset, &carried, parts, held) {
         let merchant = asset
             .account(Kind::Merchant, &c.owners().id.to_string())
             .id();

@@ -494,6 +494,14 @@ async fn replace(
     let gas_wei = treasury::most_fee(send.gas_limit, price, l1_fee)
         .ok_or_else(|| ChainError::answer("the replacement's fees are out of range"))?;
     let (units, items, rate_source) = match send.purpose() {
+        // Held in its institution's object: the payments were charged what the first
+        // transaction was priced at, and a replacement pays the same (its extra gas is the
+        // treasury's).
+        Purpose::Settlement(_) if send.held_by.is_some() => {
+            let units = u128::from_str(&send.units)
+                .map_err(|_| ChainError::answer("stored units are not a number"))?;
+            (units, Vec::new(), send.rate_source.clone())
+        }
         Purpose::Settlement(settlement_id) => {
             let settlement = Scoped::new(send.institution_id, settlement_id);
             match reprice(ctx, network, settlement, (&send.network, price, gas_wei)).await? {
@@ -514,8 +522,8 @@ async fn replace(
     // at its new fees, its merchant's debt netted as before).
     let send_id = new_id()?;
     let parts = match send.purpose() {
-        Purpose::Settlement(_) => Some(ledger::parts(&items)?),
-        Purpose::Refund(_) => None,
+        Purpose::Settlement(_) if send.held_by.is_none() => Some(ledger::parts(&items)?),
+        _ => None,
     };
     let when = sends::in_state(&send_id, SendState::Live);
     let (books, units) =
@@ -533,7 +541,7 @@ async fn replace(
             .filter_map(|i| u128::from_str(&i.units).ok())
             .sum::<u128>()
             .saturating_sub(units),
-        None => 0,
+        None => u128::from_str(&send.netted).unwrap_or(0),
     };
     let signed = treasury::sign(
         treasury,

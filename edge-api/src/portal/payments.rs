@@ -333,10 +333,10 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             })
         })
         .transpose()?;
-    // The treasury's transactions for the payment: none for an institution held in its
-    // object, whose payments are not yet settled or refunded on chain (docs/SCALING.md).
+    // The treasury's transactions for the payment: for an institution held in its object, its
+    // shares of its settlements there, beside the treasury's transactions of each.
     let settlement_transactions = if portal.is_held() {
-        Vec::new()
+        held_settlement_transactions(portal, id).await?
     } else {
         sends::of_settled_payment(portal.db(), portal.institution_id(), id)
             .await
@@ -592,4 +592,48 @@ mod tests {
             assert_eq!(cell(plain), plain);
         }
     }
+}
+
+/// The treasury's transactions that settle payment `id` of an institution held in its object:
+/// the payment's share of each settlement read there, each settlement's transactions read from
+/// the treasury's books.
+async fn held_settlement_transactions(
+    portal: &Portal<'_>,
+    id: i64,
+) -> Result<Vec<sends::SendView>, ApiError> {
+    let items = settlements::held_items_of(portal.money(), portal.institution_id(), id)
+        .await
+        .or_internal("read settlement items")?;
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<&str> = items.iter().map(|i| i.settlement_id.as_str()).collect();
+    let sent = sends::of_held_settlements(portal.db(), &ids)
+        .await
+        .or_internal("read settlement transactions")?;
+    sent.into_iter()
+        .filter_map(|c| {
+            let item = items.iter().find(|i| i.settlement_id == c.settlement_id)?;
+            Some((c, item))
+        })
+        .map(|(c, item)| {
+            Ok(sends::SendView {
+                tx_hash: c.tx_hash,
+                state: c.state,
+                nonce: c.nonce,
+                gas_price: c.gas_price,
+                gas_limit: c.gas_limit,
+                gas_used: c.gas_used,
+                block_number: c.block_number,
+                error: c.error,
+                rate_source: c.rate_source,
+                gas_fee: item.gas_fee.clone(),
+                net: item.net.clone(),
+                net_base_units: item.units.clone(),
+                wallet: payrail_evm::Address::parse(&item.wallet)
+                    .or_internal("read a settlement's wallet")?,
+                created_at: c.created_at,
+            })
+        })
+        .collect()
 }

@@ -36,7 +36,7 @@ pub(super) struct Setup {
     pub(super) usdc: String,
     /// USDT, when it is offered too.
     usdt: Option<String>,
-    customer: String,
+    pub(super) customer: String,
     /// The `EUR/USD` feed (1.25 at the start).
     eur: String,
     pub(super) treasury: String,

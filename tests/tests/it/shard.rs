@@ -907,3 +907,191 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
         );
     }
 }
+
+/// The payments of an institution held in its object are settled from there: the object asks,
+/// the treasury signs, sends and follows, and the object reads the outcome back. A first send
+/// that fails at the node after the object asked leaves the request asked and nothing signed;
+/// racing cron runs then send it once; one transaction pays the merchant's wallet exactly the
+/// payments' net; each payment is `paid` once, with `net = gross − psp_fee − gas_fee`; and the
+/// books balance in each store, the object's link to the treasury mirroring the treasury's link
+/// to it.
+#[test]
+fn a_held_institutions_payments_are_settled_once_from_its_object() {
+    use payrail_tests::faults::Fault;
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    );
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let node = s.node.as_ref().unwrap();
+    let institution = institution_id(worker, 0);
+    hold(worker, institution);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let wallet = super::settlement::wallet();
+    let before = anvil.balance_of(&s.usdc, wallet);
+    // Two payments of one merchant: one batch.
+    let mut ids = Vec::new();
+    for (amount, reference) in [("30.00", "HELD-SETTLE-1"), ("20.00", "HELD-SETTLE-2")] {
+        let session = worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Held settle",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        let id = session["transaction_id"].as_i64().unwrap();
+        let session = session["id"].as_str().unwrap().to_owned();
+        let (address, units) = held_deposit(worker, institution, &session);
+        anvil.transfer(&s.usdc, &s.customer, &address, units);
+        ids.push((id, session));
+    }
+    anvil.mine(3);
+    for (id, session) in &ids {
+        eventually("the credit", Duration::from_secs(30), || {
+            let reply = worker.send(
+                worker.request(Method::GET, &format!("/checkout/{session}/status")),
+                None,
+            );
+            (reply.json()["status"] == "succeeded").then_some(())
+        });
+        assert_eq!(worker.transaction(0, *id)["raw_status"], "succeeded");
+    }
+
+    // The node refuses the treasury's next nonce: the object has asked, nothing is signed.
+    node.set("eth_getTransactionCount pending", Fault::Refuse, 100);
+    worker.cron();
+    let object = || worker.object_database(institution).unwrap();
+    let asked: Vec<(String, String, String)> = {
+        let db = object();
+        let mut statement = db
+            .prepare("SELECT id, settlement_id, state FROM object_sends")
+            .unwrap();
+        statement
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(asked.len(), 1, "one request for the batch: {asked:?}");
+    let (request, settlement, state) = asked[0].clone();
+    assert_eq!(state, "requested");
+    let signed = |db: &rusqlite::Connection| -> i64 {
+        db.query_row(
+            "SELECT count(*) FROM chain_sends WHERE settlement_id = ?1",
+            [&settlement],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(signed(&worker.database()), 0, "nothing signed yet");
+    node.release("eth_getTransactionCount pending");
+
+    // Racing cron runs send it once, and it is followed to its depth.
+    eventually("the request sent again", Duration::from_secs(60), || {
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| worker.cron());
+            }
+        });
+        (signed(&worker.database()) > 0).then_some(())
+    });
+    eventually("the payments paid", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        ids.iter()
+            .all(|(id, _)| worker.transaction(0, *id)["raw_status"] == "paid")
+            .then_some(())
+    });
+    let d1 = worker.database();
+    let sends: Vec<(String, String)> = {
+        let mut statement = d1
+            .prepare("SELECT id, state FROM chain_sends WHERE settlement_id = ?1")
+            .unwrap();
+        statement
+            .query_map([&settlement], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(
+        sends,
+        vec![(request.clone(), "confirmed".to_owned())],
+        "one transaction, under the request's id"
+    );
+    // The wallet got exactly the payments' net, and each payment says so.
+    let db = object();
+    let net_units: u128 = {
+        let mut statement = db
+            .prepare("SELECT units FROM settlement_items WHERE send_id = ?1")
+            .unwrap();
+        statement
+            .query_map([&request], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|u| u.unwrap().parse::<u128>().unwrap())
+            .sum()
+    };
+    assert_eq!(anvil.balance_of(&s.usdc, wallet) - before, net_units);
+    for (id, _) in &ids {
+        let t = worker.transaction(0, *id);
+        let d = |v: &Value| Decimal::from_str(v.as_str().unwrap()).unwrap();
+        assert_eq!(
+            d(&t["amount"]["net"]),
+            d(&t["amount"]["gross"]) - d(&t["amount"]["psp_fee"]) - d(&t["amount"]["gas_fee"]),
+            "{t}"
+        );
+        let paid: i64 = db
+            .query_row(
+                "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(paid, 1, "payment.paid once");
+    }
+    let (state, hash): (String, String) = db
+        .query_row(
+            "SELECT state, tx_hash FROM object_sends WHERE id = ?1",
+            [&request],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(state, "confirmed");
+    assert_eq!(
+        worker.transaction(0, ids[0].0)["tx_hashes"]["settlement"],
+        json!(hash)
+    );
+    // The portal shows the payment's settlement transaction, from both stores.
+    let portal = worker.portal_login(0);
+    let detail = worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{}", ids[0].0),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(detail.status, 200, "{}", detail.text);
+    let sent = &detail.json()["settlement_transactions"];
+    assert_eq!(sent.as_array().map(Vec::len), Some(1), "{sent}");
+    assert_eq!(sent[0]["tx_hash"], json!(hash));
+    assert_eq!(sent[0]["state"], "confirmed");
+    // The books: balanced in each store and against the chain, the links mirroring.
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+    let token = s.usdc.to_ascii_lowercase();
+    let totals = |db: &rusqlite::Connection, id: String| -> (u128, u128) {
+        let (d, c): (String, String) = db
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        (d.parse().unwrap(), c.parse().unwrap())
+    };
+    let ours = totals(&object(), format!("polygon:{token}:world:treasury"));
+    let theirs = totals(
+        &worker.database(),
+        format!("polygon:{token}:world:institution:{institution}"),
+    );
+    assert_eq!(ours, (0, net_units), "the object paid out through its link");
+    assert_eq!(theirs, (net_units, 0), "the treasury's link mirrors it");
+}

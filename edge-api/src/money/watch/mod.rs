@@ -725,7 +725,7 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
         .await
         .or_internal("list held institutions")?;
     let mut left = SWEEP_PER_RUN;
-    for institution in held {
+    for institution in held.iter().map(|h| h.id) {
         if left == 0 || budget.left() < MOST_TOKEN_CHECK_CALLS + topup::MOST_TOKEN_CHECK_CALLS {
             break;
         }

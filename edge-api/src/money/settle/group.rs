@@ -1,0 +1,323 @@
+//! What starting a settlement takes, for D1's settlements and held institutions' alike: a
+//! group of payments (one merchant, network and asset) priced for one transaction
+//! ([`price_group`]), whether the treasury can send it ([`covers`]), and why it does not settle
+//! now ([`NotNow`], [`hold`]).
+
+use std::collections::BTreeMap;
+
+use payrail_evm::Token;
+use serde_json::json;
+use shared_types::ids::InstitutionId;
+
+use super::plan;
+use crate::chain::config::{self, Network, NATIVE_DECIMALS};
+use crate::chain::error::{ChainError, ChainResult};
+use crate::chain::{evm, rates, rpc};
+use crate::crypto;
+use crate::ctx::Ctx;
+use crate::db::notifications::NotificationKind;
+use crate::db::settlements::{self, Settleable};
+use crate::db::{wallets, Db};
+use crate::error::{ApiError, OrInternal};
+use crate::money::ledger;
+use crate::money::sends;
+use crate::money::treasury::{self, estimate, gas_price, Treasury};
+
+/// Most groups (merchant, network, asset) a run starts settling.
+pub(super) const GROUPS_PER_RUN: usize = 5;
+/// Most payments in one batch.
+pub(super) const BATCH_LIMIT: usize = 50;
+
+/// Why a group does not settle now.
+pub(super) enum NotNow {
+    /// Shown on its payments, and told to the institution.
+    Hold(String),
+    /// Someone else is settling it (a concurrent run won the batch): nothing to record.
+    Raced,
+}
+
+impl From<String> for NotNow {
+    fn from(why: String) -> Self {
+        NotNow::Hold(why)
+    }
+}
+
+impl From<ChainError> for NotNow {
+    fn from(e: ChainError) -> Self {
+        worker::console_warn!("settlement: {e}");
+        if e.is_budget() {
+            // The run's calls are spent: nothing about these payments to record.
+            return NotNow::Raced;
+        }
+        NotNow::Hold(e.public())
+    }
+}
+
+/// The most node calls starting one group's settlement makes: the chain id, the gas's rate in
+/// each of up to five currencies, the head, the price, the L1 data fee's bound, the balances
+/// and nonce, two estimates, the nonce and the broadcast.
+pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 5 + 1 + 2 + 1 + 3 + 2 + 1 + 1;
+
+/// A group's key: institution, merchant, network, asset.
+pub(super) type GroupKey = (InstitutionId, i64, String, String);
+
+/// The groups `due` makes that have no settlement out (`sending`), at most [`BATCH_LIMIT`]
+/// payments each and [`GROUPS_PER_RUN`] groups: never held first, then the least recently held.
+/// Batches never mix institutions: each group is one institution's merchant, network and asset.
+pub(super) fn groups(
+    due: Vec<Settleable>,
+    sending: &[GroupKey],
+) -> Vec<(GroupKey, Vec<Settleable>)> {
+    let mut groups: BTreeMap<GroupKey, Vec<Settleable>> = BTreeMap::new();
+    for d in due {
+        let key = (
+            d.institution_id,
+            d.merchant_id,
+            d.network.clone(),
+            d.asset.clone(),
+        );
+        if !sending.contains(&key) {
+            let group = groups.entry(key).or_default();
+            if group.len() < BATCH_LIMIT {
+                group.push(d);
+            }
+        }
+    }
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_by_key(|(_, group)| group.iter().map(|d| d.held_at).max().unwrap_or(0));
+    groups.truncate(GROUPS_PER_RUN);
+    groups
+}
+
+/// Records `reason` on the payments (in D1, or in the object that holds them) and tells the
+/// institution when it is new for any of them.
+pub(super) async fn hold(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    institution_id: InstitutionId,
+    ids: &[i64],
+    reason: &str,
+) -> Result<(), ApiError> {
+    let new = settlements::hold(
+        held.unwrap_or(&ctx.db),
+        (institution_id, ids),
+        reason,
+        ctx.now(),
+    )
+    .await
+    .or_internal("record settlement hold")?;
+    if new.is_empty() {
+        return Ok(());
+    }
+    let list = new
+        .iter()
+        .map(|id| id.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let subject = "Payrail is holding payments it cannot settle".to_owned();
+    let body = format!(
+        "These payments are held in custody and not settled yet: {list}. Reason: {reason}. \
+         They settle by themselves once this is fixed; the portal shows the reason on each."
+    );
+    crate::notify::admins(
+        ctx,
+        institution_id,
+        NotificationKind::SettlementHeld,
+        &subject,
+        &body,
+    )
+    .await
+}
+
+/// A group priced for one transaction: everything its books and its signing need.
+pub(super) struct Priced<'a> {
+    pub(super) name: &'a str,
+    pub(super) network: &'a Network,
+    pub(super) wallet: payrail_evm::Address,
+    pub(super) wallet_text: String,
+    pub(super) head: u64,
+    pub(super) price: u128,
+    pub(super) l1_fee: u128,
+    pub(super) gas: u64,
+    pub(super) gas_cost: u128,
+    pub(super) have: u128,
+    pub(super) coins: u128,
+    pub(super) plan: plan::Plan,
+    pub(super) rate_source: String,
+}
+
+/// Prices `group` (of one merchant, network and asset) for one transaction from the treasury:
+/// the merchant's wallet (past its cool-off), the chain, the gas and its rate in each order
+/// currency, what the treasury can send. Payments the plan cannot settle are held (in D1, or in
+/// the object `held`); `Err(Raced)` when none is left.
+pub(super) async fn price_group<'a>(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    networks: &'a BTreeMap<String, Network>,
+    treasury: &Treasury,
+    group: &'a [Settleable],
+) -> Result<Priced<'a>, NotNow> {
+    let first = &group[0];
+    let name = first.network.as_str();
+    let network = networks
+        .get(name)
+        .ok_or_else(|| format!("{name} is no longer configured"))?;
+    let wallet = wallets::list(&ctx.db, first.merchant_id)
+        .await
+        .map_err(|e| ChainError::from(e).within("the merchant's wallets"))?
+        .into_iter()
+        .find(|w| w.network == name)
+        .ok_or_else(|| format!("the merchant has no settlement wallet on {name}"))?;
+    if wallet.usable_from > ctx.now() {
+        return Err(format!(
+            "the merchant's settlement wallet on {name} was changed at {}; settlements use it \
+             from {} (a cool-off after every change)",
+            wallet.updated_at,
+            crate::ctx::timestamp(wallet.usable_from).unwrap_or_default()
+        )
+        .into());
+    }
+    let wallet = payrail_evm::Address::parse(&wallet.address)
+        .map_err(|_| format!("the merchant's settlement wallet on {name} is not an address"))?;
+    let wallet_text = wallet.lower();
+    crate::chain::check_chain(name, network).await?;
+    let node = &network.node;
+    let token = first.token;
+    let coin = config::coin(name);
+    let now = ctx.now();
+    let mut coin_rates = BTreeMap::new();
+    let mut sources = Vec::new();
+    for d in group {
+        if !coin_rates.contains_key(&d.currency) {
+            let rate = rates::coin_rate(network, name, coin, &d.currency, now)
+                .await
+                .map_err(|e| e.within("no rate prices the gas"))?;
+            coin_rates.insert(d.currency.clone(), rate.per_unit);
+            sources.push(rate.source);
+        }
+    }
+    let at_node = |e: ChainError| e.within(format!("the {name} node"));
+    let head = rpc::quantity(
+        &rpc::call(node, "eth_blockNumber", json!([]))
+            .await
+            .map_err(|e| at_node(e.into()))?,
+    )
+    .map_err(|e| at_node(e.into()))?;
+    let price = gas_price(node).await.map_err(at_node)?;
+    // On an OP Stack chain each transaction also pays an L1 data fee, shared like the gas.
+    let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;
+    let fees = |gas: u64| {
+        treasury::most_fee(gas, price, l1_fee)
+            .ok_or_else(|| at_node(ChainError::answer("the gas and L1 fees are out of range")))
+    };
+    // What is left once the transactions already out are counted.
+    let (have, coins) = sends::available(ctx, (name, network), treasury, token).await?;
+    if have == 0 {
+        return Err(format!("the treasury holds no {} on {name} to send", first.asset).into());
+    }
+    if coins == 0 {
+        return Err(format!("the treasury holds no {coin} on {name} for gas").into());
+    }
+    // Priced with the gas of a small transfer, then again with the real amount's, in case it
+    // differs.
+    let cannot = |e: ChainError| {
+        e.within(format!(
+            "the treasury cannot send {} on {name}",
+            first.asset
+        ))
+    };
+    let mut gas = estimate(node, &treasury.address, token, wallet, 1)
+        .await
+        .map_err(cannot)?;
+    let mut priced = plan::plan(group, fees(gas)?, &coin_rates);
+    if priced.units > 0 {
+        let again = estimate(
+            node,
+            &treasury.address,
+            token,
+            wallet,
+            priced.units.min(have),
+        )
+        .await
+        .map_err(cannot)?;
+        if again != gas {
+            gas = again;
+            priced = plan::plan(group, fees(gas)?, &coin_rates);
+        }
+    }
+    for (id, why) in &priced.held {
+        if let Err(err) = hold(ctx, held, first.institution_id, &[*id], why).await {
+            err.log_with(format!("hold of payment {id}"));
+        }
+    }
+    if priced.items.is_empty() {
+        return Err(NotNow::Raced);
+    }
+    let gas_cost = fees(gas)?;
+    Ok(Priced {
+        name,
+        network,
+        wallet,
+        wallet_text,
+        head,
+        price,
+        l1_fee,
+        gas,
+        gas_cost,
+        have,
+        coins,
+        plan: priced,
+        rate_source: sources.join("; "),
+    })
+}
+
+/// Whether the treasury can send `payout` of `first`'s asset and the gas `priced` needs, once
+/// what is in flight is counted: `Err` with words when not.
+pub(super) fn covers(first: &Settleable, priced: &Priced<'_>, payout: u128) -> Result<(), NotNow> {
+    let (name, token) = (priced.name, first.token);
+    let coin = config::coin(name);
+    let needed = payout
+        + if token == Token::Native {
+            priced.gas_cost
+        } else {
+            0
+        };
+    let asset_units = |units: u128, decimals: u32| {
+        evm::from_units(units, decimals).map_or_else(|| units.to_string(), |d| d.to_string())
+    };
+    if priced.have < needed {
+        return Err(format!(
+            "the treasury can send {} {} on {name} (its balance less what is in flight); {} \
+             are needed",
+            asset_units(priced.have, first.decimals),
+            first.asset,
+            asset_units(needed, first.decimals)
+        )
+        .into());
+    }
+    if token != Token::Native && priced.coins < priced.gas_cost {
+        return Err(format!(
+            "the treasury can spend {} {coin} on {name} for gas (its balance less what is in \
+             flight); {} are needed",
+            asset_units(priced.coins, NATIVE_DECIMALS),
+            asset_units(priced.gas_cost, NATIVE_DECIMALS)
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The asset `d` is paid in, as the books name it.
+pub(super) fn asset_of(d: &Settleable) -> ledger::Asset<'_> {
+    ledger::Asset {
+        network: &d.network,
+        token: d.token,
+        symbol: &d.asset,
+        decimals: d.decimals,
+    }
+}
+
+/// A new random id with `prefix`.
+pub(super) fn new_id(prefix: &str) -> ChainResult<String> {
+    crypto::random_token(prefix).map_err(|e| ChainError::Config(e.to_string()))
+}
