@@ -572,28 +572,6 @@ pub fn export(
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::cell;
-
-    #[test]
-    fn a_cell_that_a_spreadsheet_would_run_is_neutralised() {
-        for formula in [
-            "=HYPERLINK(\"https://x.example\")",
-            "+1",
-            "-2+3",
-            "@SUM(A1)",
-            "\tx",
-            "\rx",
-        ] {
-            assert_eq!(cell(formula), format!("'{formula}"));
-        }
-        for plain in ["ORD-1001", "a@b.example", "12.50", ""] {
-            assert_eq!(cell(plain), plain);
-        }
-    }
-}
-
 /// The treasury's transactions that settle payment `id` of an institution held in its object:
 /// the payment's share of each settlement read there, each settlement's transactions read from
 /// the treasury's books.
@@ -636,4 +614,26 @@ async fn held_settlement_transactions(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn a_cell_that_a_spreadsheet_would_run_is_neutralised() {
+        for formula in [
+            "=HYPERLINK(\"https://x.example\")",
+            "+1",
+            "-2+3",
+            "@SUM(A1)",
+            "\tx",
+            "\rx",
+        ] {
+            assert_eq!(cell(formula), format!("'{formula}"));
+        }
+        for plain in ["ORD-1001", "a@b.example", "12.50", ""] {
+            assert_eq!(cell(plain), plain);
+        }
+    }
 }
