@@ -358,19 +358,8 @@ fn held_operations(
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .expect("the second demo institution");
-    let report: Value = http
-        .post(format!("{ours}/operator/institutions/{institution}/copy"))
-        .bearer_auth(operator)
-        .send()
-        .and_then(|r| r.json())
-        .expect("copy into the object");
-    assert_eq!(report["verified"], true, "the copy differs: {report}");
-    conn.execute(
-        "UPDATE institutions SET store = 'object' WHERE id = ?1",
-        [institution],
-    )
-    .expect("point the directory at the object");
     drop(conn);
+    assert_eq!(hold_institution(http, ours, persist, operator, 1), institution);
     let token_of = |base: &str| -> String {
         let reply: Value = http
             .post(format!("{base}/oauth/token"))
@@ -709,7 +698,12 @@ fn summary(files: &[String]) {
 
 /// Logs into the portal as institution 0's admin; the cookie and CSRF token.
 fn portal_login(http: &Client, ours: &str) -> (String, String) {
-    let (email, password) = INSTITUTIONS[0].admin;
+    portal_login_of(http, ours, 0)
+}
+
+/// [`portal_login`] as demo institution `index`'s admin.
+fn portal_login_of(http: &Client, ours: &str, index: usize) -> (String, String) {
+    let (email, password) = INSTITUTIONS[index].admin;
     let reply = http
         .post(format!("{ours}/portal/api/login"))
         .json(&json!({"email": email, "password": password}))
@@ -935,6 +929,10 @@ struct D1Cost {
     rows_read: f64,
     rows_written: f64,
     duration_ms: f64,
+    /// Calls to institutions' objects (an institution held in its object), and their
+    /// statements.
+    object_calls: f64,
+    object_statements: f64,
 }
 
 impl D1Cost {
@@ -950,6 +948,8 @@ impl D1Cost {
                 "rows_read" => cost.rows_read = v,
                 "rows_written" => cost.rows_written = v,
                 "duration_ms" => cost.duration_ms = v,
+                "object_calls" => cost.object_calls = v,
+                "object_statements" => cost.object_statements = v,
                 _ => {}
             }
         }
@@ -962,6 +962,8 @@ impl D1Cost {
         self.rows_read += other.rows_read;
         self.rows_written += other.rows_written;
         self.duration_ms += other.duration_ms;
+        self.object_calls += other.object_calls;
+        self.object_statements += other.object_statements;
     }
 
     fn scaled(&self, by: f64) -> D1Cost {
@@ -971,6 +973,8 @@ impl D1Cost {
             rows_read: self.rows_read * by,
             rows_written: self.rows_written * by,
             duration_ms: self.duration_ms * by,
+            object_calls: self.object_calls * by,
+            object_statements: self.object_statements * by,
         }
     }
 }
@@ -1041,7 +1045,7 @@ fn cost_payments() -> usize {
         .unwrap_or(40)
 }
 
-fn public_key(persist: &str) -> String {
+fn public_key(persist: &str, index: usize) -> String {
     let conn = rusqlite::Connection::open(
         xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
     )
@@ -1051,7 +1055,7 @@ fn public_key(persist: &str) -> String {
          ON c.institution_id = m.institution_id AND c.client_id = ?1 \
          WHERE m.status = 'active' AND m.onboarding_status = 'completed' \
          AND m.crypto_enabled = 1 ORDER BY m.id LIMIT 1",
-        [INSTITUTIONS[0].client.client_id],
+        [INSTITUTIONS[index].client.client_id],
         |r| r.get(0),
     )
     .expect("a merchant that takes crypto")
@@ -1069,15 +1073,199 @@ fn bearer(http: &Client, ours: &str, client: &xtask::demo::DemoClient) -> (Strin
     (token, cost)
 }
 
-/// The D1 cost of each step of a payment's life, measured on a metered worker.
+/// The D1 cost of each step of a payment's life, measured on a metered worker: for the first
+/// demo institution, whose money is in D1, and (when the worker has the operator's API:
+/// `BENCH_OPERATOR_TOKEN`) again for the second once held in its object, with the calls to
+/// the object beside D1's.
 fn cost(ours: &str, persist: &str, log: &str, out: &str) {
-    let n = cost_payments();
     let http = Client::builder()
         .timeout(Duration::from_secs(30))
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("http client");
-    let key = public_key(persist);
+    let d1 = cost_pass(&http, ours, persist, log, 0);
+    d1.print("D1 cost per step");
+    let mut doc = d1.doc();
+    if let Ok(operator) = std::env::var("BENCH_OPERATOR_TOKEN") {
+        hold_institution(&http, ours, persist, &operator, 1);
+        let held = cost_pass(&http, ours, persist, log, 1);
+        held.print("held in its object: D1 cost per step, and the object's calls");
+        doc["held"] = held.doc();
+    }
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+/// What one cost pass measured.
+struct CostPass {
+    payments: usize,
+    steps: Vec<(String, Vec<D1Cost>)>,
+    payment: D1Cost,
+    growth: Vec<(String, f64)>,
+    bytes_per_payment: f64,
+    arrived: usize,
+    expected_events: usize,
+    unquoted: usize,
+}
+
+impl CostPass {
+    /// The table, one payment's sum, the bytes and what follows for one database.
+    fn print(&self, title: &str) {
+        let n = self.payments;
+        println!(
+            "{title}, mean over {n} payments (3 events each; {} of {} delivered); from D1's own \
+             meta under wrangler dev (workerd, local SQLite){}",
+            self.arrived,
+            self.expected_events,
+            if self.unquoted > 0 {
+                format!("; {} way-to-pay changes not quoted, left out", self.unquoted)
+            } else {
+                String::new()
+            }
+        );
+        println!(
+            "{:<44} {:>6} {:>6} {:>10} {:>10} {:>10} {:>6} {:>6} {:>6}",
+            "step", "trips", "stmts", "rows read", "rows wrtn", "D1 ms", "obj", "o.stm", "count"
+        );
+        for (name, costs) in &self.steps {
+            let mean = mean_of(costs);
+            println!(
+                "{name:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3} {:>6.2} {:>6.2} {:>6}",
+                mean.trips,
+                mean.statements,
+                mean.rows_read,
+                mean.rows_written,
+                mean.duration_ms,
+                mean.object_calls,
+                mean.object_statements,
+                costs.len()
+            );
+        }
+        let payment = &self.payment;
+        println!(
+            "{:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3} {:>6.2} {:>6.2}",
+            "one payment (session … refund, 3 polls, 3 events)",
+            payment.trips,
+            payment.statements,
+            payment.rows_read,
+            payment.rows_written,
+            payment.duration_ms,
+            payment.object_calls,
+            payment.object_statements
+        );
+        println!("bytes added to D1 per payment, by table or index (dbstat, pages in use):");
+        for (name, bytes) in self.growth.iter().take(12) {
+            println!("  {name:<52} {bytes:>9.0}");
+        }
+        println!("  {:<52} {:>9.0}", "all", self.bytes_per_payment);
+        let (by_queries, by_time, ceiling) = self.ceiling();
+        let days = |rate: f64| 10e9 / self.bytes_per_payment.max(1.0) / rate / 86_400.0;
+        println!(
+            "one database: {by_queries:.0} payments/s at 1,000 queries/s ({:.1} statements \
+             each); {by_time:.0} payments/s by the D1 time measured here ({:.2} ms each); \
+             ceiling {ceiling:.0} payments/s",
+            payment.statements, payment.duration_ms
+        );
+        println!(
+            "{:.0} payments per GB ({:.0} bytes each); 10 GB in {:.1} days at 10/s, {:.2} days \
+             at 100/s, {:.3} days at 1,000/s (nothing pruned)",
+            1e9 / self.bytes_per_payment.max(1.0),
+            self.bytes_per_payment,
+            days(10.0),
+            days(100.0),
+            days(1000.0)
+        );
+    }
+
+    /// Payments/s one database takes by its query rate and by the D1 time measured, and the
+    /// lower of the two.
+    fn ceiling(&self) -> (f64, f64, f64) {
+        // One database: D1 runs one query at a time (Cloudflare: about 1,000 queries/s at 1 ms).
+        let by_queries = 1000.0 / self.payment.statements.max(1.0);
+        let by_time = 1000.0 / self.payment.duration_ms.max(0.001);
+        (by_queries, by_time, by_queries.min(by_time))
+    }
+
+    fn doc(&self) -> Value {
+        let (by_queries, by_time, ceiling) = self.ceiling();
+        let days = |rate: f64| 10e9 / self.bytes_per_payment.max(1.0) / rate / 86_400.0;
+        let payment = &self.payment;
+        let steps: BTreeMap<&String, Value> = self
+            .steps
+            .iter()
+            .map(|(name, costs)| {
+                let mean = mean_of(costs);
+                (
+                    name,
+                    json!({"trips": mean.trips, "statements": mean.statements,
+                           "rows_read": mean.rows_read, "rows_written": mean.rows_written,
+                           "duration_ms": mean.duration_ms, "object_calls": mean.object_calls,
+                           "object_statements": mean.object_statements,
+                           "count": costs.len()}),
+                )
+            })
+            .collect();
+        json!({
+            "payments": self.payments, "steps": steps,
+            "payment": {"trips": payment.trips, "statements": payment.statements,
+                        "rows_read": payment.rows_read, "rows_written": payment.rows_written,
+                        "duration_ms": payment.duration_ms,
+                        "object_calls": payment.object_calls,
+                        "object_statements": payment.object_statements},
+            "bytes_per_payment": self.bytes_per_payment,
+            "growth": self.growth.iter().map(|(n, b)| json!({"name": n, "bytes": b}))
+                .collect::<Vec<_>>(),
+            "ceiling_per_second": ceiling, "by_queries": by_queries, "by_time": by_time,
+            "payments_per_gb": 1e9 / self.bytes_per_payment.max(1.0),
+            "days_to_10gb": {"10": days(10.0), "100": days(100.0), "1000": days(1000.0)}
+        })
+    }
+}
+
+/// The mean of `costs`.
+fn mean_of(costs: &[D1Cost]) -> D1Cost {
+    let mut sum = D1Cost::default();
+    for c in costs {
+        sum.add(c);
+    }
+    sum.scaled(1.0 / costs.len().max(1) as f64)
+}
+
+/// Copies demo institution `index` into its object through the operator's API (the bench stops
+/// if a table differs) and points the directory at it; its id.
+fn hold_institution(http: &Client, ours: &str, persist: &str, operator: &str, index: usize) -> i64 {
+    let conn = rusqlite::Connection::open(
+        xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
+    )
+    .expect("open local database");
+    conn.busy_timeout(Duration::from_secs(10))
+        .expect("busy timeout");
+    let institution: i64 = conn
+        .query_row(
+            "SELECT institution_id FROM api_clients WHERE client_id = ?1",
+            [INSTITUTIONS[index].client.client_id],
+            |r| r.get(0),
+        )
+        .expect("the demo institution");
+    let report: Value = http
+        .post(format!("{ours}/operator/institutions/{institution}/copy"))
+        .bearer_auth(operator)
+        .send()
+        .and_then(|r| r.json())
+        .expect("copy into the object");
+    assert_eq!(report["verified"], true, "the copy differs: {report}");
+    conn.execute(
+        "UPDATE institutions SET store = 'object' WHERE id = ?1",
+        [institution],
+    )
+    .expect("point the directory at the object");
+    institution
+}
+
+/// One pass of [`cost`] for demo institution `index`.
+fn cost_pass(http: &Client, ours: &str, persist: &str, log: &str, index: usize) -> CostPass {
+    let n = cost_payments();
+    let demo = &INSTITUTIONS[index];
+    let key = public_key(persist, index);
     // The demo's partner client reads transactions and merchants; the feed needs events:read,
     // granted here on the bench's own copy of the demo data.
     rusqlite::Connection::open(
@@ -1088,12 +1276,12 @@ fn cost(ours: &str, persist: &str, log: &str, out: &str) {
         conn.execute(
             "UPDATE api_clients SET scopes = 'transactions:read merchants:read events:read' \
              WHERE client_id = ?1",
-            [INSTITUTIONS[0].client.client_id],
+            [demo.client.client_id],
         )
     })
     .expect("grant events:read");
     let receiver = payrail_tests::receiver::Receiver::start();
-    let (cookie, csrf) = portal_login(&http, ours);
+    let (cookie, csrf) = portal_login_of(http, ours, index);
     let endpoint: Value = http
         .post(format!("{ours}/portal/api/webhook-endpoints"))
         .header("Cookie", &cookie)
@@ -1103,8 +1291,8 @@ fn cost(ours: &str, persist: &str, log: &str, out: &str) {
         .and_then(|r| r.json())
         .expect("endpoint");
     assert!(endpoint["id"].is_string(), "{endpoint}");
-    let (api, token_cost) = bearer(&http, ours, &INSTITUTIONS[0].client);
-    let (sandbox, _) = bearer(&http, ours, &INSTITUTIONS[0].sandbox_client);
+    let (api, token_cost) = bearer(http, ours, &demo.client);
+    let (sandbox, _) = bearer(http, ours, &demo.sandbox_client);
     let mut steps: Vec<(String, Vec<D1Cost>)> = Vec::new();
     let mut add = |name: &str, cost: D1Cost| match steps.iter_mut().find(|(s, _)| s == name) {
         Some((_, costs)) => costs.push(cost),
@@ -1230,99 +1418,28 @@ fn cost(ours: &str, persist: &str, log: &str, out: &str) {
         .collect();
     growth.sort_by(|a, b| b.1.total_cmp(&a.1));
     let bytes_per_payment: f64 = growth.iter().map(|(_, b)| b).sum();
-
-    println!(
-        "D1 cost per step, mean over {n} payments (3 events each; {} of {expected_events} \
-         delivered); from D1's own meta under wrangler dev (workerd, local SQLite){}",
-        arrived.len(),
-        if unquoted > 0 {
-            format!("; {unquoted} way-to-pay changes not quoted, left out")
-        } else {
-            String::new()
-        }
-    );
-    println!(
-        "{:<44} {:>6} {:>6} {:>10} {:>10} {:>10} {:>6}",
-        "step", "trips", "stmts", "rows read", "rows wrtn", "D1 ms", "count"
-    );
-    let mut table = BTreeMap::new();
+    // A payment's life: everything but the token, the list and the cron run, whose costs are
+    // not per payment; deliveries are per message, three per payment.
     let mut payment = D1Cost::default();
     for (name, costs) in &steps {
-        let mut sum = D1Cost::default();
-        for c in costs {
-            sum.add(c);
-        }
-        let mean = sum.scaled(1.0 / costs.len() as f64);
-        println!(
-            "{name:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3} {:>6}",
-            mean.trips,
-            mean.statements,
-            mean.rows_read,
-            mean.rows_written,
-            mean.duration_ms,
-            costs.len()
-        );
-        // A payment's life: everything but the token, the list and the cron run, whose costs
-        // are not per payment; deliveries are per message, three per payment.
         let per_payment = match name.as_str() {
             "token issue (one batch)" | "transactions list (25)" | "cron run (all due work)" => 0.0,
             "status poll (each)" => 3.0,
             "webhook delivery + attempt (per message)" => 3.0,
             _ => 1.0,
         };
-        payment.add(&mean.scaled(per_payment));
-        table.insert(
-            name.clone(),
-            json!({"trips": mean.trips, "statements": mean.statements,
-                   "rows_read": mean.rows_read, "rows_written": mean.rows_written,
-                   "duration_ms": mean.duration_ms, "count": costs.len()}),
-        );
+        payment.add(&mean_of(costs).scaled(per_payment));
     }
-    println!(
-        "{:<44} {:>6.2} {:>6.2} {:>10.1} {:>10.1} {:>10.3}",
-        "one payment (session … refund, 3 polls, 3 events)",
-        payment.trips,
-        payment.statements,
-        payment.rows_read,
-        payment.rows_written,
-        payment.duration_ms
-    );
-    println!("bytes added per payment, by table or index (dbstat, pages in use):");
-    for (name, bytes) in growth.iter().take(12) {
-        println!("  {name:<52} {bytes:>9.0}");
+    CostPass {
+        payments: n,
+        steps,
+        payment,
+        growth,
+        bytes_per_payment,
+        arrived: arrived.len(),
+        expected_events,
+        unquoted,
     }
-    println!("  {:<52} {bytes_per_payment:>9.0}", "all");
-    // One database: D1 runs one query at a time (Cloudflare: about 1,000 queries/s at 1 ms).
-    let by_queries = 1000.0 / payment.statements.max(1.0);
-    let by_time = 1000.0 / payment.duration_ms.max(0.001);
-    let ceiling = by_queries.min(by_time);
-    let per_gb = 1e9 / bytes_per_payment.max(1.0);
-    let days = |rate: f64| 10e9 / bytes_per_payment.max(1.0) / rate / 86_400.0;
-    println!(
-        "one database: {by_queries:.0} payments/s at 1,000 queries/s ({:.1} statements each); \
-         {by_time:.0} payments/s by the D1 time measured here ({:.2} ms each); ceiling \
-         {ceiling:.0} payments/s",
-        payment.statements, payment.duration_ms
-    );
-    println!(
-        "{per_gb:.0} payments per GB ({bytes_per_payment:.0} bytes each); 10 GB in {:.1} days \
-         at 10/s, {:.2} days at 100/s, {:.3} days at 1,000/s (nothing pruned)",
-        days(10.0),
-        days(100.0),
-        days(1000.0)
-    );
-    let doc = json!({
-        "payments": n, "steps": table,
-        "payment": {"trips": payment.trips, "statements": payment.statements,
-                    "rows_read": payment.rows_read, "rows_written": payment.rows_written,
-                    "duration_ms": payment.duration_ms},
-        "bytes_per_payment": bytes_per_payment,
-        "growth": growth.iter().map(|(n, b)| json!({"name": n, "bytes": b})).collect::<Vec<_>>(),
-        "ceiling_per_second": ceiling, "by_queries": by_queries, "by_time": by_time,
-        "payments_per_gb": per_gb,
-        "days_to_10gb": {"10": days(10.0), "100": days(100.0), "1000": days(1000.0)}
-    });
-    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
 }
 
 /// The p99 bound of the saturation run: past it a rate is over the ceiling.

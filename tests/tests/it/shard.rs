@@ -1074,6 +1074,31 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     assert_eq!(sent.as_array().map(Vec::len), Some(1), "{sent}");
     assert_eq!(sent[0]["tx_hash"], json!(hash));
     assert_eq!(sent[0]["state"], "confirmed");
+    // And its page, at a desktop's and a phone's width.
+    {
+        use payrail_tests::browser::{exclusive, Browser};
+        let _browser = exclusive();
+        let browser = Browser::start();
+        let admin = &worker.credentials.institutions[0];
+        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
+        for (width, height) in [(1280, 900), (390, 844)] {
+            browser.resize(width, height);
+            browser.goto(&format!("{}/portal/payments/{}", worker.base_url, ids[0].0));
+            let shown = browser.wait_text("#settlement-transactions");
+            assert!(
+                shown.to_ascii_lowercase().contains(&hash.to_ascii_lowercase()),
+                "the settlement's transaction on the page: {shown}"
+            );
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#settlement-transactions",
+                "portal-held-payment-settled",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "at {width}: {violations:#?}");
+        }
+    }
     // The books: balanced in each store and against the chain, the links mirroring.
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
     let token = s.usdc.to_ascii_lowercase();
