@@ -58,8 +58,8 @@ pub struct Portal<'a> {
 pub fn held_refusal() -> ApiError {
     ApiError::new(
         ErrorCode::Conflict,
-        "refunds and returns are not made on chain yet for an institution whose money is held \
-         in its own store",
+        "refunds, returns and top-ups are not made on chain yet for an institution whose money \
+         is held in its own store",
     )
 }
 
@@ -97,8 +97,9 @@ impl Portal<'_> {
         self.held.is_some()
     }
 
-    /// Refuses what moves money on chain (a refund, a return) for an institution held in its
-    /// object: the treasury does not reach objects yet (docs/SCALING.md).
+    /// Refuses what moves money on chain outside a payment's settlement (a refund, a return, a
+    /// top-up address) for an institution held in its object: those do not reach objects yet
+    /// (docs/SCALING.md).
     pub fn refuse_if_held(&self) -> Result<(), ApiError> {
         if self.is_held() {
             return Err(held_refusal());

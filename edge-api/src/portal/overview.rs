@@ -128,7 +128,7 @@ pub async fn health(portal: &Portal<'_>) -> Result<Health, ApiError> {
     let treasury = ledger::treasury_accounts(portal.db())
         .await
         .or_internal("read the treasury's accounts")?;
-    let merchants = ledger::merchant_accounts_of(portal.db(), portal.institution_id())
+    let merchants = ledger::merchant_accounts_of(portal.money(), portal.institution_id())
         .await
         .or_internal("read merchant balances")?;
     let float = float(&treasury, &merchants)?;

@@ -220,6 +220,7 @@ pub async fn create(
     network: &str,
 ) -> Result<TopupNetwork, ApiError> {
     portal.require_admin()?;
+    portal.refuse_if_held()?;
     let merchant = merchants::get(portal, merchant_id).await?;
     if merchant.merchant.status != MerchantStatus::Active {
         return Err(ApiError::new(

@@ -359,7 +359,10 @@ fn held_operations(
         )
         .expect("the second demo institution");
     drop(conn);
-    assert_eq!(hold_institution(http, ours, persist, operator, 1), institution);
+    assert_eq!(
+        hold_institution(http, ours, persist, operator, 1),
+        institution
+    );
     let token_of = |base: &str| -> String {
         let reply: Value = http
             .post(format!("{base}/oauth/token"))
@@ -1117,7 +1120,10 @@ impl CostPass {
             self.arrived,
             self.expected_events,
             if self.unquoted > 0 {
-                format!("; {} way-to-pay changes not quoted, left out", self.unquoted)
+                format!(
+                    "; {} way-to-pay changes not quoted, left out",
+                    self.unquoted
+                )
             } else {
                 String::new()
             }

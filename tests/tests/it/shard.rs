@@ -958,6 +958,64 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
         assert_eq!(worker.transaction(0, *id)["raw_status"], "succeeded");
     }
 
+    // The portal reads and sets the merchant's balance where it lives: in the object.
+    let merchant: i64 = worker
+        .object_database(institution)
+        .unwrap()
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [ids[0].0],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let portal = worker.portal_login(0);
+    let token = s.usdc.to_ascii_lowercase();
+    let balances = worker.portal(
+        Method::GET,
+        &format!("/portal/api/merchants/{merchant}/balances"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(balances.status, 200, "{}", balances.text);
+    let usdc = balances.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["token"] == json!(token))
+        .cloned()
+        .unwrap_or_else(|| panic!("the USDC balance: {}", balances.text));
+    assert_eq!(usdc["base_units"]["balance"], "50000000", "{usdc}");
+    let limit = worker.portal(
+        Method::PUT,
+        &format!("/portal/api/merchants/{merchant}/balances/polygon/{token}/debt-limit"),
+        Some(&portal),
+        Some(&json!({"debt_limit": "5"})),
+    );
+    assert_eq!(limit.status, 200, "{}", limit.text);
+    let stored: String = worker
+        .object_database(institution)
+        .unwrap()
+        .query_row(
+            "SELECT debt_limit FROM ledger_accounts WHERE id = ?1",
+            [format!("polygon:{token}:merchant:{merchant}")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, "5000000", "the limit on the object's account");
+    // A top-up address is not given to a held merchant yet: refused by name.
+    let topup = worker.portal(
+        Method::POST,
+        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(topup.status, 409, "{}", topup.text);
+    assert!(
+        topup.text.contains("held in its own store"),
+        "{}",
+        topup.text
+    );
+
     // The node refuses the treasury's next nonce: the object has asked, nothing is signed.
     node.set("eth_getTransactionCount pending", Fault::Refuse, 100);
     worker.cron();
@@ -1086,8 +1144,18 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
             browser.goto(&format!("{}/portal/payments/{}", worker.base_url, ids[0].0));
             let shown = browser.wait_text("#settlement-transactions");
             assert!(
-                shown.to_ascii_lowercase().contains(&hash.to_ascii_lowercase()),
+                shown
+                    .to_ascii_lowercase()
+                    .contains(&hash.to_ascii_lowercase()),
                 "the settlement's transaction on the page: {shown}"
+            );
+            // No refund form the server would refuse: the page says why instead.
+            assert!(browser
+                .wait_text("#refunds-held")
+                .contains("held in its own store"));
+            assert_eq!(
+                browser.eval("return document.querySelector('form.refund') === null;"),
+                json!(true)
             );
             super::balances::photograph(
                 &browser,

@@ -72,7 +72,8 @@ pub async fn set_debt_limit(
     )
     .of_institution(portal.institution_id());
     let statement = ledger::set_limit(&account, limit, portal.now).or_internal("set debt limit")?;
-    crate::db::batch(portal.db(), vec![statement])
+    // The merchant's account lives where its institution's money does.
+    crate::db::batch(portal.money(), vec![statement])
         .await
         .or_internal("set debt limit")?;
     let amount = |units: u128| {

@@ -160,7 +160,7 @@ fn empty(asset: &Asset) -> Balance {
 
 /// The merchant's accounts (after checking the merchant is the institution's).
 async fn accounts(portal: &Portal<'_>, merchant_id: i64) -> Result<Vec<AccountView>, ApiError> {
-    ledger::of_merchant(portal.db(), portal.institution_id(), merchant_id)
+    ledger::of_merchant(portal.money(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read balances")
 }
@@ -313,13 +313,13 @@ pub async fn refund_effect(
     (transaction_id, part): (i64, i64),
     units: &str,
 ) -> Result<Option<RefundEffect>, ApiError> {
-    let Some(payment) = transactions::get(portal.db(), portal.institution_id(), transaction_id)
+    let Some(payment) = transactions::get(portal.money(), portal.institution_id(), transaction_id)
         .await
         .or_internal("read payment")?
     else {
         return Ok(None);
     };
-    let Some(quote) = refunds::quotes_of(portal.db(), portal.institution_id(), transaction_id)
+    let Some(quote) = refunds::quotes_of(portal.money(), portal.institution_id(), transaction_id)
         .await
         .or_internal("read the payment's parts")?
         .into_iter()

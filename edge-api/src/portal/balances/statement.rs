@@ -172,11 +172,16 @@ pub async fn statement(
         ));
     };
     let id = account_id(&asset, merchant_id);
-    let rows = ledger::statement_page(portal.db(), &id, q.starting_after, i64::from(q.limit) + 1)
-        .await
-        .or_internal("read statement")?;
+    let rows = ledger::statement_page(
+        portal.money(),
+        &id,
+        q.starting_after,
+        i64::from(q.limit) + 1,
+    )
+    .await
+    .or_internal("read statement")?;
     let top = match rows.first() {
-        Some(newest) => ledger::balance_after(portal.db(), &id, newest.seq)
+        Some(newest) => ledger::balance_after(portal.money(), &id, newest.seq)
             .await
             .or_internal("read running balance")?,
         None => None,

@@ -252,7 +252,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                 .map(|r| (r.amount, r.state)),
         )
     });
-    let may_refund = portal.session.role == PortalRole::Admin
+    let refundable_now = portal.session.role == PortalRole::Admin
         && !deposits.is_empty()
         && matches!(
             t.raw_status,
@@ -262,7 +262,12 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         // A payment made in several ways to pay is refunded part by part once every part is
         // settled.
         && (parts.len() < 2 || t.raw_status != RawStatus::Succeeded);
+    // An institution held in its own store: its refunds and returns are not sent on chain yet,
+    // and the page says so instead of offering a form the server refuses.
+    let may_refund = refundable_now && !portal.is_held();
+    let refunds_wait = refundable_now && portal.is_held();
     let is_admin = portal.session.role == PortalRole::Admin;
+    let may_return = is_admin && !portal.is_held();
     // One key for the page's return forms: a second submit of the same form is the same return.
     let return_key = crate::crypto::random_token("rtk_").or_internal("draw a return key")?;
     let merchant = search::merchant_names(portal, [t.merchant_id])
@@ -380,13 +385,13 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         h2 { "Received after the credit" }
                         p.muted { "This money reached the payment's addresses after the payment was credited. It is not part of the payment and is owed to nobody: send it back to the customer." }
                         table #uncredited-list {
-                            thead { tr { th scope="col" { "Address" } th scope="col" { "Left there" } @if is_admin { th scope="col" { "Return it to" } } } }
+                            thead { tr { th scope="col" { "Address" } th scope="col" { "Left there" } @if may_return { th scope="col" { "Return it to" } } } }
                             tbody {
                                 @for (k, u) in uncredited.iter().enumerate() {
                                     tr {
                                         td data-label="Address" { code { (u.address) } br; small { (u.asset) " · " (u.network) } }
                                         td data-label="Left there" { strong { (u.amount) " " (u.asset) } br; small { (u.base_units) " base units" } }
-                                        @if is_admin {
+                                        @if may_return {
                                             td data-label="Return it to" {
                                                 form.return method="post" action=(format!("/portal/payments/{}/return", t.id)) {
                                                     (csrf_field(portal))
@@ -439,9 +444,12 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         }
                     }
                 }
-                @if may_refund || !refunds.is_empty() {
+                @if may_refund || refunds_wait || !refunds.is_empty() {
                     section #refunds {
                         h2 { "Refunds" }
+                        @if refunds_wait {
+                            p.muted #refunds-held { "Refunds and returns are not sent on chain yet for this institution: its money is held in its own store. They will be once the treasury reaches it." }
+                        }
                         @if !refunds.is_empty() {
                             table #refund-list {
                                 thead { tr { th { "Amount" } th { "Sent" } th { "To" } th { "State" } } }
