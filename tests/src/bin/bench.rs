@@ -1162,7 +1162,7 @@ impl CostPass {
         for (name, bytes) in self.growth.iter().take(12) {
             println!("  {name:<52} {bytes:>9.0}");
         }
-        println!("  {:<52} {:>9.0}", "all", self.bytes_per_payment);
+        println!("  {:<52} {:>9.0}", "all", self.bytes_per_payment.max(0.0));
         let (by_queries, by_time, ceiling) = self.ceiling();
         let days = |rate: f64| 10e9 / self.bytes_per_payment.max(1.0) / rate / 86_400.0;
         println!(
@@ -1171,6 +1171,10 @@ impl CostPass {
              ceiling {ceiling:.0} payments/s",
             payment.statements, payment.duration_ms
         );
+        if self.bytes_per_payment < 1.0 {
+            println!("D1 grew by no page per payment (what it writes updates rows it had)");
+            return;
+        }
         println!(
             "{:.0} payments per GB ({:.0} bytes each); 10 GB in {:.1} days at 10/s, {:.2} days \
              at 100/s, {:.3} days at 1,000/s (nothing pruned)",

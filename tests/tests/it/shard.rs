@@ -921,42 +921,17 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     use rust_decimal::Decimal;
     use std::str::FromStr;
 
-    let s = super::settlement::start_faulty_with(
-        json!({}),
-        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
-    );
+    let (s, institution) = held_settling();
     let (worker, anvil) = (&s.worker, &s.anvil);
     let node = s.node.as_ref().unwrap();
-    let institution = institution_id(worker, 0);
-    hold(worker, institution);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
     let wallet = super::settlement::wallet();
     let before = anvil.balance_of(&s.usdc, wallet);
     // Two payments of one merchant: one batch.
-    let mut ids = Vec::new();
-    for (amount, reference) in [("30.00", "HELD-SETTLE-1"), ("20.00", "HELD-SETTLE-2")] {
-        let session = worker.checkout_session(&json!({
-            "publicKey": key, "amount": amount, "currency": "USD", "title": "Held settle",
-            "externalReference": reference, "redirectUrl": "https://shop.example/done",
-            "allowCrypto": true
-        }));
-        let id = session["transaction_id"].as_i64().unwrap();
-        let session = session["id"].as_str().unwrap().to_owned();
-        let (address, units) = held_deposit(worker, institution, &session);
-        anvil.transfer(&s.usdc, &s.customer, &address, units);
-        ids.push((id, session));
-    }
-    anvil.mine(3);
-    for (id, session) in &ids {
-        eventually("the credit", Duration::from_secs(30), || {
-            let reply = worker.send(
-                worker.request(Method::GET, &format!("/checkout/{session}/status")),
-                None,
-            );
-            (reply.json()["status"] == "succeeded").then_some(())
-        });
-        assert_eq!(worker.transaction(0, *id)["raw_status"], "succeeded");
-    }
+    let ids = held_paid(
+        &s,
+        institution,
+        &[("30.00", "HELD-SETTLE-1"), ("20.00", "HELD-SETTLE-2")],
+    );
 
     // The portal reads and sets the merchant's balance where it lives: in the object.
     let merchant: i64 = worker
@@ -1187,4 +1162,177 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     );
     assert_eq!(ours, (0, net_units), "the object paid out through its link");
     assert_eq!(theirs, (net_units, 0), "the treasury's link mirrors it");
+}
+
+/// A production worker with a funded treasury behind a [`FaultyNode`], the operator's API, and
+/// its first demo institution held in its object: the setup and the institution's id.
+///
+/// [`FaultyNode`]: payrail_tests::faults::FaultyNode
+fn held_settling() -> (super::settlement::Setup, i64) {
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    );
+    let institution = institution_id(&s.worker, 0);
+    hold(&s.worker, institution);
+    (s, institution)
+}
+
+/// Checkouts of the held institution's first merchant, of each `(amount USD, reference)`,
+/// paid exactly on chain and credited: each one's transaction and session ids.
+fn held_paid(
+    s: &super::settlement::Setup,
+    institution: i64,
+    orders: &[(&str, &str)],
+) -> Vec<(i64, String)> {
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let mut ids = Vec::new();
+    for (amount, reference) in orders {
+        let session = worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Held settle",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        let id = session["transaction_id"].as_i64().unwrap();
+        let session = session["id"].as_str().unwrap().to_owned();
+        let (address, units) = held_deposit(worker, institution, &session);
+        anvil.transfer(&s.usdc, &s.customer, &address, units);
+        ids.push((id, session));
+    }
+    anvil.mine(3);
+    for (id, session) in &ids {
+        eventually("the credit", Duration::from_secs(30), || {
+            let reply = worker.send(
+                worker.request(Method::GET, &format!("/checkout/{session}/status")),
+                None,
+            );
+            (reply.json()["status"] == "succeeded").then_some(())
+        });
+        assert_eq!(worker.transaction(0, *id)["raw_status"], "succeeded");
+    }
+    ids
+}
+
+/// The treasury's transactions of the settlement that pays held payment `id`, oldest first:
+/// (hash, state).
+fn held_sends(s: &super::settlement::Setup, institution: i64, id: i64) -> Vec<(String, String)> {
+    let settlement: Option<String> = s
+        .worker
+        .object_database(institution)
+        .unwrap()
+        .query_row(
+            "SELECT o.settlement_id FROM settlement_items i JOIN object_sends o \
+             ON o.id = i.send_id WHERE i.transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .ok();
+    let Some(settlement) = settlement else {
+        return Vec::new();
+    };
+    let d1 = s.worker.database();
+    let mut statement = d1
+        .prepare(
+            "SELECT tx_hash, state FROM chain_sends WHERE settlement_id = ?1 \
+             ORDER BY created_at, sent_block",
+        )
+        .unwrap();
+    statement
+        .query_map([&settlement], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A held settlement's transaction stuck below the market is replaced by the treasury as its
+/// own: the replacement pays the same (the payment was charged what the first was priced at;
+/// the treasury bears the rest of the gas), one of them is mined, the object reads it back and
+/// the payment is `paid` once, and both stores' books balance, the links mirroring.
+#[test]
+fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let wallet = super::settlement::wallet();
+    let before = anvil.balance_of(&s.usdc, wallet);
+    let id = held_paid(&s, institution, &[("20.00", "HELD-STUCK")])[0].0;
+    // Blocks are mined only when asked from now on; then the base fee rises to 5 gwei, above
+    // what the first transaction was signed at.
+    anvil.rpc("evm_setAutomine", json!([false]));
+    let first = eventually("a first transaction", Duration::from_secs(30), || {
+        worker.cron();
+        held_sends(&s, institution, id)
+            .first()
+            .map(|(hash, _)| hash.clone())
+    });
+    let replaced = eventually("a replacement", Duration::from_secs(60), || {
+        anvil.rpc("anvil_setNextBlockBaseFeePerGas", json!(["0x12a05f200"]));
+        anvil.mine(2);
+        worker.cron();
+        let sends = held_sends(&s, institution, id);
+        (sends.len() >= 2).then_some(sends)
+    });
+    assert_eq!(replaced[0], (first.clone(), "replaced".to_owned()));
+    eventually("the payment paid", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    let t = worker.transaction(0, id);
+    let hash = t["tx_hashes"]["settlement"].as_str().unwrap().to_owned();
+    assert_ne!(hash, first, "the replacement was mined");
+    let sends = held_sends(&s, institution, id);
+    assert_eq!(
+        sends
+            .iter()
+            .filter(|(_, state)| state == "confirmed")
+            .count(),
+        1,
+        "{sends:?}"
+    );
+    // Charged what the first was priced at, and paid exactly the net it was asked to.
+    let object = worker.object_database(institution).unwrap();
+    let (units, gas_fee, recorded): (String, String, String) = object
+        .query_row(
+            "SELECT i.units, i.gas_fee, o.tx_hash FROM settlement_items i \
+             JOIN object_sends o ON o.id = i.send_id WHERE i.transaction_id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(recorded, hash, "the object recorded the transaction mined");
+    assert_eq!(t["amount"]["gas_fee"], json!(gas_fee));
+    let units: u128 = units.parse().unwrap();
+    assert_eq!(anvil.balance_of(&s.usdc, wallet) - before, units);
+    let paid: i64 = object
+        .query_row(
+            "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(paid, 1);
+    anvil.rpc("evm_setAutomine", json!([true]));
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+    let token = s.usdc.to_ascii_lowercase();
+    let link = |db: &rusqlite::Connection, id: String| -> (String, String) {
+        db.query_row(
+            "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+            [&id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        link(&object, format!("polygon:{token}:world:treasury")),
+        ("0".to_owned(), units.to_string())
+    );
+    assert_eq!(
+        link(
+            &worker.database(),
+            format!("polygon:{token}:world:institution:{institution}")
+        ),
+        (units.to_string(), "0".to_owned()),
+        "the treasury's half posted once, whichever transaction was mined"
+    );
 }
