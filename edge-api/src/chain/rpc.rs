@@ -229,6 +229,11 @@ pub fn answer(bytes: &[u8]) -> Result<Value, RpcError> {
         .ok_or(RpcError::Malformed("has no result"))
 }
 
+/// The node's newest block number (`eth_blockNumber`).
+pub async fn head(node: &Node) -> Result<u64, RpcError> {
+    quantity(&call(node, "eth_blockNumber", serde_json::json!([])).await?)
+}
+
 /// A JSON-RPC quantity (`"0x1a"`) as a number. Pure.
 pub fn quantity(value: &Value) -> Result<u64, RpcError> {
     value

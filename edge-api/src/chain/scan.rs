@@ -84,7 +84,7 @@ pub struct Fresh {
 pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainResult<Scan> {
     let node = &network.node;
     super::check_chain(target.network, network).await?;
-    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    let head = rpc::head(node).await?;
     super::heads::fresh(ctx, target.network, network, head).await?;
     let scanned_to = u64::try_from(target.scanned_to).unwrap_or(0);
     if head <= scanned_to {

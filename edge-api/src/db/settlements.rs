@@ -370,15 +370,26 @@ pub fn confirm(
              WHERE settlement_id = ?1 AND state = 'confirmed')",
             &[settlement_id.into(), now.into(), institution_id.into()],
         )?,
-        stmt(
-            "DELETE FROM settlement_holds WHERE institution_id = ?2 \
-             AND transaction_id IN (SELECT transaction_id \
-             FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
-             AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) \
-             = 'confirmed'",
-            &[settlement_id.into(), institution_id.into()],
-        )?,
+        holds_cleared(Scoped::new(institution_id, settlement_id))?,
     ])
+}
+
+/// The statement clearing the holds of the settlement's payments once it is confirmed (a
+/// reason they waited).
+fn holds_cleared(
+    Scoped {
+        institution: institution_id,
+        id: settlement_id,
+    }: Scoped<&str>,
+) -> DbResult<Stmt> {
+    stmt(
+        "DELETE FROM settlement_holds WHERE institution_id = ?2 \
+         AND transaction_id IN (SELECT transaction_id \
+         FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
+         AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) \
+         = 'confirmed'",
+        &[settlement_id.into(), institution_id.into()],
+    )
 }
 
 /// [`confirm`] in the object that holds the settlement: once its request is recorded
@@ -398,14 +409,7 @@ pub fn confirm_held(
              WHERE settlement_id = ?1 AND state = 'confirmed')",
             &[settlement_id.into(), now.into(), institution_id.into()],
         )?,
-        stmt(
-            "DELETE FROM settlement_holds WHERE institution_id = ?2 \
-             AND transaction_id IN (SELECT transaction_id \
-             FROM settlement_claims WHERE settlement_id = ?1 AND institution_id = ?2) \
-             AND (SELECT state FROM settlements WHERE id = ?1 AND institution_id = ?2) \
-             = 'confirmed'",
-            &[settlement_id.into(), institution_id.into()],
-        )?,
+        holds_cleared(Scoped::new(institution_id, settlement_id))?,
     ])
 }
 
@@ -454,26 +458,33 @@ pub struct ToFinish {
     pub gas_fee: String,
 }
 
+/// What [`to_finish`] asks of the items of confirmed settlements, wherever their transactions
+/// are recorded: their payments still held in custody, every part of each in a confirmed
+/// settlement.
+const TO_FINISH: &str = "JOIN transactions t ON t.id = i.transaction_id \
+     AND t.institution_id = s.institution_id AND t.raw_status = 'succeeded' \
+     WHERE s.state = 'confirmed' \
+     AND NOT EXISTS (SELECT 1 FROM payment_parts p \
+         WHERE p.transaction_id = t.id AND p.institution_id = t.institution_id \
+         AND NOT EXISTS (SELECT 1 FROM settlement_claims k JOIN settlements d \
+             ON d.id = k.settlement_id AND d.institution_id = k.institution_id \
+             WHERE k.transaction_id = p.transaction_id AND k.part = p.part \
+             AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
+     ORDER BY i.transaction_id, i.part LIMIT ?1";
+
 /// The parts of payments still held in custody whose every part's settlement is confirmed on
 /// chain, ordered by payment and part (a payment's parts come together; a payment cut by the
 /// limit is the last).
 pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
-        "SELECT i.transaction_id, i.institution_id, c.tx_hash, i.psp_fee, i.gas_fee \
-         FROM settlements s \
-         JOIN chain_sends c ON c.settlement_id = s.id AND c.state = 'confirmed' \
-         JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
-         JOIN transactions t ON t.id = i.transaction_id AND t.institution_id = s.institution_id \
-         AND t.raw_status = 'succeeded' \
-         WHERE s.state = 'confirmed' \
-         AND NOT EXISTS (SELECT 1 FROM payment_parts p \
-             WHERE p.transaction_id = t.id AND p.institution_id = t.institution_id \
-             AND NOT EXISTS (SELECT 1 FROM settlement_claims k JOIN settlements d \
-                 ON d.id = k.settlement_id AND d.institution_id = k.institution_id \
-                 WHERE k.transaction_id = p.transaction_id AND k.part = p.part \
-                 AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
-         ORDER BY i.transaction_id, i.part LIMIT ?1",
+        &format!(
+            "SELECT i.transaction_id, i.institution_id, c.tx_hash, i.psp_fee, i.gas_fee \
+             FROM settlements s \
+             JOIN chain_sends c ON c.settlement_id = s.id AND c.state = 'confirmed' \
+             JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
+             {TO_FINISH}"
+        ),
         &[limit.into()],
     )
     .await
@@ -484,20 +495,13 @@ pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
 pub async fn to_finish_held(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
-        "SELECT i.transaction_id, i.institution_id, o.tx_hash, i.psp_fee, i.gas_fee \
-         FROM settlements s \
-         JOIN object_sends o ON o.settlement_id = s.id AND o.state = 'confirmed' \
-         JOIN settlement_items i ON i.send_id = o.id AND i.institution_id = s.institution_id \
-         JOIN transactions t ON t.id = i.transaction_id AND t.institution_id = s.institution_id \
-         AND t.raw_status = 'succeeded' \
-         WHERE s.state = 'confirmed' \
-         AND NOT EXISTS (SELECT 1 FROM payment_parts p \
-             WHERE p.transaction_id = t.id AND p.institution_id = t.institution_id \
-             AND NOT EXISTS (SELECT 1 FROM settlement_claims k JOIN settlements d \
-                 ON d.id = k.settlement_id AND d.institution_id = k.institution_id \
-                 WHERE k.transaction_id = p.transaction_id AND k.part = p.part \
-                 AND k.institution_id = p.institution_id AND d.state = 'confirmed')) \
-         ORDER BY i.transaction_id, i.part LIMIT ?1",
+        &format!(
+            "SELECT i.transaction_id, i.institution_id, o.tx_hash, i.psp_fee, i.gas_fee \
+             FROM settlements s \
+             JOIN object_sends o ON o.settlement_id = s.id AND o.state = 'confirmed' \
+             JOIN settlement_items i ON i.send_id = o.id AND i.institution_id = s.institution_id \
+             {TO_FINISH}"
+        ),
         &[limit.into()],
     )
     .await

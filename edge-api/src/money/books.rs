@@ -228,12 +228,7 @@ async fn reconcile(
     crate::chain::check_chain(name, network).await?;
     let node = &network.node;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
-    let head = rpc::quantity(
-        &rpc::call(node, "eth_blockNumber", json!([]))
-            .await
-            .map_err(|e| at_node(e.into()))?,
-    )
-    .map_err(|e| at_node(e.into()))?;
+    let head = rpc::head(node).await.map_err(|e| at_node(e.into()))?;
     let Some(block) = confirmed_block(head, network.confirmations) else {
         return Ok(Vec::new()); // a chain younger than its depth holds nothing final
     };

@@ -322,16 +322,7 @@ pub async fn reserve_settlement(
     let accounts = settlement_accounts(asset, Scoped::new(institution_id, merchant_id));
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
     let merchant = accounts[0].id();
-    let available = book.available(&merchant);
-    let payout = postings::payout(available, parts);
-    if payout == 0 {
-        return Err(ChainError::rule(format!(
-            "the merchant's balance of {} on {} is owed to refunds already paid; these payments \
-             pay that debt first and settle once its balance covers more",
-            words(available, asset),
-            asset.network
-        )));
-    }
+    let payout = payout_of(book.available(&merchant), parts, asset)?;
     let mut transfers = postings::settlement(
         &asset.ledger(),
         Scoped::new(institution_id, merchant_id),
@@ -345,14 +336,8 @@ pub async fn reserve_settlement(
         send_id,
         gas_wei,
     ));
-    book.post_all(&transfers).map_err(|r| {
-        let on = if transfers_of(&r, Code::Gas) {
-            coin(asset.network)
-        } else {
-            asset.clone()
-        };
-        ChainError::rule(refusal_words(&r, &on))
-    })?;
+    book.post_all(&transfers)
+        .map_err(|r| settlement_refusal(&r, asset))?;
     Ok(Reserved { book, payout })
 }
 
@@ -436,16 +421,7 @@ pub async fn reserve_held_settlement(
 ) -> ChainResult<HeldReserved> {
     let accounts = held_accounts(asset, owners);
     let mut institution = Book::load(object, &accounts, &[], &[]).await?;
-    let available = institution.available(&accounts[0].id());
-    let payout = postings::payout(available, parts);
-    if payout == 0 {
-        return Err(ChainError::rule(format!(
-            "the merchant's balance of {} on {} is owed to refunds already paid; these payments \
-             pay that debt first and settle once its balance covers more",
-            words(available, asset),
-            asset.network
-        )));
-    }
+    let payout = payout_of(institution.available(&accounts[0].id()), parts, asset)?;
     let transfers = postings::settlement(&asset.ledger(), owners, send_id, parts, payout, false);
     institution
         .post_all(&halves(
@@ -545,6 +521,20 @@ async fn end_held_send(
             .map_err(|r| ChainError::rule(r.to_string()))?;
     }
     Ok(book.statements(when, ctx.now())?)
+}
+
+/// What a settlement of `parts` pays out when the merchant has `available`: `Err` with words
+/// when its debt takes all of it.
+fn payout_of(available: i128, parts: &[PaymentShare], asset: &Asset<'_>) -> ChainResult<u128> {
+    match postings::payout(available, parts) {
+        0 => Err(ChainError::rule(format!(
+            "the merchant's balance of {} on {} is owed to refunds already paid; these payments \
+             pay that debt first and settle once its balance covers more",
+            words(available, asset),
+            asset.network
+        ))),
+        payout => Ok(payout),
+    }
 }
 
 /// Whether the refusal is about the coin's ledger (gas) rather than the asset's.

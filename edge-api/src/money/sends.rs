@@ -311,7 +311,7 @@ async fn follow_one(
 ) -> ChainResult<Option<String>> {
     let node = &network.node;
     let now = ctx.now();
-    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    let head = rpc::head(node).await?;
     // A node whose head stands still says nothing final: no receipt is acted on, no nonce
     // taken for used, nothing broadcast again or replaced, until it moves.
     crate::chain::heads::fresh(ctx, &send.network, network, head).await?;

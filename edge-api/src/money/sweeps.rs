@@ -87,7 +87,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
 /// posted) once its receipt is.
 async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> {
     let node = &network.node;
-    let head = rpc::quantity(&rpc::call(node, "eth_blockNumber", json!([])).await?)?;
+    let head = rpc::head(node).await?;
     // A node whose head stands still is not asked to decide anything.
     crate::chain::heads::fresh(ctx, &sweep.network, network, head).await?;
     let receipt = rpc::call(node, "eth_getTransactionReceipt", json!([sweep.tx_hash])).await?;

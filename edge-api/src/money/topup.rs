@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use payrail_evm::Token;
-use serde_json::json;
 use shared_types::ids::Scoped;
 use shared_types::ErrorCode;
 
@@ -127,9 +126,7 @@ pub async fn create(
     }
     let head = async {
         crate::chain::check_chain(name, network).await?;
-        ChainResult::Ok(rpc::quantity(
-            &rpc::call(&network.node, "eth_blockNumber", json!([])).await?,
-        )?)
+        ChainResult::Ok(rpc::head(&network.node).await?)
     }
     .await
     .map_err(|e| {

@@ -114,8 +114,7 @@ pub async fn status_of(
     for (name, network) in networks {
         let node = async {
             let chain = rpc::quantity(&rpc::call(&network.node, "eth_chainId", json!([])).await?)?;
-            let head =
-                rpc::quantity(&rpc::call(&network.node, "eth_blockNumber", json!([])).await?)?;
+            let head = rpc::head(&network.node).await?;
             Ok::<_, RpcError>((chain, head))
         };
         let (status, node_chain_id, head_block, error) = match node.await {

@@ -827,14 +827,11 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
 
     // In the object: one event, and the books of the deposit and the merchant.
     let object = worker.object_database(institution).unwrap();
-    let events: i64 = object
-        .query_row(
-            "SELECT count(*) FROM events WHERE transaction_id = ?1",
-            [id],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(events, 1, "one payment.succeeded");
+    assert_eq!(
+        events_of(&object, id, "payment.succeeded"),
+        1,
+        "one payment.succeeded"
+    );
     let token = usdc.to_ascii_lowercase();
     let posted = |account: String| -> (String, String) {
         object
@@ -1073,14 +1070,7 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
             d(&t["amount"]["gross"]) - d(&t["amount"]["psp_fee"]) - d(&t["amount"]["gas_fee"]),
             "{t}"
         );
-        let paid: i64 = db
-            .query_row(
-                "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
-                [id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(paid, 1, "payment.paid once");
+        assert_eq!(events_of(&db, *id, "payment.paid"), 1, "payment.paid once");
     }
     let (state, hash): (String, String) = db
         .query_row(
@@ -1304,14 +1294,7 @@ fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
     assert_eq!(t["amount"]["gas_fee"], json!(gas_fee));
     let units: u128 = units.parse().unwrap();
     assert_eq!(anvil.balance_of(&s.usdc, wallet) - before, units);
-    let paid: i64 = object
-        .query_row(
-            "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
-            [id],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(paid, 1);
+    assert_eq!(events_of(&object, id, "payment.paid"), 1);
     anvil.rpc("evm_setAutomine", json!([true]));
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
     let token = s.usdc.to_ascii_lowercase();
@@ -1335,4 +1318,14 @@ fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
         (units.to_string(), "0".to_owned()),
         "the treasury's half posted once, whichever transaction was mined"
     );
+}
+
+/// How many events of `kind` payment `id` has in the store `db`.
+fn events_of(db: &rusqlite::Connection, id: i64, kind: &str) -> i64 {
+    db.query_row(
+        "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = ?2",
+        rusqlite::params![id, kind],
+        |r| r.get(0),
+    )
+    .unwrap()
 }

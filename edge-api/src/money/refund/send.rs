@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use payrail_evm::Token;
-use serde_json::json;
 use shared_types::ids::Scoped;
 use shared_types::lifecycle::Action;
 use shared_types::SendState;
@@ -93,12 +92,7 @@ async fn send(
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let units = u128::from_str(&refund.units)
         .map_err(|_| ChainError::answer("stored units are not a number"))?;
-    let head = rpc::quantity(
-        &rpc::call(node, "eth_blockNumber", json!([]))
-            .await
-            .map_err(|e| at_node(e.into()))?,
-    )
-    .map_err(|e| at_node(e.into()))?;
+    let head = rpc::head(node).await.map_err(|e| at_node(e.into()))?;
     let price = treasury::gas_price(node).await.map_err(at_node)?;
     let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;
     let token = refund.token;

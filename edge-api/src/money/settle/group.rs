@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 
 use payrail_evm::Token;
-use serde_json::json;
 use shared_types::ids::InstitutionId;
 
 use super::plan;
@@ -197,12 +196,7 @@ pub(super) async fn price_group<'a>(
         }
     }
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
-    let head = rpc::quantity(
-        &rpc::call(node, "eth_blockNumber", json!([]))
-            .await
-            .map_err(|e| at_node(e.into()))?,
-    )
-    .map_err(|e| at_node(e.into()))?;
+    let head = rpc::head(node).await.map_err(|e| at_node(e.into()))?;
     let price = gas_price(node).await.map_err(at_node)?;
     // On an OP Stack chain each transaction also pays an L1 data fee, shared like the gas.
     let l1_fee = treasury::l1_fee_bound(network).await.map_err(at_node)?;

@@ -24,7 +24,6 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use payrail_evm::{Address, Token};
-use serde_json::json;
 use shared_types::ids::Scoped;
 use shared_types::SendState;
 
@@ -307,12 +306,9 @@ async fn send(
     let (price, l1_fee) = (number(&request.gas_price)?, number(&request.l1_fee)?);
     crate::chain::check_chain(name, network).await?;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
-    let head = rpc::quantity(
-        &rpc::call(&network.node, "eth_blockNumber", json!([]))
-            .await
-            .map_err(|e| at_node(e.into()))?,
-    )
-    .map_err(|e| at_node(e.into()))?;
+    let head = rpc::head(&network.node)
+        .await
+        .map_err(|e| at_node(e.into()))?;
     let gas_wei = treasury::most_fee(request.gas_limit, price, l1_fee)
         .ok_or_else(|| ChainError::answer("the request's fees are out of range"))?;
     let asset = Asset {
