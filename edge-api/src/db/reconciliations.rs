@@ -124,6 +124,75 @@ pub async fn custody(
     .await
 }
 
+/// [`custody`] in the object of institution `institution`: its deposits' custody accounts
+/// that hold something and its open watches, at most `limit`, in address order (the caller
+/// orders them with D1's by when each was last compared, [`last_compared`]). Held deposits are
+/// neither swept nor top-up addresses, so nothing else leaves one out.
+pub async fn held_custody(
+    db: &Db,
+    institution: i64,
+    (network, token): (&str, &str),
+    now: i64,
+    limit: i64,
+) -> DbResult<Vec<Custody>> {
+    all(
+        db,
+        "WITH candidates AS ( \
+           SELECT owner AS address FROM ledger_accounts \
+            WHERE kind = 'custody' AND network = ?1 AND token = ?2 \
+              AND (debits_posted <> credits_posted OR debits_pending <> '0' \
+                   OR credits_pending <> '0') \
+           UNION SELECT address FROM deposit_watches \
+            WHERE watch_until > ?3 AND network = ?1 AND token = ?2 AND institution_id = ?4) \
+         SELECT c.address, \
+           COALESCE(a.debits_posted, '0') AS debits_posted, \
+           COALESCE(a.credits_posted, '0') AS credits_posted, \
+           (SELECT w.scanned_to FROM deposit_watches w WHERE w.address = c.address \
+             AND w.network = ?1 AND w.token = ?2 AND w.watch_until > ?3 \
+             AND w.institution_id = ?4) AS watched_to, \
+           0 AS reconciled_at \
+         FROM candidates c \
+         LEFT JOIN ledger_accounts a ON a.id = ?1 || ':' || ?2 || ':custody:' || c.address \
+         ORDER BY c.address LIMIT ?5",
+        &[
+            network.into(),
+            token.into(),
+            now.into(),
+            institution.into(),
+            limit.into(),
+        ],
+    )
+    .await
+}
+
+/// When each of `addresses` of a ledger was last compared (Unix seconds), as D1 keeps it.
+pub async fn last_compared(
+    db: &Db,
+    (network, token): (&str, &str),
+    addresses: &[&str],
+) -> DbResult<Vec<(String, i64)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        address: String,
+        checked_at: i64,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT address, checked_at FROM reconciled_addresses \
+         WHERE network = ?1 AND token = ?2 AND address IN (SELECT value FROM json_each(?3))",
+        &[
+            network.into(),
+            token.into(),
+            serde_json::to_string(addresses).unwrap_or_default().into(),
+        ],
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.address, r.checked_at))
+        .collect())
+}
+
 /// What a reconciliation compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

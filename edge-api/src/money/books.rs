@@ -35,8 +35,8 @@ use crate::chain::{evm, native};
 use crate::ctx::Ctx;
 use crate::db::ledger::{self, Account, Book, When};
 use crate::db::reconciliations::{self, NewReconciliation, Reading, Scope};
-use crate::db::Batch;
-use crate::error::ApiError;
+use crate::db::{moves, Batch, Db};
+use crate::error::{ApiError, OrInternal};
 
 /// The most node calls one network's funding step makes: the chain id, the head, the
 /// treasury's balance of each token and of the coin, and the gas address's coin.
@@ -166,6 +166,15 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         treasury: treasury.as_deref(),
         gas: gas.as_deref(),
     };
+    // The deposits of institutions held in their objects are compared with D1's, the objects
+    // taken in turn like the cron's other work there.
+    let held = moves::held(&ctx.db, moves::HELD_PER_RUN, ctx.now() / 60)
+        .await
+        .or_internal("list held institutions")?;
+    let mut objects = Vec::with_capacity(held.len());
+    for institution in held {
+        objects.push((institution.id, ctx.institution_object(institution.id)?));
+    }
     let count = networks.len();
     for (i, (name, network)) in networks.iter().enumerate() {
         if network.node.calls_left() < MOST_NETWORK_CALLS {
@@ -176,11 +185,58 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         }
         // Custody reads leave the networks after this one their funding step.
         let reserve = u32::try_from(count - i - 1).unwrap_or(u32::MAX) * MOST_NETWORK_CALLS;
-        match reconcile(ctx, (name, network), addresses, reserve).await {
+        match reconcile(ctx, (name, network), addresses, &objects, reserve).await {
             Ok(found) => tell(ctx, name, found).await,
             Err(e) => worker::console_warn!("reconciliation of {name} skipped this run: {e}"),
         }
     }
+    Ok(())
+}
+
+/// Most custody addresses read from one held object per ledger and run, before all are
+/// ordered by when each was last compared.
+const HELD_ADDRESSES_PER_OBJECT: i64 = 200;
+
+/// Adds the custody addresses of the held institutions' `objects` to D1's `list` of a ledger,
+/// and keeps the [`ADDRESSES_PER_LEDGER`] least recently compared of them all (D1 keeps when
+/// each was compared). An object that cannot be read is logged and left for the next run.
+async fn held_custody(
+    ctx: &Ctx,
+    objects: &[(i64, Db)],
+    ledger: (&str, &str),
+    list: &mut Vec<reconciliations::Custody>,
+) -> ChainResult<()> {
+    let mut more = Vec::new();
+    for (institution, object) in objects {
+        match reconciliations::held_custody(
+            object,
+            *institution,
+            ledger,
+            ctx.now(),
+            HELD_ADDRESSES_PER_OBJECT,
+        )
+        .await
+        {
+            Ok(found) => more.extend(found),
+            Err(e) => worker::console_warn!(
+                "reconciliation: institution {institution}'s deposits not read this run: {e}"
+            ),
+        }
+    }
+    if more.is_empty() {
+        return Ok(());
+    }
+    let addresses: Vec<&str> = more.iter().map(|c| c.address.as_str()).collect();
+    let last = reconciliations::last_compared(&ctx.db, ledger, &addresses).await?;
+    for c in &mut more {
+        c.reconciled_at = last
+            .iter()
+            .find(|(address, _)| *address == c.address)
+            .map_or(0, |(_, at)| *at);
+    }
+    list.extend(more);
+    list.sort_by(|a, b| (a.reconciled_at, &a.address).cmp(&(b.reconciled_at, &b.address)));
+    list.truncate(usize::try_from(ADDRESSES_PER_LEDGER).unwrap_or(usize::MAX));
     Ok(())
 }
 
@@ -221,6 +277,7 @@ async fn reconcile(
     ctx: &Ctx,
     (name, network): (&str, &Network),
     addresses: Addresses<'_>,
+    objects: &[(i64, Db)],
     reserve: u32,
 ) -> ChainResult<Vec<NewDrift>> {
     let treasury = addresses.treasury.unwrap_or("");
@@ -281,7 +338,7 @@ async fn reconcile(
         } else {
             ""
         };
-        let list = reconciliations::custody(
+        let mut list = reconciliations::custody(
             &ctx.db,
             (name, &asset.ledger.token),
             gas,
@@ -289,6 +346,7 @@ async fn reconcile(
             ADDRESSES_PER_LEDGER,
         )
         .await?;
+        held_custody(ctx, objects, (name, &asset.ledger.token), &mut list).await?;
         custody.push((asset, list));
     }
 

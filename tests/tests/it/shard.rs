@@ -876,6 +876,33 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
         in_d1, 0,
         "the payment and its books live in the object alone"
     );
+    // The cron's reconciliation compares the held deposit with the chain, from the object's
+    // books, and records it beside D1's.
+    let reconciled = eventually(
+        "the held deposit reconciled",
+        Duration::from_secs(30),
+        || {
+            worker.cron();
+            d1.query_row(
+                "SELECT chain_units, book_units, drift FROM reconciled_addresses \
+             WHERE network = 'polygon' AND token = ?1 AND address = ?2",
+                [&token, &address],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                },
+            )
+            .ok()
+        },
+    );
+    assert_eq!(
+        reconciled,
+        ("12500000".to_owned(), "12500000".to_owned(), "0".to_owned()),
+        "chain, books, drift"
+    );
 
     // Another, credited by the cron alone.
     let (second, second_id) = checkout("3.00", "HELD-CHAIN-2");
