@@ -256,26 +256,35 @@ pub async fn topups(
 // ---------------------------------------------------------------------------------------------
 // Settlements and refunds
 
-/// The accounts a settlement of `merchant_id` (of `institution_id`) in `asset` touches, with
-/// the coin's for its gas.
-fn settlement_accounts(
+/// The institution's accounts a settlement of `owners`' merchant in `asset` touches: the
+/// merchant (first), its institution's fees and the network fees.
+fn merchant_side(
     asset: &Asset<'_>,
     Scoped {
         institution: institution_id,
         id: merchant_id,
     }: Scoped<i64>,
 ) -> Vec<Account> {
-    let gas = coin(asset.network);
     vec![
         asset
             .account(Kind::Merchant, &merchant_id.to_string())
             .of_institution(institution_id),
         asset.account(Kind::Fees, &institution_id.to_string()),
         asset.account(Kind::NetworkFees, ""),
+    ]
+}
+
+/// The accounts a settlement of `owners`' merchant in `asset` touches, with the coin's for its
+/// gas.
+fn settlement_accounts(asset: &Asset<'_>, owners: Scoped<i64>) -> Vec<Account> {
+    let gas = coin(asset.network);
+    let mut accounts = merchant_side(asset, owners);
+    accounts.extend([
         asset.account(Kind::Treasury, ""),
         gas.account(Kind::Treasury, ""),
         gas.account(Kind::Gas, ""),
-    ]
+    ]);
+    accounts
 }
 
 /// Each payment's part of a settlement transaction, in base units, from its items.
@@ -352,21 +361,10 @@ pub struct HeldReserved {
 
 /// The institution's accounts a settlement of `owners`' merchant touches in its object: the
 /// merchant, the fees, the network fees and the link to the treasury's books.
-fn held_accounts(
-    asset: &Asset<'_>,
-    Scoped {
-        institution: institution_id,
-        id: merchant_id,
-    }: Scoped<i64>,
-) -> Vec<Account> {
-    vec![
-        asset
-            .account(Kind::Merchant, &merchant_id.to_string())
-            .of_institution(institution_id),
-        asset.account(Kind::Fees, &institution_id.to_string()),
-        asset.account(Kind::NetworkFees, ""),
-        asset.account(Kind::World, split::TREASURY_LINK),
-    ]
+fn held_accounts(asset: &Asset<'_>, owners: Scoped<i64>) -> Vec<Account> {
+    let mut accounts = merchant_side(asset, owners);
+    accounts.push(asset.account(Kind::World, split::TREASURY_LINK));
+    accounts
 }
 
 /// The treasury's accounts a settlement of a held institution touches: its link to the
