@@ -42,11 +42,15 @@ pub struct Request {
     pub l1_fee: String,
     /// Where the gas's rate came from.
     pub rate_source: String,
+    /// `requested` (not yet stored by the treasury) or `sent`.
+    pub state: String,
+    /// When its state last changed (Unix seconds).
+    pub updated_at: i64,
 }
 
 const COLUMNS: &str = "SELECT o.id, o.settlement_id, s.institution_id, s.merchant_id, o.network, \
      o.token, o.asset, o.decimals, o.wallet, o.units, o.netted, o.gas_limit, o.gas_price, \
-     o.l1_fee, o.rate_source \
+     o.l1_fee, o.rate_source, o.state, o.updated_at \
      FROM object_sends o JOIN settlements s ON s.id = o.settlement_id";
 
 /// A request to write.
@@ -79,6 +83,32 @@ pub struct NewRequest<'a> {
     pub rate_source: &'a str,
 }
 
+impl NewRequest<'_> {
+    /// The request as [`open`] reads it once written at `now`, for the settlement of
+    /// `merchant_id` of `institution_id`.
+    pub fn stored(&self, institution_id: InstitutionId, merchant_id: i64, now: i64) -> Request {
+        Request {
+            id: self.id.to_owned(),
+            settlement_id: self.settlement_id.to_owned(),
+            institution_id,
+            merchant_id,
+            network: self.network.to_owned(),
+            token: self.token.to_owned(),
+            asset: self.asset.to_owned(),
+            decimals: self.decimals,
+            wallet: self.wallet.to_owned(),
+            units: self.units.to_string(),
+            netted: self.netted.to_string(),
+            gas_limit: self.gas_limit,
+            gas_price: self.gas_price.to_string(),
+            l1_fee: self.l1_fee.to_string(),
+            rate_source: self.rate_source.to_owned(),
+            state: "requested".to_owned(),
+            updated_at: now,
+        }
+    }
+}
+
 /// The statement writing request `r`, `requested`.
 pub fn request(r: &NewRequest<'_>, now: i64) -> DbResult<Stmt> {
     stmt(
@@ -105,26 +135,13 @@ pub fn request(r: &NewRequest<'_>, now: i64) -> DbResult<Stmt> {
     )
 }
 
-/// `institution`'s requests still `requested` since before `before` (the treasury has not
-/// stored them, or its answer was lost), oldest first.
-pub async fn waiting(db: &Db, institution: i64, before: i64, limit: i64) -> DbResult<Vec<Request>> {
+/// `institution`'s open requests (`requested` or `sent`: no outcome recorded yet), oldest
+/// first.
+pub async fn open(db: &Db, institution: i64, limit: i64) -> DbResult<Vec<Request>> {
     all(
         db,
         &format!(
-            "{COLUMNS} WHERE s.institution_id = ?3 AND o.state = 'requested' \
-             AND o.updated_at <= ?1 ORDER BY o.created_at LIMIT ?2"
-        ),
-        &[before.into(), limit.into(), institution.into()],
-    )
-    .await
-}
-
-/// `institution`'s requests the treasury has stored and not yet reported final, oldest first.
-pub async fn out(db: &Db, institution: i64, limit: i64) -> DbResult<Vec<Request>> {
-    all(
-        db,
-        &format!(
-            "{COLUMNS} WHERE s.institution_id = ?2 AND o.state = 'sent' \
+            "{COLUMNS} WHERE s.institution_id = ?2 AND o.state IN ('requested', 'sent') \
              ORDER BY o.created_at LIMIT ?1"
         ),
         &[limit.into(), institution.into()],

@@ -51,18 +51,17 @@ const RESENDS_PER_RUN: i64 = 5;
 const RESEND_AFTER_SECONDS: i64 = 10;
 
 /// Step 3: what the treasury's books say of the object's open requests (of `institution`),
-/// recorded.
-pub(super) async fn read_back(ctx: &Ctx, object: &Db, institution: i64) -> Result<(), ApiError> {
-    let mut open = object_sends::out(object, institution, REQUESTS_PER_RUN)
+/// recorded; answers the requests the treasury has not stored, for [`resend`].
+pub(super) async fn read_back(
+    ctx: &Ctx,
+    object: &Db,
+    institution: i64,
+) -> Result<Vec<Request>, ApiError> {
+    let open = object_sends::open(object, institution, REQUESTS_PER_RUN)
         .await
         .or_internal("read requests out")?;
-    open.extend(
-        object_sends::waiting(object, institution, i64::MAX, REQUESTS_PER_RUN)
-            .await
-            .or_internal("read requests out")?,
-    );
     if open.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let ids: Vec<&str> = open.iter().map(|r| r.id.as_str()).collect();
     let stored = db_sends::stored(&ctx.db, &ids)
@@ -72,20 +71,30 @@ pub(super) async fn read_back(ctx: &Ctx, object: &Db, institution: i64) -> Resul
     let finals = db_sends::final_of(&ctx.db, &settlement_ids)
         .await
         .or_internal("read the treasury's transactions")?;
-    for request in &open {
+    let mut unsent = Vec::new();
+    for request in open {
         let outcome = match finals
             .iter()
             .find(|f| f.settlement_id == request.settlement_id)
         {
-            Some(done) => record(ctx, object, request, done).await,
-            None if stored.contains(&request.id) => mark_sent(object, &request.id, ctx.now()).await,
-            None => Ok(()),
+            Some(done) => record(ctx, object, &request, done).await,
+            None if stored.contains(&request.id) => {
+                if request.state == "requested" {
+                    mark_sent(object, &request.id, ctx.now()).await
+                } else {
+                    Ok(())
+                }
+            }
+            None => {
+                unsent.push(request);
+                continue;
+            }
         };
         if let Err(err) = outcome {
             err.log_with(format!("the outcome of request {}", request.id));
         }
     }
-    Ok(())
+    Ok(unsent)
 }
 
 /// Records `request`'s outcome `done` in the object, with the end of its half of the books.
@@ -144,30 +153,21 @@ async fn record(
     Ok(())
 }
 
-/// Sends again the requests left `requested` that the treasury never stored.
+/// Sends again the requests left `requested` for [`RESEND_AFTER_SECONDS`] that the treasury
+/// never stored (`unsent`, as [`read_back`] found them), at most [`RESENDS_PER_RUN`].
 pub(super) async fn resend(
     ctx: &Ctx,
     object: &Db,
-    networks: &BTreeMap<String, Network>,
-    treasury: &Treasury,
+    (networks, treasury): (&BTreeMap<String, Network>, &Treasury),
     institution: moves::Held,
+    unsent: Vec<Request>,
 ) -> Result<(), ApiError> {
-    let waiting = object_sends::waiting(
-        object,
-        institution.id,
-        ctx.now() - RESEND_AFTER_SECONDS,
-        RESENDS_PER_RUN,
-    )
-    .await
-    .or_internal("read requests")?;
-    if waiting.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<&str> = waiting.iter().map(|r| r.id.as_str()).collect();
-    let stored = db_sends::stored(&ctx.db, &ids)
-        .await
-        .or_internal("read the treasury's transactions")?;
-    for request in waiting.iter().filter(|r| !stored.contains(&r.id)) {
+    let before = ctx.now() - RESEND_AFTER_SECONDS;
+    let due = unsent
+        .iter()
+        .filter(|r| r.updated_at <= before)
+        .take(usize::try_from(RESENDS_PER_RUN).unwrap_or(usize::MAX));
+    for request in due {
         match send(ctx, object, networks, treasury, request).await {
             Ok(()) | Err(NotNow::Raced) => {}
             Err(NotNow::Hold(reason)) => {
@@ -258,24 +258,7 @@ pub(super) async fn settle_group(
         worker::console_warn!("settlement {settlement_id} not asked ({e}): another run is");
         return Err(NotNow::Raced);
     }
-    let (units, netted) = (request.units, request.netted);
-    let request = Request {
-        id: send_id.clone(),
-        settlement_id: settlement_id.clone(),
-        institution_id: first.institution_id,
-        merchant_id: first.merchant_id,
-        network: priced.name.to_owned(),
-        token: token.clone(),
-        asset: first.asset.clone(),
-        decimals: first.decimals,
-        wallet: priced.wallet_text.clone(),
-        units: units.to_string(),
-        netted: netted.to_string(),
-        gas_limit: priced.gas,
-        gas_price: priced.price.to_string(),
-        l1_fee: priced.l1_fee.to_string(),
-        rate_source: priced.rate_source.clone(),
-    };
+    let request = request.stored(first.institution_id, first.merchant_id, now);
     send(ctx, object, networks, treasury, &request).await
 }
 

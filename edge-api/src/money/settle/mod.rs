@@ -120,8 +120,8 @@ async fn in_object(
     institution: moves::Held,
 ) -> Result<(), ApiError> {
     let object = ctx.institution_object(institution.id)?;
-    held::read_back(ctx, &object, institution.id).await?;
-    held::resend(ctx, &object, networks, treasury, institution).await?;
+    let unsent = held::read_back(ctx, &object, institution.id).await?;
+    held::resend(ctx, &object, (networks, treasury), institution, unsent).await?;
     finish(ctx, Some(&object)).await?;
     start(
         ctx,
