@@ -34,7 +34,7 @@ pub fn name(institution: i64) -> String {
 }
 
 /// The object's schema, in order: (name, SQL).
-const MIGRATIONS: &[(&str, &str)] = &[
+pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0001_money",
         include_str!("../objects/institution/0001_money.sql"),
@@ -46,6 +46,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
     (
         "0003_sends",
         include_str!("../objects/institution/0003_sends.sql"),
+    ),
+    (
+        "0004_refund_requests",
+        include_str!("../objects/institution/0004_refund_requests.sql"),
     ),
 ];
 

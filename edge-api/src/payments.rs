@@ -117,11 +117,13 @@ pub async fn settle(
     .map(drop)
 }
 
-/// Records a refund confirmed on chain (an [`Action::Refund`]): its `payment.refunded` event
-/// takes an id derived from the refund's, so the refund can never be recorded twice (a second
-/// write fails whole on the event's key).
+/// Records a refund confirmed on chain (an [`Action::Refund`]), in D1 or in the object that
+/// holds the payment (`held`): its `payment.refunded` event takes an id derived from the
+/// refund's, so the refund can never be recorded twice (a second write fails whole on the
+/// event's key).
 pub async fn refund(
     ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id,
@@ -130,8 +132,9 @@ pub async fn refund(
     refund_id: &str,
 ) -> Result<(), ApiError> {
     let event_id = refund_event_id(refund_id);
-    apply(
+    apply_in(
         ctx,
+        held,
         Scoped::new(institution_id, id),
         action,
         OnChain::Refund {
@@ -191,14 +194,6 @@ async fn apply_in(
     action: &Action,
     on_chain: OnChain<'_>,
 ) -> Result<Transaction, ApiError> {
-    // Money arriving and settlements are recorded where the payment is held, with its books;
-    // refunds are not made from an object yet.
-    if held.is_some() && matches!(on_chain, OnChain::Refund { .. }) {
-        return Err(ApiError::internal(
-            "change payment",
-            "a refund recorded for a payment held in its institution's object",
-        ));
-    }
     let now = ctx.now();
     let source_hash = match on_chain {
         OnChain::Payment { hash, .. } => Some(hash),

@@ -236,6 +236,14 @@ pub enum Db {
     Object(Object),
 }
 
+impl Db {
+    /// Whether it is an institution's object (whose tables are the money tables alone: a
+    /// statement reading the treasury's beside them has its own text there).
+    pub fn is_object(&self) -> bool {
+        matches!(self, Db::Object(_))
+    }
+}
+
 /// An institution's object as the worker reaches it: its stub and the institution it holds.
 pub struct Object {
     stub: worker::Stub,

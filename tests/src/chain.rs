@@ -230,6 +230,20 @@ impl Anvil {
         u128::from_str_radix(word.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
     }
 
+    /// Sets `owner`'s balance of the test token `token` to `units`, behind everyone's back (a
+    /// transaction already signed against the old balance then reverts). `TestToken` keeps
+    /// `balanceOf` in its fourth storage slot (after `name`, `symbol`, `totalSupply`; its
+    /// immutables take none), so `owner`'s entry is at `keccak256(owner . 3)`.
+    pub fn set_token_balance(&self, token: &str, owner: &str, units: u128) {
+        use sha3::{Digest, Keccak256};
+        let key = hex::decode(format!("{}{}", address_word(owner), word(3))).unwrap();
+        let slot = hex::encode(Keccak256::digest(key));
+        self.rpc(
+            "anvil_setStorageAt",
+            json!([token, format!("0x{slot}"), format!("0x{}", word(units))]),
+        );
+    }
+
     /// `owner`'s balance of ether, in wei.
     pub fn ether_balance(&self, owner: &str) -> u128 {
         let wei = self.rpc("eth_getBalance", json!([owner, "latest"]));

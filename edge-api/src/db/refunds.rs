@@ -268,11 +268,25 @@ const REFUND_FROM: &str =
       ORDER BY c.created_at DESC, c.sent_block DESC LIMIT 1) AS tx_hash \
      FROM refunds f";
 
+/// [`REFUND_FROM`] in an institution's object (`Db::is_object`): the newest hash its requests
+/// learned back from the treasury.
+const HELD_REFUND_FROM: &str =
+    "SELECT f.id, f.institution_id, f.transaction_id, f.part, f.amount, f.network, f.asset, \
+     f.token, f.decimals, f.units, f.rate, f.to_address, f.state, f.error, f.requested_by, \
+     f.created_at, f.extra, f.from_address, \
+     (SELECT o.tx_hash FROM object_sends o WHERE o.refund_id = f.id AND o.tx_hash IS NOT NULL \
+      ORDER BY o.created_at DESC LIMIT 1) AS tx_hash \
+     FROM refunds f";
+
 /// The institution's refund asked with `key`, if any.
 pub async fn by_key(db: &Db, institution_id: InstitutionId, key: &str) -> DbResult<Option<Refund>> {
     first(
         db,
-        &format!("{REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2"),
+        &if db.is_object() {
+            format!("{HELD_REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2")
+        } else {
+            format!("{REFUND_FROM} WHERE f.institution_id = ?1 AND f.idempotency_key = ?2")
+        },
         &[institution_id.into(), key.into()],
     )
     .await
@@ -286,10 +300,17 @@ pub async fn of_transaction(
 ) -> DbResult<Vec<Refund>> {
     all(
         db,
-        &format!(
-            "{REFUND_FROM} WHERE f.transaction_id = ?1 AND f.institution_id = ?2 \
-             ORDER BY f.created_at, f.id"
-        ),
+        &if db.is_object() {
+            format!(
+                "{HELD_REFUND_FROM} WHERE f.transaction_id = ?1 AND f.institution_id = ?2 \
+                 ORDER BY f.created_at, f.id"
+            )
+        } else {
+            format!(
+                "{REFUND_FROM} WHERE f.transaction_id = ?1 AND f.institution_id = ?2 \
+                 ORDER BY f.created_at, f.id"
+            )
+        },
         &[transaction_id.into(), institution_id.into()],
     )
     .await
@@ -313,7 +334,11 @@ pub async fn to_send(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
 pub async fn confirmed(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
     all(
         db,
-        &format!("{REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1"),
+        &if db.is_object() {
+            format!("{HELD_REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1")
+        } else {
+            format!("{REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1")
+        },
         &[limit.into()],
     )
     .await
@@ -401,6 +426,22 @@ pub fn confirm(
         "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
          WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' \
          AND EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?1 AND state = 'confirmed')",
+        &[id.into(), now.into(), institution_id.into()],
+    )
+}
+
+/// [`confirm`] of a refund held in its institution's object: confirmed once the request
+/// whose outcome the statement before it in the batch records (`changes() = 1`) was.
+pub fn confirm_held(
+    Scoped {
+        institution: institution_id,
+        id,
+    }: Scoped<&str>,
+    now: i64,
+) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE refunds SET state = 'confirmed', error = NULL, updated_at = ?2 \
+         WHERE id = ?1 AND institution_id = ?3 AND state = 'sending' AND changes() = 1",
         &[id.into(), now.into(), institution_id.into()],
     )
 }

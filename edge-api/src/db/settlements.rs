@@ -331,14 +331,19 @@ pub fn start(settlement: &NewSettlement<'_>, items: &[Item], now: i64) -> DbResu
     Ok(statements)
 }
 
-/// The treasury's row of a settlement held in its institution's object (which holds its
-/// payments, claims and items): what the transaction pays, in the batch that stores the
-/// transaction.
-pub fn held(settlement: &NewSettlement<'_>, decimals: u32, now: i64) -> DbResult<Stmt> {
+/// The treasury's row of a payout of an institution held in its object: a settlement (the
+/// object holds its payments, claims and items), or one attempt of the object's refund
+/// `refund_of` (it pays the customer's address); what the transaction pays, in the batch that
+/// stores the transaction.
+pub fn held(
+    settlement: &NewSettlement<'_>,
+    (decimals, refund_of): (u32, Option<&str>),
+    now: i64,
+) -> DbResult<Stmt> {
     stmt(
         "INSERT INTO settlements (id, institution_id, merchant_id, network, asset, token, wallet, \
-         state, created_at, updated_at, held_by, decimals) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'sending', ?8, ?8, ?2, ?9)",
+         state, created_at, updated_at, held_by, decimals, refund_of) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'sending', ?8, ?8, ?2, ?9, ?10)",
         &[
             settlement.id.into(),
             settlement.institution_id.into(),
@@ -349,6 +354,7 @@ pub fn held(settlement: &NewSettlement<'_>, decimals: u32, now: i64) -> DbResult
             settlement.wallet.into(),
             now.into(),
             i64::from(decimals).into(),
+            refund_of.into(),
         ],
     )
 }

@@ -343,15 +343,9 @@ fn the_objects_schema_is_the_money_tables_as_they_are() {
     let d1 = rusqlite::Connection::open_in_memory().unwrap();
     xtask::localdb::apply_migrations(&d1).unwrap();
     let object = rusqlite::Connection::open_in_memory().unwrap();
-    object
-        .execute_batch(include_str!("../../objects/institution/0001_money.sql"))
-        .unwrap();
-    object
-        .execute_batch(include_str!("../../objects/institution/0002_books.sql"))
-        .unwrap();
-    object
-        .execute_batch(include_str!("../../objects/institution/0003_sends.sql"))
-        .unwrap();
+    for (_, text) in crate::objects::MIGRATIONS {
+        object.execute_batch(text).unwrap();
+    }
     let rows = |conn: &rusqlite::Connection, sql: &str| -> Vec<String> {
         let mut statement = conn.prepare(sql).unwrap();
         let n = statement.column_count();

@@ -467,20 +467,90 @@ pub async fn reserve_held_payout(
     Ok(book)
 }
 
-/// The statements ending, in the object, the institution's half of the settlement its request
-/// `request_id` reserved: posted when its transaction (whichever of its replacements was mined:
-/// they all pay the same) succeeded, voided when it failed; written `when` the request's outcome
-/// is recorded.
+/// A refund `refund_id` of payment `transaction_id` of `owners`' merchant, held in its
+/// institution's object (`object`), reserved there: the institution's half, against the
+/// merchant's balance and debt limit ([`split::split`]); the treasury's half is
+/// [`reserve_held_refund_payout`], one per attempt. `Err` (409) with words when the merchant's
+/// balance cannot cover it.
+pub async fn reserve_held_refund(
+    object: &Db,
+    asset: &Asset<'_>,
+    (owners, transaction_id): (Scoped<i64>, i64),
+    refund_id: &str,
+    units: u128,
+) -> Result<Book, ApiError> {
+    let accounts = held_accounts(asset, owners);
+    let mut book = Book::load(object, &accounts, &[], &[])
+        .await
+        .or_internal("read the books")?;
+    let t = postings::refund(
+        &asset.ledger(),
+        (transaction_id, owners.id),
+        refund_id,
+        units,
+    );
+    let half =
+        halves(&[t], owners.institution, split::Side::Institution).or_internal("split a refund")?;
+    book.post_all(&half).map_err(|r| {
+        ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!("cannot refund now: {}", refusal_words(&r, asset)),
+        )
+    })?;
+    Ok(book)
+}
+
+/// The treasury's half of one attempt (`request_id`, the object's request) of a held refund of
+/// payment `transaction_id` of `owners`' merchant: the `units` from its link to the institution
+/// against the treasury, and the gas (at most `gas_wei`), in the treasury's books.
+pub async fn reserve_held_refund_payout(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    (owners, transaction_id): (Scoped<i64>, i64),
+    request_id: &str,
+    (units, gas_wei): (u128, u128),
+) -> ChainResult<Book> {
+    let mut book = Book::load(
+        &ctx.db,
+        &treasury_accounts(asset, owners.institution),
+        &[],
+        &[],
+    )
+    .await?;
+    let mut transfers = vec![postings::refund(
+        &asset.ledger(),
+        (transaction_id, owners.id),
+        request_id,
+        units,
+    )];
+    transfers.extend(postings::gas_reserve(
+        &coin(asset.network).ledger(),
+        request_id,
+        gas_wei,
+    ));
+    book.post_all(&halves(
+        &transfers,
+        owners.institution,
+        split::Side::Treasury,
+    )?)
+    .map_err(|r| settlement_refusal(&r, asset))?;
+    Ok(book)
+}
+
+/// The statements ending, in the object, the institution's half of what `reference` reserved
+/// (a settlement's request, or a refund): posted when its transaction (whichever of its
+/// replacements was mined: they all pay the same) succeeded, voided when it failed or the
+/// refund was given up; written `when` the request's outcome is recorded.
 pub async fn end_held_request(
     ctx: &Ctx,
     object: &Db,
     (asset, owners): (&Asset<'_>, Scoped<i64>),
-    request_id: &str,
+    reference: &str,
     succeeded: bool,
     when: &When,
 ) -> ChainResult<Vec<Stmt>> {
     let mut book = Book::load(object, &held_accounts(asset, owners), &[], &[]).await?;
-    let open = book.open_of(object, request_id).await?;
+    let open = book.open_of(object, reference).await?;
     for t in postings::end(&open, succeeded) {
         book.record(t)
             .map_err(|r| ChainError::rule(r.to_string()))?;

@@ -16,6 +16,7 @@ pub mod books;
 pub mod ledger;
 pub mod payee;
 pub mod refund;
+pub mod requests;
 pub mod sends;
 pub mod settle;
 pub mod sweeps;

@@ -90,9 +90,9 @@ pub struct Transfer<'a> {
 
 /// Signs `transfer` with the treasury's next nonce on `name` and stores it as `send_id` in one
 /// batch with `before` and `after` (its purpose's statements, around the send's insert), then
-/// broadcasts it. `Ok(false)`: the batch stored no transaction (the purpose already has one
-/// out, or lost a race: another run's batch took the nonce or the payments), and nothing was
-/// sent.
+/// broadcasts it: `Ok(Some(hash))`. `Ok(None)`: the batch stored no transaction (the purpose
+/// already has one out, or lost a race: another run's batch took the nonce or the payments),
+/// and nothing was sent.
 pub async fn send(
     ctx: &Ctx,
     treasury: &Treasury,
@@ -100,7 +100,7 @@ pub async fn send(
     head: u64,
     (send_id, transfer): (&str, &Transfer<'_>),
     (before, after): (Vec<Stmt>, Vec<Stmt>),
-) -> ChainResult<bool> {
+) -> ChainResult<Option<String>> {
     let node = &network.node;
     let nonce = next_nonce(ctx, node, name, &treasury.address).await?;
     let signed = treasury::sign(
@@ -140,10 +140,11 @@ pub async fn send(
             false
         }
     };
-    if stored {
-        broadcast(ctx, node, send_id, &signed.raw, head).await;
+    if !stored {
+        return Ok(None);
     }
-    Ok(stored)
+    broadcast(ctx, node, send_id, &signed.raw, head).await;
+    Ok(Some(signed.hash))
 }
 
 /// The nonce the treasury's next transaction on `network` takes: the higher of the node's

@@ -53,13 +53,13 @@ pub struct Portal<'a> {
     pub held: Option<crate::db::Db>,
 }
 
-/// The refusal of a refund or a return for an institution held in its object
+/// The refusal of a return or a top-up address for an institution held in its object
 /// ([`Portal::refuse_if_held`]).
 pub fn held_refusal() -> ApiError {
     ApiError::new(
         ErrorCode::Conflict,
-        "refunds, returns and top-ups are not made on chain yet for an institution whose money \
-         is held in its own store",
+        "returns and top-ups are not made on chain yet for an institution whose money is held \
+         in its own store",
     )
 }
 
@@ -97,9 +97,13 @@ impl Portal<'_> {
         self.held.is_some()
     }
 
-    /// Refuses what moves money on chain outside a payment's settlement (a refund, a return, a
-    /// top-up address) for an institution held in its object: those do not reach objects yet
-    /// (docs/SCALING.md).
+    /// The institution's object, when its money is held there.
+    pub fn held(&self) -> Option<&crate::db::Db> {
+        self.held.as_ref()
+    }
+
+    /// Refuses what moves money on chain and does not reach objects yet (a return, a top-up
+    /// address) for an institution held in its object (docs/SCALING.md).
     pub fn refuse_if_held(&self) -> Result<(), ApiError> {
         if self.is_held() {
             return Err(held_refusal());

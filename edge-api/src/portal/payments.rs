@@ -342,16 +342,13 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             .await
             .or_internal("read settlement transactions")?
     };
-    let refunds: Vec<RefundView> = if portal.is_held() {
-        Vec::new()
-    } else {
-        refunds::of_transaction(portal.db(), portal.institution_id(), id)
+    let refunds: Vec<RefundView> =
+        refunds::of_transaction(portal.money(), portal.institution_id(), id)
             .await
             .or_internal("read refunds")?
             .into_iter()
             .map(RefundView::of)
-            .collect::<Result<_, ApiError>>()?
-    };
+            .collect::<Result<_, ApiError>>()?;
     let parts = refunds::quotes_of(portal.money(), portal.institution_id(), id)
         .await
         .or_internal("read the payment's parts")?

@@ -885,7 +885,7 @@ impl Setup {
 
     /// The same in the session `portal` (parallel requests share one login: every login attempt
     /// counts against the throttle until it succeeds).
-    fn refund_as(
+    pub(super) fn refund_as(
         &self,
         portal: &PortalSession,
         id: i64,

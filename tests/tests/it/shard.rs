@@ -688,13 +688,34 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
     eventually("the resent delivery", Duration::from_secs(30), || {
         (of_transaction(&failing.received(), paid).len() > count_after).then_some(())
     });
-    // A refund on chain is not made for a held payment: refused by name.
+    // A refund is checked in the object like D1's: a sandbox payment has nothing on chain to
+    // send back.
     let refused = worker.portal(
         Method::POST,
         &format!("/portal/api/payments/{paid}/refunds/preview"),
         Some(&session),
         Some(&json!({"amount": "1.00", "address": "0x52908400098527886E0F7030069857D2E4169EE7"})),
     );
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(
+        refused.text.contains("not made on a watched chain"),
+        "{}",
+        refused.text
+    );
+    // A return is not made for a held payment yet: refused by name.
+    let request = worker
+        .request(
+            Method::POST,
+            &format!("/portal/api/payments/{paid}/returns"),
+        )
+        .header("Cookie", format!("payrail_portal={}", session.cookie))
+        .header("X-CSRF-Token", &session.csrf)
+        .header("Idempotency-Key", "held-return")
+        .json(&json!({
+            "deposit": "0x52908400098527886E0F7030069857D2E4169EE7",
+            "address": "0x52908400098527886E0F7030069857D2E4169EE7"
+        }));
+    let refused = worker.send(request, None);
     assert_eq!(refused.status, 409, "{}", refused.text);
     assert!(
         refused.text.contains("held in its own store"),
@@ -1141,12 +1162,9 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
                     .contains(&hash.to_ascii_lowercase()),
                 "the settlement's transaction on the page: {shown}"
             );
-            // No refund form the server would refuse: the page says why instead.
-            assert!(browser
-                .wait_text("#refunds-held")
-                .contains("held in its own store"));
+            // A paid payment of a held institution is refunded like any other.
             assert_eq!(
-                browser.eval("return document.querySelector('form.refund') === null;"),
+                browser.eval("return document.querySelector('form.refund') !== null;"),
                 json!(true)
             );
             super::balances::photograph(
@@ -1179,6 +1197,299 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     );
     assert_eq!(ours, (0, net_units), "the object paid out through its link");
     assert_eq!(theirs, (net_units, 0), "the treasury's link mirrors it");
+}
+
+/// A held institution's refund after its payment was paid: stored in its object with its half
+/// of the books and a request, once however many requests race (the same key, and others for
+/// more than is left); paid once by the treasury however many cron runs race; read back and
+/// recorded on the payment (`payment.refunded` once); the books balanced in both stores, the
+/// links mirroring.
+#[test]
+fn a_held_institutions_refund_is_paid_once_from_its_object() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let id = held_paid(&s, institution, &[("30.00", "HELD-REFUND")])[0].0;
+    eventually("the payment paid", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    let object = || worker.object_database(institution).unwrap();
+    let merchant: i64 = object()
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let token = s.usdc.to_ascii_lowercase();
+    let portal = worker.portal_login(0);
+    // Settled, the merchant's balance is paid out: the refund is its debt, within its limit.
+    let limit = worker.portal(
+        Method::PUT,
+        &format!("/portal/api/merchants/{merchant}/balances/polygon/{token}/debt-limit"),
+        Some(&portal),
+        Some(&json!({"debt_limit": "50"})),
+    );
+    assert_eq!(limit.status, 200, "{}", limit.text);
+    let customer = "0x00000000000000000000000000000000000c0ffe";
+    let before = anvil.balance_of(&s.usdc, customer);
+
+    // The same key three times, and two other keys for more than would be left: one refund.
+    let keys = [
+        "held-refund-a",
+        "held-refund-a",
+        "held-refund-a",
+        "held-refund-b",
+        "held-refund-c",
+    ];
+    let replies: Vec<payrail_tests::Reply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let portal = &portal;
+                let s = &s;
+                scope.spawn(move || s.refund_as(portal, id, "20.00", customer, Some(key)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let created: Vec<&payrail_tests::Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "{:#?}",
+        replies.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    let refund = created[0].json()["id"].as_str().unwrap().to_owned();
+    for reply in &replies {
+        match reply.status {
+            201 => {}
+            200 => assert_eq!(reply.json()["id"], json!(refund), "{}", reply.text),
+            409 => assert!(reply.text.contains("left to refund"), "{}", reply.text),
+            other => panic!("{other}: {}", reply.text),
+        }
+    }
+    let stored: i64 = object()
+        .query_row(
+            "SELECT count(*) FROM refunds WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, 1, "one refund in the object");
+    let units: u128 = object()
+        .query_row("SELECT units FROM refunds WHERE id = ?1", [&refund], |r| {
+            r.get::<_, String>(0)
+        })
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(units, 20_000_000);
+
+    // Paid once, however many cron runs race while it is followed.
+    eventually("the refund recorded", Duration::from_secs(90), || {
+        anvil.mine(1);
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| worker.cron());
+            }
+        });
+        (worker.transaction(0, id)["raw_status"] == "partially_refunded").then_some(())
+    });
+    assert_eq!(anvil.balance_of(&s.usdc, customer) - before, units);
+    let sends: Vec<(String, String)> = {
+        let d1 = worker.database();
+        let mut statement = d1
+            .prepare(
+                "SELECT c.tx_hash, c.state FROM chain_sends c JOIN settlements p \
+                 ON p.id = c.settlement_id WHERE p.refund_of = ?1 AND p.held_by = ?2",
+            )
+            .unwrap();
+        statement
+            .query_map(rusqlite::params![refund, institution], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(sends.len(), 1, "one transaction: {sends:?}");
+    let (hash, state) = sends[0].clone();
+    assert_eq!(state, "confirmed");
+    let db = object();
+    let (refund_state, asked): (String, i64) = db
+        .query_row(
+            "SELECT state, (SELECT count(*) FROM object_sends WHERE refund_id = ?1) \
+             FROM refunds WHERE id = ?1",
+            [&refund],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((refund_state.as_str(), asked), ("done", 1));
+    assert_eq!(
+        events_of(&db, id, "payment.refunded"),
+        1,
+        "payment.refunded once"
+    );
+
+    // The portal shows it with its transaction, from the object.
+    let detail = worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{id}"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(detail.status, 200, "{}", detail.text);
+    let shown = &detail.json()["refunds"];
+    assert_eq!(shown.as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown[0]["tx_hash"], json!(hash));
+    assert_eq!(shown[0]["state"], "done");
+    {
+        use payrail_tests::browser::{exclusive, Browser};
+        let _browser = exclusive();
+        let browser = Browser::start();
+        let admin = &worker.credentials.institutions[0];
+        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
+        for (width, height) in [(1280, 900), (390, 844)] {
+            browser.resize(width, height);
+            browser.goto(&format!("{}/portal/payments/{id}", worker.base_url));
+            let list = browser.wait_text("#refund-list");
+            assert!(
+                list.to_ascii_lowercase()
+                    .contains(&hash[..10].to_ascii_lowercase()),
+                "the refund's transaction on the page: {list}"
+            );
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#refunds",
+                "portal-held-payment-refunded",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "at {width}: {violations:#?}");
+        }
+    }
+
+    // The books: balanced in each store and against the chain, the links mirroring (the
+    // settlement's payout and the refund crossed them).
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+    let link = |db: &rusqlite::Connection, id: String| -> (u128, u128) {
+        let (d, c): (String, String) = db
+            .query_row(
+                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap_or_else(|e| panic!("{id}: {e}"));
+        (d.parse().unwrap(), c.parse().unwrap())
+    };
+    let ours = link(&object(), format!("polygon:{token}:world:treasury"));
+    let theirs = link(
+        &worker.database(),
+        format!("polygon:{token}:world:institution:{institution}"),
+    );
+    assert_eq!((ours.1, ours.0), theirs, "the links mirror each other");
+    assert!(ours.1 >= units, "{ours:?}");
+}
+
+/// A held refund whose transaction reverts on chain (the treasury's USDC taken from under it
+/// after it was signed): the object counts the failed attempt and asks again with a new
+/// request, which waits (with the reason shown) while the treasury cannot cover it and is paid
+/// once it can; the customer receives the refund once, `payment.refunded` is written once, and
+/// the books (the failed attempt's half voided, the second's posted) balance in both stores.
+#[test]
+fn a_held_refunds_failed_attempt_is_asked_again_and_paid_once() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let id = held_paid(&s, institution, &[("30.00", "HELD-REFUND-AGAIN")])[0].0;
+    // Refunded before it settles: the whole of it, held in custody.
+    let customer = "0x00000000000000000000000000000000000decaf";
+    let before = anvil.balance_of(&s.usdc, customer);
+    let treasury_usdc = anvil.balance_of(&s.usdc, &s.treasury);
+    anvil.rpc("evm_setAutomine", json!([false]));
+    let portal = worker.portal_login(0);
+    let made = s.refund_as(&portal, id, "30.00", customer, Some("held-refund-again"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    let refund = made.json()["id"].as_str().unwrap().to_owned();
+    let object = || worker.object_database(institution).unwrap();
+    let requests = || -> Vec<(String, String)> {
+        let db = object();
+        let mut statement = db
+            .prepare("SELECT id, state FROM object_sends WHERE refund_id = ?1")
+            .unwrap();
+        statement
+            .query_map([&refund], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(requests()[0].1, "sent", "signed and sent at once");
+    // The treasury's USDC taken away before it is mined: the transfer reverts.
+    anvil.set_token_balance(&s.usdc, &s.treasury, 0);
+    eventually("the first attempt failed", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        requests().iter().any(|r| r.1 == "failed").then_some(())
+    });
+    let (attempts, error): (i64, Option<String>) = eventually(
+        "asked again, waiting for the treasury",
+        Duration::from_secs(60),
+        || {
+            anvil.mine(1);
+            worker.cron();
+            let (attempts, error): (i64, Option<String>) = object()
+                .query_row(
+                    "SELECT attempts, error FROM refunds WHERE id = ?1",
+                    [&refund],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            error
+                .as_deref()
+                .is_some_and(|e| e.contains("the treasury can send"))
+                .then_some((attempts, error))
+        },
+    );
+    assert_eq!(attempts, 1, "{error:?}");
+    assert_eq!(requests().len(), 2, "one new request: {:?}", requests());
+    assert_eq!(worker.transaction(0, id)["raw_status"], "succeeded");
+    // The treasury covers it again: the second attempt is paid.
+    anvil.set_token_balance(&s.usdc, &s.treasury, treasury_usdc);
+    eventually("the refund recorded", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "refunded").then_some(())
+    });
+    anvil.rpc("evm_setAutomine", json!([true]));
+    assert_eq!(anvil.balance_of(&s.usdc, customer) - before, 30_000_000);
+    // One request and one transaction per attempt (made within a second: in no order).
+    let asked = requests();
+    let mut states: Vec<&str> = asked.iter().map(|r| r.1.as_str()).collect();
+    states.sort_unstable();
+    assert_eq!(states, vec!["confirmed", "failed"], "{asked:?}");
+    let mut states: Vec<String> = {
+        let d1 = worker.database();
+        let mut statement = d1
+            .prepare(
+                "SELECT c.state FROM chain_sends c JOIN settlements p ON p.id = c.settlement_id \
+                 WHERE p.refund_of = ?1",
+            )
+            .unwrap();
+        statement
+            .query_map([&refund], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    states.sort_unstable();
+    assert_eq!(
+        states,
+        vec!["confirmed", "failed"],
+        "one transaction per attempt"
+    );
+    assert_eq!(events_of(&object(), id, "payment.refunded"), 1);
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 
 /// A production worker with a funded treasury behind a [`FaultyNode`], the operator's API, and

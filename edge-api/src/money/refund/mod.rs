@@ -27,9 +27,13 @@ use super::ledger;
 use super::treasury;
 use crate::chain::evm;
 use crate::ctx::{timestamp, Ctx};
+use crate::db::object_sends::{self, NewRequest, Paying, Request};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
-use crate::db::{self, transactions, Batch};
+use crate::db::{self, transactions, Batch, Db};
 use crate::error::{ApiError, OrInternal};
+use crate::money::requests;
+use crate::money::sends;
+use crate::money::settle::group::NotNow;
 use crate::money::watch::rules::MULTI_QUOTE;
 use crate::{crypto, wallet_address};
 
@@ -160,16 +164,16 @@ struct Checked {
 }
 
 async fn check(
-    ctx: &Ctx,
+    db: &Db,
     institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
 ) -> Result<Checked, ApiError> {
-    let t = transactions::get(&ctx.db, institution_id, transaction_id)
+    let t = transactions::get(db, institution_id, transaction_id)
         .await
         .or_internal("read payment")?
         .ok_or_else(|| ApiError::not_found("no such payment"))?;
-    let parts = refunds::quotes_of(&ctx.db, institution_id, transaction_id)
+    let parts = refunds::quotes_of(db, institution_id, transaction_id)
         .await
         .or_internal("read the payment's parts")?;
     if parts.is_empty() {
@@ -215,7 +219,7 @@ async fn check(
     let address = wallet_address::check(&quote.network, request.address)
         .map_err(|e| ApiError::invalid_request(format!("address: {e}")))?;
     let gross = t.amount.gross.unwrap_or_default();
-    let asked: Vec<Refund> = refunds::of_transaction(&ctx.db, institution_id, transaction_id)
+    let asked: Vec<Refund> = refunds::of_transaction(db, institution_id, transaction_id)
         .await
         .or_internal("read refunds")?
         .into_iter()
@@ -304,22 +308,32 @@ fn part_list(parts: &[PaymentQuote]) -> String {
         .join(", ")
 }
 
-/// What refunding `request` would send, without sending it.
+/// What refunding `request` would send, without sending it (`held`: the object holding the
+/// institution's money, when it is held there).
 pub async fn preview(
     ctx: &Ctx,
+    held: Option<&Db>,
     institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
 ) -> Result<Preview, ApiError> {
-    check(ctx, institution_id, transaction_id, request)
-        .await
-        .map(|c| c.preview)
+    check(
+        held.unwrap_or(&ctx.db),
+        institution_id,
+        transaction_id,
+        request,
+    )
+    .await
+    .map(|c| c.preview)
 }
 
 /// Refunds `request` under the Idempotency-Key `key`: the refund, and whether it is new (the
-/// same key again answers the refund it made, when asked the same).
+/// same key again answers the refund it made, when asked the same). For an institution held in
+/// its object (`held`), the refund is stored there and paid through a request to the treasury
+/// ([`crate::money::requests`]).
 pub async fn request(
     ctx: &Ctx,
+    held: Option<&Db>,
     institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
@@ -334,7 +348,8 @@ pub async fn request(
             && wallet_address::check(&r.network, request.address)
                 .is_ok_and(|a| a.eq_ignore_ascii_case(&r.to_address))
     };
-    if let Some(existing) = refunds::by_key(&ctx.db, institution_id, key)
+    let db = held.unwrap_or(&ctx.db);
+    if let Some(existing) = refunds::by_key(db, institution_id, key)
         .await
         .or_internal("read refund")?
     {
@@ -347,47 +362,60 @@ pub async fn request(
         };
     }
     let mut tries = 0;
-    loop {
-        tries += 1;
-        match store(
-            ctx,
-            institution_id,
-            transaction_id,
-            request,
-            key,
-            requested_by,
-            &same,
-        )
-        .await?
-        {
-            Attempt::Stored => break,
-            Attempt::Existing(view) => return Ok((*view, false)),
-            // Another refund or a settlement changed what this one was checked against: check
-            // again on what is now true (which may refuse it), a few times, then ask the caller.
-            Attempt::Raced if tries < STORE_TRIES => continue,
-            Attempt::Raced => {
-                return Err(conflict(
+    let asked =
+        loop {
+            tries += 1;
+            match store(
+                ctx,
+                held,
+                institution_id,
+                transaction_id,
+                request,
+                key,
+                requested_by,
+                &same,
+            )
+            .await?
+            {
+                Attempt::Stored(asked) => break asked,
+                Attempt::Existing(view) => return Ok((*view, false)),
+                // Another refund or a settlement changed what this one was checked against: check
+                // again on what is now true (which may refuse it), a few times, then ask the caller.
+                Attempt::Raced if tries < STORE_TRIES => continue,
+                Attempt::Raced => return Err(conflict(
                     "the payment or the merchant's balance kept changing while this refund was \
                      checked (other refunds or a settlement); read it again and retry",
-                ))
+                )),
             }
-        }
-    }
-    sent_now(ctx, institution_id, key).await
+        };
+    sent_now(ctx, held, institution_id, key, asked).await
 }
 
 /// Signs and sends the refund just stored under `key` now when the treasury can (otherwise
-/// the cron tries again), and answers it as new.
+/// the cron tries again), and answers it as new. A held refund's request (`asked`) is sent to
+/// the treasury; why it cannot be now is shown on the refund.
 async fn sent_now(
     ctx: &Ctx,
+    held: Option<&Db>,
     institution_id: InstitutionId,
     key: &str,
+    asked: Option<Box<Request>>,
 ) -> Result<(RefundView, bool), ApiError> {
     if let Some(treasury) = treasury::treasury(ctx)? {
         let networks = crate::chain::networks(ctx)?;
-        send::send_due(ctx, &networks, &treasury).await;
+        match (held, asked) {
+            (Some(object), Some(asked)) => {
+                match requests::send(ctx, object, &networks, &treasury, &asked).await {
+                    Ok(()) | Err(NotNow::Raced) => {}
+                    Err(NotNow::Hold(reason)) => {
+                        requests::waits(ctx, object, &asked, 0, &reason).await?;
+                    }
+                }
+            }
+            _ => send::send_due(ctx, &networks, &treasury).await,
+        }
     }
-    let stored = refunds::by_key(&ctx.db, institution_id, key)
+    let stored = refunds::by_key(held.unwrap_or(&ctx.db), institution_id, key)
         .await
         .or_internal("read refund")?
         .ok_or("refund vanished")
@@ -451,8 +479,8 @@ const STORE_TRIES: u32 = 4;
 
 /// What one check-and-store of a refund came to.
 enum Attempt {
-    /// Stored, with its books.
-    Stored,
+    /// Stored, with its books (a held refund with its request to the treasury).
+    Stored(Option<Box<Request>>),
     /// Another request stored a refund under the same key first: that one answers.
     Existing(Box<RefundView>),
     /// What it was checked against changed before it was stored: nothing was written.
@@ -460,9 +488,12 @@ enum Attempt {
 }
 
 /// Checks the refund against the payment and the books as they are now, and stores it with its
-/// pending transfers in one batch guarded on what was read.
+/// pending transfers in one batch guarded on what was read: in D1, or in the object holding
+/// the institution's money (`held`), with its request to the treasury.
+#[allow(clippy::too_many_arguments)]
 async fn store(
     ctx: &Ctx,
+    held: Option<&Db>,
     institution_id: InstitutionId,
     transaction_id: i64,
     request: &RefundRequest<'_>,
@@ -470,7 +501,8 @@ async fn store(
     requested_by: &str,
     same: &impl Fn(&Refund) -> bool,
 ) -> Result<Attempt, ApiError> {
-    let checked = check(ctx, institution_id, transaction_id, request).await?;
+    let db = held.unwrap_or(&ctx.db);
+    let checked = check(db, institution_id, transaction_id, request).await?;
     let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
         .or_internal("generate refund id")?;
     // The books: the merchant's balance (down to its debt limit) and the treasury's must
@@ -481,17 +513,23 @@ async fn store(
         symbol: &checked.quote.asset,
         decimals: checked.quote.decimals,
     };
-    let book = ledger::reserve_refund(
-        ctx,
-        &asset,
-        (
-            Scoped::new(institution_id, checked.merchant_id),
-            transaction_id,
-        ),
-        &id,
-        checked.units,
-    )
-    .await?;
+    let owners = (
+        Scoped::new(institution_id, checked.merchant_id),
+        transaction_id,
+    );
+    let book = match held {
+        None => ledger::reserve_refund(ctx, &asset, owners, &id, checked.units).await?,
+        Some(object) => {
+            // The institution's half, in its object; the treasury's books must take theirs too
+            // before anything is asked (they are read again when it is sent).
+            let book =
+                ledger::reserve_held_refund(object, &asset, owners, &id, checked.units).await?;
+            ledger::reserve_held_refund_payout(ctx, &asset, owners, &id, (checked.units, 0))
+                .await
+                .map_err(|e| conflict(format!("cannot refund now: {}", e.public())))?;
+            book
+        }
+    };
     let factor = 10i64.pow(checked.digits);
     let minor = (checked.amount * Decimal::from(factor))
         .trunc()
@@ -515,15 +553,35 @@ async fn store(
         now: ctx.now(),
     })
     .or_internal("write refund")?;
-    let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
-    let inserted = match batch.run(&ctx.db).await {
+    let (mut batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
+    let token = checked.quote.token.lower();
+    let asked = NewRequest {
+        id: &sends::new_id().or_internal("a request's id")?,
+        institution_id,
+        paying: Paying::Refund(&id),
+        network: &checked.quote.network,
+        token: &token,
+        asset: &checked.quote.asset,
+        decimals: checked.quote.decimals,
+        wallet: &checked.preview.address.to_ascii_lowercase(),
+        units: checked.units,
+        netted: 0,
+        gas_limit: 0,
+        gas_price: 0,
+        l1_fee: 0,
+        rate_source: "",
+    };
+    if held.is_some() {
+        batch.push(object_sends::request(&asked, ctx.now()).or_internal("write refund")?);
+    }
+    let inserted = match batch.run(db).await {
         Ok(results) => results.changed(insert),
         Err(e) if db::ledger::raced(&e) => {
             return Ok(Attempt::Raced);
         }
         // The key was taken meanwhile: the other request's refund answers.
         Err(_) => {
-            let existing = refunds::by_key(&ctx.db, institution_id, key)
+            let existing = refunds::by_key(db, institution_id, key)
                 .await
                 .or_internal("read refund")?
                 .ok_or("refund vanished")
@@ -537,7 +595,11 @@ async fn store(
     };
     // Not inserted: checked a moment ago, and another refund or a settlement came in between.
     Ok(if inserted {
-        Attempt::Stored
+        Attempt::Stored(
+            held.map(|_| {
+                Box::new(asked.stored(checked.merchant_id, Some(transaction_id), ctx.now()))
+            }),
+        )
     } else {
         Attempt::Raced
     })

@@ -163,5 +163,5 @@ pub async fn return_extra(
             }
         }
     }
-    sent_now(ctx, institution_id, key).await
+    sent_now(ctx, None, institution_id, key, None).await
 }

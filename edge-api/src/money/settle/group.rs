@@ -28,7 +28,7 @@ pub(super) const GROUPS_PER_RUN: usize = 5;
 pub(super) const BATCH_LIMIT: usize = 50;
 
 /// Why a group does not settle now.
-pub(super) enum NotNow {
+pub(crate) enum NotNow {
     /// Shown on its payments, and told to the institution.
     Hold(String),
     /// Someone else is settling it (a concurrent run won the batch): nothing to record.
@@ -90,7 +90,7 @@ pub(super) fn groups(
 
 /// Records `reason` on the payments (in D1, or in the object that holds them) and tells the
 /// institution when it is new for any of them.
-pub(super) async fn hold(
+pub(crate) async fn hold(
     ctx: &Ctx,
     held: Option<&Db>,
     institution_id: InstitutionId,

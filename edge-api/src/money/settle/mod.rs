@@ -24,7 +24,7 @@
 //! the fee charged is the fee paid. `net = gross − psp_fee − gas_fee` exactly; the merchant
 //! receives `net` in the asset at the payment's own quote, rounded down to base units.
 
-mod group;
+pub(crate) mod group;
 mod held;
 pub mod plan;
 
@@ -39,6 +39,7 @@ use shared_types::{ErrorCode, SendState};
 use super::ledger;
 use super::sends::{self, Stalled, Transfer};
 use super::treasury::{self, Treasury};
+use super::{refund, requests};
 use crate::chain::config::Network;
 use crate::chain::error::ChainError;
 use crate::chain::rpc::Budget;
@@ -68,8 +69,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
     for Stalled { send, reason } in stalled {
         match send.purpose() {
             Purpose::Settlement(id) if send.held_by.is_some() => {
-                if let Err(err) = held::stalled(ctx, &send, id, &reason).await {
-                    err.log_with(format!("hold of settlement {id}'s payments"));
+                if let Err(err) = requests::stalled(ctx, &send, id, &reason).await {
+                    err.log_with(format!("what waits on {id}'s transaction"));
                 }
             }
             Purpose::Settlement(id) => {
@@ -120,9 +121,10 @@ async fn in_object(
     institution: moves::Held,
 ) -> Result<(), ApiError> {
     let object = ctx.institution_object(institution.id)?;
-    let unsent = held::read_back(ctx, &object, institution.id).await?;
-    held::resend(ctx, &object, (networks, treasury), institution, unsent).await?;
+    let unsent = requests::read_back(ctx, &object, institution.id).await?;
+    requests::resend(ctx, &object, (networks, treasury), institution, unsent).await?;
     finish(ctx, Some(&object)).await?;
+    refund::send::finish(ctx, Some(&object)).await?;
     start(
         ctx,
         networks,
@@ -241,7 +243,7 @@ async fn settle_group(
         (before, after),
     )
     .await?;
-    if stored {
+    if stored.is_some() {
         Ok(())
     } else {
         Err(NotNow::Raced)

@@ -48,8 +48,14 @@ pub async fn preview_refund(mut c: Call<'_>, id: &str) -> Answer {
         part,
     };
     let portal = &c.portal;
-    portal.refuse_if_held()?;
-    let preview = refund::preview(portal.ctx, portal.institution_id(), id, &request).await?;
+    let preview = refund::preview(
+        portal.ctx,
+        portal.held(),
+        portal.institution_id(),
+        id,
+        &request,
+    )
+    .await?;
     let effect = balances::refund_effect(portal, (id, preview.part), &preview.base_units).await?;
     let mut body = to_json(&preview)?;
     body["balance"] = to_json(&effect)?;
@@ -71,9 +77,9 @@ pub async fn refund(mut c: Call<'_>, id: &str) -> Answer {
         part,
     };
     let portal = &c.portal;
-    portal.refuse_if_held()?;
     let (view, created) = refund::request(
         portal.ctx,
+        portal.held(),
         portal.institution_id(),
         id,
         &request,

@@ -262,12 +262,12 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         // A payment made in several ways to pay is refunded part by part once every part is
         // settled.
         && (parts.len() < 2 || t.raw_status != RawStatus::Succeeded);
-    // An institution held in its own store: its refunds and returns are not sent on chain yet,
-    // and the page says so instead of offering a form the server refuses.
-    let may_refund = refundable_now && !portal.is_held();
-    let refunds_wait = refundable_now && portal.is_held();
+    let may_refund = refundable_now;
     let is_admin = portal.session.role == PortalRole::Admin;
+    // An institution held in its own store: its returns are not sent on chain yet, and the page
+    // says so instead of offering a form the server refuses.
     let may_return = is_admin && !portal.is_held();
+    let returns_wait = is_admin && portal.is_held();
     // One key for the page's return forms: a second submit of the same form is the same return.
     let return_key = crate::crypto::random_token("rtk_").or_internal("draw a return key")?;
     let merchant = search::merchant_names(portal, [t.merchant_id])
@@ -384,6 +384,9 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                     section #uncredited {
                         h2 { "Received after the credit" }
                         p.muted { "This money reached the payment's addresses after the payment was credited. It is not part of the payment and is owed to nobody: send it back to the customer." }
+                        @if returns_wait {
+                            p.muted #returns-held { "Returns are not sent on chain yet for this institution: its money is held in its own store. They will be once the treasury reaches it." }
+                        }
                         table #uncredited-list {
                             thead { tr { th scope="col" { "Address" } th scope="col" { "Left there" } @if may_return { th scope="col" { "Return it to" } } } }
                             tbody {
@@ -444,25 +447,22 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         }
                     }
                 }
-                @if may_refund || refunds_wait || !refunds.is_empty() {
+                @if may_refund || !refunds.is_empty() {
                     section #refunds {
                         h2 { "Refunds" }
-                        @if refunds_wait {
-                            p.muted #refunds-held { "Refunds and returns are not sent on chain yet for this institution: its money is held in its own store. They will be once the treasury reaches it." }
-                        }
                         @if !refunds.is_empty() {
-                            table #refund-list {
-                                thead { tr { th { "Amount" } th { "Sent" } th { "To" } th { "State" } } }
+                            table #refund-list.stack {
+                                thead { tr { th scope="col" { "Amount" } th scope="col" { "Sent" } th scope="col" { "To" } th scope="col" { "State" } } }
                                 tbody {
                                     @for r in &refunds {
                                         tr data-state=(r.state) {
-                                            td {
+                                            td data-label="Amount" {
                                                 @if r.extra { "Return of money received after the credit" br; small { "worth " (r.amount) " " (text(&t.currency)) " at its address's quote · by " (r.requested_by) " · " (r.created_at) } }
                                                 @else { (r.amount) " " (text(&t.currency)) br; small { "by " (r.requested_by) " · " (r.created_at) } }
                                             }
-                                            td { (r.crypto_amount) " " (r.asset) " on " (r.network) br; small { "at 1 " (r.asset) " = " (r.rate) " " (text(&t.currency)) } }
-                                            td { code { (r.address) } }
-                                            td {
+                                            td data-label="Sent" { (r.crypto_amount) " " (r.asset) " on " (r.network) br; small { "at 1 " (r.asset) " = " (r.rate) " " (text(&t.currency)) } }
+                                            td data-label="To" { code { (r.address) } }
+                                            td data-label="State" {
                                                 (r.state)
                                                 @if let Some(hash) = &r.tx_hash { br; code { (hash) } }
                                                 @if let Some(error) = &r.error { br; span.bad { (error) } }
@@ -628,12 +628,11 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
     };
     let institution = portal.institution_id();
     let outcome = match form.get("step") {
-        // Shown on the form like any refusal.
-        _ if portal.is_held() => Err(crate::portal::held_refusal()),
         Some("confirm") => {
             let key = form.get("key").unwrap_or_default();
             let made = refund::request(
                 portal.ctx,
+                portal.held(),
                 institution,
                 id,
                 &request,
@@ -646,7 +645,7 @@ pub(super) async fn refund(c: Call<'_>, id: &str) -> Answer {
                 Err(err) => Err(err),
             }
         }
-        _ => refund::preview(portal.ctx, institution, id, &request).await,
+        _ => refund::preview(portal.ctx, portal.held(), institution, id, &request).await,
     };
     let (preview, error) = match outcome {
         Ok(preview) => (Some(preview), None),
