@@ -304,6 +304,28 @@ impl Worker {
             })
     }
 
+    /// Runs `sql` on institution `institution`'s object's database behind the worker's back, as
+    /// tests do on D1's (making a watch due now instead of in half an hour): its rows changed.
+    pub fn object_execute(&self, institution: i64, sql: &str, params: &[&str]) -> usize {
+        let file = xtask::localdb::object_files(&self.persist_to)
+            .expect("the objects' directory")
+            .into_iter()
+            .find(|file| {
+                Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .and_then(|conn| {
+                        conn.query_row("SELECT institution_id FROM object_identity", [], |r| {
+                            r.get::<_, i64>(0)
+                        })
+                    })
+                    .is_ok_and(|held| held == institution)
+            })
+            .unwrap_or_else(|| panic!("no object holds institution {institution}"));
+        let conn = Connection::open(file).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn.execute(sql, rusqlite::params_from_iter(params))
+            .unwrap()
+    }
+
     /// Wrangler's persist directory of this worker.
     pub fn persist_to(&self) -> &Path {
         &self.persist_to

@@ -37,6 +37,9 @@ pub struct Request {
     pub merchant_id: i64,
     /// For a refund: its payment.
     pub transaction_id: Option<i64>,
+    /// For a return (a refund of money received after the credit): the deposit address it is
+    /// paid from.
+    pub from_address: Option<String>,
     /// Network.
     pub network: String,
     /// Token contract (lower-case hex) or `native`.
@@ -79,7 +82,8 @@ impl Request {
 
 const COLUMNS: &str = "SELECT o.id, o.settlement_id, o.refund_id, o.payout_id, \
      COALESCE(s.institution_id, f.institution_id) AS institution_id, \
-     COALESCE(s.merchant_id, t.merchant_id) AS merchant_id, f.transaction_id, o.network, \
+     COALESCE(s.merchant_id, t.merchant_id) AS merchant_id, f.transaction_id, f.from_address, \
+     o.network, \
      o.token, o.asset, o.decimals, o.wallet, o.units, o.netted, o.gas_limit, o.gas_price, \
      o.l1_fee, o.rate_source, o.state, o.updated_at \
      FROM object_sends o LEFT JOIN settlements s ON s.id = o.settlement_id \
@@ -143,6 +147,7 @@ impl NewRequest<'_> {
             institution_id: self.institution_id,
             merchant_id,
             transaction_id,
+            from_address: None,
             network: self.network.to_owned(),
             token: self.token.to_owned(),
             asset: self.asset.to_owned(),

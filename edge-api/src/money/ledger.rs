@@ -501,12 +501,13 @@ pub async fn reserve_held_refund(
 }
 
 /// The treasury's half of one attempt (`request_id`, the object's request) of a held refund of
-/// payment `transaction_id` of `owners`' merchant: the `units` from its link to the institution
-/// against the treasury, and the gas (at most `gas_wei`), in the treasury's books.
+/// payment `transaction_id` of `owners`' merchant (a return's `from` its deposit address): the
+/// `units` from its link to the institution against the treasury, and the gas (at most
+/// `gas_wei`), in the treasury's books.
 pub async fn reserve_held_refund_payout(
     ctx: &Ctx,
     asset: &Asset<'_>,
-    (owners, transaction_id): (Scoped<i64>, i64),
+    (owners, transaction_id, from): (Scoped<i64>, i64, Option<&str>),
     request_id: &str,
     (units, gas_wei): (u128, u128),
 ) -> ChainResult<Book> {
@@ -517,12 +518,13 @@ pub async fn reserve_held_refund_payout(
         &[],
     )
     .await?;
-    let mut transfers = vec![postings::refund(
-        &asset.ledger(),
-        (transaction_id, owners.id),
-        request_id,
-        units,
-    )];
+    let ledger = asset.ledger();
+    let mut transfers = vec![match from {
+        Some(address) => {
+            postings::return_extra(&ledger, address, transaction_id, request_id, units)
+        }
+        None => postings::refund(&ledger, (transaction_id, owners.id), request_id, units),
+    }];
     transfers.extend(postings::gas_reserve(
         &coin(asset.network).ledger(),
         request_id,
@@ -538,18 +540,24 @@ pub async fn reserve_held_refund_payout(
 }
 
 /// The statements ending, in the object, the institution's half of what `reference` reserved
-/// (a settlement's request, or a refund): posted when its transaction (whichever of its
-/// replacements was mined: they all pay the same) succeeded, voided when it failed or the
-/// refund was given up; written `when` the request's outcome is recorded.
+/// (a settlement's request, or a refund: a return's `from` its deposit address): posted when its
+/// transaction (whichever of its replacements was mined: they all pay the same) succeeded,
+/// voided when it failed or the refund was given up; written `when` the request's outcome is
+/// recorded.
 pub async fn end_held_request(
     ctx: &Ctx,
     object: &Db,
-    (asset, owners): (&Asset<'_>, Scoped<i64>),
+    (asset, owners, from): (&Asset<'_>, Scoped<i64>, Option<&str>),
     reference: &str,
     succeeded: bool,
     when: &When,
 ) -> ChainResult<Vec<Stmt>> {
-    let mut book = Book::load(object, &held_accounts(asset, owners), &[], &[]).await?;
+    let mut accounts = held_accounts(asset, owners);
+    // A return is paid from its deposit address's unallocated money.
+    if let Some(address) = from {
+        accounts.push(asset.account(Kind::Unallocated, address));
+    }
+    let mut book = Book::load(object, &accounts, &[], &[]).await?;
     let open = book.open_of(object, reference).await?;
     for t in postings::end(&open, succeeded) {
         book.record(t)
@@ -668,12 +676,7 @@ pub async fn reserve_return(
         .or_internal("read the books")?;
     let left = u128::try_from(book.available(&unallocated.id())).unwrap_or(0);
     if left == 0 {
-        return Err(ApiError::new(
-            shared_types::ErrorCode::Conflict,
-            format!(
-                "nothing that reached {address} after the payment was credited is left to return"
-            ),
-        ));
+        return Err(nothing_to_return(address));
     }
     let t = postings::return_extra(&asset.ledger(), address, transaction_id, refund_id, left);
     book.post(t).map_err(|r| {
@@ -683,6 +686,47 @@ pub async fn reserve_return(
         )
     })?;
     Ok((book, left))
+}
+
+/// [`reserve_return`] of a payment held in its institution's object: the institution's half,
+/// everything left in deposit `address`'s unallocated account to the object's link to the
+/// treasury (the treasury's half is [`reserve_held_refund_payout`], one per attempt): the book
+/// and the units. `Err` (409) when nothing is left there.
+pub async fn reserve_held_return(
+    object: &Db,
+    asset: &Asset<'_>,
+    (address, transaction_id, institution): (&str, i64, InstitutionId),
+    refund_id: &str,
+) -> Result<(Book, u128), ApiError> {
+    let unallocated = asset.account(Kind::Unallocated, address);
+    let accounts = [
+        unallocated.clone(),
+        asset.account(Kind::World, split::TREASURY_LINK),
+    ];
+    let mut book = Book::load(object, &accounts, &[], &[])
+        .await
+        .or_internal("read the books")?;
+    let left = u128::try_from(book.available(&unallocated.id())).unwrap_or(0);
+    if left == 0 {
+        return Err(nothing_to_return(address));
+    }
+    let t = postings::return_extra(&asset.ledger(), address, transaction_id, refund_id, left);
+    let half = halves(&[t], institution, split::Side::Institution).or_internal("split a return")?;
+    book.post_all(&half).map_err(|r| {
+        ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!("cannot return it now: {}", refusal_words(&r, asset)),
+        )
+    })?;
+    Ok((book, left))
+}
+
+/// The refusal of a return when nothing is left at `address`.
+fn nothing_to_return(address: &str) -> ApiError {
+    ApiError::new(
+        shared_types::ErrorCode::Conflict,
+        format!("nothing that reached {address} after the payment was credited is left to return"),
+    )
 }
 
 /// Reserves the gas of a refund's transaction `send_id` (at most `gas_wei`).

@@ -143,7 +143,7 @@ async fn record(
                 ledger::end_held_request(
                     ctx,
                     object,
-                    (&asset, owners),
+                    (&asset, owners, None),
                     &request.id,
                     confirmed,
                     &recorded,
@@ -172,7 +172,7 @@ async fn record(
                     ledger::end_held_request(
                         ctx,
                         object,
-                        (&asset, owners),
+                        (&asset, owners, request.from_address.as_deref()),
                         id,
                         confirmed,
                         &recorded,
@@ -325,7 +325,7 @@ pub async fn send(
             let books = ledger::reserve_held_refund_payout(
                 ctx,
                 &asset,
-                (owners, payment),
+                (owners, payment, request.from_address.as_deref()),
                 &request.id,
                 (units, priced.cost),
             )

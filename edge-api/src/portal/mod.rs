@@ -53,13 +53,13 @@ pub struct Portal<'a> {
     pub held: Option<crate::db::Db>,
 }
 
-/// The refusal of a return or a top-up address for an institution held in its object
+/// The refusal of a top-up address for an institution held in its object
 /// ([`Portal::refuse_if_held`]).
 pub fn held_refusal() -> ApiError {
     ApiError::new(
         ErrorCode::Conflict,
-        "returns and top-ups are not made on chain yet for an institution whose money is held \
-         in its own store",
+        "top-ups are not made on chain yet for an institution whose money is held in its own \
+         store",
     )
 }
 
@@ -102,8 +102,8 @@ impl Portal<'_> {
         self.held.as_ref()
     }
 
-    /// Refuses what moves money on chain and does not reach objects yet (a return, a top-up
-    /// address) for an institution held in its object (docs/SCALING.md).
+    /// Refuses what moves money on chain and does not reach objects yet (a top-up address) for
+    /// an institution held in its object (docs/SCALING.md).
     pub fn refuse_if_held(&self) -> Result<(), ApiError> {
         if self.is_held() {
             return Err(held_refusal());

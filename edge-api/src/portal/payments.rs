@@ -209,7 +209,7 @@ async fn uncredited(
             .account(shared_types::ledger::Kind::Unallocated, &d.address.lower())
         })
         .collect();
-    let book = crate::db::ledger::Book::load(portal.db(), &accounts, &[], &[])
+    let book = crate::db::ledger::Book::load(portal.money(), &accounts, &[], &[])
         .await
         .or_internal("read the books")?;
     Ok(deposits

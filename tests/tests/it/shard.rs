@@ -702,26 +702,6 @@ fn a_held_institutions_payment_changes_and_its_webhooks_come_from_its_object() {
         "{}",
         refused.text
     );
-    // A return is not made for a held payment yet: refused by name.
-    let request = worker
-        .request(
-            Method::POST,
-            &format!("/portal/api/payments/{paid}/returns"),
-        )
-        .header("Cookie", format!("payrail_portal={}", session.cookie))
-        .header("X-CSRF-Token", &session.csrf)
-        .header("Idempotency-Key", "held-return")
-        .json(&json!({
-            "deposit": "0x52908400098527886E0F7030069857D2E4169EE7",
-            "address": "0x52908400098527886E0F7030069857D2E4169EE7"
-        }));
-    let refused = worker.send(request, None);
-    assert_eq!(refused.status, 409, "{}", refused.text);
-    assert!(
-        refused.text.contains("held in its own store"),
-        "{}",
-        refused.text
-    );
 
     // The cron's run reaches the object: the ended checkout is closed there.
     let (reader, reader_secret) = worker.new_client(0, "Held reads", &["transactions:read"]);
@@ -1489,6 +1469,139 @@ fn a_held_refunds_failed_attempt_is_asked_again_and_paid_once() {
         "one transaction per attempt"
     );
     assert_eq!(events_of(&object(), id, "payment.refunded"), 1);
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
+/// Money that reached a held payment's deposit after its credit: read into the object's books
+/// (never credited), shown on the payment, and returned to the customer once however many
+/// returns race, from the object through a request to the treasury; the books balance in both
+/// stores and the links mirror each other.
+#[test]
+fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let (id, session) = held_paid(&s, institution, &[("7.00", "HELD-AFTER")])[0].clone();
+    let (address, _) = held_deposit(worker, institution, &session);
+    // The customer sends 3 USDC more by mistake: recorded in the object, never credited.
+    anvil.transfer(&s.usdc, &s.customer, &address, 3_000_000);
+    anvil.mine(3);
+    let portal = worker.portal_login(0);
+    let detail = || {
+        let reply = worker.portal(
+            Method::GET,
+            &format!("/portal/api/payments/{id}"),
+            Some(&portal),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()
+    };
+    let shown = eventually(
+        "the money after the credit shown",
+        Duration::from_secs(60),
+        || {
+            // A credited payment's addresses are read every half hour: as if that long passed.
+            worker.object_execute(
+                institution,
+                "UPDATE deposit_watches SET checked_at = 0 WHERE address = lower(?1)",
+                &[&address],
+            );
+            worker.cron();
+            anvil.mine(1);
+            let detail = detail();
+            let left = detail["uncredited"].as_array().cloned().unwrap_or_default();
+            (!left.is_empty()).then_some(detail)
+        },
+    );
+    assert_eq!(shown["uncredited"][0]["base_units"], "3000000", "{shown}");
+    assert_eq!(shown["transaction"]["amount"]["gross"], "7.00");
+    // The page offers to return it, at a desktop's and a phone's width.
+    {
+        use payrail_tests::browser::{exclusive, Browser};
+        let _browser = exclusive();
+        let browser = Browser::start();
+        let admin = &worker.credentials.institutions[0];
+        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
+        for (width, height) in [(1280, 900), (390, 844)] {
+            browser.resize(width, height);
+            browser.goto(&format!("{}/portal/payments/{id}", worker.base_url));
+            assert!(browser.wait_text("#uncredited-list").contains("3 USDC"));
+            assert_eq!(
+                browser.eval("return document.querySelector('form.return') !== null;"),
+                json!(true)
+            );
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#uncredited",
+                "portal-held-payment-uncredited",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "at {width}: {violations:#?}");
+        }
+    }
+    // Four returns at once: the 3 USDC go back once.
+    let customer = "0x00000000000000000000000000000000000ba5e0";
+    let returns = |key: String| {
+        worker.send(
+            worker
+                .request(Method::POST, &format!("/portal/api/payments/{id}/returns"))
+                .header("Cookie", format!("payrail_portal={}", portal.cookie))
+                .header("X-CSRF-Token", &portal.csrf)
+                .header("Idempotency-Key", key)
+                .json(&json!({"deposit": address, "address": customer})),
+            None,
+        )
+    };
+    let replies: Vec<payrail_tests::Reply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let returns = &returns;
+                scope.spawn(move || returns(format!("held-after-{i}")))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let made: Vec<&payrail_tests::Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(
+        made.len(),
+        1,
+        "{:?}",
+        replies.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    assert!(made[0].text.contains("\"extra\":true"), "{}", made[0].text);
+    assert!(
+        replies.iter().all(|r| [201, 409].contains(&r.status)),
+        "{:?}",
+        replies.iter().map(|r| &r.text).collect::<Vec<_>>()
+    );
+    let refund = made[0].json()["id"].as_str().unwrap().to_owned();
+    eventually("the return done", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (detail()["refunds"][0]["state"] == "done").then_some(())
+    });
+    assert_eq!(anvil.balance_of(&s.usdc, customer), 3_000_000);
+    // The payment is untouched: it settles its 7.00, and nothing is left to return.
+    eventually("the payment paid", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    let t = worker.transaction(0, id);
+    assert_eq!(t["amount"]["gross"], "7.00");
+    assert!(detail()["uncredited"].as_array().unwrap().is_empty());
+    assert_eq!(returns("held-after-9".to_owned()).status, 409);
+    let sends: i64 = worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM chain_sends c JOIN settlements p ON p.id = c.settlement_id \
+             WHERE p.refund_of = ?1",
+            [&refund],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(sends, 1, "one transaction");
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 

@@ -443,6 +443,33 @@ fn with_books(
     Ok((batch, insert))
 }
 
+/// The request paying the first attempt of refund `refund_id` of a held institution
+/// (`request_id`: its send id): `units` of `asset` (its `token`, lower case) to the customer's
+/// address `to` (lower case). A refund's transaction is priced when the treasury signs it (its
+/// gas is the PSP's).
+fn first_attempt<'a>(
+    (refund_id, request_id, institution_id): (&'a str, &'a str, InstitutionId),
+    (asset, token): (&'a ledger::Asset<'a>, &'a str),
+    (to, units): (&'a str, u128),
+) -> NewRequest<'a> {
+    NewRequest {
+        id: request_id,
+        institution_id,
+        paying: Paying::Refund(refund_id),
+        network: asset.network,
+        token,
+        asset: asset.symbol,
+        decimals: asset.decimals,
+        wallet: to,
+        units,
+        netted: 0,
+        gas_limit: 0,
+        gas_price: 0,
+        l1_fee: 0,
+        rate_source: "",
+    }
+}
+
 /// The largest refund the rule lets in, in whole units of the order currency: far above any
 /// order (an overpaid one may be refunded whole), below what the books could ever hold; what is
 /// left to refund of the payment bounds it first.
@@ -524,9 +551,15 @@ async fn store(
             // before anything is asked (they are read again when it is sent).
             let book =
                 ledger::reserve_held_refund(object, &asset, owners, &id, checked.units).await?;
-            ledger::reserve_held_refund_payout(ctx, &asset, owners, &id, (checked.units, 0))
-                .await
-                .map_err(|e| conflict(format!("cannot refund now: {}", e.public())))?;
+            ledger::reserve_held_refund_payout(
+                ctx,
+                &asset,
+                (owners.0, owners.1, None),
+                &id,
+                (checked.units, 0),
+            )
+            .await
+            .map_err(|e| conflict(format!("cannot refund now: {}", e.public())))?;
             book
         }
     };
@@ -554,23 +587,14 @@ async fn store(
     })
     .or_internal("write refund")?;
     let (mut batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
+    let request_id = sends::new_id().or_internal("a request's id")?;
+    let to = checked.preview.address.to_ascii_lowercase();
     let token = checked.quote.token.lower();
-    let asked = NewRequest {
-        id: &sends::new_id().or_internal("a request's id")?,
-        institution_id,
-        paying: Paying::Refund(&id),
-        network: &checked.quote.network,
-        token: &token,
-        asset: &checked.quote.asset,
-        decimals: checked.quote.decimals,
-        wallet: &checked.preview.address.to_ascii_lowercase(),
-        units: checked.units,
-        netted: 0,
-        gas_limit: 0,
-        gas_price: 0,
-        l1_fee: 0,
-        rate_source: "",
-    };
+    let asked = first_attempt(
+        (&id, &request_id, institution_id),
+        (&asset, &token),
+        (&to, checked.units),
+    );
     if held.is_some() {
         batch.push(object_sends::request(&asked, ctx.now()).or_internal("write refund")?);
     }

@@ -2,7 +2,8 @@
 //! credited is sent back to the customer, from that address, as a refund marked `extra`. It is
 //! reserved from the address's unallocated account in the books, stored by one guarded insert,
 //! then signed, followed and finished like any refund ([`super`]); the payment and what is left
-//! to refund of it never change: this money was never credited.
+//! to refund of it never change: this money was never credited. A held institution's return is
+//! stored in its object and paid through a request to the treasury, as its refunds are.
 
 use std::str::FromStr;
 
@@ -11,13 +12,13 @@ use shared_types::checkout::currency_digits;
 use shared_types::ids::Scoped;
 use shared_types::RawStatus;
 
-use super::{check_key, conflict, sent_now, with_books, RefundView, STORE_TRIES};
+use super::{check_key, conflict, first_attempt, sent_now, with_books, RefundView, STORE_TRIES};
 use crate::chain::evm;
 use crate::ctx::Ctx;
 use crate::db::refunds::{self, Refund};
-use crate::db::{self, transactions, watches};
+use crate::db::{self, object_sends, transactions, watches, Db};
 use crate::error::{ApiError, OrInternal};
-use crate::money::ledger;
+use crate::money::{ledger, sends};
 use crate::{crypto, wallet_address};
 
 /// Returns to `to` (the customer's address) everything that reached deposit `deposit` of
@@ -28,6 +29,7 @@ use crate::{crypto, wallet_address};
 /// there; two at once return it once (the books' batch guards the address's balance).
 pub async fn return_extra(
     ctx: &Ctx,
+    held: Option<&Db>,
     Scoped {
         institution: institution_id,
         id: transaction_id,
@@ -54,13 +56,14 @@ pub async fn return_extra(
             ))
         }
     };
-    if let Some(stored) = refunds::by_key(&ctx.db, institution_id, key)
+    let db = held.unwrap_or(&ctx.db);
+    if let Some(stored) = refunds::by_key(db, institution_id, key)
         .await
         .or_internal("read refund")?
     {
         return existing(stored);
     }
-    let t = transactions::get(&ctx.db, institution_id, transaction_id)
+    let t = transactions::get(db, institution_id, transaction_id)
         .await
         .or_internal("read payment")?
         .ok_or_else(|| ApiError::not_found("no such payment"))?;
@@ -74,7 +77,7 @@ pub async fn return_extra(
             t.raw_status
         )));
     }
-    let watch = watches::deposits_of_transaction(&ctx.db, institution_id, transaction_id)
+    let watch = watches::deposits_of_transaction(db, institution_id, transaction_id)
         .await
         .or_internal("read deposits")?
         .into_iter()
@@ -93,13 +96,41 @@ pub async fn return_extra(
     // What it is worth at the address's quote, for people to read.
     let rate = Decimal::from_str(&watch.rate).unwrap_or_default();
     let digits = currency_digits(t.currency.as_deref().unwrap_or_default()).unwrap_or(2);
+    let to = to.to_ascii_lowercase();
+    let token = watch.token.lower();
     let mut tries = 0;
-    loop {
+    let asked = loop {
         tries += 1;
         let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
             .or_internal("generate refund id")?;
-        let (book, units) =
-            ledger::reserve_return(ctx, &asset, (&deposit, transaction_id), &id).await?;
+        let (book, units) = match held {
+            None => ledger::reserve_return(ctx, &asset, (&deposit, transaction_id), &id).await?,
+            Some(object) => {
+                // The institution's half, in its object; the treasury's books must take theirs
+                // too before anything is asked (they are read again when it is sent).
+                let (book, units) = ledger::reserve_held_return(
+                    object,
+                    &asset,
+                    (&deposit, transaction_id, institution_id),
+                    &id,
+                )
+                .await?;
+                ledger::reserve_held_refund_payout(
+                    ctx,
+                    &asset,
+                    (
+                        Scoped::new(institution_id, t.merchant_id),
+                        transaction_id,
+                        Some(&deposit),
+                    ),
+                    &id,
+                    (units, 0),
+                )
+                .await
+                .map_err(|e| conflict(format!("cannot return it now: {}", e.public())))?;
+                (book, units)
+            }
+        };
         let worth = evm::from_units(units, watch.decimals)
             .and_then(|a| a.checked_mul(rate))
             .unwrap_or_default()
@@ -131,14 +162,30 @@ pub async fn return_extra(
             ),
             units: &units_text,
             rate: &rate_text,
-            to_address: &to.to_ascii_lowercase(),
+            to_address: &to,
             requested_by,
             now: ctx.now(),
         })
         .or_internal("write return")?;
-        let (batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
-        match batch.run(&ctx.db).await {
-            Ok(results) if results.changed(insert) => break,
+        let (mut batch, insert) =
+            with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
+        let request_id = sends::new_id().or_internal("a request's id")?;
+        let request = first_attempt(
+            (&id, &request_id, institution_id),
+            (&asset, &token),
+            (&to, units),
+        );
+        if held.is_some() {
+            batch.push(object_sends::request(&request, ctx.now()).or_internal("write return")?);
+        }
+        match batch.run(db).await {
+            Ok(results) if results.changed(insert) => {
+                break held.map(|_| {
+                    let mut asked = request.stored(t.merchant_id, Some(transaction_id), ctx.now());
+                    asked.from_address = Some(deposit.clone());
+                    Box::new(asked)
+                })
+            }
             Ok(_) => {
                 return Err(conflict(
                     "the payment changed while this return was checked",
@@ -154,7 +201,7 @@ pub async fn return_extra(
             }
             // The key was taken meanwhile: the other request's return answers.
             Err(_) => {
-                let stored = refunds::by_key(&ctx.db, institution_id, key)
+                let stored = refunds::by_key(db, institution_id, key)
                     .await
                     .or_internal("read refund")?
                     .ok_or("return vanished")
@@ -162,6 +209,6 @@ pub async fn return_extra(
                 return existing(stored);
             }
         }
-    }
-    sent_now(ctx, None, institution_id, key, None).await
+    };
+    sent_now(ctx, held, institution_id, key, asked).await
 }

@@ -106,9 +106,9 @@ pub async fn return_extra(mut c: Call<'_>, id: &str) -> Answer {
     let key = idempotency_key(&c)?;
     let ReturnBody { deposit, address } = c.json().await?;
     let portal = &c.portal;
-    portal.refuse_if_held()?;
     let (view, created) = returns::return_extra(
         portal.ctx,
+        portal.held(),
         Scoped::new(portal.institution_id(), id),
         (&deposit, &address),
         &key,

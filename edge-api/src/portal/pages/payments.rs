@@ -263,11 +263,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         // settled.
         && (parts.len() < 2 || t.raw_status != RawStatus::Succeeded);
     let may_refund = refundable_now;
-    let is_admin = portal.session.role == PortalRole::Admin;
-    // An institution held in its own store: its returns are not sent on chain yet, and the page
-    // says so instead of offering a form the server refuses.
-    let may_return = is_admin && !portal.is_held();
-    let returns_wait = is_admin && portal.is_held();
+    let may_return = portal.session.role == PortalRole::Admin;
     // One key for the page's return forms: a second submit of the same form is the same return.
     let return_key = crate::crypto::random_token("rtk_").or_internal("draw a return key")?;
     let merchant = search::merchant_names(portal, [t.merchant_id])
@@ -384,10 +380,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                     section #uncredited {
                         h2 { "Received after the credit" }
                         p.muted { "This money reached the payment's addresses after the payment was credited. It is not part of the payment and is owed to nobody: send it back to the customer." }
-                        @if returns_wait {
-                            p.muted #returns-held { "Returns are not sent on chain yet for this institution: its money is held in its own store. They will be once the treasury reaches it." }
-                        }
-                        table #uncredited-list {
+                        table #uncredited-list.stack {
                             thead { tr { th scope="col" { "Address" } th scope="col" { "Left there" } @if may_return { th scope="col" { "Return it to" } } } }
                             tbody {
                                 @for (k, u) in uncredited.iter().enumerate() {
@@ -571,9 +564,9 @@ pub(super) async fn export(c: Call<'_>) -> Answer {
 pub(super) async fn return_extra(c: Call<'_>, id: &str) -> Answer {
     let (portal, url, form) = (&c.portal, c.url, &c.form);
     let id = payment_id(id)?;
-    portal.refuse_if_held()?;
     let made = returns::return_extra(
         portal.ctx,
+        portal.held(),
         Scoped::new(portal.institution_id(), id),
         (
             form.get("deposit").unwrap_or_default(),
