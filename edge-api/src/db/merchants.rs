@@ -249,6 +249,25 @@ pub struct Name {
     pub name: String,
 }
 
+/// Of `institution_id`'s merchants `ids`, those active.
+pub async fn active_of(db: &Db, institution_id: InstitutionId, ids: &[i64]) -> DbResult<Vec<i64>> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: i64,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT id FROM merchants WHERE institution_id = ?1 AND status = 'active' \
+         AND id IN (SELECT value FROM json_each(?2))",
+        &[
+            institution_id.into(),
+            serde_json::to_string(ids).unwrap_or_default().into(),
+        ],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
 /// The names of the institution's merchants among `ids` (a page's: at most a hundred and one),
 /// each a primary-key lookup; another institution's merchant is simply not among them.
 pub async fn names(db: &Db, institution_id: InstitutionId, ids: &[i64]) -> DbResult<Vec<Name>> {

@@ -124,10 +124,11 @@ pub async fn custody(
     .await
 }
 
-/// [`custody`] in the object of institution `institution`: its deposits' custody accounts
-/// that hold something and its open watches, at most `limit`, in address order (the caller
-/// orders them with D1's by when each was last compared, [`last_compared`]). Held deposits are
-/// neither swept nor top-up addresses, so nothing else leaves one out.
+/// [`custody`] in the object of institution `institution`: its custody accounts that hold
+/// something, its open deposit watches and its merchants' top-up addresses, at most `limit`, in
+/// address order (the caller orders them with D1's by when each was last compared,
+/// [`last_compared`]). A held institution's addresses are not swept yet, so nothing else leaves
+/// one out.
 pub async fn held_custody(
     db: &Db,
     institution: i64,
@@ -143,13 +144,17 @@ pub async fn held_custody(
               AND (debits_posted <> credits_posted OR debits_pending <> '0' \
                    OR credits_pending <> '0') \
            UNION SELECT address FROM deposit_watches \
-            WHERE watch_until > ?3 AND network = ?1 AND token = ?2 AND institution_id = ?4) \
+            WHERE watch_until > ?3 AND network = ?1 AND token = ?2 AND institution_id = ?4 \
+           UNION SELECT address FROM topup_watches \
+            WHERE network = ?1 AND token = ?2 AND institution_id = ?4) \
          SELECT c.address, \
            COALESCE(a.debits_posted, '0') AS debits_posted, \
            COALESCE(a.credits_posted, '0') AS credits_posted, \
-           (SELECT w.scanned_to FROM deposit_watches w WHERE w.address = c.address \
+           COALESCE((SELECT w.scanned_to FROM deposit_watches w WHERE w.address = c.address \
              AND w.network = ?1 AND w.token = ?2 AND w.watch_until > ?3 \
-             AND w.institution_id = ?4) AS watched_to, \
+             AND w.institution_id = ?4), \
+             (SELECT t.scanned_to FROM topup_watches t WHERE t.address = c.address \
+             AND t.network = ?1 AND t.token = ?2 AND t.institution_id = ?4)) AS watched_to, \
            0 AS reconciled_at \
          FROM candidates c \
          LEFT JOIN ledger_accounts a ON a.id = ?1 || ':' || ?2 || ':custody:' || c.address \

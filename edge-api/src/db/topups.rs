@@ -207,6 +207,26 @@ pub async fn due(db: &Db, checked_before: i64, limit: i64) -> DbResult<Vec<Topup
     .await
 }
 
+/// [`due`] in the object holding `institution`'s money, whose merchants are the directory's:
+/// every watch nobody checked since `checked_before`, the least recently checked first; the
+/// caller keeps those of active merchants.
+pub async fn due_held(
+    db: &Db,
+    institution: InstitutionId,
+    checked_before: i64,
+    limit: i64,
+) -> DbResult<Vec<TopupWatch>> {
+    all(
+        db,
+        &format!(
+            "{WATCH} WHERE w.checked_at < ?1 AND w.institution_id = ?3 \
+             ORDER BY w.checked_at LIMIT ?2"
+        ),
+        &[checked_before.into(), limit.into(), institution.into()],
+    )
+    .await
+}
+
 /// Every watch of `merchant_id`'s top-up addresses.
 pub async fn watches_of(
     db: &Db,

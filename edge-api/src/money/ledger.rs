@@ -206,9 +206,11 @@ pub async fn credit(
 /// The postings of the confirmed transfers among `seen` at the top-up address of `watch`: each
 /// one's receipt (custody ← unallocated at the address) and its top-up (unallocated → the
 /// merchant), both ids derived from the chain transfer, so one seen again (a later check, a
-/// racing cron run) is never posted twice. Written `when` the check's batch applies.
+/// racing cron run) is never posted twice, in `db` (D1, or the object of the institution held
+/// there). Written `when` the check's batch applies.
 pub async fn topups(
     ctx: &Ctx,
+    db: &Db,
     watch: &TopupWatch,
     seen: &[SeenTopup<'_>],
     when: &When,
@@ -242,7 +244,7 @@ pub async fn topups(
             .of_institution(watch.institution_id),
     ];
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
-    let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
+    let mut book = Book::load(db, &accounts, &ids, &[]).await?;
     for t in transfers {
         // Money that arrived is a fact of the chain, and the merchant's once it is final: its
         // receipt credited the unallocated account just before, so the top-up never overdraws

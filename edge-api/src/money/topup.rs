@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use payrail_evm::Token;
-use shared_types::ids::Scoped;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::ErrorCode;
 
 use super::books;
@@ -28,6 +28,7 @@ use crate::chain::rpc::{self, Budget};
 use crate::chain::scan::{self, Scan};
 use crate::ctx::Ctx;
 use crate::db;
+use crate::db::merchants;
 use crate::db::topups::{self, NewAddress, SeenTopup, TopupAddress, TopupWatch, WatchedAsset};
 use crate::error::{ApiError, OrInternal};
 
@@ -70,9 +71,11 @@ fn watched(assets: &[books::Asset]) -> Vec<WatchedAsset<'_>> {
 
 /// Watches `merchant_id`'s top-up addresses for every asset now configured on their networks
 /// (an asset configured after the address was given out is read from the address's first
-/// block). Writes nothing when they all are.
+/// block), where its money lives (`held`: the object of an institution held there). Writes
+/// nothing when they all are.
 pub async fn watch_assets(
     ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id: merchant_id,
@@ -94,16 +97,19 @@ pub async fn watch_assets(
     if statements.is_empty() {
         return Ok(());
     }
-    db::batch(&ctx.db, statements)
+    db::batch(held.unwrap_or(&ctx.db), statements)
         .await
         .or_internal("watch top-up assets")
 }
 
 /// The top-up address of `merchant_id` (of `institution_id`) on `network`, given out now if it
 /// has none (`created_by` asked), and watched from the node's newest block. 404 for a network
-/// not configured (or no deposit key); 503 when its node cannot say its newest block.
+/// not configured (or no deposit key); 503 when its node cannot say its newest block. For an
+/// institution held in its object (`held`), the address is stored and watched there (its index
+/// is the directory's allocator's, as every deposit address's).
 pub async fn create(
     ctx: &Ctx,
+    held: Option<&db::Db>,
     Scoped {
         institution: institution_id,
         id: merchant_id,
@@ -117,8 +123,9 @@ pub async fn create(
             "top-ups are taken only on the networks whose chain is watched; {name:?} is not one"
         )));
     };
+    let store = held.unwrap_or(&ctx.db);
     if let Some(existing) =
-        topups::address_on(&ctx.db, Scoped::new(institution_id, merchant_id), name)
+        topups::address_on(store, Scoped::new(institution_id, merchant_id), name)
             .await
             .or_internal("read top-up address")?
     {
@@ -161,60 +168,116 @@ pub async fn create(
         )
         .or_internal("watch top-up address")?,
     );
-    db::batch(&ctx.db, statements)
+    db::batch(store, statements)
         .await
         .or_internal("store top-up address")?;
     // Of two given out at once, the first stored is the merchant's (the other index stays
     // unused: indexes are never reused).
-    topups::address_on(&ctx.db, Scoped::new(institution_id, merchant_id), name)
+    topups::address_on(store, Scoped::new(institution_id, merchant_id), name)
         .await
         .or_internal("read top-up address")?
         .ok_or_else(|| ApiError::internal("top-up address", "not stored"))
 }
 
 /// The cron's part, after the checkout watches and within the same `budget`: checks the
-/// top-up watches that are due, least recently checked first; one whose largest check no
-/// longer fits waits for the next run, while cheaper ones still go.
+/// top-up watches that are due, least recently checked first, D1's then those of the
+/// institutions held in their objects (`held`, the run's turn of them), at most [`PER_RUN`] in
+/// all; one whose largest check no longer fits waits for the next run, while cheaper ones still
+/// go. One object failing is logged; the others go on.
 pub async fn sweep(
     ctx: &Ctx,
     budget: &Budget,
     networks: &BTreeMap<String, Network>,
+    held: &[InstitutionId],
 ) -> Result<(), ApiError> {
     let checked_before = ctx.now() - CHECK_GAP_SECONDS;
     let due = topups::due(&ctx.db, checked_before, PER_RUN)
         .await
         .or_internal("read due top-up watches")?;
-    if due.is_empty() {
-        return Ok(());
-    }
+    let mut left = PER_RUN - i64::try_from(due.len()).unwrap_or(PER_RUN);
     // The coin it sends a top-up address is gas for a sweep, not the merchant's.
     let gas = books::gas_address(ctx)?;
-    for watch in &due {
-        if budget.left() < most_calls(watch.token) {
-            continue;
+    let checks = Checks {
+        networks,
+        budget,
+        checked_before,
+        gas: gas.as_deref(),
+    };
+    checks.run(ctx, None, &due).await?;
+    for &institution in held {
+        if left <= 0 {
+            break;
         }
-        check(ctx, networks, watch, checked_before, gas.as_deref()).await?;
+        let swept = async {
+            let object = ctx.institution_object(institution.0)?;
+            let due = topups::due_held(&object, institution, checked_before, left)
+                .await
+                .or_internal("read due top-up watches")?;
+            // A suspended or disabled merchant's address is not read (the directory says
+            // which are active).
+            let merchants: Vec<i64> = due.iter().map(|w| w.merchant_id).collect();
+            let active = merchants::active_of(&ctx.db, institution, &merchants)
+                .await
+                .or_internal("read merchants")?;
+            let due: Vec<TopupWatch> = due
+                .into_iter()
+                .filter(|w| active.contains(&w.merchant_id))
+                .collect();
+            checks.run(ctx, Some(&object), &due).await?;
+            Ok::<_, ApiError>(merchants.len())
+        };
+        match swept.await {
+            Ok(n) => left -= i64::try_from(n).unwrap_or(left),
+            Err(err) => err.log_with(format!("top-ups of institution {}", institution.0)),
+        }
     }
     Ok(())
+}
+
+/// What one run's checks of top-up watches share.
+struct Checks<'a> {
+    networks: &'a BTreeMap<String, Network>,
+    budget: &'a Budget,
+    checked_before: i64,
+    /// Custody's gas address (what it sends a top-up address is gas, not the merchant's).
+    gas: Option<&'a str>,
+}
+
+impl Checks<'_> {
+    /// Checks the `due` watches of one store (D1, or the object `held`) within the budget.
+    async fn run(
+        &self,
+        ctx: &Ctx,
+        held: Option<&db::Db>,
+        due: &[TopupWatch],
+    ) -> Result<(), ApiError> {
+        for watch in due {
+            if self.budget.left() < most_calls(watch.token) {
+                continue;
+            }
+            check(ctx, held, self, watch).await?;
+        }
+        Ok(())
+    }
 }
 
 /// Checks `watch` unless somebody did since `checked_before`; records why the node could not
 /// be read.
 async fn check(
     ctx: &Ctx,
-    networks: &BTreeMap<String, Network>,
+    held: Option<&db::Db>,
+    checks: &Checks<'_>,
     watch: &TopupWatch,
-    checked_before: i64,
-    gas: Option<&str>,
 ) -> Result<(), ApiError> {
-    let claimed = topups::claim(&ctx.db, watch, checked_before, ctx.now())
+    let store = held.unwrap_or(&ctx.db);
+    let claimed = topups::claim(store, watch, checks.checked_before, ctx.now())
         .await
         .or_internal("claim top-up watch")?;
     if !claimed {
         return Ok(());
     }
-    let outcome = match networks.get(&watch.network) {
-        Some(network) => read(ctx, network, watch, gas).await,
+    let outcome = match checks.networks.get(&watch.network) {
+        Some(network) => read(ctx, store, network, watch, checks.gas).await,
         None => Err(ChainError::Config(format!(
             "{} is no longer configured",
             watch.network
@@ -231,7 +294,7 @@ async fn check(
         Err(error) if error.is_budget() => Ok(()),
         Err(error) => {
             worker::console_warn!("top-up watch on {}: {error}", watch.network);
-            topups::failed(&ctx.db, watch, &error.public())
+            topups::failed(store, watch, &error.public())
                 .await
                 .or_internal("record node failure")
         }
@@ -245,6 +308,7 @@ async fn check(
 /// transfers *to* it, and are taken off what its balance must cover.
 async fn read(
     ctx: &Ctx,
+    store: &db::Db,
     network: &Network,
     watch: &TopupWatch,
     gas: Option<&str>,
@@ -258,7 +322,7 @@ async fn read(
     };
     let fresh = match scan::read(ctx, network, &target).await? {
         Scan::Nothing { head } => {
-            return Ok(topups::touch(&ctx.db, watch, head, ctx.now()).await?);
+            return Ok(topups::touch(store, watch, head, ctx.now()).await?);
         }
         Scan::Read(fresh) => fresh,
     };
@@ -286,7 +350,7 @@ async fn read(
     let stored = if seen.iter().any(|t| t.confirmed) {
         let read = (fresh.from, fresh.read_to);
         let most = i64::try_from(seen.len()).unwrap_or(i64::MAX);
-        let stored = topups::confirmed_in(&ctx.db, watch, read, most.saturating_add(1)).await?;
+        let stored = topups::confirmed_in(store, watch, read, most.saturating_add(1)).await?;
         if stored.len() > seen.len() {
             return Err(ChainError::answer(format!(
                 "the node no longer shows every transfer stored as final between blocks {} and \
@@ -320,7 +384,7 @@ async fn read(
     };
     // Nothing is credited from logs alone: a token's address must hold every unit confirmed to
     // it, before and now, at the last final block (the coin is read from the balance itself).
-    let before = confirmed_total(ctx, watch).await?;
+    let before = confirmed_total(store, watch).await?;
     let added = seen
         .iter()
         .filter(|t| t.confirmed)
@@ -338,7 +402,7 @@ async fn read(
                 watch.address,
                 watch.network
             );
-            return Ok(topups::touch(&ctx.db, watch, fresh.head, ctx.now()).await?);
+            return Ok(topups::touch(store, watch, fresh.head, ctx.now()).await?);
         };
         let asset = (watch.asset.as_str(), watch.decimals);
         scan::cover(network, &target, asset, (total, swept), fresh.final_to).await?;
@@ -351,18 +415,19 @@ async fn read(
         (final_to.max(scanned_to), fresh.head, total),
         ctx.now(),
     )?;
-    let postings = super::ledger::topups(ctx, watch, &seen, &topups::unchanged(watch)).await?;
+    let postings =
+        super::ledger::topups(ctx, store, watch, &seen, &topups::unchanged(watch)).await?;
     // The postings go before the watch moves on (the last statement): they apply under the same
     // condition as the rest of the check.
     let moves_on = statements.pop();
     statements.extend(postings);
     statements.extend(moves_on);
-    db::batch(&ctx.db, statements).await?;
+    db::batch(store, statements).await?;
     Ok(())
 }
 
-/// What custody swept of `watch`'s asset from its address by block `final_to`; `None` while
-/// that is not known (a sweep `sent` and not yet final, or one final in a later block than the
+/// What custody swept of `watch`'s asset from its address by block `final_to` (custody's sweeps
+/// are the treasury's, in D1, whoever's the address is); `None` while that is not known (a sweep `sent` and not yet final, or one final in a later block than the
 /// node's `final_to`: a node behind the one that made it final).
 async fn swept_by(ctx: &Ctx, watch: &TopupWatch, final_to: u64) -> ChainResult<Option<u128>> {
     let sweeps = topups::swept_from(&ctx.db, watch).await?;
@@ -391,14 +456,14 @@ async fn swept_by(ctx: &Ctx, watch: &TopupWatch, final_to: u64) -> ChainResult<O
 
 /// What `watch`'s confirmed transfers add up to: its stored total, or, for a watch from before
 /// totals were kept, the sum of its stored transfers (refused past [`topups::MOST_TOTALLED`]).
-async fn confirmed_total(ctx: &Ctx, watch: &TopupWatch) -> ChainResult<u128> {
+async fn confirmed_total(store: &db::Db, watch: &TopupWatch) -> ChainResult<u128> {
     let number = |text: &str| {
         u128::from_str(text).map_err(|_| ChainError::answer("a stored amount is not a number"))
     };
     if let Some(total) = &watch.confirmed_units {
         return number(total);
     }
-    let amounts = topups::confirmed_amounts(&ctx.db, watch).await?;
+    let amounts = topups::confirmed_amounts(store, watch).await?;
     if amounts.len() > usize::try_from(topups::MOST_TOTALLED).unwrap_or(usize::MAX) {
         return Err(ChainError::Config(format!(
             "the top-up address has more than {} confirmed transfers of {} to total",

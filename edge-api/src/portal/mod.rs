@@ -53,16 +53,6 @@ pub struct Portal<'a> {
     pub held: Option<crate::db::Db>,
 }
 
-/// The refusal of a top-up address for an institution held in its object
-/// ([`Portal::refuse_if_held`]).
-pub fn held_refusal() -> ApiError {
-    ApiError::new(
-        ErrorCode::Conflict,
-        "top-ups are not made on chain yet for an institution whose money is held in its own \
-         store",
-    )
-}
-
 /// The refusal of a change (or a secret) to a viewer.
 pub fn admin_required() -> ApiError {
     ApiError::new(
@@ -100,15 +90,6 @@ impl Portal<'_> {
     /// The institution's object, when its money is held there.
     pub fn held(&self) -> Option<&crate::db::Db> {
         self.held.as_ref()
-    }
-
-    /// Refuses what moves money on chain and does not reach objects yet (a top-up address) for
-    /// an institution held in its object (docs/SCALING.md).
-    pub fn refuse_if_held(&self) -> Result<(), ApiError> {
-        if self.is_held() {
-            return Err(held_refusal());
-        }
-        Ok(())
     }
 
     /// What a queue message says of where the institution's deliveries live.

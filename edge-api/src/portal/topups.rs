@@ -91,10 +91,10 @@ pub struct TopupReceived {
 pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiError> {
     let merchant = merchants::get(portal, merchant_id).await?;
     let networks = chain::networks(portal.ctx)?;
-    let addresses = topups::addresses_of(portal.db(), portal.institution_id(), merchant_id)
+    let addresses = topups::addresses_of(portal.money(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read top-up addresses")?;
-    let mut watches = topups::watches_of(portal.db(), portal.institution_id(), merchant_id)
+    let mut watches = topups::watches_of(portal.money(), portal.institution_id(), merchant_id)
         .await
         .or_internal("read top-up watches")?;
     let missing = addresses.iter().any(|a| {
@@ -109,16 +109,17 @@ pub async fn list(portal: &Portal<'_>, merchant_id: i64) -> Result<Topups, ApiEr
     if missing {
         topup::watch_assets(
             portal.ctx,
+            portal.held(),
             Scoped::new(portal.institution_id(), merchant_id),
             &networks,
         )
         .await?;
-        watches = topups::watches_of(portal.db(), portal.institution_id(), merchant_id)
+        watches = topups::watches_of(portal.money(), portal.institution_id(), merchant_id)
             .await
             .or_internal("read top-up watches")?;
     }
     let transfers = topups::transfers_of(
-        portal.db(),
+        portal.money(),
         Scoped::new(portal.institution_id(), merchant_id),
         MAX_SHOWN * 4,
     )
@@ -220,7 +221,6 @@ pub async fn create(
     network: &str,
 ) -> Result<TopupNetwork, ApiError> {
     portal.require_admin()?;
-    portal.refuse_if_held()?;
     let merchant = merchants::get(portal, merchant_id).await?;
     if merchant.merchant.status != MerchantStatus::Active {
         return Err(ApiError::new(
@@ -233,6 +233,7 @@ pub async fn create(
     }
     topup::create(
         portal.ctx,
+        portal.held(),
         Scoped::new(portal.institution_id(), merchant_id),
         network,
         &portal.session.email,

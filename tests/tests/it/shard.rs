@@ -1002,19 +1002,6 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
         )
         .unwrap();
     assert_eq!(stored, "5000000", "the limit on the object's account");
-    // A top-up address is not given to a held merchant yet: refused by name.
-    let topup = worker.portal(
-        Method::POST,
-        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
-        Some(&portal),
-        None,
-    );
-    assert_eq!(topup.status, 409, "{}", topup.text);
-    assert!(
-        topup.text.contains("held in its own store"),
-        "{}",
-        topup.text
-    );
 
     // The node refuses the treasury's next nonce: the object has asked, nothing is signed.
     node.set("eth_getTransactionCount pending", Fault::Refuse, 100);
@@ -1602,6 +1589,140 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
         )
         .unwrap();
     assert_eq!(sends, 1, "one transaction");
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
+/// A held merchant's top-up: its address given out from the directory's allocator and kept in
+/// the institution's object, watched there by the cron, the money credited to the merchant's
+/// balance in the object's books once (racing cron runs), shown on the merchant's page, and the
+/// books balanced against the chain.
+#[test]
+fn a_held_merchants_top_up_is_credited_once_in_its_object() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let merchant: i64 = worker
+        .database()
+        .query_row(
+            "SELECT id FROM merchants WHERE public_key = ?1",
+            [&worker.credentials.institutions[0].merchants[0].public_key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let portal = worker.portal_login(0);
+    let given = worker.portal(
+        Method::POST,
+        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(given.status, 200, "{}", given.text);
+    let address = given.json()["address"].as_str().unwrap().to_owned();
+    let object = || worker.object_database(institution).unwrap();
+    let count = |db: &rusqlite::Connection, table: &str| -> i64 {
+        db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(count(&object(), "topup_addresses"), 1, "kept in the object");
+    assert_eq!(
+        count(&worker.database(), "topup_addresses"),
+        0,
+        "none in D1"
+    );
+    // The same again is the same address.
+    let again = worker.portal(
+        Method::POST,
+        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(again.json()["address"], json!(address));
+
+    let hash = anvil.transfer(&s.usdc, &s.customer, &address, 5_000_000);
+    anvil.mine(3);
+    let token = s.usdc.to_ascii_lowercase();
+    let balance = || -> Value {
+        let reply = worker.portal(
+            Method::GET,
+            &format!("/portal/api/merchants/{merchant}/balances"),
+            Some(&portal),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["token"] == json!(token) && b["network"] == "polygon")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    eventually("the top-up credited", Duration::from_secs(60), || {
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| worker.cron());
+            }
+        });
+        anvil.mine(1);
+        (balance()["base_units"]["balance"] == "5000000").then_some(())
+    });
+    // Once, whatever ran at once, and listed on the merchant's top-ups.
+    let db = object();
+    assert_eq!(count(&db, "topup_transfers"), 1);
+    let posted: i64 = db
+        .query_row(
+            "SELECT count(*) FROM ledger_transfers WHERE reference = ?1",
+            [&hash],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        posted, 2,
+        "its receipt and its top-up, in the object's books"
+    );
+    let listed = worker.portal(
+        Method::GET,
+        &format!("/portal/api/merchants/{merchant}/topup"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let polygon = listed.json()["networks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["network"] == "polygon")
+        .cloned()
+        .unwrap();
+    assert_eq!(polygon["transfers"][0]["tx_hash"], json!(hash), "{polygon}");
+    assert_eq!(
+        polygon["transfers"][0]["credited"],
+        json!(true),
+        "{polygon}"
+    );
+    {
+        use payrail_tests::browser::{exclusive, Browser};
+        let _browser = exclusive();
+        let browser = Browser::start();
+        let admin = &worker.credentials.institutions[0];
+        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
+        for (width, height) in [(1280, 900), (390, 844)] {
+            browser.resize(width, height);
+            browser.goto(&format!("{}/portal/merchants/{merchant}", worker.base_url));
+            let table = browser.wait_text("div[data-network='polygon'] table.topup-transfers");
+            assert!(
+                table.contains("5 USDC") && table.contains("credited"),
+                "{table}"
+            );
+            super::balances::photograph(
+                &browser,
+                (width, height),
+                "#top-up",
+                "portal-held-merchant-top-up",
+            );
+            let violations = browser.serious_accessibility_violations();
+            assert!(violations.is_empty(), "at {width}: {violations:#?}");
+        }
+    }
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 

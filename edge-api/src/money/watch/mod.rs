@@ -24,7 +24,7 @@ use payrail_evm::Token;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use serde_json::json;
-use shared_types::ids::Scoped;
+use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
@@ -743,7 +743,8 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
             Err(err) => err.log_with(format!("watching institution {institution}'s deposits")),
         }
     }
-    topup::sweep(ctx, &budget, &networks).await
+    let held: Vec<_> = held.iter().map(|h| InstitutionId(h.id)).collect();
+    topup::sweep(ctx, &budget, &networks, &held).await
 }
 
 /// Checks the `due` watches of one store (D1, or the object `held`) within `budget`, then judges
