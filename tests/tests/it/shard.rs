@@ -1592,6 +1592,77 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 
+/// A held payment refunded in full while cron runs would settle it, all at once: the object
+/// lets one of them have it. Either the refund is stored and nothing settles the payment, or
+/// the settlement claimed it first and every refund is refused; the money leaves the treasury
+/// once, to one of them, and the books balance in both stores.
+#[test]
+fn a_held_payments_refund_racing_its_settlement_pays_one_of_them() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let wallet = super::settlement::wallet();
+    let customer = "0x00000000000000000000000000000000000c1a55";
+    let id = held_paid(&s, institution, &[("12.00", "HELD-RACE")])[0].0;
+    let (wallet_before, customer_before) = (
+        anvil.balance_of(&s.usdc, wallet),
+        anvil.balance_of(&s.usdc, customer),
+    );
+    let portal = worker.portal_login(0);
+    let made: Vec<payrail_tests::Reply> = std::thread::scope(|scope| {
+        let refunds: Vec<_> = (0..4)
+            .map(|i| {
+                let (portal, s) = (&portal, &s);
+                scope.spawn(move || {
+                    s.refund_as(portal, id, "12.00", customer, Some(&format!("race-{i}")))
+                })
+            })
+            .collect();
+        let crons: Vec<_> = (0..4).map(|_| scope.spawn(|| worker.cron())).collect();
+        crons.into_iter().for_each(|h| drop(h.join()));
+        refunds.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let texts: Vec<&String> = made.iter().map(|r| &r.text).collect();
+    assert!(
+        made.iter().all(|r| r.status == 201 || r.status == 409),
+        "{texts:?}"
+    );
+    let refunded = made.iter().filter(|r| r.status == 201).count();
+    assert!(refunded <= 1, "one refund of the whole at most: {texts:?}");
+    let end = if refunded == 1 { "refunded" } else { "paid" };
+    eventually("the payment's end", Duration::from_secs(120), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == end).then_some(())
+    });
+    let paid_out = anvil.balance_of(&s.usdc, wallet) - wallet_before;
+    let sent_back = anvil.balance_of(&s.usdc, customer) - customer_before;
+    if refunded == 1 {
+        assert_eq!(
+            (paid_out, sent_back),
+            (0, 12_000_000),
+            "refunded, never settled"
+        );
+        let claims: i64 = worker
+            .object_database(institution)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM settlement_claims WHERE transaction_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(claims, 0, "no settlement claimed it");
+    } else {
+        assert_eq!(sent_back, 0, "settled, never refunded");
+        assert!(paid_out > 0 && paid_out < 12_000_000, "the net: {paid_out}");
+        assert!(
+            made.iter().all(|r| r.text.contains("settl")),
+            "refused for its settlement: {texts:?}"
+        );
+    }
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
 /// A held merchant's top-up: its address given out from the directory's allocator and kept in
 /// the institution's object, watched there by the cron, the money credited to the merchant's
 /// balance in the object's books once (racing cron runs), shown on the merchant's page, and the
