@@ -369,11 +369,23 @@ impl Snapshot {
                 }
             }
             // Checkout deposits, and merchants' top-up addresses, which stay watched (no end).
-            watches.extend(parse(store.rows(
-                "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
-                 UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
-                 FROM topup_watches",
-            )?)?);
+            // D1's of an institution held in its object are a copy (its object's watch reads
+            // on): those count from the object alone.
+            let watched = match store {
+                Books::Object(_) => {
+                    "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
+                     UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
+                     FROM topup_watches"
+                }
+                Books::Local(_) | Books::Remote => {
+                    "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
+                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
+                     UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
+                     FROM topup_watches \
+                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1')"
+                }
+            };
+            watches.extend(parse(store.rows(watched)?)?);
         }
         accounts.sort_by(|a, b| a.id.cmp(&b.id));
         // The treasury's address is hex (checked): safe to write into the statement.

@@ -9,7 +9,7 @@ use shared_types::{AttemptOutcome, DeliveryObject, DeliveryStatus, EndpointStatu
 
 use super::{
     all, batch, first, stmt, strings, Batch, BatchResults, Db, DbResult, Handle, Returning, Stmt,
-    Value,
+    Value, MONEY_IN_D1,
 };
 use crate::query::DeliveryLogQuery;
 
@@ -97,12 +97,23 @@ pub fn created(results: &BatchResults, fan_out: Handle<NewDelivery>) -> DbResult
 }
 
 /// Pending deliveries that are overdue (their queue message was lost) or were claimed and never
-/// finished: the cron sweep sends them to the queue again.
+/// finished: the cron sweep sends them to the queue again (in D1, only of institutions whose
+/// money is there).
 pub async fn overdue(db: &Db, overdue_before: i64, stale_before: i64) -> DbResult<Vec<DeliveryId>> {
     strings(
         db,
-        "SELECT id FROM deliveries WHERE status = 'pending' AND \
-         (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) LIMIT 500",
+        &if db.is_object() {
+            "SELECT id FROM deliveries WHERE status = 'pending' AND \
+             (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) \
+             LIMIT 500"
+                .to_owned()
+        } else {
+            format!(
+                "SELECT id FROM deliveries WHERE status = 'pending' AND \
+                 (next_attempt_at <= ?1 OR (next_attempt_at IS NULL AND last_attempt_at <= ?2)) \
+                 AND {MONEY_IN_D1} LIMIT 500"
+            )
+        },
         &[overdue_before.into(), stale_before.into()],
     )
     .await?

@@ -54,15 +54,19 @@ pub async fn in_flight(db: &Db, network: &str, treasury: &str) -> DbResult<InFli
 }
 
 /// The SQL of [`custody`]: `?1` network, `?2` token, `?3` now, `?4` the custody gas address
-/// (`''` for none), `?5` how many.
-pub const CUSTODY: &str = "WITH candidates AS ( \
+/// (`''` for none), `?5` how many. The watched addresses are those of institutions whose money
+/// is in D1 (`super::MONEY_IN_D1`, written out: a constant cannot format another); a held
+/// institution's are compared from its object.
+const CUSTODY: &str = "WITH candidates AS ( \
        SELECT owner AS address FROM ledger_accounts \
         WHERE kind = 'custody' AND network = ?1 AND token = ?2 \
           AND (debits_posted <> credits_posted OR debits_pending <> '0' \
                OR credits_pending <> '0') \
        UNION SELECT address FROM deposit_watches \
         WHERE watch_until > ?3 AND network = ?1 AND token = ?2 \
+        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
        UNION SELECT address FROM topup_watches WHERE network = ?1 AND token = ?2 \
+        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
        UNION SELECT ?4 WHERE ?4 <> '') \
      SELECT c.address, \
        COALESCE(a.debits_posted, '0') AS debits_posted, \
@@ -562,6 +566,8 @@ mod tests {
               '4', 21000, '1', '0x', 'confirmed', 37, 0, 0); \
              INSERT INTO reconciled_addresses VALUES ('polygon', 'native', '0xheld', 1, '5', \
                '5', '0', 50); \
+             INSERT INTO institutions (id, name, created_at, store) VALUES (1, 'one', '', 'd1'), \
+               (2, 'held', '', 'object'); \
              INSERT INTO deposit_watches (address, derivation_index, session_id, \
                transaction_id, network, asset, token, decimals, crypto_amount, base_units, rate, \
                rate_source, quoted_at, from_block, scanned_to, head_block, watch_until, \
@@ -571,10 +577,13 @@ mod tests {
              ('0xended', 2, 's2', 2, 'polygon', 'ETH', 'native', 18, '1', '1', '1', 'x', 0, \
               40, 42, 44, 50, 0, 1), \
              ('0xtoken', 3, 's3', 3, 'polygon', 'USDC', '0xusdc', 6, '1', '1', '1', 'x', 0, \
-              40, 42, 44, 200, 0, 1); \
+              40, 42, 44, 200, 0, 1), \
+             ('0xheldcopy', 4, 's4', 4, 'polygon', 'ETH', 'native', 18, '1', '1', '1', 'x', 0, \
+              40, 42, 44, 200, 0, 2); \
              INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
                scanned_to, head_block, created_at, institution_id) VALUES \
              ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1), \
+             ('0xheldtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 2), \
              ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0, 1), \
              ('0xlagging', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1);",
         )
@@ -598,7 +607,8 @@ mod tests {
                 ("0xtopup".into(), "0".into(), Some(38), 0),
                 ("0xwatched".into(), "0".into(), Some(42), 0),
                 ("0xheld".into(), "9".into(), None, 50),
-            ]
+            ],
+            "an institution held in its object is compared from there, not from D1's copy"
         );
     }
 }

@@ -10,7 +10,7 @@ use shared_types::time::UnixTime;
 use shared_types::RefundState;
 
 use super::ledger::{Carried, When};
-use super::{all, first, run, stmt, Db, DbResult, Stmt};
+use super::{all, first, run, stmt, Db, DbResult, Stmt, MONEY_IN_D1};
 
 /// A part of a payment made on chain (all of it, for a payment made in one way to pay) and the
 /// rate it was paid at: what a refund of it is paid at.
@@ -321,7 +321,8 @@ pub async fn to_send(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
     all(
         db,
         &format!(
-            "{REFUND_FROM} WHERE f.state = 'sending' AND NOT EXISTS (SELECT 1 FROM chain_sends c \
+            "{REFUND_FROM} WHERE f.state = 'sending' AND f.{MONEY_IN_D1} \
+             AND NOT EXISTS (SELECT 1 FROM chain_sends c \
              WHERE c.refund_id = f.id AND c.state IN ('live', 'confirmed')) \
              ORDER BY f.created_at LIMIT ?1"
         ),
@@ -337,7 +338,10 @@ pub async fn confirmed(db: &Db, limit: i64) -> DbResult<Vec<Refund>> {
         &if db.is_object() {
             format!("{HELD_REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1")
         } else {
-            format!("{REFUND_FROM} WHERE f.state = 'confirmed' ORDER BY f.created_at LIMIT ?1")
+            format!(
+                "{REFUND_FROM} WHERE f.state = 'confirmed' AND f.{MONEY_IN_D1} \
+                 ORDER BY f.created_at LIMIT ?1"
+            )
         },
         &[limit.into()],
     )

@@ -60,10 +60,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "watches::due, the deposit watcher's due watches",
     ),
     (
-        "WHERE w.checked_at < ?1 AND m.status = 'active'",
-        "topups::due, the top-up watcher's due watches",
-    ),
-    (
         "ORDER BY held_at, t.id, p.part LIMIT ?1",
         "settlements::due: grouped per institution, merchant, network and asset by the cron",
     ),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 
 use super::ledger::Carried;
-use super::{all, first, run, stmt, Db, DbResult, Select, Stmt};
+use super::{all, first, run, stmt, Db, DbResult, Select, Stmt, MONEY_IN_D1};
 
 /// A part of a payment held in custody (the money it received in one way to pay: all of it,
 /// for a payment made in one) that no settlement carries yet, with what settling it needs.
@@ -55,7 +55,7 @@ const DUE_COLUMNS: &str = "SELECT t.id AS transaction_id, p.part, t.institution_
                AND h.institution_id = t.institution_id), 0) AS held_at \
      FROM payment_parts p \
      JOIN transactions t ON t.id = p.transaction_id AND t.institution_id = p.institution_id \
-     JOIN institutions i ON i.id = t.institution_id";
+     JOIN institutions i ON i.id = t.institution_id AND i.store = 'd1'";
 
 /// [`DUE_COLUMNS`] in an institution's object, where the institution's fee (a fact of the
 /// directory) is not known: the caller sets it ([`with_fee`]).
@@ -489,7 +489,7 @@ pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
              FROM settlements s \
              JOIN chain_sends c ON c.settlement_id = s.id AND c.state = 'confirmed' \
              JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
-             {TO_FINISH}"
+             AND s.{MONEY_IN_D1} {TO_FINISH}"
         ),
         &[limit.into()],
     )

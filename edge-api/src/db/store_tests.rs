@@ -131,6 +131,17 @@ const CROSSING: &[(&str, &str)] = &[
         "UPDATE settlements SET state = 'confirmed'",
         "settlements::confirm once its send is: the treasury's report, applied by the object",
     ),
+    // D1's cron reads over every institution keep those whose money is in D1 (`MONEY_IN_D1`);
+    // the same reads in an institution's object have no such condition.
+    (
+        "AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') LIMIT 500",
+        "deliveries::overdue in D1: only institutions whose money is there; each object \
+         sweeps its own",
+    ),
+    (
+        "ELSE ?1 - ?4 END AND w.institution_id IN (SELECT id FROM institutions",
+        "watches::due in D1: only institutions whose money is there; each object checks its own",
+    ),
     // Directory facts a money statement reads: copied into the object, or read first.
     (
         "i.psp_fee_bps",

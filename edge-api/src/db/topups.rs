@@ -7,7 +7,7 @@ use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 
 use super::ledger::When;
-use super::{all, first, run, stmt, Db, DbResult, Stmt, Value};
+use super::{all, first, run, stmt, Db, DbResult, Stmt, Value, MONEY_IN_D1};
 
 /// A top-up address to store, in the batch that also creates its watches.
 pub struct NewAddress<'a> {
@@ -200,7 +200,8 @@ pub async fn due(db: &Db, checked_before: i64, limit: i64) -> DbResult<Vec<Topup
         db,
         &format!(
             "{WATCH} JOIN merchants m ON m.id = a.merchant_id \
-             WHERE w.checked_at < ?1 AND m.status = 'active' ORDER BY w.checked_at LIMIT ?2"
+             WHERE w.checked_at < ?1 AND m.status = 'active' AND w.{MONEY_IN_D1} \
+             ORDER BY w.checked_at LIMIT ?2"
         ),
         &[checked_before.into(), limit.into()],
     )

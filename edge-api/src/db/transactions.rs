@@ -19,6 +19,7 @@ use shared_types::{
 use super::ledger::When;
 use super::{
     all, first, stmt, watches, Db, DbError, DbResult, Owner, Returning, Select, Stmt, Value,
+    MONEY_IN_D1,
 };
 use crate::query::{TransactionFilter, MAX_ID};
 
@@ -539,18 +540,26 @@ pub async fn pending_past_end(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Sco
         institution_id: InstitutionId,
         id: i64,
     }
+    // In D1, only institutions whose money is there (`MONEY_IN_D1`).
+    let d1 = if db.is_object() {
+        String::new()
+    } else {
+        format!("AND t.{MONEY_IN_D1}")
+    };
     let rows: Vec<Id> = all(
         db,
-        "SELECT t.institution_id, t.id FROM transactions t INDEXED BY transactions_pending \
+        &format!(
+            "SELECT t.institution_id, t.id FROM transactions t INDEXED BY transactions_pending \
          JOIN checkout_sessions s ON s.transaction_id = t.id \
          AND s.institution_id = t.institution_id \
-         WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 \
+         WHERE t.raw_status = 'pending' AND s.expires_at <= ?1 {d1} \
          AND NOT EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
          AND c.institution_id = s.institution_id AND c.kind = 'payment') \
          AND NOT EXISTS (SELECT 1 FROM deposit_watches w WHERE w.session_id = s.id \
          AND w.institution_id = s.institution_id \
          AND (w.node_error IS NOT NULL OR w.read_at < s.expires_at + ?3)) \
-         ORDER BY t.id LIMIT ?2",
+         ORDER BY t.id LIMIT ?2"
+        ),
         &[now.into(), limit.into(), watches::END_GRACE_SECONDS.into()],
     )
     .await?;

@@ -9,7 +9,7 @@ use shared_types::time::UnixTime;
 use shared_types::RawStatus;
 
 use super::ledger::When;
-use super::{all, run, stmt, Db, DbResult, Returning, Stmt};
+use super::{all, run, stmt, Db, DbResult, Returning, Stmt, MONEY_IN_D1};
 
 /// What a transfer seen to a watched address is to its session (`chain_transfers.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -168,19 +168,32 @@ pub fn sweep_gap(watch: &Watch, now: i64) -> i64 {
 }
 
 /// The open watches due a cron check: pending payments first, then recently expired ones, then
-/// the rest, each oldest check first; at most `limit`.
+/// the rest, each oldest check first; at most `limit`. In D1, only institutions whose money is
+/// there ([`super::MONEY_IN_D1`]).
 pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
     all(
         db,
-        &format!(
-            "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
-             WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
-             WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
-             ELSE ?1 - ?4 END \
-             ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
-             WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
-             w.checked_at LIMIT ?5"
-        ),
+        &if db.is_object() {
+            format!(
+                "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
+                 WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
+                 WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
+                 ELSE ?1 - ?4 END \
+                 ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
+                 WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
+                 w.checked_at LIMIT ?5"
+            )
+        } else {
+            format!(
+                "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
+                 WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
+                 WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
+                 ELSE ?1 - ?4 END AND w.{MONEY_IN_D1} \
+                 ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
+                 WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
+                 w.checked_at LIMIT ?5"
+            )
+        },
         &[
             now.into(),
             SWEEP_GAPS[0].into(),

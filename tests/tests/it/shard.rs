@@ -1592,6 +1592,80 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 
+/// A checkout made while its institution's money was in D1, then copied into the institution's
+/// object and the directory pointed there, is paid on chain afterwards: the object credits and
+/// settles it once, and D1's cron never acts on D1's copy of it (not credited, not booked, not
+/// settled there), so the merchant is paid once.
+#[test]
+fn d1s_copy_of_a_held_institutions_checkout_is_never_acted_on() {
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    );
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let institution = institution_id(worker, 0);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "9.00", "currency": "USD", "title": "Before the move",
+        "externalReference": "BEFORE-HOLD", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let session = session["id"].as_str().unwrap().to_owned();
+    let (address, units) = worker.deposit(&session);
+    hold(worker, institution);
+    let wallet = super::settlement::wallet();
+    let before = anvil.balance_of(&s.usdc, wallet);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually("the payment paid", Duration::from_secs(120), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    // D1's copy: still pending, its deposit never booked, no settlement of it.
+    let d1 = worker.database();
+    let status: String = d1
+        .query_row(
+            "SELECT raw_status FROM transactions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "pending", "D1's copy is left as it was copied");
+    let booked: i64 = d1
+        .query_row(
+            "SELECT count(*) FROM ledger_transfers WHERE debit_account LIKE '%' || lower(?1) \
+             OR credit_account LIKE '%' || lower(?1)",
+            [&address],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(booked, 0, "nothing of the deposit in D1's books");
+    let claims: i64 = d1
+        .query_row(
+            "SELECT count(*) FROM settlement_claims WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(claims, 0, "no settlement from D1");
+    // Paid once: the wallet holds exactly the object's settlement of it.
+    let object = worker.object_database(institution).unwrap();
+    let net: String = object
+        .query_row(
+            "SELECT units FROM settlement_items WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        anvil.balance_of(&s.usdc, wallet) - before,
+        net.parse::<u128>().unwrap()
+    );
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
 /// A held payment refunded in full while cron runs would settle it, all at once: the object
 /// lets one of them have it. Either the refund is stored and nothing settles the payment, or
 /// the settlement claimed it first and every refund is refused; the money leaves the treasury
