@@ -447,25 +447,27 @@ pub async fn reserve_held_payout(
     units: u128,
     gas_wei: u128,
 ) -> ChainResult<Book> {
-    let mut book = Book::load(
-        &ctx.db,
-        &treasury_accounts(asset, owners.institution),
-        &[],
-        &[],
-    )
-    .await?;
-    let mut transfers = postings::settlement(&asset.ledger(), owners, send_id, &[], units, false);
+    let payout = postings::settlement(&asset.ledger(), owners, send_id, &[], units, false);
+    treasury_half(ctx, asset, owners.institution, (payout, send_id, gas_wei)).await
+}
+
+/// The treasury's half of `transfers` of held institution `institution` (what its transaction
+/// `send_id` pays out), with the transaction's gas (at most `gas_wei`), posted pending in the
+/// treasury's books; `Err` with words when they cannot cover it.
+async fn treasury_half(
+    ctx: &Ctx,
+    asset: &Asset<'_>,
+    institution: InstitutionId,
+    (mut transfers, send_id, gas_wei): (Vec<Transfer>, &str, u128),
+) -> ChainResult<Book> {
+    let mut book = Book::load(&ctx.db, &treasury_accounts(asset, institution), &[], &[]).await?;
     transfers.extend(postings::gas_reserve(
         &coin(asset.network).ledger(),
         send_id,
         gas_wei,
     ));
-    book.post_all(&halves(
-        &transfers,
-        owners.institution,
-        split::Side::Treasury,
-    )?)
-    .map_err(|r| settlement_refusal(&r, asset))?;
+    book.post_all(&halves(&transfers, institution, split::Side::Treasury)?)
+        .map_err(|r| settlement_refusal(&r, asset))?;
     Ok(book)
 }
 
@@ -513,32 +515,20 @@ pub async fn reserve_held_refund_payout(
     request_id: &str,
     (units, gas_wei): (u128, u128),
 ) -> ChainResult<Book> {
-    let mut book = Book::load(
-        &ctx.db,
-        &treasury_accounts(asset, owners.institution),
-        &[],
-        &[],
-    )
-    .await?;
     let ledger = asset.ledger();
-    let mut transfers = vec![match from {
+    let payout = match from {
         Some(address) => {
             postings::return_extra(&ledger, address, transaction_id, request_id, units)
         }
         None => postings::refund(&ledger, (transaction_id, owners.id), request_id, units),
-    }];
-    transfers.extend(postings::gas_reserve(
-        &coin(asset.network).ledger(),
-        request_id,
-        gas_wei,
-    ));
-    book.post_all(&halves(
-        &transfers,
+    };
+    treasury_half(
+        ctx,
+        asset,
         owners.institution,
-        split::Side::Treasury,
-    )?)
-    .map_err(|r| settlement_refusal(&r, asset))?;
-    Ok(book)
+        (vec![payout], request_id, gas_wei),
+    )
+    .await
 }
 
 /// The statements ending, in the object, the institution's half of what `reference` reserved
@@ -662,73 +652,49 @@ pub async fn reserve_refund(
 }
 
 /// Reserves the return of everything left in deposit `address`'s unallocated account (money
-/// that reached it after payment `transaction_id` was credited) as refund `refund_id`, against
-/// the treasury: the book and the units. `Err` (409) when nothing is left there, or the
-/// treasury's books cannot cover it.
+/// that reached it after payment `transaction_id` was credited) as refund `refund_id`: against
+/// the treasury in D1, or (`held`: the object holding the institution's money, and the
+/// institution) the institution's half in its object, to its link to the treasury (the
+/// treasury's half is [`reserve_held_refund_payout`], one per attempt). The book and the units;
+/// `Err` (409) when nothing is left there, or the books cannot cover it.
 pub async fn reserve_return(
     ctx: &Ctx,
+    held: Option<(&Db, InstitutionId)>,
     asset: &Asset<'_>,
     (address, transaction_id): (&str, i64),
     refund_id: &str,
 ) -> Result<(Book, u128), ApiError> {
     let unallocated = asset.account(Kind::Unallocated, address);
-    let accounts = [unallocated.clone(), asset.account(Kind::Treasury, "")];
-    let mut book = Book::load(&ctx.db, &accounts, &[], &[])
+    let (db, other) = match held {
+        None => (&ctx.db, asset.account(Kind::Treasury, "")),
+        Some((object, _)) => (object, asset.account(Kind::World, split::TREASURY_LINK)),
+    };
+    let mut book = Book::load(db, &[unallocated.clone(), other], &[], &[])
         .await
         .or_internal("read the books")?;
     let left = u128::try_from(book.available(&unallocated.id())).unwrap_or(0);
     if left == 0 {
-        return Err(nothing_to_return(address));
+        return Err(ApiError::new(
+            shared_types::ErrorCode::Conflict,
+            format!(
+                "nothing that reached {address} after the payment was credited is left to return"
+            ),
+        ));
     }
     let t = postings::return_extra(&asset.ledger(), address, transaction_id, refund_id, left);
-    book.post(t).map_err(|r| {
+    let posted = match held {
+        None => vec![t],
+        Some((_, institution)) => {
+            halves(&[t], institution, split::Side::Institution).or_internal("split a return")?
+        }
+    };
+    book.post_all(&posted).map_err(|r| {
         ApiError::new(
             shared_types::ErrorCode::Conflict,
             format!("cannot return it now: {}", refusal_words(&r, asset)),
         )
     })?;
     Ok((book, left))
-}
-
-/// [`reserve_return`] of a payment held in its institution's object: the institution's half,
-/// everything left in deposit `address`'s unallocated account to the object's link to the
-/// treasury (the treasury's half is [`reserve_held_refund_payout`], one per attempt): the book
-/// and the units. `Err` (409) when nothing is left there.
-pub async fn reserve_held_return(
-    object: &Db,
-    asset: &Asset<'_>,
-    (address, transaction_id, institution): (&str, i64, InstitutionId),
-    refund_id: &str,
-) -> Result<(Book, u128), ApiError> {
-    let unallocated = asset.account(Kind::Unallocated, address);
-    let accounts = [
-        unallocated.clone(),
-        asset.account(Kind::World, split::TREASURY_LINK),
-    ];
-    let mut book = Book::load(object, &accounts, &[], &[])
-        .await
-        .or_internal("read the books")?;
-    let left = u128::try_from(book.available(&unallocated.id())).unwrap_or(0);
-    if left == 0 {
-        return Err(nothing_to_return(address));
-    }
-    let t = postings::return_extra(&asset.ledger(), address, transaction_id, refund_id, left);
-    let half = halves(&[t], institution, split::Side::Institution).or_internal("split a return")?;
-    book.post_all(&half).map_err(|r| {
-        ApiError::new(
-            shared_types::ErrorCode::Conflict,
-            format!("cannot return it now: {}", refusal_words(&r, asset)),
-        )
-    })?;
-    Ok((book, left))
-}
-
-/// The refusal of a return when nothing is left at `address`.
-fn nothing_to_return(address: &str) -> ApiError {
-    ApiError::new(
-        shared_types::ErrorCode::Conflict,
-        format!("nothing that reached {address} after the payment was credited is left to return"),
-    )
 }
 
 /// Reserves the gas of a refund's transaction `send_id` (at most `gas_wei`).

@@ -834,22 +834,13 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
         "one payment.succeeded"
     );
     let token = usdc.to_ascii_lowercase();
-    let posted = |account: String| -> (String, String) {
-        object
-            .query_row(
-                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-                [&account],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap_or_else(|e| panic!("account {account} in the object: {e}"))
-    };
     assert_eq!(
-        posted(format!("polygon:{token}:custody:{address}")),
-        ("12500000".to_owned(), "0".to_owned())
+        posted(&object, &format!("polygon:{token}:custody:{address}")),
+        (12_500_000, 0)
     );
     assert_eq!(
-        posted(format!("polygon:{token}:unallocated:{address}")),
-        ("12500000".to_owned(), "12500000".to_owned())
+        posted(&object, &format!("polygon:{token}:unallocated:{address}")),
+        (12_500_000, 12_500_000)
     );
     let merchant: i64 = object
         .query_row(
@@ -859,8 +850,8 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
         )
         .unwrap();
     assert_eq!(
-        posted(format!("polygon:{token}:merchant:{merchant}")),
-        ("0".to_owned(), "12500000".to_owned()),
+        posted(&object, &format!("polygon:{token}:merchant:{merchant}")),
+        (0, 12_500_000),
         "credited to the merchant once"
     );
     // D1 holds none of it.
@@ -1113,15 +1104,10 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     assert_eq!(sent[0]["tx_hash"], json!(hash));
     assert_eq!(sent[0]["state"], "confirmed");
     // And its page, at a desktop's and a phone's width.
-    {
-        use payrail_tests::browser::{exclusive, Browser};
-        let _browser = exclusive();
-        let browser = Browser::start();
-        let admin = &worker.credentials.institutions[0];
-        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
-        for (width, height) in [(1280, 900), (390, 844)] {
-            browser.resize(width, height);
-            browser.goto(&format!("{}/portal/payments/{}", worker.base_url, ids[0].0));
+    look_at(
+        worker,
+        &format!("/portal/payments/{}", ids[0].0),
+        |browser| {
             let shown = browser.wait_text("#settlement-transactions");
             assert!(
                 shown
@@ -1134,33 +1120,16 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
                 browser.eval("return document.querySelector('form.refund') !== null;"),
                 json!(true)
             );
-            super::balances::photograph(
-                &browser,
-                (width, height),
-                "#settlement-transactions",
-                "portal-held-payment-settled",
-            );
-            let violations = browser.serious_accessibility_violations();
-            assert!(violations.is_empty(), "at {width}: {violations:#?}");
-        }
-    }
+        },
+        ("#settlement-transactions", "portal-held-payment-settled"),
+    );
     // The books: balanced in each store and against the chain, the links mirroring.
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
     let token = s.usdc.to_ascii_lowercase();
-    let totals = |db: &rusqlite::Connection, id: String| -> (u128, u128) {
-        let (d, c): (String, String) = db
-            .query_row(
-                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-                [&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap_or_else(|e| panic!("{id}: {e}"));
-        (d.parse().unwrap(), c.parse().unwrap())
-    };
-    let ours = totals(&object(), format!("polygon:{token}:world:treasury"));
-    let theirs = totals(
+    let ours = posted(&object(), &format!("polygon:{token}:world:treasury"));
+    let theirs = posted(
         &worker.database(),
-        format!("polygon:{token}:world:institution:{institution}"),
+        &format!("polygon:{token}:world:institution:{institution}"),
     );
     assert_eq!(ours, (0, net_units), "the object paid out through its link");
     assert_eq!(theirs, (net_units, 0), "the treasury's link mirrors it");
@@ -1312,49 +1281,27 @@ fn a_held_institutions_refund_is_paid_once_from_its_object() {
     assert_eq!(shown.as_array().map(Vec::len), Some(1), "{shown}");
     assert_eq!(shown[0]["tx_hash"], json!(hash));
     assert_eq!(shown[0]["state"], "done");
-    {
-        use payrail_tests::browser::{exclusive, Browser};
-        let _browser = exclusive();
-        let browser = Browser::start();
-        let admin = &worker.credentials.institutions[0];
-        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
-        for (width, height) in [(1280, 900), (390, 844)] {
-            browser.resize(width, height);
-            browser.goto(&format!("{}/portal/payments/{id}", worker.base_url));
+    look_at(
+        worker,
+        &format!("/portal/payments/{id}"),
+        |browser| {
             let list = browser.wait_text("#refund-list");
             assert!(
                 list.to_ascii_lowercase()
                     .contains(&hash[..10].to_ascii_lowercase()),
                 "the refund's transaction on the page: {list}"
             );
-            super::balances::photograph(
-                &browser,
-                (width, height),
-                "#refunds",
-                "portal-held-payment-refunded",
-            );
-            let violations = browser.serious_accessibility_violations();
-            assert!(violations.is_empty(), "at {width}: {violations:#?}");
-        }
-    }
+        },
+        ("#refunds", "portal-held-payment-refunded"),
+    );
 
     // The books: balanced in each store and against the chain, the links mirroring (the
     // settlement's payout and the refund crossed them).
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
-    let link = |db: &rusqlite::Connection, id: String| -> (u128, u128) {
-        let (d, c): (String, String) = db
-            .query_row(
-                "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-                [&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap_or_else(|e| panic!("{id}: {e}"));
-        (d.parse().unwrap(), c.parse().unwrap())
-    };
-    let ours = link(&object(), format!("polygon:{token}:world:treasury"));
-    let theirs = link(
+    let ours = posted(&object(), &format!("polygon:{token}:world:treasury"));
+    let theirs = posted(
         &worker.database(),
-        format!("polygon:{token}:world:institution:{institution}"),
+        &format!("polygon:{token}:world:institution:{institution}"),
     );
     assert_eq!((ours.1, ours.0), theirs, "the links mirror each other");
     assert!(ours.1 >= units, "{ours:?}");
@@ -1503,30 +1450,18 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
     assert_eq!(shown["uncredited"][0]["base_units"], "3000000", "{shown}");
     assert_eq!(shown["transaction"]["amount"]["gross"], "7.00");
     // The page offers to return it, at a desktop's and a phone's width.
-    {
-        use payrail_tests::browser::{exclusive, Browser};
-        let _browser = exclusive();
-        let browser = Browser::start();
-        let admin = &worker.credentials.institutions[0];
-        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
-        for (width, height) in [(1280, 900), (390, 844)] {
-            browser.resize(width, height);
-            browser.goto(&format!("{}/portal/payments/{id}", worker.base_url));
+    look_at(
+        worker,
+        &format!("/portal/payments/{id}"),
+        |browser| {
             assert!(browser.wait_text("#uncredited-list").contains("3 USDC"));
             assert_eq!(
                 browser.eval("return document.querySelector('form.return') !== null;"),
                 json!(true)
             );
-            super::balances::photograph(
-                &browser,
-                (width, height),
-                "#uncredited",
-                "portal-held-payment-uncredited",
-            );
-            let violations = browser.serious_accessibility_violations();
-            assert!(violations.is_empty(), "at {width}: {violations:#?}");
-        }
-    }
+        },
+        ("#uncredited", "portal-held-payment-uncredited"),
+    );
     // Four returns at once: the 3 USDC go back once.
     let customer = "0x00000000000000000000000000000000000ba5e0";
     let returns = |key: String| {
@@ -1844,30 +1779,18 @@ fn a_held_merchants_top_up_is_credited_once_in_its_object() {
         json!(true),
         "{polygon}"
     );
-    {
-        use payrail_tests::browser::{exclusive, Browser};
-        let _browser = exclusive();
-        let browser = Browser::start();
-        let admin = &worker.credentials.institutions[0];
-        browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
-        for (width, height) in [(1280, 900), (390, 844)] {
-            browser.resize(width, height);
-            browser.goto(&format!("{}/portal/merchants/{merchant}", worker.base_url));
+    look_at(
+        worker,
+        &format!("/portal/merchants/{merchant}"),
+        |browser| {
             let table = browser.wait_text("div[data-network='polygon'] table.topup-transfers");
             assert!(
                 table.contains("5 USDC") && table.contains("credited"),
                 "{table}"
             );
-            super::balances::photograph(
-                &browser,
-                (width, height),
-                "#top-up",
-                "portal-held-merchant-top-up",
-            );
-            let violations = browser.serious_accessibility_violations();
-            assert!(violations.is_empty(), "at {width}: {violations:#?}");
-        }
-    }
+        },
+        ("#top-up", "portal-held-merchant-top-up"),
+    );
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 
@@ -2015,26 +1938,54 @@ fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
     anvil.rpc("evm_setAutomine", json!([true]));
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
     let token = s.usdc.to_ascii_lowercase();
-    let link = |db: &rusqlite::Connection, id: String| -> (String, String) {
-        db.query_row(
-            "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
-            [&id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap()
-    };
     assert_eq!(
-        link(&object, format!("polygon:{token}:world:treasury")),
-        ("0".to_owned(), units.to_string())
+        posted(&object, &format!("polygon:{token}:world:treasury")),
+        (0, units)
     );
     assert_eq!(
-        link(
+        posted(
             &worker.database(),
-            format!("polygon:{token}:world:institution:{institution}")
+            &format!("polygon:{token}:world:institution:{institution}")
         ),
-        (units.to_string(), "0".to_owned()),
+        (units, 0),
         "the treasury's half posted once, whichever transaction was mined"
     );
+}
+
+/// Opens the portal's `path` as the first institution's admin at a desktop's and a phone's
+/// width: `check` reads the page, then `css` is photographed as `name`, and axe-core finds no
+/// serious or critical violation.
+fn look_at(
+    worker: &Worker,
+    path: &str,
+    check: impl Fn(&payrail_tests::browser::Browser),
+    (css, name): (&str, &str),
+) {
+    use payrail_tests::browser::{exclusive, Browser};
+    let _browser = exclusive();
+    let browser = Browser::start();
+    let admin = &worker.credentials.institutions[0];
+    browser.log_in(&worker.base_url, &admin.admin_email, &admin.admin_password);
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height);
+        browser.goto(&format!("{}{path}", worker.base_url));
+        check(&browser);
+        super::balances::photograph(&browser, (width, height), css, name);
+        let violations = browser.serious_accessibility_violations();
+        assert!(violations.is_empty(), "at {width}: {violations:#?}");
+    }
+}
+
+/// The posted totals (debits, credits) of the books' account `id` in the store `db`.
+fn posted(db: &rusqlite::Connection, id: &str) -> (u128, u128) {
+    let (d, c): (String, String) = db
+        .query_row(
+            "SELECT debits_posted, credits_posted FROM ledger_accounts WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap_or_else(|e| panic!("{id}: {e}"));
+    (d.parse().unwrap(), c.parse().unwrap())
 }
 
 /// How many events of `kind` payment `id` has in the store `db`.

@@ -103,34 +103,31 @@ pub async fn return_extra(
         tries += 1;
         let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
             .or_internal("generate refund id")?;
-        let (book, units) = match held {
-            None => ledger::reserve_return(ctx, &asset, (&deposit, transaction_id), &id).await?,
-            Some(object) => {
-                // The institution's half, in its object; the treasury's books must take theirs
-                // too before anything is asked (they are read again when it is sent).
-                let (book, units) = ledger::reserve_held_return(
-                    object,
-                    &asset,
-                    (&deposit, transaction_id, institution_id),
-                    &id,
-                )
-                .await?;
-                ledger::reserve_held_refund_payout(
-                    ctx,
-                    &asset,
-                    (
-                        Scoped::new(institution_id, t.merchant_id),
-                        transaction_id,
-                        Some(&deposit),
-                    ),
-                    &id,
-                    (units, 0),
-                )
-                .await
-                .map_err(|e| conflict(format!("cannot return it now: {}", e.public())))?;
-                (book, units)
-            }
-        };
+        let (book, units) = ledger::reserve_return(
+            ctx,
+            held.map(|object| (object, institution_id)),
+            &asset,
+            (&deposit, transaction_id),
+            &id,
+        )
+        .await?;
+        if held.is_some() {
+            // The treasury's books must take their half too before anything is asked (they are
+            // read again when it is sent).
+            ledger::reserve_held_refund_payout(
+                ctx,
+                &asset,
+                (
+                    Scoped::new(institution_id, t.merchant_id),
+                    transaction_id,
+                    Some(&deposit),
+                ),
+                &id,
+                (units, 0),
+            )
+            .await
+            .map_err(|e| conflict(format!("cannot return it now: {}", e.public())))?;
+        }
         let worth = evm::from_units(units, watch.decimals)
             .and_then(|a| a.checked_mul(rate))
             .unwrap_or_default()
