@@ -141,9 +141,24 @@ impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
         // A `match`, not `map_err`: a closure would name this line instead of the caller's.
         match self {
             Ok(value) => Ok(value),
+            Err(err) if err.to_string().contains(MONEY_MOVING) => Err(moving()),
             Err(err) => Err(ApiError::internal(context, err)),
         }
     }
+}
+
+/// How D1 refuses a write of an institution's money rows while they move into its object, or
+/// once they have (migration 0036's triggers).
+pub const MONEY_MOVING: &str = "institution money moving";
+
+/// The answer to a write D1 refused because the institution's money is moving into its object:
+/// a pause of a few seconds, not a failure.
+fn moving() -> ApiError {
+    ApiError::new(
+        ErrorCode::PaymentsUnavailable,
+        "the institution's money is moving to its own store; try again in a few seconds",
+    )
+    .with_retry_after(5)
 }
 
 /// Deepest nesting a JSON body may have.

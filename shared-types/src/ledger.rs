@@ -199,11 +199,14 @@ pub enum Code {
     Funding,
     /// A merchant's top-up of its balance.
     Topup,
+    /// An account's balance carried between D1 and its institution's object when the
+    /// institution moved into it (opened there, closed in D1).
+    Move,
 }
 
 impl Code {
     /// Every code.
-    pub const ALL: [Code; 12] = [
+    pub const ALL: [Code; 13] = [
         Code::Receipt,
         Code::Credit,
         Code::Fee,
@@ -216,6 +219,7 @@ impl Code {
         Code::GasFunding,
         Code::Funding,
         Code::Topup,
+        Code::Move,
     ];
 
     /// As stored.
@@ -233,6 +237,7 @@ impl Code {
             Code::GasFunding => "gas_funding",
             Code::Funding => "funding",
             Code::Topup => "topup",
+            Code::Move => "move",
         }
     }
 

@@ -233,6 +233,34 @@ pub struct Account {
     debt_limit: String,
 }
 
+/// `accounts` (sorted by id) with each id once: an account an institution's move carried into
+/// its object is in both stores (closed in D1, opened in the object), and its totals are both
+/// sides' added up, as its transfers are.
+fn merged(accounts: Vec<Account>) -> Result<Vec<Account>, String> {
+    let add = |a: &str, b: &str| -> Result<String, String> {
+        let (a, b) = (
+            a.parse::<u128>().map_err(|e| e.to_string())?,
+            b.parse::<u128>().map_err(|e| e.to_string())?,
+        );
+        a.checked_add(b)
+            .map(|sum| sum.to_string())
+            .ok_or_else(|| "an account's totals past 128 bits".to_owned())
+    };
+    let mut out: Vec<Account> = Vec::with_capacity(accounts.len());
+    for account in accounts {
+        match out.last_mut() {
+            Some(last) if last.id == account.id => {
+                last.debits_posted = add(&last.debits_posted, &account.debits_posted)?;
+                last.credits_posted = add(&last.credits_posted, &account.credits_posted)?;
+                last.debits_pending = add(&last.debits_pending, &account.debits_pending)?;
+                last.credits_pending = add(&last.credits_pending, &account.credits_pending)?;
+            }
+            _ => out.push(account),
+        }
+    }
+    Ok(out)
+}
+
 impl Account {
     fn kind(&self) -> Result<Kind, String> {
         Kind::parse(&self.kind).ok_or_else(|| format!("{}: no kind {}", self.id, self.kind))
@@ -379,15 +407,16 @@ impl Snapshot {
                 }
                 Books::Local(_) | Books::Remote => {
                     "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
-                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
+                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL) \
                      UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
                      FROM topup_watches \
-                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1')"
+                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL)"
                 }
             };
             watches.extend(parse(store.rows(watched)?)?);
         }
         accounts.sort_by(|a, b| a.id.cmp(&b.id));
+        let accounts = merged(accounts)?;
         // The treasury's address is hex (checked): safe to write into the statement.
         let treasury = treasury.filter(|t| is_address(t)).unwrap_or("");
         let in_flight = parse(books.rows(&format!(

@@ -99,9 +99,10 @@ impl Condition for AfterChange {
 /// The condition, in D1, that a row's institution keeps its money there: written after the
 /// row's alias (`w.{MONEY_IN_D1}`). The cron's reads of D1's rows of every institution carry
 /// it, so the D1 rows of an institution held in its object (copies, once the directory points
-/// at the object) are never checked, credited, settled, refunded, expired or delivered again
-/// from D1. Those reads run in an institution's object without it (its rows are all its own).
-pub const MONEY_IN_D1: &str = "institution_id IN (SELECT id FROM institutions WHERE store = 'd1')";
+/// at the object), or being moved there, are never checked, credited, settled, refunded,
+/// expired or delivered again from D1. Those reads run in an institution's object without it (its rows are all its own).
+pub const MONEY_IN_D1: &str =
+    "institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL)";
 
 /// Where an institution's money lives, as the directory says (`institutions.store`): D1's money
 /// tables, or the institution's own object (`crate::objects`).

@@ -187,10 +187,17 @@ pub async fn page(
 /// Every row of every money table in the object deleted, children first: a copy starts from
 /// nothing (until the directory routes the institution to its object, nothing reads it).
 pub fn clear() -> DbResult<Vec<Stmt>> {
-    TABLES
-        .iter()
-        .rev()
-        .map(|table| stmt(&format!("DELETE FROM {}", table.name), &[]))
+    // The object's own tables first: its requests refer to its settlements and refunds, and its
+    // books are opened again by the move.
+    let own = ["object_sends", "ledger_transfers", "ledger_accounts"];
+    own.iter()
+        .map(|table| stmt(&format!("DELETE FROM {table}"), &[]))
+        .chain(
+            TABLES
+                .iter()
+                .rev()
+                .map(|table| stmt(&format!("DELETE FROM {}", table.name), &[])),
+        )
         .collect()
 }
 
@@ -235,6 +242,167 @@ fn value_of(table: &Table, column: &str, value: &Json) -> DbResult<Value> {
             table.name
         ))),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The move (`crate::shard::move_in`)
+
+/// How long a move may hold an institution frozen before another may take it over (a move that
+/// stopped midway, its request ended).
+pub const MOVE_STALE_SECONDS: i64 = 300;
+
+/// The statement that freezes `institution`'s money in D1 for a move starting `now` (migration
+/// 0036's triggers then refuse any write of its rows, and D1's cron reads leave them): only
+/// while its money is in D1 and no other move holds it (one older than
+/// [`MOVE_STALE_SECONDS`] stopped midway and is taken over).
+pub fn freeze(institution: i64, now: i64) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE institutions SET moving_since = ?2 WHERE id = ?1 AND store = 'd1' \
+         AND (moving_since IS NULL OR moving_since < ?2 - ?3)",
+        &[
+            Value::Int(institution),
+            Value::Int(now),
+            Value::Int(MOVE_STALE_SECONDS),
+        ],
+    )
+}
+
+/// The statement that ends the move started at `since` that did not flip: `institution`'s
+/// money works from D1 again.
+pub fn thaw(institution: i64, since: i64) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE institutions SET moving_since = NULL \
+         WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
+        &[Value::Int(institution), Value::Int(since)],
+    )
+}
+
+/// The statement that points the directory at `institution`'s object, ending its move started
+/// at `since` (only that move's: one taken over by another changes nothing, and the caller
+/// refuses its batch).
+pub fn flip(institution: i64, since: i64) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE institutions SET store = 'object', moving_since = NULL \
+         WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
+        &[Value::Int(institution), Value::Int(since)],
+    )
+}
+
+/// The institution's accounts in D1's books, as a move carries them: its merchants', its fees,
+/// and its deposit and top-up addresses' custody and unallocated money (the accounts every
+/// institution shares are not here: the network fees are carried by share,
+/// [`network_fee_transfers`]).
+const ACCOUNTS_OF: &str = "SELECT id, network, token, asset, decimals, kind, owner, \
+     debits_posted, credits_posted, debits_pending, credits_pending, debt_limit \
+     FROM ledger_accounts WHERE (kind = 'merchant' AND institution_id = ?1) \
+     OR (kind = 'fees' AND owner = CAST(?1 AS TEXT)) \
+     OR (kind IN ('custody', 'unallocated') AND owner IN \
+         (SELECT address FROM deposit_watches WHERE institution_id = ?1 \
+          UNION SELECT address FROM topup_addresses WHERE institution_id = ?1)) \
+     ORDER BY id";
+
+/// An account of D1's books as a move reads it.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct MovedAccount {
+    /// Its id.
+    pub id: String,
+    /// Its ledger's network and token.
+    pub network: String,
+    /// The token contract (lower case) or `native`.
+    pub token: String,
+    /// The asset's symbol and decimals.
+    pub asset: String,
+    /// Decimals.
+    pub decimals: u32,
+    /// Its kind, as stored.
+    pub kind: String,
+    /// Its owner.
+    pub owner: String,
+    /// Totals (decimal text).
+    pub debits_posted: String,
+    /// Credits posted.
+    pub credits_posted: String,
+    /// A merchant's debt limit.
+    pub debt_limit: String,
+}
+
+/// `institution`'s accounts in D1's books ([`ACCOUNTS_OF`]).
+pub async fn accounts_of(db: &super::Db, institution: i64) -> DbResult<Vec<MovedAccount>> {
+    all(db, ACCOUNTS_OF, &[Value::Int(institution)]).await
+}
+
+/// The network fees accounts of D1's books (one a ledger, shared by every institution).
+pub async fn network_fee_accounts(db: &super::Db) -> DbResult<Vec<MovedAccount>> {
+    all(
+        db,
+        "SELECT id, network, token, asset, decimals, kind, owner, debits_posted, \
+         credits_posted, debits_pending, credits_pending, debt_limit \
+         FROM ledger_accounts WHERE kind = 'network_fees' ORDER BY id",
+        &[],
+    )
+    .await
+}
+
+/// A posted transfer touching a network fees account, for one of an institution's payments.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct FeeTransfer {
+    /// Its debit account.
+    pub debit_account: String,
+    /// Its credit account.
+    pub credit_account: String,
+    /// Base units (decimal text).
+    pub amount: String,
+}
+
+/// The posted transfers into or out of a network fees account for `institution`'s payments
+/// (its share of what D1's shared accounts hold), at most `limit`.
+pub async fn network_fee_transfers(
+    db: &super::Db,
+    institution: i64,
+    limit: i64,
+) -> DbResult<Vec<FeeTransfer>> {
+    all(
+        db,
+        "SELECT t.debit_account, t.credit_account, t.amount FROM ledger_transfers t \
+         JOIN transactions p ON p.id = t.transaction_id AND p.institution_id = ?1 \
+         WHERE t.phase IN ('single', 'post') AND (t.debit_account IN \
+           (SELECT id FROM ledger_accounts WHERE kind = 'network_fees') \
+         OR t.credit_account IN (SELECT id FROM ledger_accounts WHERE kind = 'network_fees')) \
+         LIMIT ?2",
+        &[Value::Int(institution), Value::Int(limit)],
+    )
+    .await
+}
+
+/// What keeps `institution` from moving now, in words: a transaction of its settlements or
+/// refunds still out, or a transfer of its books still pending; `None` when nothing does.
+pub async fn in_flight(db: &super::Db, institution: i64) -> DbResult<Option<String>> {
+    #[derive(serde::Deserialize)]
+    struct Counts {
+        sends: i64,
+        pending: i64,
+    }
+    let counts: Option<Counts> = super::first(
+        db,
+        &format!(
+            "SELECT (SELECT count(*) FROM chain_sends c \
+             LEFT JOIN settlements s ON s.id = c.settlement_id \
+             LEFT JOIN refunds r ON r.id = c.refund_id \
+             WHERE c.state = 'live' AND s.held_by IS NULL \
+             AND (s.institution_id = ?1 OR r.institution_id = ?1)) AS sends, \
+             (SELECT count(*) FROM ({ACCOUNTS_OF}) a \
+             WHERE a.debits_pending <> '0' OR a.credits_pending <> '0') AS pending"
+        ),
+        &[Value::Int(institution)],
+    )
+    .await?;
+    Ok(counts.and_then(|c| match (c.sends, c.pending) {
+        (0, 0) => None,
+        (sends, 0) => Some(format!(
+            "{sends} of its settlements' or refunds' transactions are not final yet"
+        )),
+        (_, pending) => Some(format!("{pending} of its accounts have transfers pending")),
+    }))
 }
 
 #[cfg(test)]

@@ -64,9 +64,11 @@ const CUSTODY: &str = "WITH candidates AS ( \
                OR credits_pending <> '0') \
        UNION SELECT address FROM deposit_watches \
         WHERE watch_until > ?3 AND network = ?1 AND token = ?2 \
-        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
+        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1' \
+          AND moving_since IS NULL) \
        UNION SELECT address FROM topup_watches WHERE network = ?1 AND token = ?2 \
-        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') \
+        AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1' \
+          AND moving_since IS NULL) \
        UNION SELECT ?4 WHERE ?4 <> '') \
      SELECT c.address, \
        COALESCE(a.debits_posted, '0') AS debits_posted, \
@@ -567,7 +569,7 @@ mod tests {
              INSERT INTO reconciled_addresses VALUES ('polygon', 'native', '0xheld', 1, '5', \
                '5', '0', 50); \
              INSERT INTO institutions (id, name, created_at, store) VALUES (1, 'one', '', 'd1'), \
-               (2, 'held', '', 'object'); \
+               (2, 'held', '', 'd1'); \
              INSERT INTO deposit_watches (address, derivation_index, session_id, \
                transaction_id, network, asset, token, decimals, crypto_amount, base_units, rate, \
                rate_source, quoted_at, from_block, scanned_to, head_block, watch_until, \
@@ -585,7 +587,8 @@ mod tests {
              ('0xtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1), \
              ('0xheldtopup', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 2), \
              ('0xtopup', '0xusdc', 'polygon', 'USDC', 6, 30, 41, 44, 0, 1), \
-             ('0xlagging', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1);",
+             ('0xlagging', 'native', 'polygon', 'POL', 18, 30, 38, 40, 0, 1); \
+             UPDATE institutions SET store = 'object' WHERE id = 2;",
         )
         .unwrap();
         let mut statement = conn.prepare(CUSTODY).unwrap();

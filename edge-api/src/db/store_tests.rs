@@ -134,13 +134,19 @@ const CROSSING: &[(&str, &str)] = &[
     // D1's cron reads over every institution keep those whose money is in D1 (`MONEY_IN_D1`);
     // the same reads in an institution's object have no such condition.
     (
-        "AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1') LIMIT 500",
+        "AND moving_since IS NULL) LIMIT 500",
         "deliveries::overdue in D1: only institutions whose money is there; each object \
          sweeps its own",
     ),
     (
         "ELSE ?1 - ?4 END AND w.institution_id IN (SELECT id FROM institutions",
         "watches::due in D1: only institutions whose money is there; each object checks its own",
+    ),
+    (
+        "AS sends, (SELECT count(*) FROM (SELECT id, network",
+        "moves::in_flight, what a move waits for (its settlements' and refunds' transactions \
+         out, its accounts' pending transfers): the move's own check, in D1, before the \
+         institution's money leaves it",
     ),
     // Directory facts a money statement reads: copied into the object, or read first.
     (

@@ -88,6 +88,9 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
         }
         ["portal", "api", ref rest @ ..] => return portal::api::route(rest),
         ["portal", ref rest @ ..] => return portal::pages::route(rest),
+        ["operator", "institutions", id, "move"] => {
+            Route::new().post(move |r| operator::move_in(r, id))
+        }
         ["operator", "institutions", id, "copy"] => {
             Route::new().post(move |r| operator::copy(r, id))
         }

@@ -3,7 +3,10 @@
 //! secret). Without that secret these paths do not exist.
 //!
 //! `POST /operator/institutions/{id}/copy`: copies the institution's money tables into its
-//! object and compares both sides (`crate::shard`), answering the comparison.
+//! object and compares both sides (`crate::shard`), answering the comparison (a rehearsal: the
+//! institution keeps working from D1).
+//! `POST /operator/institutions/{id}/move`: moves the institution's money into its object
+//! (`shard::move_in`), answering what the move did.
 
 use shared_types::ErrorCode;
 use worker::Response;
@@ -22,13 +25,28 @@ const REALM: &str = "Bearer realm=\"payrail-operator\"";
 /// every table matched: `verified` says).
 pub async fn copy(Incoming { req, ctx, .. }: Incoming<'_>, id: &str) -> Result<Response, ApiError> {
     authorize(ctx, &req)?;
-    let institution = id
-        .parse::<i64>()
+    let report = shard::copy(ctx, institution(id)?).await?;
+    http::json(200, &report).or_internal("build response")
+}
+
+/// Moves an institution's money into its object and answers what the move did: 200 when the
+/// directory now holds it there, 409 with the reason (and the copy's comparison) when it still
+/// works from D1.
+pub async fn move_in(
+    Incoming { req, ctx, .. }: Incoming<'_>,
+    id: &str,
+) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let report = shard::move_in(ctx, institution(id)?).await?;
+    http::json(if report.moved { 200 } else { 409 }, &report).or_internal("build response")
+}
+
+/// The institution a path names.
+fn institution(id: &str) -> Result<i64, ApiError> {
+    id.parse::<i64>()
         .ok()
         .filter(|n| (1..1 << 53).contains(n))
-        .ok_or_else(|| ApiError::not_found("no such institution"))?;
-    let report = shard::copy(ctx, institution).await?;
-    http::json(200, &report).or_internal("build response")
+        .ok_or_else(|| ApiError::not_found("no such institution"))
 }
 
 /// The operator's token, checked: without the secret configured the path does not exist; a

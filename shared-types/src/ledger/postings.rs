@@ -45,6 +45,36 @@ fn transfer(
     }
 }
 
+/// An account's posted `balance` (credits less debits, in base units) carried between the two
+/// stores when institution `institution` moves into its own object: one transfer between
+/// `account` and `link` (the store's link to the other), under the same id on both sides; in
+/// the object it opens the account (`opening`), in the treasury's books it closes it. So each
+/// store balances by itself and the links mirror each other. `None` for a zero balance.
+pub fn moved(
+    (account, link): (&str, &str),
+    balance: i128,
+    institution: i64,
+    opening: bool,
+) -> Option<Transfer> {
+    if balance == 0 {
+        return None;
+    }
+    // Opening a credit balance credits the account; closing it debits it.
+    let (debit, credit) = if (balance > 0) == opening {
+        (link, account)
+    } else {
+        (account, link)
+    };
+    Some(transfer(
+        format!("move:{institution}:{account}"),
+        (debit.to_owned(), credit.to_owned()),
+        balance.unsigned_abs(),
+        (Code::Move, Phase::Single),
+        None,
+        &format!("institution {institution}"),
+    ))
+}
+
 /// Money confirmed at a deposit address: the chain transfer `(tx_hash, log_index)`.
 pub fn receipt(
     ledger: &Ledger,

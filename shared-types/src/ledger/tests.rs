@@ -508,3 +508,39 @@ proptest! {
         prop_assert_eq!(balance(&b, &treasury), i128::try_from(chain.token.get("treasury").copied().unwrap_or(0)).unwrap());
     }
 }
+
+/// A balance carried by a move opens the account in the object and closes it in D1 with the
+/// same transfer mirrored: each store's account ends where the other began, and the two links
+/// mirror each other.
+#[test]
+fn a_moved_balance_opens_in_one_store_what_it_closes_in_the_other() {
+    let merchant = "polygon:0xusdc:merchant:7";
+    for balance in [25_i128, -25] {
+        let opening = postings::moved((merchant, "link:object"), balance, 3, true).unwrap();
+        let closing = postings::moved((merchant, "link:d1"), balance, 3, false).unwrap();
+        assert_eq!(opening.id, closing.id, "one id on both sides");
+        assert_eq!((opening.amount, closing.amount), (25, 25));
+        assert_eq!(opening.code, Code::Move);
+        if balance > 0 {
+            // A credit balance (owed to the merchant): credited in the object, debited in D1.
+            assert_eq!(
+                (opening.debit.as_str(), opening.credit.as_str()),
+                ("link:object", merchant)
+            );
+            assert_eq!(
+                (closing.debit.as_str(), closing.credit.as_str()),
+                (merchant, "link:d1")
+            );
+        } else {
+            assert_eq!(
+                (opening.debit.as_str(), opening.credit.as_str()),
+                (merchant, "link:object")
+            );
+            assert_eq!(
+                (closing.debit.as_str(), closing.credit.as_str()),
+                ("link:d1", merchant)
+            );
+        }
+    }
+    assert!(postings::moved((merchant, "link"), 0, 3, true).is_none());
+}

@@ -49,18 +49,28 @@ fn institution_id(worker: &Worker, index: usize) -> i64 {
         .unwrap()
 }
 
-/// Copies `institution`'s money into its object (every table the same on both sides) and points
-/// the directory at the object, as the move's flip will.
-fn hold(worker: &Worker, institution: i64) {
-    let report = copy(worker, institution, Some(OPERATOR_TOKEN));
-    assert_eq!(report.json()["verified"], true, "{}", report.text);
-    worker
-        .database()
-        .execute(
-            "UPDATE institutions SET store = 'object' WHERE id = ?1",
-            [institution],
-        )
-        .unwrap();
+/// Moves `institution`'s money into its object (the operator's move: frozen in D1, copied and
+/// compared, its books carried, the directory pointed at the object): the move's report.
+fn hold(worker: &Worker, institution: i64) -> Value {
+    let reply = move_in(worker, institution);
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let report = reply.json();
+    assert_eq!(report["moved"], true, "{report}");
+    assert_eq!(report["copy"]["verified"], true, "{report}");
+    report
+}
+
+/// `POST /operator/institutions/{id}/move` with the operator's token.
+fn move_in(worker: &Worker, institution: i64) -> Reply {
+    worker.send(
+        worker
+            .request(
+                Method::POST,
+                &format!("/operator/institutions/{institution}/move"),
+            )
+            .bearer_auth(OPERATOR_TOKEN),
+        None,
+    )
 }
 
 /// `POST /operator/institutions/{id}/copy` with `token`.
@@ -169,14 +179,9 @@ fn an_institution_copied_into_its_object_reads_the_same_from_it() {
     assert_eq!(again["verified"], true, "{again}");
     assert_eq!(again["tables"], report["tables"]);
 
-    // The directory holds the institution in its object; D1's copy is changed so that an
-    // answer read from it would show.
+    // D1's copy is changed so that an answer read from it would show, then the directory holds
+    // the institution in its object.
     let db = worker.database();
-    db.execute(
-        "UPDATE institutions SET store = 'object' WHERE id = ?1",
-        [id],
-    )
-    .unwrap();
     db.execute(
         "UPDATE transactions SET external_reference = 'STALE' WHERE institution_id = ?1",
         [id],
@@ -188,6 +193,22 @@ fn an_institution_copied_into_its_object_reads_the_same_from_it() {
         [id],
     )
     .unwrap();
+    db.execute(
+        "UPDATE institutions SET store = 'object' WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    // From then on D1 refuses any write of its money rows, whoever makes it.
+    let frozen = db
+        .execute(
+            "UPDATE transactions SET external_reference = 'LATER' WHERE institution_id = ?1",
+            [id],
+        )
+        .unwrap_err();
+    assert!(
+        frozen.to_string().contains("institution money moving"),
+        "{frozen}"
+    );
     let after = reads(worker, &token, &paths);
     for ((path, status, body), (_, was_status, was)) in after.iter().zip(&before) {
         assert_eq!(status, was_status, "{path}: {body}");
@@ -451,17 +472,23 @@ fn a_checkout_of_an_institution_held_in_its_object_lives_there() {
     );
 
     // The checkout made before the move was copied with the rest, and reads from the object:
-    // its page, its poll and the partner API, whatever D1's copy of it says now.
-    db.execute(
+    // its page, its poll and the partner API. D1's copy of it can no longer change: D1 refuses
+    // any write of a held institution's money rows, whoever makes it.
+    for write in [
         "UPDATE checkout_sessions SET title = 'STALE' WHERE id = ?1",
-        [&early_id],
-    )
-    .unwrap();
-    db.execute(
         "UPDATE transactions SET raw_status = 'expired', status = 'failed' WHERE id = ?1",
-        [before],
-    )
-    .unwrap();
+    ] {
+        let key = if write.contains("checkout_sessions") {
+            early_id.clone()
+        } else {
+            before.to_string()
+        };
+        let refused = db.execute(write, [&key]).unwrap_err();
+        assert!(
+            refused.to_string().contains("institution money moving"),
+            "{refused}"
+        );
+    }
     let earlier = worker.get(
         &format!("/v1/transactions?id={before}"),
         Some(&token),
@@ -1599,6 +1626,161 @@ fn d1s_copy_of_a_held_institutions_checkout_is_never_acted_on() {
         net.parse::<u128>().unwrap()
     );
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
+/// The move of an institution with money on chain, while a payment is in flight: one payment
+/// credited and settled from D1, one credited and not yet settled, one checkout not yet paid.
+/// The operator's move freezes it, copies and compares every table, carries its books (each of
+/// its accounts opened in the object at its D1 balance and closed in D1) and points the
+/// directory at the object; every partner read answers the same before and after; the payment
+/// in flight is then paid and credited in the object, both unsettled payments are settled once
+/// from there, and the books balance in both stores with the links mirroring each other.
+#[test]
+fn an_institutions_money_moves_into_its_object_with_its_books() {
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    );
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let institution = institution_id(worker, 0);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let checkout = |amount: &str, reference: &str| -> (i64, String) {
+        let session = worker.checkout_session(&json!({
+            "publicKey": key, "amount": amount, "currency": "USD", "title": "Move",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        (
+            session["transaction_id"].as_i64().unwrap(),
+            session["id"].as_str().unwrap().to_owned(),
+        )
+    };
+    let pay = |session: &str| {
+        let (address, units) = worker.deposit(session);
+        anvil.transfer(&s.usdc, &s.customer, &address, units);
+        anvil.mine(3);
+        eventually("the credit", Duration::from_secs(30), || {
+            let reply = worker.send(
+                worker.request(Method::GET, &format!("/checkout/{session}/status")),
+                None,
+            );
+            (reply.json()["status"] == "succeeded").then_some(())
+        });
+    };
+    let wallet = super::settlement::wallet();
+    let start = anvil.balance_of(&s.usdc, wallet);
+    // One payment settled from D1.
+    let (settled, session) = checkout("10.00", "MOVE-SETTLED");
+    pay(&session);
+    eventually("settled from D1", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, settled)["raw_status"] == "paid").then_some(())
+    });
+    let from_d1 = anvil.balance_of(&s.usdc, wallet) - start;
+    // One credited, not yet settled (its status poll credits it; no cron runs), one unpaid.
+    let (credited, session) = checkout("20.00", "MOVE-CREDITED");
+    pay(&session);
+    let (in_flight, waiting) = checkout("5.00", "MOVE-IN-FLIGHT");
+    let (client, secret) =
+        worker.new_client(0, "Move reads", &["transactions:read", "events:read"]);
+    let token = worker.token(&client, &secret);
+    let paths: Vec<String> = vec![
+        "/v1/transactions?limit=3".into(),
+        format!("/v1/transactions?id={settled}"),
+        format!("/v1/transactions?id={credited}"),
+        format!("/v1/transactions?id={in_flight}"),
+        "/v1/transactions?status=paid&limit=5".into(),
+        "/v1/events?limit=10".into(),
+        format!("/v1/events?transaction_id={credited}"),
+    ];
+    let before = reads(worker, &token, &paths);
+    let d1_books = |id: &str| posted(&worker.database(), id);
+    let token_hex = s.usdc.to_ascii_lowercase();
+    let merchant: i64 = worker
+        .database()
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [credited],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let merchant_account = format!("polygon:{token_hex}:merchant:{merchant}");
+    let owed = {
+        let (d, c) = d1_books(&merchant_account);
+        c - d
+    };
+    assert!(owed > 0, "the credited payment is owed to the merchant");
+
+    // The move.
+    let report = hold(worker, institution);
+    let carried = report["accounts"].as_array().unwrap();
+    let carried_balance = |id: &str| -> Option<i128> {
+        carried
+            .iter()
+            .find(|a| a["id"] == id)
+            .map(|a| a["balance"].as_str().unwrap().parse().unwrap())
+    };
+    assert_eq!(
+        carried_balance(&merchant_account),
+        Some(owed as i128),
+        "{report}"
+    );
+    // D1's accounts of the institution are closed; the object opened them.
+    let (d, c) = d1_books(&merchant_account);
+    assert_eq!(c, d, "closed in D1");
+    let object = || worker.object_database(institution).unwrap();
+    let (d, c) = posted(&object(), &merchant_account);
+    assert_eq!(c - d, owed, "opened in the object");
+    // A second move is refused: the institution is held.
+    assert_eq!(move_in(worker, institution).status, 409);
+    // Every read answers the same.
+    let after = reads(worker, &token, &paths);
+    for ((path, status, body), (_, was_status, was)) in after.iter().zip(&before) {
+        assert_eq!(status, was_status, "{path}: {body}");
+        assert_eq!(body, was, "{path}");
+    }
+
+    // The payment in flight is paid now, to the address given before the move.
+    let (address, units) = held_deposit(worker, institution, &waiting);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually(
+        "both settled from the object",
+        Duration::from_secs(120),
+        || {
+            anvil.mine(1);
+            worker.cron();
+            [credited, in_flight]
+                .iter()
+                .all(|id| worker.transaction(0, *id)["raw_status"] == "paid")
+                .then_some(())
+        },
+    );
+    // Each settled once: the wallet holds the D1 settlement and the object's, exactly.
+    let db = object();
+    let nets: u128 = {
+        let mut statement = db
+            .prepare("SELECT units FROM settlement_items WHERE transaction_id IN (?1, ?2)")
+            .unwrap();
+        statement
+            .query_map([credited, in_flight], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|u| u.unwrap().parse::<u128>().unwrap())
+            .sum()
+    };
+    assert_eq!(anvil.balance_of(&s.usdc, wallet) - start, from_d1 + nets);
+    for id in [credited, in_flight] {
+        assert_eq!(events_of(&db, id, "payment.paid"), 1);
+    }
+    // The books: balanced in each store and against the chain; the links mirror each other.
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+    let ours = posted(&object(), &format!("polygon:{token_hex}:world:treasury"));
+    let theirs = posted(
+        &worker.database(),
+        &format!("polygon:{token_hex}:world:institution:{institution}"),
+    );
+    assert_eq!((ours.1, ours.0), theirs, "the links mirror each other");
 }
 
 /// A held payment refunded in full while cron runs would settle it, all at once: the object

@@ -32,6 +32,7 @@ pub fn describe(code: &str) -> &'static str {
         Some(Code::SweepGas) => "Gas of a sweep",
         Some(Code::GasFunding) => "Gas sent for a sweep",
         Some(Code::Funding) => "Funding",
+        Some(Code::Move) => "Carried into the institution's own store",
         None => "Other",
     }
 }
