@@ -56,9 +56,17 @@ impl ApiError {
 
     /// A failure on our side, made at the caller's source line (`#[track_caller]`), which the
     /// log line names with `context` and the cause. The client sees no internal detail. It is
-    /// logged once, where it is answered or given up on ([`ApiError::log`]).
+    /// logged once, where it is answered or given up on ([`ApiError::log`]). One cause is no
+    /// failure: D1 refusing a write while the institution's money moves into its object
+    /// ([`MONEY_MOVING`]) is answered as a pause (503 with `Retry-After`).
     #[track_caller]
     pub fn internal(context: &str, cause: impl std::fmt::Display) -> Self {
+        let cause = cause.to_string();
+        // D1 refusing a write of an institution's money rows while they move into its object:
+        // a pause of the move's seconds, not a failure.
+        if cause.contains(MONEY_MOVING) {
+            return moving();
+        }
         let mut err = Self::new(
             ErrorCode::ServerError,
             "the request could not be completed; try again",
@@ -66,7 +74,7 @@ impl ApiError {
         err.internal = Some(Box::new(Internal {
             at: Location::caller(),
             context: context.to_owned(),
-            cause: cause.to_string(),
+            cause,
         }));
         err
     }
@@ -141,7 +149,6 @@ impl<T, E: std::fmt::Display> OrInternal<T> for Result<T, E> {
         // A `match`, not `map_err`: a closure would name this line instead of the caller's.
         match self {
             Ok(value) => Ok(value),
-            Err(err) if err.to_string().contains(MONEY_MOVING) => Err(moving()),
             Err(err) => Err(ApiError::internal(context, err)),
         }
     }
@@ -249,5 +256,39 @@ mod tests {
             "the request could not be completed; try again"
         );
         assert_eq!(ApiError::not_found("no such thing").log_line(), None);
+    }
+}
+
+#[cfg(test)]
+mod moving_tests {
+    use super::*;
+
+    /// D1's refusal of a moving institution's writes (migration 0036's triggers) is answered as
+    /// a pause with `Retry-After`, however the call site wraps it; the triggers' message is the
+    /// one recognised.
+    #[test]
+    fn a_write_refused_by_a_move_is_a_pause_not_a_failure() {
+        let migration = include_str!("../migrations/0036_money_moves.sql");
+        let raised = migration
+            .split("RAISE(ABORT, '")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .unwrap();
+        assert!(raised.starts_with(MONEY_MOVING), "{raised}");
+        let cause = format!("constraint: {raised}: SQLITE_CONSTRAINT");
+        for err in [
+            ApiError::internal("write", &cause),
+            Err::<(), _>(cause.clone())
+                .or_internal("write")
+                .unwrap_err(),
+        ] {
+            assert_eq!(err.code, ErrorCode::PaymentsUnavailable);
+            assert_eq!(err.retry_after, Some(5));
+            assert!(err.internal.is_none());
+        }
+        assert_eq!(
+            ApiError::internal("write", "constraint: UNIQUE").code,
+            ErrorCode::ServerError
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod localdb;
+pub mod moves;
 pub mod reconcile;
 pub mod secrets;
 pub mod sweep;

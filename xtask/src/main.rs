@@ -11,6 +11,9 @@
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
 //! reconcile     (--local [--persist-to DIR] | --remote) [--chains JSON] [--treasury ADDRESS]
 //!               [--xpub XPUB]   (the books against the chain; exits 1 on any drift)
+//! move          INSTITUTION_ID… --url URL   (each institution's money moved into its own
+//!               object, one at a time, by the worker at URL; the operator's token from
+//!               PAYRAIL_OPERATOR_TOKEN; stops at the first that does not move)
 //! sweep         (--local [--persist-to DIR] | --remote) [--treasury 0x…] [--chains FILE]
 //!               [--wait SECONDS]   (the custody mnemonic on stdin; the networks from
 //!               PAYRAIL_CHAINS unless --chains, the treasury from PAYRAIL_TREASURY_ADDRESS unless
@@ -22,7 +25,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, reconcile, secrets, sweep};
+use xtask::{demo, localdb, moves, reconcile, secrets, sweep};
 use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
@@ -37,12 +40,14 @@ fn main() -> ExitCode {
         Some("set-psp-fee") => set_psp_fee(&args[1..]),
         Some("reconcile") => reconcile(&args[1..]),
         Some("sweep") => sweep(&args[1..]),
+        Some("move") => move_institutions(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
              | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
              | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
-             | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin)"
+             | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin) \
+             | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment)"
                 .to_owned(),
         ),
     };
@@ -52,6 +57,36 @@ fn main() -> ExitCode {
             eprintln!("xtask: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Moves institutions' money into their objects through the worker's operator API.
+fn move_institutions(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let url = opts
+        .value("--url")?
+        .ok_or("--url: the worker's base URL (scripts/dev's, or production's) is required")?;
+    let ids = args
+        .iter()
+        .take_while(|a| !a.starts_with("--"))
+        .map(|a| {
+            a.parse::<i64>()
+                .map_err(|_| format!("{a:?} is not an institution id"))
+        })
+        .collect::<Result<Vec<i64>, String>>()?;
+    if ids.is_empty() {
+        return Err("name the institutions to move, by id".to_owned());
+    }
+    // The token from the environment only: a command line is kept by the shell's history.
+    let token = std::env::var("PAYRAIL_OPERATOR_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or("PAYRAIL_OPERATOR_TOKEN: the operator's token is required")?;
+    let done = moves::run(&url, &token, &ids, &mut std::io::stdout())?;
+    if done.len() == ids.len() && done.iter().all(|m| m.moved) {
+        Ok(())
+    } else {
+        Err("not every institution moved (see above); the rest work from D1 as before".to_owned())
     }
 }
 

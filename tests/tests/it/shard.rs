@@ -1628,6 +1628,142 @@ fn d1s_copy_of_a_held_institutions_checkout_is_never_acted_on() {
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
 }
 
+/// The demo data moved institution by institution with `xtask move`'s code, against the
+/// worker's operator API, while a payment of each is in flight: every institution's partner
+/// reads answer the same before and after, each payment in flight is then paid in its object,
+/// and a move of one already moved is refused with its reason.
+#[test]
+fn the_demo_institutions_move_one_by_one_while_payments_are_in_flight() {
+    let worker = with_operator();
+    let count = worker.credentials.institutions.len();
+    assert!(count >= 2, "the demo has several institutions");
+    let mut before = Vec::new();
+    let mut pending = Vec::new();
+    for index in 0..count {
+        let waiting = payment(&worker, index, &format!("MOVE-DEMO-{index}"));
+        pending.push(waiting);
+        let (client, secret) =
+            worker.new_client(index, "Move", &["transactions:read", "events:read"]);
+        let token = worker.token(&client, &secret);
+        let paths: Vec<String> = vec![
+            "/v1/transactions?limit=25".into(),
+            "/v1/transactions?status=paid&limit=10".into(),
+            format!("/v1/transactions?id={waiting}"),
+            "/v1/events?limit=25".into(),
+        ];
+        let read = reads(&worker, &token, &paths);
+        before.push((token, paths, read));
+    }
+    let ids: Vec<i64> = (0..count).map(|i| institution_id(&worker, i)).collect();
+    let mut out = Vec::new();
+    let moved = xtask::moves::run(&worker.base_url, OPERATOR_TOKEN, &ids, &mut out).unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert_eq!(moved.len(), count, "{printed}");
+    assert!(moved.iter().all(|m| m.moved), "{printed}");
+    assert_eq!(printed.lines().count(), count, "{printed}");
+    for (index, (token, paths, was)) in before.iter().enumerate() {
+        let now = reads(&worker, token, paths);
+        for ((path, status, body), (_, was_status, was_body)) in now.iter().zip(was) {
+            assert_eq!(status, was_status, "institution {index}, {path}: {body}");
+            assert_eq!(body, was_body, "institution {index}, {path}");
+        }
+        // Its payment in flight is paid now, in its object.
+        let paid = act(
+            &worker,
+            index,
+            pending[index],
+            "pay",
+            json!({"amount": "40.00"}),
+        );
+        assert_eq!(paid["raw_status"], "succeeded", "{paid}");
+        let object = worker.object_database(ids[index]).unwrap();
+        let status: String = object
+            .query_row(
+                "SELECT raw_status FROM transactions WHERE id = ?1",
+                [pending[index]],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(status, "succeeded");
+    }
+    // Moved already: refused, with the reason printed.
+    let mut out = Vec::new();
+    let again = xtask::moves::run(&worker.base_url, OPERATOR_TOKEN, &ids[..1], &mut out).unwrap();
+    assert!(!again[0].moved);
+    let printed = String::from_utf8(out).unwrap();
+    assert!(printed.contains("not moved (409)"), "{printed}");
+    assert!(printed.contains("held"), "{printed}");
+}
+
+/// While a move runs, the institution pauses: a new checkout and a change of one of its
+/// payments answer 503 with `Retry-After` (D1 refuses any write of its money rows), and it
+/// works again once the move ends.
+#[test]
+fn an_institution_being_moved_pauses_for_the_move() {
+    let worker = with_operator();
+    let institution = institution_id(&worker, 0);
+    let existing = payment(&worker, 0, "PAUSE-BEFORE");
+    let moving = |on: bool| {
+        worker
+            .database()
+            .execute(
+                "UPDATE institutions SET moving_since = CASE WHEN ?2 THEN unixepoch() END \
+                 WHERE id = ?1",
+                rusqlite::params![institution, on],
+            )
+            .unwrap();
+    };
+    moving(true);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let options = json!({
+        "publicKey": key, "amount": "12.00", "currency": "USD", "title": "Paused",
+        "externalReference": "PAUSED", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    });
+    let refused = worker.send(
+        worker
+            .request(Method::POST, "/checkout/sessions")
+            .json(&options),
+        None,
+    );
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert_eq!(
+        refused.json()["error"],
+        "payments_unavailable",
+        "{}",
+        refused.text
+    );
+    assert!(refused.text.contains("moving"), "{}", refused.text);
+    assert!(
+        refused.headers.contains_key("retry-after"),
+        "{:?}",
+        refused.headers
+    );
+    let token = worker.sandbox_token(0);
+    let change = worker.send(
+        worker
+            .request(
+                Method::POST,
+                &format!("/sandbox/transactions/{existing}/pay"),
+            )
+            .bearer_auth(&token)
+            .json(&json!({"amount": "40.00"})),
+        None,
+    );
+    assert_eq!(change.status, 503, "{}", change.text);
+    // The move ended (here: given up): it works again.
+    moving(false);
+    let made = worker.send(
+        worker
+            .request(Method::POST, "/checkout/sessions")
+            .json(&options),
+        None,
+    );
+    assert!(made.status == 200 || made.status == 201, "{}", made.text);
+    let paid = act(&worker, 0, existing, "pay", json!({"amount": "40.00"}));
+    assert_eq!(paid["raw_status"], "succeeded", "{paid}");
+}
+
 /// The move of an institution with money on chain, while a payment is in flight: one payment
 /// credited and settled from D1, one credited and not yet settled, one checkout not yet paid.
 /// The operator's move freezes it, copies and compares every table, carries its books (each of
