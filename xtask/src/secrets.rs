@@ -284,9 +284,17 @@ pub fn add_admin(institution_id: i64, email: &str, target: &Target) -> Result<St
     }
 }
 
-/// Creates an institution and its first portal admin (with a random password, which is
-/// returned and stored nowhere but as its Argon2id hash); returns the new institution's id and
-/// the password.
+/// A new institution: its money held in its own object from the start (docs/SCALING.md: new
+/// institutions start in objects; the ones from before move with `xtask move`), unless its id
+/// reaches 2^21 (its payments' ids, from the id times 2^32, must stay below 2^53), where it
+/// stays in D1.
+const ADD_INSTITUTION: &str = "INSERT INTO institutions (name, created_at, store) \
+     VALUES (?1, ?2, CASE WHEN (SELECT coalesce(max(id), 0) FROM institutions) < 2097151 \
+     THEN 'object' ELSE 'd1' END) RETURNING id AS found";
+
+/// Creates an institution (its money in its own object from the start) and its first portal
+/// admin (with a random password, which is returned and stored nowhere but as its Argon2id
+/// hash); returns the new institution's id and the password.
 pub fn add_institution(name: &str, email: &str, target: &Target) -> Result<(i64, String), String> {
     let name = name.trim();
     let valid = (1..=100).contains(&name.len())
@@ -300,10 +308,7 @@ pub fn add_institution(name: &str, email: &str, target: &Target) -> Result<(i64,
         ));
     }
     let now = now_text()?;
-    let batch = render_batch(&[(
-        "INSERT INTO institutions (name, created_at) VALUES (?1, ?2) RETURNING id AS found",
-        &[Literal::Text(name), Literal::Text(&now)],
-    )])?;
+    let batch = render_batch(&[(ADD_INSTITUTION, &[Literal::Text(name), Literal::Text(&now)])])?;
     let id = found(&execute(&batch, target)?)
         .ok_or_else(|| "unexpected output from wrangler: no institution id".to_owned())?;
     let password = add_admin(id, email, target)?;
@@ -313,6 +318,35 @@ pub fn add_institution(name: &str, email: &str, target: &Target) -> Result<(i64,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new institution starts held in its own object; one whose payments' ids would pass
+    /// 2^53 stays in D1.
+    #[test]
+    fn a_new_institution_starts_in_its_object() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::localdb::apply_migrations(&conn).unwrap();
+        let add = |name: &str| -> (i64, String) {
+            let id: i64 = conn
+                .query_row(ADD_INSTITUTION, [name, "2026-11-27T00:00:00Z"], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            let store = conn
+                .query_row("SELECT store FROM institutions WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .unwrap();
+            (id, store)
+        };
+        assert_eq!(add("First PSP").1, "object");
+        conn.execute(
+            "INSERT INTO institutions (id, name, created_at) VALUES (2097151, 'Last', '')",
+            [],
+        )
+        .unwrap();
+        let (id, store) = add("Past the bound");
+        assert_eq!((id, store.as_str()), (2_097_152, "d1"));
+    }
 
     #[test]
     fn a_batch_is_the_shared_statements_with_literals() {

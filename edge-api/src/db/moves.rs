@@ -396,12 +396,21 @@ pub async fn in_flight(db: &super::Db, institution: i64) -> DbResult<Option<Stri
         &[Value::Int(institution)],
     )
     .await?;
-    Ok(counts.and_then(|c| match (c.sends, c.pending) {
-        (0, 0) => None,
-        (sends, 0) => Some(format!(
-            "{sends} of its settlements' or refunds' transactions are not final yet"
-        )),
-        (_, pending) => Some(format!("{pending} of its accounts have transfers pending")),
+    Ok(counts.and_then(|c| {
+        let mut why = Vec::new();
+        if c.sends > 0 {
+            why.push(format!(
+                "{} of its settlements' or refunds' transactions are not final yet",
+                c.sends
+            ));
+        }
+        if c.pending > 0 {
+            why.push(format!(
+                "{} of its accounts have transfers pending",
+                c.pending
+            ));
+        }
+        (!why.is_empty()).then(|| why.join(", and "))
     }))
 }
 

@@ -1695,6 +1695,80 @@ fn the_demo_institutions_move_one_by_one_while_payments_are_in_flight() {
     assert!(printed.contains("held"), "{printed}");
 }
 
+/// A move waits for money in flight: while a settlement's transaction from D1 is out, the move
+/// is refused with the reason and the institution keeps working from D1 (nothing frozen, its
+/// settlement goes on); once the transaction is final, the move goes through.
+#[test]
+fn a_move_waits_for_a_settlement_in_flight() {
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
+    );
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let institution = institution_id(worker, 0);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "8.00", "currency": "USD", "title": "In flight",
+        "externalReference": "MOVE-WAITS", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let id = session["transaction_id"].as_i64().unwrap();
+    let session = session["id"].as_str().unwrap().to_owned();
+    let (address, units) = worker.deposit(&session);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    // Blocks only when asked: the settlement's transaction stays out.
+    anvil.rpc("evm_setAutomine", json!([false]));
+    eventually(
+        "a settlement's transaction out",
+        Duration::from_secs(60),
+        || {
+            anvil.mine(1);
+            worker.cron();
+            let live: i64 = worker
+                .database()
+                .query_row(
+                    "SELECT count(*) FROM chain_sends WHERE state = 'live'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (live > 0).then_some(())
+        },
+    );
+    let refused = move_in(worker, institution);
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    let report = refused.json();
+    assert_eq!(report["moved"], false, "{report}");
+    assert!(
+        report["reason"].as_str().unwrap().contains("not final yet"),
+        "{report}"
+    );
+    let (store, moving): (String, Option<i64>) = worker
+        .database()
+        .query_row(
+            "SELECT store, moving_since FROM institutions WHERE id = ?1",
+            [institution],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (store.as_str(), moving),
+        ("d1", None),
+        "nothing left frozen"
+    );
+    // The settlement goes on from D1; once it is final the move goes through.
+    eventually("paid from D1", Duration::from_secs(90), || {
+        anvil.mine(1);
+        worker.cron();
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    anvil.rpc("evm_setAutomine", json!([true]));
+    hold(worker, institution);
+    assert_eq!(worker.transaction(0, id)["raw_status"], "paid");
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
 /// While a move runs, the institution pauses: a new checkout and a change of one of its
 /// payments answer 503 with `Retry-After` (D1 refuses any write of its money rows), and it
 /// works again once the move ends.
