@@ -1447,16 +1447,7 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
     anvil.transfer(&s.usdc, &s.customer, &address, 3_000_000);
     anvil.mine(3);
     let portal = worker.portal_login(0);
-    let detail = || {
-        let reply = worker.portal(
-            Method::GET,
-            &format!("/portal/api/payments/{id}"),
-            Some(&portal),
-            None,
-        );
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        reply.json()
-    };
+    let detail = || s.detail(id);
     let shown = eventually(
         "the money after the credit shown",
         Duration::from_secs(60),
@@ -1560,20 +1551,9 @@ fn money_after_a_held_payments_credit_is_returned_once_from_its_object() {
 /// settled there), so the merchant is paid once.
 #[test]
 fn d1s_copy_of_a_held_institutions_checkout_is_never_acted_on() {
-    let s = super::settlement::start_faulty_with(
-        json!({}),
-        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
-    );
+    let (s, institution) = settling();
     let (worker, anvil) = (&s.worker, &s.anvil);
-    let institution = institution_id(worker, 0);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "9.00", "currency": "USD", "title": "Before the move",
-        "externalReference": "BEFORE-HOLD", "redirectUrl": "https://shop.example/done",
-        "allowCrypto": true
-    }));
-    let id = session["transaction_id"].as_i64().unwrap();
-    let session = session["id"].as_str().unwrap().to_owned();
+    let (id, session) = checkout(worker, "9.00", "BEFORE-HOLD");
     let (address, units) = worker.deposit(&session);
     hold(worker, institution);
     let wallet = super::settlement::wallet();
@@ -1700,20 +1680,9 @@ fn the_demo_institutions_move_one_by_one_while_payments_are_in_flight() {
 /// settlement goes on); once the transaction is final, the move goes through.
 #[test]
 fn a_move_waits_for_a_settlement_in_flight() {
-    let s = super::settlement::start_faulty_with(
-        json!({}),
-        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
-    );
+    let (s, institution) = settling();
     let (worker, anvil) = (&s.worker, &s.anvil);
-    let institution = institution_id(worker, 0);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "8.00", "currency": "USD", "title": "In flight",
-        "externalReference": "MOVE-WAITS", "redirectUrl": "https://shop.example/done",
-        "allowCrypto": true
-    }));
-    let id = session["transaction_id"].as_i64().unwrap();
-    let session = session["id"].as_str().unwrap().to_owned();
+    let (id, session) = checkout(worker, "8.00", "MOVE-WAITS");
     let (address, units) = worker.deposit(&session);
     anvil.transfer(&s.usdc, &s.customer, &address, units);
     anvil.mine(3);
@@ -1847,24 +1816,9 @@ fn an_institution_being_moved_pauses_for_the_move() {
 /// from there, and the books balance in both stores with the links mirroring each other.
 #[test]
 fn an_institutions_money_moves_into_its_object_with_its_books() {
-    let s = super::settlement::start_faulty_with(
-        json!({}),
-        &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
-    );
+    let (s, institution) = settling();
     let (worker, anvil) = (&s.worker, &s.anvil);
-    let institution = institution_id(worker, 0);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let checkout = |amount: &str, reference: &str| -> (i64, String) {
-        let session = worker.checkout_session(&json!({
-            "publicKey": key, "amount": amount, "currency": "USD", "title": "Move",
-            "externalReference": reference, "redirectUrl": "https://shop.example/done",
-            "allowCrypto": true
-        }));
-        (
-            session["transaction_id"].as_i64().unwrap(),
-            session["id"].as_str().unwrap().to_owned(),
-        )
-    };
+    let checkout = |amount: &str, reference: &str| checkout(worker, amount, reference);
     let pay = |session: &str| {
         let (address, units) = worker.deposit(session);
         anvil.transfer(&s.usdc, &s.customer, &address, units);
@@ -2191,13 +2145,34 @@ fn a_held_merchants_top_up_is_credited_once_in_its_object() {
 ///
 /// [`FaultyNode`]: payrail_tests::faults::FaultyNode
 fn held_settling() -> (super::settlement::Setup, i64) {
+    let (s, institution) = settling();
+    hold(&s.worker, institution);
+    (s, institution)
+}
+
+/// [`held_settling`] before the hold: its first demo institution's money still in D1.
+fn settling() -> (super::settlement::Setup, i64) {
     let s = super::settlement::start_faulty_with(
         json!({}),
         &[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)],
     );
     let institution = institution_id(&s.worker, 0);
-    hold(&s.worker, institution);
     (s, institution)
+}
+
+/// A checkout of `amount` USD by the first demo institution's first merchant, paid in crypto:
+/// its transaction's and session's ids.
+fn checkout(worker: &Worker, amount: &str, reference: &str) -> (i64, String) {
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": amount, "currency": "USD", "title": "Held",
+        "externalReference": reference, "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    (
+        session["transaction_id"].as_i64().unwrap(),
+        session["id"].as_str().unwrap().to_owned(),
+    )
 }
 
 /// Checkouts of the held institution's first merchant, of each `(amount USD, reference)`,
@@ -2208,16 +2183,9 @@ fn held_paid(
     orders: &[(&str, &str)],
 ) -> Vec<(i64, String)> {
     let (worker, anvil) = (&s.worker, &s.anvil);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
     let mut ids = Vec::new();
     for (amount, reference) in orders {
-        let session = worker.checkout_session(&json!({
-            "publicKey": key, "amount": amount, "currency": "USD", "title": "Held settle",
-            "externalReference": reference, "redirectUrl": "https://shop.example/done",
-            "allowCrypto": true
-        }));
-        let id = session["transaction_id"].as_i64().unwrap();
-        let session = session["id"].as_str().unwrap().to_owned();
+        let (id, session) = checkout(worker, amount, reference);
         let (address, units) = held_deposit(worker, institution, &session);
         anvil.transfer(&s.usdc, &s.customer, &address, units);
         ids.push((id, session));
