@@ -1118,15 +1118,8 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
         json!(hash)
     );
     // The portal shows the payment's settlement transaction, from both stores.
-    let portal = worker.portal_login(0);
-    let detail = worker.portal(
-        Method::GET,
-        &format!("/portal/api/payments/{}", ids[0].0),
-        Some(&portal),
-        None,
-    );
-    assert_eq!(detail.status, 200, "{}", detail.text);
-    let sent = &detail.json()["settlement_transactions"];
+    let detail = s.detail(ids[0].0);
+    let sent = &detail["settlement_transactions"];
     assert_eq!(sent.as_array().map(Vec::len), Some(1), "{sent}");
     assert_eq!(sent[0]["tx_hash"], json!(hash));
     assert_eq!(sent[0]["state"], "confirmed");
@@ -1297,14 +1290,8 @@ fn a_held_institutions_refund_is_paid_once_from_its_object() {
     );
 
     // The portal shows it with its transaction, from the object.
-    let detail = worker.portal(
-        Method::GET,
-        &format!("/portal/api/payments/{id}"),
-        Some(&portal),
-        None,
-    );
-    assert_eq!(detail.status, 200, "{}", detail.text);
-    let shown = &detail.json()["refunds"];
+    let detail = s.detail(id);
+    let shown = &detail["refunds"];
     assert_eq!(shown.as_array().map(Vec::len), Some(1), "{shown}");
     assert_eq!(shown[0]["tx_hash"], json!(hash));
     assert_eq!(shown[0]["state"], "done");
