@@ -534,6 +534,8 @@ pub struct AccountView {
     pub decimals: u32,
     /// Kind.
     pub kind: String,
+    /// Owner (address, merchant id or institution id; `""` for none).
+    pub owner: String,
     /// Debits posted (decimal text).
     pub debits_posted: String,
     /// Credits posted.
@@ -563,8 +565,8 @@ impl AccountView {
     }
 }
 
-const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, debits_posted, \
-     credits_posted, debits_pending, credits_pending, debt_limit";
+pub(crate) const VIEW_COLUMNS: &str = "id, network, token, asset, decimals, kind, owner, \
+     debits_posted, credits_posted, debits_pending, credits_pending, debt_limit";
 
 /// A merchant's accounts (one per network and asset it was ever paid in or allowed debt on), of
 /// `institution_id`'s merchant.

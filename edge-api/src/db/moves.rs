@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value as Json};
 
+use super::ledger::{AccountView, VIEW_COLUMNS};
 use super::{all, stmt, DbError, DbResult, Stmt, Value};
 
 /// A money table as a move reads it: its name, the columns that order it (its key), and which
@@ -288,56 +289,33 @@ pub fn flip(institution: i64, since: i64) -> DbResult<Stmt> {
     )
 }
 
-/// The institution's accounts in D1's books, as a move carries them: its merchants', its fees,
-/// and its deposit and top-up addresses' custody and unallocated money (the accounts every
-/// institution shares are not here: the network fees are carried by share,
+/// Which of D1's accounts are the institution's (`?1`), as a move carries them: its merchants',
+/// its fees, and its deposit and top-up addresses' custody and unallocated money (the accounts
+/// every institution shares are not here: the network fees are carried by share,
 /// [`network_fee_transfers`]).
-const ACCOUNTS_OF: &str = "SELECT id, network, token, asset, decimals, kind, owner, \
-     debits_posted, credits_posted, debits_pending, credits_pending, debt_limit \
-     FROM ledger_accounts WHERE (kind = 'merchant' AND institution_id = ?1) \
+const ACCOUNTS_OF: &str = "((kind = 'merchant' AND institution_id = ?1) \
      OR (kind = 'fees' AND owner = CAST(?1 AS TEXT)) \
      OR (kind IN ('custody', 'unallocated') AND owner IN \
          (SELECT address FROM deposit_watches WHERE institution_id = ?1 \
-          UNION SELECT address FROM topup_addresses WHERE institution_id = ?1)) \
-     ORDER BY id";
-
-/// An account of D1's books as a move reads it.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct MovedAccount {
-    /// Its id.
-    pub id: String,
-    /// Its ledger's network and token.
-    pub network: String,
-    /// The token contract (lower case) or `native`.
-    pub token: String,
-    /// The asset's symbol and decimals.
-    pub asset: String,
-    /// Decimals.
-    pub decimals: u32,
-    /// Its kind, as stored.
-    pub kind: String,
-    /// Its owner.
-    pub owner: String,
-    /// Totals (decimal text).
-    pub debits_posted: String,
-    /// Credits posted.
-    pub credits_posted: String,
-    /// A merchant's debt limit.
-    pub debt_limit: String,
-}
+          UNION SELECT address FROM topup_addresses WHERE institution_id = ?1)))";
 
 /// `institution`'s accounts in D1's books ([`ACCOUNTS_OF`]).
-pub async fn accounts_of(db: &super::Db, institution: i64) -> DbResult<Vec<MovedAccount>> {
-    all(db, ACCOUNTS_OF, &[Value::Int(institution)]).await
+pub async fn accounts_of(db: &super::Db, institution: i64) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!("SELECT {VIEW_COLUMNS} FROM ledger_accounts WHERE {ACCOUNTS_OF} ORDER BY id"),
+        &[Value::Int(institution)],
+    )
+    .await
 }
 
 /// The network fees accounts of D1's books (one a ledger, shared by every institution).
-pub async fn network_fee_accounts(db: &super::Db) -> DbResult<Vec<MovedAccount>> {
+pub async fn network_fee_accounts(db: &super::Db) -> DbResult<Vec<AccountView>> {
     all(
         db,
-        "SELECT id, network, token, asset, decimals, kind, owner, debits_posted, \
-         credits_posted, debits_pending, credits_pending, debt_limit \
-         FROM ledger_accounts WHERE kind = 'network_fees' ORDER BY id",
+        &format!(
+            "SELECT {VIEW_COLUMNS} FROM ledger_accounts WHERE kind = 'network_fees' ORDER BY id"
+        ),
         &[],
     )
     .await
@@ -390,8 +368,8 @@ pub async fn in_flight(db: &super::Db, institution: i64) -> DbResult<Option<Stri
              LEFT JOIN refunds r ON r.id = c.refund_id \
              WHERE c.state = 'live' AND s.held_by IS NULL \
              AND (s.institution_id = ?1 OR r.institution_id = ?1)) AS sends, \
-             (SELECT count(*) FROM ({ACCOUNTS_OF}) a \
-             WHERE a.debits_pending <> '0' OR a.credits_pending <> '0') AS pending"
+             (SELECT count(*) FROM ledger_accounts WHERE {ACCOUNTS_OF} \
+             AND (debits_pending <> '0' OR credits_pending <> '0')) AS pending"
         ),
         &[Value::Int(institution)],
     )

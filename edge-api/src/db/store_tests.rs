@@ -143,7 +143,7 @@ const CROSSING: &[(&str, &str)] = &[
         "watches::due in D1: only institutions whose money is there; each object checks its own",
     ),
     (
-        "AS sends, (SELECT count(*) FROM (SELECT id, network",
+        "AS sends, (SELECT count(*) FROM ledger_accounts WHERE",
         "moves::in_flight, what a move waits for (its settlements' and refunds' transactions \
          out, its accounts' pending transfers): the move's own check, in D1, before the \
          institution's money leaves it",

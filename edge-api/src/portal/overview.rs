@@ -255,6 +255,7 @@ mod tests {
             asset: asset.into(),
             decimals: 6,
             kind: kind.into(),
+            owner: String::new(),
             debits_posted: debits.into(),
             credits_posted: credits.into(),
             debits_pending: "0".into(),
