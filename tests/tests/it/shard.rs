@@ -1355,9 +1355,17 @@ fn a_held_refunds_failed_attempt_is_asked_again_and_paid_once() {
     assert_eq!(requests()[0].1, "sent", "signed and sent at once");
     // The treasury's USDC taken away before it is mined: the transfer reverts.
     anvil.set_token_balance(&s.usdc, &s.treasury, 0);
+    // Racing cron runs read its outcome back: it is counted once, and asked again once.
+    let racing_crons = || {
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| worker.cron());
+            }
+        });
+    };
     eventually("the first attempt failed", Duration::from_secs(90), || {
         anvil.mine(1);
-        worker.cron();
+        racing_crons();
         requests().iter().any(|r| r.1 == "failed").then_some(())
     });
     let (attempts, error): (i64, Option<String>) = eventually(
@@ -1365,7 +1373,7 @@ fn a_held_refunds_failed_attempt_is_asked_again_and_paid_once() {
         Duration::from_secs(60),
         || {
             anvil.mine(1);
-            worker.cron();
+            racing_crons();
             let (attempts, error): (i64, Option<String>) = object()
                 .query_row(
                     "SELECT attempts, error FROM refunds WHERE id = ?1",
@@ -1723,6 +1731,48 @@ fn a_move_waits_for_a_settlement_in_flight() {
     hold(worker, institution);
     assert_eq!(worker.transaction(0, id)["raw_status"], "paid");
     payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
+/// Moves of one institution fired at once: one moves it, the others are refused (another move
+/// is running, or it is held already), and its money is carried once.
+#[test]
+fn racing_moves_of_one_institution_move_it_once() {
+    let worker = with_operator();
+    let institution = institution_id(&worker, 0);
+    let replies: Vec<Reply> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| move_in(&worker, institution)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let texts: Vec<&String> = replies.iter().map(|r| &r.text).collect();
+    assert_eq!(
+        replies.iter().filter(|r| r.status == 200).count(),
+        1,
+        "{texts:?}"
+    );
+    assert!(
+        replies.iter().all(|r| r.status == 200 || r.status == 409),
+        "{texts:?}"
+    );
+    let (store, moving): (String, Option<i64>) = worker
+        .database()
+        .query_row(
+            "SELECT store, moving_since FROM institutions WHERE id = ?1",
+            [institution],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((store.as_str(), moving), ("object", None));
+    // Its books were opened once: every carried account holds its D1 balance, not twice that.
+    let moved = replies.iter().find(|r| r.status == 200).unwrap().json();
+    let object = worker.object_database(institution).unwrap();
+    for account in moved["accounts"].as_array().unwrap() {
+        let id = account["id"].as_str().unwrap();
+        let (d, c) = posted(&object, id);
+        let balance: i128 = account["balance"].as_str().unwrap().parse().unwrap();
+        assert_eq!(c as i128 - d as i128, balance, "{id}");
+    }
 }
 
 /// While a move runs, the institution pauses: a new checkout and a change of one of its
