@@ -3,9 +3,11 @@
 // (TestPriceFeed, Chainlink's interface), funds the demo customer wallet and the treasury
 // (anvil's accounts 1 and 2) with both tokens and the custody gas address with ether, switches
 // the node to a block every two seconds, and prints the worker's PAYRAIL_CHAINS, the demo
-// wallet, the treasury's and the custody gas address on stdout. argv[3] (default polygon) is
-// the network that takes the tokens, argv[4] (default base) the one that takes ether (anvil's
-// accounts hold 10,000 each). argv[5], when given, is a second anvil node (another chain id)
+// wallet, the treasury's and the custody gas address on stdout. Each chain also gets a sanctions
+// oracle (SanctionsList, the interface of Chainalysis's; the deployer owns it, so the demo and
+// the tests can list an address), named in its network's `sanctions_oracle`. argv[3] (default
+// polygon) is the network that takes the tokens, argv[4] (default base) the one that takes
+// ether (anvil's accounts hold 10,000 each). argv[5], when given, is a second anvil node (another chain id)
 // for the ether network, set up the same way with its own feeds: each network then has a chain
 // of its own, as in production, and reconciliation counts each coin once; without it both
 // networks are served by the first node. Everything is local: a fresh anvil gets the same
@@ -110,10 +112,11 @@ async function setUp(node, withTokens) {
     // The demo's feeds are set once: let them count for thirty days.
     feeds[pair] = { address: receipt.contractAddress, max_age_seconds: 30 * 86400 };
   }
+  const oracle = await send(rpc, deployer, null, artefact("SanctionsList").bytecode);
   // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
   // themselves.
   await rpc("evm_setIntervalMining", [2]);
-  return { chainId, customer, treasury, tokens, feeds };
+  return { chainId, customer, treasury, tokens, feeds, oracle: oracle.contractAddress };
 }
 
 async function main() {
@@ -129,10 +132,12 @@ async function main() {
     [network]: {
       rpc_url: tokenNode, public_rpc_url: tokenNode, chain_id: tokenChain.chainId,
       confirmations: 2, tokens: tokenChain.tokens, feeds: tokenFeeds,
+      sanctions_oracle: tokenChain.oracle,
     },
     [etherNetwork]: {
       rpc_url: etherNode, public_rpc_url: etherNode, chain_id: etherChain.chainId,
       confirmations: 2, native: "ETH", feeds: etherChain.feeds,
+      sanctions_oracle: etherChain.oracle,
     },
   };
   process.stdout.write(JSON.stringify({ chains, customer, treasury, custody_gas: CUSTODY_GAS }) + "\n");

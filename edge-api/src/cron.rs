@@ -32,6 +32,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .await
             .or_internal("purge throttle windows")
             .map(drop),
+        // A network whose sanctions oracle could not be read is asked again first: once it
+        // answers, what waited on it goes on in this run.
+        screening_recovers(ctx).await,
         // Chains first: a payment that arrived is credited before its checkout could expire.
         money::watch::sweep(ctx).await,
         payments::expire_ended(ctx, None, payments::EXPIRE_PER_RUN)
@@ -77,6 +80,12 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         }
     }
     first.map_or(Ok(()), Err)
+}
+
+/// [`money::screening::recover`] over the configured networks.
+async fn screening_recovers(ctx: &Ctx) -> Result<(), ApiError> {
+    let networks = crate::chain::networks(ctx)?;
+    money::screening::recover(ctx, &networks).await
 }
 
 /// Most ended checkouts one run closes across all held objects (each a read and a write in its

@@ -51,6 +51,10 @@ pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
         "0004_refund_requests",
         include_str!("../objects/institution/0004_refund_requests.sql"),
     ),
+    (
+        "0005_screenings",
+        include_str!("../objects/institution/0005_screenings.sql"),
+    ),
 ];
 
 /// The object's side: its storage, and whether this instance has checked its schema and

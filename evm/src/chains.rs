@@ -139,6 +139,13 @@ pub struct Network {
     /// receipt's `l1Fee` is what is booked.
     #[serde(default)]
     pub l1_fee_oracle: Option<String>,
+    /// A sanctions oracle with the interface Chainalysis publishes on EVM networks
+    /// (`isSanctioned(address) returns (bool)`): every address money comes from or goes to on
+    /// the network is screened against it (besides the operator's own list), and an answer that
+    /// cannot be read stops the money until it can. None: the network is screened against the
+    /// operator's list alone.
+    #[serde(default)]
+    pub sanctions_oracle: Option<String>,
 }
 
 /// An L2 sequencer uptime feed (Chainlink's: answer 0 up, 1 down; `startedAt` when it last
@@ -412,6 +419,9 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
                 network.chain_id,
                 crate::GAS_PRICE_ORACLE
             ));
+        }
+        if let Some(oracle) = &mut network.sanctions_oracle {
+            *oracle = contract(format!("{name}.sanctions_oracle"), oracle)?;
         }
         if let Some(feed) = &mut network.sequencer_uptime_feed {
             if !SEQUENCER_NETWORKS.contains(&name.as_str()) {

@@ -178,6 +178,15 @@ pub fn transfer_call(to: &str, units: u128) -> String {
     format!("{TRANSFER}{}{units:064x}", address_word(to))
 }
 
+/// `isSanctioned(address)`'s selector: the sanctions oracle's (the interface Chainalysis
+/// publishes on EVM networks).
+pub const IS_SANCTIONED: &str = "0xdf592f7d";
+
+/// The call data of the sanctions oracle's `isSanctioned(address)`, `0x` hex.
+pub fn is_sanctioned_call(address: &str) -> String {
+    format!("{IS_SANCTIONED}{}", address_word(address))
+}
+
 /// The OP Stack's `GasPriceOracle` predeploy (on Base and every OP Stack chain), which prices
 /// the L1 data fee a transaction pays besides its gas.
 pub const GAS_PRICE_ORACLE: &str = "0x420000000000000000000000000000000000000f";

@@ -157,6 +157,10 @@ prefixed_id!(
     /// A transaction the treasury signed.
     SendId, "snd_", "send"
 );
+prefixed_id!(
+    /// A sanctions screening decision.
+    ScreeningId, "scr_", "screening"
+);
 
 #[cfg(test)]
 mod tests {

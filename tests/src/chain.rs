@@ -214,6 +214,42 @@ impl Anvil {
         feed
     }
 
+    /// A new sanctions oracle (`SanctionsList`, Chainalysis's interface) owned by account 0.
+    pub fn sanctions_oracle(&self) -> String {
+        self.deploy("SanctionsList", "")
+    }
+
+    /// Lists (`true`) or unlists `addresses` on the sanctions oracle `oracle`, as its owner.
+    pub fn sanction(&self, oracle: &str, addresses: &[&str], listed: bool) {
+        let signature = if listed {
+            "addToSanctionsList(address[])"
+        } else {
+            "removeFromSanctionsList(address[])"
+        };
+        // One dynamic array argument: its offset, its length, its items.
+        let mut data = format!(
+            "0x{}{}{}",
+            selector("SanctionsList", signature),
+            word(0x20),
+            word(addresses.len() as u128)
+        );
+        for address in addresses {
+            data.push_str(&address_word(address));
+        }
+        self.send(&self.account(0), Some(oracle), &data);
+    }
+
+    /// Whether the sanctions oracle `oracle` lists `address`.
+    pub fn is_sanctioned(&self, oracle: &str, address: &str) -> bool {
+        let data = format!(
+            "0x{}{}",
+            selector("SanctionsList", "isSanctioned(address)"),
+            address_word(address)
+        );
+        let word = self.rpc("eth_call", json!([{"to": oracle, "data": data}, "latest"]));
+        word.as_str().is_some_and(|w| w.ends_with('1'))
+    }
+
     /// Sets a `TestPriceFeed`'s answer as of `updated_at` (for a sequencer uptime feed: 0 up,
     /// 1 down, since `updated_at`).
     pub fn set_feed(&self, feed: &str, answer: u128, updated_at: u64) {

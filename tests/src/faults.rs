@@ -148,8 +148,8 @@ impl FaultyNode {
     }
 
     /// From now on, answers `percent` % of the calls of `method` with `fault`. `method` may
-    /// name the call's last parameter after a space (`eth_getTransactionCount pending`): then
-    /// only those calls.
+    /// name the call's last parameter after a space (`eth_getTransactionCount pending`), or
+    /// the contract a call is to (`eth_call to:0x…`, lower case): then only those calls.
     pub fn set(&self, method: &str, fault: Fault, percent: u32) {
         self.state
             .lock()
@@ -278,9 +278,15 @@ fn serve(
             .and_then(|p| p.last())
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // And one for a call to one contract (`eth_call to:0x…`, lower case) before both.
+        let to = request["params"][0]["to"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         let fault = state
             .rules
-            .get(&format!("{method} {last}"))
+            .get(&format!("{method} to:{to}"))
+            .or_else(|| state.rules.get(&format!("{method} {last}")))
             .or_else(|| state.rules.get(&method))
             .filter(|(_, percent)| roll < *percent)
             .map(|(fault, _)| fault.clone());

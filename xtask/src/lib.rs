@@ -5,5 +5,6 @@ pub mod demo;
 pub mod localdb;
 pub mod moves;
 pub mod reconcile;
+pub mod sdn;
 pub mod secrets;
 pub mod sweep;

@@ -19,13 +19,18 @@
 //!               PAYRAIL_CHAINS unless --chains, the treasury from PAYRAIL_TREASURY_ADDRESS unless
 //!               --treasury, locally else from what scripts/dev wrote; PAYRAIL_EVM_XPUB, when
 //!               known, must be the mnemonic's)
+//! screening-load FILE --url URL [--source NAME] [--replace]   (the EVM addresses of OFAC's SDN
+//!               list, FILE in its classic sdn.xml format, listed as sanctioned by the worker at
+//!               URL under NAME, "OFAC SDN" unless said; --replace also takes off NAME's
+//!               addresses the file no longer names; the operator's token from
+//!               PAYRAIL_OPERATOR_TOKEN)
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, moves, reconcile, secrets, sweep};
+use xtask::{demo, localdb, moves, reconcile, sdn, secrets, sweep};
 use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
@@ -41,13 +46,16 @@ fn main() -> ExitCode {
         Some("reconcile") => reconcile(&args[1..]),
         Some("sweep") => sweep(&args[1..]),
         Some("move") => move_institutions(&args[1..]),
+        Some("screening-load") => screening_load(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
              | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
              | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
              | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin) \
-             | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment)"
+             | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment) \
+             | screening-load FILE --url URL [--source NAME] [--replace] (PAYRAIL_OPERATOR_TOKEN \
+             in the environment)"
                 .to_owned(),
         ),
     };
@@ -88,6 +96,43 @@ fn move_institutions(args: &[String]) -> Result<(), String> {
     } else {
         Err("not every institution moved (see above); the rest work from D1 as before".to_owned())
     }
+}
+
+/// Lists the EVM addresses of an OFAC SDN file as sanctioned through the worker's operator API,
+/// in one request (the API's bound is [`sdn::MAX_PER_REQUEST`]: a larger list is refused, not
+/// split, since each `--replace` request would take off the others' addresses).
+fn screening_load(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let file = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .ok_or("screening-load needs the SDN FILE (OFAC's sdn.xml)")?;
+    let url = opts
+        .value("--url")?
+        .ok_or("--url: the worker's base URL (scripts/dev's, or production's) is required")?;
+    let source = opts
+        .value("--source")?
+        .unwrap_or_else(|| "OFAC SDN".to_owned());
+    if source.trim().is_empty() {
+        return Err("--source must name the list".to_owned());
+    }
+    let replace = opts.flag("--replace");
+    // The token from the environment only: a command line is kept by the shell's history.
+    let token = std::env::var("PAYRAIL_OPERATOR_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or("PAYRAIL_OPERATOR_TOKEN: the operator's token is required")?;
+    let load = sdn::read(std::path::Path::new(file))?;
+    let loaded = sdn::send(&url, &token, &source, replace, &load)?;
+    println!(
+        "loaded {} addresses from {source} published {}: {} added, {} already listed, {} removed",
+        load.entries.len(),
+        load.published,
+        loaded.added,
+        loaded.kept,
+        loaded.removed
+    );
+    Ok(())
 }
 
 /// Named options (`--name value` or a bare `--flag`) after positional arguments.

@@ -233,6 +233,7 @@ mod tests {
         assert!(hash("decimals()").starts_with(DECIMALS));
         assert!(hash("balanceOf(address)").starts_with(payrail_evm::BALANCE_OF));
         assert!(hash("transfer(address,uint256)").starts_with("0xa9059cbb"));
+        assert!(hash("isSanctioned(address)").starts_with(payrail_evm::IS_SANCTIONED));
     }
 
     #[test]

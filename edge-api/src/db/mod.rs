@@ -31,6 +31,7 @@ pub mod parts;
 pub mod portal;
 pub mod reconciliations;
 pub mod refunds;
+pub mod screenings;
 pub mod sends;
 pub mod sessions;
 pub mod settlements;

@@ -97,6 +97,12 @@ pub const TABLES: &[Table] = &[
         whose: OWN,
     },
     Table {
+        name: "screenings",
+        key: "id",
+        // A settlement wallet's decision is the directory's: it stays in D1.
+        whose: "institution_id = ?1 AND subject <> 'wallet'",
+    },
+    Table {
         name: "events",
         key: "id",
         whose: OWN,

@@ -46,6 +46,8 @@ const TABLES: &[(&str, Store)] = &[
     ("deposit_indexes", Store::Directory),
     ("notifications", Store::Directory),
     ("checkout_index", Store::Directory),
+    ("sanctioned_addresses", Store::Directory),
+    ("screening_outages", Store::Directory),
     ("transactions", Store::Institution),
     ("payment_parts", Store::Institution),
     ("checkout_sessions", Store::Institution),
@@ -63,6 +65,9 @@ const TABLES: &[(&str, Store)] = &[
     ("events", Store::Institution),
     ("deliveries", Store::Institution),
     ("delivery_attempts", Store::Institution),
+    // A settlement wallet's decision (subject 'wallet') is the directory's and stays in D1's
+    // copy of the table; every other decision is the institution's money.
+    ("screenings", Store::Institution),
     ("chain_sends", Store::Treasury),
     ("custody_sweeps", Store::Treasury),
     ("reconciliations", Store::Treasury),

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{all, stmt, Batch, Db, DbResult, Returning, Value};
+use super::{all, stmt, Batch, Db, DbResult, Returning, Stmt, Value};
 
 /// A settlement wallet.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -149,15 +149,15 @@ pub async fn changes(db: &Db, merchant_id: i64) -> DbResult<Vec<Change>> {
 
 /// Sets (`Some`) or removes (`None`) the wallet of `network`, only if it is still `old` (what
 /// the caller read), usable by settlements from `usable_from` (Unix seconds), and records the
-/// change in the same batch. False if it changed meanwhile.
+/// change in the same batch, with the new address's screening decision (`screened`). False if it
+/// changed meanwhile.
 pub async fn replace(
     db: &Db,
     merchant_id: i64,
     network: &str,
     (old, new): (Option<&str>, Option<&str>),
-    changed_by: &str,
-    now_text: &str,
-    usable_from: i64,
+    (changed_by, now_text, usable_from): (&str, &str, i64),
+    screened: Option<Stmt>,
 ) -> DbResult<bool> {
     let write = match (old, new) {
         (None, Some(new)) => stmt(
@@ -205,5 +205,8 @@ pub async fn replace(
     let mut batch = Batch::new();
     let write = batch.push(write);
     batch.push(record);
+    if let Some(screened) = screened {
+        batch.push(screened);
+    }
     Ok(batch.run(db).await?.changed(write))
 }

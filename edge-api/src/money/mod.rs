@@ -3,7 +3,8 @@
 //! reconciliation against the chain), and what leaves the treasury (`treasury` holds its key and
 //! signs, `sends` stores, broadcasts, replaces and follows every transaction it signs, `settle`
 //! pays merchants, `refund` pays customers back, `sweeps` follows custody's sweeps into the
-//! treasury, `payee` judges who may be paid at all).
+//! treasury, `payee` judges who may be paid at all, `screening` whether an address is on a
+//! sanctions list).
 //!
 //! Talking to nodes (JSON-RPC, logs and balances, prices, heads, the networks' configuration,
 //! deposit addresses) is `chain`'s: this module decides what the answers mean for the money and
@@ -17,6 +18,7 @@ pub mod ledger;
 pub mod payee;
 pub mod refund;
 pub mod requests;
+pub mod screening;
 pub mod sends;
 pub mod settle;
 pub mod sweeps;

@@ -4,31 +4,37 @@
 //! to nobody), never a contract the deployment is configured with (a token, a price feed, an
 //! oracle: tokens sent to them are lost), and a contract at all only when an admin confirms it
 //! is a contract wallet that can receive the assets (a multisig such as Safe can; most other
-//! contracts cannot, and tokens sent to them are lost). The pure rules of an address's shape,
-//! burn addresses among them, are `wallet_address`'s.
+//! contracts cannot, and tokens sent to them are lost), and never an address on a sanctions
+//! list ([`super::screening`]). The pure rules of an address's shape, burn addresses among them,
+//! are `wallet_address`'s.
 
 use serde_json::json;
 use shared_types::ErrorCode;
 
-use super::{books, treasury};
+use shared_types::ids::InstitutionId;
+
+use super::{books, screening, treasury};
 use crate::chain::{networks, rpc};
 use crate::ctx::Ctx;
-use crate::db::deposits;
+use crate::db::screenings::{self, Subject};
+use crate::db::{deposits, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// Refuses `address` (as `wallet_address` stored it) as the settlement wallet on `network`
 /// unless it can receive what the treasury sends (see the module). `contract_wallet` is the
 /// admin's word that a contract at the address is a wallet able to receive the assets. The
 /// node of a watched network is asked for the address's code; a node that cannot answer refuses
-/// the change for now (503), never lets an unchecked address through.
+/// the change for now (503), never lets an unchecked address through. The address is screened
+/// for merchant `merchant_id` of `institution`: a listed one is refused (its decision stored);
+/// a clear one's decision is returned, to store with the change.
 pub async fn check(
     ctx: &Ctx,
-    network: &str,
-    address: &str,
+    (network, address): (&str, &str),
     contract_wallet: bool,
-) -> Result<(), ApiError> {
+    (institution, merchant_id): (InstitutionId, i64),
+) -> Result<Option<Stmt>, ApiError> {
     if !address.starts_with("0x") {
-        return Ok(()); // not an EVM address: the treasury never pays one
+        return Ok(None); // not an EVM address: the treasury never pays one
     }
     let lower = address.to_ascii_lowercase();
     let own = |what: &str| {
@@ -69,6 +75,11 @@ pub async fn check(
                 n.l1_fee_oracle
                     .iter()
                     .map(|a| ("the L1 fee oracle".to_owned(), a)),
+            )
+            .chain(
+                n.sanctions_oracle
+                    .iter()
+                    .map(|a| ("the sanctions oracle".to_owned(), a)),
             );
         for (what, contract) in contracts {
             if contract.eq_ignore_ascii_case(&lower) {
@@ -76,8 +87,24 @@ pub async fn check(
             }
         }
     }
-    let Some(watched) = configured.get(network) else {
-        return Ok(()); // no node: nothing is paid on this network until one is configured
+    let watched = configured.get(network);
+    let merchant = merchant_id.to_string();
+    let screened = screening::screen(ctx, (network, watched), &lower, None).await?;
+    let decision = screened.record(institution, (Subject::Wallet, &merchant), ctx.now())?;
+    let decision = screenings::insert(&decision).or_internal("record a screening")?;
+    if screened.listed() {
+        crate::db::batch(&ctx.db, vec![decision])
+            .await
+            .or_internal("record a screening")?;
+        return Err(ApiError::invalid_request(format!(
+            "{}: Payrail may not pay it, so it cannot be a settlement wallet",
+            screened.reason()
+        )));
+    }
+    let Some(watched) = watched else {
+        // No node: nothing is paid on this network until one is configured (and every payout
+        // is screened again before it is signed).
+        return Ok(Some(decision));
     };
     let unreachable = || {
         ApiError::new(
@@ -102,5 +129,5 @@ pub async fn check(
              Safe) that can receive what is settled to it, confirm it (contract_wallet)"
         )));
     }
-    Ok(())
+    Ok(Some(decision))
 }

@@ -426,9 +426,18 @@ pub async fn set_wallet(
     if old == address {
         return get(portal, id).await;
     }
-    if let Some(new) = &address {
-        money::payee::check(portal.ctx, network, new, contract_wallet).await?;
-    }
+    let screened = match &address {
+        Some(new) => {
+            money::payee::check(
+                portal.ctx,
+                (network, new),
+                contract_wallet,
+                (portal.institution_id(), id),
+            )
+            .await?
+        }
+        None => None,
+    };
     let cool_off = portal.ctx.wallet_cool_off_seconds();
     let usable_from = portal.now.saturating_add(cool_off);
     if !wallets::replace(
@@ -436,9 +445,8 @@ pub async fn set_wallet(
         id,
         network,
         (old.as_deref(), address.as_deref()),
-        &portal.session.email,
-        &timestamp(portal.now)?,
-        usable_from,
+        (&portal.session.email, &timestamp(portal.now)?, usable_from),
+        screened,
     )
     .await
     .or_internal("set wallet")?

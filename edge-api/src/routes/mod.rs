@@ -94,6 +94,13 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
         ["operator", "institutions", id, "copy"] => {
             Route::new().post(move |r| operator::copy(r, id))
         }
+        ["operator", "sanctioned-addresses"] => Route::new()
+            .get(operator::sanctions)
+            .post(operator::load_sanctions),
+        ["operator", "sanctioned-addresses", "remove"] => {
+            Route::new().post(operator::remove_sanction)
+        }
+        ["operator", "screening-outages"] => Route::new().get(operator::outages),
         ["openapi.json"] => Route::new().get(openapi),
         _ => return None,
     })

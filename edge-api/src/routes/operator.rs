@@ -7,11 +7,18 @@
 //! institution keeps working from D1).
 //! `POST /operator/institutions/{id}/move`: moves the institution's money into its object
 //! (`shard::move_in`), answering what the move did.
+//! `POST /operator/sanctioned-addresses`: loads entries into the operator's own sanctions list
+//! (`xtask screening-load` sends OFAC's SDN file this way), answering what changed;
+//! `GET /operator/sanctioned-addresses`: the list (`?removed=true`: with the entries taken off);
+//! `POST /operator/sanctioned-addresses/remove`: takes one entry off (kept, for the record).
+//! `GET /operator/screening-outages`: the networks whose sanctions oracle cannot be read now.
 
+use serde::Deserialize;
 use shared_types::ErrorCode;
 use worker::Response;
 
 use crate::ctx::Ctx;
+use crate::db::screenings::{self, Loaded};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::route::Incoming;
@@ -39,6 +46,166 @@ pub async fn move_in(
     authorize(ctx, &req)?;
     let report = shard::move_in(ctx, institution(id)?).await?;
     http::json(if report.moved { 200 } else { 409 }, &report).or_internal("build response")
+}
+
+/// Most bytes of a load of the sanctions list (5,000 entries with room for their names).
+const LOAD_BODY_MAX: usize = 2 * 1024 * 1024;
+/// Most entries the list answers.
+const LIST_MAX: i64 = 10_000;
+
+/// A load of the operator's sanctions list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Load {
+    source: String,
+    published: String,
+    #[serde(default)]
+    replace: bool,
+    entries: Vec<LoadEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadEntry {
+    address: String,
+    entry: String,
+}
+
+/// Loads entries into the operator's sanctions list: 200 with what changed (`added`, `kept`,
+/// `removed`); 422 naming the first thing wrong with the load, before anything is written.
+pub async fn load_sanctions(
+    Incoming { mut req, ctx, .. }: Incoming<'_>,
+) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let body = http::json_body(&mut req, LOAD_BODY_MAX).await?;
+    let load: Load = serde_json::from_str(&body)
+        .map_err(|e| ApiError::invalid_request(format!("the load is not valid: {e}")))?;
+    let source = load.source.trim();
+    if source.is_empty() || source.chars().count() > 64 || source.chars().any(char::is_control) {
+        return Err(ApiError::invalid_request(
+            "source must be a list's name of 1 to 64 printable characters (e.g. \"OFAC SDN\")",
+        ));
+    }
+    if !is_date(&load.published) {
+        return Err(ApiError::invalid_request(
+            "published must be the list's publication date, YYYY-MM-DD",
+        ));
+    }
+    if load.entries.len() > screenings::MAX_LOAD {
+        return Err(ApiError::invalid_request(format!(
+            "a load carries at most {} entries; this one has {}",
+            screenings::MAX_LOAD,
+            load.entries.len()
+        )));
+    }
+    if load.replace && load.entries.is_empty() {
+        return Err(ApiError::invalid_request(
+            "a load that replaces a source's entries must carry at least one: it would empty the \
+             list",
+        ));
+    }
+    let mut entries: Vec<Loaded> = Vec::with_capacity(load.entries.len());
+    for (n, e) in load.entries.into_iter().enumerate() {
+        let address = e.address.trim().to_ascii_lowercase();
+        if payrail_evm::address_bytes(&address).is_none() || !address.starts_with("0x") {
+            return Err(ApiError::invalid_request(format!(
+                "entries[{n}].address must be an EVM address (0x and 40 hex digits)"
+            )));
+        }
+        if e.entry.chars().count() > 300 || e.entry.chars().any(char::is_control) {
+            return Err(ApiError::invalid_request(format!(
+                "entries[{n}].entry must be at most 300 printable characters"
+            )));
+        }
+        if entries.iter().all(|seen| seen.address != address) {
+            entries.push(Loaded {
+                address,
+                entry: e.entry,
+            });
+        }
+    }
+    let report = screenings::load(
+        &ctx.db,
+        (source, &load.published),
+        &entries,
+        load.replace,
+        ("operator", ctx.now()),
+    )
+    .await
+    .or_internal("load the sanctions list")?;
+    http::json(200, &report).or_internal("build response")
+}
+
+/// An entry to take off the operator's list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Removal {
+    address: String,
+    source: String,
+}
+
+/// Takes one entry off the operator's sanctions list (its row is kept with when it was taken
+/// off): 200 `{"removed": true}`, or 404 when the list has no such entry.
+pub async fn remove_sanction(
+    Incoming { mut req, ctx, .. }: Incoming<'_>,
+) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let body = http::json_body(&mut req, 4096).await?;
+    let removal: Removal = serde_json::from_str(&body)
+        .map_err(|e| ApiError::invalid_request(format!("the removal is not valid: {e}")))?;
+    let address = removal.address.trim().to_ascii_lowercase();
+    if !screenings::remove(
+        &ctx.db,
+        &address,
+        removal.source.trim(),
+        ("operator", ctx.now()),
+    )
+    .await
+    .or_internal("take an entry off the sanctions list")?
+    {
+        return Err(ApiError::not_found(format!(
+            "{address} is not on the list {:?}",
+            removal.source.trim()
+        )));
+    }
+    http::json(200, &serde_json::json!({ "removed": true })).or_internal("build response")
+}
+
+/// The operator's sanctions list, newest first (`?removed=true`: with the entries taken off).
+pub async fn sanctions(Incoming { req, ctx, .. }: Incoming<'_>) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let url = req.url().or_internal("parse url")?;
+    let mut removed = false;
+    for (name, value) in url.query_pairs() {
+        match (name.as_ref(), value.as_ref()) {
+            ("removed", "true") => removed = true,
+            ("removed", "false") => removed = false,
+            _ => {
+                return Err(ApiError::invalid_request(format!(
+                    "unknown parameter {name:?}: the list takes only removed=true|false"
+                )))
+            }
+        }
+    }
+    let entries = screenings::entries(&ctx.db, removed, LIST_MAX)
+        .await
+        .or_internal("read the sanctions list")?;
+    http::json(200, &serde_json::json!({ "data": entries })).or_internal("build response")
+}
+
+/// The networks whose sanctions oracle cannot be read now (nothing there is credited or paid
+/// as cleared until it can).
+pub async fn outages(Incoming { req, ctx, .. }: Incoming<'_>) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let open = screenings::open_outages(&ctx.db)
+        .await
+        .or_internal("read screening outages")?;
+    http::json(200, &serde_json::json!({ "data": open })).or_internal("build response")
+}
+
+/// Whether `text` is a calendar date, `YYYY-MM-DD`.
+fn is_date(text: &str) -> bool {
+    text.len() == 10 && shared_types::time::parse_filter_bound(text).is_some()
 }
 
 /// The institution a path names.

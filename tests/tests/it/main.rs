@@ -37,6 +37,7 @@ mod read_sessions;
 mod retention;
 mod roles;
 mod rotation;
+mod screening;
 mod service;
 mod settlement;
 mod shard;

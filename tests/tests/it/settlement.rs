@@ -43,6 +43,8 @@ pub(super) struct Setup {
     pub(super) worker: Worker,
     /// The node as the worker sees it, when it is behind a proxy that misbehaves on request.
     pub(super) node: Option<FaultyNode>,
+    /// The network's sanctions oracle, when it has one (owned by anvil's account 0).
+    pub(super) oracle: Option<String>,
 }
 
 fn start(fund: bool) -> Setup {
@@ -61,7 +63,13 @@ pub(super) fn start_faulty(settings: Value) -> Setup {
 
 /// The same on `network` (`ethereum`: USDC and ether).
 pub(super) fn start_faulty_on(settings: Value, network: &'static str) -> Setup {
-    start_full("production", true, Some(settings), &[], (false, network))
+    start_full(
+        "production",
+        true,
+        Some(settings),
+        &[],
+        (false, network, false),
+    )
 }
 
 /// The same with more `--var NAME:value` settings of the worker.
@@ -73,20 +81,33 @@ pub(super) fn start_faulty_with(settings: Value, vars: &[(&str, &str)]) -> Setup
 /// `faulty` added to the network's configuration when given, and `vars` besides the chain's
 /// (settlement wallets are used at once unless `vars` sets their cool-off).
 fn start_with(mode: &str, fund: bool, faulty: Option<Value>, vars: &[(&str, &str)]) -> Setup {
-    start_full(mode, fund, faulty, vars, (false, "polygon"))
+    start_full(mode, fund, faulty, vars, (false, "polygon", false))
+}
+
+/// In production with a funded treasury, a sanctions oracle on the chain (the network's
+/// `sanctions_oracle`, [`Setup::oracle`]) and `vars` besides the chain's.
+pub(super) fn start_screened(vars: &[(&str, &str)]) -> Setup {
+    start_full(
+        "production",
+        true,
+        Some(json!({})),
+        vars,
+        (false, "polygon", true),
+    )
 }
 
 /// The same, with USDT offered beside USDC when `usdt` (the treasury funded with both), on
 /// `network`: `polygon` (USDC, and POL for gas), or `ethereum`, where ether is also a way to
-/// pay (its `ETH/USD` feed at the same 2,000 USD).
+/// pay (its `ETH/USD` feed at the same 2,000 USD); with a sanctions oracle when `screened`.
 fn start_full(
     mode: &str,
     fund: bool,
     faulty: Option<Value>,
     vars: &[(&str, &str)],
-    (usdt, network): (bool, &'static str),
+    (usdt, network, screened): (bool, &'static str, bool),
 ) -> Setup {
     let anvil = Anvil::start();
+    let oracle = screened.then(|| anvil.sanctions_oracle());
     let usdc = anvil.token("USD Coin", "USDC");
     let customer = anvil.account(1);
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
@@ -108,6 +129,9 @@ fn start_full(
         "feeds": {format!("{coin}/USD"): {"address": pol}, "EUR/USD": {"address": eur}}}});
     if network == "ethereum" {
         config[network]["native"] = json!("ETH");
+    }
+    if let Some(oracle) = &oracle {
+        config[network]["sanctions_oracle"] = json!(oracle);
     }
     for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
         config[network][key] = value.clone();
@@ -144,6 +168,7 @@ fn start_full(
         treasury,
         worker,
         node,
+        oracle,
     };
     if fund {
         setup.fund_treasury();
@@ -204,7 +229,7 @@ impl Setup {
 
     /// A checkout of `amount` `currency` for merchant `merchant`: its transaction and session
     /// ids.
-    fn checkout(
+    pub(super) fn checkout(
         &self,
         merchant: usize,
         amount: &str,
@@ -224,7 +249,7 @@ impl Setup {
     }
 
     /// Polls the checkout's status until its payment is credited.
-    fn until_credited(&self, session: &str) {
+    pub(super) fn until_credited(&self, session: &str) {
         eventually(
             "the payment to be credited",
             Duration::from_secs(20),
@@ -1598,7 +1623,7 @@ fn late_money_settles_and_refunds_at_the_rate_it_was_valued_at() {
 
 #[test]
 fn a_payment_made_in_two_assets_is_settled_and_refunded_per_part_each_in_its_own() {
-    let s = start_full("production", true, None, &[], (true, "polygon"));
+    let s = start_full("production", true, None, &[], (true, "polygon", false));
     let usdt = s.usdt.clone().unwrap();
     let key = &s.worker.credentials.institutions[0].merchants[0].public_key;
     let session = s.worker.checkout_session(&json!({
@@ -1935,7 +1960,7 @@ fn money_sent_after_the_credit_is_shown_and_returned_to_the_customer_once() {
 fn two_ether_settlements_in_one_run_never_overdraw_the_treasury() {
     // Two merchants' ether payments (0.007 and 0.0075 ETH at 2,000 USD) and a treasury that
     // holds 0.01 ETH: enough for one settlement and its gas, not both.
-    let s = start_full("production", false, None, &[], (false, "ethereum"));
+    let s = start_full("production", false, None, &[], (false, "ethereum", false));
     let first = s.paid_in_ether(0, "14.00");
     let second = s.paid_in_ether(1, "15.00");
     s.anvil

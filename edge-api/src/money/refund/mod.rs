@@ -23,12 +23,12 @@ use shared_types::checkout::{currency_digits, parse_decimal, AmountRule};
 use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::{ErrorCode, RawStatus, RefundState};
 
-use super::ledger;
-use super::treasury;
+use super::{ledger, screening, treasury};
 use crate::chain::evm;
 use crate::ctx::{timestamp, Ctx};
 use crate::db::object_sends::{self, NewRequest, Paying, Request};
 use crate::db::refunds::{self, NewRefund, PaymentQuote, Refund};
+use crate::db::screenings::{self, Subject};
 use crate::db::{self, transactions, Batch, Db};
 use crate::error::{ApiError, OrInternal};
 use crate::money::requests;
@@ -361,6 +361,19 @@ pub async fn request(
             ))
         };
     }
+    // The customer's address is screened once, before anything is stored or signed.
+    let checked = check(db, institution_id, transaction_id, request).await?;
+    let screened = screening::gate(
+        ctx,
+        db,
+        (&checked.quote.network, &checked.preview.address),
+        (
+            institution_id,
+            Subject::Refund,
+            &format!("payment {transaction_id}"),
+        ),
+    )
+    .await?;
     let mut tries = 0;
     let asked =
         loop {
@@ -368,11 +381,10 @@ pub async fn request(
             match store(
                 ctx,
                 held,
-                institution_id,
-                transaction_id,
+                (institution_id, transaction_id),
                 request,
-                key,
-                requested_by,
+                (key, requested_by),
+                &screened,
                 &same,
             )
             .await?
@@ -517,15 +529,13 @@ enum Attempt {
 /// Checks the refund against the payment and the books as they are now, and stores it with its
 /// pending transfers in one batch guarded on what was read: in D1, or in the object holding
 /// the institution's money (`held`), with its request to the treasury.
-#[allow(clippy::too_many_arguments)]
 async fn store(
     ctx: &Ctx,
     held: Option<&Db>,
-    institution_id: InstitutionId,
-    transaction_id: i64,
+    (institution_id, transaction_id): (InstitutionId, i64),
     request: &RefundRequest<'_>,
-    key: &str,
-    requested_by: &str,
+    (key, requested_by): (&str, &str),
+    screened: &screening::Read,
     same: &impl Fn(&Refund) -> bool,
 ) -> Result<Attempt, ApiError> {
     let db = held.unwrap_or(&ctx.db);
@@ -587,6 +597,11 @@ async fn store(
     })
     .or_internal("write refund")?;
     let (mut batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
+    // The address screened for it, if it is still the one checked now.
+    if screened.address == checked.preview.address.to_ascii_lowercase() {
+        let decision = screened.record(institution_id, (Subject::Refund, &id), ctx.now())?;
+        batch.push(screenings::insert_for_refund(&decision).or_internal("write refund")?);
+    }
     let request_id = sends::new_id().or_internal("a request's id")?;
     let to = checked.preview.address.to_ascii_lowercase();
     let token = checked.quote.token.lower();

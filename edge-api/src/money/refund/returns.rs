@@ -16,9 +16,10 @@ use super::{check_key, conflict, first_attempt, sent_now, with_books, RefundView
 use crate::chain::evm;
 use crate::ctx::Ctx;
 use crate::db::refunds::{self, Refund};
+use crate::db::screenings::{self, Subject};
 use crate::db::{self, object_sends, transactions, watches, Db};
 use crate::error::{ApiError, OrInternal};
-use crate::money::{ledger, sends};
+use crate::money::{ledger, screening, sends};
 use crate::{crypto, wallet_address};
 
 /// Returns to `to` (the customer's address) everything that reached deposit `deposit` of
@@ -97,6 +98,18 @@ pub async fn return_extra(
     let rate = Decimal::from_str(&watch.rate).unwrap_or_default();
     let digits = currency_digits(t.currency.as_deref().unwrap_or_default()).unwrap_or(2);
     let to = to.to_ascii_lowercase();
+    // The customer's address is screened once, before anything is stored or signed.
+    let screened = screening::gate(
+        ctx,
+        db,
+        (&watch.network, &to),
+        (
+            institution_id,
+            Subject::Return,
+            &format!("payment {transaction_id}"),
+        ),
+    )
+    .await?;
     let token = watch.token.lower();
     let mut tries = 0;
     let asked = loop {
@@ -166,6 +179,8 @@ pub async fn return_extra(
         .or_internal("write return")?;
         let (mut batch, insert) =
             with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
+        let decision = screened.record(institution_id, (Subject::Return, &id), ctx.now())?;
+        batch.push(screenings::insert_for_refund(&decision).or_internal("write return")?);
         let request_id = sends::new_id().or_internal("a request's id")?;
         let request = first_attempt(
             (&id, &request_id, institution_id),

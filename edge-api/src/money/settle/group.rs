@@ -15,12 +15,13 @@ use crate::chain::{evm, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
 use crate::db::notifications::NotificationKind;
+use crate::db::screenings::{self, Subject};
 use crate::db::settlements::{self, Settleable};
 use crate::db::{wallets, Db};
 use crate::error::{ApiError, OrInternal};
-use crate::money::ledger;
 use crate::money::sends;
 use crate::money::treasury::{self, estimate, gas_price, Treasury};
+use crate::money::{ledger, screening};
 
 /// Most groups (merchant, network, asset) a run starts settling.
 pub(super) const GROUPS_PER_RUN: usize = 5;
@@ -52,10 +53,11 @@ impl From<ChainError> for NotNow {
     }
 }
 
-/// The most node calls starting one group's settlement makes: the chain id, the gas's rate in
-/// each of up to five currencies, the head, the price, the L1 data fee's bound, the balances
-/// and nonce, two estimates, the nonce and the broadcast.
-pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 5 * 5 + 1 + 2 + 1 + 3 + 2 + 1 + 1;
+/// The most node calls starting one group's settlement makes: the chain id, the wallet's
+/// screening (the head and the oracle), the gas's rate in each of up to five currencies, the
+/// head, the price, the L1 data fee's bound, the balances and nonce, two estimates, the nonce
+/// and the broadcast.
+pub(crate) const MOST_GROUP_CALLS: u32 = 1 + 2 + 5 * 5 + 1 + 2 + 1 + 3 + 2 + 1 + 1;
 
 /// A group's key: institution, merchant, network, asset.
 pub(super) type GroupKey = (InstitutionId, i64, String, String);
@@ -128,6 +130,62 @@ pub(crate) async fn hold(
     .await
 }
 
+/// Screens the merchant's wallet `wallet` on network `name` before a payout to it is signed:
+/// clear, its [`screening::Read`]; listed since it was set, the payout is held with the reason
+/// (the decision stored once per payout, in D1 or in the object that holds it); an oracle that
+/// cannot be read holds it too, never lets it through.
+async fn screen_wallet(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    (name, network): (&str, &Network),
+    wallet: &str,
+    first: &Settleable,
+) -> Result<screening::Read, NotNow> {
+    let read = screening::screen(ctx, (name, Some(network)), wallet, None)
+        .await
+        .map_err(|e| NotNow::Hold(e.description))?;
+    if !read.listed() {
+        return Ok(read);
+    }
+    let subject_id = first.transaction_id.to_string();
+    let stored = async {
+        let record = read.record(
+            first.institution_id,
+            (Subject::Payout, &subject_id),
+            ctx.now(),
+        )?;
+        crate::db::batch(
+            held.unwrap_or(&ctx.db),
+            vec![screenings::insert_once(&record).or_internal("record a screening")?],
+        )
+        .await
+        .or_internal("record a screening")
+    };
+    if let Err(err) = stored.await {
+        err.log_with("the screening of a held payout");
+    }
+    Err(NotNow::Hold(format!(
+        "{}: nothing is paid to it; set another settlement wallet for the merchant (it is \
+         screened when set)",
+        read.reason()
+    )))
+}
+
+/// The statement storing the clear screening of `priced`'s wallet with settlement
+/// `settlement_id` (of `first`'s institution), in the batch that starts it.
+pub(super) fn screening_of(
+    priced: &Priced<'_>,
+    first: &Settleable,
+    settlement_id: &str,
+    now: i64,
+) -> Result<crate::db::Stmt, NotNow> {
+    let record = priced
+        .screened
+        .record(first.institution_id, (Subject::Payout, settlement_id), now)
+        .map_err(|e| NotNow::Hold(e.description))?;
+    screenings::insert(&record).map_err(|e| ChainError::from(e).into())
+}
+
 /// A group priced for one transaction: everything its books and its signing need.
 pub(super) struct Priced<'a> {
     pub(super) name: &'a str,
@@ -143,6 +201,8 @@ pub(super) struct Priced<'a> {
     pub(super) coins: u128,
     pub(super) plan: plan::Plan,
     pub(super) rate_source: String,
+    /// The wallet's screening, clear, to store with the settlement.
+    pub(super) screened: screening::Read,
 }
 
 /// Prices `group` (of one merchant, network and asset) for one transaction from the treasury:
@@ -180,6 +240,7 @@ pub(super) async fn price_group<'a>(
         .map_err(|_| format!("the merchant's settlement wallet on {name} is not an address"))?;
     let wallet_text = wallet.lower();
     crate::chain::check_chain(name, network).await?;
+    let screened = screen_wallet(ctx, held, (name, network), &wallet_text, first).await?;
     let node = &network.node;
     let token = first.token;
     let coin = config::coin(name);
@@ -261,6 +322,7 @@ pub(super) async fn price_group<'a>(
         have,
         coins,
         plan: priced,
+        screened,
         rate_source: sources.join("; "),
     })
 }

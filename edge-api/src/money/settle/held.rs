@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use shared_types::ids::Scoped;
 
-use super::group::{asset_of, covers, new_id, price_group, NotNow};
+use super::group::{asset_of, covers, new_id, price_group, screening_of, NotNow};
 use crate::chain::config::Network;
 use crate::chain::error::ChainError;
 use crate::ctx::Ctx;
@@ -81,6 +81,7 @@ pub(super) async fn settle_group(
         settlements::start(&settlement, &priced.plan.items, now).map_err(ChainError::from)?,
     );
     batch.extend(settlements::items(&send_id, &priced.plan.items).map_err(ChainError::from)?);
+    batch.push(screening_of(&priced, first, &settlement_id, now)?);
     batch.push(object_sends::request(&request, now).map_err(ChainError::from)?);
     batch.extend(
         reserved

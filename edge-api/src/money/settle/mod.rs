@@ -50,7 +50,7 @@ use crate::db::{moves, refunds, Db};
 use crate::error::{ApiError, OrInternal};
 use crate::payments;
 pub(crate) use group::MOST_GROUP_CALLS;
-use group::{asset_of, covers, groups, hold, new_id, price_group, NotNow};
+use group::{asset_of, covers, groups, hold, new_id, price_group, screening_of, NotNow};
 
 /// Most payments considered for new settlements a run.
 const DUE_PER_RUN: i64 = 200;
@@ -225,8 +225,9 @@ async fn settle_group(
         l1_fee: priced.l1_fee,
         rate_source: &priced.rate_source,
     };
-    let before =
+    let mut before =
         settlements::start(&settlement, &priced.plan.items, now).map_err(ChainError::from)?;
+    before.push(screening_of(&priced, first, &settlement_id, now)?);
     let mut after = settlements::items(&send_id, &priced.plan.items).map_err(ChainError::from)?;
     after.extend(
         reserved

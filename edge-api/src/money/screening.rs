@@ -1,0 +1,287 @@
+//! Sanctions screening: whether an address money comes from or goes to is on a sanctions list,
+//! read from the network's on-chain oracle (`sanctions_oracle`, the interface Chainalysis
+//! publishes: `isSanctioned(address)`) and from the operator's own list in the directory (other
+//! authorities' lists, loaded from OFAC's SDN file or entered by hand). See docs/SCREENING.md.
+//!
+//! The rules:
+//! - **Both sources, every time.** An address is listed when either names it; the decision
+//!   records what was read (the oracle and the block it answered at, the list's version) and
+//!   which list named it.
+//! - **Fail closed.** An oracle that cannot be read (the node down or on another chain, no
+//!   contract at the address, an answer that is not a yes or a no) is never taken as "not
+//!   listed": the screening fails with 503 `payments_unavailable`, and what it gates waits.
+//!   The operator is told once per outage; the cron's next read that gets an answer ends it.
+//! - **Stored with what it gates.** A [`Read`] becomes a stored decision ([`Read::record`]) in
+//!   the same batch as the change it allows or holds; a refusal stores it alone.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use shared_types::ids::{InstitutionId, ScreeningId};
+use shared_types::ErrorCode;
+
+use crate::chain::config::Network;
+use crate::chain::rpc;
+use crate::ctx::Ctx;
+use crate::db::screenings::{self, NewScreening, Subject};
+use crate::error::{ApiError, OrInternal};
+use crate::{crypto, notify};
+
+/// What screening one address on one network read and found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// The network.
+    pub network: String,
+    /// The address, lower case.
+    pub address: String,
+    /// The oracle read, and the block it answered at (none when the network has no oracle).
+    pub oracle: Option<(String, u64)>,
+    /// The operator's list's version when read.
+    pub list_version: i64,
+    /// The list that names the address, with its entry: `None` when it is clear.
+    pub listed_by: Option<String>,
+}
+
+impl Read {
+    /// Whether a list names the address.
+    pub fn listed(&self) -> bool {
+        self.listed_by.is_some()
+    }
+
+    /// The decision to store, about `subject` `subject_id` of `institution`, at `now`.
+    pub fn record(
+        &self,
+        institution: InstitutionId,
+        (subject, subject_id): (Subject, &str),
+        now: i64,
+    ) -> Result<NewScreening, ApiError> {
+        Ok(NewScreening {
+            id: crypto::random_token(ScreeningId::PREFIX).or_internal("make a screening id")?,
+            institution_id: institution,
+            subject,
+            subject_id: subject_id.to_owned(),
+            network: self.network.clone(),
+            address: self.address.clone(),
+            listed: self.listed(),
+            oracle: self.oracle.clone(),
+            list_version: self.list_version,
+            listed_by: self.listed_by.clone(),
+            screened_at: now,
+        })
+    }
+
+    /// Why money to or from the address is stopped, in words an admin reads: the address, the
+    /// network and the list that names it.
+    pub fn reason(&self) -> String {
+        format!(
+            "address {} is on a sanctions list ({})",
+            self.address,
+            self.listed_by.as_deref().unwrap_or("listed")
+        )
+    }
+}
+
+/// Screens `address` on network `name` (`network`, its configuration; `None` when it has no
+/// node configured, then against the operator's list alone): the operator's list, then the
+/// oracle at block `at` (the node's head when `None`). Fails with 503 `payments_unavailable`,
+/// naming the network, when the oracle cannot be read (the operator is told once per outage).
+pub async fn screen(
+    ctx: &Ctx,
+    (name, network): (&str, Option<&Network>),
+    address: &str,
+    at: Option<u64>,
+) -> Result<Read, ApiError> {
+    let address = address.to_ascii_lowercase();
+    let list = screenings::list_says(&ctx.db, &address)
+        .await
+        .or_internal("read the sanctions list")?;
+    let mut listed_by = list.source.as_ref().map(|source| {
+        format!(
+            "{source}: {} (listed {})",
+            list.entry.as_deref().unwrap_or(""),
+            list.listed_on.as_deref().unwrap_or("")
+        )
+    });
+    let oracle = match network.and_then(|n| Some((n, n.sanctions_oracle.as_ref()?))) {
+        None => None,
+        Some((network, oracle)) => match ask(network, oracle, &address, at).await {
+            Ok((listed, block)) => {
+                let oracle = oracle.to_ascii_lowercase();
+                if listed && listed_by.is_none() {
+                    listed_by = Some(format!("the sanctions oracle {oracle} on {name}"));
+                }
+                Some((oracle, block))
+            }
+            Err(why) => return Err(outage(ctx, name, &why).await),
+        },
+    };
+    Ok(Read {
+        network: name.to_owned(),
+        address,
+        oracle,
+        list_version: list.version,
+        listed_by,
+    })
+}
+
+/// Asks `oracle` whether `address` is sanctioned, at block `at` (the head when `None`): the
+/// answer and its block, or why it cannot be read.
+async fn ask(
+    network: &Network,
+    oracle: &str,
+    address: &str,
+    at: Option<u64>,
+) -> Result<(bool, u64), String> {
+    let node = &network.node;
+    let unreachable = |e: rpc::RpcError| format!("its node did not answer ({e})");
+    let block = match at {
+        Some(block) => block,
+        None => rpc::head(node).await.map_err(unreachable)?,
+    };
+    let call = json!({"to": oracle.to_ascii_lowercase(), "data": payrail_evm::is_sanctioned_call(address)});
+    let answer = rpc::call(node, "eth_call", json!([call, format!("{block:#x}")]))
+        .await
+        .map_err(unreachable)?;
+    verdict(&answer)
+        .map(|listed| (listed, block))
+        .map_err(str::to_owned)
+}
+
+/// An `isSanctioned` answer read: true or false, or why it is neither. Pure.
+pub fn verdict(answer: &serde_json::Value) -> Result<bool, &'static str> {
+    let hex = answer
+        .as_str()
+        .and_then(|s| s.strip_prefix("0x"))
+        .ok_or("its answer is not hex data")?;
+    if hex.is_empty() {
+        return Err("no contract answers at the configured address");
+    }
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("its answer is not one ABI word");
+    }
+    let (zeros, last) = hex.split_at(63);
+    if zeros.bytes().any(|b| b != b'0') {
+        return Err("its answer is neither true nor false");
+    }
+    match last {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err("its answer is neither true nor false"),
+    }
+}
+
+/// The refusal of a screening that could not be made on `name` because its oracle could not be
+/// read (`why`); the outage is recorded and, when it is new, the operator told.
+async fn outage(ctx: &Ctx, name: &str, why: &str) -> ApiError {
+    let reason = format!("the sanctions oracle on {name} cannot be read: {why}");
+    worker::console_warn!("{reason}");
+    let told = async {
+        if screenings::outage_opened(&ctx.db, name, &reason, ctx.now()).await? {
+            let status = notify::operator(
+                ctx,
+                &format!("Sanctions screening on {name} is stopped"),
+                &format!(
+                    "{reason}. Nothing on {name} is credited or paid as cleared until it can be \
+                     read again: payments from customers wait, and payouts, refunds and new \
+                     settlement wallets there are held or refused. Check the network's node and \
+                     its sanctions_oracle in PAYRAIL_CHAINS. You are told once; the screening \
+                     resumes by itself when the oracle answers."
+                ),
+            )
+            .await;
+            screenings::outage_told(&ctx.db, name, status.as_str()).await?;
+        }
+        Ok::<_, crate::db::DbError>(())
+    };
+    if let Err(e) = told.await {
+        worker::console_error!("recording the screening outage on {name}: {e}");
+    }
+    ApiError::new(
+        ErrorCode::PaymentsUnavailable,
+        format!("{reason}; nothing is paid or credited there until it can be, try again shortly"),
+    )
+}
+
+/// The cron's part: each network with an open outage is asked again (about the zero address);
+/// one that answers ends its outage.
+pub async fn recover(ctx: &Ctx, networks: &BTreeMap<String, Network>) -> Result<(), ApiError> {
+    let open = screenings::open_outages(&ctx.db)
+        .await
+        .or_internal("read screening outages")?;
+    for outage in open {
+        let Some(network) = networks.get(&outage.network) else {
+            continue;
+        };
+        let Some(oracle) = &network.sanctions_oracle else {
+            // No oracle any more: nothing to wait for.
+            screenings::outage_ended(&ctx.db, &outage.network, ctx.now())
+                .await
+                .or_internal("end a screening outage")?;
+            continue;
+        };
+        if ask(network, oracle, &format!("0x{}", "0".repeat(40)), None)
+            .await
+            .is_ok()
+        {
+            screenings::outage_ended(&ctx.db, &outage.network, ctx.now())
+                .await
+                .or_internal("end a screening outage")?;
+        }
+    }
+    Ok(())
+}
+
+/// Screens `address` on network `name` before money is sent to it for `subject` of
+/// `institution` (`subject_id`: what a refusal's decision names, as nothing else is stored): a
+/// listed address is refused (422 `invalid_request` naming the list), its decision stored in
+/// `db` alone; a clear one's [`Read`] is returned, for its decision to be stored with what it
+/// allowed.
+pub async fn gate(
+    ctx: &Ctx,
+    db: &crate::db::Db,
+    (name, address): (&str, &str),
+    (institution, subject, subject_id): (InstitutionId, Subject, &str),
+) -> Result<Read, ApiError> {
+    let networks = crate::chain::networks(ctx)?;
+    let read = screen(ctx, (name, networks.get(name)), address, None).await?;
+    if read.listed() {
+        let record = read.record(institution, (subject, subject_id), ctx.now())?;
+        crate::db::batch(
+            db,
+            vec![screenings::insert(&record).or_internal("record a screening")?],
+        )
+        .await
+        .or_internal("record a screening")?;
+        return Err(ApiError::invalid_request(format!(
+            "{}: Payrail may not send money to it",
+            read.reason()
+        )));
+    }
+    Ok(read)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+    use serde_json::json;
+
+    #[test]
+    fn an_oracle_answer_is_a_yes_a_no_or_refused() {
+        let word = |last: &str| json!(format!("0x{}{last}", "0".repeat(63)));
+        assert_eq!(verdict(&word("0")), Ok(false));
+        assert_eq!(verdict(&word("1")), Ok(true));
+        assert!(verdict(&word("2")).is_err(), "not a bool");
+        assert!(verdict(&json!(format!("0x1{}", "0".repeat(63)))).is_err());
+        assert_eq!(
+            verdict(&json!("0x")),
+            Err("no contract answers at the configured address")
+        );
+        assert!(verdict(&json!("0x01")).is_err(), "short");
+        assert!(
+            verdict(&json!(format!("0x{}", "0".repeat(128)))).is_err(),
+            "two words"
+        );
+        assert!(verdict(&json!(null)).is_err());
+        assert!(verdict(&json!(format!("0x{}zz", "0".repeat(62)))).is_err());
+    }
+}

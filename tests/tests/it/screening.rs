@@ -1,0 +1,392 @@
+//! Sanctions screening against the real worker and a local chain with its own sanctions oracle
+//! (Chainalysis's interface) and the operator's list loaded from an SDN file: a listed address
+//! is refused as a settlement wallet, a wallet listed after it was set holds the payout, a
+//! refund or a return to a listed address is refused, and an oracle that cannot be read stops
+//! all of them until it answers (the operator told once). Nothing is signed in any of these,
+//! and the books stay balanced.
+
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use payrail_tests::eventually;
+use payrail_tests::faults::Fault;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::settlement::{start_screened, Setup};
+
+/// The operator's token of the screening worker.
+const OPERATOR_TOKEN: &str = "operator-token-for-the-screening-tests";
+/// An address of the sample SDN file (`tests/fixtures/sdn-sample.xml`).
+const SDN_LISTED: &str = "0x5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e";
+
+/// One worker with a sanctions oracle on its chain, for one test at a time (a test lists
+/// addresses and makes the oracle unreadable).
+fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    (
+        guard,
+        SETUP.get_or_init(|| start_screened(&[("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN)])),
+    )
+}
+
+impl Setup {
+    fn oracle(&self) -> &str {
+        self.oracle.as_deref().expect("a sanctions oracle")
+    }
+
+    /// Sets merchant `merchant`'s wallet on polygon to `address` through the portal.
+    fn set_wallet(&self, merchant: usize, address: &str) -> payrail_tests::Reply {
+        let id = self.worker.credentials.institutions[0].merchant_ids[merchant];
+        let session = self.worker.portal_login(0);
+        self.worker.portal(
+            Method::PUT,
+            &format!("/portal/api/merchants/{id}/wallets/polygon"),
+            Some(&session),
+            Some(&json!({ "address": address })),
+        )
+    }
+
+    /// Merchant `merchant`'s wallet on polygon, as stored.
+    fn wallet_of(&self, merchant: usize) -> Option<String> {
+        let id = self.worker.credentials.institutions[0].merchant_ids[merchant];
+        self.worker
+            .database()
+            .query_row(
+                "SELECT address FROM merchant_wallets WHERE merchant_id = ?1 \
+                 AND network = 'polygon'",
+                [id],
+                |r| r.get(0),
+            )
+            .ok()
+    }
+
+    /// The screening decisions stored in D1 about `address`: (subject, result, listed_by).
+    fn screenings_of(&self, address: &str) -> Vec<(String, String, Option<String>)> {
+        let db = self.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT subject, result, listed_by FROM screenings WHERE address = lower(?1) \
+                 ORDER BY screened_at, id",
+            )
+            .unwrap();
+        statement
+            .query_map([address], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// The hold on payment `id`'s settlement, once the cron has recorded one.
+    fn held_for(&self, id: i64) -> String {
+        eventually("the payout held", Duration::from_secs(30), || {
+            self.worker.cron();
+            self.detail(id)["settlement_hold"]["reason"]
+                .as_str()
+                .map(str::to_owned)
+        })
+    }
+
+    fn operator(&self, method: Method, path: &str) -> reqwest::blocking::RequestBuilder {
+        self.worker
+            .request(method, path)
+            .bearer_auth(OPERATOR_TOKEN)
+    }
+}
+
+#[test]
+fn a_listed_address_is_refused_as_a_settlement_wallet_with_the_list_that_names_it() {
+    let (_one, s) = shared();
+    let before = s.wallet_of(2);
+    // On the oracle.
+    let listed = s.anvil.account(8);
+    s.anvil.sanction(s.oracle(), &[&listed], true);
+    let refused = s
+        .set_wallet(2, &listed)
+        .assert_error(400, "invalid_request");
+    assert!(refused.contains("sanctions list"), "{refused}");
+    assert!(
+        refused.contains(&s.oracle().to_ascii_lowercase()),
+        "{refused}"
+    );
+    assert_eq!(s.wallet_of(2), before, "the wallet did not change");
+    let decisions = s.screenings_of(&listed);
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(
+        (decisions[0].0.as_str(), decisions[0].1.as_str()),
+        ("wallet", "listed")
+    );
+    // On the operator's list, loaded from an SDN file the way `xtask screening-load` does.
+    let load = xtask::sdn::read(&payrail_tests::root().join("tests/fixtures/sdn-sample.xml"))
+        .expect("the sample SDN file");
+    let loaded = xtask::sdn::send(&s.worker.base_url, OPERATOR_TOKEN, "OFAC SDN", true, &load)
+        .expect("the load");
+    let count = u64::try_from(load.entries.len()).unwrap();
+    assert_eq!(loaded.added, count);
+    let again = xtask::sdn::send(&s.worker.base_url, OPERATOR_TOKEN, "OFAC SDN", true, &load)
+        .expect("the same load again");
+    assert_eq!((again.added, again.kept, again.removed), (0, count, 0));
+    let refused = s
+        .set_wallet(2, SDN_LISTED)
+        .assert_error(400, "invalid_request");
+    assert!(refused.contains("OFAC SDN: SDN 90001"), "{refused}");
+    assert_eq!(s.wallet_of(2), before);
+    // The operator's list as its API shows it; a load without the operator's token is refused.
+    let list = s.worker.send(
+        s.operator(Method::GET, "/operator/sanctioned-addresses"),
+        None,
+    );
+    assert_eq!(list.status, 200, "{}", list.text);
+    assert!(list.text.contains(SDN_LISTED), "{}", list.text);
+    // An entry taken off is no longer screened against, and kept for the record.
+    let other = "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c";
+    assert!(list.text.contains(other), "{}", list.text);
+    let removed = s.worker.send(
+        s.operator(Method::POST, "/operator/sanctioned-addresses/remove")
+            .json(&json!({"address": other, "source": "OFAC SDN"})),
+        None,
+    );
+    assert_eq!(removed.status, 200, "{}", removed.text);
+    let again = s.worker.send(
+        s.operator(Method::POST, "/operator/sanctioned-addresses/remove")
+            .json(&json!({"address": other, "source": "OFAC SDN"})),
+        None,
+    );
+    again.assert_error(404, "not_found");
+    let listed_now = |removed: bool| {
+        s.worker
+            .send(
+                s.operator(
+                    Method::GET,
+                    &format!("/operator/sanctioned-addresses?removed={removed}"),
+                ),
+                None,
+            )
+            .text
+    };
+    assert!(!listed_now(false).contains(other));
+    assert!(listed_now(true).contains(other));
+    let anonymous = s.worker.send(
+        s.worker
+            .request(Method::POST, "/operator/sanctioned-addresses")
+            .json(&json!({"source": "x", "published": "2026-01-01", "entries": []})),
+        None,
+    );
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    let bad = s.worker.send(
+        s.operator(Method::POST, "/operator/sanctioned-addresses")
+            .json(&json!({"source": "manual", "published": "2026-02-30",
+                "entries": [{"address": SDN_LISTED, "entry": "x"}]})),
+        None,
+    );
+    bad.assert_error(400, "invalid_request");
+    // A clear address is taken, and its screening kept with the change.
+    let clear = s.anvil.account(9);
+    let taken = s.set_wallet(2, &clear);
+    assert_eq!(taken.status, 200, "{}", taken.text);
+    let decisions = s.screenings_of(&clear);
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert_eq!(
+        (decisions[0].0.as_str(), decisions[0].1.as_str()),
+        ("wallet", "clear")
+    );
+    if let Some(before) = before {
+        assert_eq!(s.set_wallet(2, &before).status, 200);
+    }
+}
+
+#[test]
+fn a_wallet_listed_after_it_was_set_holds_the_payout_until_the_wallet_is_changed() {
+    let (_one, s) = shared();
+    let before = s.wallet_of(1).expect("merchant 1's wallet");
+    let wallet = s.anvil.account(6);
+    assert_eq!(s.set_wallet(1, &wallet).status, 200);
+    let id = s.paid(1, "9.00", "USD");
+    s.anvil.sanction(s.oracle(), &[&wallet], true);
+    let reason = s.held_for(id);
+    assert!(reason.contains("sanctions list"), "{reason}");
+    assert!(reason.contains(&wallet.to_ascii_lowercase()), "{reason}");
+    // More runs: still held, nothing signed, and the decision recorded once.
+    for _ in 0..3 {
+        s.worker.cron();
+        s.anvil.mine(1);
+    }
+    assert_eq!(s.raw_status(id), "succeeded");
+    assert!(s.sends(id).is_empty(), "nothing was signed");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &wallet), 0);
+    let payouts: Vec<_> = s
+        .screenings_of(&wallet)
+        .into_iter()
+        .filter(|(subject, _, _)| subject == "payout")
+        .collect();
+    assert_eq!(payouts.len(), 1, "{payouts:?}");
+    assert_eq!(payouts[0].1, "listed");
+    // A new wallet (screened clear when set) is paid once, and its payout's screening kept.
+    let other = s.anvil.account(7);
+    assert_eq!(s.set_wallet(1, &other).status, 200);
+    s.settle(&[id]);
+    assert_eq!(s.sends(id).len(), 1);
+    assert!(s.anvil.balance_of(&s.usdc, &other) > 0);
+    assert_eq!(s.anvil.balance_of(&s.usdc, &wallet), 0);
+    let cleared: Vec<_> = s
+        .screenings_of(&other)
+        .into_iter()
+        .map(|(subject, result, _)| (subject, result))
+        .collect();
+    assert!(
+        cleared.contains(&("payout".to_owned(), "clear".to_owned())),
+        "{cleared:?}"
+    );
+    s.anvil.sanction(s.oracle(), &[&wallet], false);
+    assert_eq!(s.set_wallet(1, &before).status, 200);
+    s.assert_books();
+}
+
+#[test]
+fn a_refund_or_a_return_to_a_listed_address_is_refused_and_nothing_is_signed() {
+    let (_one, s) = shared();
+    let (id, session) = s.checkout(0, "8.00", "USD", "SCREEN-REFUND");
+    let (address, units) = s.worker.deposit(&session);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(2);
+    s.until_credited(&session);
+    let listed = s.anvil.account(5);
+    s.anvil.sanction(s.oracle(), &[&listed], true);
+    let refused = s
+        .refund(id, "8.00", &listed, Some("screen-refund-1"))
+        .assert_error(400, "invalid_request");
+    assert!(refused.contains("sanctions list"), "{refused}");
+    assert!(refused.contains("may not send money"), "{refused}");
+    // Money sent after the credit, returned to a listed address: refused too.
+    s.anvil.transfer(&s.usdc, &s.customer, &address, 2_000_000);
+    s.anvil.mine(2);
+    let portal = s.worker.portal_login(0);
+    eventually(
+        "the money after the credit shown",
+        Duration::from_secs(30),
+        || {
+            s.worker
+                .database()
+                .execute(
+                    "UPDATE deposit_watches SET checked_at = 0 WHERE address = lower(?1)",
+                    [&address],
+                )
+                .unwrap();
+            s.worker.cron();
+            s.anvil.mine(1);
+            (!s.detail(id)["uncredited"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .is_empty())
+            .then_some(())
+        },
+    );
+    let returned = s.worker.send(
+        s.worker
+            .request(Method::POST, &format!("/portal/api/payments/{id}/returns"))
+            .header("Cookie", format!("payrail_portal={}", portal.cookie))
+            .header("X-CSRF-Token", &portal.csrf)
+            .header("Idempotency-Key", "screen-return-1")
+            .json(&json!({"deposit": address, "address": listed})),
+        None,
+    );
+    let refused = returned.assert_error(400, "invalid_request");
+    assert!(refused.contains("sanctions list"), "{refused}");
+    let detail = s.detail(id);
+    assert!(
+        detail["refunds"].as_array().unwrap().is_empty(),
+        "nothing stored: {detail}"
+    );
+    let mut decisions: Vec<(String, String)> = s
+        .screenings_of(&listed)
+        .into_iter()
+        .map(|(subject, result, _)| (subject, result))
+        .collect();
+    decisions.sort();
+    assert_eq!(
+        decisions,
+        [
+            ("refund".to_owned(), "listed".to_owned()),
+            ("return".to_owned(), "listed".to_owned())
+        ]
+    );
+    // To a clear address the refund goes out, its screening stored with it (the cron started
+    // the payment's settlement meanwhile: once it is paid, the refund is the merchant's debt).
+    s.settle(&[id]);
+    s.allow_debt(0, 8_000_000);
+    let clear = s.anvil.account(4);
+    let made = s.refund(id, "8.00", &clear, Some("screen-refund-2"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    let refund_id = made.json()["id"].as_str().unwrap().to_owned();
+    let stored: String = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT subject_id FROM screenings WHERE subject = 'refund' AND result = 'clear' \
+             AND address = lower(?1)",
+            [&clear],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored, refund_id);
+    s.refunds_done(id);
+    s.anvil.sanction(s.oracle(), &[&listed], false);
+    s.assert_books();
+}
+
+#[test]
+fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_operator_is_told_once() {
+    let (_one, s) = shared();
+    let node = s.node.as_ref().expect("the node behind a proxy");
+    let id = s.paid(2, "6.00", "USD");
+    let oracle_calls = format!("eth_call to:{}", s.oracle().to_ascii_lowercase());
+    node.set(&oracle_calls, Fault::Refuse, 100);
+    // A wallet cannot be set: refused for now, never taken unscreened.
+    let refused = s
+        .set_wallet(3, &s.anvil.account(3))
+        .assert_error(503, "payments_unavailable");
+    assert!(refused.contains("sanctions oracle on polygon"), "{refused}");
+    // The payout waits with the reason, through several runs.
+    let reason = s.held_for(id);
+    assert!(reason.contains("cannot be read"), "{reason}");
+    for _ in 0..3 {
+        s.worker.cron();
+    }
+    assert_eq!(s.raw_status(id), "succeeded");
+    assert!(s.sends(id).is_empty(), "nothing was signed");
+    // One outage, told once.
+    let outages: Vec<Value> = {
+        let reply = s
+            .worker
+            .send(s.operator(Method::GET, "/operator/screening-outages"), None);
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["data"].as_array().unwrap().clone()
+    };
+    assert_eq!(outages.len(), 1, "{outages:?}");
+    assert_eq!(outages[0]["network"], "polygon");
+    assert_ne!(outages[0]["email_status"], "pending", "{outages:?}");
+    let rows: i64 = s
+        .worker
+        .database()
+        .query_row("SELECT count(*) FROM screening_outages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 1);
+    // It answers again: the outage ends and the payment settles, once.
+    node.release(&oracle_calls);
+    s.settle(&[id]);
+    assert_eq!(s.sends(id).len(), 1);
+    let open: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(open, 0);
+    s.assert_books();
+}
