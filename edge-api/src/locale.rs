@@ -94,6 +94,7 @@ pub struct PageMessages {
     pub stay: String,
     pub late_valued: String,
     pub late_arrived: String,
+    pub under_review: String,
     pub failed: String,
     pub expired: String,
     pub no_funds: String,

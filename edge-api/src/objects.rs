@@ -55,6 +55,10 @@ pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
         "0005_screenings",
         include_str!("../objects/institution/0005_screenings.sql"),
     ),
+    (
+        "0006_screening_holds",
+        include_str!("../objects/institution/0006_screening_holds.sql"),
+    ),
 ];
 
 /// The object's side: its storage, and whether this instance has checked its schema and

@@ -62,11 +62,12 @@ pub async fn act_in(
 
 use crate::db::parts::Part;
 
-/// Credits a payment found on chain: `action` is a payment (on time or late) whose source is
-/// the transaction `source_hash`; `parts` is what it brought per way to pay, the one it is
-/// recorded in first: each is stored and credited to its merchant in the books, in the same
-/// write. `late_rate`: when some of the first part came after the checkout's end, the rate it
-/// was valued at and its source (shown on the payment).
+/// Credits a payment found on chain: `action` is a payment (on time or late, or held by its
+/// screening) whose source is the transaction `source_hash`; `parts` is what it brought per
+/// way to pay, the one it is recorded in first: each is stored and (unless held) credited to
+/// its merchant in the books, in the same write, with its senders' screening (`screened`).
+/// `late_rate`: when some of the first part came after the checkout's end, the rate it was
+/// valued at and its source (shown on the payment).
 pub async fn credit(
     ctx: &Ctx,
     held: Option<&db::Db>,
@@ -74,7 +75,7 @@ pub async fn credit(
         institution: institution_id,
         id,
     }: Scoped<i64>,
-    action: &Action,
+    (action, screened): (&Action, &Screened),
     source_hash: &str,
     parts: &[Part<'_>],
     late_rate: Option<(rust_decimal::Decimal, &str)>,
@@ -88,10 +89,51 @@ pub async fn credit(
         network: first.network,
         parts,
         late_rate,
+        screened,
     };
     apply_in(ctx, held, Scoped::new(institution_id, id), action, found)
         .await
         .map(drop)
+}
+
+/// What the screening of a payment's senders decided, stored with its credit or its hold: each
+/// decision, and for a payment held ([`Action::PayHeld`]) its review.
+#[derive(Default)]
+pub struct Screened {
+    /// The decisions, one per sender screened.
+    pub decisions: Vec<db::screenings::NewScreening>,
+    /// Why it is held and what is held at each address, when it is.
+    pub review: Option<db::screenings::NewReview>,
+}
+
+pub use crate::db::screenings::Decision;
+
+/// Decides the review of held payment `payment` (in D1, or in the object `held`): released, it
+/// is credited in the books exactly as its credit would have been (`parts`: the money held at
+/// each of its addresses, per way to pay) and `payment.succeeded` goes out; blocked, it fails
+/// and its money stays in custody, owed to no one. One write, guarded on the review being
+/// undecided and the payment unchanged: of two decisions at once, one is made (the other is a
+/// 409).
+pub async fn decide(
+    ctx: &Ctx,
+    held: Option<&db::Db>,
+    payment: Scoped<i64>,
+    decision: &Decision<'_>,
+    parts: &[Part<'_>],
+) -> Result<Transaction, ApiError> {
+    let action = if decision.release {
+        Action::Release
+    } else {
+        Action::Block
+    };
+    apply_in(
+        ctx,
+        held,
+        payment,
+        &action,
+        OnChain::Review { decision, parts },
+    )
+    .await
 }
 
 /// Marks a payment settled by the confirmed transaction `settlement_hash` (an
@@ -164,6 +206,7 @@ enum OnChain<'a> {
         network: &'a str,
         parts: &'a [Part<'a>],
         late_rate: Option<(rust_decimal::Decimal, &'a str)>,
+        screened: &'a Screened,
     },
     /// The settlement's transaction.
     Settlement(&'a str),
@@ -171,6 +214,11 @@ enum OnChain<'a> {
     Refund {
         refund_id: &'a str,
         event_id: &'a str,
+    },
+    /// An admin's decision on a held payment, and (to release it) the money held per part.
+    Review {
+        decision: &'a Decision<'a>,
+        parts: &'a [Part<'a>],
     },
 }
 
@@ -262,7 +310,9 @@ async fn apply_in(
     let network = before.networks.payment.as_deref().unwrap_or("ethereum");
     let hash = |network: &str| chain::tx_hash(network).or_internal("generate hash");
     let source_hash = match (action, source_hash) {
-        (Action::Pay { .. } | Action::PayLate { .. }, Some(known)) => Some(known.to_owned()),
+        (Action::Pay { .. } | Action::PayLate { .. } | Action::PayHeld { .. }, Some(known)) => {
+            Some(known.to_owned())
+        }
         (Action::Pay { .. }, None) => Some(hash(network)?),
         _ => None,
     };
@@ -290,6 +340,12 @@ async fn apply_in(
                 late_rate: Some((rate, source)),
                 ..
             } => Some((rate.to_string(), source)),
+            _ => None,
+        },
+        screening: match action {
+            Action::PayHeld { .. } => Some("held"),
+            Action::Release => Some("released"),
+            Action::Block => Some("blocked"),
             _ => None,
         },
     };
@@ -331,6 +387,13 @@ async fn apply_in(
         }),
         _ => None,
     };
+    // A decision is made on an undecided review only.
+    let undecided = db::screenings::Undecided(Scoped::new(institution_id, id));
+    let also: Option<&dyn db::Condition> = match on_chain {
+        OnChain::Refund { .. } => unrecorded.as_ref().map(|u| u as &dyn db::Condition),
+        OnChain::Review { .. } => Some(&undecided),
+        _ => None,
+    };
     let mut batch = Batch::new();
     let update = batch.push(
         transactions::apply_change(
@@ -338,10 +401,39 @@ async fn apply_in(
             row.version,
             &change,
             &stamps,
-            unrecorded.as_ref().map(|u| u as &dyn db::Condition),
+            also,
         )
         .or_internal("write payment change")?,
     );
+    let version = row.version + 1;
+    match on_chain {
+        // The screening's decisions, and a held payment's review, written only with the change.
+        OnChain::Payment { screened, .. } => {
+            for decision in &screened.decisions {
+                batch.push(
+                    db::screenings::insert_with_payment(decision, version)
+                        .or_internal("record a screening")?,
+                );
+            }
+            if let Some(review) = &screened.review {
+                batch.push(
+                    db::screenings::open_review(review, version)
+                        .or_internal("open a screening review")?,
+                );
+            }
+        }
+        OnChain::Review { decision, .. } => {
+            batch.push(
+                db::screenings::decide_review(
+                    Scoped::new(institution_id, id),
+                    (decision, now),
+                    version,
+                )
+                .or_internal("record the decision")?,
+            );
+        }
+        _ => {}
+    }
     if let OnChain::Refund { refund_id, .. } = on_chain {
         batch.push(
             refunds::recorded(Scoped::new(institution_id, refund_id), now)
@@ -355,17 +447,30 @@ async fn apply_in(
             Some(webhooks::publish_held(ctx, &mut batch, e, Guard::AfterChange).await?)
         }
     };
-    if let (OnChain::Payment { parts, .. }, true) = (
-        on_chain,
-        matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
-    ) {
-        let version = row.version + 1;
+    // The parts a payment found on chain brought are stored with its credit or its hold; the
+    // books credit them to the merchant on its credit or its release (a hold books nothing:
+    // its money stays at its addresses, owed to no one).
+    let (parts, store_parts, book) = match on_chain {
+        OnChain::Payment { parts, .. } => (
+            parts,
+            true,
+            matches!(action, Action::Pay { .. } | Action::PayLate { .. }),
+        ),
+        OnChain::Review { parts, .. } => (parts, false, matches!(action, Action::Release)),
+        _ => (&[][..], false, false),
+    };
+    if store_parts || book {
         let when = db::transactions::at_version(Scoped::new(institution_id, id), version);
         for (index, part) in parts.iter().enumerate() {
-            batch.push(
-                db::parts::insert((Scoped::new(row.institution_id, id), version), index, part)
-                    .or_internal("record a payment's part")?,
-            );
+            if store_parts {
+                batch.push(
+                    db::parts::insert((Scoped::new(row.institution_id, id), version), index, part)
+                        .or_internal("record a payment's part")?,
+                );
+            }
+            if !book {
+                continue;
+            }
             batch.extend(
                 money::ledger::credit(
                     ctx,

@@ -17,8 +17,13 @@ export const RAW_STATUSES = [
   'expired',
   'refunded',
   'partially_refunded',
+  'held',
 ] as const;
-/** Internal status: pending→pending; succeeded, paid→paid; failed, expired→failed; refunded; partially_refunded. */
+/**
+ * Internal status: pending, held→pending; succeeded, paid→paid; failed, expired→failed; refunded;
+ * partially_refunded. `held`: the payment reached custody from an address its sanctions screening
+ * stopped, and waits for the institution's review (released: `succeeded`; blocked: `failed`).
+ */
 export type RawStatus = (typeof RAW_STATUSES)[number];
 
 /** How the amount paid compares with the amount requested. */

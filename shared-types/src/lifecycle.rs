@@ -12,6 +12,11 @@
 //!
 //! `pay_late` is a payment found on chain after its checkout expired: money the customer sent,
 //! credited like any other (only the chain watcher does it).
+//!
+//! Money from an address on a sanctions list lands in `held` instead of `succeeded`
+//! (`pay_held`, from `pending` or `expired`); an admin's review then `release`s it (to
+//! `succeeded`, exactly as its credit would have been) or `block`s it (to `failed`, its money
+//! frozen in custody). See docs/SCREENING.md.
 
 use alloc::format;
 use alloc::string::String;
@@ -72,6 +77,16 @@ pub enum Action {
     Fail,
     /// The checkout expired without a payment.
     Expire,
+    /// The customer's payment of `amount` (order currency) landed in custody from an address
+    /// a sanctions screening stopped: held for review (only the chain watcher does it).
+    PayHeld {
+        /// Amount paid, in the order currency.
+        amount: Decimal,
+    },
+    /// An admin released a held payment (a false positive): credited as it would have been.
+    Release,
+    /// An admin blocked a held payment: it fails, its money frozen in custody.
+    Block,
 }
 
 impl Action {
@@ -84,6 +99,9 @@ impl Action {
             Action::Refund { .. } => "refund",
             Action::Fail => "fail",
             Action::Expire => "expire",
+            Action::PayHeld { .. } => "hold",
+            Action::Release => "release",
+            Action::Block => "block",
         }
     }
 }
@@ -224,21 +242,35 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
     };
     let digits = payment.currency_digits;
     match (action, payment.raw_status) {
-        (Action::Pay { amount }, S::Pending) | (Action::PayLate { amount }, S::Expired) => {
+        (Action::Pay { amount }, S::Pending)
+        | (Action::PayLate { amount }, S::Expired)
+        | (Action::PayHeld { amount }, S::Pending | S::Expired) => {
             check_amount(*amount, digits)?;
             let amount_status = match amount.cmp(&payment.expected) {
                 core::cmp::Ordering::Less => AmountStatus::Underpaid,
                 core::cmp::Ordering::Equal => AmountStatus::Exact,
                 core::cmp::Ordering::Greater => AmountStatus::Overpaid,
             };
+            // Held money tells partners nothing yet: its `payment.succeeded` waits for the
+            // release.
+            let held = matches!(action, Action::PayHeld { .. });
             Ok(Change {
-                raw_status: Some(S::Succeeded),
+                raw_status: Some(if held { S::Held } else { S::Succeeded }),
                 amount_status: Some(amount_status),
                 gross: Some(round(*amount, digits)),
-                event: Some(EventType::PaymentSucceeded),
+                event: (!held).then_some(EventType::PaymentSucceeded),
                 ..Change::default()
             })
         }
+        (Action::Release, S::Held) => Ok(Change {
+            raw_status: Some(S::Succeeded),
+            event: Some(EventType::PaymentSucceeded),
+            ..Change::default()
+        }),
+        (Action::Block, S::Held) => Ok(Change {
+            raw_status: Some(S::Failed),
+            ..Change::default()
+        }),
         (Action::Settle { network }, S::Succeeded) => {
             let gross = payment.gross.ok_or_else(illegal)?;
             let from = payment.payment_network.clone().unwrap_or_default();
@@ -397,6 +429,59 @@ mod tests {
             assert_eq!(change.amount_status, Some(status));
             assert_eq!(change.raw_status, Some(RawStatus::Succeeded));
             assert_eq!(change.event, Some(EventType::PaymentSucceeded));
+        }
+    }
+
+    #[test]
+    fn held_money_waits_for_a_review_that_releases_it_once_or_blocks_it() {
+        let hold = Action::PayHeld { amount: d("90") };
+        let change = apply(&pending(), &hold).unwrap();
+        assert_eq!(change.raw_status, Some(RawStatus::Held));
+        assert_eq!(change.amount_status, Some(AmountStatus::Underpaid));
+        assert_eq!(change.gross, Some(d("90.00")));
+        assert_eq!(change.event, None, "partners hear of it on release");
+        assert_eq!(RawStatus::Held.normalized(), crate::Status::Pending);
+        let expired = Payment {
+            raw_status: RawStatus::Expired,
+            ..pending()
+        };
+        assert!(apply(&expired, &hold).is_ok(), "late money is held too");
+        let held = after(&pending(), &change);
+        // Nothing but a decision follows: no settlement, refund, expiry or second hold.
+        for action in [
+            Action::Settle { network: None },
+            Action::Refund { amount: d("1") },
+            Action::Expire,
+            Action::Fail,
+            hold.clone(),
+        ] {
+            assert!(
+                matches!(
+                    apply(&held, &action),
+                    Err(Refusal::IllegalTransition { .. })
+                ),
+                "{action:?}"
+            );
+        }
+        let released = apply(&held, &Action::Release).unwrap();
+        assert_eq!(released.raw_status, Some(RawStatus::Succeeded));
+        assert_eq!(released.event, Some(EventType::PaymentSucceeded));
+        assert_eq!(released.gross, None, "the gross held stands");
+        let blocked = apply(&held, &Action::Block).unwrap();
+        assert_eq!(blocked.raw_status, Some(RawStatus::Failed));
+        assert_eq!(blocked.event, None);
+        // Decided once: neither decision follows another, nor applies to a payment not held.
+        let after_release = after(&held, &released);
+        let after_block = after(&held, &blocked);
+        for (payment, action) in [
+            (&after_release, Action::Release),
+            (&after_release, Action::Block),
+            (&after_block, Action::Release),
+            (&after_block, Action::Block),
+            (&pending(), Action::Release),
+            (&paid_in_full(), Action::Block),
+        ] {
+            assert!(apply(payment, &action).is_err(), "{action:?}");
         }
     }
 

@@ -83,6 +83,10 @@ string_enum! {
         Refunded = "refunded",
         /// Partly refunded to the customer.
         PartiallyRefunded = "partially_refunded",
+        /// The customer's payment landed in custody from an address on a sanctions list (or
+        /// one the chain does not name): held for the institution's review, never settled or
+        /// refunded until an admin releases it.
+        Held = "held",
     }
 }
 
@@ -90,7 +94,9 @@ impl RawStatus {
     /// The normalized status partners see for this internal status.
     pub fn normalized(self) -> Status {
         match self {
-            Self::Pending => Status::Pending,
+            // A payment held for screening is not paid yet to partners: its money waits on
+            // the institution's review.
+            Self::Pending | Self::Held => Status::Pending,
             // Spec §3/§6.1: funds held in custody already read as `paid` to partners.
             Self::Succeeded | Self::Paid => Status::Paid,
             Self::Failed | Self::Expired => Status::Failed,

@@ -44,6 +44,10 @@ pub struct Transfer {
     pub token: Token,
     /// The receiving address, lower case.
     pub to: String,
+    /// The sending address, lower case: the log's `from`, or for ether the transaction's
+    /// sender; `None` for ether sent from inside a contract call (standard JSON-RPC does not
+    /// name who sent it).
+    pub from: Option<String>,
     /// The transaction's hash.
     pub tx_hash: String,
     /// The log's index in its block.
@@ -78,12 +82,17 @@ pub fn transfers(logs: &Value) -> ChainResult<Vec<Transfer>> {
             .as_array()
             .filter(|t| t.len() >= 3 && t[0] == TRANSFER_TOPIC)
             .ok_or_else(|| ChainError::answer("a log is not a transfer"))?;
-        let to = topics[2]
-            .as_str()
-            .and_then(|t| t.strip_prefix("0x"))
-            .filter(|t| t.len() == 64)
-            .map(|t| format!("0x{}", &t[24..].to_ascii_lowercase()))
+        let address = |topic: &Value| {
+            topic
+                .as_str()
+                .and_then(|t| t.strip_prefix("0x"))
+                .filter(|t| t.len() == 64)
+                .map(|t| format!("0x{}", &t[24..].to_ascii_lowercase()))
+        };
+        let to = address(&topics[2])
             .ok_or_else(|| ChainError::answer("a transfer's receiver is not an address"))?;
+        let from = address(&topics[1])
+            .ok_or_else(|| ChainError::answer("a transfer's sender is not an address"))?;
         let amount = if topics.len() == 3 {
             log["data"].as_str().and_then(word).flatten()
         } else {
@@ -93,6 +102,7 @@ pub fn transfers(logs: &Value) -> ChainResult<Vec<Transfer>> {
             token: Token::parse(&text("address")?)
                 .map_err(|_| ChainError::answer("a transfer's contract is not an address"))?,
             to,
+            from: Some(from),
             tx_hash: text("transactionHash")?,
             log_index: rpc::quantity(&log["logIndex"])?,
             block_number: rpc::quantity(&log["blockNumber"])?,
@@ -279,6 +289,7 @@ mod tests {
             vec![Transfer {
                 token: Token::parse("0x5fbdb2315678afecb367f032d93f642f64180aa3").unwrap(),
                 to: "0x9858effd232b4033e47d90003d41ec34ecaeda94".into(),
+                from: Some("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266".into()),
                 tx_hash: "0xab01".into(),
                 log_index: 2,
                 block_number: 27,

@@ -363,23 +363,37 @@ pub fn attribute(
             "block {number}: the payments to the address exceed what its balance grew by"
         )));
     };
-    let transfer = |tx_hash: String, log_index, amount| Transfer {
+    let transfer = |tx_hash: String, from: Option<String>, log_index, amount| Transfer {
         token: Token::Native,
         to: address.to_owned(),
+        from,
         tx_hash,
         log_index,
         block_number: number,
         amount: Some(amount),
     };
+    // A direct payment's sender is its transaction's.
+    let sender = |hash: &str| {
+        block["transactions"].as_array().and_then(|txs| {
+            txs.iter()
+                .find(|tx| {
+                    tx["hash"]
+                        .as_str()
+                        .is_some_and(|h| h.eq_ignore_ascii_case(hash))
+                })
+                .and_then(|tx| tx["from"].as_str())
+                .map(str::to_ascii_lowercase)
+        })
+    };
     let mut out: Vec<Transfer> = direct
         .iter()
-        .map(|(hash, value, index)| transfer(hash.clone(), *index, *value))
+        .map(|(hash, value, index)| transfer(hash.clone(), sender(hash), *index, *value))
         .collect();
     if inside > 0 {
         let hash = block["hash"]
             .as_str()
             .ok_or_else(|| ChainError::answer("the node's block has no hash"))?;
-        out.push(transfer(hash.to_ascii_lowercase(), 0, inside));
+        out.push(transfer(hash.to_ascii_lowercase(), None, 0, inside));
     }
     Ok(out)
 }
@@ -396,6 +410,7 @@ mod tests {
             "timestamp": "0x10",
             "transactions": [
                 {"hash": "0xAA", "to": "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",
+                 "from": "0x00000000000000000000000000000000000000C5",
                  "value": "0xde0b6b3a7640000", "transactionIndex": "0x0"},
                 {"hash": "0xbb", "to": "0x0000000000000000000000000000000000000001",
                  "value": "0x1", "transactionIndex": "0x1"},
@@ -421,12 +436,18 @@ mod tests {
         assert_eq!(exact.len(), 1);
         assert_eq!(exact[0].tx_hash, "0xaa");
         assert_eq!(exact[0].token, Token::Native);
+        // A direct payment names its sender; what came from inside a call cannot.
+        assert_eq!(
+            exact[0].from.as_deref(),
+            Some("0x00000000000000000000000000000000000000c5")
+        );
         let more = attribute(&block(), TO, 7, 10u128.pow(18) + 5, &direct).unwrap();
         assert_eq!(more.len(), 2);
         assert_eq!(
             (more[1].tx_hash.as_str(), more[1].amount),
             ("0xb10c", Some(5))
         );
+        assert_eq!(more[1].from, None);
         assert!(attribute(&block(), TO, 7, 1, &direct).is_err());
     }
 

@@ -97,6 +97,11 @@ pub const TABLES: &[Table] = &[
         whose: OWN,
     },
     Table {
+        name: "screening_reviews",
+        key: "transaction_id",
+        whose: OWN,
+    },
+    Table {
         name: "screenings",
         key: "id",
         // A settlement wallet's decision is the directory's: it stays in D1.

@@ -19,6 +19,8 @@ pub enum NotificationKind {
     WalletChanged,
     /// How far a merchant's balance may go into debt was changed.
     DebtLimitChanged,
+    /// A payment is held by its screening, for review.
+    ScreeningHold,
 }
 
 impl NotificationKind {
@@ -29,6 +31,7 @@ impl NotificationKind {
             Self::SettlementHeld => "settlement_held",
             Self::WalletChanged => "wallet_changed",
             Self::DebtLimitChanged => "debt_limit_changed",
+            Self::ScreeningHold => "screening_hold",
         }
     }
 }

@@ -4,7 +4,7 @@
 //! for a settlement wallet). Written only here.
 
 use serde::{Deserialize, Serialize};
-use shared_types::ids::InstitutionId;
+use shared_types::ids::{InstitutionId, Scoped};
 
 use super::{all, batch, first, run, stmt, Db, DbResult, Stmt, Value};
 
@@ -235,6 +235,7 @@ pub fn insert(s: &NewScreening) -> DbResult<Stmt> {
     insert_as(
         s,
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        None,
     )
 }
 
@@ -245,6 +246,20 @@ pub fn insert_for_refund(s: &NewScreening) -> DbResult<Stmt> {
         s,
         "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
          WHERE EXISTS (SELECT 1 FROM refunds WHERE id = ?4 AND institution_id = ?2)",
+        None,
+    )
+}
+
+/// The statement storing `s`, a decision about a sender of payment `transaction_id`, written
+/// only if the payment's guarded change to `version` applied in the same batch (a credit or a
+/// hold that lost its race records nothing).
+pub fn insert_with_payment(s: &NewScreening, version: i64) -> DbResult<Stmt> {
+    insert_as(
+        s,
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
+         WHERE (SELECT version FROM transactions WHERE id = CAST(?4 AS INTEGER) \
+             AND institution_id = ?2) = ?13",
+        Some(version.into()),
     )
 }
 
@@ -257,10 +272,11 @@ pub fn insert_once(s: &NewScreening) -> DbResult<Stmt> {
         "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
          WHERE NOT EXISTS (SELECT 1 FROM screenings WHERE institution_id = ?2 AND subject = ?3 \
              AND subject_id = ?4 AND address = ?6 AND result = ?7 AND listed_by IS ?11)",
+        None,
     )
 }
 
-fn insert_as(s: &NewScreening, rows: &str) -> DbResult<Stmt> {
+fn insert_as(s: &NewScreening, rows: &str, extra: Option<Value>) -> DbResult<Stmt> {
     let (oracle, block) = match &s.oracle {
         Some((address, block)) => (
             Value::from(address.as_str()),
@@ -268,25 +284,27 @@ fn insert_as(s: &NewScreening, rows: &str) -> DbResult<Stmt> {
         ),
         None => (Value::Null, Value::Null),
     };
+    let mut params: Vec<Value> = vec![
+        s.id.as_str().into(),
+        s.institution_id.0.into(),
+        s.subject.as_str().into(),
+        s.subject_id.as_str().into(),
+        s.network.as_str().into(),
+        s.address.as_str().into(),
+        if s.listed { "listed" } else { "clear" }.into(),
+        oracle,
+        block,
+        s.list_version.into(),
+        s.listed_by.as_deref().into(),
+        s.screened_at.into(),
+    ];
+    params.extend(extra);
     stmt(
         &format!(
             "INSERT INTO screenings (id, institution_id, subject, subject_id, network, address, \
              result, oracle, oracle_block, list_version, listed_by, screened_at) {rows}"
         ),
-        &[
-            s.id.as_str().into(),
-            s.institution_id.0.into(),
-            s.subject.as_str().into(),
-            s.subject_id.as_str().into(),
-            s.network.as_str().into(),
-            s.address.as_str().into(),
-            if s.listed { "listed" } else { "clear" }.into(),
-            oracle,
-            block,
-            s.list_version.into(),
-            s.listed_by.as_deref().into(),
-            s.screened_at.into(),
-        ],
+        &params,
     )
 }
 
@@ -347,4 +365,265 @@ pub async fn outage_ended(db: &Db, network: &str, now: i64) -> DbResult<bool> {
     )
     .await?
         == 1)
+}
+
+/// Money held at one deposit address of a held payment: what its release credits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldFunds {
+    /// The payment's part (way to pay) it belongs to.
+    pub part: usize,
+    /// The deposit address, lower case.
+    pub address: String,
+    /// Base units, decimal text.
+    pub units: String,
+}
+
+/// The review a held payment opens.
+#[derive(Debug, Clone)]
+pub struct NewReview {
+    /// Whose payment.
+    pub institution_id: InstitutionId,
+    /// The payment.
+    pub transaction_id: i64,
+    /// Why it is held, in words an admin reads.
+    pub reason: String,
+    /// What is held at each address.
+    pub held: Vec<HeldFunds>,
+    /// When.
+    pub opened_at: i64,
+}
+
+/// The statement opening `review`, written only if the payment's hold (its change to
+/// `version`) applied in the same batch.
+pub fn open_review(review: &NewReview, version: i64) -> DbResult<Stmt> {
+    let held = serde_json::to_string(&review.held)
+        .map_err(|e| super::DbError::bad_row(format!("held funds: {e}")))?;
+    stmt(
+        "INSERT INTO screening_reviews (transaction_id, institution_id, reason, held, opened_at) \
+         SELECT ?1, ?2, ?3, ?4, ?5 \
+         WHERE (SELECT version FROM transactions WHERE id = ?1 AND institution_id = ?2) = ?6",
+        &[
+            review.transaction_id.into(),
+            review.institution_id.into(),
+            review.reason.as_str().into(),
+            held.into(),
+            review.opened_at.into(),
+            version.into(),
+        ],
+    )
+}
+
+/// The condition that the review of a payment is still undecided: what a decision's change is
+/// guarded on.
+pub struct Undecided(pub Scoped<i64>);
+
+impl super::Condition for Undecided {
+    fn sql(&self, first: usize) -> (String, Vec<Value>) {
+        (
+            format!(
+                "EXISTS (SELECT 1 FROM screening_reviews WHERE transaction_id = ?{first} \
+                 AND institution_id = ?{} AND decision IS NULL)",
+                first + 1
+            ),
+            vec![self.0.id.into(), self.0.institution.into()],
+        )
+    }
+}
+
+/// An admin's decision on a payment held by its screening.
+#[derive(Debug, Clone, Copy)]
+pub struct Decision<'a> {
+    /// Release it (credited as it would have been) or block it (failed, its money frozen).
+    pub release: bool,
+    /// Why, in the admin's words (required).
+    pub note: &'a str,
+    /// Who decided (the portal user's e-mail).
+    pub by: &'a str,
+}
+
+/// The statement recording `decision` on the review of `payment` at `now`, written only if the
+/// payment's change to `version` applied in the same batch, and only once.
+pub fn decide_review(
+    payment: Scoped<i64>,
+    (decision, now): (&Decision<'_>, i64),
+    version: i64,
+) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE screening_reviews SET decision = ?3, note = ?4, decided_by = ?5, \
+         decided_at = ?6 WHERE transaction_id = ?1 AND institution_id = ?2 \
+         AND decision IS NULL \
+         AND (SELECT version FROM transactions WHERE id = ?1 AND institution_id = ?2) = ?7",
+        &[
+            payment.id.into(),
+            payment.institution.into(),
+            if decision.release {
+                "released"
+            } else {
+                "blocked"
+            }
+            .into(),
+            decision.note.into(),
+            decision.by.into(),
+            now.into(),
+            version.into(),
+        ],
+    )
+}
+
+/// A review as the portal shows it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Review {
+    /// The payment.
+    pub transaction_id: i64,
+    /// Why it is held.
+    pub reason: String,
+    /// What is held (JSON of [`HeldFunds`]).
+    pub held: String,
+    /// When it was opened (Unix seconds).
+    pub opened_at: i64,
+    /// `released` or `blocked`, once decided.
+    pub decision: Option<String>,
+    /// The admin's note.
+    pub note: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// When (Unix seconds).
+    pub decided_at: Option<i64>,
+    /// The payment's gross and currency.
+    pub amount_gross: Option<String>,
+    /// Its currency.
+    pub currency: Option<String>,
+    /// Its merchant.
+    pub merchant_id: i64,
+}
+
+const REVIEW: &str = "SELECT r.transaction_id, r.reason, r.held, r.opened_at, r.decision, \
+     r.note, r.decided_by, r.decided_at, t.amount_gross, t.currency, t.merchant_id \
+     FROM screening_reviews r JOIN transactions t ON t.id = r.transaction_id \
+     AND t.institution_id = r.institution_id";
+
+/// The institution's reviews: undecided first (oldest first), then the decided (newest first),
+/// at most `limit`.
+pub async fn reviews(db: &Db, institution_id: InstitutionId, limit: i64) -> DbResult<Vec<Review>> {
+    all(
+        db,
+        &format!(
+            "{REVIEW} WHERE r.institution_id = ?1 \
+             ORDER BY r.decision IS NOT NULL, \
+             CASE WHEN r.decision IS NULL THEN r.opened_at ELSE -r.decided_at END LIMIT ?2"
+        ),
+        &[institution_id.into(), limit.into()],
+    )
+    .await
+}
+
+/// The review of payment `payment`, if it was ever held.
+pub async fn review(db: &Db, payment: Scoped<i64>) -> DbResult<Option<Review>> {
+    first(
+        db,
+        &format!("{REVIEW} WHERE r.transaction_id = ?1 AND r.institution_id = ?2"),
+        &[payment.id.into(), payment.institution.into()],
+    )
+    .await
+}
+
+/// The screening decisions about payment `payment`'s senders, in order.
+pub async fn of_payment(db: &Db, payment: Scoped<i64>) -> DbResult<Vec<Screening>> {
+    all(
+        db,
+        &format!(
+            "{SCREENING} WHERE institution_id = ?1 AND subject = 'payment' \
+             AND subject_id = ?2 ORDER BY screened_at, id"
+        ),
+        &[payment.institution.into(), payment.id.to_string().into()],
+    )
+    .await
+}
+
+/// A stored screening decision, as the portal and the audit export show it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Screening {
+    /// Its id.
+    pub id: String,
+    /// What it gated.
+    pub subject: String,
+    /// Its id.
+    pub subject_id: String,
+    /// The network.
+    pub network: String,
+    /// The address.
+    pub address: String,
+    /// `clear` or `listed`.
+    pub result: String,
+    /// The oracle read.
+    pub oracle: Option<String>,
+    /// The block it answered at.
+    pub oracle_block: Option<i64>,
+    /// The operator's list's version.
+    pub list_version: i64,
+    /// The list that names it.
+    pub listed_by: Option<String>,
+    /// When (Unix seconds).
+    pub screened_at: i64,
+}
+
+const SCREENING: &str = "SELECT id, subject, subject_id, network, address, result, oracle, \
+     oracle_block, list_version, listed_by, screened_at FROM screenings";
+
+/// The institution's screening decisions from `from` to before `to` (Unix seconds), oldest
+/// first, at most `limit`: a settlement wallet's (D1's) when `wallets`, the others otherwise.
+pub async fn of_institution(
+    db: &Db,
+    institution_id: InstitutionId,
+    (from, to): (i64, i64),
+    wallets: bool,
+    limit: i64,
+) -> DbResult<Vec<Screening>> {
+    all(
+        db,
+        &format!(
+            "{SCREENING} WHERE institution_id = ?1 AND screened_at >= ?2 AND screened_at < ?3 \
+             AND (subject = 'wallet') = (?4 = 1) ORDER BY screened_at, id LIMIT ?5"
+        ),
+        &[
+            institution_id.into(),
+            from.into(),
+            to.into(),
+            i64::from(wallets).into(),
+            limit.into(),
+        ],
+    )
+    .await
+}
+
+/// The screening decisions about the senders of every payment the institution's screening
+/// held (the queue's evidence), in one statement.
+pub async fn of_reviews(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<Screening>> {
+    all(
+        db,
+        &format!(
+            "{SCREENING} WHERE institution_id = ?1 AND subject = 'payment' AND subject_id IN \
+             (SELECT CAST(transaction_id AS TEXT) FROM screening_reviews \
+              WHERE institution_id = ?1) ORDER BY screened_at, id"
+        ),
+        &[institution_id.into()],
+    )
+    .await
+}
+
+/// The institution's reviews decided from `from` to before `to` (Unix seconds).
+pub async fn decided_between(
+    db: &Db,
+    institution_id: InstitutionId,
+    (from, to): (i64, i64),
+) -> DbResult<Vec<Review>> {
+    all(
+        db,
+        &format!(
+            "{REVIEW} WHERE r.institution_id = ?1 AND r.decided_at >= ?2 AND r.decided_at < ?3 \
+             ORDER BY r.decided_at"
+        ),
+        &[institution_id.into(), from.into(), to.into()],
+    )
+    .await
 }

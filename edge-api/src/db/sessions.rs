@@ -550,7 +550,8 @@ pub struct SessionView {
 /// The session with this id: a primary-key read of it, its transaction and its merchant.
 const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.institution_id, \
      m.name AS merchant_name, \
-     s.title, t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
+     s.title, t.amount_expected, t.currency, \
+     CASE WHEN t.screening = 'held' THEN 'held' ELSE t.raw_status END AS raw_status, s.redirect_url, s.asset, s.network, \
      s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
      t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
      EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \
@@ -563,7 +564,8 @@ const SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.instituti
 /// empty here.
 const HELD_SESSION: &str = "SELECT s.id, s.transaction_id, s.merchant_id, s.institution_id, \
      '' AS merchant_name, \
-     s.title, t.amount_expected, t.currency, t.raw_status, s.redirect_url, s.asset, s.network, \
+     s.title, t.amount_expected, t.currency, \
+     CASE WHEN t.screening = 'held' THEN 'held' ELSE t.raw_status END AS raw_status, s.redirect_url, s.asset, s.network, \
      s.deposit_address, s.crypto_amount, s.expires_at, t.amount_gross, t.amount_refunded, \
      t.version, s.locale, t.asset AS paid_asset, t.late_rate, \
      EXISTS (SELECT 1 FROM chain_transfers c WHERE c.session_id = s.id \

@@ -68,6 +68,7 @@ const TABLES: &[(&str, Store)] = &[
     // A settlement wallet's decision (subject 'wallet') is the directory's and stays in D1's
     // copy of the table; every other decision is the institution's money.
     ("screenings", Store::Institution),
+    ("screening_reviews", Store::Institution),
     ("chain_sends", Store::Treasury),
     ("custody_sweeps", Store::Treasury),
     ("reconciliations", Store::Treasury),

@@ -23,7 +23,11 @@ use super::{
 };
 use crate::query::{TransactionFilter, MAX_ID};
 
-const COLUMNS: &str = "id, merchant_id, status, raw_status, amount_status, asset, currency, \
+/// A payment held by its screening reads `held` (stored as `pending`, `screening` `held`:
+/// migration 0038).
+const COLUMNS: &str = "id, merchant_id, status, \
+    CASE WHEN screening = 'held' THEN 'held' ELSE raw_status END AS raw_status, amount_status, \
+    asset, currency, \
     amount_gross, amount_net, amount_expected, psp_fee, gas_fee, bridge_fee, network_payment, \
     network_settlement, tx_hash_source, tx_hash_bridge, tx_hash_settlement, customer_email, \
     external_reference, created_at, paid_at";
@@ -517,7 +521,7 @@ pub fn change_method(
     stmt(
         "UPDATE transactions SET asset = ?1, network_payment = ?2, updated_at = ?3, \
          version = version + 1 WHERE id = ?4 AND institution_id = ?6 AND version = ?5 \
-         AND raw_status = 'pending'",
+         AND raw_status = 'pending' AND screening IS NULL",
         &[
             asset.into(),
             network.into(),
@@ -668,6 +672,9 @@ pub struct Stamps<'a> {
     pub paid_with: Option<(&'a str, &'a str)>,
     /// The rate a payment's late money was valued at (decimal text) and its source.
     pub late_rate: Option<(String, &'a str)>,
+    /// Its screening state, when the change holds it or decides its review: `held`,
+    /// `released` or `blocked`.
+    pub screening: Option<&'static str>,
 }
 
 /// A lifecycle change as one UPDATE guarded by the row version it was computed from (and by
@@ -685,8 +692,17 @@ pub fn apply_change(
 ) -> DbResult<Stmt> {
     let mut sets: Vec<(&str, Value)> = Vec::new();
     if let Some(raw) = change.raw_status {
-        sets.push(("raw_status", raw.as_str().into()));
+        // Held is stored as pending with the screening that holds it (migration 0038).
+        let stored = if raw == RawStatus::Held {
+            RawStatus::Pending
+        } else {
+            raw
+        };
+        sets.push(("raw_status", stored.as_str().into()));
         sets.push(("status", raw.normalized().as_str().into()));
+    }
+    if let Some(screening) = stamps.screening {
+        sets.push(("screening", screening.into()));
     }
     let mut text = |column: &'static str, value: Option<String>| {
         if let Some(value) = value {

@@ -142,7 +142,7 @@ pub struct Watch {
 const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.institution_id, \
                      w.network, w.asset, w.token, w.decimals, w.crypto_amount, w.base_units, \
                      w.scanned_to, w.head_block, w.node_error, w.read_at, w.checked_at, s.expires_at, \
-                     t.raw_status \
+                     CASE WHEN t.screening = 'held' THEN 'held' ELSE t.raw_status END AS raw_status \
                      FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id \
                      AND s.institution_id = w.institution_id \
                      JOIN transactions t ON t.id = w.transaction_id \
@@ -176,20 +176,20 @@ pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
         &if db.is_object() {
             format!(
                 "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
-                 WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
+                 WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN ?1 - ?2 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
                  ELSE ?1 - ?4 END \
-                 ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
+                 ORDER BY CASE WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN 0 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
                  w.checked_at LIMIT ?5"
             )
         } else {
             format!(
                 "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
-                 WHEN t.raw_status = 'pending' THEN ?1 - ?2 \
+                 WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN ?1 - ?2 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
                  ELSE ?1 - ?4 END AND w.{MONEY_IN_D1} \
-                 ORDER BY CASE WHEN t.raw_status = 'pending' THEN 0 \
+                 ORDER BY CASE WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN 0 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
                  w.checked_at LIMIT ?5"
             )
@@ -308,6 +308,8 @@ pub struct SeenTransfer<'a> {
     pub kind: TransferKind,
     /// Its block came after the checkout's end.
     pub after_expiry: bool,
+    /// Who sent it, lower case (`None`: ether from inside a contract call).
+    pub sender: Option<&'a str>,
 }
 
 /// The books' condition that a check of `watch` applies: the watch is still where it found it.
@@ -360,8 +362,8 @@ pub fn record(
             &format!(
                 "INSERT INTO chain_transfers (network, tx_hash, log_index, address, session_id, \
                  token, amount, block_number, confirmed, kind, after_expiry, seen_at, \
-                 institution_id) \
-                 SELECT ?13, ?2, ?3, ?1, ?14, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?5 \
+                 institution_id, sender) \
+                 SELECT ?13, ?2, ?3, ?1, ?14, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?5, ?15 \
                  WHERE {unchanged} \
                  ON CONFLICT (network, tx_hash, log_index, address) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
@@ -382,6 +384,7 @@ pub fn record(
                 now.into(),
                 watch.network.as_str().into(),
                 watch.session_id.as_str().into(),
+                t.sender.into(),
             ],
         )?);
     }
@@ -471,6 +474,10 @@ pub struct StoredTransfer {
     /// Where that rate came from.
     #[serde(default)]
     pub rate_source: Option<String>,
+    /// Who sent it, lower case (`None`: ether from inside a contract call, or seen before
+    /// senders were kept).
+    #[serde(default)]
+    pub sender: Option<String>,
 }
 
 /// Records the rate a late payment transfer was valued at: only once (a
@@ -570,7 +577,7 @@ pub async fn transfers_of_transaction(
 pub fn transfers_of_session_in_batch(session_id: &str) -> DbResult<Returning<StoredTransfer>> {
     stmt(
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
-         after_expiry, rate, rate_source FROM chain_transfers WHERE session_id = ?1 \
+         after_expiry, rate, rate_source, sender FROM chain_transfers WHERE session_id = ?1 \
          ORDER BY block_number, log_index",
         &[session_id.into()],
     )
@@ -584,7 +591,7 @@ pub fn transfers_of_session(
 ) -> DbResult<Returning<StoredTransfer>> {
     stmt(
         "SELECT tx_hash, log_index, address, token, amount, block_number, confirmed, kind, \
-         after_expiry, rate, rate_source FROM chain_transfers \
+         after_expiry, rate, rate_source, sender FROM chain_transfers \
          WHERE session_id = ?1 AND institution_id = ?2 \
          ORDER BY block_number, log_index",
         &[session_id.into(), institution_id.into()],

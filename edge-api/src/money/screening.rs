@@ -17,14 +17,17 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use shared_types::ids::{InstitutionId, ScreeningId};
-use shared_types::ErrorCode;
+use shared_types::ids::{InstitutionId, Scoped, ScreeningId};
+use shared_types::{ErrorCode, Transaction};
 
 use crate::chain::config::Network;
 use crate::chain::rpc;
 use crate::ctx::Ctx;
-use crate::db::screenings::{self, NewScreening, Subject};
+use crate::db::parts::Part;
+use crate::db::refunds;
+use crate::db::screenings::{self, HeldFunds, NewScreening, Review, Subject};
 use crate::error::{ApiError, OrInternal};
+use crate::payments::{self, Decision};
 use crate::{crypto, notify};
 
 /// What screening one address on one network read and found.
@@ -81,6 +84,30 @@ impl Read {
     }
 }
 
+/// Why a screening was not made.
+#[derive(Debug)]
+pub enum Unscreened {
+    /// This request's or run's node calls are spent: nothing was asked (try again later; no
+    /// outage).
+    Budget,
+    /// The oracle cannot be read (an outage, recorded and told): 503 `payments_unavailable`.
+    Oracle(ApiError),
+    /// Our side failed (the list could not be read).
+    Internal(ApiError),
+}
+
+impl From<Unscreened> for ApiError {
+    fn from(why: Unscreened) -> Self {
+        match why {
+            Unscreened::Budget => ApiError::new(
+                ErrorCode::PaymentsUnavailable,
+                "the screening could not be made now: try again shortly",
+            ),
+            Unscreened::Oracle(err) | Unscreened::Internal(err) => err,
+        }
+    }
+}
+
 /// Screens `address` on network `name` (`network`, its configuration; `None` when it has no
 /// node configured, then against the operator's list alone): the operator's list, then the
 /// oracle at block `at` (the node's head when `None`). Fails with 503 `payments_unavailable`,
@@ -90,11 +117,12 @@ pub async fn screen(
     (name, network): (&str, Option<&Network>),
     address: &str,
     at: Option<u64>,
-) -> Result<Read, ApiError> {
+) -> Result<Read, Unscreened> {
     let address = address.to_ascii_lowercase();
     let list = screenings::list_says(&ctx.db, &address)
         .await
-        .or_internal("read the sanctions list")?;
+        .or_internal("read the sanctions list")
+        .map_err(Unscreened::Internal)?;
     let mut listed_by = list.source.as_ref().map(|source| {
         format!(
             "{source}: {} (listed {})",
@@ -112,7 +140,10 @@ pub async fn screen(
                 }
                 Some((oracle, block))
             }
-            Err(why) => return Err(outage(ctx, name, &why).await),
+            Err(Asked::Budget) => return Err(Unscreened::Budget),
+            Err(Asked::Unreadable(why)) => {
+                return Err(Unscreened::Oracle(outage(ctx, name, &why).await))
+            }
         },
     };
     Ok(Read {
@@ -124,6 +155,14 @@ pub async fn screen(
     })
 }
 
+/// Why an oracle gave no answer.
+enum Asked {
+    /// The calls were spent before asking.
+    Budget,
+    /// It cannot be read: why.
+    Unreadable(String),
+}
+
 /// Asks `oracle` whether `address` is sanctioned, at block `at` (the head when `None`): the
 /// answer and its block, or why it cannot be read.
 async fn ask(
@@ -131,20 +170,26 @@ async fn ask(
     oracle: &str,
     address: &str,
     at: Option<u64>,
-) -> Result<(bool, u64), String> {
+) -> Result<(bool, u64), Asked> {
     let node = &network.node;
-    let unreachable = |e: rpc::RpcError| format!("its node did not answer ({e})");
+    let failed = |e: rpc::RpcError| match e {
+        rpc::RpcError::Budget => Asked::Budget,
+        other => Asked::Unreadable(format!("its node did not answer ({})", other.public())),
+    };
     let block = match at {
         Some(block) => block,
-        None => rpc::head(node).await.map_err(unreachable)?,
+        None => rpc::head(node).await.map_err(failed)?,
     };
-    let call = json!({"to": oracle.to_ascii_lowercase(), "data": payrail_evm::is_sanctioned_call(address)});
+    let call = json!({
+        "to": oracle.to_ascii_lowercase(),
+        "data": payrail_evm::is_sanctioned_call(address)
+    });
     let answer = rpc::call(node, "eth_call", json!([call, format!("{block:#x}")]))
         .await
-        .map_err(unreachable)?;
+        .map_err(failed)?;
     verdict(&answer)
         .map(|listed| (listed, block))
-        .map_err(str::to_owned)
+        .map_err(|why| Asked::Unreadable(why.to_owned()))
 }
 
 /// An `isSanctioned` answer read: true or false, or why it is neither. Pure.
@@ -258,6 +303,91 @@ pub async fn gate(
         )));
     }
     Ok(read)
+}
+
+/// Longest note on a review's decision.
+pub const MAX_NOTE: usize = 2000;
+
+/// Decides the review of held payment `payment` (in D1, or in the object `held` that holds the
+/// institution's money) as `decision`: released, it is credited exactly as its credit would
+/// have been (the money held at each of its addresses) and `payment.succeeded` goes out;
+/// blocked, it fails and its money stays in custody, owed to no one. Refused before anything
+/// is written: a payment never held (404), a review already decided (409 naming the decision,
+/// who and when), a note missing or too long (400). Of two decisions at once, one is made.
+pub async fn decide(
+    ctx: &Ctx,
+    held: Option<&crate::db::Db>,
+    payment: Scoped<i64>,
+    decision: &Decision<'_>,
+) -> Result<Transaction, ApiError> {
+    let db = held.unwrap_or(&ctx.db);
+    let note = decision.note.trim();
+    if note.is_empty() || note.chars().count() > MAX_NOTE {
+        return Err(ApiError::invalid_request(format!(
+            "note: say why, in 1 to {MAX_NOTE} characters (it is kept with the decision)"
+        )));
+    }
+    let review = screenings::review(db, payment)
+        .await
+        .or_internal("read the review")?
+        .ok_or_else(|| ApiError::not_found("this payment was never held by its screening"))?;
+    if let Some(done) = decided(&review) {
+        return Err(done);
+    }
+    let funds: Vec<HeldFunds> =
+        serde_json::from_str(&review.held).or_internal("read the money held")?;
+    let quotes = refunds::quotes_of(db, payment.institution, payment.id)
+        .await
+        .or_internal("read the payment's parts")?;
+    let mut parts = Vec::with_capacity(quotes.len());
+    for q in &quotes {
+        let mut received = Vec::new();
+        for f in funds
+            .iter()
+            .filter(|f| i64::try_from(f.part).is_ok_and(|p| p == q.part))
+        {
+            let units = f.units.parse::<u128>().or_internal("read the money held")?;
+            received.push((f.address.as_str(), units));
+        }
+        parts.push(Part {
+            network: &q.network,
+            asset: &q.asset,
+            token: q.token,
+            decimals: q.decimals,
+            gross: q.gross,
+            rate: (q.expected, q.crypto_amount),
+            rate_source: q.late_rate_source.as_deref(),
+            received,
+        });
+    }
+    let decision = Decision { note, ..*decision };
+    match payments::decide(ctx, held, payment, &decision, &parts).await {
+        Ok(after) => Ok(after),
+        // Another decision (or change) came first: say which, when it is a decision.
+        Err(err) if err.code == ErrorCode::Conflict => {
+            let now = screenings::review(db, payment)
+                .await
+                .or_internal("read the review")?;
+            Err(now.as_ref().and_then(decided).unwrap_or(err))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The refusal of a decision on `review` when it was decided already.
+fn decided(review: &Review) -> Option<ApiError> {
+    let done = review.decision.as_deref()?;
+    Some(ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "this payment's review was decided already: {done} by {} at {}",
+            review.decided_by.as_deref().unwrap_or("an admin"),
+            review
+                .decided_at
+                .and_then(shared_types::time::format_unix)
+                .unwrap_or_default()
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod networks;
 mod notifications;
 mod overview;
 mod payments;
+mod screening;
 mod session;
 mod topups;
 mod users;
@@ -60,6 +61,8 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["webhook-endpoints", id, "test"] => {
             Route::new().post(move |c| webhook_endpoints::test(c, id))
         }
+        ["screening"] => Route::new().get(screening::list),
+        ["screening", id] => Route::new().post(move |c| screening::decide(c, id)),
         ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
         ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),

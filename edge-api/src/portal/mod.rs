@@ -11,6 +11,7 @@
 pub mod api;
 pub mod balances;
 pub mod clients;
+pub mod csv_cell;
 pub mod deliveries;
 pub mod fields;
 pub mod merchants;
@@ -18,6 +19,7 @@ pub mod networks;
 pub mod overview;
 pub mod pages;
 pub mod payments;
+pub mod screening;
 pub mod search;
 pub mod topups;
 pub mod users;

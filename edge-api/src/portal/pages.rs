@@ -14,6 +14,7 @@ mod layout;
 mod merchants;
 mod overview;
 mod payments;
+mod screening;
 mod session;
 mod topups;
 mod users;
@@ -45,6 +46,9 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["payments", id] => Route::new().get(move |c| payments::show(c, id)),
         ["payments", id, "refund"] => Route::new().post(move |c| payments::refund(c, id)),
         ["payments", id, "return"] => Route::new().post(move |c| payments::return_extra(c, id)),
+        ["screening"] => Route::new().get(screening::show),
+        ["screening", "export.csv"] => Route::new().get(screening::export),
+        ["screening", id] => Route::new().post(move |c| screening::decide(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
         ["merchants", id] => Route::new().get(move |c| merchants::show(c, id)),
         ["merchants", id, "topup"] => Route::new().post(move |c| topups::create(c, id)),

@@ -11,6 +11,7 @@ use shared_types::checkout::currency_digits;
 use shared_types::time::UnixTime;
 use shared_types::{List, Status, Transaction};
 
+use super::csv_cell::cell;
 use super::Portal;
 use crate::chain;
 use crate::ctx::timestamp;
@@ -134,6 +135,8 @@ pub struct PaymentDetail {
     /// Money that reached its deposit addresses after it was credited and is still there to
     /// return (none before the credit: that money counts toward the payment).
     pub uncredited: Vec<UncreditedView>,
+    /// The review of its screening, when a sender held it.
+    pub screening: Option<super::screening::ReviewView>,
 }
 
 /// Money that reached one of a credited payment's deposit addresses after the credit: owed to
@@ -371,6 +374,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
             gross: q.gross,
         })
         .collect();
+    let screening = super::screening::of_payment(portal, id).await?;
     Ok(PaymentDetail {
         transaction,
         timeline,
@@ -381,6 +385,7 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<PaymentDetail, ApiEr
         refunds,
         parts,
         uncredited,
+        screening,
     })
 }
 
@@ -471,18 +476,6 @@ const CSV_HEADER: &[&str] = &[
     "external_reference",
     "customer_email",
 ];
-
-/// A text cell a spreadsheet will not run: one that starts with `=`, `+`, `-`, `@`, a tab or a
-/// carriage return (a formula, or what a spreadsheet reads as one) gets a leading `'`, as
-/// OWASP's CSV injection guidance says. Customers and merchants write some of these fields
-/// (`external_reference`, `customer_email`). Pure.
-pub(crate) fn cell(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{text}")
-    } else {
-        text.to_owned()
-    }
-}
 
 fn csv_rows(rows: &[Transaction], header: bool) -> Result<Vec<u8>, String> {
     let mut out = csv::Writer::from_writer(Vec::new());
@@ -611,26 +604,4 @@ async fn held_settlement_transactions(
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cell;
-
-    #[test]
-    fn a_cell_that_a_spreadsheet_would_run_is_neutralised() {
-        for formula in [
-            "=HYPERLINK(\"https://x.example\")",
-            "+1",
-            "-2+3",
-            "@SUM(A1)",
-            "\tx",
-            "\rx",
-        ] {
-            assert_eq!(cell(formula), format!("'{formula}"));
-        }
-        for plain in ["ORD-1001", "a@b.example", "12.50", ""] {
-            assert_eq!(cell(plain), plain);
-        }
-    }
 }

@@ -320,6 +320,10 @@ pub fn checkout(
                     }
                 }
                 p { a #return-link href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
+            } @else if raw == RawStatus::Held {
+                // Held by its screening: received, and nothing more is said to the customer.
+                p.status #status role="status" data-status="held" { (t.under_review) }
+                p { a href=(session.redirect_url) { (fill(&t.return_to, &[("merchant", merchant)])) } }
             } @else if raw == RawStatus::Expired && session.late_seen {
                 // Not "no funds were taken": money came after the end and is being valued.
                 p.status #status role="status" data-status="valuing" { (t.late_arrived) }

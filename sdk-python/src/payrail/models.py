@@ -93,6 +93,10 @@ class RawStatus(StrEnum):
     EXPIRED = "expired"
     REFUNDED = "refunded"
     PARTIALLY_REFUNDED = "partially_refunded"
+    #: The payment reached custody from an address its sanctions screening stopped: it waits for
+    #: the institution's review (released: ``succeeded``; blocked: ``failed``). Its status is
+    #: ``pending``.
+    HELD = "held"
 
 
 class AmountStatus(StrEnum):

@@ -32,6 +32,16 @@ fn shared() -> (MutexGuard<'static, ()>, &'static Setup) {
     )
 }
 
+/// Heals the node when dropped: a test that fails while the oracle is made unreadable leaves
+/// the next tests a node that answers.
+struct Heals<'a>(&'a payrail_tests::faults::FaultyNode);
+
+impl Drop for Heals<'_> {
+    fn drop(&mut self) {
+        self.0.heal();
+    }
+}
+
 impl Setup {
     fn oracle(&self) -> &str {
         self.oracle.as_deref().expect("a sanctions oracle")
@@ -341,6 +351,7 @@ fn a_refund_or_a_return_to_a_listed_address_is_refused_and_nothing_is_signed() {
 fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_operator_is_told_once() {
     let (_one, s) = shared();
     let node = s.node.as_ref().expect("the node behind a proxy");
+    let _heals = Heals(node);
     let id = s.paid(2, "6.00", "USD");
     let oracle_calls = format!("eth_call to:{}", s.oracle().to_ascii_lowercase());
     node.set(&oracle_calls, Fault::Refuse, 100);
@@ -368,12 +379,16 @@ fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_opera
     assert_eq!(outages.len(), 1, "{outages:?}");
     assert_eq!(outages[0]["network"], "polygon");
     assert_ne!(outages[0]["email_status"], "pending", "{outages:?}");
-    let rows: i64 = s
+    let open: i64 = s
         .worker
         .database()
-        .query_row("SELECT count(*) FROM screening_outages", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
-    assert_eq!(rows, 1);
+    assert_eq!(open, 1);
     // It answers again: the outage ends and the payment settles, once.
     node.release(&oracle_calls);
     s.settle(&[id]);
@@ -388,5 +403,304 @@ fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_opera
         )
         .unwrap();
     assert_eq!(open, 0);
+    s.assert_books();
+}
+
+impl Setup {
+    /// A checkout of `amount` USD for merchant `merchant` paid exactly from `payer` (an address
+    /// the node signs for): its transaction id, session and deposit address.
+    fn paid_from(&self, merchant: usize, amount: &str, payer: &str) -> (i64, String, String) {
+        let (id, session) = self.checkout(merchant, amount, "USD", &format!("SCREEN-{amount}"));
+        let (address, units) = self.worker.deposit(&session);
+        self.anvil.mint(&self.usdc, payer, units);
+        self.anvil.transfer(&self.usdc, payer, &address, units);
+        self.anvil.mine(2);
+        (id, session, address)
+    }
+
+    /// Runs the cron until payment `id` shows `raw_status` (as the partner API reads it).
+    fn until_raw(&self, id: i64, raw_status: &str) -> Value {
+        eventually(
+            &format!("payment {id} {raw_status}"),
+            Duration::from_secs(30),
+            || {
+                self.worker.cron();
+                let t = self.worker.transaction(0, id);
+                (t["raw_status"] == raw_status).then_some(t)
+            },
+        )
+    }
+
+    /// Decides held payment `id` through the portal's JSON API, in `portal`'s session.
+    fn decide(
+        &self,
+        portal: &payrail_tests::PortalSession,
+        id: i64,
+        decision: &str,
+        note: &str,
+    ) -> payrail_tests::Reply {
+        self.worker.portal(
+            Method::POST,
+            &format!("/portal/api/screening/{id}"),
+            Some(portal),
+            Some(&json!({"decision": decision, "note": note})),
+        )
+    }
+
+    /// Notifications of kind `kind` whose body names payment `id`.
+    fn told(&self, kind: &str, id: i64) -> i64 {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM notifications WHERE kind = ?1 \
+                 AND body LIKE 'Payment ' || ?2 || ' %'",
+                rusqlite::params![kind, id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+}
+
+#[test]
+fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks_it() {
+    let (_one, s) = shared();
+    let payer = s.anvil.account(2);
+    s.anvil.sanction(s.oracle(), &[&payer], true);
+    let (owed_before, _) = s.owed(1);
+    let (id, session, deposit) = s.paid_from(1, "11.00", &payer);
+    // Held: pending to partners with its raw_status, nothing in the merchant's balance, the
+    // admins told once, and the page tells the customer it is under review.
+    let held = s.until_raw(id, "held");
+    assert_eq!(held["status"], "pending", "{held}");
+    assert_eq!(held["amount"]["gross"], "11.00", "{held}");
+    for _ in 0..3 {
+        s.worker.cron();
+        s.anvil.mine(1);
+    }
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "held");
+    assert!(s.sends(id).is_empty(), "nothing was signed");
+    assert_eq!(s.owed(1).0, owed_before, "not the merchant's");
+    assert_eq!(s.told("screening_hold", id), 1);
+    let page = s.worker.send(
+        s.worker
+            .request(Method::GET, &format!("/checkout/{session}")),
+        None,
+    );
+    assert!(page.text.contains("data-status=\"held\""), "{}", page.text);
+    assert!(page.text.contains("under review"), "{}", page.text);
+    // Nothing refunds it either.
+    let refused = s.refund(id, "11.00", &s.anvil.account(9), Some("screen-held-refund"));
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    // The queue shows it with its evidence; a note is required.
+    let admin = s.worker.portal_login(0);
+    let queue = s
+        .worker
+        .portal(Method::GET, "/portal/api/screening", Some(&admin), None);
+    assert_eq!(queue.status, 200, "{}", queue.text);
+    let review = queue.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["transaction_id"] == id)
+        .cloned()
+        .expect("the review");
+    assert!(review["decision"].is_null(), "{review}");
+    assert!(
+        review["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&payer.to_ascii_lowercase()),
+        "{review}"
+    );
+    assert_eq!(review["evidence"][0]["result"], "listed", "{review}");
+    assert_eq!(review["held"][0]["address"], deposit.to_ascii_lowercase());
+    s.decide(&admin, id, "release", "  ")
+        .assert_error(400, "invalid_request");
+    // Two admins release it at once: one decision is made, the other is told it was.
+    let answers = at_once(4, |_| s.decide(&admin, id, "release", "false positive"));
+    let made: Vec<_> = answers
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .collect();
+    assert_eq!(made.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .filter(|(status, _)| *status != 200)
+            .all(|(status, text)| *status == 409 && text.contains("decided already")),
+        "{answers:?}"
+    );
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "succeeded");
+    // Released, it continues as its credit would have: settled once.
+    s.settle(&[id]);
+    assert_eq!(s.sends(id).len(), 1);
+    let late = s.decide(&admin, id, "block", "too late");
+    assert_eq!(late.status, 409, "{}", late.text);
+
+    // Another from the same payer, blocked: it fails, its money stays in custody.
+    let (blocked, _, deposit) = s.paid_from(1, "4.00", &payer);
+    s.until_raw(blocked, "held");
+    let decided = s.decide(&admin, blocked, "block", "confirmed match with OFAC entry");
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    assert_eq!(decided.json()["raw_status"], "failed");
+    for _ in 0..3 {
+        s.worker.cron();
+        s.anvil.mine(1);
+    }
+    let after = s.worker.transaction(0, blocked);
+    assert_eq!(
+        (after["status"].as_str(), after["raw_status"].as_str()),
+        (Some("failed"), Some("failed"))
+    );
+    assert!(s.sends(blocked).is_empty());
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &deposit),
+        4_000_000,
+        "frozen in custody"
+    );
+    let returned = s.worker.send(
+        s.worker
+            .request(
+                Method::POST,
+                &format!("/portal/api/payments/{blocked}/returns"),
+            )
+            .header("Cookie", format!("payrail_portal={}", admin.cookie))
+            .header("X-CSRF-Token", &admin.csrf)
+            .header("Idempotency-Key", "screen-blocked-return")
+            .json(&json!({"deposit": deposit, "address": s.anvil.account(9)})),
+        None,
+    );
+    assert_eq!(returned.status, 409, "{}", returned.text);
+    // The audit export holds every screening and decision of the day.
+    let today = &shared_types::time::format_unix(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64,
+    )
+    .unwrap()[..10];
+    let export = s.worker.portal_page(
+        &admin,
+        &format!("/portal/screening/export.csv?from={today}&to={today}"),
+    );
+    assert_eq!(export.status, 200, "{}", export.text);
+    for needle in [
+        format!("payment,{id},polygon,{}", payer.to_ascii_lowercase()),
+        format!("decision,payment,{id}"),
+        format!("decision,payment,{blocked}"),
+        "confirmed match with OFAC entry".to_owned(),
+        "false positive".to_owned(),
+    ] {
+        assert!(export.text.contains(&needle), "{needle}: {}", export.text);
+    }
+    s.anvil.sanction(s.oracle(), &[&payer], false);
+    s.assert_books();
+}
+
+/// `n` calls at once: every answer as status and body.
+fn at_once(n: usize, call: impl Fn(usize) -> payrail_tests::Reply + Sync) -> Vec<(u16, String)> {
+    let answers = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let call = &call;
+                scope.spawn(move || {
+                    let reply = call(i);
+                    (reply.status, reply.text)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    answers
+}
+
+#[test]
+fn money_from_an_address_on_the_operators_list_is_held_like_the_oracles() {
+    let (_one, s) = shared();
+    let mut load = xtask::sdn::read(&payrail_tests::root().join("tests/fixtures/sdn-sample.xml"))
+        .expect("the sample SDN file");
+    load.entries.retain(|e| e.address == SDN_LISTED);
+    xtask::sdn::send(
+        &s.worker.base_url,
+        OPERATOR_TOKEN,
+        "EU sample",
+        false,
+        &load,
+    )
+    .expect("the load");
+    // The node signs for the listed address (anvil impersonates it), with gas money.
+    s.anvil.rpc("anvil_impersonateAccount", json!([SDN_LISTED]));
+    s.anvil
+        .pay_ether(&s.anvil.account(0), SDN_LISTED, 10u128.pow(18));
+    let (id, _, _) = s.paid_from(1, "5.00", SDN_LISTED);
+    s.until_raw(id, "held");
+    let admin = s.worker.portal_login(0);
+    let queue = s
+        .worker
+        .portal(Method::GET, "/portal/api/screening", Some(&admin), None);
+    let review = queue.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["transaction_id"] == id)
+        .cloned()
+        .expect("the review");
+    assert!(
+        review["reason"]
+            .as_str()
+            .unwrap()
+            .contains("EU sample: SDN 90001"),
+        "{review}"
+    );
+    assert!(
+        review["evidence"][0]["oracle"].is_string(),
+        "the oracle was read too"
+    );
+    let decided = s.decide(&admin, id, "block", "listed by the EU");
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    s.assert_books();
+}
+
+#[test]
+fn an_unreadable_oracle_credits_nothing_until_it_answers() {
+    let (_one, s) = shared();
+    let node = s.node.as_ref().expect("the node behind a proxy");
+    let _heals = Heals(node);
+    let oracle_calls = format!("eth_call to:{}", s.oracle().to_ascii_lowercase());
+    node.set(&oracle_calls, Fault::Garbage, 100);
+    let (id, session) = s.checkout(1, "7.00", "USD", "SCREEN-WAIT");
+    let (address, units) = s.worker.deposit(&session);
+    s.anvil.transfer(&s.usdc, &s.customer, &address, units);
+    s.anvil.mine(2);
+    let waiting = eventually("the credit waiting", Duration::from_secs(30), || {
+        s.worker.cron();
+        let reply = s.worker.send(
+            s.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        );
+        let body = reply.json();
+        body["chain"]["screening_wait"]
+            .as_str()
+            .map(|_| body.clone())
+    });
+    assert_eq!(waiting["status"], "pending", "{waiting}");
+    for _ in 0..3 {
+        s.worker.cron();
+    }
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
+    let open: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(open, 1, "one outage, told once");
+    node.release(&oracle_calls);
+    s.until_raw(id, "succeeded");
+    s.settle(&[id]);
     s.assert_books();
 }

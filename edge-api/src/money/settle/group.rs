@@ -141,9 +141,16 @@ async fn screen_wallet(
     wallet: &str,
     first: &Settleable,
 ) -> Result<screening::Read, NotNow> {
-    let read = screening::screen(ctx, (name, Some(network)), wallet, None)
-        .await
-        .map_err(|e| NotNow::Hold(e.description))?;
+    let read = match screening::screen(ctx, (name, Some(network)), wallet, None).await {
+        Ok(read) => read,
+        // The run's calls are spent: next run, with nothing to tell.
+        Err(screening::Unscreened::Budget) => return Err(NotNow::Raced),
+        Err(screening::Unscreened::Oracle(err)) => return Err(NotNow::Hold(err.description)),
+        Err(screening::Unscreened::Internal(err)) => {
+            err.log_with("screening a payout's wallet");
+            return Err(NotNow::Raced);
+        }
+    };
     if !read.listed() {
         return Ok(read);
     }

@@ -28,13 +28,15 @@ use shared_types::ids::{InstitutionId, Scoped};
 use shared_types::lifecycle::Action;
 use shared_types::{ErrorCode, RawStatus};
 
-use super::topup;
+use super::{screening, topup};
 use crate::chain::config::Network;
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc::Budget;
 use crate::chain::scan::{self, Scan};
 use crate::chain::{evm, networks, rates, rpc};
 use crate::ctx::Ctx;
+use crate::db::notifications::NotificationKind;
+use crate::db::screenings::{HeldFunds, NewReview, Subject};
 use crate::db::sessions::{self, SessionView};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{self, SeenTransfer, StoredTransfer, Watch};
@@ -148,6 +150,7 @@ async fn read(ctx: &Ctx, held: Option<&Db>, network: &Network, watch: &Watch) ->
                 .get(&t.block_number)
                 .map_or(now, |at| i64::try_from(*at).unwrap_or(i64::MAX))
                 >= watch.expires_at,
+            sender: t.from.as_deref(),
         })
         .collect();
     // The payments already stored as final: seen again (the first blocks of a check are read
@@ -319,6 +322,10 @@ pub struct ChainState {
     /// read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub valuation_error: Option<String>,
+    /// While money waits for its senders' screening: why it could not be made (an oracle that
+    /// cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screening_wait: Option<String>,
 }
 
 /// What a status poll found: the session (as it stands after any credit the poll made) and, when
@@ -532,10 +539,25 @@ async fn judge(
         late_rate,
     } = &verdict
     {
-        let action = if *late {
-            Action::PayLate { amount: *gross }
-        } else {
-            Action::Pay { amount: *gross }
+        // Every sender of the money is screened before the credit (docs/SCREENING.md): one on a
+        // sanctions list, or one the chain does not name, holds the payment for review; an
+        // oracle that cannot be read leaves it uncredited until it can.
+        let screened = match screen_senders(ctx, session, networks, list, &transfers, parts).await {
+            Ok(screened) => screened,
+            Err(why @ (screening::Unscreened::Budget | screening::Unscreened::Oracle(_))) => {
+                return Ok(ChainState {
+                    valuation_error: None,
+                    verdict,
+                    node_unreachable: list.iter().any(|w| w.node_error.is_some()),
+                    screening_wait: Some(ApiError::from(why).description),
+                });
+            }
+            Err(screening::Unscreened::Internal(err)) => return Err(err),
+        };
+        let action = match (&screened.review, late) {
+            (Some(_), _) => Action::PayHeld { amount: *gross },
+            (None, true) => Action::PayLate { amount: *gross },
+            (None, false) => Action::Pay { amount: *gross },
         };
         // Each part with its asset's token and decimals, and the base units at each address.
         let mut books = Vec::with_capacity(parts.len());
@@ -568,7 +590,7 @@ async fn judge(
             ctx,
             held,
             Scoped::new(session.institution_id, session.transaction_id),
-            &action,
+            (&action, &screened),
             source_hash,
             &books,
             late_rate
@@ -577,9 +599,17 @@ async fn judge(
         )
         .await
         {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Some(review) = &screened.review {
+                    tell_held(ctx, session, *gross, review).await;
+                }
+            }
             // Credited or expired meanwhile: the next check sees the new state.
-            Err(err) if err.code == ErrorCode::Conflict => {}
+            Err(err) if err.code == ErrorCode::Conflict => worker::console_warn!(
+                "payment {} not credited now: {}",
+                session.transaction_id,
+                err.description
+            ),
             Err(err) => return Err(err),
         }
     }
@@ -587,7 +617,106 @@ async fn judge(
         valuation_error: valuation_error.filter(|_| matches!(verdict, Verdict::Valuing { .. })),
         verdict,
         node_unreachable: list.iter().any(|w| w.node_error.is_some()),
+        screening_wait: None,
     })
+}
+
+/// Screens the senders of `session`'s confirmed payments (`transfers` to its watched addresses
+/// `list`) on their networks, for its credit (of `parts`): the decisions, and when a sender is
+/// listed or not named by the chain, the review that holds it. Fails with 503 when an oracle
+/// cannot be read.
+async fn screen_senders(
+    ctx: &Ctx,
+    session: &SessionView,
+    networks: &BTreeMap<String, Network>,
+    list: &[Watch],
+    transfers: &[StoredTransfer],
+    parts: &[rules::CreditPart],
+) -> Result<payments::Screened, screening::Unscreened> {
+    let now = ctx.now();
+    let payment = session.transaction_id.to_string();
+    let mut senders: BTreeSet<(&str, Option<&str>, &str)> = BTreeSet::new();
+    for t in transfers
+        .iter()
+        .filter(|t| t.kind == TransferKind::Payment && t.confirmed)
+    {
+        if let Some(watch) = list.iter().find(|w| t.address.lower() == w.address) {
+            senders.insert((
+                watch.network.as_str(),
+                t.sender.as_deref(),
+                watch.address.as_str(),
+            ));
+        }
+    }
+    let mut screened = payments::Screened::default();
+    let mut reasons = Vec::new();
+    let mut done: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for (network, sender, address) in senders {
+        let Some(sender) = sender else {
+            reasons.push(format!(
+                "ether reached {address} on {network} from inside a contract call: the chain \
+                 does not name who sent it, so it could not be screened"
+            ));
+            continue;
+        };
+        if !done.insert((network, sender)) {
+            continue;
+        }
+        let read = screening::screen(ctx, (network, networks.get(network)), sender, None).await?;
+        if read.listed() {
+            reasons.push(format!("the sender {}", read.reason()));
+        }
+        screened.decisions.push(
+            read.record(session.institution_id, (Subject::Payment, &payment), now)
+                .map_err(screening::Unscreened::Internal)?,
+        );
+    }
+    if !reasons.is_empty() {
+        screened.review = Some(NewReview {
+            institution_id: session.institution_id,
+            transaction_id: session.transaction_id,
+            reason: reasons.join("; "),
+            held: parts
+                .iter()
+                .enumerate()
+                .flat_map(|(part, p)| {
+                    p.received.iter().map(move |(address, units)| HeldFunds {
+                        part,
+                        address: address.clone(),
+                        units: units.to_string(),
+                    })
+                })
+                .collect(),
+            opened_at: now,
+        });
+    }
+    Ok(screened)
+}
+
+/// Tells the institution's admins at once that `session`'s payment is held for review (logged
+/// if it cannot be recorded: the review itself is stored).
+async fn tell_held(ctx: &Ctx, session: &SessionView, gross: Decimal, review: &NewReview) {
+    let subject = format!(
+        "Payment {} is held: review its screening",
+        session.transaction_id
+    );
+    let body = format!(
+        "Payment {} ({} {}) reached custody, but its screening held it: {}. It is neither \
+         settled nor refunded until an admin releases it (a false positive) or blocks it, with \
+         a note, on the portal's Screening page.",
+        session.transaction_id, gross, session.currency, review.reason
+    );
+    if let Err(err) = crate::notify::admins(
+        ctx,
+        session.institution_id,
+        NotificationKind::ScreeningHold,
+        &subject,
+        &body,
+    )
+    .await
+    {
+        err.log_with("telling the admins of a screening hold");
+    }
 }
 
 /// Most late payments one evaluation values (each takes a block's time and a rate: a few node

@@ -397,6 +397,7 @@ mod tests {
             after_expiry: false,
             rate: None,
             rate_source: None,
+            sender: None,
         }
     }
 

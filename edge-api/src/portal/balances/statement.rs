@@ -14,7 +14,7 @@ use super::{asset_amount, empty, find, signed, view, Asset, Balance};
 use crate::ctx::timestamp;
 use crate::db::ledger::{self, TransferRow};
 use crate::error::{ApiError, OrInternal};
-use crate::portal::{merchants, payments, Portal};
+use crate::portal::{csv_cell, merchants, Portal};
 use crate::query::{StatementQuery, MAX_LIMIT};
 
 /// What a statement line records, in words. Pure.
@@ -238,9 +238,9 @@ fn csv_rows(lines: &[Line], asset: &Asset, header: bool) -> Result<Vec<u8>, Stri
             l.state,
             &l.transaction_id.map(|t| t.to_string()).unwrap_or_default(),
             // Written by Payrail, but a cell that starts like a formula is never let through.
-            &payments::cell(&l.reference),
-            &payments::cell(&asset.asset),
-            &payments::cell(&asset.network),
+            &csv_cell::cell(&l.reference),
+            &csv_cell::cell(&asset.asset),
+            &csv_cell::cell(&asset.network),
             debit,
             credit,
             l.balance_after.as_deref().unwrap_or_default(),

@@ -59,7 +59,9 @@ form.limit{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}form.
 border:1px solid currentColor;white-space:nowrap}
 .s-paid,.a-exact{background:#e7f7ee;color:#0a5c2e}.s-pending,.a-under{background:#fff4d6;color:#6b4e00}
 .s-failed{background:#fdecec;color:#9b1c1c}.s-refunded{background:#eef1f5;color:#3d4756}
-.s-partially_refunded{background:#f1ecfe;color:#5b21b6}.a-over{background:#e6efff;color:#1e429f}
+.s-partially_refunded{background:#f1ecfe;color:#5b21b6}.s-held{background:#fdecec;color:#9b1c1c}
+article.review{border-top:1px solid #e3e7ee;padding:.75rem 0}article.review h2{font-size:1.15rem;margin:.25rem 0}
+article.review dd.reason{overflow-wrap:anywhere}form.decide textarea{font:inherit;max-width:40rem}.a-over{background:#e6efff;color:#1e429f}
 form.search .row{display:flex;gap:.5rem}form.search input{flex:1;min-width:0;max-width:none}
 input[type=search],input[type=date]{font:inherit;padding:.35rem .5rem;box-sizing:border-box}
 form.filters{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:flex-end;margin-top:.75rem}
@@ -103,6 +105,7 @@ pub(super) fn layout(title: &str, portal: Option<&Portal>, body: Markup) -> Mark
                     nav {
                         a href="/portal/" { "Overview" } " · "
                         a href="/portal/payments" { "Payments" } " · "
+                        a href="/portal/screening" { "Screening" } " · "
                         a href="/portal/merchants" { "Merchants" } " · "
                         a href="/portal/developers" { "Developers" } " · "
                         a href="/portal/webhooks" { "Webhooks" } " · "

@@ -242,6 +242,7 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
         refunds,
         parts,
         uncredited,
+        screening,
     } = payments::detail(portal, id).await?;
     let refundable = t.amount.gross.map(|gross| {
         shared_types::refundable(
@@ -308,18 +309,35 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         dt { "Paid" } dd { (text(&t.paid_at)) }
                     }
                 }
+                @if let Some(review) = &screening {
+                    section #screening-hold {
+                        h2 { "Screening" }
+                        @match review.decision.as_deref() {
+                            None => div.warn {
+                                p { strong { "Held for review." } " " (review.reason) "." }
+                                p { "It is neither settled nor refunded until an admin decides on the "
+                                    a href=(format!("/portal/screening#review-{}", t.id)) { "Screening page" } "." }
+                            },
+                            Some(decision) => p {
+                                "It was held (" (review.reason) "), then " strong { (decision) } " by "
+                                (review.decided_by.as_deref().unwrap_or("")) " at " (review.decided_at.as_deref().unwrap_or(""))
+                                ": " (review.note.as_deref().unwrap_or(""))
+                            },
+                        }
+                    }
+                }
                 @if !deposits.is_empty() {
                     section #on-chain {
                         h2 { "On chain" }
-                        table {
+                        table.stack {
                             thead { tr { th { "Deposit address" } th { "Quote" } th { "Rate" } th { "Node" } } }
                             tbody {
                                 @for d in &deposits {
                                     tr {
-                                        td { code { (d.address) } br; (d.asset) " · " (d.network) }
-                                        td { (d.crypto_amount) " " (d.asset) br; small { (d.quoted_at) } }
-                                        td { "1 " (d.asset) " = " (d.rate) " " (text(&t.currency)) br; small { (d.rate_source) } }
-                                        td {
+                                        td data-label="Deposit address" { code { (d.address) } br; (d.asset) " · " (d.network) }
+                                        td data-label="Quote" { (d.crypto_amount) " " (d.asset) br; small { (d.quoted_at) } }
+                                        td data-label="Rate" { "1 " (d.asset) " = " (d.rate) " " (text(&t.currency)) br; small { (d.rate_source) } }
+                                        td data-label="Node" {
                                             @if let Some(error) = &d.node_error { span.bad { (error) } }
                                             @else { "block " (d.head_block) }
                                         }

@@ -1,0 +1,169 @@
+//! The screening page: payments held because a sender is on a sanctions list (or could not be
+//! screened), each with its evidence; an admin releases (a false positive) or blocks each one
+//! with a required note, once; everyone may download the audit export of a date range.
+
+use maud::{html, Markup};
+use shared_types::{ErrorCode, PortalRole};
+use worker::Response;
+
+use super::layout::{csrf_field, error_box, layout, page, Call};
+use crate::error::OrInternal;
+use crate::http::see_other;
+use crate::portal::payments::payment_id;
+use crate::portal::screening::{self, ReviewView};
+use crate::portal::Portal;
+use crate::route::Answer;
+
+/// `GET /portal/screening`.
+pub(super) async fn show(c: Call<'_>) -> Answer {
+    queue_page(&c.portal, None).await
+}
+
+/// `POST /portal/screening/{id}`: the form's decision (`decision` release or block, `note`),
+/// then the queue; a refusal (no note, decided already) is shown on it.
+pub(super) async fn decide(c: Call<'_>, id: &str) -> Answer {
+    let id = payment_id(id)?;
+    let release = match c.form.get("decision") {
+        Some("release") => true,
+        Some("block") => false,
+        _ => {
+            return queue_page(&c.portal, Some("choose release or block")).await;
+        }
+    };
+    let note = c.form.get("note").unwrap_or_default();
+    match screening::decide(&c.portal, id, release, note).await {
+        Ok(_) => see_other(c.url, &format!("/portal/screening#review-{id}")),
+        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict) => {
+            queue_page(&c.portal, Some(&err.description)).await
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// `GET /portal/screening/export.csv?from=YYYY-MM-DD&to=YYYY-MM-DD`.
+pub(super) async fn export(c: Call<'_>) -> Answer {
+    let csv = screening::export(&c.portal, c.url.query().unwrap_or("")).await?;
+    let response = Response::from_bytes(csv).or_internal("build export")?;
+    let headers = response.headers();
+    for (name, value) in [
+        ("Content-Type", "text/csv; charset=utf-8"),
+        (
+            "Content-Disposition",
+            "attachment; filename=\"screening.csv\"",
+        ),
+        ("Cache-Control", "no-store"),
+        ("X-Content-Type-Options", "nosniff"),
+    ] {
+        headers.set(name, value).or_internal("set header")?;
+    }
+    Ok(response)
+}
+
+async fn queue_page(portal: &Portal<'_>, error: Option<&str>) -> Answer {
+    let queue = screening::queue(portal).await?;
+    let admin = portal.session.role == PortalRole::Admin;
+    let open = queue.iter().filter(|r| r.decision.is_none()).count();
+    let today = shared_types::time::format_unix(portal.now)
+        .map(|t| t[..10].to_owned())
+        .unwrap_or_default();
+    page(
+        if error.is_some() { 400 } else { 200 },
+        layout(
+            "Screening",
+            Some(portal),
+            html! {
+                section {
+                    h1 { "Screening" }
+                    p.muted {
+                        "Every address money comes from or goes to is screened against the sanctions lists. "
+                        "A payment from a listed address, or from one the chain does not name, is held here: "
+                        "it is neither settled nor refunded until an admin releases it (a false positive: it "
+                        "continues as it would have) or blocks it (it fails and its money stays frozen in custody). "
+                        "Each decision needs a note and is made once."
+                    }
+                    (error_box(error))
+                    p #open-count { strong { (open) } " held for review" }
+                    @if queue.is_empty() {
+                        p.muted { "No payment was ever held." }
+                    }
+                    @for review in &queue {
+                        (review_card(portal, review, admin))
+                    }
+                }
+                section #export {
+                    h2 { "Audit export" }
+                    p.muted { "Every screening decision (senders, settlement wallets, payouts, refunds and returns) and every review decision of a date range, as CSV." }
+                    form.filters method="get" action="/portal/screening/export.csv" {
+                        div.field { label for="export-from" { "From" } input #export-from type="date" name="from" required value=(today); }
+                        div.field { label for="export-to" { "To" } input #export-to type="date" name="to" required value=(today); }
+                        div.actions { button type="submit" { "Download CSV" } }
+                    }
+                }
+            },
+        ),
+    )
+}
+
+fn review_card(portal: &Portal<'_>, r: &ReviewView, admin: bool) -> Markup {
+    let id = r.transaction_id;
+    html! {
+        article.review id=(format!("review-{id}")) data-decision=(r.decision.as_deref().unwrap_or("open")) {
+            h2 {
+                a href=(format!("/portal/payments/{id}")) { "Payment " (id) }
+                " "
+                @match r.decision.as_deref() {
+                    Some("released") => span.badge.s-paid { "released" },
+                    Some(_) => span.badge.s-failed { "blocked" },
+                    None => span.badge.s-pending { "held" },
+                }
+            }
+            dl.fields {
+                dt { "Amount" } dd { (r.amount_gross.as_deref().unwrap_or("")) " " (r.currency.as_deref().unwrap_or("")) }
+                dt { "Merchant" } dd { a href=(format!("/portal/merchants/{}", r.merchant_id)) { (r.merchant_id) } }
+                dt { "Held since" } dd { (r.opened_at) }
+                dt { "Why" } dd.reason { (r.reason) }
+                dt { "Money held" } dd {
+                    @for h in &r.held { code { (h.units) } " base units at " code { (h.address) } br; }
+                }
+            }
+            @if !r.evidence.is_empty() {
+                div.scroll {
+                    table.stack.evidence {
+                        caption.muted { "Each sender's screening" }
+                        thead { tr { th { "Address" } th { "Network" } th { "Result" } th { "Listed by" } th { "Oracle read" } th { "When" } } }
+                        tbody {
+                            @for s in &r.evidence {
+                                tr {
+                                    td data-label="Address" { code { (s.address) } }
+                                    td data-label="Network" { (s.network) }
+                                    td data-label="Result" { (s.result) }
+                                    td data-label="Listed by" { (s.listed_by.as_deref().unwrap_or("")) }
+                                    td data-label="Oracle read" {
+                                        @if let (Some(o), Some(b)) = (&s.oracle, s.oracle_block) { code { (o) } " at block " (b) } @else { "none on this network" }
+                                    }
+                                    td data-label="When" { (shared_types::time::format_unix(s.screened_at).unwrap_or_default()) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @match (&r.decision, admin) {
+                (Some(decision), _) => p.decided {
+                    strong { (decision) } " by " (r.decided_by.as_deref().unwrap_or("")) " at " (r.decided_at.as_deref().unwrap_or("")) ": " (r.note.as_deref().unwrap_or(""))
+                },
+                (None, true) => form.decide method="post" action=(format!("/portal/screening/{id}")) {
+                    (csrf_field(portal))
+                    label for=(format!("note-{id}")) { "Note (required: why you decide so)" }
+                    textarea id=(format!("note-{id}")) name="note" rows="2" required maxlength="2000" {}
+                    p {
+                        button type="submit" name="decision" value="release" { "Release" }
+                        " "
+                        button.danger type="submit" name="decision" value="block" { "Block" }
+                    }
+                },
+                (None, false) => p.muted { "An admin decides." },
+            }
+        }
+    }
+}
