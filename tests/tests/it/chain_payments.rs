@@ -935,6 +935,12 @@ fn ether_sent_directly_and_from_inside_a_contract_call_adds_up_and_is_credited()
         .anvil
         .forward_ether(&s.forwarder, &s.customer, &address, wei - wei / 2);
     s.anvil.mine(DEPTH);
+    // The chain does not name who sent ether from inside a call: it could not be screened, so
+    // the payment is held for review, and an admin releases it.
+    until(&s.worker, &session, "the ether to be held", |st| {
+        st["status"] == "held"
+    });
+    release(&s.worker, id);
     until(&s.worker, &session, "the ether to be credited", |st| {
         st["status"] == "succeeded"
     });
@@ -1001,6 +1007,11 @@ fn ether_sent_from_inside_calls_to_two_deposit_addresses_in_one_block_credits_bo
     assert_eq!(blocks[0], blocks[1], "one block");
     s.anvil.mine(DEPTH);
     for (session, id) in [(&first, first_id), (&second, second_id)] {
+        // Not screened (the chain does not name the sender): held, then released.
+        until(&s.worker, session, "the ether to be held", |st| {
+            st["status"] == "held"
+        });
+        release(&s.worker, id);
         until(&s.worker, session, "the ether to be credited", |st| {
             st["status"] == "succeeded"
         });
@@ -1018,4 +1029,33 @@ fn ether_sent_from_inside_calls_to_two_deposit_addresses_in_one_block_credits_bo
         .unwrap();
     assert_eq!(rows, 2, "one transfer per address");
     payrail_tests::books::settle_and_assert_balanced(&s.worker, &s.anvil);
+}
+
+/// Releases payment `id`, held by its screening, as demo institution 0's admin: the review
+/// names the sender the chain does not name.
+fn release(worker: &Worker, id: i64) {
+    let admin = worker.portal_login(0);
+    let queue = worker.portal(Method::GET, "/portal/api/screening", Some(&admin), None);
+    assert_eq!(queue.status, 200, "{}", queue.text);
+    let review = queue.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["transaction_id"] == id)
+        .cloned()
+        .expect("the review");
+    assert!(
+        review["reason"]
+            .as_str()
+            .unwrap()
+            .contains("from inside a contract call"),
+        "{review}"
+    );
+    let released = worker.portal(
+        Method::POST,
+        &format!("/portal/api/screening/{id}"),
+        Some(&admin),
+        Some(&json!({"decision": "release", "note": "our customer's multisig wallet"})),
+    );
+    assert_eq!(released.status, 200, "{}", released.text);
 }
