@@ -8,6 +8,7 @@
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use payrail_tests::browser::{exclusive, Browser};
 use payrail_tests::eventually;
 use payrail_tests::faults::Fault;
 use reqwest::Method;
@@ -703,4 +704,70 @@ fn an_unreadable_oracle_credits_nothing_until_it_answers() {
     s.until_raw(id, "succeeded");
     s.settle(&[id]);
     s.assert_books();
+}
+
+/// The review queue, a held payment's page and the hosted page of a held payment, at a
+/// desktop's and a phone's width, with no serious or critical accessibility violation; the
+/// page's own form releases the payment.
+#[test]
+fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
+    let (_one, s) = shared();
+    let payer = s.anvil.account(2);
+    s.anvil.sanction(s.oracle(), &[&payer], true);
+    let (id, session, _) = s.paid_from(1, "13.00", &payer);
+    s.until_raw(id, "held");
+    let _browser = exclusive();
+    let browser = Browser::start();
+    let admin = &s.worker.credentials.institutions[0];
+    browser.log_in(
+        &s.worker.base_url,
+        &admin.admin_email,
+        &admin.admin_password,
+    );
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height);
+        browser.goto(&format!("{}/portal/screening", s.worker.base_url));
+        let card = browser.wait_text(&format!("#review-{id}"));
+        assert!(card.contains("sanctions list"), "{card}");
+        super::balances::photograph(
+            &browser,
+            (width, height),
+            &format!("#review-{id}"),
+            "portal-screening-queue",
+        );
+        let violations = browser.serious_accessibility_violations();
+        assert!(violations.is_empty(), "queue at {width}: {violations:#?}");
+        browser.goto(&format!("{}/portal/payments/{id}", s.worker.base_url));
+        assert!(browser
+            .wait_text("#screening-hold")
+            .contains("Held for review"));
+        super::balances::photograph(
+            &browser,
+            (width, height),
+            "#screening-hold",
+            "portal-payment-held",
+        );
+        let violations = browser.serious_accessibility_violations();
+        assert!(violations.is_empty(), "payment at {width}: {violations:#?}");
+        browser.goto(&format!("{}/checkout/{session}", s.worker.base_url));
+        assert!(browser.wait_text("#status").contains("under review"));
+        browser.screenshot(&format!("hosted-page-held-{width}"));
+        let violations = browser.serious_accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "hosted page at {width}: {violations:#?}"
+        );
+    }
+    // The page's form: a note, then Release.
+    browser.resize(1280, 900);
+    browser.goto(&format!("{}/portal/screening", s.worker.base_url));
+    browser.fill(
+        &format!("#note-{id}"),
+        "the customer proved the wallet is theirs",
+    );
+    browser.click(&format!("#review-{id} button[value=release]"));
+    let decided = browser.wait_text(&format!("#review-{id} .decided"));
+    assert!(decided.contains("released"), "{decided}");
+    assert_eq!(s.worker.transaction(0, id)["raw_status"], "succeeded");
+    s.anvil.sanction(s.oracle(), &[&payer], false);
 }

@@ -126,6 +126,8 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("post", "/portal/api/webhook-endpoints/{id}/enable"),
     ("post", "/portal/api/webhook-endpoints/{id}/test"),
     ("get", "/portal/api/deliveries/{id}"),
+    ("get", "/portal/api/screening"),
+    ("post", "/portal/api/screening/{id}"),
     ("post", "/portal/api/deliveries/{id}/resend"),
     ("get", "/portal/api/notifications"),
     ("get", "/portal/api/merchants"),

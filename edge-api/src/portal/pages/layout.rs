@@ -61,7 +61,7 @@ border:1px solid currentColor;white-space:nowrap}
 .s-failed{background:#fdecec;color:#9b1c1c}.s-refunded{background:#eef1f5;color:#3d4756}
 .s-partially_refunded{background:#f1ecfe;color:#5b21b6}.s-held{background:#fdecec;color:#9b1c1c}
 article.review{border-top:1px solid #e3e7ee;padding:.75rem 0}article.review h2{font-size:1.15rem;margin:.25rem 0}
-article.review dd.reason{overflow-wrap:anywhere}form.decide textarea{font:inherit;max-width:40rem}.a-over{background:#e6efff;color:#1e429f}
+article.review dd.reason,article.review td,#screening-hold p{overflow-wrap:anywhere}form.decide textarea{font:inherit;max-width:40rem}.a-over{background:#e6efff;color:#1e429f}
 form.search .row{display:flex;gap:.5rem}form.search input{flex:1;min-width:0;max-width:none}
 input[type=search],input[type=date]{font:inherit;padding:.35rem .5rem;box-sizing:border-box}
 form.filters{display:flex;flex-wrap:wrap;gap:.5rem .75rem;align-items:flex-end;margin-top:.75rem}

@@ -348,18 +348,18 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                         @if chain_transfers.is_empty() {
                             p { "No transfer seen yet." }
                         } @else {
-                            table #chain-transfers {
+                            table.stack #chain-transfers {
                                 thead { tr { th { "Transaction" } th { "Amount" } th { "Block" } th { "State" } } }
                                 tbody {
                                     @for c in &chain_transfers {
                                         tr data-kind=(c.kind.as_str()) {
-                                            td { code { (c.tx_hash) } }
-                                            td {
+                                            td data-label="Transaction" { code { (c.tx_hash) } }
+                                            td data-label="Amount" {
                                                 @if let Some(amount) = &c.amount { (amount) " " (text(&c.asset)) }
                                                 @else { (c.base_units.as_deref().unwrap_or("—")) " base units of " code { (c.token) } }
                                             }
-                                            td { (c.block_number) }
-                                            td {
+                                            td data-label="Block" { (c.block_number) }
+                                            td data-label="State" {
                                                 (if c.confirmed { "confirmed" } else { "confirming" })
                                                 @if c.kind == TransferKind::UnexpectedToken { " · " strong { "another token: for review" } }
                                                 @if c.after_expiry { " · after the checkout ended" }
@@ -433,20 +433,20 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                             }
                         }
                         @if !settlement_transactions.is_empty() {
-                            table #settlement-transactions {
+                            table.stack #settlement-transactions {
                                 thead { tr { th { "Transaction" } th { "Pays" } th { "Gas" } th { "State" } } }
                                 tbody {
                                     @for c in &settlement_transactions {
                                         tr data-state=(c.state) {
-                                            td { code { (c.tx_hash) } br; small { "nonce " (c.nonce) " · " (c.created_at) } }
-                                            td { (c.net) " " (text(&t.currency)) " to " code { (c.wallet) } br; small { (c.net_base_units) " base units" } }
-                                            td {
+                                            td data-label="Transaction" { code { (c.tx_hash) } br; small { "nonce " (c.nonce) " · " (c.created_at) } }
+                                            td data-label="Pays" { (c.net) " " (text(&t.currency)) " to " code { (c.wallet) } br; small { (c.net_base_units) " base units" } }
+                                            td data-label="Gas" {
                                                 (c.gas_fee) " " (text(&t.currency)) br;
                                                 small { (c.gas_limit) " gas at " (c.gas_price) " wei"
                                                     @if let Some(used) = &c.gas_used { " · used " (used) } }
                                                 br; small { (c.rate_source) }
                                             }
-                                            td {
+                                            td data-label="State" {
                                                 (c.state)
                                                 @if let Some(block) = c.block_number { " · block " (block) }
                                                 @if let Some(error) = &c.error { br; span.bad { (error) } }

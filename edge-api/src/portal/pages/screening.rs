@@ -127,7 +127,7 @@ fn review_card(portal: &Portal<'_>, r: &ReviewView, admin: bool) -> Markup {
                 }
             }
             @if !r.evidence.is_empty() {
-                div.scroll {
+                div.scroll tabindex="0" role="region" aria-label=(format!("Screening of payment {id}'s senders")) {
                     table.stack.evidence {
                         caption.muted { "Each sender's screening" }
                         thead { tr { th { "Address" } th { "Network" } th { "Result" } th { "Listed by" } th { "Oracle read" } th { "When" } } }
