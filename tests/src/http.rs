@@ -249,6 +249,25 @@ impl Worker {
         reply.json()["data"][0].clone()
     }
 
+    /// The review of payment `id` in demo institution 0's screening queue, as its JSON API
+    /// shows it to `portal`'s session (the test fails when the queue has none).
+    pub fn screening_review(&self, portal: &crate::PortalSession, id: i64) -> Value {
+        let queue = self.portal(
+            reqwest::Method::GET,
+            "/portal/api/screening",
+            Some(portal),
+            None,
+        );
+        assert_eq!(queue.status, 200, "{}", queue.text);
+        queue.json()["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["transaction_id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no review of payment {id}: {}", queue.text))
+    }
+
     /// A new API client of demo institution `index`, made by its admin in the portal with
     /// `scopes`: (client_id, client_secret).
     pub fn new_client(&self, index: usize, name: &str, scopes: &[&str]) -> (String, String) {

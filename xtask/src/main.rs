@@ -24,6 +24,13 @@
 //!               URL under NAME, "OFAC SDN" unless said; --replace also takes off NAME's
 //!               addresses the file no longer names; the operator's token from
 //!               PAYRAIL_OPERATOR_TOKEN)
+//! screening-list --url URL [--removed]   (the worker's sanctions list at URL, newest first, a
+//!               line per entry: address, source, listed on, entry; --removed also shows the
+//!               entries taken off, with when and by whom; the operator's token from
+//!               PAYRAIL_OPERATOR_TOKEN)
+//! screening-remove ADDRESS --source NAME --url URL   (takes ADDRESS off the list NAME at the
+//!               worker at URL, kept for the record; exits 1 when NAME does not list it; the
+//!               operator's token from PAYRAIL_OPERATOR_TOKEN)
 //! ```
 
 use std::path::PathBuf;
@@ -47,6 +54,8 @@ fn main() -> ExitCode {
         Some("sweep") => sweep(&args[1..]),
         Some("move") => move_institutions(&args[1..]),
         Some("screening-load") => screening_load(&args[1..]),
+        Some("screening-list") => screening_list(&args[1..]),
+        Some("screening-remove") => screening_remove(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
@@ -54,8 +63,10 @@ fn main() -> ExitCode {
              | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
              | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin) \
              | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment) \
-             | screening-load FILE --url URL [--source NAME] [--replace] (PAYRAIL_OPERATOR_TOKEN \
-             in the environment)"
+             | screening-load FILE --url URL [--source NAME] [--replace] \
+             | screening-list --url URL [--removed] \
+             | screening-remove ADDRESS --source NAME --url URL \
+             (screening-*: PAYRAIL_OPERATOR_TOKEN in the environment)"
                 .to_owned(),
         ),
     };
@@ -133,6 +144,56 @@ fn screening_load(args: &[String]) -> Result<(), String> {
         loaded.removed
     );
     Ok(())
+}
+
+/// Prints the operator's sanctions list as the worker shows it: a line per entry, then a count.
+fn screening_list(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let url = opts
+        .value("--url")?
+        .ok_or("--url: the worker's base URL (scripts/dev's, or production's) is required")?;
+    let removed = opts.flag("--removed");
+    let entries = sdn::list(&url, &operator_token()?, removed)?;
+    print!("{}", sdn::table(&entries));
+    if entries.len() >= sdn::LIST_MAX {
+        eprintln!(
+            "the worker shows at most {} entries, newest first: older ones may be left out",
+            sdn::LIST_MAX
+        );
+    }
+    Ok(())
+}
+
+/// Takes one address off one list through the worker's operator API (the worker keeps the entry,
+/// marked taken off); fails with the worker's message when the list has no such entry.
+fn screening_remove(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let address = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .ok_or("screening-remove needs the ADDRESS to take off (0x and 40 hex digits)")?;
+    let source = opts
+        .value("--source")?
+        .ok_or("--source NAME: the list to take the address off (e.g. \"OFAC SDN\") is required")?;
+    let url = opts
+        .value("--url")?
+        .ok_or("--url: the worker's base URL (scripts/dev's, or production's) is required")?;
+    sdn::remove(&url, &operator_token()?, address, &source)?;
+    println!(
+        "took {} off {} (kept for the record)",
+        address.trim().to_ascii_lowercase(),
+        source.trim()
+    );
+    Ok(())
+}
+
+/// The operator's token, from the environment only: a command line is kept by the shell's
+/// history.
+fn operator_token() -> Result<String, String> {
+    std::env::var("PAYRAIL_OPERATOR_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| "PAYRAIL_OPERATOR_TOKEN: the operator's token is required".to_owned())
 }
 
 /// Named options (`--name value` or a bare `--flag`) after positional arguments.

@@ -5,6 +5,10 @@
 //! from `PAYRAIL_OPERATOR_TOKEN`). Elements are matched on their local names: OFAC puts a default
 //! namespace on the root, and has changed it before.
 //!
+//! `xtask screening-list` and `xtask screening-remove`: the operator's list as the worker shows it
+//! (`GET /operator/sanctioned-addresses`), and one entry taken off it (`POST
+//! /operator/sanctioned-addresses/remove`; the worker keeps its row, for the record).
+//!
 //! An EVM address is the same account on every EVM network, so every id whose type is a
 //! "Digital Currency Address - …" and whose number is an EVM address is kept, whatever the
 //! currency OFAC wrote beside it (ETH, ETC, USDT, USDC, ARB, BSC…); bitcoin, Tron and other
@@ -14,7 +18,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The largest file read: OFAC's `sdn.xml` is a few tens of MiB; a file past this is not one,
@@ -27,6 +31,10 @@ pub const MAX_ADDRESSES: usize = 100_000;
 
 /// The most entries the operator API takes in one request.
 pub const MAX_PER_REQUEST: usize = 5_000;
+
+/// The most entries the worker's list shows in one answer: an answer this long may leave older
+/// entries out.
+pub const LIST_MAX: usize = 10_000;
 
 /// The `idType` prefix of OFAC's digital currency addresses; the currency follows it.
 const DIGITAL_CURRENCY: &str = "Digital Currency Address - ";
@@ -59,6 +67,27 @@ pub struct Loaded {
     pub kept: u64,
     /// The source's addresses absent from the load, taken off the list (only with `replace`).
     pub removed: u64,
+}
+
+/// One entry of the operator's list, as the worker shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ListedEntry {
+    /// `0x` and 40 lower-case hex digits.
+    pub address: String,
+    /// The list that names it, e.g. `OFAC SDN`.
+    pub source: String,
+    /// The entry naming it, e.g. `SDN 12345: LAZARUS GROUP`.
+    pub entry: String,
+    /// When the list published it, `YYYY-MM-DD`.
+    pub listed_on: String,
+    /// When it was added (Unix seconds).
+    pub added_at: i64,
+    /// Who added it.
+    pub added_by: String,
+    /// When it was taken off (Unix seconds), if it was.
+    pub removed_at: Option<i64>,
+    /// Who took it off.
+    pub removed_by: Option<String>,
 }
 
 /// Reads and parses the SDN file at `path`, refusing one larger than [`MAX_FILE_BYTES`] before
@@ -247,19 +276,14 @@ pub fn send(
             load.entries.len()
         ));
     }
-    let url = format!(
-        "{}/operator/sanctioned-addresses",
-        base_url.trim_end_matches('/')
-    );
+    let url = endpoint(base_url, "/operator/sanctioned-addresses");
     let body = json!({
         "source": source,
         "published": load.published,
         "replace": replace,
         "entries": load.entries,
     });
-    let answer = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(120))
-        .build()
+    let answer = agent()
         .post(&url)
         .set("Authorization", &format!("Bearer {token}"))
         .send_json(body);
@@ -279,27 +303,173 @@ pub fn send(
                 removed: count("removed")?,
             })
         }
-        Err(ureq::Error::Status(status, response)) => {
-            let body = response.into_string().unwrap_or_default();
-            let error = serde_json::from_str::<Value>(&body).ok();
-            let error = error.as_ref().map(|v| &v["error"]);
-            let message = error.and_then(|e| e["message"].as_str());
-            let code = error.and_then(|e| e["code"].as_str());
-            Err(match (code, message) {
-                (Some(code), Some(message)) => {
-                    format!("the worker refused the load ({status} {code}): {message}")
-                }
-                (None, Some(message)) => {
-                    format!("the worker refused the load ({status}): {message}")
-                }
-                _ => {
-                    let body: String = body.chars().take(200).collect();
-                    format!("the worker refused the load ({status}): {body}")
-                }
-            })
-        }
+        Err(ureq::Error::Status(status, response)) => Err(refusal("the load", status, response)),
         // Names the URL (never the token).
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The operator's list at the worker `base_url`, newest first (at most [`LIST_MAX`] entries),
+/// read with the operator's `token`; with `removed`, the entries taken off too. A refusal by the
+/// worker is its error message.
+pub fn list(base_url: &str, token: &str, removed: bool) -> Result<Vec<ListedEntry>, String> {
+    let mut url = endpoint(base_url, "/operator/sanctioned-addresses");
+    if removed {
+        url.push_str("?removed=true");
+    }
+    let answer = agent()
+        .get(&url)
+        .set("Authorization", &format!("Bearer {token}"))
+        .call();
+    match answer {
+        Ok(response) => {
+            #[derive(Deserialize)]
+            struct Answer {
+                data: Vec<ListedEntry>,
+            }
+            // Read whole (ureq bounds a string at 10 MiB; 10,000 entries are a few MiB).
+            let text = response
+                .into_string()
+                .map_err(|e| format!("{url}: the answer could not be read: {e}"))?;
+            serde_json::from_str::<Answer>(&text)
+                .map(|answer| answer.data)
+                .map_err(|e| format!("{url}: the answer is not the list: {e}"))
+        }
+        Err(ureq::Error::Status(status, response)) => Err(refusal("the list", status, response)),
+        // Names the URL (never the token).
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Takes `address` off the list `source` at the worker `base_url` with the operator's `token`
+/// (the worker keeps the entry, marked taken off). Refuses, before sending, an address that is not
+/// `0x` and 40 hex digits, and an empty source. A refusal by the worker (404 when the list has no
+/// such entry) is its error message.
+pub fn remove(base_url: &str, token: &str, address: &str, source: &str) -> Result<(), String> {
+    let address = evm_address(address)
+        .ok_or_else(|| format!("{address:?} is not an EVM address (0x and 40 hex digits)"))?;
+    let source = source.trim();
+    if source.is_empty() {
+        return Err("the source must name the list".to_owned());
+    }
+    let url = endpoint(base_url, "/operator/sanctioned-addresses/remove");
+    let answer = agent()
+        .post(&url)
+        .set("Authorization", &format!("Bearer {token}"))
+        .send_json(json!({ "address": address, "source": source }));
+    match answer {
+        Ok(response) => {
+            let report: Value = response
+                .into_json()
+                .map_err(|e| format!("{url}: the answer is not JSON: {e}"))?;
+            if report["removed"] == Value::Bool(true) {
+                Ok(())
+            } else {
+                Err(format!("{url}: the answer does not say removed: {report}"))
+            }
+        }
+        Err(ureq::Error::Status(status, response)) => Err(refusal("the removal", status, response)),
+        // Names the URL (never the token).
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `entries` as a table, a line each (address, source, publication date, entry, and for an entry
+/// taken off when and by whom), then a line counting them. Control characters in the worker's
+/// text are shown as `?`, so that an entry cannot move the terminal's cursor or colour it.
+pub fn table(entries: &[ListedEntry]) -> String {
+    let rows: Vec<[String; 5]> = entries
+        .iter()
+        .map(|e| {
+            let removed = e.removed_at.map(|at| {
+                let when = shared_types::time::format_unix(at).unwrap_or_else(|| at.to_string());
+                match &e.removed_by {
+                    Some(who) => format!("removed {when} by {}", printable(who)),
+                    None => format!("removed {when}"),
+                }
+            });
+            [
+                printable(&e.address),
+                printable(&e.source),
+                printable(&e.listed_on),
+                printable(&e.entry),
+                removed.unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut widths = [0; 5];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let line = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let taken_off = entries.iter().filter(|e| e.removed_at.is_some()).count();
+    let noun = if entries.len() == 1 {
+        "entry"
+    } else {
+        "entries"
+    };
+    out.push_str(&format!(
+        "{} {noun} ({taken_off} taken off)\n",
+        entries.len()
+    ));
+    out
+}
+
+/// `text` with each control character (a newline, an escape…) shown as `?`.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// The operator API's `path` at the worker `base_url`.
+fn endpoint(base_url: &str, path: &str) -> String {
+    format!("{}{path}", base_url.trim_end_matches('/'))
+}
+
+/// An HTTP client for the operator API.
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(120))
+        .build()
+}
+
+/// What the worker said refusing `what` with `status`: its error body's code and description
+/// (`{"error": "<code>", "error_description": "<message>"}`), else the start of the body.
+fn refusal(what: &str, status: u16, response: ureq::Response) -> String {
+    let body = response.into_string().unwrap_or_default();
+    let error = serde_json::from_str::<Value>(&body).ok();
+    let code = error.as_ref().and_then(|e| e["error"].as_str());
+    let message = error.as_ref().and_then(|e| e["error_description"].as_str());
+    match (code, message) {
+        (Some(code), Some(message)) => format!(
+            "the worker refused {what} ({status} {}): {}",
+            printable(code),
+            printable(message)
+        ),
+        (None, Some(message)) => {
+            format!(
+                "the worker refused {what} ({status}): {}",
+                printable(message)
+            )
+        }
+        (Some(code), None) => format!("the worker refused {what} ({status} {})", printable(code)),
+        (None, None) => {
+            let body: String = body.chars().take(200).collect();
+            format!("the worker refused {what} ({status}): {}", printable(&body))
+        }
     }
 }
 
@@ -586,7 +756,7 @@ mod tests {
         let load = parse(&sample()).unwrap();
         let (url, request) = worker(
             422,
-            r#"{"error": {"code": "invalid_request", "message": "published is in the future"}}"#,
+            r#"{"error": "invalid_request", "error_description": "published is in the future"}"#,
         );
         let err = send(&url, "op-token", "OFAC SDN", false, &load).unwrap_err();
         assert_eq!(
@@ -614,6 +784,210 @@ mod tests {
         assert!(
             err.contains("5001 EVM addresses") && err.contains("5000"),
             "{err}"
+        );
+    }
+
+    /// The list's answer: an entry on it and one taken off.
+    const LISTED: &str = r#"{"data": [
+        {"address": "0x5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e", "source": "OFAC SDN",
+         "entry": "SDN 90001: SAMPLE MIXER ONE", "listed_on": "2025-03-14",
+         "added_at": 1767225600, "added_by": "operator", "removed_at": null, "removed_by": null},
+        {"address": "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c", "source": "manual",
+         "entry": "SDN 90003: SAMPLE EXCHANGE TWO", "listed_on": "2025-01-02",
+         "added_at": 1767139200, "added_by": "operator", "removed_at": 1767312000,
+         "removed_by": "operator"}
+    ]}"#;
+
+    fn listed(
+        address: &str,
+        source: &str,
+        entry: &str,
+        listed_on: &str,
+        removed: Option<(i64, &str)>,
+    ) -> ListedEntry {
+        ListedEntry {
+            address: address.into(),
+            source: source.into(),
+            entry: entry.into(),
+            listed_on: listed_on.into(),
+            added_at: 1_767_225_600,
+            added_by: "operator".into(),
+            removed_at: removed.map(|(at, _)| at),
+            removed_by: removed.map(|(_, by)| by.into()),
+        }
+    }
+
+    #[test]
+    fn the_list_is_read_with_the_token_and_parsed() {
+        let (url, request) = worker(200, LISTED);
+        let entries = super::list(&url, "op-token", true).unwrap();
+        let request = request.join().unwrap();
+        assert!(
+            request.starts_with("GET /operator/sanctioned-addresses?removed=true HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(
+            request.contains("Authorization: Bearer op-token\r\n"),
+            "{request}"
+        );
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            entries[0],
+            listed(
+                "0x5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e",
+                "OFAC SDN",
+                "SDN 90001: SAMPLE MIXER ONE",
+                "2025-03-14",
+                None
+            )
+        );
+        assert_eq!(entries[1].removed_at, Some(1_767_312_000));
+        assert_eq!(entries[1].removed_by.as_deref(), Some("operator"));
+        assert_eq!(entries[1].added_at, 1_767_139_200);
+        // Without --removed, no parameter.
+        let (url, request) = worker(200, r#"{"data": []}"#);
+        assert_eq!(super::list(&url, "op-token", false).unwrap(), []);
+        let request = request.join().unwrap();
+        assert!(
+            request.starts_with("GET /operator/sanctioned-addresses HTTP/1.1\r\n"),
+            "{request}"
+        );
+    }
+
+    #[test]
+    fn a_refused_or_malformed_list_is_an_error() {
+        let (url, request) = worker(
+            401,
+            r#"{"error": "invalid_client", "error_description": "the operator's bearer token is required"}"#,
+        );
+        let err = super::list(&url, "op-token", false).unwrap_err();
+        assert_eq!(
+            err,
+            "the worker refused the list (401 invalid_client): the operator's bearer token is \
+             required"
+        );
+        assert!(!err.contains("op-token"));
+        request.join().unwrap();
+        // Not JSON error bodies: their start, control characters shown as `?`.
+        let (url, request) = worker(502, "bad gateway\x1b[31m");
+        let err = super::list(&url, "op-token", false).unwrap_err();
+        assert_eq!(err, "the worker refused the list (502): bad gateway?[31m");
+        request.join().unwrap();
+        // A 200 that is not the list.
+        let (url, request) = worker(200, r#"{"data": [{"address": "0x1"}]}"#);
+        let err = super::list(&url, "op-token", false).unwrap_err();
+        assert!(err.contains("not the list"), "{err}");
+        request.join().unwrap();
+    }
+
+    #[test]
+    fn an_entry_is_taken_off_with_the_token() {
+        let (url, request) = worker(200, r#"{"removed": true}"#);
+        remove(
+            &url,
+            "op-token",
+            " 0x0B5C0B5C0B5C0B5C0B5C0B5C0B5C0B5C0B5C0B5C ",
+            "OFAC SDN",
+        )
+        .unwrap();
+        let request = request.join().unwrap();
+        assert!(
+            request.starts_with("POST /operator/sanctioned-addresses/remove HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(
+            request.contains("Authorization: Bearer op-token\r\n"),
+            "{request}"
+        );
+        let body: Value =
+            serde_json::from_str(&request[request.find("\r\n\r\n").unwrap()..]).unwrap();
+        assert_eq!(
+            body,
+            json!({"address": "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c", "source": "OFAC SDN"})
+        );
+    }
+
+    #[test]
+    fn an_entry_not_on_the_list_is_the_workers_message() {
+        let (url, request) = worker(
+            404,
+            r#"{"error": "not_found", "error_description": "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c is not on the list \"manual\""}"#,
+        );
+        let err = remove(
+            &url,
+            "op-token",
+            "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c",
+            "manual",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "the worker refused the removal (404 not_found): \
+             0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c is not on the list \"manual\""
+        );
+        assert!(!err.contains("op-token"));
+        request.join().unwrap();
+        // A 200 that does not say removed is not taken for one.
+        let (url, request) = worker(200, r#"{"removed": false}"#);
+        let err = remove(
+            &url,
+            "t",
+            "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c",
+            "manual",
+        )
+        .unwrap_err();
+        assert!(err.contains("does not say removed"), "{err}");
+        request.join().unwrap();
+    }
+
+    #[test]
+    fn a_malformed_address_or_empty_source_is_not_sent() {
+        // Nothing listens at port 9: these fail before connecting.
+        let url = "http://127.0.0.1:9";
+        for address in [
+            "",
+            "0x123456789012345678901234567890123456789",
+            "0x12345678901234567890123456789012345678901",
+            "0x123456789012345678901234567890123456789g",
+            "1234567890123456789012345678901234567890",
+            "TSampLe7r0nAddre55Xq9Vw2Kd4Hn6Jp8Zc",
+        ] {
+            let err = remove(url, "t", address, "OFAC SDN").unwrap_err();
+            assert!(err.contains("not an EVM address"), "{address}: {err}");
+        }
+        let err = remove(url, "t", "0x1111111111111111111111111111111111111111", " ").unwrap_err();
+        assert!(err.contains("source"), "{err}");
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_entry_and_a_count() {
+        let entries = [
+            listed(
+                "0x5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e",
+                "OFAC SDN",
+                "SDN 90001: SAMPLE MIXER ONE",
+                "2025-03-14",
+                None,
+            ),
+            listed(
+                "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c",
+                "manual",
+                "SDN 3: X\nY",
+                "2025-01-02",
+                Some((1_767_312_000, "operator")),
+            ),
+        ];
+        assert_eq!(
+            table(&entries),
+            "0x5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e5a1e  OFAC SDN  2025-03-14  SDN 90001: SAMPLE MIXER ONE\n\
+             0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c  manual    2025-01-02  SDN 3: X?Y                   \
+             removed 2026-01-02T00:00:00Z by operator\n\
+             2 entries (1 taken off)\n"
+        );
+        assert_eq!(table(&[]), "0 entries (0 taken off)\n");
+        assert_eq!(
+            table(&entries[..1]).lines().last(),
+            Some("1 entry (0 taken off)")
         );
     }
 }

@@ -1035,15 +1035,7 @@ fn ether_sent_from_inside_calls_to_two_deposit_addresses_in_one_block_credits_bo
 /// names the sender the chain does not name.
 fn release(worker: &Worker, id: i64) {
     let admin = worker.portal_login(0);
-    let queue = worker.portal(Method::GET, "/portal/api/screening", Some(&admin), None);
-    assert_eq!(queue.status, 200, "{}", queue.text);
-    let review = queue.json()["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["transaction_id"] == id)
-        .cloned()
-        .expect("the review");
+    let review = worker.screening_review(&admin, id);
     assert!(
         review["reason"]
             .as_str()

@@ -100,6 +100,18 @@ impl Setup {
         })
     }
 
+    /// The screening outages open now.
+    fn open_outages(&self) -> i64 {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
     fn operator(&self, method: Method, path: &str) -> reqwest::blocking::RequestBuilder {
         self.worker
             .request(method, path)
@@ -380,30 +392,12 @@ fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_opera
     assert_eq!(outages.len(), 1, "{outages:?}");
     assert_eq!(outages[0]["network"], "polygon");
     assert_ne!(outages[0]["email_status"], "pending", "{outages:?}");
-    let open: i64 = s
-        .worker
-        .database()
-        .query_row(
-            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(open, 1);
+    assert_eq!(s.open_outages(), 1);
     // It answers again: the outage ends and the payment settles, once.
     node.release(&oracle_calls);
     s.settle(&[id]);
     assert_eq!(s.sends(id).len(), 1);
-    let open: i64 = s
-        .worker
-        .database()
-        .query_row(
-            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(open, 0);
+    assert_eq!(s.open_outages(), 0);
     s.assert_books();
 }
 
@@ -494,17 +488,7 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
     assert_eq!(refused.status, 409, "{}", refused.text);
     // The queue shows it with its evidence; a note is required.
     let admin = s.worker.portal_login(0);
-    let queue = s
-        .worker
-        .portal(Method::GET, "/portal/api/screening", Some(&admin), None);
-    assert_eq!(queue.status, 200, "{}", queue.text);
-    let review = queue.json()["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["transaction_id"] == id)
-        .cloned()
-        .expect("the review");
+    let review = s.worker.screening_review(&admin, id);
     assert!(review["decision"].is_null(), "{review}");
     assert!(
         review["reason"]
@@ -636,16 +620,7 @@ fn money_from_an_address_on_the_operators_list_is_held_like_the_oracles() {
     let (id, _, _) = s.paid_from(1, "5.00", SDN_LISTED);
     s.until_raw(id, "held");
     let admin = s.worker.portal_login(0);
-    let queue = s
-        .worker
-        .portal(Method::GET, "/portal/api/screening", Some(&admin), None);
-    let review = queue.json()["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["transaction_id"] == id)
-        .cloned()
-        .expect("the review");
+    let review = s.worker.screening_review(&admin, id);
     assert!(
         review["reason"]
             .as_str()
@@ -690,16 +665,7 @@ fn an_unreadable_oracle_credits_nothing_until_it_answers() {
         s.worker.cron();
     }
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
-    let open: i64 = s
-        .worker
-        .database()
-        .query_row(
-            "SELECT count(*) FROM screening_outages WHERE ended_at IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(open, 1, "one outage, told once");
+    assert_eq!(s.open_outages(), 1, "one outage, told once");
     node.release(&oracle_calls);
     s.until_raw(id, "succeeded");
     s.settle(&[id]);
