@@ -538,6 +538,23 @@ pub struct Deposit {
     pub node_error: Option<String>,
 }
 
+/// The senders (lower case) of the payments confirmed at deposit `address` of
+/// `institution_id`, each once, those the chain names (at most 100).
+pub async fn senders_at(
+    db: &Db,
+    institution_id: InstitutionId,
+    address: &str,
+) -> DbResult<Vec<String>> {
+    super::strings(
+        db,
+        "SELECT DISTINCT sender FROM chain_transfers WHERE institution_id = ?1 \
+         AND address = ?2 AND kind = 'payment' AND confirmed = 1 AND sender IS NOT NULL \
+         ORDER BY sender LIMIT 100",
+        &[institution_id.into(), address.into()],
+    )
+    .await
+}
+
 /// The deposit addresses given out for transaction `id`, oldest first.
 pub async fn deposits_of_transaction(
     db: &Db,

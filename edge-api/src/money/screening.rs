@@ -305,6 +305,34 @@ pub async fn gate(
     Ok(read)
 }
 
+/// Refuses to send back money that `sender` paid in on network `name` when a list names the
+/// sender (400 `invalid_request`: the money stays frozen in custody), storing that decision in
+/// `db` (what it gated: a return, `subject_id`); a clear sender passes with nothing stored.
+pub async fn frozen_sender(
+    ctx: &Ctx,
+    db: &crate::db::Db,
+    (name, sender): (&str, &str),
+    (institution, subject_id): (InstitutionId, &str),
+) -> Result<(), ApiError> {
+    let networks = crate::chain::networks(ctx)?;
+    let read = screen(ctx, (name, networks.get(name)), sender, None).await?;
+    if !read.listed() {
+        return Ok(());
+    }
+    let record = read.record(institution, (Subject::Return, subject_id), ctx.now())?;
+    crate::db::batch(
+        db,
+        vec![screenings::insert(&record).or_internal("record a screening")?],
+    )
+    .await
+    .or_internal("record a screening")?;
+    Err(ApiError::invalid_request(format!(
+        "money at this address came from a sender on a sanctions list ({}): it stays frozen \
+         in custody and is never sent back",
+        read.reason()
+    )))
+}
+
 /// Longest note on a review's decision.
 pub const MAX_NOTE: usize = 2000;
 

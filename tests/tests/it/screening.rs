@@ -307,17 +307,45 @@ fn a_refund_or_a_return_to_a_listed_address_is_refused_and_nothing_is_signed() {
             .then_some(())
         },
     );
-    let returned = s.worker.send(
-        s.worker
-            .request(Method::POST, &format!("/portal/api/payments/{id}/returns"))
-            .header("Cookie", format!("payrail_portal={}", portal.cookie))
-            .header("X-CSRF-Token", &portal.csrf)
-            .header("Idempotency-Key", "screen-return-1")
-            .json(&json!({"deposit": address, "address": listed})),
-        None,
-    );
-    let refused = returned.assert_error(400, "invalid_request");
+    let return_to = |to: &str, key: &str| {
+        s.worker.send(
+            s.worker
+                .request(Method::POST, &format!("/portal/api/payments/{id}/returns"))
+                .header("Cookie", format!("payrail_portal={}", portal.cookie))
+                .header("X-CSRF-Token", &portal.csrf)
+                .header("Idempotency-Key", key)
+                .json(&json!({"deposit": address, "address": to})),
+            None,
+        )
+    };
+    let refused = return_to(&listed, "screen-return-1").assert_error(400, "invalid_request");
     assert!(refused.contains("sanctions list"), "{refused}");
+    // Money a listed address sends after the credit stays frozen: it is returned to nobody.
+    let listed_sender = s.anvil.account(8);
+    s.anvil.sanction(s.oracle(), &[&listed_sender], true);
+    s.anvil.mint(&s.usdc, &listed_sender, 1_000_000);
+    s.anvil
+        .transfer(&s.usdc, &listed_sender, &address, 1_000_000);
+    s.anvil.mine(2);
+    eventually("its transfer recorded", Duration::from_secs(30), || {
+        s.worker
+            .database()
+            .execute(
+                "UPDATE deposit_watches SET checked_at = 0 WHERE address = lower(?1)",
+                [&address],
+            )
+            .unwrap();
+        s.worker.cron();
+        s.anvil.mine(1);
+        (s.detail(id)["uncredited"][0]["base_units"] == "3000000").then_some(())
+    });
+    let refused =
+        return_to(&s.anvil.account(4), "screen-return-2").assert_error(400, "invalid_request");
+    assert!(refused.contains("stays frozen"), "{refused}");
+    assert!(
+        refused.contains(&listed_sender.to_ascii_lowercase()),
+        "{refused}"
+    );
     let detail = s.detail(id);
     assert!(
         detail["refunds"].as_array().unwrap().is_empty(),

@@ -98,6 +98,20 @@ pub async fn return_extra(
     let rate = Decimal::from_str(&watch.rate).unwrap_or_default();
     let digits = currency_digits(t.currency.as_deref().unwrap_or_default()).unwrap_or(2);
     let to = to.to_ascii_lowercase();
+    // Money from an address on a sanctions list stays frozen in custody: never sent back.
+    let senders = watches::senders_at(db, institution_id, &deposit)
+        .await
+        .or_internal("read the money's senders")?;
+    let subject = format!("payment {transaction_id}");
+    for sender in &senders {
+        screening::frozen_sender(
+            ctx,
+            db,
+            (&watch.network, sender),
+            (institution_id, &subject),
+        )
+        .await?;
+    }
     // The customer's address is screened once, before anything is stored or signed.
     let screened = screening::gate(
         ctx,
