@@ -1240,8 +1240,9 @@ fn mean_of(costs: &[D1Cost]) -> D1Cost {
     sum.scaled(1.0 / costs.len().max(1) as f64)
 }
 
-/// Copies demo institution `index` into its object through the operator's API (the bench stops
-/// if a table differs) and points the directory at it; its id.
+/// Moves demo institution `index`'s money into its object through the operator's API (frozen,
+/// copied and compared, its books carried, the directory pointed at it: `xtask move`'s path;
+/// the bench stops if it does not move); its id.
 fn hold_institution(http: &Client, ours: &str, persist: &str, operator: &str, index: usize) -> i64 {
     let conn = rusqlite::Connection::open(
         xtask::localdb::database_file(std::path::Path::new(persist)).expect("local database"),
@@ -1257,17 +1258,12 @@ fn hold_institution(http: &Client, ours: &str, persist: &str, operator: &str, in
         )
         .expect("the demo institution");
     let report: Value = http
-        .post(format!("{ours}/operator/institutions/{institution}/copy"))
+        .post(format!("{ours}/operator/institutions/{institution}/move"))
         .bearer_auth(operator)
         .send()
         .and_then(|r| r.json())
-        .expect("copy into the object");
-    assert_eq!(report["verified"], true, "the copy differs: {report}");
-    conn.execute(
-        "UPDATE institutions SET store = 'object' WHERE id = ?1",
-        [institution],
-    )
-    .expect("point the directory at the object");
+        .expect("move into the object");
+    assert_eq!(report["moved"], true, "the move did not happen: {report}");
     institution
 }
 
