@@ -22,6 +22,7 @@ pub mod lifecycle;
 pub mod models;
 pub mod quote;
 pub mod scope;
+pub mod screening;
 pub mod status;
 pub mod time;
 pub mod webhook;

@@ -69,26 +69,7 @@ pub struct Loaded {
     pub removed: u64,
 }
 
-/// One entry of the operator's list, as the worker shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ListedEntry {
-    /// `0x` and 40 lower-case hex digits.
-    pub address: String,
-    /// The list that names it, e.g. `OFAC SDN`.
-    pub source: String,
-    /// The entry naming it, e.g. `SDN 12345: LAZARUS GROUP`.
-    pub entry: String,
-    /// When the list published it, `YYYY-MM-DD`.
-    pub listed_on: String,
-    /// When it was added (Unix seconds).
-    pub added_at: i64,
-    /// Who added it.
-    pub added_by: String,
-    /// When it was taken off (Unix seconds), if it was.
-    pub removed_at: Option<i64>,
-    /// Who took it off.
-    pub removed_by: Option<String>,
-}
+pub use shared_types::screening::ListedEntry;
 
 /// Reads and parses the SDN file at `path`, refusing one larger than [`MAX_FILE_BYTES`] before
 /// reading it.

@@ -45,26 +45,7 @@ pub async fn list_says(db: &Db, address: &str) -> DbResult<ListRead> {
     }))
 }
 
-/// One entry of the operator's list, as the operator's API and view show it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ListEntry {
-    /// The address.
-    pub address: String,
-    /// Its list.
-    pub source: String,
-    /// The entry naming it.
-    pub entry: String,
-    /// When the list published it.
-    pub listed_on: String,
-    /// When it was added (Unix seconds).
-    pub added_at: i64,
-    /// Who added it.
-    pub added_by: String,
-    /// When it was taken off, if it was.
-    pub removed_at: Option<i64>,
-    /// Who took it off.
-    pub removed_by: Option<String>,
-}
+pub use shared_types::screening::ListedEntry as ListEntry;
 
 /// The list's entries, newest first, at most `limit`; those taken off too when `all`.
 pub async fn entries(db: &Db, include_removed: bool, limit: i64) -> DbResult<Vec<ListEntry>> {
