@@ -661,6 +661,20 @@ mod tests {
     }
 
     /// A worker that answers one request with `status` and `body`; the request as it came.
+    /// The request the fake worker received, checked to be `line` (method, path and query)
+    /// with the operator's token: its JSON body, when it has one.
+    fn requested(request: &str, line: &str) -> Option<Value> {
+        assert!(
+            request.starts_with(&format!("{line} HTTP/1.1\r\n")),
+            "{request}"
+        );
+        assert!(
+            request.contains("Authorization: Bearer op-token\r\n"),
+            "{request}"
+        );
+        serde_json::from_str(&request[request.find("\r\n\r\n")?..]).ok()
+    }
+
     fn worker(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
@@ -710,17 +724,11 @@ mod tests {
                 removed: 2
             }
         );
-        let request = request.join().unwrap();
-        assert!(
-            request.starts_with("POST /operator/sanctioned-addresses HTTP/1.1\r\n"),
-            "{request}"
-        );
-        assert!(
-            request.contains("Authorization: Bearer op-token\r\n"),
-            "{request}"
-        );
-        let body: Value =
-            serde_json::from_str(&request[request.find("\r\n\r\n").unwrap()..]).unwrap();
+        let body = requested(
+            &request.join().unwrap(),
+            "POST /operator/sanctioned-addresses",
+        )
+        .expect("a JSON body");
         assert_eq!(body["source"], "OFAC SDN");
         assert_eq!(body["published"], "2025-03-14");
         assert_eq!(body["replace"], true);
@@ -802,14 +810,9 @@ mod tests {
     fn the_list_is_read_with_the_token_and_parsed() {
         let (url, request) = worker(200, LISTED);
         let entries = super::list(&url, "op-token", true).unwrap();
-        let request = request.join().unwrap();
-        assert!(
-            request.starts_with("GET /operator/sanctioned-addresses?removed=true HTTP/1.1\r\n"),
-            "{request}"
-        );
-        assert!(
-            request.contains("Authorization: Bearer op-token\r\n"),
-            "{request}"
+        requested(
+            &request.join().unwrap(),
+            "GET /operator/sanctioned-addresses?removed=true",
         );
         assert_eq!(entries.len(), 2);
         assert_eq!(
@@ -871,17 +874,11 @@ mod tests {
             "OFAC SDN",
         )
         .unwrap();
-        let request = request.join().unwrap();
-        assert!(
-            request.starts_with("POST /operator/sanctioned-addresses/remove HTTP/1.1\r\n"),
-            "{request}"
-        );
-        assert!(
-            request.contains("Authorization: Bearer op-token\r\n"),
-            "{request}"
-        );
-        let body: Value =
-            serde_json::from_str(&request[request.find("\r\n\r\n").unwrap()..]).unwrap();
+        let body = requested(
+            &request.join().unwrap(),
+            "POST /operator/sanctioned-addresses/remove",
+        )
+        .expect("a JSON body");
         assert_eq!(
             body,
             json!({"address": "0x0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c0b5c", "source": "OFAC SDN"})

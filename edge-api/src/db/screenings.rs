@@ -231,6 +231,11 @@ pub fn insert_for_refund(s: &NewScreening) -> DbResult<Stmt> {
     )
 }
 
+/// Stores `s` alone: a refusal's decision, nothing else being written.
+pub async fn record(db: &Db, s: &NewScreening) -> DbResult<()> {
+    batch(db, vec![insert(s)?]).await
+}
+
 /// The statement storing `s`, a decision about a sender of payment `transaction_id`, written
 /// only if the payment's guarded change to `version` applied in the same batch (a credit or a
 /// hold that lost its race records nothing).

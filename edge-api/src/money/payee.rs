@@ -91,9 +91,8 @@ pub async fn check(
     let merchant = merchant_id.to_string();
     let screened = screening::screen(ctx, (network, watched), &lower, None).await?;
     let decision = screened.record(institution, (Subject::Wallet, &merchant), ctx.now())?;
-    let decision = screenings::insert(&decision).or_internal("record a screening")?;
     if screened.listed() {
-        crate::db::batch(&ctx.db, vec![decision])
+        screenings::record(&ctx.db, &decision)
             .await
             .or_internal("record a screening")?;
         return Err(ApiError::invalid_request(format!(
@@ -101,6 +100,7 @@ pub async fn check(
             screened.reason()
         )));
     }
+    let decision = screenings::insert(&decision).or_internal("record a screening")?;
     let Some(watched) = watched else {
         // No node: nothing is paid on this network until one is configured (and every payout
         // is screened again before it is signed).

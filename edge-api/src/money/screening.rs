@@ -276,12 +276,9 @@ pub async fn recover(ctx: &Ctx, networks: &BTreeMap<String, Network>) -> Result<
     Ok(())
 }
 
-/// Screens `address` on network `name` before money is sent to it for `subject` of
-/// `institution` (`subject_id`: what a refusal's decision names, as nothing else is stored): a
-/// listed address is refused (422 `invalid_request` naming the list), its decision stored in
-/// `db` alone; a clear one's [`Read`] is returned, for its decision to be stored with what it
-/// allowed.
-pub async fn gate(
+/// Screens `address` on network `name` for `subject` `subject_id` of `institution`, storing a
+/// listed address's decision in `db` alone (nothing else is written: the caller refuses).
+async fn screened_or_refused(
     ctx: &Ctx,
     db: &crate::db::Db,
     (name, address): (&str, &str),
@@ -291,12 +288,27 @@ pub async fn gate(
     let read = screen(ctx, (name, networks.get(name)), address, None).await?;
     if read.listed() {
         let record = read.record(institution, (subject, subject_id), ctx.now())?;
-        crate::db::batch(
-            db,
-            vec![screenings::insert(&record).or_internal("record a screening")?],
-        )
-        .await
-        .or_internal("record a screening")?;
+        screenings::record(db, &record)
+            .await
+            .or_internal("record a screening")?;
+    }
+    Ok(read)
+}
+
+/// Screens `address` on network `name` before money is sent to it for `subject` of
+/// `institution` (`subject_id`: what a refusal's decision names, as nothing else is stored): a
+/// listed address is refused (400 `invalid_request` naming the list), its decision stored in
+/// `db` alone; a clear one's [`Read`] is returned, for its decision to be stored with what it
+/// allowed.
+pub async fn gate(
+    ctx: &Ctx,
+    db: &crate::db::Db,
+    (name, address): (&str, &str),
+    (institution, subject, subject_id): (InstitutionId, Subject, &str),
+) -> Result<Read, ApiError> {
+    let read =
+        screened_or_refused(ctx, db, (name, address), (institution, subject, subject_id)).await?;
+    if read.listed() {
         return Err(ApiError::invalid_request(format!(
             "{}: Payrail may not send money to it",
             read.reason()
@@ -314,23 +326,21 @@ pub async fn frozen_sender(
     (name, sender): (&str, &str),
     (institution, subject_id): (InstitutionId, &str),
 ) -> Result<(), ApiError> {
-    let networks = crate::chain::networks(ctx)?;
-    let read = screen(ctx, (name, networks.get(name)), sender, None).await?;
-    if !read.listed() {
-        return Ok(());
-    }
-    let record = read.record(institution, (Subject::Return, subject_id), ctx.now())?;
-    crate::db::batch(
+    let read = screened_or_refused(
+        ctx,
         db,
-        vec![screenings::insert(&record).or_internal("record a screening")?],
+        (name, sender),
+        (institution, Subject::Return, subject_id),
     )
-    .await
-    .or_internal("record a screening")?;
-    Err(ApiError::invalid_request(format!(
-        "money at this address came from a sender on a sanctions list ({}): it stays frozen \
-         in custody and is never sent back",
-        read.reason()
-    )))
+    .await?;
+    if read.listed() {
+        return Err(ApiError::invalid_request(format!(
+            "money at this address came from a sender on a sanctions list ({}): it stays \
+             frozen in custody and is never sent back",
+            read.reason()
+        )));
+    }
+    Ok(())
 }
 
 /// Longest note on a review's decision.

@@ -487,6 +487,18 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
     s.anvil.sanction(s.oracle(), &[&payer], true);
     let (owed_before, _) = s.owed(1);
     let (id, session, deposit) = s.paid_from(1, "11.00", &payer);
+    // Polls and a cron run race to credit it: it is held once, with one review.
+    let polls = at_once(4, |i| {
+        if i == 0 {
+            s.worker.cron();
+        }
+        s.worker.send(
+            s.worker
+                .request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        )
+    });
+    assert!(polls.iter().all(|(status, _)| *status == 200), "{polls:?}");
     // Held: pending to partners with its raw_status, nothing in the merchant's balance, the
     // admins told once, and the page tells the customer it is under review.
     let held = s.until_raw(id, "held");
@@ -500,6 +512,16 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
     assert!(s.sends(id).is_empty(), "nothing was signed");
     assert_eq!(s.owed(1).0, owed_before, "not the merchant's");
     assert_eq!(s.told("screening_hold", id), 1);
+    let reviews: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM screening_reviews WHERE transaction_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(reviews, 1);
     let page = s.worker.send(
         s.worker
             .request(Method::GET, &format!("/checkout/{session}")),

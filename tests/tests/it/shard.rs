@@ -60,6 +60,18 @@ fn hold(worker: &Worker, institution: i64) -> Value {
     report
 }
 
+/// Where the directory says `institution`'s money lives, and since when a move of it runs.
+fn store_of(worker: &Worker, institution: i64) -> (String, Option<i64>) {
+    worker
+        .database()
+        .query_row(
+            "SELECT store, moving_since FROM institutions WHERE id = ?1",
+            [institution],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
 /// `POST /operator/institutions/{id}/move` with the operator's token.
 fn move_in(worker: &Worker, institution: i64) -> Reply {
     worker.send(
@@ -1708,14 +1720,7 @@ fn a_move_waits_for_a_settlement_in_flight() {
         report["reason"].as_str().unwrap().contains("not final yet"),
         "{report}"
     );
-    let (store, moving): (String, Option<i64>) = worker
-        .database()
-        .query_row(
-            "SELECT store, moving_since FROM institutions WHERE id = ?1",
-            [institution],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let (store, moving) = store_of(worker, institution);
     assert_eq!(
         (store.as_str(), moving),
         ("d1", None),
@@ -1755,14 +1760,7 @@ fn racing_moves_of_one_institution_move_it_once() {
         replies.iter().all(|r| r.status == 200 || r.status == 409),
         "{texts:?}"
     );
-    let (store, moving): (String, Option<i64>) = worker
-        .database()
-        .query_row(
-            "SELECT store, moving_since FROM institutions WHERE id = ?1",
-            [institution],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let (store, moving) = store_of(&worker, institution);
     assert_eq!((store.as_str(), moving), ("object", None));
     // Its books were opened once: every carried account holds its D1 balance, not twice that.
     let moved = replies.iter().find(|r| r.status == 200).unwrap().json();

@@ -361,19 +361,9 @@ pub async fn request(
             ))
         };
     }
-    // The customer's address is screened once, before anything is stored or signed.
-    let checked = check(db, institution_id, transaction_id, request).await?;
-    let screened = screening::gate(
-        ctx,
-        db,
-        (&checked.quote.network, &checked.preview.address),
-        (
-            institution_id,
-            Subject::Refund,
-            &format!("payment {transaction_id}"),
-        ),
-    )
-    .await?;
+    // The customer's address is screened once (kept across the tries), before anything is
+    // stored or signed.
+    let mut screened = None;
     let mut tries = 0;
     let asked =
         loop {
@@ -384,7 +374,7 @@ pub async fn request(
                 (institution_id, transaction_id),
                 request,
                 (key, requested_by),
-                &screened,
+                &mut screened,
                 &same,
             )
             .await?
@@ -535,11 +525,28 @@ async fn store(
     (institution_id, transaction_id): (InstitutionId, i64),
     request: &RefundRequest<'_>,
     (key, requested_by): (&str, &str),
-    screened: &screening::Read,
+    screened: &mut Option<screening::Read>,
     same: &impl Fn(&Refund) -> bool,
 ) -> Result<Attempt, ApiError> {
     let db = held.unwrap_or(&ctx.db);
     let checked = check(db, institution_id, transaction_id, request).await?;
+    let to = checked.preview.address.to_ascii_lowercase();
+    let screened = match screened {
+        Some(read) if read.address == to => read,
+        _ => screened.insert(
+            screening::gate(
+                ctx,
+                db,
+                (&checked.quote.network, &to),
+                (
+                    institution_id,
+                    Subject::Refund,
+                    &format!("payment {transaction_id}"),
+                ),
+            )
+            .await?,
+        ),
+    };
     let id = crypto::random_token(shared_types::ids::RefundId::PREFIX)
         .or_internal("generate refund id")?;
     // The books: the merchant's balance (down to its debt limit) and the treasury's must
@@ -597,13 +604,9 @@ async fn store(
     })
     .or_internal("write refund")?;
     let (mut batch, insert) = with_books(ctx, statement, &book, Scoped::new(institution_id, &id))?;
-    // The address screened for it, if it is still the one checked now.
-    if screened.address == checked.preview.address.to_ascii_lowercase() {
-        let decision = screened.record(institution_id, (Subject::Refund, &id), ctx.now())?;
-        batch.push(screenings::insert_for_refund(&decision).or_internal("write refund")?);
-    }
+    let decision = screened.record(institution_id, (Subject::Refund, &id), ctx.now())?;
+    batch.push(screenings::insert_for_refund(&decision).or_internal("write refund")?);
     let request_id = sends::new_id().or_internal("a request's id")?;
-    let to = checked.preview.address.to_ascii_lowercase();
     let token = checked.quote.token.lower();
     let asked = first_attempt(
         (&id, &request_id, institution_id),
