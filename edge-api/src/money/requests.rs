@@ -45,6 +45,7 @@ use crate::db::{moves, refunds, Batch, Db};
 use crate::error::{ApiError, OrInternal};
 use crate::money::ledger::{self, Asset};
 use crate::money::refund::send::{self as refund_send, Payout};
+use crate::money::screening;
 use crate::money::sends::{self, Transfer};
 use crate::money::treasury::{self, Treasury};
 
@@ -322,6 +323,18 @@ pub async fn send(
                 units,
             };
             let (_, priced) = refund_send::price(ctx, networks, treasury, &what).await?;
+            screening::before_signing(
+                ctx,
+                object,
+                (name, network, priced.head),
+                &request.wallet,
+                (
+                    request.institution_id,
+                    refund_send::subject_of(request.from_address.is_some()),
+                    refund_id,
+                ),
+            )
+            .await?;
             let books = ledger::reserve_held_refund_payout(
                 ctx,
                 &asset,

@@ -317,6 +317,47 @@ pub async fn gate(
     Ok(read)
 }
 
+/// Screens a refund's or a return's address `to` on network `name` (at block `head`) again just
+/// before its
+/// transaction is signed (it was screened when asked, and a list may name it since, while the
+/// refund waited for the treasury or the merchant's balance). Clear: the signing goes on. Listed:
+/// nothing is signed, the decision is stored once in `db` (the store that holds the refund:
+/// `subject`, `refund_id` of `institution`), and the refund waits with the reason, so it goes out
+/// only if the listing is lifted. An oracle that cannot be read makes it wait too, never lets it
+/// through.
+pub async fn before_signing(
+    ctx: &Ctx,
+    db: &crate::db::Db,
+    (name, network, head): (&str, &Network, u64),
+    to: &str,
+    (institution, subject, refund_id): (InstitutionId, Subject, &str),
+) -> crate::chain::error::ChainResult<()> {
+    use crate::chain::error::ChainError;
+    let read = match screen(ctx, (name, Some(network)), to, Some(head)).await {
+        Ok(read) => read,
+        Err(Unscreened::Budget) => return Err(rpc::RpcError::Budget.into()),
+        Err(Unscreened::Oracle(err)) => return Err(ChainError::rule(err.description)),
+        Err(Unscreened::Internal(err)) => {
+            err.log_with("screening a refund's address before signing");
+            return Err(ChainError::rule(
+                "the sanctions list could not be read: the refund waits",
+            ));
+        }
+    };
+    if !read.listed() {
+        return Ok(());
+    }
+    let record = read
+        .record(institution, (subject, refund_id), ctx.now())
+        .map_err(|e| ChainError::Config(e.description))?;
+    crate::db::batch(db, vec![screenings::insert_once(&record)?]).await?;
+    Err(ChainError::rule(format!(
+        "{}, named since the refund was asked: nothing is sent to it (it goes out only if the \
+         listing is lifted)",
+        read.reason()
+    )))
+}
+
 /// Refuses to send back money that `sender` paid in on network `name` when a list names the
 /// sender (400 `invalid_request`: the money stays frozen in custody), storing that decision in
 /// `db` (what it gated: a return, `subject_id`); a clear sender passes with nothing stored.

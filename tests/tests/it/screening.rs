@@ -385,6 +385,72 @@ fn a_refund_or_a_return_to_a_listed_address_is_refused_and_nothing_is_signed() {
 }
 
 #[test]
+fn a_refund_to_an_address_listed_after_it_was_asked_is_screened_again_and_never_signed() {
+    let (_one, s) = shared();
+    let id = s.paid(0, "6.00", "USD");
+    s.settle(&[id]);
+    s.allow_debt(0, 6_000_000);
+    // An address no other test screens.
+    let later = "0x4a7e4a7e4a7e4a7e4a7e4a7e4a7e4a7e4a7e4a7e";
+    // The refund waits for the treasury (its node cannot estimate the transfer now) after its
+    // address was screened clear; the address is listed meanwhile.
+    let node = s.node.as_ref().expect("the node behind a proxy");
+    let heals = Heals(node);
+    node.set("eth_estimateGas", Fault::Refuse, 100);
+    let made = s.refund(id, "6.00", later, Some("screen-refund-later"));
+    assert_eq!(made.status, 201, "{}", made.text);
+    let refund_id = made.json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(made.json()["state"], "sending", "{}", made.text);
+    assert!(made.json()["tx_hash"].is_null(), "{}", made.text);
+    s.anvil.sanction(s.oracle(), &[later], true);
+    drop(heals);
+    let error = eventually(
+        "the refund held by its second screening",
+        Duration::from_secs(30),
+        || {
+            s.worker.cron();
+            s.detail(id)["refunds"][0]["error"]
+                .as_str()
+                .filter(|e| e.contains("sanctions list"))
+                .map(str::to_owned)
+        },
+    );
+    assert!(error.contains("nothing is sent to it"), "{error}");
+    // More runs screen it again; the decision is stored once, and nothing is ever signed.
+    for _ in 0..3 {
+        s.worker.cron();
+    }
+    let signed: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM chain_sends WHERE refund_id = ?1",
+            [&refund_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(signed, 0, "nothing signed for a listed address");
+    let mut decisions: Vec<(String, String)> = s
+        .screenings_of(later)
+        .into_iter()
+        .map(|(subject, result, _)| (subject, result))
+        .collect();
+    decisions.sort();
+    assert_eq!(
+        decisions,
+        [
+            ("refund".to_owned(), "clear".to_owned()),
+            ("refund".to_owned(), "listed".to_owned())
+        ]
+    );
+    assert_eq!(s.detail(id)["refunds"][0]["state"], "sending");
+    // The listing lifted (a false positive), the refund goes out once.
+    s.anvil.sanction(s.oracle(), &[later], false);
+    s.refunds_done(id);
+    s.assert_books();
+}
+
+#[test]
 fn an_unreadable_oracle_stops_wallets_and_payouts_until_it_answers_and_the_operator_is_told_once() {
     let (_one, s) = shared();
     let node = s.node.as_ref().expect("the node behind a proxy");

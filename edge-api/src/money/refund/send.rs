@@ -15,19 +15,21 @@ use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::{evm, rpc};
 use crate::ctx::Ctx;
 use crate::db::refunds::{self, Refund};
+use crate::db::screenings::Subject;
 use crate::db::sends::{self as db_sends, Purpose};
 use crate::db::{events, Db};
 use crate::error::{ApiError, OrInternal};
-use crate::money::ledger;
 use crate::money::sends::{self, Transfer};
 use crate::money::treasury::{self, Treasury};
+use crate::money::{ledger, screening};
 use crate::payments;
 
 /// Most refunds a run signs, and most it records on their payments.
 const PER_RUN: i64 = 20;
 /// The most node calls sending one refund makes: the chain id, the head, the price, the L1
-/// data fee's bound, the balances and nonce, the estimate, the nonce and the broadcast.
-pub(crate) const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 1 + 3 + 1 + 1 + 1;
+/// data fee's bound, the balances and nonce, the estimate, the sanctions oracle (its address
+/// screened again), the nonce and the broadcast.
+pub(crate) const MOST_SEND_CALLS: u32 = 1 + 1 + 2 + 1 + 3 + 1 + 1 + 1 + 1;
 /// The cron's part (after the settlement's, which follows every transaction out): signs the
 /// refunds that need a transaction, and records the confirmed ones on their payments.
 pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
@@ -96,6 +98,14 @@ async fn send(
         units,
     };
     let (network, priced) = price(ctx, networks, treasury, &what).await?;
+    screening::before_signing(
+        ctx,
+        &ctx.db,
+        (what.network, network, priced.head),
+        &refund.to_address,
+        (refund.institution_id, subject_of(refund.extra), &refund.id),
+    )
+    .await?;
     let send_id = sends::new_id()?;
     // Its gas reserved in the books until the transaction is final.
     let books = ledger::reserve_gas(ctx, what.network, &send_id, priced.cost).await?;
@@ -121,6 +131,16 @@ async fn send(
     )
     .await
     .map(drop)
+}
+
+/// What screening calls a refund's address: a refund's, or a return's (money sent after the
+/// credit, sent back: `extra`).
+pub(crate) fn subject_of(extra: bool) -> Subject {
+    if extra {
+        Subject::Return
+    } else {
+        Subject::Refund
+    }
 }
 
 /// What a refund's transaction pays: `units` of the asset on `network` to `to`.
