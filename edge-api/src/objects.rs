@@ -59,6 +59,10 @@ pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
         "0006_screening_holds",
         include_str!("../objects/institution/0006_screening_holds.sql"),
     ),
+    (
+        "0007_topup_screening",
+        include_str!("../objects/institution/0007_topup_screening.sql"),
+    ),
 ];
 
 /// The object's side: its storage, and whether this instance has checked its schema and

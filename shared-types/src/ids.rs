@@ -161,6 +161,10 @@ prefixed_id!(
     /// A sanctions screening decision.
     ScreeningId, "scr_", "screening"
 );
+prefixed_id!(
+    /// The review of a merchant's top-up held by its screening.
+    TopupReviewId, "tpr_", "top-up review"
+);
 
 #[cfg(test)]
 mod tests {

@@ -97,6 +97,11 @@ pub const TABLES: &[Table] = &[
         whose: OWN,
     },
     Table {
+        name: "topup_reviews",
+        key: "id",
+        whose: OWN,
+    },
+    Table {
         name: "screening_reviews",
         key: "transaction_id",
         whose: OWN,

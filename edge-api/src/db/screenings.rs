@@ -169,6 +169,8 @@ pub enum Subject {
     Refund,
     /// A return's address.
     Return,
+    /// A merchant's top-up's sender.
+    Topup,
 }
 
 impl Subject {
@@ -180,6 +182,7 @@ impl Subject {
             Subject::Payout => "payout",
             Subject::Refund => "refund",
             Subject::Return => "return",
+            Subject::Topup => "topup",
         }
     }
 }
@@ -591,6 +594,21 @@ pub async fn of_reviews(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<
             "{SCREENING} WHERE institution_id = ?1 AND subject = 'payment' AND subject_id IN \
              (SELECT CAST(transaction_id AS TEXT) FROM screening_reviews \
               WHERE institution_id = ?1) ORDER BY screened_at, id"
+        ),
+        &[institution_id.into()],
+    )
+    .await
+}
+
+/// The screening decisions about the senders of every top-up the institution's screening held
+/// (the queue's evidence; each names its transfer, `tx_hash:log_index`), in one statement.
+pub async fn of_topup_reviews(db: &Db, institution_id: InstitutionId) -> DbResult<Vec<Screening>> {
+    all(
+        db,
+        &format!(
+            "{SCREENING} WHERE institution_id = ?1 AND subject = 'topup' AND subject_id IN \
+             (SELECT tx_hash || ':' || log_index FROM topup_reviews WHERE institution_id = ?1) \
+             ORDER BY screened_at, id"
         ),
         &[institution_id.into()],
     )

@@ -69,6 +69,7 @@ const TABLES: &[(&str, Store)] = &[
     // copy of the table; every other decision is the institution's money.
     ("screenings", Store::Institution),
     ("screening_reviews", Store::Institution),
+    ("topup_reviews", Store::Institution),
     ("chain_sends", Store::Treasury),
     ("custody_sweeps", Store::Treasury),
     ("reconciliations", Store::Treasury),

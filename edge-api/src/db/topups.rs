@@ -1,12 +1,14 @@
 //! Merchants' top-ups: `topup_addresses` (one per merchant and network), `topup_watches` (one
-//! per address and asset, with how far its chain was read) and `topup_transfers` (what was seen
-//! arriving there), written only here. See migration 0018.
+//! per address and asset, with how far its chain was read), `topup_transfers` (what was seen
+//! arriving there) and `topup_reviews` (the review of each top-up its sender's screening held,
+//! opened with the transfer, decided once), written only here. See migrations 0018 and 0039.
 
 use payrail_evm::Token;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use shared_types::ids::{InstitutionId, Scoped};
 
 use super::ledger::When;
+use super::screenings::Decision;
 use super::{all, first, run, stmt, Db, DbResult, Stmt, Value, MONEY_IN_D1};
 
 /// A top-up address to store, in the batch that also creates its watches.
@@ -311,6 +313,19 @@ pub struct SeenTopup<'a> {
     pub block_number: u64,
     /// At the confirmation depth.
     pub confirmed: bool,
+    /// Who sent it (lower case); `None` for coin sent from inside a contract call.
+    pub sender: Option<&'a str>,
+    /// Held by its screening (confirmed, its sender listed or not named): the review to open.
+    pub hold: Option<Hold>,
+}
+
+/// The review a held top-up opens.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    /// Its id (`tpr_…`).
+    pub review_id: String,
+    /// Why it is held, in words an admin reads.
+    pub reason: String,
 }
 
 /// Whether the watch is still where a check found it: read to the same block, with the same
@@ -424,7 +439,8 @@ pub async fn confirmed_in(
 
 /// The statements that store one check of `watch`, which read blocks `read.0..=read.1`: the
 /// unconfirmed transfers it found replace those stored there before (one reorged away
-/// disappears), confirmed ones are kept for good, and (the last statement) the watch moves on
+/// disappears), confirmed ones are kept for good (a held one with its review, opened once), and
+/// (the last statement) the watch moves on
 /// to `scanned_to` and `head` with its confirmed transfers adding up to `total`. Each applies
 /// only while the watch is where this check found it: of two overlapping checks, the later to
 /// finish writes nothing.
@@ -458,15 +474,45 @@ pub fn record(
             block(t.block_number),
             i64::from(t.confirmed).into(),
             now.into(),
+            t.sender.into(),
+            t.hold.as_ref().map(|_| "held").into(),
         ]);
         statements.push(stmt(
             &format!(
                 "INSERT INTO topup_transfers (network, tx_hash, log_index, address, token, \
-                 amount, block_number, confirmed, seen_at, institution_id) \
-                 SELECT ?5, ?6, ?7, ?1, ?2, ?8, ?9, ?10, ?11, ?4 WHERE {unchanged} \
+                 amount, block_number, confirmed, seen_at, institution_id, sender, screening) \
+                 SELECT ?5, ?6, ?7, ?1, ?2, ?8, ?9, ?10, ?11, ?4, ?12, ?13 WHERE {unchanged} \
                  ON CONFLICT (network, tx_hash, log_index, address, token) DO UPDATE SET \
                  confirmed = max(confirmed, excluded.confirmed), \
-                 block_number = excluded.block_number"
+                 block_number = excluded.block_number, sender = excluded.sender, \
+                 screening = COALESCE(screening, excluded.screening)"
+            ),
+            &params,
+        )?);
+        let Some(hold) = t.hold.as_ref().filter(|_| t.confirmed) else {
+            continue;
+        };
+        let mut params = watch_params();
+        params.extend([
+            hold.review_id.as_str().into(),
+            watch.merchant_id.into(),
+            watch.network.as_str().into(),
+            t.tx_hash.into(),
+            block(t.log_index),
+            watch.asset.as_str().into(),
+            i64::from(watch.decimals).into(),
+            t.units.to_string().into(),
+            t.sender.into(),
+            hold.reason.as_str().into(),
+            now.into(),
+        ]);
+        statements.push(stmt(
+            &format!(
+                "INSERT INTO topup_reviews (id, institution_id, merchant_id, network, tx_hash, \
+                 log_index, address, token, asset, decimals, units, sender, reason, opened_at) \
+                 SELECT ?5, ?4, ?6, ?7, ?8, ?9, ?1, ?2, ?10, ?11, ?12, ?13, ?14, ?15 \
+                 WHERE {unchanged} \
+                 ON CONFLICT (network, tx_hash, log_index, address, token) DO NOTHING"
             ),
             &params,
         )?);
@@ -503,9 +549,12 @@ pub struct TopupTransfer {
     pub amount: String,
     /// Its block.
     pub block_number: i64,
-    /// Once final (and credited).
+    /// Once final (and credited, unless its screening held it).
     #[serde(deserialize_with = "super::flag")]
     pub confirmed: bool,
+    /// `held` by its screening (not credited until released), `released` or `blocked`; `None`
+    /// when its sender was clear.
+    pub screening: Option<String>,
 }
 
 /// The transfers seen to `merchant_id`'s top-up addresses, newest first, at most `limit`.
@@ -519,12 +568,191 @@ pub async fn transfers_of(
 ) -> DbResult<Vec<TopupTransfer>> {
     all(
         db,
-        "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed \
-         FROM topup_transfers t \
+        "SELECT t.tx_hash, t.address, t.token, t.amount, t.block_number, t.confirmed, \
+         t.screening FROM topup_transfers t \
          JOIN topup_addresses a ON a.address = t.address AND a.institution_id = t.institution_id \
          WHERE a.merchant_id = ?1 AND t.institution_id = ?3 \
          ORDER BY t.seen_at DESC, t.block_number DESC, t.log_index DESC LIMIT ?2",
         &[merchant_id.into(), limit.into(), institution_id.into()],
     )
     .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reviews of held top-ups
+
+/// A held top-up's review.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopupReview {
+    /// Its id (`tpr_…`).
+    pub id: String,
+    /// The merchant the top-up is for.
+    pub merchant_id: i64,
+    /// The network.
+    pub network: String,
+    /// The transfer: its transaction and log index (the transaction's index for coin).
+    pub tx_hash: String,
+    /// Its log index.
+    pub log_index: i64,
+    /// The merchant's top-up address it reached, lower case.
+    pub address: String,
+    /// Token contract, or `native`.
+    pub token: Token,
+    /// The asset's symbol.
+    pub asset: String,
+    /// Its decimals.
+    pub decimals: u32,
+    /// Base units held, decimal text.
+    pub units: String,
+    /// Who sent it; `None` when the chain does not name the sender.
+    pub sender: Option<String>,
+    /// Why it is held.
+    pub reason: String,
+    /// When it was opened (Unix seconds).
+    pub opened_at: i64,
+    /// `released` or `blocked`, once decided.
+    pub decision: Option<String>,
+    /// The admin's note.
+    pub note: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// When (Unix seconds).
+    pub decided_at: Option<i64>,
+}
+
+const TOPUP_REVIEW: &str =
+    "SELECT id, merchant_id, network, tx_hash, log_index, address, token, asset, \
+     decimals, units, sender, reason, opened_at, decision, note, decided_by, decided_at \
+     FROM topup_reviews";
+
+/// The institution's top-up reviews: undecided first (oldest first), then the decided (newest
+/// first), at most `limit`.
+pub async fn reviews_of(
+    db: &Db,
+    institution_id: InstitutionId,
+    limit: i64,
+) -> DbResult<Vec<TopupReview>> {
+    all(
+        db,
+        &format!(
+            "{TOPUP_REVIEW} WHERE institution_id = ?1 ORDER BY decision IS NOT NULL, \
+             CASE WHEN decision IS NULL THEN opened_at ELSE -decided_at END, id LIMIT ?2"
+        ),
+        &[institution_id.into(), limit.into()],
+    )
+    .await
+}
+
+/// Review `id` of the institution, if there is one.
+pub async fn review(db: &Db, review: Scoped<&str>) -> DbResult<Option<TopupReview>> {
+    first(
+        db,
+        &format!("{TOPUP_REVIEW} WHERE id = ?1 AND institution_id = ?2"),
+        &[review.id.into(), review.institution.into()],
+    )
+    .await
+}
+
+/// The institution's top-up reviews decided from `from` to before `to` (Unix seconds).
+pub async fn reviews_decided_between(
+    db: &Db,
+    institution_id: InstitutionId,
+    (from, to): (i64, i64),
+) -> DbResult<Vec<TopupReview>> {
+    all(
+        db,
+        &format!(
+            "{TOPUP_REVIEW} WHERE institution_id = ?1 AND decided_at >= ?2 AND decided_at < ?3 \
+             ORDER BY decided_at, id"
+        ),
+        &[institution_id.into(), from.into(), to.into()],
+    )
+    .await
+}
+
+/// Marks the review of the transfer (`network`, `tx_hash`, `log_index`) to `address` in
+/// `token` told to the admins at `now`: whether this call did (the first caller tells them, so
+/// two checks that both stored it tell once).
+pub async fn review_told(
+    db: &Db,
+    institution_id: InstitutionId,
+    (network, tx_hash, log_index): (&str, &str, u64),
+    (address, token): (&str, Token),
+    now: i64,
+) -> DbResult<bool> {
+    Ok(run(
+        db,
+        "UPDATE topup_reviews SET told_at = ?7 WHERE network = ?1 AND tx_hash = ?2 \
+         AND log_index = ?3 AND address = ?4 AND token = ?5 AND institution_id = ?6 \
+         AND told_at IS NULL",
+        &[
+            network.into(),
+            tx_hash.into(),
+            i64::try_from(log_index).unwrap_or(i64::MAX).into(),
+            address.into(),
+            token.into(),
+            institution_id.into(),
+            now.into(),
+        ],
+    )
+    .await?
+        == 1)
+}
+
+/// The condition every statement of a decision on review `id` is written under: it is still
+/// undecided (so of two decisions at once, the first to commit is the only one written).
+pub fn review_undecided(review: Scoped<&str>) -> When {
+    When::holds(
+        "EXISTS (SELECT 1 FROM topup_reviews WHERE id = ?1 AND institution_id = ?2 \
+         AND decision IS NULL)",
+        vec![review.id.into(), review.institution.into()],
+    )
+}
+
+/// The statements recording `decision` on review `r` at `now`: the transfer's screening state,
+/// then (last, as it ends what the others are conditioned on) the decision itself, each only
+/// while the review is undecided.
+pub fn decide_review(
+    r: &TopupReview,
+    institution_id: InstitutionId,
+    (decision, now): (&Decision<'_>, i64),
+) -> DbResult<Vec<Stmt>> {
+    let state = if decision.release {
+        "released"
+    } else {
+        "blocked"
+    };
+    let undecided = "EXISTS (SELECT 1 FROM topup_reviews WHERE id = ?1 AND institution_id = ?2 \
+                     AND decision IS NULL)";
+    Ok(vec![
+        stmt(
+            &format!(
+                "UPDATE topup_transfers SET screening = ?3 WHERE network = ?4 AND tx_hash = ?5 \
+                 AND log_index = ?6 AND address = ?7 AND token = ?8 AND institution_id = ?2 \
+                 AND screening = 'held' AND {undecided}"
+            ),
+            &[
+                r.id.as_str().into(),
+                institution_id.into(),
+                state.into(),
+                r.network.as_str().into(),
+                r.tx_hash.as_str().into(),
+                r.log_index.into(),
+                r.address.as_str().into(),
+                r.token.into(),
+            ],
+        )?,
+        stmt(
+            "UPDATE topup_reviews SET decision = ?3, note = ?4, decided_by = ?5, \
+             decided_at = ?6 WHERE id = ?1 AND institution_id = ?2 AND decision IS NULL",
+            &[
+                r.id.as_str().into(),
+                institution_id.into(),
+                state.into(),
+                decision.note.into(),
+                decision.by.into(),
+                now.into(),
+            ],
+        )?,
+    ])
 }

@@ -19,7 +19,7 @@ use crate::ctx::Ctx;
 use crate::db::ledger::{Account, Book, Carried, When};
 use crate::db::parts::Part;
 use crate::db::sends::{Outgoing, Purpose};
-use crate::db::topups::{SeenTopup, TopupWatch};
+use crate::db::topups::{SeenTopup, TopupReview, TopupWatch};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, Watch};
 use crate::db::{refunds, settlements, Db, Stmt};
@@ -227,10 +227,13 @@ pub async fn topups(
         .filter(|t| t.confirmed && t.units > 0)
         .flat_map(|t| {
             let key = (t.tx_hash, t.log_index);
-            [
-                postings::receipt(&ledger, &watch.address, key, t.units),
-                postings::topup(&ledger, &watch.address, key, watch.merchant_id, t.units),
-            ]
+            // One held by its screening is received, not the merchant's: it stays in the
+            // address's unallocated account until an admin releases it.
+            let topup = t
+                .hold
+                .is_none()
+                .then(|| postings::topup(&ledger, &watch.address, key, watch.merchant_id, t.units));
+            std::iter::once(postings::receipt(&ledger, &watch.address, key, t.units)).chain(topup)
         })
         .collect();
     if transfers.is_empty() {
@@ -253,6 +256,50 @@ pub async fn topups(
             .map_err(|r| ChainError::rule(r.to_string()))?;
     }
     Ok(book.statements(when, ctx.now())?)
+}
+
+/// The posting that releases top-up review `r` of `institution` (held by its screening): its
+/// top-up (unallocated at the address → the merchant), with the id its credit would have had,
+/// so it is posted once whatever happens; in `db` (D1, or the institution's object), written
+/// `when` the decision applies.
+pub async fn release_topup(
+    ctx: &Ctx,
+    db: &Db,
+    institution: InstitutionId,
+    r: &TopupReview,
+    when: &When,
+) -> Result<Vec<Stmt>, ApiError> {
+    let asset = Asset {
+        network: &r.network,
+        token: r.token,
+        symbol: &r.asset,
+        decimals: r.decimals,
+    };
+    let ledger = asset.ledger();
+    let units = r.units.parse::<u128>().or_internal("read the units held")?;
+    let log_index = u64::try_from(r.log_index).or_internal("read the units held")?;
+    let transfer = postings::topup(
+        &ledger,
+        &r.address,
+        (&r.tx_hash, log_index),
+        r.merchant_id,
+        units,
+    );
+    let accounts = [
+        asset.account(Kind::Unallocated, &r.address),
+        asset
+            .account(Kind::Merchant, &r.merchant_id.to_string())
+            .of_institution(institution),
+    ];
+    let mut book = Book::load(db, &accounts, std::slice::from_ref(&transfer.id), &[])
+        .await
+        .or_internal("read the books")?;
+    // Its receipt credited the unallocated account when it arrived, and nothing else takes
+    // held money from it, so this never overdraws it.
+    book.record(transfer)
+        .or_internal("post a released top-up")?;
+    book.statements(when, ctx.now())
+        .or_internal("post a released top-up")
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use shared_types::ids::{InstitutionId, Scoped, ScreeningId};
+use shared_types::ids::{InstitutionId, Scoped, ScreeningId, TopupReviewId};
 use shared_types::{ErrorCode, Transaction};
 
 use crate::chain::config::Network;
@@ -26,6 +26,7 @@ use crate::ctx::Ctx;
 use crate::db::parts::Part;
 use crate::db::refunds;
 use crate::db::screenings::{self, HeldFunds, NewScreening, Review, Subject};
+use crate::db::topups::{self, TopupReview};
 use crate::error::{ApiError, OrInternal};
 use crate::payments::{self, Decision};
 use crate::{crypto, notify};
@@ -451,6 +452,84 @@ pub async fn decide(
         }
         Err(err) => Err(err),
     }
+}
+
+/// Decides review `review` of a merchant's top-up held by its screening (in D1, or in the
+/// object `held` that holds the institution's money) as `decision`: released, the top-up is
+/// posted to the merchant's balance exactly as its credit would have been; blocked, it stays in
+/// the address's unallocated account, frozen. Refused before anything is written: no such
+/// review (404), one decided already (409 naming the decision, who and when), a note missing
+/// or too long (400). Of two decisions at once, one is made.
+pub async fn decide_topup(
+    ctx: &Ctx,
+    held: Option<&crate::db::Db>,
+    review: Scoped<&str>,
+    decision: &Decision<'_>,
+) -> Result<TopupReview, ApiError> {
+    let db = held.unwrap_or(&ctx.db);
+    let note = decision.note.trim();
+    if note.is_empty() || note.chars().count() > MAX_NOTE {
+        return Err(ApiError::invalid_request(format!(
+            "note: say why, in 1 to {MAX_NOTE} characters (it is kept with the decision)"
+        )));
+    }
+    let not_found = || ApiError::not_found("no top-up held by its screening has this id");
+    if TopupReviewId::parse(review.id).is_err() {
+        return Err(not_found());
+    }
+    let r = topups::review(db, review)
+        .await
+        .or_internal("read the review")?
+        .ok_or_else(not_found)?;
+    if let Some(done) = decided_topup(&r) {
+        return Err(done);
+    }
+    let decision = Decision { note, ..*decision };
+    let now = ctx.now();
+    let mut batch = crate::db::Batch::new();
+    if decision.release {
+        let when = topups::review_undecided(review);
+        for s in crate::money::ledger::release_topup(ctx, db, review.institution, &r, &when).await?
+        {
+            batch.push(s);
+        }
+    }
+    let mut decided = None;
+    for s in topups::decide_review(&r, review.institution, (&decision, now))
+        .or_internal("record the decision")?
+    {
+        decided = Some(batch.push(s));
+    }
+    let results = batch.run(db).await.or_internal("record the decision")?;
+    let after = topups::review(db, review)
+        .await
+        .or_internal("read the review")?
+        .ok_or_else(not_found)?;
+    if decided.is_some_and(|h| results.changed(h)) {
+        return Ok(after);
+    }
+    // Another decision came first: say which.
+    Err(decided_topup(&after).unwrap_or_else(|| {
+        ApiError::new(
+            ErrorCode::Conflict,
+            "the review changed meanwhile: try again",
+        )
+    }))
+}
+
+/// The refusal of a decision on top-up review `r` when it was decided already.
+fn decided_topup(r: &TopupReview) -> Option<ApiError> {
+    let done = r.decision.as_deref()?;
+    Some(ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "this top-up's review was decided already: {done} by {} at {}",
+            r.decided_by.as_deref().unwrap_or("an admin"),
+            r.decided_at
+                .and_then(shared_types::time::format_unix)
+                .unwrap_or_default()
+        ),
+    ))
 }
 
 /// The refusal of a decision on `review` when it was decided already.

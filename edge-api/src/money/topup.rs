@@ -7,7 +7,9 @@
 //! configured tokens and the network's coin) while its merchant is active, by the cron, within
 //! the watcher's share of the run's node calls, read the way a checkout's address is
 //! ([`crate::chain::scan`]): a transfer counts once it is at the network's depth, and one reorged away
-//! before that disappears. Each confirmed transfer is posted to the books in the batch that
+//! before that disappears. Its sender is screened then, like a payment's (docs/SCREENING.md):
+//! one on a sanctions list, or not named by the chain, is held for an admin's review (its
+//! receipt booked, not the top-up); a sender that cannot be screened now makes the check wait. Each confirmed transfer is posted to the books in the batch that
 //! stores it: its receipt (custody ← unallocated at the address) and the top-up (unallocated →
 //! the merchant), ids derived from the chain transfer, so nothing is posted twice. As for a
 //! checkout's address, nothing is credited from a token's logs alone: the address's
@@ -18,7 +20,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use payrail_evm::Token;
-use shared_types::ids::{InstitutionId, Scoped};
+use shared_types::ids::{InstitutionId, Scoped, TopupReviewId};
 use shared_types::ErrorCode;
 
 use super::books;
@@ -29,22 +31,30 @@ use crate::chain::scan::{self, Scan};
 use crate::ctx::Ctx;
 use crate::db;
 use crate::db::merchants;
-use crate::db::topups::{self, NewAddress, SeenTopup, TopupAddress, TopupWatch, WatchedAsset};
+use crate::db::notifications::NotificationKind;
+use crate::db::screenings::{self, NewScreening, Subject};
+use crate::db::topups::{
+    self, Hold, NewAddress, SeenTopup, TopupAddress, TopupWatch, WatchedAsset,
+};
 use crate::error::{ApiError, OrInternal};
+use crate::money::screening;
+use crate::{crypto, notify};
 
 /// Least time between two checks of one top-up watch.
 pub const CHECK_GAP_SECONDS: i64 = 5;
 /// Most top-up watches one cron run checks.
 const PER_RUN: i64 = 25;
-/// The most node calls one check of a token at a top-up address makes (its logs and the
-/// balance that must cover them): the checkout watches leave at least this of the watcher's
-/// share to the top-ups, so they are never starved.
-pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1;
+/// The least node calls one check of a token at a top-up address makes that finds one final
+/// transfer (its logs, the balance that must cover them, and its sender's screening): the
+/// checkout watches leave at least this of the watcher's share to the top-ups, so they are never
+/// starved. (Each more sender screened is one more call; a check that runs out waits, whole,
+/// for the next run.)
+pub const MOST_TOKEN_CHECK_CALLS: u32 = scan::MOST_TOKEN_CALLS + 1 + 1;
 
-/// The most node calls one check of `token` at a top-up address makes.
+/// The node calls one check of `token` at a top-up address needs before it starts.
 fn most_calls(token: Token) -> u32 {
     if token == Token::Native {
-        scan::MOST_NATIVE_CALLS
+        scan::MOST_NATIVE_CALLS + 1
     } else {
         MOST_TOKEN_CHECK_CALLS
     }
@@ -339,6 +349,8 @@ async fn read(
                 units,
                 block_number: t.block_number,
                 confirmed: t.block_number <= fresh.final_to,
+                sender: t.from.as_deref(),
+                hold: None,
             })
         })
         .collect();
@@ -407,6 +419,8 @@ async fn read(
         let asset = (watch.asset.as_str(), watch.decimals);
         scan::cover(network, &target, asset, (total, swept), fresh.final_to).await?;
     }
+    // Each final transfer's sender is screened before the merchant is credited with it.
+    let decisions = screen_senders(ctx, network, watch, &mut seen, fresh.head).await?;
     let scanned_to = u64::try_from(watch.scanned_to).unwrap_or(0);
     let mut statements = topups::record(
         watch,
@@ -421,9 +435,123 @@ async fn read(
     // condition as the rest of the check.
     let moves_on = statements.pop();
     statements.extend(postings);
+    for decision in &decisions {
+        statements.push(screenings::insert_once(decision)?);
+    }
     statements.extend(moves_on);
     db::batch(store, statements).await?;
+    for t in seen.iter().filter(|t| t.confirmed) {
+        if let Some(hold) = &t.hold {
+            tell_held(ctx, store, watch, t, hold).await;
+        }
+    }
     Ok(())
+}
+
+/// Screens the sender of each final transfer of `seen` (to `watch`'s address) on its network at
+/// block `head`, each sender once: one on a sanctions list, or not named by the chain (coin
+/// sent from inside a contract call), is held for review (its hold set); the decisions to store
+/// with the check. A sender that cannot be screened now fails the check (nothing recorded: the
+/// next check reads the blocks again), saying why.
+async fn screen_senders(
+    ctx: &Ctx,
+    network: &Network,
+    watch: &TopupWatch,
+    seen: &mut [SeenTopup<'_>],
+    head: u64,
+) -> ChainResult<Vec<NewScreening>> {
+    let mut reads: BTreeMap<String, screening::Read> = BTreeMap::new();
+    let mut decisions = Vec::new();
+    let now = ctx.now();
+    let review_id = || {
+        crypto::random_token(TopupReviewId::PREFIX).map_err(|e| ChainError::Config(e.to_string()))
+    };
+    for t in seen.iter_mut().filter(|t| t.confirmed) {
+        let Some(sender) = t.sender else {
+            t.hold = Some(Hold {
+                review_id: review_id()?,
+                reason: format!(
+                    "{} reached {} on {} from inside a contract call: the chain does not name                      who sent it, so it could not be screened",
+                    watch.asset, watch.address, watch.network
+                ),
+            });
+            continue;
+        };
+        let read = match reads.get(sender) {
+            Some(read) => read.clone(),
+            None => {
+                let read =
+                    screening::screen(ctx, (&watch.network, Some(network)), sender, Some(head))
+                        .await
+                        .map_err(|why| match why {
+                            screening::Unscreened::Budget => {
+                                ChainError::from(rpc::RpcError::Budget)
+                            }
+                            screening::Unscreened::Oracle(err) => ChainError::rule(err.description),
+                            screening::Unscreened::Internal(err) => {
+                                err.log_with("screening a top-up's sender");
+                                ChainError::rule("the sanctions list could not be read")
+                            }
+                        })?;
+                reads.insert(sender.to_owned(), read.clone());
+                read
+            }
+        };
+        if read.listed() {
+            t.hold = Some(Hold {
+                review_id: review_id()?,
+                reason: format!("the sender {}", read.reason()),
+            });
+        }
+        let subject_id = format!("{}:{}", t.tx_hash, t.log_index);
+        decisions.push(
+            read.record(watch.institution_id, (Subject::Topup, &subject_id), now)
+                .map_err(|e| ChainError::Config(e.description))?,
+        );
+    }
+    Ok(decisions)
+}
+
+/// Tells the institution's admins, once (the first check to store the review), that top-up
+/// `t` to `watch`'s address is held for review (logged if it cannot be: the review is stored).
+async fn tell_held(ctx: &Ctx, store: &db::Db, watch: &TopupWatch, t: &SeenTopup<'_>, hold: &Hold) {
+    let told = async {
+        if !topups::review_told(
+            store,
+            watch.institution_id,
+            (&watch.network, t.tx_hash, t.log_index),
+            (&watch.address, watch.token),
+            ctx.now(),
+        )
+        .await
+        .or_internal("record the admins told")?
+        {
+            return Ok(());
+        }
+        let amount = crate::chain::evm::from_units(t.units, watch.decimals).unwrap_or_default();
+        notify::admins(
+            ctx,
+            watch.institution_id,
+            NotificationKind::ScreeningHold,
+            &format!(
+                "A top-up of {amount} {} for merchant {} is held: review its screening",
+                watch.asset, watch.merchant_id
+            ),
+            &format!(
+                "{amount} {} reached merchant {}'s top-up address {} on {} (transaction {}), but                  its screening held it: {}. It is not added to the merchant's balance until an                  admin releases it (a false positive) or blocks it (it stays frozen in custody),                  with a note, on the portal's Screening page.",
+                watch.asset,
+                watch.merchant_id,
+                watch.address,
+                watch.network,
+                t.tx_hash,
+                hold.reason
+            ),
+        )
+        .await
+    };
+    if let Err(err) = told.await {
+        err.log_with("telling the admins of a held top-up");
+    }
 }
 
 /// What custody swept of `watch`'s asset from its address by block `final_to` (custody's sweeps

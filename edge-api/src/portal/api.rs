@@ -63,6 +63,7 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         }
         ["screening"] => Route::new().get(screening::list),
         ["screening", id] => Route::new().post(move |c| screening::decide(c, id)),
+        ["screening", "topups", id] => Route::new().post(move |c| screening::decide_topup(c, id)),
         ["deliveries", id] => Route::new().get(move |c| deliveries::show(c, id)),
         ["deliveries", id, "resend"] => Route::new().post(move |c| deliveries::resend(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),

@@ -49,6 +49,7 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["screening"] => Route::new().get(screening::show),
         ["screening", "export.csv"] => Route::new().get(screening::export),
         ["screening", id] => Route::new().post(move |c| screening::decide(c, id)),
+        ["screening", "topups", id] => Route::new().post(move |c| screening::decide_topup(c, id)),
         ["merchants"] => Route::new().get(merchants::list).post(merchants::create),
         ["merchants", id] => Route::new().get(move |c| merchants::show(c, id)),
         ["merchants", id, "topup"] => Route::new().post(move |c| topups::create(c, id)),

@@ -1,6 +1,7 @@
 //! The screening review queue and the audit export, shared by the portal's page and its JSON
-//! API: every payment its screening held (undecided first), with the evidence (each sender's
-//! decision: the list that names it, the oracle and block read); an admin's release or block,
+//! API: every payment and every merchant's top-up its screening held (undecided first), with
+//! the evidence (each sender's decision: the list that names it, the oracle and block read);
+//! an admin's release or block,
 //! with a required note, made once; and every screening decision and review decision of a
 //! date range as CSV, for an auditor. Viewers see the queue and export; only admins decide.
 //! The rules are `money::screening`'s (docs/SCREENING.md).
@@ -13,6 +14,7 @@ use super::csv_cell::cell;
 use super::Portal;
 use crate::ctx::timestamp;
 use crate::db::screenings::{self, HeldFunds, Review, Screening};
+use crate::db::topups::{self, TopupReview};
 use crate::error::{ApiError, OrInternal};
 use crate::money::screening;
 use crate::payments::Decision;
@@ -106,6 +108,116 @@ fn view(r: Review, evidence: &[Screening]) -> Result<ReviewView, ApiError> {
     })
 }
 
+/// A merchant's top-up held by its screening, as the queue shows it.
+#[derive(Debug, Serialize)]
+pub struct TopupReviewView {
+    /// The review's id (`tpr_…`).
+    pub id: String,
+    /// The merchant it tops up.
+    pub merchant_id: i64,
+    /// The network.
+    pub network: String,
+    /// The transfer's transaction.
+    pub tx_hash: String,
+    /// The merchant's top-up address it reached.
+    pub address: String,
+    /// The asset.
+    pub asset: String,
+    /// The amount held, in the asset.
+    pub amount: String,
+    /// The same in base units.
+    pub base_units: String,
+    /// Who sent it; `null` when the chain does not name the sender.
+    pub sender: Option<String>,
+    /// Why it is held.
+    pub reason: String,
+    /// ISO 8601.
+    pub opened_at: String,
+    /// `released` or `blocked`, once decided.
+    pub decision: Option<String>,
+    /// The admin's note.
+    pub note: Option<String>,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// ISO 8601.
+    pub decided_at: Option<String>,
+    /// Its sender's screening.
+    pub evidence: Vec<Screening>,
+}
+
+/// The institution's held top-ups: undecided first (oldest first), then the decided (newest
+/// first), at most [`QUEUE_MAX`], each with its evidence (two statements in all).
+pub async fn topup_queue(portal: &Portal<'_>) -> Result<Vec<TopupReviewView>, ApiError> {
+    let institution = portal.institution_id();
+    let reviews = topups::reviews_of(portal.money(), institution, QUEUE_MAX)
+        .await
+        .or_internal("read the top-up reviews")?;
+    let evidence = screenings::of_topup_reviews(portal.money(), institution)
+        .await
+        .or_internal("read the screenings")?;
+    reviews
+        .into_iter()
+        .map(|r| topup_view(r, &evidence))
+        .collect::<Result<_, _>>()
+}
+
+fn topup_view(r: TopupReview, evidence: &[Screening]) -> Result<TopupReviewView, ApiError> {
+    let transfer = format!("{}:{}", r.tx_hash, r.log_index);
+    let units = r.units.parse::<u128>().or_internal("read the units held")?;
+    Ok(TopupReviewView {
+        amount: crate::chain::evm::from_units(units, r.decimals)
+            .ok_or("out of range")
+            .or_internal("read the units held")?
+            .to_string(),
+        base_units: r.units,
+        evidence: evidence
+            .iter()
+            .filter(|s| s.subject_id == transfer && s.network == r.network)
+            .cloned()
+            .collect(),
+        id: r.id,
+        merchant_id: r.merchant_id,
+        network: r.network,
+        tx_hash: r.tx_hash,
+        address: r.address,
+        asset: r.asset,
+        sender: r.sender,
+        reason: r.reason,
+        opened_at: timestamp(r.opened_at)?,
+        decision: r.decision,
+        note: r.note,
+        decided_by: r.decided_by,
+        decided_at: r.decided_at.map(timestamp).transpose()?,
+    })
+}
+
+/// Releases (`release`) or blocks the held top-up of review `id` with the admin's `note`: the
+/// review as decided. Admins only.
+pub async fn decide_topup(
+    portal: &Portal<'_>,
+    id: &str,
+    release: bool,
+    note: &str,
+) -> Result<TopupReviewView, ApiError> {
+    portal.require_admin()?;
+    let institution = portal.institution_id();
+    let decided = screening::decide_topup(
+        portal.ctx,
+        portal.held(),
+        Scoped::new(institution, id),
+        &Decision {
+            release,
+            note,
+            by: &portal.session.email,
+        },
+    )
+    .await?;
+    let evidence = screenings::of_topup_reviews(portal.money(), institution)
+        .await
+        .or_internal("read the screenings")?;
+    topup_view(decided, &evidence)
+}
+
 /// Releases (`release`) or blocks held payment `id` with the admin's `note`: the payment as it
 /// now stands. Admins only.
 pub async fn decide(
@@ -170,7 +282,10 @@ pub async fn export(portal: &Portal<'_>, query: &str) -> Result<Vec<u8>, ApiErro
     let decided = screenings::decided_between(portal.money(), institution, (from, to))
         .await
         .or_internal("read the decisions")?;
-    let total = rows.len() + decided.len();
+    let topups_decided = topups::reviews_decided_between(portal.money(), institution, (from, to))
+        .await
+        .or_internal("read the decisions")?;
+    let total = rows.len() + decided.len() + topups_decided.len();
     if i64::try_from(total).unwrap_or(i64::MAX) > EXPORT_MAX {
         return Err(ApiError::invalid_request(format!(
             "the range holds more than {EXPORT_MAX} records: narrow it"
@@ -211,6 +326,28 @@ pub async fn export(portal: &Portal<'_>, query: &str) -> Result<Vec<u8>, ApiErro
                 r.transaction_id.to_string(),
                 String::new(),
                 String::new(),
+                String::new(),
+                cell(&r.reason),
+                String::new(),
+                String::new(),
+                String::new(),
+                r.decision.unwrap_or_default(),
+                r.note.as_deref().map(cell).unwrap_or_default(),
+                r.decided_by.as_deref().map(cell).unwrap_or_default(),
+            ],
+        ));
+    }
+    for r in topups_decided {
+        let at = r.decided_at.unwrap_or(r.opened_at);
+        lines.push((
+            at,
+            vec![
+                timestamp(at)?,
+                "decision".to_owned(),
+                "topup".to_owned(),
+                format!("{}:{}", r.tx_hash, r.log_index),
+                r.network,
+                r.sender.unwrap_or_default(),
                 String::new(),
                 cell(&r.reason),
                 String::new(),

@@ -82,8 +82,12 @@ pub struct TopupReceived {
     pub block_number: i64,
     /// Blocks on it at the last check, counting its own (at most the depth).
     pub confirmations: u64,
-    /// Credited to the merchant's balance (it reached the depth).
+    /// Credited to the merchant's balance (it reached the depth, and its sender's screening
+    /// cleared it or an admin released it).
     pub credited: bool,
+    /// `held` (its sender on a sanctions list, or not named: waits for an admin's review),
+    /// `released` or `blocked` (frozen in custody); `null` when its sender was clear.
+    pub screening: Option<String>,
 }
 
 /// The merchant's top-ups. Also watches its addresses for an asset configured since they were
@@ -181,7 +185,8 @@ fn view(
                 watch.map_or_else(|| (t.token.lower(), 0), |w| (w.asset.clone(), w.decimals));
             let units: u128 = t.amount.parse().unwrap_or(0);
             let head = watch.map_or(t.block_number, |w| w.head_block);
-            let credited = t.confirmed;
+            let final_ = t.confirmed;
+            let credited = final_ && matches!(t.screening.as_deref(), None | Some("released"));
             TopupReceived {
                 asset,
                 amount: evm::from_units(units, decimals)
@@ -189,7 +194,7 @@ fn view(
                 base_units: t.amount.clone(),
                 tx_hash: t.tx_hash.clone(),
                 block_number: t.block_number,
-                confirmations: if credited {
+                confirmations: if final_ {
                     network.confirmations
                 } else {
                     u64::try_from(head - t.block_number + 1)
@@ -197,6 +202,7 @@ fn view(
                         .min(network.confirmations.saturating_sub(1))
                 },
                 credited,
+                screening: t.screening.clone(),
             }
         })
         .collect();

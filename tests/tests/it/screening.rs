@@ -849,3 +849,191 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "succeeded");
     s.anvil.sanction(s.oracle(), &[&payer], false);
 }
+
+impl Setup {
+    /// Merchant `merchant`'s top-up transfer `hash` as the portal lists it, once `done` holds
+    /// (the cron run and a block mined each time).
+    fn topup_until(&self, merchant: usize, hash: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let id = self.worker.credentials.institutions[0].merchant_ids[merchant];
+        let portal = self.worker.portal_login(0);
+        eventually(
+            &format!("top-up {hash} listed"),
+            Duration::from_secs(40),
+            || {
+                self.worker.cron();
+                self.anvil.mine(1);
+                let reply = self.worker.portal(
+                    Method::GET,
+                    &format!("/portal/api/merchants/{id}/topup"),
+                    Some(&portal),
+                    None,
+                );
+                assert_eq!(reply.status, 200, "{}", reply.text);
+                reply.json()["networks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|n| n["transfers"].as_array().unwrap().clone())
+                    .find(|t| t["tx_hash"] == hash)
+                    .filter(&done)
+            },
+        )
+    }
+
+    /// The screening queue's held top-ups, in `portal`'s session.
+    fn topup_reviews(&self, portal: &payrail_tests::PortalSession) -> Vec<Value> {
+        let reply = self
+            .worker
+            .portal(Method::GET, "/portal/api/screening", Some(portal), None);
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()["topups"].as_array().unwrap().clone()
+    }
+
+    /// Decides held top-up review `id` through the portal's JSON API.
+    fn decide_topup(
+        &self,
+        portal: &payrail_tests::PortalSession,
+        id: &str,
+        decision: &str,
+        note: &str,
+    ) -> payrail_tests::Reply {
+        self.worker.portal(
+            Method::POST,
+            &format!("/portal/api/screening/topups/{id}"),
+            Some(portal),
+            Some(&json!({"decision": decision, "note": note})),
+        )
+    }
+}
+
+#[test]
+fn a_top_up_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks_it() {
+    let (_one, s) = shared();
+    let admin = s.worker.portal_login(0);
+    let merchant = s.worker.credentials.institutions[0].merchant_ids[2];
+    let given = s.worker.portal(
+        Method::POST,
+        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
+        Some(&admin),
+        None,
+    );
+    assert_eq!(given.status, 200, "{}", given.text);
+    let address = given.json()["address"].as_str().unwrap().to_owned();
+    let listed = s.anvil.account(8);
+    s.anvil.sanction(s.oracle(), &[&listed], true);
+    s.anvil.mint(&s.usdc, &listed, 3_000_000);
+    let (owed_before, _) = s.owed(2);
+    let held_hash = s.anvil.transfer(&s.usdc, &listed, &address, 2_000_000);
+    let clear_hash = s.anvil.transfer(&s.usdc, &s.customer, &address, 5_000_000);
+    // The clear sender's top-up is credited; the listed one's is held, in no one's balance.
+    s.topup_until(2, &clear_hash, |t| t["credited"] == true);
+    let held = s.topup_until(2, &held_hash, |t| t["screening"] == "held");
+    assert_eq!(held["credited"], false, "{held}");
+    for _ in 0..3 {
+        s.worker.cron();
+        s.anvil.mine(1);
+    }
+    assert_eq!(
+        s.owed(2).0,
+        owed_before + 5_000_000,
+        "only the clear top-up"
+    );
+    let told: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM notifications WHERE kind = 'screening_hold' \
+             AND body LIKE '%' || ?1 || '%'",
+            [&held_hash],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(told, 1, "the admins told once");
+    // The queue shows it with its evidence.
+    let reviews = s.topup_reviews(&admin);
+    let review = reviews
+        .iter()
+        .find(|r| r["tx_hash"] == held_hash.as_str())
+        .unwrap_or_else(|| panic!("no review of {held_hash}: {reviews:?}"))
+        .clone();
+    let review_id = review["id"].as_str().unwrap().to_owned();
+    assert!(review["decision"].is_null(), "{review}");
+    assert_eq!(review["sender"], listed.to_ascii_lowercase(), "{review}");
+    assert_eq!(review["amount"], "2", "{review}");
+    assert_eq!(review["evidence"][0]["result"], "listed", "{review}");
+    assert_eq!(review["evidence"][0]["subject"], "topup", "{review}");
+    s.decide_topup(&admin, &review_id, "release", " ")
+        .assert_error(400, "invalid_request");
+    s.decide_topup(&admin, "tpr_unknown", "release", "no such")
+        .assert_error(404, "not_found");
+    // Two admins release it at once: one decision is made, the other is told it was.
+    let answers = at_once(4, |_| {
+        s.decide_topup(
+            &admin,
+            &review_id,
+            "release",
+            "false positive: our own test wallet",
+        )
+    });
+    let made: Vec<_> = answers
+        .iter()
+        .filter(|(status, _)| *status == 200)
+        .collect();
+    assert_eq!(made.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .filter(|(status, _)| *status != 200)
+            .all(|(status, text)| *status == 409 && text.contains("decided already")),
+        "{answers:?}"
+    );
+    assert_eq!(s.owed(2).0, owed_before + 7_000_000, "released once");
+    s.topup_until(2, &held_hash, |t| {
+        t["credited"] == true && t["screening"] == "released"
+    });
+    // Another from the same sender, blocked: it stays frozen, never the merchant's.
+    let blocked_hash = s.anvil.transfer(&s.usdc, &listed, &address, 1_000_000);
+    s.topup_until(2, &blocked_hash, |t| t["screening"] == "held");
+    let blocked = s
+        .topup_reviews(&admin)
+        .into_iter()
+        .find(|r| r["tx_hash"] == blocked_hash.as_str())
+        .unwrap();
+    let decided = s.decide_topup(
+        &admin,
+        blocked["id"].as_str().unwrap(),
+        "block",
+        "confirmed match with the oracle",
+    );
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    assert_eq!(decided.json()["decision"], "blocked");
+    let after = s.topup_until(2, &blocked_hash, |t| t["screening"] == "blocked");
+    assert_eq!(after["credited"], false, "{after}");
+    assert_eq!(
+        s.owed(2).0,
+        owed_before + 7_000_000,
+        "blocked: not credited"
+    );
+    // The audit export holds the decisions.
+    let today = &shared_types::time::format_unix(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64,
+    )
+    .unwrap()[..10];
+    let export = s.worker.portal_page(
+        &admin,
+        &format!("/portal/screening/export.csv?from={today}&to={today}"),
+    );
+    assert_eq!(export.status, 200, "{}", export.text);
+    for needle in [
+        format!("screening,topup,{held_hash}:"),
+        format!("decision,topup,{held_hash}:"),
+        format!("decision,topup,{blocked_hash}:"),
+        "confirmed match with the oracle".to_owned(),
+    ] {
+        assert!(export.text.contains(&needle), "{needle}: {}", export.text);
+    }
+    s.assert_books();
+}

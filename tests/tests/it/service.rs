@@ -128,6 +128,7 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("get", "/portal/api/deliveries/{id}"),
     ("get", "/portal/api/screening"),
     ("post", "/portal/api/screening/{id}"),
+    ("post", "/portal/api/screening/topups/{id}"),
     ("post", "/portal/api/deliveries/{id}/resend"),
     ("get", "/portal/api/notifications"),
     ("get", "/portal/api/merchants"),

@@ -145,6 +145,10 @@ fn network_part(
                                         td.status {
                                             @if t.credited {
                                                 "credited"
+                                            } @else if t.screening.as_deref() == Some("held") {
+                                                a href="/portal/screening#topups" { "held for review" }
+                                            } @else if t.screening.as_deref() == Some("blocked") {
+                                                "blocked: frozen in custody"
                                             } @else {
                                                 "confirming " (t.confirmations) "/" (n.confirmations)
                                             }
