@@ -795,6 +795,31 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
     s.anvil.sanction(s.oracle(), &[&payer], true);
     let (id, session, _) = s.paid_from(1, "13.00", &payer);
     s.until_raw(id, "held");
+    // And a merchant's top-up from a listed sender.
+    let merchant = s.worker.credentials.institutions[0].merchant_ids[3];
+    let given = s.worker.portal(
+        Method::POST,
+        &format!("/portal/api/merchants/{merchant}/topup/polygon"),
+        Some(&s.worker.portal_login(0)),
+        None,
+    );
+    assert_eq!(given.status, 200, "{}", given.text);
+    let listed = s.anvil.account(8);
+    s.anvil.sanction(s.oracle(), &[&listed], true);
+    s.anvil.mint(&s.usdc, &listed, 1_500_000);
+    let topup_hash = s.anvil.transfer(
+        &s.usdc,
+        &listed,
+        given.json()["address"].as_str().unwrap(),
+        1_500_000,
+    );
+    s.topup_until(3, &topup_hash, |t| t["screening"] == "held");
+    let review = s
+        .topup_reviews(&s.worker.portal_login(0))
+        .into_iter()
+        .find(|r| r["tx_hash"] == topup_hash.as_str())
+        .unwrap();
+    let review = review["id"].as_str().unwrap().to_owned();
     let _browser = exclusive();
     let browser = Browser::start();
     let admin = &s.worker.credentials.institutions[0];
@@ -816,6 +841,26 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
         );
         let violations = browser.serious_accessibility_violations();
         assert!(violations.is_empty(), "queue at {width}: {violations:#?}");
+        let card = browser.wait_text(&format!("#{review}"));
+        assert!(card.contains("Top-up of 1.5 USDC"), "{card}");
+        assert!(card.contains(&listed.to_ascii_lowercase()), "{card}");
+        super::balances::photograph(
+            &browser,
+            (width, height),
+            &format!("#{review}"),
+            "portal-screening-topup",
+        );
+        browser.goto(&format!(
+            "{}/portal/merchants/{merchant}",
+            s.worker.base_url
+        ));
+        let row = browser.wait_text(&format!("tr[data-tx='{topup_hash}']"));
+        assert!(row.contains("held for review"), "{row}");
+        let violations = browser.serious_accessibility_violations();
+        assert!(
+            violations.is_empty(),
+            "merchant page at {width}: {violations:#?}"
+        );
         browser.goto(&format!("{}/portal/payments/{id}", s.worker.base_url));
         assert!(browser
             .wait_text("#screening-hold")
@@ -848,7 +893,16 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
     let decided = browser.wait_text(&format!("#review-{id} .decided"));
     assert!(decided.contains("released"), "{decided}");
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "succeeded");
+    // The top-up's form: a note, then Block.
+    browser.fill(
+        &format!("#note-{review}"),
+        "the sender is the listed entity",
+    );
+    browser.click(&format!("#{review} button[value=block]"));
+    let decided = browser.wait_text(&format!("#{review} .decided"));
+    assert!(decided.contains("blocked"), "{decided}");
     s.anvil.sanction(s.oracle(), &[&payer], false);
+    s.assert_books();
 }
 
 impl Setup {
