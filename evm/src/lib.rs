@@ -187,6 +187,31 @@ pub fn is_sanctioned_call(address: &str) -> String {
     format!("{IS_SANCTIONED}{}", address_word(address))
 }
 
+/// An `isSanctioned` answer (`0x` and hex, as `eth_call` returns it) read: true or false, or why
+/// it is neither. Exactly one ABI word holding 0 or 1 is an answer; anything else (no contract
+/// at the address, a short or long answer, another number) is refused, never taken as "not
+/// listed".
+pub fn sanctioned_answer(answer: &str) -> Result<bool, &'static str> {
+    let hex = answer
+        .strip_prefix("0x")
+        .ok_or("its answer is not hex data")?;
+    if hex.is_empty() {
+        return Err("no contract answers at the configured address");
+    }
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("its answer is not one ABI word");
+    }
+    let (zeros, last) = hex.split_at(63);
+    if zeros.bytes().any(|b| b != b'0') {
+        return Err("its answer is neither true nor false");
+    }
+    match last {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err("its answer is neither true nor false"),
+    }
+}
+
 /// The OP Stack's `GasPriceOracle` predeploy (on Base and every OP Stack chain), which prices
 /// the L1 data fee a transaction pays besides its gas.
 pub const GAS_PRICE_ORACLE: &str = "0x420000000000000000000000000000000000000f";

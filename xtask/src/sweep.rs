@@ -39,7 +39,7 @@ use serde_json::Value;
 use crate::secrets::Target;
 use keys::{Custody, Key};
 use node::Node;
-use store::{Deposit, NewSweep, Stored};
+use store::{Deposit, ListRead, NewSweep, Screened, Stored};
 
 /// Looks at one deposit again at most this many times when another signer takes its nonce.
 const ATTEMPTS: usize = 5;
@@ -111,6 +111,8 @@ struct Net<'a> {
     config: &'a Network,
     node: &'a Node,
     gas: &'a Key,
+    /// The treasury's screening on it, clear.
+    screened: &'a Screened,
 }
 
 /// The run's state.
@@ -124,6 +126,8 @@ struct Run<'a, 'w> {
     gas_next: BTreeMap<String, u64>,
     /// The treasury's address as the worker sends from it, per network.
     senders: BTreeMap<String, Vec<String>>,
+    /// What the operator's sanctions list says of the treasury.
+    list: ListRead,
 }
 
 /// Sweeps every deposit whose watch has ended and that holds a balance, with `mnemonic` (the
@@ -149,7 +153,7 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
     if treasury == gas.address {
         return Err("the treasury cannot be the custody gas address".to_owned());
     }
-    let snapshot = store::snapshot(&opts.target, opts.now, &gas.address)?;
+    let snapshot = store::snapshot(&opts.target, opts.now, &gas.address, &treasury)?;
     let deposits = snapshot.deposits;
     let mut by_network: BTreeMap<&str, Vec<&Deposit>> = BTreeMap::new();
     for deposit in &deposits {
@@ -166,6 +170,7 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
         watching: Vec::new(),
         gas_next: snapshot.gas_next,
         senders: snapshot.treasury,
+        list: snapshot.list,
     };
     let open = snapshot.open;
     let topups = deposits.iter().filter(|d| d.is_topup()).count();
@@ -188,17 +193,21 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
             continue;
         };
         let node = Node::new(name, &config.rpc_url)?;
-        if let Err(why) = run.check_network(name, config, &node, list) {
-            run.say(format!("{name}: refused: {why}"));
-            run.summary.refused += 1;
-            continue;
-        }
+        let screened = match run.check_network(name, config, &node, list) {
+            Ok(screened) => screened,
+            Err(why) => {
+                run.say(format!("{name}: refused: {why}"));
+                run.summary.refused += 1;
+                continue;
+            }
+        };
         nodes.push(node);
         let net = Net {
             name,
             config,
             node: &nodes[nodes.len() - 1],
             gas: &gas,
+            screened: &screened,
         };
         for deposit in list {
             let rows: Vec<Stored> = open
@@ -259,14 +268,17 @@ impl Run<'_, '_> {
     }
 
     /// Whether a network may be swept: its node is on its chain, the treasury is the one the
-    /// worker sends from there (when it has sent), and no deposit is the treasury.
+    /// worker sends from there (when it has sent), no deposit is the treasury, and the treasury
+    /// is on no sanctions list (the operator's, read with the snapshot, and the network's
+    /// oracle, read now): its screening, clear. An oracle that cannot be read refuses the
+    /// network, as a listed treasury does: nothing is sent to an address not screened clear.
     fn check_network(
         &self,
         name: &str,
         config: &Network,
         node: &Node,
         deposits: &[&Deposit],
-    ) -> Result<(), String> {
+    ) -> Result<Screened, String> {
         let id = node.chain_id()?;
         if id != config.chain_id {
             return Err(format!(
@@ -286,7 +298,44 @@ impl Run<'_, '_> {
         if deposits.iter().any(|d| d.address == self.treasury) {
             return Err("the treasury is one of the deposit addresses".to_owned());
         }
-        Ok(())
+        let listed = |by: &str| {
+            format!(
+                "the treasury {} is on a sanctions list ({by}): nothing is swept to it",
+                self.treasury
+            )
+        };
+        if let Some(by) = &self.list.named_by {
+            return Err(listed(by));
+        }
+        let oracle = match &config.sanctions_oracle {
+            None => None,
+            Some(oracle) => {
+                let unreadable = |why: &str| {
+                    format!(
+                        "the sanctions oracle {oracle} cannot be read ({why}): nothing is swept \
+                         until the treasury can be screened"
+                    )
+                };
+                let head = node.head().map_err(|e| unreadable(&e))?;
+                let call = serde_json::json!({
+                    "to": oracle,
+                    "data": payrail_evm::is_sanctioned_call(&self.treasury)
+                });
+                let answer = node
+                    .call("eth_call", serde_json::json!([call, format!("{head:#x}")]))
+                    .map_err(|e| unreadable(&e))?;
+                let sanctioned = payrail_evm::sanctioned_answer(answer.as_str().unwrap_or(""))
+                    .map_err(unreadable)?;
+                if sanctioned {
+                    return Err(listed(&format!("the sanctions oracle {oracle} on {name}")));
+                }
+                Some((oracle.to_ascii_lowercase(), head))
+            }
+        };
+        Ok(Screened {
+            oracle,
+            list_version: self.list.version,
+        })
     }
 
     /// Sweeps one deposit: waits on what is already sent for it, or funds its gas and sweeps
@@ -534,6 +583,7 @@ impl Run<'_, '_> {
                 raw: &signed.raw,
                 now: unix_now(),
                 sweeps_seen: 0,
+                screened: Some(net.screened),
             },
         )?;
         if !stored {
@@ -615,6 +665,7 @@ impl Run<'_, '_> {
                 raw: &signed.raw,
                 now,
                 sweeps_seen: rows.iter().filter(|r| r.kind == "sweep").count(),
+                screened: None,
             },
         )?;
         if !stored {

@@ -193,27 +193,10 @@ async fn ask(
         .map_err(|why| Asked::Unreadable(why.to_owned()))
 }
 
-/// An `isSanctioned` answer read: true or false, or why it is neither. Pure.
+/// An `isSanctioned` answer read: true or false, or why it is neither
+/// ([`payrail_evm::sanctioned_answer`]). Pure.
 pub fn verdict(answer: &serde_json::Value) -> Result<bool, &'static str> {
-    let hex = answer
-        .as_str()
-        .and_then(|s| s.strip_prefix("0x"))
-        .ok_or("its answer is not hex data")?;
-    if hex.is_empty() {
-        return Err("no contract answers at the configured address");
-    }
-    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("its answer is not one ABI word");
-    }
-    let (zeros, last) = hex.split_at(63);
-    if zeros.bytes().any(|b| b != b'0') {
-        return Err("its answer is neither true nor false");
-    }
-    match last {
-        "0" => Ok(false),
-        "1" => Ok(true),
-        _ => Err("its answer is neither true nor false"),
-    }
+    payrail_evm::sanctioned_answer(answer.as_str().ok_or("its answer is not hex data")?)
 }
 
 /// The refusal of a screening that could not be made on `name` because its oracle could not be

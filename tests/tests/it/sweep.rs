@@ -38,6 +38,8 @@ struct Setup {
     gas: String,
     chains: String,
     worker: Worker,
+    /// Polygon's sanctions oracle.
+    oracle: String,
 }
 
 fn start() -> Setup {
@@ -47,9 +49,12 @@ fn start() -> Setup {
     anvil.mint(&usdc, &customer, 1_000_000_000_000);
     let base = Anvil::start();
     let eth = base.feed("ETH / USD", 300_000_000_000, base.time());
+    // Polygon has a sanctions oracle (the sweep screens the treasury against it); base has none
+    // (the operator's list alone).
+    let oracle = anvil.sanctions_oracle();
     let chains = json!({
         "polygon": {"rpc_url": anvil.url, "chain_id": 31337, "confirmations": DEPTH,
-            "tokens": {"USDC": {"address": usdc}}},
+            "tokens": {"USDC": {"address": usdc}}, "sanctions_oracle": oracle},
         "base": {"rpc_url": base.url, "chain_id": 31337, "confirmations": DEPTH,
             "native": "ETH", "feeds": {"ETH/USD": {"address": eth}}}
     })
@@ -72,6 +77,7 @@ fn start() -> Setup {
         gas,
         chains,
         worker,
+        oracle,
     }
 }
 
@@ -864,4 +870,90 @@ fn top_up_addresses_are_swept_while_watched_and_later_top_ups_are_credited_once(
         credited("base", "native") - before_ether,
         i128::try_from(3 * TENTH + TENTH / 2).unwrap()
     );
+}
+
+/// Takes the treasury off polygon's oracle when dropped: a failing test leaves the next ones a
+/// treasury they can sweep to.
+struct Unlists<'a>(&'a Setup);
+
+impl Drop for Unlists<'_> {
+    fn drop(&mut self) {
+        self.0
+            .anvil
+            .sanction(&self.0.oracle, &[&self.0.treasury], false);
+    }
+}
+
+#[test]
+fn the_treasury_is_screened_before_anything_is_swept_to_it() {
+    let (_one, s) = shared();
+    let deposit = s.paid_in_usdc("4.00", "SWEEP-SCREENED");
+    s.end_watch(&deposit);
+    let from_deposit = |s: &Setup| {
+        s.sweeps()
+            .into_iter()
+            .filter(|(kind, from, ..)| kind == "sweep" && *from == deposit.address)
+            .count()
+    };
+    // A refused network fails the run (exit status 1), saying why.
+    let refused = |s: &Setup| {
+        let output = s.spawn_sweep().wait_with_output().unwrap();
+        assert!(!output.status.success(), "a refused network fails the run");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // Listed on polygon's oracle: polygon is refused, nothing signed there.
+    s.anvil.sanction(&s.oracle, &[&s.treasury], true);
+    let unlist = Unlists(s);
+    let output = refused(s);
+    assert!(
+        output.contains("polygon: refused: the treasury") && output.contains("sanctions oracle"),
+        "{output}"
+    );
+    assert_eq!(from_deposit(s), 0, "nothing swept to a listed treasury");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &deposit.address), deposit.units);
+    drop(unlist);
+    // On the operator's list: every network is refused, naming the entry.
+    let db = s.worker.database();
+    db.execute(
+        "INSERT INTO sanctioned_addresses (address, source, entry, listed_on, added_at, added_by) \
+         VALUES (?1, 'manual', 'treasury test entry', '2026-11-28', unixepoch(), 'sweep test')",
+        [&s.treasury],
+    )
+    .unwrap();
+    let output = refused(s);
+    assert!(
+        output.contains("polygon: refused: the treasury")
+            && output.contains("manual: treasury test entry"),
+        "{output}"
+    );
+    assert_eq!(from_deposit(s), 0);
+    db.execute(
+        "UPDATE sanctioned_addresses SET removed_at = unixepoch(), removed_by = 'sweep test' \
+         WHERE address = ?1",
+        [&s.treasury],
+    )
+    .unwrap();
+    // Clear on both: swept once, the screening kept with the sweep.
+    let output = s.sweep();
+    assert!(output.contains(&deposit.address), "{output}");
+    assert_eq!(from_deposit(s), 1);
+    let (oracle, block, version): (Option<String>, Option<i64>, Option<i64>) = db
+        .query_row(
+            "SELECT screened_oracle, screened_block, screened_list_version FROM custody_sweeps \
+             WHERE kind = 'sweep' AND from_address = ?1",
+            [&deposit.address],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        oracle.as_deref(),
+        Some(s.oracle.to_ascii_lowercase().as_str())
+    );
+    assert!(block.is_some_and(|b| b > 0), "{block:?}");
+    assert!(
+        version.is_some_and(|v| v > 0),
+        "the list's version: {version:?}"
+    );
+    s.confirm_sweeps();
+    s.assert_books_match_the_chains();
 }

@@ -132,6 +132,28 @@ pub struct NewSweep<'a> {
     /// deposit needs gas. Stored only if that is still so: a sweep stored since (another
     /// signer's) makes the funding needless, and the signer looks again.
     pub sweeps_seen: usize,
+    /// For a sweep: its destination's (the treasury's) screening, clear, kept with it.
+    pub screened: Option<&'a Screened>,
+}
+
+/// What screening the treasury on one network read, clear: the sanctions oracle and the block
+/// it answered at (none where the network has no oracle), and the operator's list's version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screened {
+    /// The oracle read and its block.
+    pub oracle: Option<(String, u64)>,
+    /// The operator's list's version.
+    pub list_version: i64,
+}
+
+/// What the operator's list says of the treasury: its version, and the entry naming the
+/// treasury (`source: entry (listed date)`) if one does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListRead {
+    /// The list's version (the time of its last change; 0 when it never had an entry).
+    pub version: i64,
+    /// The entry naming the treasury.
+    pub named_by: Option<String>,
 }
 
 /// Each statement's rows of wrangler's `--json` answer.
@@ -200,6 +222,13 @@ const GAS_NONCES: &str = "SELECT network, max(nonce) AS nonce FROM custody_sweep
      WHERE from_address = ?1 AND state = 'sent' GROUP BY network";
 /// The addresses the treasury's transactions were sent from (the worker's treasury), per
 /// network.
+/// What the operator's list says of the treasury (`?1`), as the worker reads it for any address
+/// (`db::screenings::list_says`): the list's version and the first entry naming it.
+const TREASURY_LISTED: &str =
+    "SELECT (SELECT COALESCE(MAX(MAX(added_at, COALESCE(removed_at, 0))), 0) \
+     FROM sanctioned_addresses) AS version, l.source, l.entry, l.listed_on \
+     FROM (SELECT 1) LEFT JOIN (SELECT source, entry, listed_on FROM sanctioned_addresses \
+     WHERE address = ?1 AND removed_at IS NULL ORDER BY source LIMIT 1) AS l";
 const TREASURY_SENDERS: &str =
     "SELECT DISTINCT network, lower(sender) AS sender FROM chain_sends ORDER BY network";
 
@@ -215,11 +244,20 @@ pub struct Snapshot {
     pub gas_next: BTreeMap<String, u64>,
     /// The treasury's address as the worker sends from it, per network (where it has sent).
     pub treasury: BTreeMap<String, Vec<String>>,
+    /// What the operator's list says of the treasury.
+    pub list: ListRead,
 }
 
-/// Reads what a sweep at `now` (Unix seconds) starts from, with the custody gas address
-/// `gas`: one batch of statements.
-pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String> {
+/// Reads what a sweep at `now` (Unix seconds) to `treasury` starts from, with the custody gas
+/// address `gas`: one batch of statements.
+pub fn snapshot(target: &Target, now: i64, gas: &str, treasury: &str) -> Result<Snapshot, String> {
+    #[derive(Deserialize)]
+    struct Listed {
+        version: i64,
+        source: Option<String>,
+        entry: Option<String>,
+        listed_on: Option<String>,
+    }
     #[derive(Deserialize)]
     struct Nonce {
         network: String,
@@ -238,6 +276,7 @@ pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String
             (GAS_NONCES, &[Literal::Text(gas)]),
             (TREASURY_SENDERS, &[]),
             (TOPUPS, &[]),
+            (TREASURY_LISTED, &[Literal::Text(treasury)]),
         ])?,
         target,
     )?)?;
@@ -256,6 +295,18 @@ pub fn snapshot(target: &Target, now: i64, gas: &str) -> Result<Snapshot, String
             decimals: t.decimals,
             booked: Some((t.debits_posted, t.credits_posted)),
         });
+    }
+    if let Some(listed) = nth::<Listed>(&answers, 5)?.into_iter().next() {
+        snapshot.list = ListRead {
+            version: listed.version,
+            named_by: listed.source.map(|source| {
+                format!(
+                    "{source}: {} (listed {})",
+                    listed.entry.unwrap_or_default(),
+                    listed.listed_on.unwrap_or_default()
+                )
+            }),
+        };
     }
     for n in nth::<Nonce>(&answers, 2)? {
         if let Some(nonce) = n.nonce.and_then(|n| u64::try_from(n).ok()) {
@@ -302,11 +353,16 @@ pub fn insert(target: &Target, sweep: &NewSweep<'_>) -> Result<bool, String> {
 fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
     let units = sweep.units.to_string();
     let price = sweep.gas_price.to_string();
+    let oracle = sweep
+        .screened
+        .and_then(|s| s.oracle.as_ref())
+        .map(|(o, b)| (o.as_str(), b));
     let statements: [(&str, &[Literal<'_>]); 1] = [(
         "INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
              from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
-             created_at, updated_at) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sent', ?14, ?14 \
+             created_at, updated_at, screened_oracle, screened_block, screened_list_version) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sent', ?14, ?14, \
+             ?16, ?17, ?18 \
              WHERE NOT EXISTS (SELECT 1 FROM custody_sweeps WHERE network = ?2 \
               AND from_address = ?7 AND nonce = ?9) \
              AND (?6 <> 'gas' OR NOT EXISTS (SELECT 1 FROM custody_sweeps g \
@@ -335,6 +391,14 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
             Literal::Integer(integer(
                 u64::try_from(sweep.sweeps_seen).unwrap_or(u64::MAX),
             )?),
+            oracle.map_or(Literal::Null, |(o, _)| Literal::Text(o)),
+            match oracle {
+                Some((_, block)) => Literal::Integer(integer(*block)?),
+                None => Literal::Null,
+            },
+            sweep
+                .screened
+                .map_or(Literal::Null, |s| Literal::Integer(s.list_version)),
         ],
     )];
     render_batch(&statements)
@@ -380,6 +444,7 @@ mod tests {
             raw: "0x02ab",
             now,
             sweeps_seen: 0,
+            screened: None,
         }
     }
 
@@ -439,6 +504,7 @@ mod tests {
             &conn,
             &NewSweep {
                 sweeps_seen: 1,
+                screened: None,
                 ..new_sweep("gas", "0xa4", (gas, deposit), 1, 103)
             }
         ));
