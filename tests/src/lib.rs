@@ -28,6 +28,17 @@ pub use fixtures::{FixtureClient, EXPIRED_PORTAL_SESSION, EXPIRED_TOKEN, FIXTURE
 pub use http::{form, PortalSession, Reply};
 pub use worker::{free_port, root, Worker};
 
+/// Today's date (UTC), `YYYY-MM-DD`, as the portal's date filters take it.
+pub fn today() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is past 1970")
+        .as_secs();
+    shared_types::time::format_unix(i64::try_from(now).expect("a Unix time in range"))
+        .expect("a date")[..10]
+        .to_owned()
+}
+
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
 pub fn eventually<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

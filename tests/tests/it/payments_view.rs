@@ -305,13 +305,7 @@ fn the_list_shows_merchant_names_and_status_badges() {
 fn quick_ranges_filter_by_the_day_created() {
     let worker = worker();
     let session = worker.portal_login(0);
-    let today = &shared_types::time::format_unix(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64,
-    )
-    .unwrap()[..10];
+    let today = &payrail_tests::today();
     let fresh = payment(worker, 0, "VIEW-QUICK-RANGE");
     let html = page(worker, &session, "/portal/payments?status=pending").text;
     // Each range keeps the other filters and starts on its first day.

@@ -533,6 +533,17 @@ impl Setup {
         )
     }
 
+    /// Today's audit export, in `portal`'s session.
+    fn export_today(&self, portal: &payrail_tests::PortalSession) -> payrail_tests::Reply {
+        let today = payrail_tests::today();
+        let export = self.worker.portal_page(
+            portal,
+            &format!("/portal/screening/export.csv?from={today}&to={today}"),
+        );
+        assert_eq!(export.status, 200, "{}", export.text);
+        export
+    }
+
     /// Notifications of kind `kind` whose body names payment `id`.
     fn told(&self, kind: &str, id: i64) -> i64 {
         self.worker
@@ -670,18 +681,7 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
     );
     assert_eq!(returned.status, 409, "{}", returned.text);
     // The audit export holds every screening and decision of the day.
-    let today = &shared_types::time::format_unix(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64,
-    )
-    .unwrap()[..10];
-    let export = s.worker.portal_page(
-        &admin,
-        &format!("/portal/screening/export.csv?from={today}&to={today}"),
-    );
-    assert_eq!(export.status, 200, "{}", export.text);
+    let export = s.export_today(&admin);
     for needle in [
         format!("payment,{id},polygon,{}", payer.to_ascii_lowercase()),
         format!("decision,payment,{id}"),
@@ -1070,18 +1070,7 @@ fn a_top_up_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blo
         "blocked: not credited"
     );
     // The audit export holds the decisions.
-    let today = &shared_types::time::format_unix(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs() as i64,
-    )
-    .unwrap()[..10];
-    let export = s.worker.portal_page(
-        &admin,
-        &format!("/portal/screening/export.csv?from={today}&to={today}"),
-    );
-    assert_eq!(export.status, 200, "{}", export.text);
+    let export = s.export_today(&admin);
     for needle in [
         format!("screening,topup,{held_hash}:"),
         format!("decision,topup,{held_hash}:"),

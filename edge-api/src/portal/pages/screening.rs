@@ -8,7 +8,7 @@ use worker::Response;
 
 use super::layout::{csrf_field, error_box, layout, page, Call};
 use crate::db::screenings::Screening;
-use crate::error::OrInternal;
+use crate::error::{ApiError, OrInternal};
 use crate::http::see_other;
 use crate::portal::payments::payment_id;
 use crate::portal::screening::{self, ReviewView, TopupReviewView};
@@ -24,36 +24,38 @@ pub(super) async fn show(c: Call<'_>) -> Answer {
 /// then the queue; a refusal (no note, decided already) is shown on it.
 pub(super) async fn decide(c: Call<'_>, id: &str) -> Answer {
     let id = payment_id(id)?;
-    let release = match c.form.get("decision") {
-        Some("release") => true,
-        Some("block") => false,
-        _ => {
-            return queue_page(&c.portal, Some("choose release or block")).await;
-        }
+    let Some((release, note)) = chosen(&c) else {
+        return queue_page(&c.portal, Some("choose release or block")).await;
     };
-    let note = c.form.get("note").unwrap_or_default();
-    match screening::decide(&c.portal, id, release, note).await {
-        Ok(_) => see_other(c.url, &format!("/portal/screening#review-{id}")),
-        Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict) => {
-            queue_page(&c.portal, Some(&err.description)).await
-        }
-        Err(err) => Err(err),
-    }
+    let made = screening::decide(&c.portal, id, release, note).await;
+    answer(&c, made.map(|_| format!("review-{id}"))).await
 }
 
 /// `POST /portal/screening/topups/{id}`: the form's decision on a held top-up, then the queue;
 /// a refusal is shown on it.
 pub(super) async fn decide_topup(c: Call<'_>, id: &str) -> Answer {
+    let Some((release, note)) = chosen(&c) else {
+        return queue_page(&c.portal, Some("choose release or block")).await;
+    };
+    let made = screening::decide_topup(&c.portal, id, release, note).await;
+    answer(&c, made.map(|decided| decided.id)).await
+}
+
+/// The form's decision (release or not) and note; `None` when it chose neither.
+fn chosen<'c>(c: &'c Call<'_>) -> Option<(bool, &'c str)> {
     let release = match c.form.get("decision") {
         Some("release") => true,
         Some("block") => false,
-        _ => {
-            return queue_page(&c.portal, Some("choose release or block")).await;
-        }
+        _ => return None,
     };
-    let note = c.form.get("note").unwrap_or_default();
-    match screening::decide_topup(&c.portal, id, release, note).await {
-        Ok(decided) => see_other(c.url, &format!("/portal/screening#{}", decided.id)),
+    Some((release, c.form.get("note").unwrap_or_default()))
+}
+
+/// After a decision: back to the queue at the decided card (`anchor`), or the queue with the
+/// refusal (no note, decided already) shown on it.
+async fn answer(c: &Call<'_>, made: Result<String, ApiError>) -> Answer {
+    match made {
+        Ok(anchor) => see_other(c.url, &format!("/portal/screening#{anchor}")),
         Err(err) if matches!(err.code, ErrorCode::InvalidRequest | ErrorCode::Conflict) => {
             queue_page(&c.portal, Some(&err.description)).await
         }
