@@ -554,6 +554,7 @@ pub fn units_text(units: i128, decimals: u32) -> String {
 }
 
 pub mod postings;
+pub mod reads;
 pub mod split;
 
 #[cfg(test)]

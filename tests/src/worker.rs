@@ -283,6 +283,22 @@ impl Worker {
     /// Opens the local SQLite file of institution `institution`'s object (the one whose
     /// `object_identity` names it), to check what the worker stored there; `None` before the
     /// object has stored anything. Read only, like [`Worker::database`].
+    /// Institution `institution`'s object's SQLite file, once the worker made it.
+    pub fn object_file(&self, institution: i64) -> Option<PathBuf> {
+        xtask::localdb::object_files(&self.persist_to)
+            .expect("the objects' directory")
+            .into_iter()
+            .find(|file| {
+                Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .and_then(|conn| {
+                        conn.query_row("SELECT institution_id FROM object_identity", [], |r| {
+                            r.get::<_, i64>(0)
+                        })
+                    })
+                    .is_ok_and(|held| held == institution)
+            })
+    }
+
     pub fn object_database(&self, institution: i64) -> Option<Connection> {
         xtask::localdb::object_files(&self.persist_to)
             .expect("the objects' directory")

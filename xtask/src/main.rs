@@ -9,8 +9,10 @@
 //! set-psp-fee INSTITUTION_ID BASIS_POINTS (--local [--persist-to DIR] | --remote)
 //! seal-treasury-key   (the key's 64 hex digits on stdin; PAYRAIL_ENCRYPTION_KEY in the
 //!                      environment; prints the value of the PAYRAIL_TREASURY_KEY secret)
-//! reconcile     (--local [--persist-to DIR] | --remote) [--chains JSON] [--treasury ADDRESS]
-//!               [--xpub XPUB]   (the books against the chain; exits 1 on any drift)
+//! reconcile     (--local [--persist-to DIR] | --remote [--url URL]) [--chains JSON]
+//!               [--treasury ADDRESS] [--xpub XPUB]   (the books against the chain; exits 1 on
+//!               any drift; remotely, the books of the institutions held in their objects are
+//!               read through the worker at URL, the operator's token from PAYRAIL_OPERATOR_TOKEN)
 //! move          INSTITUTION_ID… --url URL   (each institution's money moved into its own
 //!               object, one at a time, by the worker at URL; the operator's token from
 //!               PAYRAIL_OPERATOR_TOKEN; stops at the first that does not move)
@@ -60,7 +62,7 @@ fn main() -> ExitCode {
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
              | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
-             | reconcile --local|--remote [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
+             | reconcile --local|--remote [--url URL] [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
              | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin) \
              | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment) \
              | screening-load FILE --url URL [--source NAME] [--replace] \
@@ -391,7 +393,22 @@ fn reconcile(args: &[String]) -> Result<(), String> {
     if config.treasury.is_none() {
         eprintln!("no treasury address (--treasury or PAYRAIL_TREASURY_ADDRESS): not compared");
     }
-    let report = reconcile::reconcile(&reconcile::Books::of(&target), &config)?;
+    // Remotely, the institutions held in their objects are read through the worker.
+    let books = match (&target, opts.value("--url")?) {
+        (secrets::Target::Remote, Some(url)) => {
+            // The token from the environment only: a command line is kept by the shell's history.
+            let token = std::env::var("PAYRAIL_OPERATOR_TOKEN")
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or("--url needs the operator's token in PAYRAIL_OPERATOR_TOKEN")?;
+            reconcile::Books::Remote(Some(reconcile::Operator { url, token }))
+        }
+        (secrets::Target::Local(_), Some(_)) => {
+            return Err("--url is for --remote: locally every object's file is read".to_owned())
+        }
+        (target, None) => reconcile::Books::of(target),
+    };
+    let report = reconcile::reconcile(&books, &config)?;
     print!("{}", report.render());
     if report.clean() {
         Ok(())

@@ -25,6 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use shared_types::ledger::reads::{self, Part};
 use shared_types::ledger::{self, units_text, Code, Kind, Phase, Totals, Transfer};
 
 use crate::secrets::{self, Target};
@@ -35,8 +36,6 @@ pub use payrail_evm::chains::{coin, Network, Token};
 const NODE_DEADLINE: Duration = Duration::from_secs(30);
 /// Calls in one JSON-RPC batch.
 const BATCH: usize = 50;
-/// Transfers read per query.
-const PAGE: i64 = 5000;
 
 /// What to reconcile: the networks, and the treasury's and custody's keys.
 #[derive(Debug, Clone)]
@@ -124,42 +123,159 @@ pub enum Books {
     Local(PathBuf),
     /// One local object's SQLite file (read only): an institution's books.
     Object(PathBuf),
-    /// The production D1, through `wrangler d1 execute --remote`.
-    Remote,
+    /// The production D1, through `wrangler d1 execute --remote`; the institutions held in their
+    /// objects through the worker's operator endpoint, when it is given.
+    Remote(Option<Operator>),
+    /// One institution's object, through the worker's operator endpoint
+    /// (`GET /operator/institutions/{id}/books`): production's objects are read only this way.
+    Served(Operator, i64),
 }
 
+/// The worker's operator API: its base URL and the operator's token.
+#[derive(Clone)]
+pub struct Operator {
+    /// The worker's base URL.
+    pub url: String,
+    /// The operator's token (`PAYRAIL_OPERATOR_TOKEN`).
+    pub token: String,
+}
+
+impl std::fmt::Debug for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Operator").field("url", &self.url).finish()
+    }
+}
+
+/// The watched addresses of the institutions whose money is in D1 (D1's rows of an institution
+/// held in its object are a copy: its object's watch reads on, and counts from the object).
+const D1_WATCHES: &str = "SELECT address, network, token, scanned_to, watch_until \
+     FROM deposit_watches \
+     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL) \
+     UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
+     FROM topup_watches \
+     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL)";
+
 impl Books {
-    /// The books of `target`.
+    /// The books of `target` (remotely, D1's alone: see [`Books::Remote`]).
     pub fn of(target: &Target) -> Self {
         match target {
             Target::Local(persist_to) => Books::Local(persist_to.clone()),
-            Target::Remote => Books::Remote,
+            Target::Remote => Books::Remote(None),
         }
     }
 
-    /// The rows of `sql`, as JSON objects.
+    /// The rows of `sql`, as JSON objects (D1 and local files; an object the worker serves
+    /// answers only the parts of its books, [`Books::part`]).
     pub fn rows(&self, sql: &str) -> Result<Vec<Map<String, Value>>, String> {
         match self {
             Books::Local(persist_to) => file_rows(&crate::localdb::database_file(persist_to)?, sql),
             Books::Object(file) => file_rows(file, sql),
-            Books::Remote => wrangler_rows(&secrets::execute(sql, &Target::Remote)?),
+            Books::Remote(_) => wrangler_rows(&secrets::execute(sql, &Target::Remote)?),
+            Books::Served(_, institution) => Err(format!(
+                "institution {institution}'s object answers only the parts of its books"
+            )),
         }
     }
 
-    /// Every store that holds books: D1, and locally each institution's object (an
-    /// institution held in its object keeps its deposits' and merchants' accounts there).
-    /// Production's objects are not read from here.
+    /// One part of this store's books, row by row.
+    pub fn part(&self, part: &Part) -> Result<Vec<Map<String, Value>>, String> {
+        match (self, part) {
+            (Books::Served(operator, institution), part) => served(operator, *institution, part),
+            (Books::Local(_) | Books::Remote(_), Part::Watches) => self.rows(D1_WATCHES),
+            (store, part) => store.rows(&part.sql()),
+        }
+    }
+
+    /// Every store that holds books: D1, and each institution's object (an institution held in
+    /// its object keeps its deposits' and merchants' accounts there): locally its file,
+    /// remotely through the worker's operator endpoint, which must then be given.
     fn stores(&self) -> Result<Vec<Books>, String> {
         let mut stores = vec![self.clone()];
-        if let Books::Local(persist_to) = self {
-            stores.extend(
+        match self {
+            Books::Local(persist_to) => stores.extend(
                 crate::localdb::object_files(persist_to)?
                     .into_iter()
                     .map(Books::Object),
-            );
+            ),
+            Books::Remote(operator) => {
+                let held =
+                    self.rows("SELECT id FROM institutions WHERE store = 'object' ORDER BY id")?;
+                let ids: Vec<i64> = held.iter().filter_map(|r| r["id"].as_i64()).collect();
+                match operator {
+                    Some(operator) => stores.extend(
+                        ids.into_iter()
+                            .map(|id| Books::Served(operator.clone(), id)),
+                    ),
+                    None if !ids.is_empty() => {
+                        return Err(format!(
+                            "{} institutions keep their books in their objects, which only the \
+                             worker can read: give --url URL (the worker) with \
+                             PAYRAIL_OPERATOR_TOKEN in the environment",
+                            ids.len()
+                        ))
+                    }
+                    None => {}
+                }
+            }
+            Books::Object(_) | Books::Served(..) => {}
         }
         Ok(stores)
     }
+}
+
+/// One part of institution `institution`'s books, as the worker's operator endpoint serves
+/// them from its object.
+fn served(
+    operator: &Operator,
+    institution: i64,
+    part: &Part,
+) -> Result<Vec<Map<String, Value>>, String> {
+    let (name, after) = match part {
+        Part::Accounts => ("accounts", None),
+        Part::Transfers { after } => ("transfers", Some(*after)),
+        Part::Watches => ("watches", None),
+    };
+    let mut url = format!(
+        "{}/operator/institutions/{institution}/books?part={name}",
+        operator.url.trim_end_matches('/')
+    );
+    if let Some(after) = after {
+        let _ = write!(url, "&after={after}");
+    }
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(120))
+        .build();
+    let answer = agent
+        .get(&url)
+        .set("Authorization", &format!("Bearer {}", operator.token))
+        .call();
+    let text = match answer {
+        Ok(response) => response
+            .into_string()
+            .map_err(|e| format!("{url}: the answer could not be read: {e}"))?,
+        Err(ureq::Error::Status(status, response)) => {
+            let body = response.into_string().unwrap_or_default();
+            let why: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            return Err(format!(
+                "{url}: the worker refused ({status}): {}",
+                why["error_description"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+            ));
+        }
+        // Names the URL (never the token).
+        Err(e) => return Err(format!("{url}: {e}")),
+    };
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|answer| answer["data"].as_array().cloned())
+        .map(|rows| {
+            rows.into_iter()
+                .filter_map(|r| r.as_object().cloned())
+                .collect()
+        })
+        .ok_or_else(|| format!("{url}: the answer is not the books' rows"))
 }
 
 /// The rows of the one statement `wrangler d1 execute --json` ran, from its output.
@@ -375,19 +491,11 @@ impl Snapshot {
         // Each store's accounts and transfers are its own (an account lives in one store), and
         // each store's ledgers balance by themselves.
         for store in books.stores()? {
-            accounts.extend(parse(store.rows(
-                "SELECT id, network, token, asset, decimals, kind, owner, debits_posted, \
-                 credits_posted, debits_pending, credits_pending, debt_limit \
-                 FROM ledger_accounts ORDER BY id",
-            )?)?);
+            accounts.extend(parse(store.part(&Part::Accounts)?)?);
             let mut after = 0i64;
             loop {
-                let page: Vec<TransferRow> = parse(store.rows(&format!(
-                    "SELECT id, seq, debit_account, credit_account, amount, code, phase, \
-                     pending_id FROM ledger_transfers WHERE seq > {after} ORDER BY seq \
-                     LIMIT {PAGE}"
-                ))?)?;
-                let full = page.len() as i64 == PAGE;
+                let page: Vec<TransferRow> = parse(store.part(&Part::Transfers { after })?)?;
+                let full = page.len() as i64 == reads::PAGE;
                 for row in &page {
                     transfers.push(row.transfer()?);
                     after = row.seq;
@@ -397,23 +505,7 @@ impl Snapshot {
                 }
             }
             // Checkout deposits, and merchants' top-up addresses, which stay watched (no end).
-            // D1's of an institution held in its object are a copy (its object's watch reads
-            // on): those count from the object alone.
-            let watched = match store {
-                Books::Object(_) => {
-                    "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
-                     UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
-                     FROM topup_watches"
-                }
-                Books::Local(_) | Books::Remote => {
-                    "SELECT address, network, token, scanned_to, watch_until FROM deposit_watches \
-                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL) \
-                     UNION ALL SELECT address, network, token, scanned_to, 9223372036854775807 \
-                     FROM topup_watches \
-                     WHERE institution_id IN (SELECT id FROM institutions WHERE store = 'd1' AND moving_since IS NULL)"
-                }
-            };
-            watches.extend(parse(store.rows(watched)?)?);
+            watches.extend(parse(store.part(&Part::Watches)?)?);
         }
         accounts.sort_by(|a, b| a.id.cmp(&b.id));
         let accounts = merged(accounts)?;

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value as Json};
 
+use shared_types::ledger::reads::Part;
+
 use super::ledger::{AccountView, VIEW_COLUMNS};
 use super::{all, stmt, DbError, DbResult, Stmt, Value};
 
@@ -147,6 +149,12 @@ pub async fn store_of(db: &super::Db, institution: i64) -> DbResult<Option<Strin
     )
     .await?;
     Ok(found.map(|f| f.store))
+}
+
+/// One part of the books an institution's object holds ([`Part`]), as reconciliation reads it,
+/// row by row: what the operator's endpoint serves `xtask reconcile --remote`.
+pub async fn books(object: &super::Db, part: &Part) -> DbResult<Vec<Row>> {
+    all(object, &part.sql(), &[]).await
 }
 
 /// Most institutions' objects one cron run tends (each of its tasks that reaches into them):

@@ -94,6 +94,9 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
         ["operator", "institutions", id, "copy"] => {
             Route::new().post(move |r| operator::copy(r, id))
         }
+        ["operator", "institutions", id, "books"] => {
+            Route::new().get(move |r| operator::books(r, id))
+        }
         ["operator", "sanctioned-addresses"] => Route::new()
             .get(operator::sanctions)
             .post(operator::load_sanctions),

@@ -7,6 +7,9 @@
 //! institution keeps working from D1).
 //! `POST /operator/institutions/{id}/move`: moves the institution's money into its object
 //! (`shard::move_in`), answering what the move did.
+//! `GET /operator/institutions/{id}/books?part=accounts|transfers|watches[&after=SEQ]`: one part
+//! of the books an institution held in its object keeps (`shared_types::ledger::reads`), for
+//! `xtask reconcile --remote` (production's objects cannot be read any other way).
 //! `POST /operator/sanctioned-addresses`: loads entries into the operator's own sanctions list
 //! (`xtask screening-load` sends OFAC's SDN file this way), answering what changed;
 //! `GET /operator/sanctioned-addresses`: the list (`?removed=true`: with the entries taken off);
@@ -14,10 +17,12 @@
 //! `GET /operator/screening-outages`: the networks whose sanctions oracle cannot be read now.
 
 use serde::Deserialize;
+use shared_types::ledger::reads::Part;
 use shared_types::ErrorCode;
 use worker::Response;
 
 use crate::ctx::Ctx;
+use crate::db::moves;
 use crate::db::screenings::{self, Loaded};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
@@ -46,6 +51,56 @@ pub async fn move_in(
     authorize(ctx, &req)?;
     let report = shard::move_in(ctx, institution(id)?).await?;
     http::json(if report.moved { 200 } else { 409 }, &report).or_internal("build response")
+}
+
+/// One part of the books of an institution held in its object, as its object holds them:
+/// `{"data": [row, …]}`. 400 for a part or page not named right, 404 for no such institution,
+/// 409 for one whose books are in D1 (read them there) or that is moving.
+pub async fn books(
+    Incoming { req, ctx, .. }: Incoming<'_>,
+    id: &str,
+) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let institution = institution(id)?;
+    let url = req.url().or_internal("parse url")?;
+    let (mut part, mut after) = (None, None);
+    for (name, value) in url.query_pairs() {
+        match name.as_ref() {
+            "part" if part.is_none() => part = Some(value.into_owned()),
+            "after" if after.is_none() => {
+                after = Some(value.parse::<i64>().map_err(|_| {
+                    ApiError::invalid_request("after must be a sequence number, 0 or more")
+                })?);
+            }
+            _ => {
+                return Err(ApiError::invalid_request(
+                    "unknown or repeated parameter: the books take part (accounts, transfers or \
+                     watches) and, for transfers, after",
+                ))
+            }
+        }
+    }
+    let part =
+        Part::named(part.as_deref().unwrap_or(""), after).map_err(ApiError::invalid_request)?;
+    match moves::store_of(&ctx.db, institution)
+        .await
+        .or_internal("read the directory")?
+        .as_deref()
+    {
+        None => return Err(ApiError::not_found("no such institution")),
+        Some("object") => {}
+        Some(_) => {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                "this institution's money is in D1: its books are read there",
+            ))
+        }
+    }
+    let object = ctx.institution_object(institution)?;
+    let rows = moves::books(&object, &part)
+        .await
+        .or_internal("read the object's books")?;
+    http::json(200, &serde_json::json!({ "data": rows })).or_internal("build response")
 }
 
 /// Most bytes of a load of the sanctions list (5,000 entries with room for their names).

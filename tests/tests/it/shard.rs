@@ -935,6 +935,10 @@ fn a_held_institutions_chain_payment_is_credited_once_in_its_object() {
         "chain, books, drift"
     );
 
+    // The operator's endpoint serves the object's books as its file holds them: what
+    // `xtask reconcile --remote` reads for an institution held in its object.
+    served_books_match_the_file(&worker, institution);
+
     // Another, credited by the cron alone.
     let (second, second_id) = checkout("3.00", "HELD-CHAIN-2");
     let (second_address, units) = held_deposit(&worker, institution, &second);
@@ -2391,4 +2395,70 @@ fn events_of(db: &rusqlite::Connection, id: i64, kind: &str) -> i64 {
         |r| r.get(0),
     )
     .unwrap()
+}
+
+/// The books of `institution` (held in its object) as the worker's operator endpoint serves
+/// them to `xtask reconcile --remote`, part by part, equal to its object's file; and the
+/// endpoint's refusals.
+fn served_books_match_the_file(worker: &Worker, institution: i64) {
+    use shared_types::ledger::reads::Part;
+    use xtask::reconcile::{Books, Operator};
+    let served = Books::Served(
+        Operator {
+            url: worker.base_url.clone(),
+            token: OPERATOR_TOKEN.to_owned(),
+        },
+        institution,
+    );
+    let file = Books::Object(worker.object_file(institution).expect("its object's file"));
+    for part in [Part::Accounts, Part::Transfers { after: 0 }, Part::Watches] {
+        let rows = served.part(&part).unwrap();
+        assert!(!rows.is_empty(), "{part:?}: nothing served");
+        assert_eq!(rows, file.part(&part).unwrap(), "{part:?}");
+    }
+    let last = served
+        .part(&Part::Transfers { after: 0 })
+        .unwrap()
+        .iter()
+        .filter_map(|row| row["seq"].as_i64())
+        .max()
+        .expect("sequence numbers");
+    assert!(
+        served
+            .part(&Part::Transfers { after: last })
+            .unwrap()
+            .is_empty(),
+        "the page after the last transfer is empty"
+    );
+    let get = |path: &str, token: Option<&str>| {
+        let request = worker.request(Method::GET, path);
+        worker.send(
+            match token {
+                Some(token) => request.bearer_auth(token),
+                None => request,
+            },
+            None,
+        )
+    };
+    let books = format!("/operator/institutions/{institution}/books");
+    assert_eq!(get(&format!("{books}?part=accounts"), None).status, 401);
+    get(&format!("{books}?part=postings"), Some(OPERATOR_TOKEN))
+        .assert_error(400, "invalid_request");
+    get(
+        &format!("{books}?part=transfers&after=x"),
+        Some(OPERATOR_TOKEN),
+    )
+    .assert_error(400, "invalid_request");
+    get(
+        "/operator/institutions/999999/books?part=accounts",
+        Some(OPERATOR_TOKEN),
+    )
+    .assert_error(404, "not_found");
+    let in_d1 = institution_id(worker, 1);
+    let refused = get(
+        &format!("/operator/institutions/{in_d1}/books?part=accounts"),
+        Some(OPERATOR_TOKEN),
+    )
+    .assert_error(409, "conflict");
+    assert!(refused.contains("in D1"), "{refused}");
 }
