@@ -3,7 +3,8 @@ pragma solidity 0.8.28;
 
 /// A plain ERC-20 for the local chain: the demo's and the tests' USDC and USDT (6 decimals).
 /// Whoever deployed it may mint; everything else is the standard's transfer, approve and
-/// transferFrom, each emitting the standard events.
+/// transferFrom, each emitting the standard events. The deployer may also make other accounts
+/// minters (a CCTP token messenger), which mint and burn what they hold.
 contract TestToken {
     string public name;
     string public symbol;
@@ -13,9 +14,13 @@ contract TestToken {
 
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
+    /// Minters besides the deployer. Declared after the others so that their storage slots stay
+    /// where the tests expect them (`balanceOf` in slot 3).
+    mapping(address => bool) public isMinter;
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
+    event MinterSet(address indexed account, bool allowed);
 
     constructor(string memory name_, string memory symbol_, uint8 decimals_) {
         name = name_;
@@ -25,10 +30,26 @@ contract TestToken {
     }
 
     function mint(address to, uint256 value) external {
-        require(msg.sender == minter, "only the minter mints");
+        require(msg.sender == minter || isMinter[msg.sender], "only the minter mints");
         totalSupply += value;
         balanceOf[to] += value;
         emit Transfer(address(0), to, value);
+    }
+
+    /// Lets `account` mint and burn (or stops it); the deployer only.
+    function setMinter(address account, bool allowed) external {
+        require(msg.sender == minter, "only the deployer sets minters");
+        isMinter[account] = allowed;
+        emit MinterSet(account, allowed);
+    }
+
+    /// Burns `value` of the caller's own tokens; minters only.
+    function burn(uint256 value) external {
+        require(msg.sender == minter || isMinter[msg.sender], "only a minter burns");
+        require(balanceOf[msg.sender] >= value, "balance too small");
+        balanceOf[msg.sender] -= value;
+        totalSupply -= value;
+        emit Transfer(msg.sender, address(0), value);
     }
 
     function transfer(address to, uint256 value) external returns (bool) {

@@ -323,6 +323,163 @@ impl Anvil {
     }
 }
 
+/// Our CCTP V2-compatible contracts on one node (`contracts/CctpMessageTransmitter.sol` and
+/// `contracts/CctpTokenMessenger.sol`), owned by account 0.
+pub struct Cctp {
+    /// The node's CCTP domain.
+    pub domain: u32,
+    /// The message transmitter.
+    pub transmitter: String,
+    /// The token messenger, paired with the transmitter.
+    pub messenger: String,
+}
+
+impl Anvil {
+    /// Deploys a message transmitter for `domain` that takes attestations by exactly
+    /// `threshold` of `attesters`, and a token messenger paired with it that burns and mints
+    /// `usdc` (a `TestToken` of account 0's, which makes the messenger its minter) and pays
+    /// fees to `fee_recipient`.
+    pub fn cctp(
+        &self,
+        domain: u32,
+        attesters: &[&str],
+        threshold: u32,
+        usdc: &str,
+        fee_recipient: &str,
+    ) -> Cctp {
+        // constructor(uint32 domain, address[] attesters, uint256 threshold)
+        let mut args = format!(
+            "{}{}{}{}",
+            word(domain.into()),
+            word(0x60),
+            word(threshold.into()),
+            word(attesters.len() as u128)
+        );
+        for attester in attesters {
+            args.push_str(&address_word(attester));
+        }
+        let transmitter = self.deploy("CctpMessageTransmitter", &args);
+        // constructor(address transmitter, address feeRecipient)
+        let args = format!(
+            "{}{}",
+            address_word(&transmitter),
+            address_word(fee_recipient)
+        );
+        let messenger = self.deploy("CctpTokenMessenger", &args);
+
+        let owner = self.account(0);
+        let pair = selector("CctpMessageTransmitter", "setTokenMessenger(address)");
+        let data = format!("0x{pair}{}", address_word(&messenger));
+        self.send(&owner, Some(&transmitter), &data);
+        let serve = selector("CctpTokenMessenger", "setLocalToken(address,bool)");
+        let data = format!("0x{serve}{}{}", address_word(usdc), word(1));
+        self.send(&owner, Some(&messenger), &data);
+        let minter = selector("TestToken", "setMinter(address,bool)");
+        let data = format!("0x{minter}{}{}", address_word(&messenger), word(1));
+        self.send(&owner, Some(usdc), &data);
+        Cctp {
+            domain,
+            transmitter,
+            messenger,
+        }
+    }
+
+    /// Lets `local` (on this node) send to and take messages from `remote`'s messenger, minting
+    /// `local_usdc` for `remote_usdc` burnt there.
+    pub fn cctp_link(&self, local: &Cctp, local_usdc: &str, remote: &Cctp, remote_usdc: &str) {
+        let owner = self.account(0);
+        let add = selector(
+            "CctpTokenMessenger",
+            "addRemoteTokenMessenger(uint32,bytes32)",
+        );
+        let data = format!(
+            "0x{add}{}{}",
+            word(remote.domain.into()),
+            address_word(&remote.messenger)
+        );
+        self.send(&owner, Some(&local.messenger), &data);
+        let link = selector(
+            "CctpTokenMessenger",
+            "linkTokenPair(address,uint32,bytes32)",
+        );
+        let data = format!(
+            "0x{link}{}{}{}",
+            address_word(local_usdc),
+            word(remote.domain.into()),
+            address_word(remote_usdc)
+        );
+        self.send(&owner, Some(&local.messenger), &data);
+    }
+
+    /// Lets `spender` move `units` of `owner`'s `token`.
+    pub fn approve(&self, token: &str, owner: &str, spender: &str, units: u128) {
+        let approve = selector("TestToken", "approve(address,uint256)");
+        let data = format!("0x{approve}{}{}", address_word(spender), word(units));
+        self.send(owner, Some(token), &data);
+    }
+
+    /// `token`'s total supply (ERC-20 `totalSupply`).
+    pub fn total_supply(&self, token: &str) -> u128 {
+        let word = self.call(token, "0x18160ddd");
+        u128::from_str_radix(word.trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// A read-only call's result, `0x` hex.
+    pub fn call(&self, to: &str, data: &str) -> String {
+        self.rpc("eth_call", json!([{"to": to, "data": data}, "latest"]))
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Why a call of `to` from `from` reverts (the node's error message, with the reason), or
+    /// `None` when it does not.
+    pub fn revert_reason(&self, from: &str, to: &str, data: &str) -> Option<String> {
+        let call = json!({"from": from, "to": to, "data": data, "gas": "0x2dc6c0"});
+        let reply: Value = self
+            .http
+            .post(&self.url)
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "eth_call",
+                "params": [call, "latest"]}))
+            .send()
+            .expect("eth_call")
+            .json()
+            .expect("a JSON-RPC reply");
+        reply["error"]["message"].as_str().map(str::to_owned)
+    }
+
+    /// Sends a transaction from `from` to `to` that may revert, and waits for its receipt;
+    /// returns the receipt, whatever its status.
+    pub fn send_may_revert(&self, from: &str, to: &str, data: &str) -> Value {
+        let tx = json!({"from": from, "to": to, "data": data, "gas": "0x2dc6c0"});
+        let hash = self.rpc("eth_sendTransaction", json!([tx]));
+        eventually("a receipt", Duration::from_secs(20), || {
+            self.try_rpc("eth_getTransactionReceipt", json!([hash]))
+                .filter(|r| !r.is_null())
+        })
+    }
+}
+
+/// The logs in `receipt` that `address` emitted with topic 0 `topic` (`0x` hex).
+pub fn logs_of(receipt: &Value, address: &str, topic: &str) -> Vec<Value> {
+    receipt["logs"]
+        .as_array()
+        .map(|logs| {
+            logs.iter()
+                .filter(|log| {
+                    log["address"]
+                        .as_str()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(address))
+                        && log["topics"][0]
+                            .as_str()
+                            .is_some_and(|t| t.eq_ignore_ascii_case(topic))
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Drop for Anvil {
     fn drop(&mut self) {
         // Closing the pipe makes the watchdog stop the node.

@@ -8,6 +8,7 @@
 mod balances;
 mod books;
 mod browser;
+mod cctp_contracts;
 mod chain_browser;
 mod chain_payments;
 mod checkout;
