@@ -280,10 +280,8 @@ impl Worker {
         conn
     }
 
-    /// Opens the local SQLite file of institution `institution`'s object (the one whose
-    /// `object_identity` names it), to check what the worker stored there; `None` before the
-    /// object has stored anything. Read only, like [`Worker::database`].
-    /// Institution `institution`'s object's SQLite file, once the worker made it.
+    /// Institution `institution`'s object's SQLite file (the one whose `object_identity` names
+    /// it); `None` before the object has stored anything.
     pub fn object_file(&self, institution: i64) -> Option<PathBuf> {
         xtask::localdb::object_files(&self.persist_to)
             .expect("the objects' directory")
@@ -291,6 +289,8 @@ impl Worker {
             .find(|file| {
                 Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
                     .and_then(|conn| {
+                        // The worker may be writing it: wait for its lock.
+                        conn.busy_timeout(Duration::from_secs(10))?;
                         conn.query_row("SELECT institution_id FROM object_identity", [], |r| {
                             r.get::<_, i64>(0)
                         })
@@ -299,42 +299,24 @@ impl Worker {
             })
     }
 
+    /// Opens the local SQLite file of institution `institution`'s object, to check what the
+    /// worker stored there; `None` before the object has stored anything. Read only, like
+    /// [`Worker::database`].
     pub fn object_database(&self, institution: i64) -> Option<Connection> {
-        xtask::localdb::object_files(&self.persist_to)
-            .expect("the objects' directory")
-            .into_iter()
-            .find_map(|file| {
-                let conn = Connection::open_with_flags(
-                    &file,
-                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )
-                .ok()?;
-                conn.busy_timeout(Duration::from_secs(10)).ok()?;
-                let held: i64 = conn
-                    .query_row("SELECT institution_id FROM object_identity", [], |r| {
-                        r.get(0)
-                    })
-                    .ok()?;
-                (held == institution).then_some(conn)
-            })
+        let conn = Connection::open_with_flags(
+            self.object_file(institution)?,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .ok()?;
+        conn.busy_timeout(Duration::from_secs(10)).ok()?;
+        Some(conn)
     }
 
     /// Runs `sql` on institution `institution`'s object's database behind the worker's back, as
     /// tests do on D1's (making a watch due now instead of in half an hour): its rows changed.
     pub fn object_execute(&self, institution: i64, sql: &str, params: &[&str]) -> usize {
-        let file = xtask::localdb::object_files(&self.persist_to)
-            .expect("the objects' directory")
-            .into_iter()
-            .find(|file| {
-                Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                    .and_then(|conn| {
-                        conn.query_row("SELECT institution_id FROM object_identity", [], |r| {
-                            r.get::<_, i64>(0)
-                        })
-                    })
-                    .is_ok_and(|held| held == institution)
-            })
+        let file = self
+            .object_file(institution)
             .unwrap_or_else(|| panic!("no object holds institution {institution}"));
         let conn = Connection::open(file).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
