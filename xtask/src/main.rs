@@ -33,13 +33,19 @@
 //! screening-remove ADDRESS --source NAME --url URL   (takes ADDRESS off the list NAME at the
 //!               worker at URL, kept for the record; exits 1 when NAME does not list it; the
 //!               operator's token from PAYRAIL_OPERATOR_TOKEN)
+//! attestation   --listen 127.0.0.1:PORT --transmitter DOMAIN=0xADDRESS… [--fast-fee-bps N]
+//!               --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]…   (a local stand-in
+//!               for Circle's CCTP V2 attestation service, answering
+//!               GET /v2/messages/DOMAIN?transactionHash=0x… as Iris does once the transaction has
+//!               its confirmations; the attesters' keys from PAYRAIL_CCTP_ATTESTER_KEYS,
+//!               comma-separated; serves until stopped)
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{demo, localdb, moves, reconcile, sdn, secrets, sweep};
+use xtask::{attestation, demo, localdb, moves, reconcile, sdn, secrets, sweep};
 use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
@@ -58,6 +64,7 @@ fn main() -> ExitCode {
         Some("screening-load") => screening_load(&args[1..]),
         Some("screening-list") => screening_list(&args[1..]),
         Some("screening-remove") => screening_remove(&args[1..]),
+        Some("attestation") => attestation(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
@@ -68,6 +75,8 @@ fn main() -> ExitCode {
              | screening-load FILE --url URL [--source NAME] [--replace] \
              | screening-list --url URL [--removed] \
              | screening-remove ADDRESS --source NAME --url URL \
+             | attestation --listen 127.0.0.1:PORT --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]… \
+             --transmitter DOMAIN=0xADDRESS… [--fast-fee-bps N] (PAYRAIL_CCTP_ATTESTER_KEYS in the environment) \
              (screening-*: PAYRAIL_OPERATOR_TOKEN in the environment)"
                 .to_owned(),
         ),
@@ -79,6 +88,15 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The local stand-in for Circle's CCTP V2 attestation service, until stopped. The attesters'
+/// keys from the environment only: a command line is kept by the shell's history.
+fn attestation(args: &[String]) -> Result<(), String> {
+    let keys = std::env::var(attestation::KEYS_VARIABLE)
+        .ok()
+        .map(Zeroizing::new);
+    attestation::run(args, keys)
 }
 
 /// Moves institutions' money into their objects through the worker's operator API.
