@@ -856,6 +856,12 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
         ));
         let row = browser.wait_text(&format!("tr[data-tx='{topup_hash}']"));
         assert!(row.contains("held for review"), "{row}");
+        super::balances::photograph(
+            &browser,
+            (width, height),
+            "#top-up",
+            "portal-merchant-topup-held",
+        );
         let violations = browser.serious_accessibility_violations();
         assert!(
             violations.is_empty(),

@@ -66,7 +66,8 @@ pub(super) fn section(portal: &Portal<'_>, topups: &Topups, status: &str) -> Mar
             p.muted {
                 "The merchant adds to its balance by sending money to its own top-up address, "
                 "for instance so that a refund its balance does not cover can be paid now. "
-                "What arrives is credited once it has the network's confirmations. Send only the "
+                "What arrives is credited once it has the network's confirmations and its sender "
+                "is screened clear of the sanctions lists (otherwise it waits for review). Send only the "
                 "assets listed, on that network."
             }
             @if !topups.watched {
