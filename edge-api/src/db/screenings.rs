@@ -516,6 +516,33 @@ pub async fn review(db: &Db, payment: Scoped<i64>) -> DbResult<Option<Review>> {
     .await
 }
 
+/// Whether a listed decision about `subject` `subject_id` of `institution` already names
+/// `address` (lower case).
+pub async fn listed_before(
+    db: &Db,
+    institution: InstitutionId,
+    (subject, subject_id): (Subject, &str),
+    address: &str,
+) -> DbResult<bool> {
+    #[derive(Deserialize)]
+    struct Found {
+        found: i64,
+    }
+    let row: Option<Found> = first(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM screenings WHERE institution_id = ?1 AND subject = ?2 \
+         AND subject_id = ?3 AND address = ?4 AND result = 'listed') AS found",
+        &[
+            institution.into(),
+            subject.as_str().into(),
+            subject_id.into(),
+            address.into(),
+        ],
+    )
+    .await?;
+    Ok(row.is_some_and(|r| r.found == 1))
+}
+
 /// The screening decisions about payment `payment`'s senders, in order.
 pub async fn of_payment(db: &Db, payment: Scoped<i64>) -> DbResult<Vec<Screening>> {
     all(

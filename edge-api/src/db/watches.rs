@@ -137,12 +137,15 @@ pub struct Watch {
     pub expires_at: i64,
     /// The payment's status.
     pub raw_status: RawStatus,
+    /// The payment.
+    pub transaction_id: i64,
 }
 
 const WATCH: &str = "SELECT w.address, w.derivation_index, w.session_id, w.institution_id, \
                      w.network, w.asset, w.token, w.decimals, w.crypto_amount, w.base_units, \
                      w.scanned_to, w.head_block, w.node_error, w.read_at, w.checked_at, s.expires_at, \
-                     CASE WHEN t.screening = 'held' THEN 'held' ELSE t.raw_status END AS raw_status \
+                     CASE WHEN t.screening = 'held' THEN 'held' ELSE t.raw_status END AS raw_status, \
+                     w.transaction_id \
                      FROM deposit_watches w JOIN checkout_sessions s ON s.id = w.session_id \
                      AND s.institution_id = w.institution_id \
                      JOIN transactions t ON t.id = w.transaction_id \

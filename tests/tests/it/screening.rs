@@ -335,6 +335,29 @@ fn a_refund_or_a_return_to_a_listed_address_is_refused_and_nothing_is_signed() {
         .transfer(&s.usdc, &listed_sender, &address, 1_000_000);
     s.anvil.mine(2);
     s.uncredited_until(id, &address, "3000000");
+    // Screened as it arrived: on the payment's record, and the admins told once, before any
+    // return is asked.
+    let on_arrival: Vec<_> = s
+        .screenings_of(&listed_sender)
+        .into_iter()
+        .filter(|(subject, result, _)| subject == "payment" && result == "listed")
+        .collect();
+    assert_eq!(on_arrival.len(), 1, "{on_arrival:?}");
+    for _ in 0..2 {
+        s.worker.cron();
+    }
+    let told: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM notifications WHERE kind = 'screening_hold' AND subject = ?1",
+            [format!(
+                "Money from a sanctioned sender reached payment {id}'s address"
+            )],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(told, 1, "the admins told once");
     let refused =
         return_to(&s.anvil.account(4), "screen-return-2").assert_error(400, "invalid_request");
     assert!(refused.contains("stays frozen"), "{refused}");

@@ -44,6 +44,7 @@ use crate::db::Db;
 use crate::error::{ApiError, OrInternal};
 use crate::{db, payments};
 
+mod after_credit;
 mod held;
 pub mod rules;
 
@@ -177,6 +178,9 @@ async fn read(ctx: &Ctx, held: Option<&Db>, network: &Network, watch: &Watch) ->
     // Nothing is credited from logs alone: the address must hold what they say it received, at
     // the last final block.
     cross_check(network, watch, &seen, &stored, final_to).await?;
+    // Money after the credit: its senders screened as it arrives (it is credited to no one).
+    let after = after_credit::screen(ctx, network, watch, &seen, head).await;
+    let to_tell = after.new_listings(db, watch).await;
     let (read_to, final_to) = match cut {
         Some(block) => (read_to.min(block), final_to.min(block.saturating_sub(1))),
         None => (read_to, final_to),
@@ -197,8 +201,10 @@ async fn read(ctx: &Ctx, held: Option<&Db>, network: &Network, watch: &Watch) ->
         super::ledger::receipts(ctx, db, watch, &seen, &watches::unchanged(watch)).await?;
     let moves_on = statements.pop();
     statements.extend(receipts);
+    statements.extend(after.statements()?);
     statements.extend(moves_on);
     db::batch(db, statements).await?;
+    after_credit::tell(ctx, db, watch, &to_tell).await;
     Ok(())
 }
 

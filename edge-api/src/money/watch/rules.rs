@@ -703,6 +703,7 @@ mod tests {
             checked_at: read_at,
             expires_at: 1_000,
             raw_status: RawStatus::Pending,
+            transaction_id: 1,
         }
     }
 
