@@ -1146,14 +1146,11 @@ struct Node {
 
 impl Node {
     fn new(chain: &Chain) -> Result<Node, String> {
-        let tls = ureq::native_tls::TlsConnector::new()
-            .map_err(|e| format!("no TLS for the node of domain {}: {e}", chain.domain))?;
-        let agent = ureq::AgentBuilder::new()
-            .timeout(NODE_DEADLINE)
-            .tls_connector(Arc::new(tls))
-            .build();
         Ok(Node {
-            agent,
+            agent: crate::reconcile::node_agent(
+                &format!("the node of domain {}", chain.domain),
+                NODE_DEADLINE,
+            )?,
             url: chain.rpc_url.clone(),
             domain: chain.domain,
         })

@@ -546,17 +546,22 @@ pub struct Node {
     name: String,
 }
 
+/// An HTTP client for JSON-RPC to a node (`what`, in its errors), over TLS where the URL says
+/// so, each call bounded by `deadline`.
+pub fn node_agent(what: &str, deadline: Duration) -> Result<ureq::Agent, String> {
+    let tls =
+        ureq::native_tls::TlsConnector::new().map_err(|e| format!("no TLS for {what}: {e}"))?;
+    Ok(ureq::AgentBuilder::new()
+        .timeout(deadline)
+        .tls_connector(Arc::new(tls))
+        .build())
+}
+
 impl Node {
     /// The node of network `name` at `url`.
     pub fn new(name: &str, url: &str) -> Result<Node, String> {
-        let tls = ureq::native_tls::TlsConnector::new()
-            .map_err(|e| format!("no TLS for the {name} node: {e}"))?;
-        let agent = ureq::AgentBuilder::new()
-            .timeout(NODE_DEADLINE)
-            .tls_connector(Arc::new(tls))
-            .build();
         Ok(Node {
-            agent,
+            agent: node_agent(&format!("the {name} node"), NODE_DEADLINE)?,
             url: url.to_owned(),
             name: name.to_owned(),
         })
