@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import "./Owned.sol";
+
 /// What a message's recipient on this chain answers to (the interface Circle's CCTP V2 message
 /// handlers have): a message attested at finality 2000 or more goes to the first function, one
 /// attested below that (a fast transfer) to the second.
@@ -31,7 +33,7 @@ interface ICctpMessageRecipient {
 /// `signatureThreshold` enabled attesters (65-byte `r ‖ s ‖ v` signatures over
 /// keccak256(message), signers in strictly ascending address order, low `s` only), spends its
 /// nonce, and hands its body to the header's recipient.
-contract CctpMessageTransmitter {
+contract CctpMessageTransmitter is Owned {
     // ---- Message layout (byte offsets into the header) ----
 
     /// The header version of CCTP V2.
@@ -59,8 +61,6 @@ contract CctpMessageTransmitter {
 
     /// This chain's CCTP domain.
     uint32 public immutable localDomain;
-    /// Who may change attesters, the threshold and the paired messenger.
-    address public owner;
     /// The only caller of `sendMessage`.
     address public tokenMessenger;
     /// How many signatures an attestation must have, exactly.
@@ -86,17 +86,9 @@ contract CctpMessageTransmitter {
     event AttesterDisabled(address indexed attester);
     event SignatureThresholdUpdated(uint256 oldSignatureThreshold, uint256 newSignatureThreshold);
     event TokenMessengerSet(address tokenMessenger);
-    event OwnershipTransferred(address indexed previousOwner, address indexed newOwner);
-
-    modifier onlyOwner() {
-        require(msg.sender == owner, "only the owner");
-        _;
-    }
 
     constructor(uint32 domain, address[] memory attesters, uint256 threshold) {
         localDomain = domain;
-        owner = msg.sender;
-        emit OwnershipTransferred(address(0), msg.sender);
         for (uint256 i = 0; i < attesters.length; i++) {
             _enable(attesters[i]);
         }
@@ -104,12 +96,6 @@ contract CctpMessageTransmitter {
     }
 
     // ---- Administration ----
-
-    function transferOwnership(address newOwner) external onlyOwner {
-        require(newOwner != address(0), "owner is the zero address");
-        emit OwnershipTransferred(owner, newOwner);
-        owner = newOwner;
-    }
 
     /// Pairs the transmitter with its token messenger (the sender of every outgoing message).
     function setTokenMessenger(address messenger) external onlyOwner {

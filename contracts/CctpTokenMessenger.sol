@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import "./Owned.sol";
+
 /// The transmitter this messenger sends through (CctpMessageTransmitter.sol).
 interface ICctpTransmitter {
     function localDomain() external view returns (uint32);
@@ -34,7 +36,7 @@ interface IMintBurnToken {
 /// Destination side: the transmitter hands it an attested burn message from a known remote
 /// messenger; it mints the amount less the executed fee to the mint recipient, and the fee to
 /// the fee recipient. It must be a minter of every local token it serves.
-contract CctpTokenMessenger {
+contract CctpTokenMessenger is Owned {
     // ---- Burn message layout (byte offsets into the body) ----
 
     /// The burn message version of CCTP V2.
@@ -54,7 +56,6 @@ contract CctpTokenMessenger {
 
     uint32 public immutable localDomain;
     address public immutable localMessageTransmitter;
-    address public owner;
     /// Who receives the executed fee of each mint.
     address public feeRecipient;
     /// The token messenger of each remote domain, as a 32-byte word; zero for none.
@@ -91,12 +92,6 @@ contract CctpTokenMessenger {
     event TokenPairLinked(address localToken, uint32 remoteDomain, bytes32 remoteToken);
     event TokenPairUnlinked(address localToken, uint32 remoteDomain, bytes32 remoteToken);
     event FeeRecipientSet(address feeRecipient);
-    event OwnershipTransferred(address indexed previousOwner, address indexed newOwner);
-
-    modifier onlyOwner() {
-        require(msg.sender == owner, "only the owner");
-        _;
-    }
 
     modifier onlyTransmitter() {
         require(msg.sender == localMessageTransmitter, "only the local transmitter");
@@ -107,18 +102,10 @@ contract CctpTokenMessenger {
         require(transmitter != address(0), "transmitter is the zero address");
         localMessageTransmitter = transmitter;
         localDomain = ICctpTransmitter(transmitter).localDomain();
-        owner = msg.sender;
-        emit OwnershipTransferred(address(0), msg.sender);
         _setFeeRecipient(feeRecipient_);
     }
 
     // ---- Administration ----
-
-    function transferOwnership(address newOwner) external onlyOwner {
-        require(newOwner != address(0), "owner is the zero address");
-        emit OwnershipTransferred(owner, newOwner);
-        owner = newOwner;
-    }
 
     function setFeeRecipient(address recipient) external onlyOwner {
         _setFeeRecipient(recipient);
