@@ -97,6 +97,23 @@ pub enum Unscreened {
     Internal(ApiError),
 }
 
+impl Unscreened {
+    /// What a chain task that cannot go on without the screening (`doing`, in the log) waits
+    /// with: the run's calls spent (read again next run, nothing to record), or the reason it
+    /// waits, in words it records.
+    pub fn waits(self, doing: &str) -> crate::chain::error::ChainError {
+        use crate::chain::error::ChainError;
+        match self {
+            Unscreened::Budget => rpc::RpcError::Budget.into(),
+            Unscreened::Oracle(err) => ChainError::rule(err.description),
+            Unscreened::Internal(err) => {
+                err.log_with(doing);
+                ChainError::rule("the sanctions list could not be read")
+            }
+        }
+    }
+}
+
 impl From<Unscreened> for ApiError {
     fn from(why: Unscreened) -> Self {
         match why {
@@ -317,17 +334,9 @@ pub async fn before_signing(
     (institution, subject, refund_id): (InstitutionId, Subject, &str),
 ) -> crate::chain::error::ChainResult<()> {
     use crate::chain::error::ChainError;
-    let read = match screen(ctx, (name, Some(network)), to, Some(head)).await {
-        Ok(read) => read,
-        Err(Unscreened::Budget) => return Err(rpc::RpcError::Budget.into()),
-        Err(Unscreened::Oracle(err)) => return Err(ChainError::rule(err.description)),
-        Err(Unscreened::Internal(err)) => {
-            err.log_with("screening a refund's address before signing");
-            return Err(ChainError::rule(
-                "the sanctions list could not be read: the refund waits",
-            ));
-        }
-    };
+    let read = screen(ctx, (name, Some(network)), to, Some(head))
+        .await
+        .map_err(|why| why.waits("screening a refund's address before signing"))?;
     if !read.listed() {
         return Ok(());
     }

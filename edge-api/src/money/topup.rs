@@ -9,9 +9,10 @@
 //! ([`crate::chain::scan`]): a transfer counts once it is at the network's depth, and one reorged away
 //! before that disappears. Its sender is screened then, like a payment's (docs/SCREENING.md):
 //! one on a sanctions list, or not named by the chain, is held for an admin's review (its
-//! receipt booked, not the top-up); a sender that cannot be screened now makes the check wait. Each confirmed transfer is posted to the books in the batch that
-//! stores it: its receipt (custody ← unallocated at the address) and the top-up (unallocated →
-//! the merchant), ids derived from the chain transfer, so nothing is posted twice. As for a
+//! receipt booked, not the top-up); a sender that cannot be screened now makes the check wait.
+//! Each confirmed transfer is posted to the books in the batch that stores it: its receipt
+//! (custody ← unallocated at the address) and the top-up (unallocated → the merchant), ids
+//! derived from the chain transfer, so nothing is posted twice. As for a
 //! checkout's address, nothing is credited from a token's logs alone: the address's
 //! `balanceOf` at the last final block must cover every unit confirmed to it (the watch keeps
 //! the running total), and one check records at most `transfers_per_check` transfers.
@@ -471,7 +472,8 @@ async fn screen_senders(
             t.hold = Some(Hold {
                 review_id: review_id()?,
                 reason: format!(
-                    "{} reached {} on {} from inside a contract call: the chain does not name                      who sent it, so it could not be screened",
+                    "{} reached {} on {} from inside a contract call: the chain does not name \
+                     who sent it, so it could not be screened",
                     watch.asset, watch.address, watch.network
                 ),
             });
@@ -483,16 +485,7 @@ async fn screen_senders(
                 let read =
                     screening::screen(ctx, (&watch.network, Some(network)), sender, Some(head))
                         .await
-                        .map_err(|why| match why {
-                            screening::Unscreened::Budget => {
-                                ChainError::from(rpc::RpcError::Budget)
-                            }
-                            screening::Unscreened::Oracle(err) => ChainError::rule(err.description),
-                            screening::Unscreened::Internal(err) => {
-                                err.log_with("screening a top-up's sender");
-                                ChainError::rule("the sanctions list could not be read")
-                            }
-                        })?;
+                        .map_err(|why| why.waits("screening a top-up's sender"))?;
                 reads.insert(sender.to_owned(), read.clone());
                 read
             }
@@ -538,7 +531,10 @@ async fn tell_held(ctx: &Ctx, store: &db::Db, watch: &TopupWatch, t: &SeenTopup<
                 watch.asset, watch.merchant_id
             ),
             &format!(
-                "{amount} {} reached merchant {}'s top-up address {} on {} (transaction {}), but                  its screening held it: {}. It is not added to the merchant's balance until an                  admin releases it (a false positive) or blocks it (it stays frozen in custody),                  with a note, on the portal's Screening page.",
+                "{amount} {} reached merchant {}'s top-up address {} on {} (transaction {}), but \
+                 its screening held it: {}. It is not added to the merchant's balance until an \
+                 admin releases it (a false positive) or blocks it (it stays frozen in custody), \
+                 with a note, on the portal's Screening page.",
                 watch.asset,
                 watch.merchant_id,
                 watch.address,

@@ -650,18 +650,7 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
         .assert_error(400, "invalid_request");
     // Two admins release it at once: one decision is made, the other is told it was.
     let answers = at_once(4, |_| s.decide(&admin, id, "release", "false positive"));
-    let made: Vec<_> = answers
-        .iter()
-        .filter(|(status, _)| *status == 200)
-        .collect();
-    assert_eq!(made.len(), 1, "{answers:?}");
-    assert!(
-        answers
-            .iter()
-            .filter(|(status, _)| *status != 200)
-            .all(|(status, text)| *status == 409 && text.contains("decided already")),
-        "{answers:?}"
-    );
+    one_decision_made(&answers);
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "succeeded");
     // Released, it continues as its credit would have: settled once.
     s.settle(&[id]);
@@ -716,6 +705,20 @@ fn money_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blocks
     }
     s.anvil.sanction(s.oracle(), &[&payer], false);
     s.assert_books();
+}
+
+/// Of racing decisions' `answers`, exactly one was made (200); every other was told it was
+/// decided already (409).
+fn one_decision_made(answers: &[(u16, String)]) {
+    let made = answers.iter().filter(|(status, _)| *status == 200).count();
+    assert_eq!(made, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .filter(|(status, _)| *status != 200)
+            .all(|(status, text)| *status == 409 && text.contains("decided already")),
+        "{answers:?}"
+    );
 }
 
 /// `n` calls at once: every answer as status and body.
@@ -837,12 +840,10 @@ fn the_review_queue_and_a_held_payment_in_chromium_at_both_widths() {
         1_500_000,
     );
     s.topup_until(3, &topup_hash, |t| t["screening"] == "held");
-    let review = s
-        .topup_reviews(&s.worker.portal_login(0))
-        .into_iter()
-        .find(|r| r["tx_hash"] == topup_hash.as_str())
-        .unwrap();
-    let review = review["id"].as_str().unwrap().to_owned();
+    let review = s.topup_review(&s.worker.portal_login(0), &topup_hash)["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let _browser = exclusive();
     let browser = Browser::start();
     let admin = &s.worker.credentials.institutions[0];
@@ -964,13 +965,20 @@ impl Setup {
         )
     }
 
-    /// The screening queue's held top-ups, in `portal`'s session.
-    fn topup_reviews(&self, portal: &payrail_tests::PortalSession) -> Vec<Value> {
+    /// The screening queue's review of the held top-up in transaction `hash`, in `portal`'s
+    /// session.
+    fn topup_review(&self, portal: &payrail_tests::PortalSession, hash: &str) -> Value {
         let reply = self
             .worker
             .portal(Method::GET, "/portal/api/screening", Some(portal), None);
         assert_eq!(reply.status, 200, "{}", reply.text);
-        reply.json()["topups"].as_array().unwrap().clone()
+        reply.json()["topups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tx_hash"] == hash)
+            .cloned()
+            .unwrap_or_else(|| panic!("no review of {hash}: {}", reply.text))
     }
 
     /// Decides held top-up review `id` through the portal's JSON API.
@@ -1054,12 +1062,7 @@ fn a_top_up_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blo
         .unwrap();
     assert_eq!(reviews, 1, "one review");
     // The queue shows it with its evidence.
-    let reviews = s.topup_reviews(&admin);
-    let review = reviews
-        .iter()
-        .find(|r| r["tx_hash"] == held_hash.as_str())
-        .unwrap_or_else(|| panic!("no review of {held_hash}: {reviews:?}"))
-        .clone();
+    let review = s.topup_review(&admin, &held_hash);
     let review_id = review["id"].as_str().unwrap().to_owned();
     assert!(review["decision"].is_null(), "{review}");
     assert_eq!(review["sender"], listed.to_ascii_lowercase(), "{review}");
@@ -1079,18 +1082,7 @@ fn a_top_up_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blo
             "false positive: our own test wallet",
         )
     });
-    let made: Vec<_> = answers
-        .iter()
-        .filter(|(status, _)| *status == 200)
-        .collect();
-    assert_eq!(made.len(), 1, "{answers:?}");
-    assert!(
-        answers
-            .iter()
-            .filter(|(status, _)| *status != 200)
-            .all(|(status, text)| *status == 409 && text.contains("decided already")),
-        "{answers:?}"
-    );
+    one_decision_made(&answers);
     assert_eq!(s.owed(2).0, owed_before + 7_000_000, "released once");
     s.topup_until(2, &held_hash, |t| {
         t["credited"] == true && t["screening"] == "released"
@@ -1098,11 +1090,7 @@ fn a_top_up_from_a_listed_address_is_held_until_an_admin_releases_it_once_or_blo
     // Another from the same sender, blocked: it stays frozen, never the merchant's.
     let blocked_hash = s.anvil.transfer(&s.usdc, &listed, &address, 1_000_000);
     s.topup_until(2, &blocked_hash, |t| t["screening"] == "held");
-    let blocked = s
-        .topup_reviews(&admin)
-        .into_iter()
-        .find(|r| r["tx_hash"] == blocked_hash.as_str())
-        .unwrap();
+    let blocked = s.topup_review(&admin, &blocked_hash);
     let decided = s.decide_topup(
         &admin,
         blocked["id"].as_str().unwrap(),
