@@ -10,8 +10,18 @@
 // ether (anvil's accounts hold 10,000 each). argv[5], when given, is a second anvil node (another chain id)
 // for the ether network, set up the same way with its own feeds: each network then has a chain
 // of its own, as in production, and reconciliation counts each coin once; without it both
-// networks are served by the first node. Everything is local: a fresh anvil gets the same
-// contract addresses every time (same deployer, same nonces).
+// networks are served by the first node.
+//
+// With two nodes, the ether network takes USDC too, and both get the project's CCTP V2
+// contracts (contracts/Cctp*.sol: a message transmitter whose one attester is the local
+// attester, LOCAL_ATTESTER below, and a token messenger that mints and burns the chain's USDC),
+// linked to each other under Circle's domains for the two networks, so USDC paid on one can be
+// settled on the other. Each network's `cctp` names its contracts and the local attestation
+// service at argv[6] (default http://127.0.0.1:8547), and the output's `attestation` holds the
+// arguments `xtask attestation` serves both chains with (scripts/dev and the tests start it).
+//
+// Everything is local: a fresh anvil gets the same contract addresses every time (same
+// deployer, same nonces).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -20,6 +30,7 @@ const tokenNode = process.argv[2];
 const network = process.argv[3] || "polygon";
 const etherNetwork = process.argv[4] || "base";
 const etherNode = process.argv[5] || tokenNode;
+const attestationUrl = process.argv[6] || "http://127.0.0.1:8547";
 const contracts = path.resolve(__dirname, "..", ".cache", "contracts");
 // Demo rates (USD per unit of the currency, 8 decimals): the local chain's feeds, not a market.
 const FEEDS = {
@@ -35,6 +46,11 @@ const MINTED = 1000000n * 1000000n; // one million of each token, 6 decimals
 // 2147483647 of m/44'/60'/0'/0, from which `xtask sweep` pays token deposits' gas.
 const CUSTODY_GAS = "0x8848bfc75a28756b521b09afdc120bddddc7d7c9";
 const CUSTODY_GAS_WEI = 10n * 10n ** 18n;
+// The local attestation service's one attester: anvil's well-known account 9 (its key is
+// public, like every key here; scripts/dev hands it to `xtask attestation`).
+const LOCAL_ATTESTER = "0xa0ee7a142d267c1f36714e4a8f75612f20a79720";
+// Circle's CCTP domains for the networks Payrail knows.
+const CCTP_DOMAINS = { ethereum: 0, arbitrum: 3, base: 6, polygon: 7 };
 
 let id = 0;
 async function call(node, method, params) {
@@ -71,10 +87,12 @@ async function send(rpc, from, to, data, value = 0n) {
   throw new Error(`no receipt for ${hash}`);
 }
 
-// Sets up one node: waits for it, funds the custody gas address, deploys the price feeds and,
-// when `withTokens`, the tokens; a block every two seconds from then on. Its chain id, the
-// customer's and the treasury's addresses, its tokens and its feeds.
-async function setUp(node, withTokens) {
+// Sets up one node: waits for it, funds the custody gas address, deploys the price feeds and
+// the tokens named in `symbols`, after `skip` transactions of the deployer to itself (a second
+// chain's contracts then never share the first's addresses, so a contract of the wrong chain
+// cannot pass unnoticed). Its JSON-RPC call, deployer, chain id, the customer's and the
+// treasury's addresses, its tokens, its feeds and its sanctions oracle.
+async function setUp(node, symbols, skip = 0) {
   const rpc = (method, params) => call(node, method, params);
   // The node was just started: give it up to ten seconds to answer.
   for (let i = 0; ; i++) {
@@ -90,16 +108,16 @@ async function setUp(node, withTokens) {
   const [deployer, customer, treasury] = await rpc("eth_accounts", []);
   const token = artefact("TestToken");
   const feed = artefact("TestPriceFeed");
+  for (let i = 0; i < skip; i++) await send(rpc, deployer, deployer, "0x");
   const tokens = {};
-  if (withTokens) {
-    for (const [symbol, name] of [["USDC", "USD Coin (local)"], ["USDT", "Tether USD (local)"]]) {
-      const args = word(0x60) + word(0xa0) + word(6) + string(name) + string(symbol);
-      const receipt = await send(rpc, deployer, null, token.bytecode + args);
-      tokens[symbol] = { address: receipt.contractAddress };
-      const mint = token.selectors["mint(address,uint256)"];
-      for (const holder of [customer, treasury])
-        await send(rpc, deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
-    }
+  const names = { USDC: "USD Coin (local)", USDT: "Tether USD (local)" };
+  for (const symbol of symbols) {
+    const args = word(0x60) + word(0xa0) + word(6) + string(names[symbol]) + string(symbol);
+    const receipt = await send(rpc, deployer, null, token.bytecode + args);
+    tokens[symbol] = { address: receipt.contractAddress };
+    const mint = token.selectors["mint(address,uint256)"];
+    for (const holder of [customer, treasury])
+      await send(rpc, deployer, receipt.contractAddress, "0x" + mint + addressWord(holder) + word(MINTED));
   }
   await send(rpc, deployer, CUSTODY_GAS, "0x", CUSTODY_GAS_WEI);
   const block = await rpc("eth_getBlockByNumber", ["latest", false]);
@@ -113,15 +131,49 @@ async function setUp(node, withTokens) {
     feeds[pair] = { address: receipt.contractAddress, max_age_seconds: 30 * 86400 };
   }
   const oracle = await send(rpc, deployer, null, artefact("SanctionsList").bytecode);
-  // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
-  // themselves.
-  await rpc("evm_setIntervalMining", [2]);
-  return { chainId, customer, treasury, tokens, feeds, oracle: oracle.contractAddress };
+  return { rpc, deployer, chainId, customer, treasury, tokens, feeds, oracle: oracle.contractAddress };
+}
+
+// Deploys the CCTP contracts on a set-up chain as CCTP domain `domain`: the transmitter (the
+// local attester, threshold one) and the messenger paired with it, which burns and mints the
+// chain's USDC and pays fast fees to the deployer.
+async function deployCctp(chain, domain) {
+  const { rpc, deployer } = chain;
+  const transmitter = artefact("CctpMessageTransmitter");
+  const messenger = artefact("CctpTokenMessenger");
+  // constructor(uint32 domain, address[] attesters, uint256 threshold)
+  const transmitterArgs = word(domain) + word(0x60) + word(1) + word(1) + addressWord(LOCAL_ATTESTER);
+  const t = (await send(rpc, deployer, null, transmitter.bytecode + transmitterArgs)).contractAddress;
+  // constructor(address transmitter, address feeRecipient)
+  const m = (await send(rpc, deployer, null, messenger.bytecode + addressWord(t) + addressWord(deployer)))
+    .contractAddress;
+  const usdc = chain.tokens.USDC.address;
+  await send(rpc, deployer, t, "0x" + transmitter.selectors["setTokenMessenger(address)"] + addressWord(m));
+  await send(rpc, deployer, m, "0x" + messenger.selectors["setLocalToken(address,bool)"] + addressWord(usdc) + word(1));
+  const setMinter = artefact("TestToken").selectors["setMinter(address,bool)"];
+  await send(rpc, deployer, usdc, "0x" + setMinter + addressWord(m) + word(1));
+  return { domain, contracts: { token_messenger: m, message_transmitter: t } };
+}
+
+// Lets `local`'s messenger send to and take messages from `remote`'s, minting local USDC for
+// remote USDC burnt.
+async function linkCctp(local, localCctp, remote, remoteCctp) {
+  const messenger = artefact("CctpTokenMessenger");
+  const { rpc, deployer } = local;
+  const add = messenger.selectors["addRemoteTokenMessenger(uint32,bytes32)"];
+  await send(rpc, deployer, localCctp.contracts.token_messenger,
+    "0x" + add + word(remoteCctp.domain) + addressWord(remoteCctp.contracts.token_messenger));
+  const link = messenger.selectors["linkTokenPair(address,uint32,bytes32)"];
+  await send(rpc, deployer, localCctp.contracts.token_messenger,
+    "0x" + link + addressWord(local.tokens.USDC.address) + word(remoteCctp.domain)
+      + addressWord(remote.tokens.USDC.address));
 }
 
 async function main() {
-  const tokenChain = await setUp(tokenNode, true);
-  const etherChain = etherNode === tokenNode ? tokenChain : await setUp(etherNode, false);
+  const twoNodes = etherNode !== tokenNode;
+  const tokenChain = await setUp(tokenNode, ["USDC", "USDT"]);
+  // With a chain of its own, the ether network has USDC too (CCTP settles it there).
+  const etherChain = twoNodes ? await setUp(etherNode, ["USDC"], 1) : tokenChain;
   const { customer, treasury } = tokenChain;
   const tokenFeeds = Object.fromEntries(
     Object.entries(tokenChain.feeds).filter(([pair]) => pair !== "ETH/USD"),
@@ -140,7 +192,30 @@ async function main() {
       sanctions_oracle: etherChain.oracle,
     },
   };
-  process.stdout.write(JSON.stringify({ chains, customer, treasury, custody_gas: CUSTODY_GAS }) + "\n");
+  const out = { chains, customer, treasury, custody_gas: CUSTODY_GAS };
+  if (twoNodes) {
+    chains[etherNetwork].tokens = etherChain.tokens;
+    const tokenCctp = await deployCctp(tokenChain, CCTP_DOMAINS[network]);
+    const etherCctp = await deployCctp(etherChain, CCTP_DOMAINS[etherNetwork]);
+    await linkCctp(tokenChain, tokenCctp, etherChain, etherCctp);
+    await linkCctp(etherChain, etherCctp, tokenChain, tokenCctp);
+    chains[network].cctp = { ...tokenCctp.contracts, attestation_url: attestationUrl };
+    chains[etherNetwork].cctp = { ...etherCctp.contracts, attestation_url: attestationUrl };
+    // What `xtask attestation` serves: each chain as its domain, at its network's
+    // confirmations (standard) and one (fast), and its transmitter.
+    const listen = new URL(attestationUrl).host;
+    out.attestation = ["--listen", listen];
+    for (const [name, cctp] of [[network, tokenCctp], [etherNetwork, etherCctp]]) {
+      const c = chains[name];
+      out.attestation.push("--chain", `${cctp.domain}=${c.rpc_url},${c.confirmations},1`,
+        "--transmitter", `${cctp.domain}=${cctp.contracts.message_transmitter}`);
+    }
+  }
+  // Deployed: from now on a block every two seconds, like a real chain, so payments confirm by
+  // themselves.
+  for (const chain of twoNodes ? [tokenChain, etherChain] : [tokenChain])
+    await chain.rpc("evm_setIntervalMining", [2]);
+  process.stdout.write(JSON.stringify(out) + "\n");
 }
 
 main().catch((err) => {

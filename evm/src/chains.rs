@@ -146,6 +146,68 @@ pub struct Network {
     /// operator's list alone.
     #[serde(default)]
     pub sanctions_oracle: Option<String>,
+    /// The network's part in Circle's Cross-Chain Transfer Protocol V2: with it, USDC paid here
+    /// may be settled to a merchant's wallet on another network that has it too (burnt here,
+    /// minted there). None: what is paid here is settled here.
+    #[serde(default)]
+    pub cctp: Option<Cctp>,
+}
+
+/// How USDC crosses from a network with CCTP: Standard (no fee; the attestation waits for the
+/// network's finality) or Fast (attested sooner, for a fee in basis points of the amount).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CctpTransfer {
+    /// Finality threshold 2000, no fee.
+    #[default]
+    Standard,
+    /// Finality threshold 1000, a fee of at most [`Cctp::max_fast_fee_bps`].
+    Fast,
+}
+
+/// A network's CCTP V2 contracts and attestation service (Circle's in production; the project's
+/// own on the local chains, with the same interface).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cctp {
+    /// Circle's domain for the network (0 Ethereum, 3 Arbitrum, 6 Base, 7 Polygon PoS): not
+    /// configured, but taken from the network's name ([`crate::cctp::domain_named`]).
+    #[serde(skip)]
+    pub domain: u32,
+    /// `TokenMessengerV2`: burns on `depositForBurn`, mints for a received message.
+    pub token_messenger: String,
+    /// `MessageTransmitterV2`: emits the burn's message, takes the attested message
+    /// (`receiveMessage`), spends each nonce once.
+    pub message_transmitter: String,
+    /// The attestation service's base URL (Circle's: `https://iris-api.circle.com`), asked for
+    /// the messages burns on this network emitted and for the fee of a route from it.
+    pub attestation_url: String,
+    /// How USDC leaves this network.
+    #[serde(default)]
+    pub transfer: CctpTransfer,
+    /// Fast only: the most fee paid, in basis points of the amount (at most
+    /// [`MAX_FAST_FEE_BPS`]); a quote above it is never paid.
+    #[serde(default)]
+    pub max_fast_fee_bps: u32,
+}
+
+/// The most a network's configuration may let a Fast transfer cost, in basis points (1 %).
+pub const MAX_FAST_FEE_BPS: u32 = 100;
+
+/// A URL without credentials, https or (a local node or stand-in in development) http on this
+/// machine.
+fn https_or_local(url: &url::Url) -> bool {
+    url.username().is_empty()
+        && url.password().is_none()
+        && (url.scheme() == "https"
+            || (url.scheme() == "http"
+                && matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))))
+}
+
+/// An attestation service's URL: [`https_or_local`], with no query or fragment.
+fn attestation_url_ok(text: &str) -> bool {
+    url::Url::parse(text)
+        .is_ok_and(|u| https_or_local(&u) && u.query().is_none() && u.fragment().is_none())
 }
 
 /// An L2 sequencer uptime feed (Chainlink's: answer 0 up, 1 down; `startedAt` when it last
@@ -300,14 +362,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
         }
         if let Some(public) = &network.public_rpc_url {
             // A public endpoint is https, or http on this machine (a local node in development).
-            let ok = url::Url::parse(public).is_ok_and(|u| {
-                u.username().is_empty()
-                    && u.password().is_none()
-                    && (u.scheme() == "https"
-                        || (u.scheme() == "http"
-                            && matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))))
-            });
-            if !ok {
+            if !url::Url::parse(public).is_ok_and(|u| https_or_local(&u)) {
                 return Err(format!(
                     "PAYRAIL_CHAINS: {name}.public_rpc_url must be an https URL without \
                      credentials (http only on localhost)"
@@ -441,6 +496,41 @@ pub fn parse(text: &str) -> Result<BTreeMap<String, Network>, String> {
                 ));
             }
         }
+        if let Some(cctp) = &mut network.cctp {
+            // Every network Payrail knows is a CCTP domain.
+            cctp.domain = crate::cctp::domain_named(name)
+                .ok_or_else(|| format!("PAYRAIL_CHAINS: {name} is not a CCTP domain"))?
+                .id;
+            if !network.tokens.contains_key("USDC") {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.cctp carries USDC: {name}.tokens.USDC is required"
+                ));
+            }
+            cctp.token_messenger = contract(
+                format!("{name}.cctp.token_messenger"),
+                &cctp.token_messenger,
+            )?;
+            cctp.message_transmitter = contract(
+                format!("{name}.cctp.message_transmitter"),
+                &cctp.message_transmitter,
+            )?;
+            if !attestation_url_ok(&cctp.attestation_url) {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.cctp.attestation_url must be an https URL without \
+                     credentials, query or fragment (http only on localhost)"
+                ));
+            }
+            let fee_ok = match cctp.transfer {
+                CctpTransfer::Standard => cctp.max_fast_fee_bps == 0,
+                CctpTransfer::Fast => (1..=MAX_FAST_FEE_BPS).contains(&cctp.max_fast_fee_bps),
+            };
+            if !fee_ok {
+                return Err(format!(
+                    "PAYRAIL_CHAINS: {name}.cctp.max_fast_fee_bps must be from 1 to \
+                     {MAX_FAST_FEE_BPS} with \"transfer\": \"fast\", and is not given otherwise"
+                ));
+            }
+        }
     }
     Ok(networks)
 }
@@ -541,6 +631,125 @@ mod tests {
             DEFAULT_SEQUENCER_GRACE_SECONDS
         );
         assert_eq!(base.block_time_seconds, Some(2));
+    }
+
+    /// A network with USDC and the given `cctp` member.
+    fn with_cctp(name: &str, cctp: &str) -> String {
+        format!(
+            r#""{name}": {{"rpc_url": "https://x.example", "chain_id": 1,
+                "tokens": {{"USDC": {{"address": "0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"}}}},
+                "cctp": {cctp}}}"#
+        )
+    }
+
+    const MESSENGER: &str = "0x28b5a0e9C621a5BadaA536219b3a228C8168cf5d";
+    const TRANSMITTER: &str = "0x81D40F21F12A8F0E3252Bccb954D722d4c464B64";
+
+    fn cctp(rest: &str) -> String {
+        format!(
+            r#"{{"token_messenger": "{MESSENGER}",
+                "message_transmitter": "{TRANSMITTER}", "attestation_url": "https://iris-api.circle.com"{rest}}}"#
+        )
+    }
+
+    #[test]
+    fn reads_a_networks_cctp() {
+        let text = format!(
+            "{{{}, {}}}",
+            with_cctp("polygon", &cctp("")),
+            with_cctp(
+                "base",
+                &cctp(r#", "transfer": "fast", "max_fast_fee_bps": 2"#)
+            )
+        );
+        let networks = parse(&text).unwrap();
+        let polygon = networks["polygon"].cctp.as_ref().unwrap();
+        assert_eq!(polygon.domain, 7);
+        assert_eq!(networks["base"].cctp.as_ref().unwrap().domain, 6);
+        assert_eq!(polygon.transfer, CctpTransfer::Standard);
+        assert_eq!(polygon.max_fast_fee_bps, 0);
+        assert_eq!(polygon.token_messenger, MESSENGER);
+        let base = networks["base"].cctp.as_ref().unwrap();
+        assert_eq!(
+            (base.transfer, base.max_fast_fee_bps),
+            (CctpTransfer::Fast, 2)
+        );
+        // A local stand-in is reached over http on this machine.
+        let local = parse(&format!(
+            "{{{}}}",
+            with_cctp(
+                "base",
+                &cctp("").replace("https://iris-api.circle.com", "http://127.0.0.1:8547")
+            )
+        ))
+        .unwrap();
+        assert!(local["base"].cctp.is_some());
+        assert!(networks.values().all(|n| n.cctp.is_some()));
+    }
+
+    #[test]
+    fn a_networks_cctp_is_refused_naming_what_is_wrong() {
+        let one = |name: &str, cctp: String| format!("{{{}}}", with_cctp(name, &cctp));
+        let cases = [
+            (
+                // USDC is what CCTP carries.
+                format!(
+                    r#"{{"polygon": {{"rpc_url": "https://x.example", "chain_id": 1, "cctp": {}}}}}"#,
+                    cctp("")
+                ),
+                "polygon.tokens.USDC is required",
+            ),
+            (
+                one("polygon", cctp("").replace(MESSENGER, "0x1234")),
+                "polygon.cctp.token_messenger",
+            ),
+            (
+                one(
+                    "polygon",
+                    cctp("").replace(TRANSMITTER, "0x0000000000000000000000000000000000000000"),
+                ),
+                "polygon.cctp.message_transmitter",
+            ),
+            (
+                one(
+                    "polygon",
+                    cctp("").replace("https://iris-api.circle.com", "http://iris.example"),
+                ),
+                "polygon.cctp.attestation_url",
+            ),
+            (
+                one(
+                    "polygon",
+                    cctp("").replace("https://iris-api.circle.com", "https://iris.example/?key=1"),
+                ),
+                "polygon.cctp.attestation_url",
+            ),
+            (
+                one("polygon", cctp(r#", "transfer": "fast""#)),
+                "polygon.cctp.max_fast_fee_bps",
+            ),
+            (
+                one(
+                    "polygon",
+                    cctp(r#", "transfer": "fast", "max_fast_fee_bps": 101"#),
+                ),
+                "polygon.cctp.max_fast_fee_bps",
+            ),
+            (
+                one("polygon", cctp(r#", "max_fast_fee_bps": 2"#)),
+                "polygon.cctp.max_fast_fee_bps",
+            ),
+            (
+                one("polygon", cctp(r#", "transfer": "instant""#)),
+                "wrong type",
+            ),
+            (one("polygon", cctp(r#", "attesters": []"#)), "unknown"),
+            (one("polygon", cctp(r#", "domain": 7"#)), "unknown"),
+        ];
+        for (text, named) in cases {
+            let error = parse(&text).unwrap_err();
+            assert!(error.contains(named), "{text}: {error}");
+        }
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub struct Anvil {
 impl Anvil {
     /// Starts anvil (chain id 31337, automining one block per transaction).
     pub fn start() -> Anvil {
+        Anvil::start_chain(31337)
+    }
+
+    /// Starts anvil as chain `chain_id` (a second network of its own), automining.
+    pub fn start_chain(chain_id: u64) -> Anvil {
         let port = free_port();
         let binary = root().join("node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil");
         assert!(
@@ -42,8 +47,8 @@ impl Anvil {
             binary.display()
         );
         let script = format!(
-            "'{}' --port {port} --host 127.0.0.1 --silent >/dev/null 2>&1 & a=$!; \
-             cat >/dev/null; kill $a; wait $a",
+            "'{}' --port {port} --host 127.0.0.1 --chain-id {chain_id} --silent >/dev/null 2>&1 \
+             & a=$!; cat >/dev/null; kill $a; wait $a",
             binary.display()
         );
         let mut child = Command::new("bash")
@@ -487,6 +492,30 @@ impl Drop for Anvil {
         drop(stdin.take());
         let _ = child.wait();
     }
+}
+
+/// The local attester of `scripts/local-chain.js`: anvil's well-known account 9's key, as
+/// `PAYRAIL_CCTP_ATTESTER_KEYS` holds it.
+pub const LOCAL_ATTESTER_KEY: &str =
+    "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6";
+
+/// The local attestation service (`xtask attestation`, in this process), serving the arguments
+/// `scripts/local-chain.js` printed (its output's `attestation`) as `scripts/dev` starts it,
+/// signed by the local attester; it stops when dropped.
+pub fn attestation(args: &Value) -> xtask::attestation::Server {
+    let args: Vec<String> = args
+        .as_array()
+        .expect("the attestation's arguments")
+        .iter()
+        .map(|a| a.as_str().expect("an argument").to_owned())
+        .collect();
+    let Ok(xtask::attestation::Command::Serve { listen, config }) =
+        xtask::attestation::parse(&args, Some(LOCAL_ATTESTER_KEY))
+    else {
+        panic!("the attestation's arguments are refused: {args:?}");
+    };
+    let listener = TcpListener::bind(&listen).expect("bind the attestation service");
+    xtask::attestation::serve(config, listener).expect("serve the attestation service")
 }
 
 /// The worker's `PAYRAIL_CHAINS` for one network on `url` with `tokens` (asset, contract),

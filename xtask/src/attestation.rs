@@ -1,6 +1,7 @@
 //! `xtask attestation`: a local stand-in for Circle's CCTP V2 attestation service ("Iris"), for
 //! the local chains and the tests, as `anvil` stands in for a network. It answers Iris's V2
-//! lookup, `GET /v2/messages/{sourceDomain}?transactionHash=0x…`, in Iris's documented shape, so
+//! lookup, `GET /v2/messages/{sourceDomain}?transactionHash=0x…`, and its fee quote,
+//! `GET /v2/burn/USDC/fees/{sourceDomainId}/{destDomainId}`, in Iris's documented shapes, so
 //! that the worker runs one code path against it and, with only its configuration changed,
 //! against Circle's production service.
 //!
@@ -30,10 +31,18 @@
 //! `PAYRAIL_CCTP_ATTESTER_KEYS` (comma-separated 32-byte hex) only, never the command line, and
 //! are never printed; only their addresses are.
 //!
-//! Answers: 200 `{"messages": [...]}`; 400 for an unknown domain, a malformed hash, or a missing,
-//! repeated or unknown query parameter; 404 for any other path; 405 for another method on the
-//! lookup's path; 431 for a request head over [`MAX_HEAD`] bytes; 503 naming the node's problem
-//! when a node is unreachable or answers garbage. Every answer is JSON.
+//! The fee quote of a route from a configured domain to another configured domain is the
+//! configuration's, asked of no node: `[{"finalityThreshold": 1000, "minimumFee": FAST_FEE_BPS},
+//! {"finalityThreshold": 2000, "minimumFee": 0}]`, the fees in basis points of the amount (1 is
+//! 0.01 %), the fast one the very fee charged at 1000 above. Circle answers per route; a source
+//! domain without fast confirmations has no Fast Transfer, so its routes are quoted the 2000 entry
+//! only. A domain not configured is no route's end here, whether Circle knows it or not.
+//!
+//! Answers: 200 `{"messages": [...]}` or the quote; 400 for a domain that is not decimal digits
+//! below 2³², a domain not configured, a route from a domain to itself, a malformed hash, or a
+//! missing, repeated or unknown query parameter (the quote takes none); 404 for any other path;
+//! 405 for another method on either path; 431 for a request head over [`MAX_HEAD`] bytes; 503
+//! naming the node's problem when a node is unreachable or answers garbage. Every answer is JSON.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -73,7 +82,8 @@ const MAX_NODE_ANSWER: u64 = 8 * 1024 * 1024;
 pub const USAGE: &str = "usage: xtask attestation --listen 127.0.0.1:PORT \
      --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]… --transmitter DOMAIN=0xADDRESS… \
      [--fast-fee-bps N] (the attesters' private keys, comma-separated hex, in \
-     PAYRAIL_CCTP_ATTESTER_KEYS; serves GET /v2/messages/DOMAIN?transactionHash=0x… until stopped)";
+     PAYRAIL_CCTP_ATTESTER_KEYS; serves GET /v2/messages/DOMAIN?transactionHash=0x… and \
+     GET /v2/burn/USDC/fees/SOURCE_DOMAIN/DESTINATION_DOMAIN until stopped)";
 
 /// One source chain: the CCTP domain it plays and where to read it.
 #[derive(Clone)]
@@ -415,7 +425,8 @@ pub fn run(args: &[String], keys: Option<Zeroizing<String>>) -> Result<(), Strin
     let fee = config.fast_fee_bps;
     let server = serve(config, listener)?;
     println!(
-        "attestation service on {}: GET /v2/messages/DOMAIN?transactionHash=0x…",
+        "attestation service on {}: GET /v2/messages/DOMAIN?transactionHash=0x…, \
+         GET /v2/burn/USDC/fees/SOURCE_DOMAIN/DESTINATION_DOMAIN",
         server.url()
     );
     println!(
@@ -666,6 +677,20 @@ fn finish(mut stream: TcpStream, reply: &Reply) {
     }
 }
 
+/// The answer to a path not served.
+const NO_SUCH_RESOURCE: &str =
+    "no such resource: GET /v2/messages/{sourceDomain}?transactionHash=0x… \
+     and GET /v2/burn/USDC/fees/{sourceDomainId}/{destDomainId} are served here";
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Request {
+    /// The attested messages of a transaction.
+    Messages(Lookup),
+    /// The fee quote of the route from `source` to `destination`.
+    Fees { source: u32, destination: u32 },
+}
+
 /// A lookup the request asks for: the source domain and the transaction hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Lookup {
@@ -673,9 +698,27 @@ struct Lookup {
     hash: [u8; 32],
 }
 
-/// The lookup a request line asks for, or the answer refusing it. Checks nothing about the
-/// domain but its form.
-fn parse_request(line: &str) -> Result<Lookup, Reply> {
+/// A path served, with its domains as the path spells them.
+enum Resource<'a> {
+    /// `/v2/messages/{sourceDomain}`.
+    Messages(&'a str),
+    /// `/v2/burn/USDC/fees/{sourceDomainId}/{destDomainId}`.
+    Fees(&'a str, &'a str),
+}
+
+/// The resource a path names, if it is one served: each domain one non-empty segment.
+fn resource(path: &str) -> Option<Resource<'_>> {
+    let segment = |text: &&str| !text.is_empty() && !text.contains('/');
+    if let Some(domain) = path.strip_prefix("/v2/messages/") {
+        return Some(domain).filter(segment).map(Resource::Messages);
+    }
+    let (source, destination) = path.strip_prefix("/v2/burn/USDC/fees/")?.split_once('/')?;
+    (segment(&source) && segment(&destination)).then_some(Resource::Fees(source, destination))
+}
+
+/// What a request line asks for, or the answer refusing it. Checks nothing about the domains but
+/// their form.
+fn parse_request(line: &str) -> Result<Request, Reply> {
     let mut parts = line.split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -689,37 +732,58 @@ fn parse_request(line: &str) -> Result<Lookup, Reply> {
         return Err(Reply::error(400, "only HTTP/1.x is served here"));
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let Some(domain) = path.strip_prefix("/v2/messages/") else {
-        return Err(Reply::error(
-            404,
-            "no such resource: GET /v2/messages/{sourceDomain}?transactionHash=0x… is served here",
-        ));
-    };
-    if domain.contains('/') || domain.is_empty() {
-        return Err(Reply::error(
-            404,
-            "no such resource: GET /v2/messages/{sourceDomain}?transactionHash=0x… is served here",
-        ));
-    }
+    let resource = resource(path).ok_or_else(|| Reply::error(404, NO_SUCH_RESOURCE))?;
     if method != "GET" {
         return Err(Reply::error(
             405,
             format!("{method} is not allowed: only GET is"),
         ));
     }
-    let shown = |text: &str| text.chars().take(80).collect::<String>();
-    let domain = domain_number(domain).ok_or_else(|| {
-        Reply::error(
-            400,
-            format!(
-                "the source domain {:?} is not a domain number",
-                shown(domain)
-            ),
-        )
-    })?;
+    let domain = |text: &str, role: &str| {
+        domain_number(text).ok_or_else(|| {
+            Reply::error(
+                400,
+                format!("the {role} domain {:?} is not a domain number", shown(text)),
+            )
+        })
+    };
+    let mut parameters = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| pair.split_once('=').unwrap_or((pair, "")));
+    match resource {
+        Resource::Messages(source) => {
+            let domain = domain(source, "source")?;
+            let hash = transaction_hash(parameters)?;
+            Ok(Request::Messages(Lookup { domain, hash }))
+        }
+        Resource::Fees(source, destination) => {
+            let source = domain(source, "source")?;
+            let destination = domain(destination, "destination")?;
+            match parameters.next() {
+                Some((name, _)) => Err(Reply::error(
+                    400,
+                    format!(
+                        "unknown query parameter {:?}: the fee quote takes none",
+                        shown(name)
+                    ),
+                )),
+                None => Ok(Request::Fees {
+                    source,
+                    destination,
+                }),
+            }
+        }
+    }
+}
+
+/// The transaction hash a lookup's query parameters (name, value) give, or the answer refusing
+/// them.
+fn transaction_hash<'a>(
+    parameters: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Result<[u8; 32], Reply> {
     let mut hash = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+    for (name, value) in parameters {
         match name {
             "transactionHash" if hash.is_none() => hash = Some(value),
             "transactionHash" => {
@@ -741,8 +805,7 @@ fn parse_request(line: &str) -> Result<Lookup, Reply> {
     }
     let hash =
         hash.ok_or_else(|| Reply::error(400, "the query parameter transactionHash is required"))?;
-    let bytes = hash
-        .strip_prefix("0x")
+    hash.strip_prefix("0x")
         .filter(|h| h.len() == 64)
         .and_then(|h| hex::decode(h).ok())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
@@ -754,11 +817,12 @@ fn parse_request(line: &str) -> Result<Lookup, Reply> {
                     shown(hash)
                 ),
             )
-        })?;
-    Ok(Lookup {
-        domain,
-        hash: bytes,
-    })
+        })
+}
+
+/// A client's text as an answer quotes it: its first 80 characters.
+fn shown(text: &str) -> String {
+    text.chars().take(80).collect()
 }
 
 /// The service's state, shared by the connections.
@@ -779,40 +843,69 @@ enum Failure {
 
 impl Service {
     fn answer(&self, request_line: &str) -> Reply {
-        let lookup = match parse_request(request_line) {
-            Ok(lookup) => lookup,
-            Err(reply) => return reply,
+        let answered = match parse_request(request_line) {
+            Ok(Request::Messages(lookup)) => self.lookup(&lookup),
+            Ok(Request::Fees {
+                source,
+                destination,
+            }) => self.fees(source, destination),
+            Err(reply) => Err(reply),
         };
-        let Some(index) = self
-            .config
-            .chains
+        match answered {
+            Ok(body) => Reply { status: 200, body },
+            Err(reply) => reply,
+        }
+    }
+
+    /// The index in `config.chains` of the chain of `domain` (the route's `role` end), or the
+    /// answer refusing a domain not served.
+    fn served(&self, domain: u32, role: &str) -> Result<usize, Reply> {
+        let chains = &self.config.chains;
+        chains
             .iter()
-            .position(|c| c.domain == lookup.domain)
-        else {
-            let served: Vec<String> = self
-                .config
-                .chains
-                .iter()
-                .map(|c| c.domain.to_string())
-                .collect();
-            return Reply::error(
+            .position(|c| c.domain == domain)
+            .ok_or_else(|| {
+                let served: Vec<String> = chains.iter().map(|c| c.domain.to_string()).collect();
+                Reply::error(
+                    400,
+                    format!(
+                        "the {role} domain {domain} is not served here (served: {})",
+                        served.join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// The answer to a lookup: `{"messages": [...]}`, or any other answer.
+    fn lookup(&self, lookup: &Lookup) -> Result<Value, Reply> {
+        let index = self.served(lookup.domain, "source")?;
+        match self.messages(index, &lookup.hash) {
+            Ok(Some(messages)) => Ok(json!({ "messages": messages })),
+            Ok(None) => Err(Reply::not_found()),
+            Err(Failure::Node(problem)) => Err(Reply::error(503, problem)),
+            Err(Failure::Internal(problem)) => Err(Reply::error(500, problem)),
+        }
+    }
+
+    /// The fee quote of the route from `source` to `destination`, in basis points by finality
+    /// threshold: the fast fee at 1000 if the source chain has fast transfers, nothing at 2000.
+    fn fees(&self, source: u32, destination: u32) -> Result<Value, Reply> {
+        let chain = &self.config.chains[self.served(source, "source")?];
+        self.served(destination, "destination")?;
+        if source == destination {
+            return Err(Reply::error(
                 400,
                 format!(
-                    "the source domain {} is not served here (served: {})",
-                    lookup.domain,
-                    served.join(", ")
+                    "the destination domain {destination} is the source domain: a route goes \
+                     from one domain to another"
                 ),
-            );
-        };
-        match self.messages(index, &lookup.hash) {
-            Ok(Some(messages)) => Reply {
-                status: 200,
-                body: json!({ "messages": messages }),
-            },
-            Ok(None) => Reply::not_found(),
-            Err(Failure::Node(problem)) => Reply::error(503, problem),
-            Err(Failure::Internal(problem)) => Reply::error(500, problem),
+            ));
         }
+        let fast = chain.fast_confirmations.map(|_| {
+            json!({"finalityThreshold": FAST_THRESHOLD, "minimumFee": self.config.fast_fee_bps})
+        });
+        let standard = json!({"finalityThreshold": FINALIZED_THRESHOLD, "minimumFee": 0});
+        Ok(Value::Array(fast.into_iter().chain([standard]).collect()))
     }
 
     /// The attested messages of a transaction on chain `index`, or `None` while there is none
@@ -1651,13 +1744,65 @@ mod tests {
         ));
         assert_eq!(
             ok,
-            Ok(Lookup {
+            Ok(Request::Messages(Lookup {
                 domain: 7,
                 hash: [0xab; 32]
+            }))
+        );
+        let fees = |source, destination| {
+            Ok(Request::Fees {
+                source,
+                destination,
             })
+        };
+        assert_eq!(
+            parse_request("GET /v2/burn/USDC/fees/7/6 HTTP/1.1"),
+            fees(7, 6)
+        );
+        // A query without parameters, and leading zeros, as the lookup takes them.
+        assert_eq!(
+            parse_request("GET /v2/burn/USDC/fees/007/0? HTTP/1.1"),
+            fees(7, 0)
         );
         let refused = |line: &str| parse_request(line).unwrap_err();
         for (line, status, says) in [
+            (
+                "GET /v2/burn/USDC/fees/+7/6 HTTP/1.1",
+                400,
+                "the source domain \"+7\" is not a domain number",
+            ),
+            (
+                "GET /v2/burn/USDC/fees/7/4294967296 HTTP/1.1",
+                400,
+                "the destination domain \"4294967296\" is not a domain number",
+            ),
+            (
+                "GET /v2/burn/USDC/fees/7/6?transactionHash=0x00 HTTP/1.1",
+                400,
+                "unknown query parameter \"transactionHash\": the fee quote takes none",
+            ),
+            ("PUT /v2/burn/USDC/fees/7/6 HTTP/1.1", 405, "only GET"),
+            ("GET /v2/burn/USDC/fees/7 HTTP/1.1", 404, "no such resource"),
+            (
+                "GET /v2/burn/USDC/fees/7/ HTTP/1.1",
+                404,
+                "no such resource",
+            ),
+            (
+                "GET /v2/burn/USDC/fees/7/6/ HTTP/1.1",
+                404,
+                "no such resource",
+            ),
+            (
+                "GET /v2/burn/usdc/fees/7/6 HTTP/1.1",
+                404,
+                "no such resource",
+            ),
+            (
+                "POST /v2/burn/EURC/fees/7/6 HTTP/1.1",
+                404,
+                "no such resource",
+            ),
             (
                 "GET /v2/messages/7 HTTP/1.1",
                 400,
@@ -1756,5 +1901,57 @@ mod tests {
             "{error}"
         );
         assert!(!error.contains("127.0.0.1"), "{error}");
+        // The fee quote is the configuration's: no node is asked (there is none to ask).
+        let service = Service {
+            nodes: Vec::new(),
+            config: Config::new(
+                vec![
+                    chain(),
+                    Chain {
+                        domain: 6,
+                        fast_confirmations: None,
+                        ..chain()
+                    },
+                ],
+                KEYS,
+                7,
+            )
+            .unwrap(),
+        };
+        let quote = |path: &str| service.answer(&format!("GET {path} HTTP/1.1"));
+        assert_eq!(
+            quote("/v2/burn/USDC/fees/7/6"),
+            Reply {
+                status: 200,
+                body: json!([
+                    {"finalityThreshold": 1000, "minimumFee": 7},
+                    {"finalityThreshold": 2000, "minimumFee": 0},
+                ])
+            }
+        );
+        assert_eq!(
+            quote("/v2/burn/USDC/fees/6/7"),
+            Reply {
+                status: 200,
+                body: json!([{"finalityThreshold": 2000, "minimumFee": 0}])
+            }
+        );
+        for (path, error) in [
+            (
+                "/v2/burn/USDC/fees/3/7",
+                "the source domain 3 is not served here (served: 6, 7)",
+            ),
+            (
+                "/v2/burn/USDC/fees/7/3",
+                "the destination domain 3 is not served here (served: 6, 7)",
+            ),
+            (
+                "/v2/burn/USDC/fees/6/6",
+                "the destination domain 6 is the source domain: a route goes from one domain \
+                 to another",
+            ),
+        ] {
+            assert_eq!(quote(path), Reply::error(400, error), "{path}");
+        }
     }
 }

@@ -37,7 +37,8 @@
 //!               --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]…   (a local stand-in
 //!               for Circle's CCTP V2 attestation service, answering
 //!               GET /v2/messages/DOMAIN?transactionHash=0x… as Iris does once the transaction has
-//!               its confirmations; the attesters' keys from PAYRAIL_CCTP_ATTESTER_KEYS,
+//!               its confirmations, and its fee quote GET /v2/burn/USDC/fees/SOURCE/DESTINATION;
+//!               the attesters' keys from PAYRAIL_CCTP_ATTESTER_KEYS,
 //!               comma-separated; serves until stopped)
 //! ```
 

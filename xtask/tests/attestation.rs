@@ -606,6 +606,192 @@ fn requests_that_are_not_lookups_are_refused_naming_the_problem_and_a_down_node_
     assert!(!error.contains(&down), "{error}");
 }
 
+/// Base (6) as a second chain, without fast transfers, its node at `rpc_url`: the arguments to
+/// add to [`service`]'s.
+fn and_base(rpc_url: &str) -> Vec<String> {
+    vec![
+        "--chain".to_owned(),
+        format!("6={rpc_url},{CONFIRMATIONS}"),
+        "--transmitter".to_owned(),
+        "6=0x00000000000000000000000000000000000000bb".to_owned(),
+    ]
+}
+
+/// The fee quote of the route from `source` to `destination`, as the path spells them.
+fn quote(server: &Server, source: &str, destination: &str) -> (u16, Value) {
+    get(
+        server,
+        &format!("/v2/burn/USDC/fees/{source}/{destination}"),
+    )
+}
+
+#[test]
+fn the_fee_quote_is_the_fast_fee_charged_and_only_where_fast_transfers_are() {
+    let anvil = Anvil::start();
+    let transmitter = anvil.emitter(1);
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let mut extra = and_base(&down);
+    extra.extend(["--fast-fee-bps".to_owned(), "3".to_owned()]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let server = service(&anvil.url, &transmitter, &extra);
+
+    // From Polygon (fast at 2 confirmations): the fast fee at 1000, nothing at 2000.
+    assert_eq!(
+        quote(&server, "7", "6"),
+        (
+            200,
+            json!([
+                {"finalityThreshold": 1000, "minimumFee": 3},
+                {"finalityThreshold": 2000, "minimumFee": 0},
+            ])
+        )
+    );
+    // From Base (no fast transfers; its node is down, and no node is asked): 2000 only.
+    assert_eq!(
+        quote(&server, "6", "7"),
+        (200, json!([{"finalityThreshold": 2000, "minimumFee": 0}]))
+    );
+
+    // What is quoted is what a fast transfer is charged: 3 bp of 2 000 000 is 600.
+    let fast = transfer(1000, 2_000_000, 1_000);
+    let receipt = anvil.send(Some(&transmitter), &hex0x(&fast.encode()), 0);
+    let hash = receipt["transactionHash"].as_str().expect("a hash");
+    anvil.mine(FAST - 1);
+    let answer = attested(&server, hash);
+    let decoded = &answer["messages"][0]["decodedMessage"];
+    assert_eq!(decoded["finalityThresholdExecuted"], "1000");
+    assert_eq!(decoded["decodedMessageBody"]["feeExecuted"], "600");
+
+    // Without --fast-fee-bps, the default fee of 1 basis point is quoted.
+    let extra = and_base(&down);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let default = service(&anvil.url, &transmitter, &extra);
+    assert_eq!(
+        quote(&default, "7", "6"),
+        (
+            200,
+            json!([
+                {"finalityThreshold": 1000, "minimumFee": 1},
+                {"finalityThreshold": 2000, "minimumFee": 0},
+            ])
+        )
+    );
+}
+
+#[test]
+fn fee_quotes_that_are_not_routes_here_are_refused_naming_the_problem() {
+    // The nodes are ports nobody listens on: a quote asks none of them.
+    let down = format!("http://127.0.0.1:{}", free_port());
+    let extra = and_base(&down);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let server = service(&down, "0x00000000000000000000000000000000000000aa", &extra);
+    let error = |status: u16, error: &str| (status, json!({ "error": error }));
+
+    // Domains not configured, whether CCTP knows them (3, Arbitrum) or not (99).
+    for (source, destination, says) in [
+        (
+            "3",
+            "7",
+            "the source domain 3 is not served here (served: 6, 7)",
+        ),
+        (
+            "99",
+            "6",
+            "the source domain 99 is not served here (served: 6, 7)",
+        ),
+        (
+            "7",
+            "3",
+            "the destination domain 3 is not served here (served: 6, 7)",
+        ),
+        (
+            "6",
+            "99",
+            "the destination domain 99 is not served here (served: 6, 7)",
+        ),
+        (
+            "7",
+            "7",
+            "the destination domain 7 is the source domain: a route goes from one domain to \
+             another",
+        ),
+        ("x", "6", "the source domain \"x\" is not a domain number"),
+        ("-1", "6", "the source domain \"-1\" is not a domain number"),
+        ("+7", "6", "the source domain \"+7\" is not a domain number"),
+        (
+            "4294967296",
+            "6",
+            "the source domain \"4294967296\" is not a domain number",
+        ),
+        (
+            "7",
+            "x",
+            "the destination domain \"x\" is not a domain number",
+        ),
+        (
+            "7",
+            "-1",
+            "the destination domain \"-1\" is not a domain number",
+        ),
+        (
+            "7",
+            "+6",
+            "the destination domain \"+6\" is not a domain number",
+        ),
+        (
+            "7",
+            "4294967296",
+            "the destination domain \"4294967296\" is not a domain number",
+        ),
+    ] {
+        assert_eq!(
+            quote(&server, source, destination),
+            error(400, says),
+            "{source} -> {destination}"
+        );
+    }
+
+    // The quote takes no query parameter.
+    for query in ["amount=1000000", "transactionHash=0x00", "x"] {
+        let path = format!("/v2/burn/USDC/fees/7/6?{query}");
+        let name = query.split('=').next().expect("a name");
+        assert_eq!(
+            get(&server, &path),
+            error(
+                400,
+                &format!("unknown query parameter {name:?}: the fee quote takes none")
+            ),
+            "{path}"
+        );
+    }
+
+    // Only GET, as on the lookup's path.
+    let (status, body, head) = raw(
+        &server,
+        b"POST /v2/burn/USDC/fees/7/6 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert_eq!(
+        (status, body),
+        error(405, "POST is not allowed: only GET is")
+    );
+    assert!(head.contains("Allow: GET"), "{head}");
+
+    // Any other path is no resource.
+    let no_such = "no such resource: GET /v2/messages/{sourceDomain}?transactionHash=0x… and \
+                   GET /v2/burn/USDC/fees/{sourceDomainId}/{destDomainId} are served here";
+    for path in [
+        "/v2/burn/USDC/fees/7",
+        "/v2/burn/USDC/fees/7/",
+        "/v2/burn/USDC/fees/7/6/",
+        "/v2/burn/USDC/fees/7/6/1",
+        "/v2/burn/EURC/fees/7/6",
+        "/v2/burn/usdc/fees/7/6",
+        "/v2/fees/7/6",
+    ] {
+        assert_eq!(get(&server, path), error(404, no_such), "{path}");
+    }
+}
+
 /// A fake JSON-RPC node: answers each method with the status and body it is told (a missing
 /// method: `result: null`), or closes the connection unanswered for the body `"drop"`.
 struct FakeNode {

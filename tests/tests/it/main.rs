@@ -20,6 +20,7 @@ mod expiry;
 mod faults;
 mod lifecycle;
 mod limits;
+mod local_chains;
 mod local_cron;
 mod merchants;
 mod meter;
