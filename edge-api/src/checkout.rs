@@ -621,6 +621,7 @@ async fn make_held(
         }
     };
     if let Some(transaction_id) = transaction_id {
+        money::watch::remember_held(&quoted.session_id, known.institution_id);
         return Ok(Some(Session {
             id: quoted.session_id,
             transaction_id,
@@ -1116,6 +1117,7 @@ pub async fn locate(
         return Ok(None);
     };
     let watched = read.rows(watched).or_internal("read watches")?;
+    money::watch::remember_held(id, entry.institution_id);
     Ok(Some((
         Located {
             session: sessions::named(session, &entry),

@@ -252,9 +252,9 @@ fn run_all(sql: &worker::SqlStorage, statements: &[Stmt]) -> Result<Vec<Outcome>
 struct RawRow(#[serde(with = "serde_wasm_bindgen::preserve")] JsValue);
 
 /// Runs one statement: its rows as the cursor made them, and the rows it changed counted as D1
-/// counts them.
+/// counts them (SQLite's `changes()`, asked only of a statement that wrote: after one that did
+/// not, it would answer for an earlier statement).
 fn exec(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<Outcome, String> {
-    let before = total_changes(sql)?;
     let values: Vec<JsValue> = params.iter().map(Value::to_js).collect();
     let cursor = sql.exec_raw(text, values).map_err(|e| e.to_string())?;
     let raw: Vec<RawRow> = cursor.to_array().map_err(|e| e.to_string())?;
@@ -264,7 +264,7 @@ fn exec(sql: &worker::SqlStorage, text: &str, params: &[Value]) -> Result<Outcom
     }
     let rows_read = cursor.rows_read() as u64;
     let rows_written = cursor.rows_written() as u64;
-    let changes = if total_changes(sql)? == before {
+    let changes = if rows_written == 0 {
         0
     } else {
         count(sql, "SELECT changes() AS n")?
@@ -298,11 +298,6 @@ fn query<R: serde::de::DeserializeOwned>(
     sql.exec_raw(text, values)
         .and_then(|cursor| cursor.to_array())
         .map_err(|e| e.to_string())
-}
-
-/// SQLite's count of rows changed since the database was opened.
-fn total_changes(sql: &worker::SqlStorage) -> Result<u64, String> {
-    count(sql, "SELECT total_changes() AS n")
 }
 
 /// A statement's one count, `n`.

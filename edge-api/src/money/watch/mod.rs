@@ -48,6 +48,10 @@ mod after_credit;
 mod held;
 pub mod rules;
 
+/// Remembers in this isolate that `institution`'s object holds checkout `id` (learned where
+/// the checkout is made or its page is read), so its polls go straight to the object.
+pub use held::remember as remember_held;
+
 use rules::{cap, end_read, verdict, Quoted, Verdict};
 
 /// Least time between two on-demand checks of one watch.
