@@ -9,6 +9,7 @@
 //! what this signs to a real node.
 
 mod address;
+pub mod bridge;
 pub mod cctp;
 pub mod chains;
 pub mod derive;

@@ -494,6 +494,24 @@ impl Drop for Anvil {
     }
 }
 
+/// Sets up local chains as `scripts/dev` does: `scripts/local-chain.js` run with `args` (the
+/// token node's URL, the networks, and for two chains the ether node's URL and the attestation
+/// service's); its output.
+pub fn local_chain(args: &[&str]) -> Value {
+    let output = Command::new("node")
+        .arg("scripts/local-chain.js")
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run node (is scripts/env.sh sourced? use scripts/test)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("local-chain.js prints JSON")
+}
+
 /// The local attester of `scripts/local-chain.js`: anvil's well-known account 9's key, as
 /// `PAYRAIL_CCTP_ATTESTER_KEYS` holds it.
 pub const LOCAL_ATTESTER_KEY: &str =

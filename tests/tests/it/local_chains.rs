@@ -5,44 +5,21 @@
 //! treasury on Polygon for a wallet on Base is attested by the service once the burn has its
 //! confirmations and minted there for exactly the amount, by anyone.
 
-use std::process::Command;
 use std::time::Duration;
 
 use payrail_evm::address_bytes;
 use payrail_evm::cctp::{self, BurnMessage, U256};
 use payrail_evm::chains::{self, CctpTransfer};
 use payrail_tests::chain::{self, Anvil};
-use payrail_tests::{eventually, root};
+use payrail_tests::eventually;
 use serde_json::Value;
-
-/// Sets up the two chains as `scripts/dev` does; the script's output.
-fn local_chains(polygon: &Anvil, base: &Anvil, attestation_url: &str) -> Value {
-    let output = Command::new("node")
-        .args([
-            "scripts/local-chain.js",
-            &polygon.url,
-            "polygon",
-            "base",
-            &base.url,
-            attestation_url,
-        ])
-        .current_dir(root())
-        .output()
-        .expect("run node (is scripts/env.sh sourced? use scripts/test)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("local-chain.js prints JSON")
-}
 
 #[test]
 fn the_local_chains_carry_usdc_from_polygon_to_base_through_the_local_attestation_service() {
     let (polygon, base) = (Anvil::start(), Anvil::start_chain(31338));
     let port = payrail_tests::free_port();
     let attestation_url = format!("http://127.0.0.1:{port}");
-    let local = local_chains(&polygon, &base, &attestation_url);
+    let local = chain::local_chain(&[&polygon.url, "polygon", "base", &base.url, &attestation_url]);
 
     // The worker's configuration: USDC on both networks, each with its contracts and service.
     let networks = chains::parse(&local["chains"].to_string()).expect("the worker takes it");

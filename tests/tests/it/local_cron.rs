@@ -5,12 +5,11 @@
 //! `/__scheduled` nor the checkout's status: the payment is credited and settled to the merchant
 //! all the same.
 
-use std::process::Command;
 use std::time::Duration;
 
-use payrail_tests::chain::{Anvil, TEST_XPUB};
-use payrail_tests::{eventually, root, Worker};
-use serde_json::{json, Value};
+use payrail_tests::chain::{self, Anvil, TEST_XPUB};
+use payrail_tests::{eventually, Worker};
+use serde_json::json;
 use xtask::demo::DEMO_WALLETS;
 
 /// The treasury of `scripts/dev`: anvil's well-known account 2, funded by `local-chain.js`.
@@ -21,17 +20,7 @@ const PERIOD: u64 = 2;
 #[test]
 fn a_payment_on_chain_is_credited_and_settled_by_the_cron_alone() {
     let anvil = Anvil::start();
-    let output = Command::new("node")
-        .args(["scripts/local-chain.js", &anvil.url, "polygon", "base"])
-        .current_dir(root())
-        .output()
-        .expect("run node (is scripts/env.sh sourced? use scripts/test)");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let local: Value = serde_json::from_slice(&output.stdout).expect("local-chain.js prints JSON");
+    let local = chain::local_chain(&[&anvil.url, "polygon", "base"]);
     let usdc = local["chains"]["polygon"]["tokens"]["USDC"]["address"]
         .as_str()
         .unwrap()
