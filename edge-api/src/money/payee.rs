@@ -2,7 +2,7 @@
 //! set: never one of Payrail's own addresses (the treasury, custody's gas address, a deposit or
 //! top-up address given out to any institution: money sent there lands back in custody, booked
 //! to nobody), never a contract the deployment is configured with (a token, a price feed, an
-//! oracle: tokens sent to them are lost), and a contract at all only when an admin confirms it
+//! oracle, a CCTP contract: tokens sent to them are lost), and a contract at all only when an admin confirms it
 //! is a contract wallet that can receive the assets (a multisig such as Safe can; most other
 //! contracts cannot, and tokens sent to them are lost), and never an address on a sanctions
 //! list ([`super::screening`]). The pure rules of an address's shape, burn addresses among them,
@@ -80,7 +80,16 @@ pub async fn check(
                 n.sanctions_oracle
                     .iter()
                     .map(|a| ("the sanctions oracle".to_owned(), a)),
-            );
+            )
+            .chain(n.cctp.iter().flat_map(|c| {
+                [
+                    ("the CCTP token messenger".to_owned(), &c.token_messenger),
+                    (
+                        "the CCTP message transmitter".to_owned(),
+                        &c.message_transmitter,
+                    ),
+                ]
+            }));
         for (what, contract) in contracts {
             if contract.eq_ignore_ascii_case(&lower) {
                 return own(&format!("{what} on {name}"));

@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use payrail_tests::browser::{exclusive, Browser};
-use payrail_tests::chain::{Anvil, TEST_XPUB};
+use payrail_tests::chain::{Anvil, Cctp, TEST_XPUB};
 use payrail_tests::faults::FaultyNode;
 use payrail_tests::hooks::{assert_signed, endpoint, of_transaction, wait_for};
 use payrail_tests::receiver::Receiver;
@@ -45,6 +45,9 @@ pub(super) struct Setup {
     pub(super) node: Option<FaultyNode>,
     /// The network's sanctions oracle, when it has one (owned by anvil's account 0).
     pub(super) oracle: Option<String>,
+    /// The network's CCTP contracts, configured (no attestation service answers: nothing
+    /// crosses to another network here).
+    cctp: Cctp,
 }
 
 fn start(fund: bool) -> Setup {
@@ -133,6 +136,12 @@ fn start_full(
     if let Some(oracle) = &oracle {
         config[network]["sanctions_oracle"] = json!(oracle);
     }
+    let domain = payrail_evm::cctp::domain_named(network)
+        .expect("a CCTP domain")
+        .id;
+    let cctp = anvil.cctp(domain, &[&anvil.account(9)], 1, &usdc, &anvil.account(0));
+    config[network]["cctp"] = json!({"token_messenger": cctp.messenger,
+        "message_transmitter": cctp.transmitter, "attestation_url": "http://127.0.0.1:9"});
     for (key, value) in faulty.iter().filter_map(Value::as_object).flatten() {
         config[network][key] = value.clone();
     }
@@ -169,6 +178,7 @@ fn start_full(
         worker,
         node,
         oracle,
+        cctp,
     };
     if fund {
         setup.fund_treasury();
@@ -2005,7 +2015,7 @@ fn two_ether_settlements_in_one_run_never_overdraw_the_treasury() {
 /// An outside probe's finding: a settlement wallet could be one of Payrail's own addresses or a
 /// contract (the treasury, the USDC contract, a live deposit address, `0x…dEaD` were all taken),
 /// where money settled would be lost or land back in custody. Each is refused naming what it
-/// is; a contract of any other kind only with the admin's word that it is a contract wallet;
+/// is (the network's CCTP contracts too); a contract of any other kind only with the admin's word that it is a contract wallet;
 /// an account as ever.
 #[test]
 fn a_settlement_wallet_is_never_payrails_own_address_nor_an_unconfirmed_contract() {
@@ -2031,6 +2041,14 @@ fn a_settlement_wallet_is_never_payrails_own_address_nor_an_unconfirmed_contract
         (s.usdc.as_str(), "the USDC token contract on polygon"),
         (s.eur.as_str(), "the EUR/USD price feed on polygon"),
         (deposit.as_str(), "one of Payrail's deposit addresses"),
+        (
+            s.cctp.messenger.as_str(),
+            "the CCTP token messenger on polygon",
+        ),
+        (
+            s.cctp.transmitter.as_str(),
+            "the CCTP message transmitter on polygon",
+        ),
         ("0x000000000000000000000000000000000000dEaD", "burn address"),
         ("0x0000000000000000000000000000000000000004", "precompile"),
         (contract, "is a contract on polygon"),
