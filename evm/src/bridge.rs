@@ -1015,10 +1015,8 @@ pub fn message_sent(logs: &[Log], transmitter: [u8; 20]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cctp::{
-        message_hash, BurnBody, Message, BURN_BODY_VERSION, HEADER_LEN, MESSAGE_VERSION,
-    };
-    use crate::k256::ecdsa::SigningKey;
+    use crate::cctp::test_attesters::attest as attest_by;
+    use crate::cctp::{BurnBody, Message, BURN_BODY_VERSION, HEADER_LEN, MESSAGE_VERSION};
     use serde_json::json;
 
     const TREASURY: [u8; 20] = [0x7e; 20];
@@ -1082,35 +1080,9 @@ mod tests {
         message.encode()
     }
 
-    /// Deterministic keys, each from the Keccak-256 of a seed.
-    fn keys(count: u8) -> Vec<SigningKey> {
-        (0..count)
-            .map(|i| SigningKey::from_slice(&Keccak256::digest([b'b', i])).unwrap())
-            .collect()
-    }
-
-    fn address_of(key: &SigningKey) -> [u8; 20] {
-        crate::address_bytes(&crate::address_of(key.verifying_key())).unwrap()
-    }
-
-    /// `r ‖ s ‖ v` over the message's Keccak-256, `v` 27 or 28.
-    fn sign(key: &SigningKey, message: &[u8]) -> Vec<u8> {
-        let (signature, recovery) = key
-            .sign_prehash_recoverable(&message_hash(message))
-            .unwrap();
-        let mut out = signature.to_bytes().to_vec();
-        out.push(27 + u8::from(recovery.is_y_odd()));
-        out
-    }
-
     /// The attesters' addresses, ascending, and `message` attested by all of them.
     fn attest(message: &[u8]) -> (Vec<[u8; 20]>, Attested) {
-        let mut signers: Vec<([u8; 20], Vec<u8>)> = keys(2)
-            .iter()
-            .map(|key| (address_of(key), sign(key, message)))
-            .collect();
-        signers.sort();
-        let (addresses, signatures): (Vec<_>, Vec<_>) = signers.into_iter().unzip();
+        let (addresses, signatures) = attest_by(b'b', 2, message);
         let attested = Attested {
             message: message.to_vec(),
             attestation: signatures.concat(),

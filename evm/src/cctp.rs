@@ -921,10 +921,51 @@ pub fn receive_message_call(message: &[u8], attestation: &[u8]) -> String {
     format!("0x{}", hex::encode(data))
 }
 
+/// Attesters with deterministic keys, for this crate's tests.
+#[cfg(test)]
+pub(crate) mod test_attesters {
+    use super::message_hash;
+    use k256::ecdsa::SigningKey;
+    use sha3::{Digest, Keccak256};
+
+    /// `count` keys, each from the Keccak-256 of `seed` and its number.
+    pub fn keys(seed: u8, count: u8) -> Vec<SigningKey> {
+        (0..count)
+            .map(|i| SigningKey::from_slice(&Keccak256::digest([seed, i])).unwrap())
+            .collect()
+    }
+
+    /// A key's address, through the crate's published derivation (independent of the
+    /// recovery's own).
+    pub fn address_of(key: &SigningKey) -> [u8; 20] {
+        crate::address_bytes(&crate::address_of(key.verifying_key())).unwrap()
+    }
+
+    /// `r ‖ s ‖ v` over the message's Keccak-256, `v` 27 or 28.
+    pub fn sign(key: &SigningKey, message: &[u8]) -> Vec<u8> {
+        let (signature, recovery) = key
+            .sign_prehash_recoverable(&message_hash(message))
+            .unwrap();
+        let mut out = signature.to_bytes().to_vec();
+        out.push(27 + u8::from(recovery.is_y_odd()));
+        out
+    }
+
+    /// `count` attesters of keys from `seed`, sorted by address: their addresses and their
+    /// signatures of `message`.
+    pub fn attest(seed: u8, count: u8, message: &[u8]) -> (Vec<[u8; 20]>, Vec<Vec<u8>>) {
+        let mut signers: Vec<([u8; 20], Vec<u8>)> = keys(seed, count)
+            .iter()
+            .map(|key| (address_of(key), sign(key, message)))
+            .collect();
+        signers.sort();
+        signers.into_iter().unzip()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k256::ecdsa::SigningKey;
 
     fn word(byte: u8) -> [u8; 32] {
         [byte; 32]
@@ -1306,36 +1347,9 @@ mod tests {
         assert_eq!(call, expected);
     }
 
-    /// Deterministic keys, each from the Keccak-256 of a seed.
-    fn keys(count: u8) -> Vec<SigningKey> {
-        (0..count)
-            .map(|i| SigningKey::from_slice(&Keccak256::digest([b'k', i])).unwrap())
-            .collect()
-    }
-
-    fn address_of(key: &SigningKey) -> [u8; 20] {
-        // Through the crate's published derivation, independent of `address_of_key`.
-        crate::address_bytes(&crate::address_of(key.verifying_key())).unwrap()
-    }
-
-    /// `r ‖ s ‖ v` over the message's Keccak-256, `v` 27 or 28.
-    fn sign(key: &SigningKey, message: &[u8]) -> Vec<u8> {
-        let (signature, recovery) = key
-            .sign_prehash_recoverable(&message_hash(message))
-            .unwrap();
-        let mut out = signature.to_bytes().to_vec();
-        out.push(27 + u8::from(recovery.is_y_odd()));
-        out
-    }
-
     /// Three signers sorted by address, and an attestation of `message` by all of them.
     fn attesters(message: &[u8]) -> (Vec<[u8; 20]>, Vec<Vec<u8>>) {
-        let mut signers: Vec<([u8; 20], Vec<u8>)> = keys(3)
-            .iter()
-            .map(|key| (address_of(key), sign(key, message)))
-            .collect();
-        signers.sort();
-        signers.into_iter().unzip()
+        super::test_attesters::attest(b'k', 3, message)
     }
 
     #[test]
