@@ -38,6 +38,7 @@ fn main() {
         "summary" => summary(&args[1..]),
         "cost" => cost(&arg(1), &arg(2), &arg(3), &arg(4)),
         "capacity" => capacity(&arg(1), &arg(2), &arg(3)),
+        "objects" => objects(&arg(1), &arg(2), &arg(3)),
         _ => panic!("usage: bench latency|checkout|summary …"),
     }
 }
@@ -1655,4 +1656,123 @@ fn capacity_pass(http: &Client, ours: &str, persist: &str, index: usize) -> Valu
     println!("most steps/s held within the bound: {steps:.0}");
     json!({"p99_bound_ms": CAPACITY_P99_MS, "stages": stages, "broke": broke,
            "steps_per_second": steps})
+}
+
+/// Checkouts polled in each institution's object by [`objects`].
+const OBJECT_CHECKOUTS: usize = 8;
+/// Rates offered by [`objects`], in polls a second, each for [`OBJECT_STAGE_SECONDS`].
+const OBJECT_RATES: [f64; 8] = [50.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 800.0];
+/// How long [`objects`] offers each rate.
+const OBJECT_STAGE_SECONDS: f64 = 5.0;
+/// Requests [`objects`] keeps in flight at most (past it, the run turns closed loop and its
+/// p99 shows the backlog).
+const OBJECT_CLIENTS: usize = 64;
+
+/// One institution's object against several, over fetch (`scripts/bench --objects`, which
+/// gives the worker the operator's API): every demo institution moved into its object and
+/// [`OBJECT_CHECKOUTS`] checkouts made in each, then status polls of them (a held poll is one
+/// call to its object and no D1 statement: the isolate knows where the checkout it made is
+/// held) at rising rates, open loop, first all to the first institution's object, then spread
+/// evenly over every institution's. Each prints the most steps (polls) a second held within
+/// [`CAPACITY_P99_MS`], and the two are compared. Local workerd runs every object on one
+/// thread, beside the worker: more objects cannot add capacity here, so the comparison says
+/// whether a step costs more when it is spread over objects; scale-out shows only deployed.
+fn objects(ours: &str, persist: &str, out: &str) {
+    let operator = std::env::var("BENCH_OPERATOR_TOKEN")
+        .expect("BENCH_OPERATOR_TOKEN (scripts/bench --objects sets it)");
+    let http = Client::builder()
+        .timeout(Duration::from_secs(10))
+        .pool_max_idle_per_host(OBJECT_CLIENTS)
+        .build()
+        .expect("http client");
+    let mut polls: Vec<Vec<String>> = Vec::new();
+    for index in 0..INSTITUTIONS.len() {
+        hold_institution(&http, ours, persist, &operator, index);
+        let keys = public_keys(persist, index);
+        let urls = (0..OBJECT_CHECKOUTS)
+            .map(|i| {
+                let session: Value = http
+                    .post(format!("{ours}/checkout/sessions"))
+                    .json(&checkout_options(&keys[i % keys.len()]))
+                    .send()
+                    .and_then(|r| r.json())
+                    .expect("checkout session");
+                let id = session["id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{session}"));
+                format!("{ours}/checkout/{id}/status")
+            })
+            .collect();
+        polls.push(urls);
+    }
+    println!("one institution's object:");
+    let one = object_pass(&http, &polls[..1]);
+    println!("{} institutions' objects, polled in turn:", polls.len());
+    let all = object_pass(&http, &polls);
+    let ratio = all / one.max(1.0);
+    println!(
+        "most steps/s within p99 {CAPACITY_P99_MS:.0} ms: one object {one:.0}, {} objects \
+         {all:.0} ({ratio:.2}× one; the goal for one object: 400)",
+        polls.len()
+    );
+    let doc = json!({"p99_bound_ms": CAPACITY_P99_MS, "one_object": one,
+                     "objects": polls.len(), "all_objects": all, "ratio": ratio});
+    std::fs::write(out, serde_json::to_vec_pretty(&doc).unwrap()).expect("write results");
+}
+
+/// Polls the checkouts of `groups` (one group an institution's) in turn at each of
+/// [`OBJECT_RATES`] until p99 passes [`CAPACITY_P99_MS`] or more than 1 % fail; the most polls
+/// a second a stage achieved within the bound.
+fn object_pass(http: &Client, groups: &[Vec<String>]) -> f64 {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // In turn: institution by institution, then checkout by checkout.
+    let order: Vec<&str> = (0..OBJECT_CHECKOUTS)
+        .flat_map(|i| groups.iter().map(move |g| g[i].as_str()))
+        .collect();
+    let mut best: f64 = 0.0;
+    for rate in OBJECT_RATES {
+        let total = (rate * OBJECT_STAGE_SECONDS) as usize;
+        let interval = Duration::from_secs_f64(1.0 / rate);
+        let next = AtomicUsize::new(0);
+        let results = std::sync::Mutex::new((Vec::with_capacity(total), 0usize));
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..OBJECT_CLIENTS {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= total {
+                        return;
+                    }
+                    let at = started + interval * i as u32;
+                    if let Some(wait) = at.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    let t = Instant::now();
+                    let ok = http
+                        .get(order[i % order.len()])
+                        .send()
+                        .is_ok_and(|r| r.status().is_success());
+                    let ms = t.elapsed().as_secs_f64() * 1000.0;
+                    let mut r = results.lock().unwrap();
+                    r.0.push(ms);
+                    r.1 += usize::from(!ok);
+                });
+            }
+        });
+        let elapsed = started.elapsed().as_secs_f64();
+        let (mut times, failed) = results.into_inner().unwrap();
+        let (p50, p99) = (p(&mut times, 50), p(&mut times, 99));
+        let achieved = total as f64 / elapsed;
+        println!(
+            "  {rate:>5.0} polls/s offered, {achieved:>6.1} done: p50 {p50:.1} ms, p99 \
+             {p99:.1} ms, {failed} failed"
+        );
+        if failed * 100 > total || p99 > CAPACITY_P99_MS {
+            println!("  broke at {rate:.0} polls/s offered");
+            return best;
+        }
+        best = best.max(achieved);
+    }
+    println!("  held every rate offered");
+    best
 }
