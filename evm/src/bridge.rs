@@ -24,7 +24,6 @@ use crate::cctp::{
     self, address_to_bytes32, bytes32_to_address, AttestationError, BurnMessage, MessageError, U256,
 };
 use serde_json::Value;
-use sha3::{Digest, Keccak256};
 use std::fmt;
 
 /// Basis points in a whole.
@@ -824,11 +823,6 @@ pub struct Log {
     pub data: Vec<u8>,
 }
 
-/// An event's topic 0: the Keccak-256 of its signature.
-fn topic(event: &str) -> [u8; 32] {
-    Keccak256::digest(event.as_bytes()).into()
-}
-
 /// The logs of `address` with `event`'s topic and exactly `topics` topics, in log order.
 fn events<'a>(
     logs: &'a [Log],
@@ -836,7 +830,7 @@ fn events<'a>(
     event: &str,
     topics: usize,
 ) -> impl Iterator<Item = &'a Log> {
-    let topic = topic(event);
+    let topic = cctp::event_topic(event);
     logs.iter().filter(move |log| {
         log.address == address && log.topics.len() == topics && log.topics.first() == Some(&topic)
     })
@@ -1018,6 +1012,7 @@ mod tests {
     use crate::cctp::test_attesters::attest as attest_by;
     use crate::cctp::{BurnBody, Message, BURN_BODY_VERSION, HEADER_LEN, MESSAGE_VERSION};
     use serde_json::json;
+    use sha3::{Digest, Keccak256};
 
     const TREASURY: [u8; 20] = [0x7e; 20];
     const SOURCE_MESSENGER: [u8; 20] = [0x51; 20];
@@ -1915,7 +1910,7 @@ mod tests {
         Log {
             address: DESTINATION_MESSENGER,
             topics: vec![
-                topic(cctp::MINT_AND_WITHDRAW_EVENT),
+                cctp::event_topic(cctp::MINT_AND_WITHDRAW_EVENT),
                 address_to_bytes32(MERCHANT),
                 address_to_bytes32(DESTINATION_USDC),
             ],
@@ -1927,7 +1922,7 @@ mod tests {
         Log {
             address: TRANSMITTER,
             topics: vec![
-                topic(cctp::MESSAGE_RECEIVED_EVENT),
+                cctp::event_topic(cctp::MESSAGE_RECEIVED_EVENT),
                 address_to_bytes32([0x0c; 20]),
                 NONCE,
                 u32_word(1000),
@@ -1947,7 +1942,7 @@ mod tests {
         Log {
             address: SOURCE_MESSENGER,
             topics: vec![
-                topic(cctp::DEPOSIT_FOR_BURN_EVENT),
+                cctp::event_topic(cctp::DEPOSIT_FOR_BURN_EVENT),
                 address_to_bytes32(SOURCE_USDC),
                 address_to_bytes32(TREASURY),
                 u32_word(1000),
@@ -1973,7 +1968,7 @@ mod tests {
         emitted.finality_threshold_executed = 0;
         Log {
             address: TRANSMITTER,
-            topics: vec![topic(cctp::MESSAGE_SENT_EVENT)],
+            topics: vec![cctp::event_topic(cctp::MESSAGE_SENT_EVENT)],
             data: abi(&[U256::from(32).0], &raw(emitted, body())),
         }
     }
@@ -1983,7 +1978,7 @@ mod tests {
         Log {
             address: DESTINATION_USDC,
             topics: vec![
-                topic("Transfer(address,address,uint256)"),
+                cctp::event_topic("Transfer(address,address,uint256)"),
                 [0; 32],
                 address_to_bytes32(MERCHANT),
             ],
@@ -1999,7 +1994,7 @@ mod tests {
             (cctp::MINT_AND_WITHDRAW_EVENT, cctp::MINT_AND_WITHDRAW_TOPIC),
             (cctp::MESSAGE_RECEIVED_EVENT, cctp::MESSAGE_RECEIVED_TOPIC),
         ] {
-            assert_eq!(hex0x(&topic(event)), text);
+            assert_eq!(hex0x(&cctp::event_topic(event)), text);
         }
     }
 

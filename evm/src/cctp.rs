@@ -856,9 +856,14 @@ pub const MESSAGE_RECEIVED_EVENT: &str =
 pub const MESSAGE_RECEIVED_TOPIC: &str =
     "0xff48c13eda96b1cceacc6b9edeedc9e9db9d6226afbc30146b720c19d3addb1c";
 
+/// An event's topic 0: the Keccak-256 of its signature.
+pub fn event_topic(signature: &str) -> [u8; 32] {
+    Keccak256::digest(signature.as_bytes()).into()
+}
+
 /// A function's selector: the first 4 bytes of the Keccak-256 of its signature.
 pub fn selector(signature: &str) -> [u8; 4] {
-    let hash = Keccak256::digest(signature.as_bytes());
+    let hash = event_topic(signature);
     [hash[0], hash[1], hash[2], hash[3]]
 }
 
@@ -1265,7 +1270,7 @@ mod tests {
     }
 
     fn keccak_hex(text: &str) -> String {
-        format!("0x{}", hex::encode(Keccak256::digest(text.as_bytes())))
+        format!("0x{}", hex::encode(event_topic(text)))
     }
 
     #[test]

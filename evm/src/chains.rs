@@ -242,6 +242,41 @@ impl Network {
         u128::from(self.max_gas_price_gwei) * WEI_PER_GWEI
     }
 
+    /// Every contract the network's configuration names, each with what it is ("the USDC token
+    /// contract", "the EUR/USD price feed", …): none may ever be paid (tokens sent to them are
+    /// lost).
+    pub fn contracts(&self) -> Vec<(String, &str)> {
+        let mut named: Vec<(String, &str)> = Vec::new();
+        for (asset, token) in &self.tokens {
+            named.push((format!("the {asset} token contract"), &token.address));
+        }
+        for (pair, feed) in &self.feeds {
+            named.push((format!("the {pair} price feed"), &feed.address));
+        }
+        let single = [
+            (
+                "the sequencer uptime feed",
+                self.sequencer_uptime_feed.as_ref().map(|f| &f.address),
+            ),
+            ("the L1 fee oracle", self.l1_fee_oracle.as_ref()),
+            ("the sanctions oracle", self.sanctions_oracle.as_ref()),
+            (
+                "the CCTP token messenger",
+                self.cctp.as_ref().map(|c| &c.token_messenger),
+            ),
+            (
+                "the CCTP message transmitter",
+                self.cctp.as_ref().map(|c| &c.message_transmitter),
+            ),
+        ];
+        for (what, address) in single {
+            if let Some(address) = address {
+                named.push((what.to_owned(), address));
+            }
+        }
+        named
+    }
+
     /// How long, in seconds, the node's head may stand still and its answers still count as
     /// fresh: [`Network::stale_head_blocks`] block times.
     pub fn stale_after_seconds(&self) -> u64 {
@@ -685,6 +720,19 @@ mod tests {
         .unwrap();
         assert!(local["base"].cctp.is_some());
         assert!(networks.values().all(|n| n.cctp.is_some()));
+        let named: Vec<String> = networks["polygon"]
+            .contracts()
+            .into_iter()
+            .map(|(what, address)| format!("{what} {address}"))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "the USDC token contract 0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359".to_owned(),
+                format!("the CCTP token messenger {MESSENGER}"),
+                format!("the CCTP message transmitter {TRANSMITTER}"),
+            ]
+        );
     }
 
     #[test]

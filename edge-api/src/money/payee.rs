@@ -57,40 +57,7 @@ pub async fn check(
     }
     let configured = networks(ctx)?;
     for (name, n) in &configured {
-        let contracts = n
-            .tokens
-            .iter()
-            .map(|(asset, t)| (format!("the {asset} token contract"), &t.address))
-            .chain(
-                n.feeds
-                    .iter()
-                    .map(|(pair, f)| (format!("the {pair} price feed"), &f.address)),
-            )
-            .chain(
-                n.sequencer_uptime_feed
-                    .iter()
-                    .map(|f| ("the sequencer uptime feed".to_owned(), &f.address)),
-            )
-            .chain(
-                n.l1_fee_oracle
-                    .iter()
-                    .map(|a| ("the L1 fee oracle".to_owned(), a)),
-            )
-            .chain(
-                n.sanctions_oracle
-                    .iter()
-                    .map(|a| ("the sanctions oracle".to_owned(), a)),
-            )
-            .chain(n.cctp.iter().flat_map(|c| {
-                [
-                    ("the CCTP token messenger".to_owned(), &c.token_messenger),
-                    (
-                        "the CCTP message transmitter".to_owned(),
-                        &c.message_transmitter,
-                    ),
-                ]
-            }));
-        for (what, contract) in contracts {
+        for (what, contract) in n.contracts() {
             if contract.eq_ignore_ascii_case(&lower) {
                 return own(&format!("{what} on {name}"));
             }
