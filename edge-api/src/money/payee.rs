@@ -2,10 +2,10 @@
 //! set: never one of Payrail's own addresses (the treasury, custody's gas address, a deposit or
 //! top-up address given out to any institution: money sent there lands back in custody, booked
 //! to nobody), never a contract the deployment is configured with (a token, a price feed, an
-//! oracle, a CCTP contract: tokens sent to them are lost), and a contract at all only when an admin confirms it
-//! is a contract wallet that can receive the assets (a multisig such as Safe can; most other
-//! contracts cannot, and tokens sent to them are lost), and never an address on a sanctions
-//! list ([`super::screening`]). The pure rules of an address's shape, burn addresses among them,
+//! oracle, a CCTP contract: tokens sent to them are lost), and a contract at all only when an
+//! admin confirms it is a contract wallet that can receive the assets (a multisig such as Safe
+//! can; most other contracts cannot, and tokens sent to them are lost), and never an address on
+//! a sanctions list ([`super::screening`]). The pure rules of an address's shape, burn addresses among them,
 //! are `wallet_address`'s.
 
 use serde_json::json;

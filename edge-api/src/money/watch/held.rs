@@ -1,7 +1,7 @@
 //! Which institution's object holds a checkout, as this isolate last learned it (from the
-//! directory's index, or by making the checkout there): a checkout never moves between stores once stored in an object, so a
-//! poll of a checkout known to be held goes straight to its object, without a D1 read. Bounded:
-//! past [`MAX_CHECKOUTS`] entries the memo starts afresh.
+//! directory's index, or by making the checkout there): a checkout never moves between stores
+//! once stored in an object, so a poll of a checkout known to be held goes straight to its
+//! object, without a D1 read. Bounded: past [`MAX_CHECKOUTS`] entries the memo starts afresh.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
