@@ -146,14 +146,17 @@ pub async fn settle(
         id,
     }: Scoped<i64>,
     action: &Action,
-    settlement_hash: &str,
+    (settlement_hash, bridge_hash): (&str, Option<&str>),
 ) -> Result<(), ApiError> {
     apply_in(
         ctx,
         held,
         Scoped::new(institution_id, id),
         action,
-        OnChain::Settlement(settlement_hash),
+        OnChain::Settlement {
+            hash: settlement_hash,
+            bridge: bridge_hash,
+        },
     )
     .await
     .map(drop)
@@ -208,8 +211,13 @@ enum OnChain<'a> {
         late_rate: Option<(rust_decimal::Decimal, &'a str)>,
         screened: &'a Screened,
     },
-    /// The settlement's transaction.
-    Settlement(&'a str),
+    /// The settlement's transaction, and the burn that carried it across networks.
+    Settlement {
+        /// The transaction that paid the merchant (a bridge's mint).
+        hash: &'a str,
+        /// The burn, when it crossed networks.
+        bridge: Option<&'a str>,
+    },
     /// A confirmed refund's: the refund, and the id its event must have.
     Refund {
         refund_id: &'a str,
@@ -317,10 +325,13 @@ async fn apply_in(
         _ => None,
     };
     let settlement_hash = match on_chain {
-        OnChain::Settlement(known) => Some(known.to_owned()),
+        OnChain::Settlement { hash: known, .. } => Some(known.to_owned()),
         _ => change.settlement_network.as_deref().map(hash).transpose()?,
     };
-    let bridge_hash = change.bridged.then(|| hash(network)).transpose()?;
+    let bridge_hash = match on_chain {
+        OnChain::Settlement { bridge, .. } => bridge.map(str::to_owned),
+        _ => change.bridged.then(|| hash(network)).transpose()?,
+    };
     let now_text = timestamp(now)?;
     let stamps = Stamps {
         now_text: &now_text,

@@ -926,6 +926,33 @@ pub fn receive_message_call(message: &[u8], attestation: &[u8]) -> String {
     format!("0x{}", hex::encode(data))
 }
 
+/// `MessageTransmitterV2.isEnabledAttester(address)`.
+pub const IS_ENABLED_ATTESTER: &str = "isEnabledAttester(address)";
+/// `MessageTransmitterV2.signatureThreshold()`.
+pub const SIGNATURE_THRESHOLD: &str = "signatureThreshold()";
+/// `MessageTransmitterV2.usedNonces(bytes32)`: non-zero once the message of that nonce was
+/// received.
+pub const USED_NONCES: &str = "usedNonces(bytes32)";
+
+/// The call data of `isEnabledAttester(attester)`, `0x` hex.
+pub fn is_enabled_attester_call(attester: [u8; 20]) -> String {
+    let mut data = selector(IS_ENABLED_ATTESTER).to_vec();
+    data.extend_from_slice(&address_to_bytes32(attester));
+    format!("0x{}", hex::encode(data))
+}
+
+/// The call data of `signatureThreshold()`, `0x` hex.
+pub fn signature_threshold_call() -> String {
+    format!("0x{}", hex::encode(selector(SIGNATURE_THRESHOLD)))
+}
+
+/// The call data of `usedNonces(nonce)`, `0x` hex.
+pub fn used_nonces_call(nonce: [u8; 32]) -> String {
+    let mut data = selector(USED_NONCES).to_vec();
+    data.extend_from_slice(&nonce);
+    format!("0x{}", hex::encode(data))
+}
+
 /// Attesters with deterministic keys, for this crate's tests.
 #[cfg(test)]
 pub(crate) mod test_attesters {
@@ -1278,6 +1305,21 @@ mod tests {
         // Pinned from an independent Keccak-256, and computed here again.
         assert_eq!(hex::encode(selector(DEPOSIT_FOR_BURN)), "8e0250ee");
         assert_eq!(hex::encode(selector(RECEIVE_MESSAGE)), "57ecfd28");
+        assert_eq!(
+            format!("0x{}", hex::encode(selector("allowance(address,address)"))),
+            crate::ALLOWANCE
+        );
+        let nonce = [7u8; 32];
+        assert_eq!(
+            used_nonces_call(nonce),
+            format!(
+                "0x{}{}",
+                hex::encode(selector(USED_NONCES)),
+                "07".repeat(32)
+            )
+        );
+        assert!(is_enabled_attester_call([1; 20]).ends_with(&"01".repeat(20)));
+        assert_eq!(signature_threshold_call().len(), 10);
         assert_eq!(
             hex::encode(selector("transfer(address,uint256)")),
             "a9059cbb"

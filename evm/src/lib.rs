@@ -180,6 +180,18 @@ pub fn transfer_call(to: &str, units: u128) -> String {
     format!("{TRANSFER}{}{units:064x}", address_word(to))
 }
 
+/// `allowance(address,address)`'s selector.
+pub const ALLOWANCE: &str = "0xdd62ed3e";
+
+/// The call data of ERC-20 `allowance(owner, spender)`, `0x` hex.
+pub fn allowance_call(owner: &str, spender: &str) -> String {
+    format!(
+        "{ALLOWANCE}{}{}",
+        address_word(owner),
+        address_word(spender)
+    )
+}
+
 /// `isSanctioned(address)`'s selector: the sanctions oracle's (the interface Chainalysis
 /// publishes on EVM networks).
 pub const IS_SANCTIONED: &str = "0xdf592f7d";

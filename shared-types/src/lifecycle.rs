@@ -65,8 +65,11 @@ pub enum Action {
     SettleOnChain {
         /// The PSP's fee.
         psp_fee: Decimal,
-        /// The settlement transaction's gas (its share of a batch).
+        /// The settlement transaction's gas (its share of a batch; both legs' when bridged).
         gas_fee: Decimal,
+        /// Set when the settlement crossed to another network: that network and the bridge's
+        /// fee (order currency), which the net is less too.
+        bridge: Option<(String, Decimal)>,
     },
     /// `amount` (order currency) went back to the customer.
     Refund {
@@ -292,27 +295,48 @@ pub fn apply(payment: &Payment, action: &Action) -> Result<Change, Refusal> {
                 ..Change::default()
             })
         }
-        (Action::SettleOnChain { psp_fee, gas_fee }, S::Succeeded) => {
+        (
+            Action::SettleOnChain {
+                psp_fee,
+                gas_fee,
+                bridge,
+            },
+            S::Succeeded,
+        ) => {
             let gross = payment.gross.ok_or_else(illegal)?;
-            for (name, fee) in [("psp_fee", psp_fee), ("gas_fee", gas_fee)] {
+            let bridge_fee = bridge.as_ref().map(|(_, fee)| fee);
+            for (name, fee) in [
+                ("psp_fee", Some(psp_fee)),
+                ("gas_fee", Some(gas_fee)),
+                ("bridge_fee", bridge_fee),
+            ] {
+                let Some(fee) = fee else { continue };
                 if *fee < Decimal::ZERO || fee.normalize().scale() > digits {
                     return Err(Refusal::BadAmount(format!(
                         "{name} must be a non-negative amount with at most {digits} decimal places"
                     )));
                 }
             }
-            let net = gross - psp_fee - gas_fee;
+            let net = gross - psp_fee - gas_fee - bridge_fee.copied().unwrap_or_default();
             if net <= Decimal::ZERO {
                 return Err(Refusal::BadAmount(
                     "the fees leave nothing to settle".into(),
                 ));
             }
+            let bridged = bridge
+                .as_ref()
+                .is_some_and(|(to, _)| Some(to) != payment.payment_network.as_ref());
             Ok(Change {
                 raw_status: Some(S::Paid),
                 psp_fee: Some(*psp_fee),
                 gas_fee: Some(*gas_fee),
+                bridge_fee: bridged.then(|| bridge_fee.copied()).flatten(),
                 net: Some(net),
-                settlement_network: payment.payment_network.clone(),
+                settlement_network: match bridge {
+                    Some((to, _)) if bridged => Some(to.clone()),
+                    _ => payment.payment_network.clone(),
+                },
+                bridged,
                 event: Some(EventType::PaymentPaid),
                 ..Change::default()
             })
@@ -391,6 +415,7 @@ mod tests {
         let settle = Action::SettleOnChain {
             psp_fee: d("1.00"),
             gas_fee: d("0.03"),
+            bridge: None,
         };
         let change = apply(&paid_in_full(), &settle).unwrap();
         assert_eq!(change.raw_status, Some(RawStatus::Paid));
@@ -402,6 +427,7 @@ mod tests {
         let too_much = Action::SettleOnChain {
             psp_fee: d("60"),
             gas_fee: d("40"),
+            bridge: None,
         };
         assert!(matches!(
             apply(&paid_in_full(), &too_much),
@@ -410,12 +436,43 @@ mod tests {
         let fine = Action::SettleOnChain {
             psp_fee: d("1.001"),
             gas_fee: d("0"),
+            bridge: None,
         };
         assert!(
             apply(&paid_in_full(), &fine).is_err(),
             "beyond the minor unit"
         );
         assert!(apply(&pending(), &settle).is_err());
+    }
+
+    #[test]
+    fn a_settlement_across_networks_takes_the_bridge_fee_from_the_net_too() {
+        let across = |fee: &str| Action::SettleOnChain {
+            psp_fee: d("1.00"),
+            gas_fee: d("0.05"),
+            bridge: Some(("base".into(), d(fee))),
+        };
+        let change = apply(&paid_in_full(), &across("0.10")).unwrap();
+        assert!(change.bridged);
+        assert_eq!(change.bridge_fee, Some(d("0.10")));
+        assert_eq!(change.net, Some(d("98.85")));
+        assert_eq!(change.settlement_network.as_deref(), Some("base"));
+        // A standard transfer collects nothing: the fee is zero, not absent.
+        let free = apply(&paid_in_full(), &across("0")).unwrap();
+        assert_eq!(free.bridge_fee, Some(d("0")));
+        assert_eq!(free.net, Some(d("98.95")));
+        assert!(apply(&paid_in_full(), &across("-1")).is_err());
+        assert!(apply(&paid_in_full(), &across("0.001")).is_err());
+        assert!(apply(&paid_in_full(), &across("98.95")).is_err());
+        // "Across" to the network paid on is no bridge.
+        let same = Action::SettleOnChain {
+            psp_fee: d("1.00"),
+            gas_fee: d("0.05"),
+            bridge: Some(("polygon".into(), d("0"))),
+        };
+        let same = apply(&paid_in_full(), &same).unwrap();
+        assert!(!same.bridged);
+        assert_eq!(same.bridge_fee, None);
     }
 
     #[test]

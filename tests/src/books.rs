@@ -39,6 +39,42 @@ pub fn check(worker: &Worker, anvil: &Anvil) -> Report {
         .unwrap_or_else(|e| panic!("reconcile: {e}"))
 }
 
+/// What reconciling `worker`'s books with its chains finds, each read from its own node as the
+/// worker's `PAYRAIL_CHAINS` names it (several chains, no proxy between).
+pub fn check_as_configured(worker: &Worker) -> Report {
+    let chains = worker
+        .var("PAYRAIL_CHAINS")
+        .expect("the worker watches a chain (PAYRAIL_CHAINS)");
+    let treasury = worker
+        .var("PAYRAIL_TREASURY_KEY")
+        .map(|_| treasury_address(worker));
+    let config = Config::new(chains, treasury.as_deref(), worker.var("PAYRAIL_EVM_XPUB"))
+        .expect("the reconciliation settings");
+    reconcile::reconcile(&Books::Local(worker.persist_to().to_path_buf()), &config)
+        .unwrap_or_else(|e| panic!("reconcile: {e}"))
+}
+
+/// [`settle_and_assert_balanced`] on several chains (`anvils`, a block mined on each before
+/// each run), each read from its own node.
+pub fn settle_and_assert_balanced_on(worker: &Worker, anvils: &[&Anvil]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        for anvil in anvils {
+            anvil.mine(1);
+        }
+        worker.cron();
+        let report = check_as_configured(worker);
+        if report.clean() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the books do not match:\n{}",
+            report.render()
+        );
+    }
+}
+
 /// Panics, with the whole report, unless the books balance and match the chain.
 pub fn assert_balanced(worker: &Worker, anvil: &Anvil) {
     let report = check(worker, anvil);

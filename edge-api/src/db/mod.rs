@@ -13,6 +13,7 @@
 //! Every function returns [`DbResult`]; callers turn a failure into a logged 500 with
 //! `or_internal("context")`.
 
+pub mod bridges;
 pub mod clients;
 pub mod deliveries;
 pub mod deposits;

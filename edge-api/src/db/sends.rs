@@ -32,6 +32,35 @@ impl Purpose<'_> {
     }
 }
 
+/// Which leg of a settlement across networks a transaction is (see `db::bridges`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leg {
+    /// The burn on the network the payments were made on.
+    Burn,
+    /// The mint to the merchant's wallet on the network it chose.
+    Mint,
+}
+
+impl Leg {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Leg::Burn => "burn",
+            Leg::Mint => "mint",
+        }
+    }
+}
+
+/// A contract call a transaction makes instead of paying a wallet: the contract, and the call
+/// data (`0x` hex).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call<'a> {
+    /// The contract called.
+    pub to: &'a str,
+    /// The call data.
+    pub data: &'a str,
+}
+
 /// A signed transaction to store.
 pub struct NewSend<'a> {
     /// Its id.
@@ -64,6 +93,8 @@ pub struct NewSend<'a> {
     pub head: u64,
     /// Unix seconds.
     pub now: i64,
+    /// A contract call (a bridge's leg) rather than a payment to a wallet, and which leg.
+    pub call: Option<(Call<'a>, Leg)>,
 }
 
 fn big(n: u64) -> Value {
@@ -77,6 +108,12 @@ pub fn insert(s: &NewSend<'_>) -> DbResult<Stmt> {
     insert_if(s, "1")
 }
 
+/// [`insert`], only if the statement just before it in its batch changed a row (the guard of
+/// what it pays: a bridge's move to `minting`).
+pub fn insert_after_change(s: &NewSend<'_>) -> DbResult<Stmt> {
+    insert_if(s, "changes() = 1")
+}
+
 /// [`insert`], only if `condition` (SQL without parameters) holds too.
 fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
     let (settlement, refund) = s.purpose.ids();
@@ -84,9 +121,9 @@ fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
         &format!(
             "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, \
              gas_price, rate_source, units, tx_hash, raw, state, sent_block, created_at, \
-             updated_at, refund_id, netted, l1_fee) \
+             updated_at, refund_id, netted, l1_fee, call_to, call_data, leg) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15, \
-             ?16 WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
+             ?16, ?17, ?18, ?19 WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
              AND state IN ('live', 'confirmed')) AND {condition}"
         ),
         &[
@@ -106,6 +143,9 @@ fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
             refund,
             s.netted.to_string().into(),
             s.l1_fee.to_string().into(),
+            s.call.map(|(c, _)| c.to).into(),
+            s.call.map(|(c, _)| c.data).into(),
+            s.call.map(|(_, leg)| leg.as_str()).into(),
         ],
     )
 }
@@ -196,6 +236,15 @@ pub struct Outgoing {
     pub netted: String,
     /// Where its gas's rate came from.
     pub rate_source: String,
+    /// The contract it calls, when it is a bridge's leg.
+    #[serde(default)]
+    pub call_to: Option<String>,
+    /// Its call data then (`0x` hex).
+    #[serde(default)]
+    pub call_data: Option<String>,
+    /// Which leg of a settlement across networks it is (`burn` or `mint`).
+    #[serde(default)]
+    pub leg: Option<String>,
 }
 
 impl Outgoing {
@@ -207,11 +256,28 @@ impl Outgoing {
             (None, None) => Purpose::Settlement(""),
         }
     }
+
+    /// The bridge's leg it is, if it is one.
+    pub fn leg(&self) -> Option<Leg> {
+        match self.leg.as_deref() {
+            Some("burn") => Some(Leg::Burn),
+            Some("mint") => Some(Leg::Mint),
+            _ => None,
+        }
+    }
+
+    /// The contract call it makes, if it makes one.
+    pub fn call(&self) -> Option<Call<'_>> {
+        Some(Call {
+            to: self.call_to.as_deref()?,
+            data: self.call_data.as_deref()?,
+        })
+    }
 }
 
 const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
      c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, c.sent_block, \
-     c.netted, c.rate_source, \
+     c.netted, c.rate_source, c.call_to, c.call_data, c.leg, \
      COALESCE(s.token, r.token) AS token, \
      COALESCE(s.wallet, r.to_address) AS wallet, \
      COALESCE(s.institution_id, r.institution_id) AS institution_id, s.held_by \
@@ -269,6 +335,23 @@ pub async fn of_settlement(db: &Db, id: &str) -> DbResult<Vec<String>> {
         db,
         "SELECT id FROM chain_sends WHERE settlement_id = ?1",
         &[id.into()],
+    )
+    .await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
+/// Every transaction of settlement `id` on `network` (a bridge's leg there, and its
+/// replacements), first signed first.
+pub async fn of_settlement_on(db: &Db, id: &str, network: &str) -> DbResult<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+    }
+    let rows: Vec<Row> = all(
+        db,
+        "SELECT id FROM chain_sends WHERE settlement_id = ?1 AND network = ?2 \
+         ORDER BY created_at, id",
+        &[id.into(), network.into()],
     )
     .await?;
     Ok(rows.into_iter().map(|r| r.id).collect())

@@ -462,6 +462,24 @@ pub struct ToFinish {
     pub psp_fee: String,
     /// The part's gas share (decimal text).
     pub gas_fee: String,
+    /// What the part pays the merchant before a bridge's fee: order currency (decimal text).
+    #[serde(default)]
+    pub net: String,
+    /// A settlement across networks: the network paid on.
+    #[serde(default)]
+    pub destination_network: Option<String>,
+    /// Its burn's hash.
+    #[serde(default)]
+    pub bridge_hash: Option<String>,
+    /// The base units burnt (decimal text).
+    #[serde(default)]
+    pub bridge_amount: Option<String>,
+    /// The fee the mint collected, base units (decimal text).
+    #[serde(default)]
+    pub bridge_fee: Option<String>,
+    /// The payment's order currency.
+    #[serde(default)]
+    pub currency: String,
 }
 
 /// What [`to_finish`] asks of the items of confirmed settlements, wherever their transactions
@@ -485,11 +503,16 @@ pub async fn to_finish(db: &Db, limit: i64) -> DbResult<Vec<ToFinish>> {
     all(
         db,
         &format!(
-            "SELECT i.transaction_id, i.institution_id, c.tx_hash, i.psp_fee, i.gas_fee \
+            "SELECT i.transaction_id, i.institution_id, COALESCE(b.mint_tx_hash, c.tx_hash) \
+             AS tx_hash, i.psp_fee, i.gas_fee, i.net, \
+             b.destination_network, b.burn_tx_hash AS bridge_hash, b.amount AS bridge_amount, \
+             b.fee AS bridge_fee, t.currency \
              FROM settlements s \
              JOIN chain_sends c ON c.settlement_id = s.id AND c.state = 'confirmed' \
              JOIN settlement_items i ON i.send_id = c.id AND i.institution_id = s.institution_id \
-             AND s.{MONEY_IN_D1} {TO_FINISH}"
+             AND s.{MONEY_IN_D1} \
+             LEFT JOIN bridges b ON b.settlement_id = s.id AND b.institution_id = s.institution_id \
+             AND b.state = 'minted' {TO_FINISH}"
         ),
         &[limit.into()],
     )

@@ -16,9 +16,10 @@ use crate::chain::config::{self, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::evm;
 use crate::ctx::Ctx;
+use crate::db::bridges::Bridge;
 use crate::db::ledger::{Account, Book, Carried, When};
 use crate::db::parts::Part;
-use crate::db::sends::{Outgoing, Purpose};
+use crate::db::sends::{self, Leg, Outgoing, Purpose};
 use crate::db::topups::{SeenTopup, TopupReview, TopupWatch};
 use crate::db::watches::TransferKind;
 use crate::db::watches::{SeenTransfer, Watch};
@@ -796,6 +797,25 @@ pub async fn end_send(
         }),
         None => None,
     };
+    match (live.leg(), &asset, &carried) {
+        (Some(Leg::Burn), Some(asset), Some(c)) => {
+            return end_burn(
+                ctx,
+                (live, carrier),
+                (asset, c.owners()),
+                succeeded,
+                gas_wei,
+                when,
+            )
+            .await;
+        }
+        (Some(Leg::Mint), ..) => {
+            return Err(ChainError::answer(
+                "a mint's end is recorded with its bridge (ledger::end_mint)",
+            ));
+        }
+        _ => {}
+    }
     if let (
         Some(asset),
         Some(Carried {
@@ -878,6 +898,141 @@ pub async fn end_send(
     Ok(book.statements(when, ctx.now())?)
 }
 
+/// The open transfers of every transaction of settlement `settlement_id` on `network` (a
+/// bridge's leg and its replacements, whose reservations stay under the first).
+async fn open_of_legs(
+    ctx: &Ctx,
+    book: &mut Book,
+    settlement_id: &str,
+    network: &str,
+) -> ChainResult<Vec<Transfer>> {
+    let mut open = Vec::new();
+    for id in sends::of_settlement_on(&ctx.db, settlement_id, network).await? {
+        open.extend(book.open_of(&ctx.db, &id).await?);
+    }
+    Ok(open)
+}
+
+/// The statements posting the end of a settlement's burn (the first leg of a settlement across
+/// networks), `when` its state change applies. Final and succeeded: its fees posted, its payout
+/// voided and, in its place, the amount moved from the treasury into the bridge's in-flight
+/// account, with the merchant's payout to there pending until the mint ([`end_mint`]).
+/// Reverted: everything it reserved voided. Either way its real gas is posted.
+async fn end_burn(
+    ctx: &Ctx,
+    (live, carrier): (&Outgoing, &Outgoing),
+    (asset, owners): (&Asset<'_>, Scoped<i64>),
+    succeeded: bool,
+    gas_wei: u128,
+    when: &When,
+) -> ChainResult<Vec<Stmt>> {
+    let Purpose::Settlement(settlement_id) = live.purpose() else {
+        return Err(ChainError::answer("a burn pays no settlement"));
+    };
+    let gas = coin(&live.network);
+    let mut accounts = settlement_accounts(asset, owners);
+    accounts.push(asset.account(Kind::Treasury, "bridge"));
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let open = open_of_legs(ctx, &mut book, settlement_id, &live.network).await?;
+    let record = |book: &mut Book, ts: Vec<Transfer>| -> ChainResult<()> {
+        for t in ts {
+            book.record(t)
+                .map_err(|r| ChainError::rule(r.to_string()))?;
+        }
+        Ok(())
+    };
+    let (reserve, rest): (Vec<Transfer>, Vec<Transfer>) =
+        open.into_iter().partition(|t| t.code == Code::Gas);
+    record(&mut book, postings::end(&reserve, false))?;
+    if succeeded {
+        let (payout, fees): (Vec<Transfer>, Vec<Transfer>) =
+            rest.into_iter().partition(|t| t.code == Code::Settlement);
+        record(&mut book, postings::end(&fees, true))?;
+        record(&mut book, postings::end(&payout, false))?;
+        let amount = payout
+            .iter()
+            .filter(|t| t.phase == shared_types::ledger::Phase::Pending)
+            .map(|t| t.amount)
+            .sum();
+        record(
+            &mut book,
+            postings::bridge_burnt(&asset.ledger(), owners, settlement_id, amount),
+        )?;
+    } else {
+        record(&mut book, postings::end(&rest, false))?;
+    }
+    record(
+        &mut book,
+        postings::gas(&gas.ledger(), &carrier.id, gas_wei)
+            .into_iter()
+            .collect(),
+    )?;
+    Ok(book.statements(when, ctx.now())?)
+}
+
+/// The treasury's own mint of a bridge, ended: its live transaction, the one of its nonce
+/// that was mined, and the gas that one spent (wei, from its receipt).
+pub struct MintEnd<'a> {
+    /// The live transaction.
+    pub live: &'a Outgoing,
+    /// The one mined.
+    pub carrier: &'a Outgoing,
+    /// Its gas and L1 data fee.
+    pub gas_wei: u128,
+}
+
+/// The statements posting the end of a bridge's second leg, `when` its state change applies:
+/// the treasury's mint transaction's gas reservations voided and its real gas posted (`mint`,
+/// when the treasury sent one), and, once the message was received on the destination
+/// (`received`: by the treasury's mint or anyone's), the merchant's payout into the bridge's
+/// in-flight account posted: the merchant is paid, and nothing of it is in flight any more.
+pub async fn end_mint(
+    ctx: &Ctx,
+    bridge: &Bridge,
+    mint: Option<MintEnd<'_>>,
+    received: bool,
+    when: &When,
+) -> ChainResult<Vec<Stmt>> {
+    let settlement = Scoped::new(bridge.institution_id, bridge.settlement_id.as_str());
+    let carried = settlements::carried(&ctx.db, settlement)
+        .await?
+        .ok_or_else(|| ChainError::answer("a bridge's settlement is not stored"))?;
+    let asset = Asset {
+        network: &bridge.source_network,
+        token: Token::parse(&carried.token)
+            .map_err(|_| ChainError::answer("a carried asset's token is not an address"))?,
+        symbol: &carried.symbol,
+        decimals: carried.decimals,
+    };
+    let mut accounts = merchant_side(&asset, carried.owners());
+    accounts.push(asset.account(Kind::Treasury, "bridge"));
+    let gas = coin(&bridge.destination_network);
+    if mint.is_some() {
+        accounts.extend([gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")]);
+    }
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let mut transfers = Vec::new();
+    if let Some(MintEnd {
+        live,
+        carrier,
+        gas_wei,
+    }) = &mint
+    {
+        let open = open_of_legs(ctx, &mut book, settlement.id, &live.network).await?;
+        transfers.extend(postings::end(&open, false));
+        transfers.extend(postings::gas(&gas.ledger(), &carrier.id, *gas_wei));
+    }
+    if received {
+        let payout = book.open_of(&ctx.db, settlement.id).await?;
+        transfers.extend(postings::end(&payout, true));
+    }
+    for t in transfers {
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(book.statements(when, ctx.now())?)
+}
+
 /// The statements moving a replaced transaction's reservations to its replacement `new_id`:
 /// the old ones voided; a settlement's fees and payout reserved again at the new `parts` (the
 /// payout netted as before), and the gas at its new price `gas_wei`. `Err` with words when the
@@ -910,8 +1065,10 @@ pub async fn replace_send(
         None => None,
     };
     // A settlement held in its institution's object keeps the payout its first transaction
-    // reserved (on both sides): a replacement pays the same, and only its gas moves.
-    let held = carried.as_ref().is_some_and(|c| c.held_by.is_some());
+    // reserved (on both sides): a replacement pays the same, and only its gas moves. So does a
+    // bridge's leg (its amount is signed into its call); a burn's reservations stay under its
+    // first transaction, where its end finds them ([`end_burn`]).
+    let held = carried.as_ref().is_some_and(|c| c.held_by.is_some()) || old.leg().is_some();
     if let (Some(asset), Some(c), false) = (&asset, &carried, held) {
         accounts.extend(settlement_accounts(asset, c.owners()));
     }

@@ -2,7 +2,8 @@
 //! record every unit (`ledger` for the postings of each flow, `books` for the funding and the
 //! reconciliation against the chain), and what leaves the treasury (`treasury` holds its key and
 //! signs, `sends` stores, broadcasts, replaces and follows every transaction it signs, `settle`
-//! pays merchants, `refund` pays customers back, `sweeps` follows custody's sweeps into the
+//! pays merchants (across networks with CCTP too, `bridge_reads` reading what the chains say of
+//! it), `refund` pays customers back, `sweeps` follows custody's sweeps into the
 //! treasury, `payee` judges who may be paid at all, `screening` whether an address is on a
 //! sanctions list).
 //!
@@ -14,6 +15,7 @@
 //! merchants), `ledger` (how each of those is booked), [LEDGER.md](../../docs/LEDGER.md).
 
 pub mod books;
+pub mod bridge_reads;
 pub mod ledger;
 pub mod payee;
 pub mod refund;

@@ -377,6 +377,8 @@ pub async fn send(
         price,
         l1_fee,
         rate_source: &request.rate_source,
+        call: None,
+        guarded: false,
     };
     let Some(hash) = sends::send(
         ctx,

@@ -40,8 +40,8 @@ use crate::chain::rpc::Node;
 use crate::chain::{native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
-use crate::db::sends::{self, NewSend, Outgoing, Purpose};
-use crate::db::{self, refunds, settlements, Batch, Stmt};
+use crate::db::sends::{self, Call, Leg, NewSend, Outgoing, Purpose};
+use crate::db::{self, bridges, refunds, settlements, Batch, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// Most transactions out a run follows.
@@ -86,6 +86,12 @@ pub struct Transfer<'a> {
     pub l1_fee: u128,
     /// Where the gas's rate came from.
     pub rate_source: &'a str,
+    /// A bridge's leg: the contract call it makes instead of paying `to` (which is then the
+    /// merchant's wallet the bridge pays), and which leg.
+    pub call: Option<(Call<'a>, Leg)>,
+    /// Stored only if the last statement of what comes before it changed a row (its guard: of
+    /// two runs, one stores it).
+    pub guarded: bool,
 }
 
 /// Signs `transfer` with the treasury's next nonce on `name` and stores it as `send_id` in one
@@ -103,13 +109,17 @@ pub async fn send(
 ) -> ChainResult<Option<String>> {
     let node = &network.node;
     let nonce = next_nonce(ctx, node, name, &treasury.address).await?;
-    let signed = treasury::sign(
-        treasury,
-        network,
-        (transfer.token, transfer.to),
-        (nonce, transfer.gas, transfer.price),
-        transfer.units,
-    )?;
+    let priced = (nonce, transfer.gas, transfer.price);
+    let signed = match transfer.call {
+        Some((call, _)) => treasury::sign_call(treasury, network, call, priced)?,
+        None => treasury::sign(
+            treasury,
+            network,
+            (transfer.token, transfer.to),
+            priced,
+            transfer.units,
+        )?,
+    };
     let new = NewSend {
         id: send_id,
         purpose: transfer.purpose,
@@ -126,10 +136,15 @@ pub async fn send(
         raw: &signed.raw,
         head,
         now: ctx.now(),
+        call: transfer.call,
     };
     let mut batch = Batch::new();
     batch.extend(before);
-    let insert = batch.push(sends::insert(&new)?);
+    let insert = batch.push(if transfer.guarded {
+        sends::insert_after_change(&new)?
+    } else {
+        sends::insert(&new)?
+    });
     batch.extend(after);
     let stored = match batch.run(&ctx.db).await {
         Ok(results) => results.changed(insert),
@@ -399,14 +414,34 @@ async fn settle_receipt(
     let signed_price = u128::from_str(&carrier.gas_price)
         .map_err(|_| ChainError::answer("a stored gas price is not a number"))?;
     let gas_wei = treasury::fee_paid(receipt, signed_price)?;
-    let statements = if rpc::quantity(&receipt["status"])? == 1 {
+    let succeeded = rpc::quantity(&receipt["status"])? == 1;
+    if carrier.leg() == Some(Leg::Mint) {
+        let statements = end_mint(
+            ctx,
+            network,
+            (live, carrier),
+            (receipt, succeeded),
+            block,
+            gas_wei,
+        )
+        .await?;
+        db::batch(&ctx.db, statements).await?;
+        return Ok(None);
+    }
+    let statements = if succeeded {
         let mut statements = sends::confirm(carrier, &live.id, block, gas_used, now)?;
-        match carrier.purpose() {
-            Purpose::Settlement(id) => statements.extend(settlements::confirm(
+        match (carrier.purpose(), carrier.leg()) {
+            // A burn final: the attestation is awaited, and the settlement is paid at the mint.
+            (Purpose::Settlement(id), Some(_)) => statements.push(bridges::burnt(
+                Scoped::new(carrier.institution_id, id),
+                &carrier.tx_hash,
+                now,
+            )?),
+            (Purpose::Settlement(id), None) => statements.extend(settlements::confirm(
                 Scoped::new(carrier.institution_id, id),
                 now,
             )?),
-            Purpose::Refund(id) => {
+            (Purpose::Refund(id), _) => {
                 statements.push(refunds::confirm(
                     Scoped::new(carrier.institution_id, id),
                     now,
@@ -423,11 +458,11 @@ async fn settle_receipt(
         let mut statements = vec![sends::fail(&live.id, block, &why, now)?];
         match live.purpose() {
             Purpose::Settlement(id) => {
-                statements.extend(settlements::fail(
-                    Scoped::new(live.institution_id, id),
-                    &why,
-                    now,
-                )?);
+                let settlement = Scoped::new(live.institution_id, id);
+                statements.extend(settlements::fail(settlement, &why, now)?);
+                if live.leg().is_some() {
+                    statements.push(bridges::failed(settlement, now)?);
+                }
             }
             Purpose::Refund(id) => {
                 statements.push(refunds::attempt_failed(
@@ -452,6 +487,63 @@ async fn settle_receipt(
     };
     db::batch(&ctx.db, statements).await?;
     Ok(None)
+}
+
+/// The statements recording a bridge's mint final on the destination (`network`): succeeded,
+/// the message is received (the fee it collected read from its `MintAndWithdraw`), the bridge
+/// minted and its settlement confirmed; reverted, the message may still have been received by
+/// someone else's transaction first (then that one is recorded as the mint, and the treasury's
+/// only spent gas), or not (the bridge goes back to be minted again). Its gas is posted either
+/// way.
+async fn end_mint(
+    ctx: &Ctx,
+    network: &Network,
+    (live, carrier): (&Outgoing, &Outgoing),
+    (receipt, succeeded): (&Value, bool),
+    block: u64,
+    gas_wei: u128,
+) -> ChainResult<Vec<Stmt>> {
+    let now = ctx.now();
+    let Purpose::Settlement(id) = carrier.purpose() else {
+        return Err(ChainError::answer("a mint pays no settlement"));
+    };
+    let settlement = Scoped::new(carrier.institution_id, id);
+    let bridge = bridges::of_settlement(&ctx.db, settlement)
+        .await?
+        .ok_or_else(|| ChainError::answer("a mint's bridge is not stored"))?;
+    let gas_used = native::wei(&receipt["gasUsed"])
+        .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
+    let (mut statements, state, received) = if succeeded {
+        let fee = crate::money::bridge_reads::fee_of_mint(network, &bridge, receipt)?;
+        let mut statements = sends::confirm(carrier, &live.id, block, gas_used, now)?;
+        statements.push(bridges::minted(settlement, (&carrier.tx_hash, fee), now)?);
+        (statements, SendState::Confirmed, true)
+    } else {
+        let why = format!("{} reverted in block {block}", carrier.tx_hash);
+        let mut statements = vec![sends::fail(&live.id, block, &why, now)?];
+        match crate::money::bridge_reads::received_elsewhere(network, &bridge).await? {
+            Some((hash, fee)) => {
+                statements.push(bridges::minted(settlement, (&hash, fee), now)?);
+                (statements, SendState::Failed, true)
+            }
+            None => {
+                statements.push(bridges::mint_failed(settlement, &why, now)?);
+                (statements, SendState::Failed, false)
+            }
+        }
+    };
+    if received {
+        statements.extend(settlements::confirm(settlement, now)?);
+    }
+    let id_of_state = if succeeded { &carrier.id } else { &live.id };
+    let when = sends::in_state(id_of_state, state);
+    let mint = ledger::MintEnd {
+        live,
+        carrier,
+        gas_wei,
+    };
+    statements.extend(ledger::end_mint(ctx, &bridge, Some(mint), received, &when).await?);
+    Ok(statements)
 }
 
 /// Replaces a stuck transaction: the same nonce, at the current price and at least a quarter
@@ -503,6 +595,20 @@ async fn replace(
                 .map_err(|_| ChainError::answer("stored units are not a number"))?;
             (units, Vec::new(), send.rate_source.clone())
         }
+        // A bridge's leg calls a contract with its amount signed in: a replacement makes the
+        // same call (its extra gas is the treasury's), and a burn keeps its payments' parts.
+        Purpose::Settlement(_) if send.leg().is_some() => {
+            let units = u128::from_str(&send.units)
+                .map_err(|_| ChainError::answer("stored units are not a number"))?;
+            let items = match send.leg() {
+                Some(Leg::Burn) => {
+                    settlements::items_of(&ctx.db, Scoped::new(send.institution_id, &send.id))
+                        .await?
+                }
+                _ => Vec::new(),
+            };
+            (units, items, send.rate_source.clone())
+        }
         Purpose::Settlement(settlement_id) => {
             let settlement = Scoped::new(send.institution_id, settlement_id);
             match reprice(ctx, network, settlement, (&send.network, price, gas_wei)).await? {
@@ -523,7 +629,9 @@ async fn replace(
     // at its new fees, its merchant's debt netted as before).
     let send_id = new_id()?;
     let parts = match send.purpose() {
-        Purpose::Settlement(_) if send.held_by.is_none() => Some(ledger::parts(&items)?),
+        Purpose::Settlement(_) if send.held_by.is_none() && send.leg().is_none() => {
+            Some(ledger::parts(&items)?)
+        }
         _ => None,
     };
     let when = sends::in_state(&send_id, SendState::Live);
@@ -544,13 +652,11 @@ async fn replace(
             .saturating_sub(units),
         None => u128::from_str(&send.netted).unwrap_or(0),
     };
-    let signed = treasury::sign(
-        treasury,
-        network,
-        (send.token, send.wallet),
-        (send.nonce, send.gas_limit, price),
-        units,
-    )?;
+    let priced = (send.nonce, send.gas_limit, price);
+    let signed = match send.call() {
+        Some(call) => treasury::sign_call(treasury, network, call, priced)?,
+        None => treasury::sign(treasury, network, (send.token, send.wallet), priced, units)?,
+    };
     let new = NewSend {
         id: &send_id,
         purpose: send.purpose(),
@@ -567,6 +673,7 @@ async fn replace(
         raw: &signed.raw,
         head,
         now: ctx.now(),
+        call: send.call().zip(send.leg()),
     };
     let [retire, store] = sends::replace(&send.id, &new)?;
     let mut batch = Batch::new();

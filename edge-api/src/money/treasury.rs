@@ -13,6 +13,7 @@ use crate::chain::rpc::Node;
 use crate::chain::{evm, native, rpc, tx};
 use crate::crypto;
 use crate::ctx::Ctx;
+use crate::db::sends::Call;
 use crate::error::ApiError;
 
 /// The treasury: the hot wallet settlements and refunds are paid from.
@@ -157,6 +158,38 @@ pub fn sign(
     (nonce, gas_limit, price): (u64, u64, u128),
     units: u128,
 ) -> ChainResult<tx::Signed> {
+    let (to, value, data) = payment_call(token, wallet, units);
+    sign_raw(
+        treasury,
+        network,
+        (to, value, &data),
+        (nonce, gas_limit, price),
+    )
+}
+
+/// Signs the contract call `call` (a bridge's leg) at `price` with `nonce`.
+pub fn sign_call(
+    treasury: &Treasury,
+    network: &Network,
+    call: Call<'_>,
+    (nonce, gas_limit, price): (u64, u64, u128),
+) -> ChainResult<tx::Signed> {
+    let to = Address::parse(call.to)
+        .map_err(|_| ChainError::answer("a stored contract is not an address"))?;
+    sign_raw(
+        treasury,
+        network,
+        (to.0, 0, call.data),
+        (nonce, gas_limit, price),
+    )
+}
+
+fn sign_raw(
+    treasury: &Treasury,
+    network: &Network,
+    (to, value, data): ([u8; 20], u128, &str),
+    (nonce, gas_limit, price): (u64, u64, u128),
+) -> ChainResult<tx::Signed> {
     if price > network.max_gas_price() {
         return Err(ChainError::rule(format!(
             "{} gwei per gas is above the network's cap of {} gwei",
@@ -164,7 +197,6 @@ pub fn sign(
             network.max_gas_price_gwei
         )));
     }
-    let (to, value, data) = payment_call(token, wallet, units);
     let data = hex::decode(data.trim_start_matches("0x"))
         .map_err(|_| ChainError::answer("the call data is not hex"))?;
     let transaction = tx::Eip1559 {
@@ -178,4 +210,56 @@ pub fn sign(
         data,
     };
     tx::sign(&transaction, &treasury.key)
+}
+
+/// The gas the treasury's contract call `call` needs now (the node runs it: a call that would
+/// revert is refused here, with the node's reason).
+pub async fn estimate_call(node: &Node, from: &str, call: Call<'_>) -> ChainResult<u64> {
+    let call = json!({"from": from, "to": call.to, "value": "0x0", "data": call.data});
+    Ok(rpc::quantity(
+        &rpc::call(node, "eth_estimateGas", json!([call])).await?,
+    )?)
+}
+
+/// How much of `token` `owner` allows `spender` to take (ERC-20 `allowance`); an allowance
+/// above 128 bits (the usual unlimited approval) reads as `u128::MAX`.
+pub async fn allowance(
+    node: &Node,
+    token: Address,
+    owner: &str,
+    spender: &str,
+) -> ChainResult<u128> {
+    let call = json!({"to": token.lower(), "data": payrail_evm::allowance_call(owner, spender)});
+    let word = rpc::call(node, "eth_call", json!([call, "latest"])).await?;
+    saturated_word(&word).ok_or_else(|| ChainError::answer("the token's allowance is unreadable"))
+}
+
+/// One ABI word (`0x` and 64 hex digits) as a `u128`, `u128::MAX` when it is larger.
+fn saturated_word(word: &serde_json::Value) -> Option<u128> {
+    let digits = word.as_str()?.strip_prefix("0x")?;
+    if digits.len() != 64 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let (high, low) = digits.split_at(32);
+    if high.bytes().any(|b| b != b'0') {
+        return Some(u128::MAX);
+    }
+    u128::from_str_radix(low, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::saturated_word;
+    use serde_json::json;
+
+    #[test]
+    fn an_allowance_word_saturates_above_128_bits_and_refuses_anything_else() {
+        let word = |s: String| saturated_word(&json!(s));
+        assert_eq!(word(format!("0x{:064x}", 5)), Some(5));
+        assert_eq!(word(format!("0x{}", "f".repeat(64))), Some(u128::MAX));
+        assert_eq!(word(format!("0x1{}", "0".repeat(63))), Some(u128::MAX));
+        assert_eq!(word("0x".to_owned()), None);
+        assert_eq!(word(format!("0x{}", "g".repeat(64))), None);
+        assert_eq!(word("5".to_owned()), None);
+    }
 }

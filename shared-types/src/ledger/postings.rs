@@ -10,6 +10,8 @@
 //! | its transaction replaced | the old transaction's pending transfers voided, the new one's pending |
 //! | its transaction final and succeeded | its pending transfers posted (or, when a transaction it replaced was the one mined, those voided and the mined one's posted at once) |
 //! | its transaction reverted | its pending transfers voided |
+//! | a settlement across networks: its burn final | its fees posted, its payout voided; settlement: treasury (bridge) ← treasury, and pending: merchant → treasury (bridge) |
+//! | its mint final (anyone's) | that pending transfer posted |
 //! | any treasury transaction mined | gas: gas ← treasury, in the coin, at the receipt's gas used × price |
 //! | a refund asked | pending: merchant → treasury |
 //! | its transaction final | posted; given up after its attempts: voided |
@@ -20,6 +22,7 @@ use crate::ids::Scoped;
 use alloc::borrow::ToOwned;
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{Code, Kind, Ledger, Phase, Transfer};
@@ -241,6 +244,50 @@ pub fn settlement(
         ));
     }
     out
+}
+
+/// The account holding the treasury's USDC burnt on `ledger`'s network and not yet minted on
+/// the destination: the treasury's money in flight over the bridge. A treasury account (money
+/// held) that no address holds, so it is never compared with the chain.
+pub fn in_flight(ledger: &Ledger) -> String {
+    ledger.account(Kind::Treasury, "bridge")
+}
+
+/// A settlement `settlement_id` of `merchant` paid across networks, once its burn of `amount`
+/// is final on `ledger`'s network: the amount moves from the treasury into [`in_flight`] at once
+/// (the chain holds it no more), and the merchant's payout from its balance to there is pending
+/// until the mint on the destination is final (posted then, and the settlement is paid).
+pub fn bridge_burnt(
+    ledger: &Ledger,
+    merchant: Scoped<i64>,
+    settlement_id: &str,
+    amount: u128,
+) -> Vec<Transfer> {
+    if amount == 0 {
+        return Vec::new();
+    }
+    let flight = in_flight(ledger);
+    vec![
+        transfer(
+            format!("bridge_burn:{settlement_id}"),
+            (flight.clone(), ledger.account(Kind::Treasury, "")),
+            amount,
+            (Code::Settlement, Phase::Single),
+            None,
+            settlement_id,
+        ),
+        transfer(
+            format!("bridge_payout:{settlement_id}"),
+            (
+                ledger.account(Kind::Merchant, &merchant.id.to_string()),
+                flight,
+            ),
+            amount,
+            (Code::Settlement, Phase::Pending),
+            None,
+            settlement_id,
+        ),
+    ]
 }
 
 /// The post (or void) of each pending transfer of `pending`, by id with its accounts and

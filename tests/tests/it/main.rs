@@ -7,6 +7,7 @@
 
 mod balances;
 mod books;
+mod bridge_settlement;
 mod browser;
 mod cctp_contracts;
 mod chain_browser;

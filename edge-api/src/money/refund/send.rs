@@ -120,6 +120,8 @@ async fn send(
         price: priced.price,
         l1_fee: priced.l1_fee,
         rate_source: "",
+        call: None,
+        guarded: false,
     };
     sends::send(
         ctx,

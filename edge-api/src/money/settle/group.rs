@@ -210,6 +210,92 @@ pub(super) struct Priced<'a> {
     pub(super) rate_source: String,
     /// The wallet's screening, clear, to store with the settlement.
     pub(super) screened: screening::Read,
+    /// Paid across networks: the mint's side.
+    pub(super) bridge: Option<Across<'a>>,
+}
+
+/// The destination of a batch paid across networks, as priced.
+pub(super) struct Across<'a> {
+    /// Its name.
+    pub(super) name: &'a str,
+    /// Its configuration.
+    pub(super) network: &'a Network,
+    /// Its newest block before the burn is signed.
+    pub(super) head: u64,
+    /// The most the mint's gas and L1 data fee cost, in its coin's wei.
+    pub(super) mint_cost: u128,
+    /// The treasury's coin there, less what is in flight.
+    pub(super) coins: u128,
+    /// How much of the treasury's USDC the source's token messenger may burn.
+    pub(super) allowed: u128,
+}
+
+/// The most gas a mint (`receiveMessage`: the attesters' signatures checked, the nonce spent,
+/// the USDC minted) is priced at when its batch starts; the mint itself is estimated when it
+/// is signed, and a difference is the treasury's.
+pub(super) const MINT_GAS: u64 = 300_000;
+
+/// Where a batch's USDC is paid when its merchant chose a network for it (`Some`: another one,
+/// with CCTP on both): that network. `None`: on the network paid on, as every other asset.
+async fn destination<'a>(
+    ctx: &Ctx,
+    held: Option<&Db>,
+    networks: &'a BTreeMap<String, Network>,
+    first: &Settleable,
+) -> Result<Option<(&'a str, &'a Network)>, NotNow> {
+    if first.asset != crate::money::bridge_reads::USDC {
+        return Ok(None);
+    }
+    let choice = crate::db::bridges::choice(
+        &ctx.db,
+        shared_types::ids::Scoped::new(first.institution_id, first.merchant_id),
+    )
+    .await
+    .map_err(|e| ChainError::from(e).within("the merchant's USDC network"))?;
+    let Some(choice) = choice.filter(|c| c.network != first.network) else {
+        return Ok(None);
+    };
+    let name = first.network.as_str();
+    let source = networks
+        .get(name)
+        .ok_or_else(|| format!("{name} is no longer configured"))?;
+    if source.cctp.is_none() {
+        // Nothing carries it across from here: it settles where it was paid.
+        return Ok(None);
+    }
+    if held.is_some() {
+        return Err(format!(
+            "the merchant is paid its USDC on {}, and settlement across networks runs only for              institutions whose money is in D1",
+            choice.network
+        )
+        .into());
+    }
+    let Some((to, network)) = networks.get_key_value(&choice.network) else {
+        return Err(format!(
+            "the merchant is paid its USDC on {}, which is no longer configured",
+            choice.network
+        )
+        .into());
+    };
+    if network.cctp.is_none()
+        || !network
+            .tokens
+            .contains_key(crate::money::bridge_reads::USDC)
+    {
+        return Err(format!(
+            "the merchant is paid its USDC on {to}, which has no CCTP contracts or USDC configured"
+        )
+        .into());
+    }
+    if choice.usable_from > ctx.now() {
+        return Err(format!(
+            "the merchant chose to be paid its USDC on {to}; settlements use the choice from {} \
+             (a cool-off after every change)",
+            crate::ctx::timestamp(choice.usable_from).unwrap_or_default()
+        )
+        .into());
+    }
+    Ok(Some((to.as_str(), network)))
 }
 
 /// Prices `group` (of one merchant, network and asset) for one transaction from the treasury:
@@ -228,26 +314,32 @@ pub(super) async fn price_group<'a>(
     let network = networks
         .get(name)
         .ok_or_else(|| format!("{name} is no longer configured"))?;
+    // The wallet is on the network paid on, or on the one the merchant chose for its USDC.
+    let across = destination(ctx, held, networks, first).await?;
+    let (paid_on, paid_network) = across.unwrap_or((name, network));
     let wallet = wallets::list(&ctx.db, first.merchant_id)
         .await
         .map_err(|e| ChainError::from(e).within("the merchant's wallets"))?
         .into_iter()
-        .find(|w| w.network == name)
-        .ok_or_else(|| format!("the merchant has no settlement wallet on {name}"))?;
+        .find(|w| w.network == paid_on)
+        .ok_or_else(|| format!("the merchant has no settlement wallet on {paid_on}"))?;
     if wallet.usable_from > ctx.now() {
         return Err(format!(
-            "the merchant's settlement wallet on {name} was changed at {}; settlements use it \
-             from {} (a cool-off after every change)",
+            "the merchant's settlement wallet on {paid_on} was changed at {}; settlements use \
+             it from {} (a cool-off after every change)",
             wallet.updated_at,
             crate::ctx::timestamp(wallet.usable_from).unwrap_or_default()
         )
         .into());
     }
     let wallet = payrail_evm::Address::parse(&wallet.address)
-        .map_err(|_| format!("the merchant's settlement wallet on {name} is not an address"))?;
+        .map_err(|_| format!("the merchant's settlement wallet on {paid_on} is not an address"))?;
     let wallet_text = wallet.lower();
     crate::chain::check_chain(name, network).await?;
-    let screened = screen_wallet(ctx, held, (name, network), &wallet_text, first).await?;
+    if let Some((to, destination)) = across {
+        crate::chain::check_chain(to, destination).await?;
+    }
+    let screened = screen_wallet(ctx, held, (paid_on, paid_network), &wallet_text, first).await?;
     let node = &network.node;
     let token = first.token;
     let coin = config::coin(name);
@@ -280,6 +372,35 @@ pub(super) async fn price_group<'a>(
     if coins == 0 {
         return Err(format!("the treasury holds no {coin} on {name} for gas").into());
     }
+    // Across networks: the mint's gas on the destination, in its coin, and the burn's
+    // allowance here.
+    let bridge = match across {
+        None => None,
+        Some((to, destination)) => Some(
+            across_priced(ctx, (to, destination), treasury, group)
+                .await
+                .map_err(|e| e.within(format!("the {to} node")))?,
+        ),
+    };
+    let mut bridge = bridge;
+    if let (Some((across, _)), Token::Erc20(usdc)) = (&mut bridge, token) {
+        let messenger = &crate::money::bridge_reads::cctp_of(name, network)?.token_messenger;
+        across.allowed = treasury::allowance(node, usdc, &treasury.address, messenger)
+            .await
+            .map_err(at_node)?;
+        if across.allowed == 0 {
+            return Err(not_allowed(name, across.name).into());
+        }
+    }
+    let legs = |gas: u64| -> Result<plan::Plan, ChainError> {
+        let burn = fees(gas)?;
+        Ok(match &bridge {
+            Some((across, rates)) => {
+                plan::plan_legs(group, &[(burn, &coin_rates), (across.mint_cost, rates)])
+            }
+            None => plan::plan(group, burn, &coin_rates),
+        })
+    };
     // Priced with the gas of a small transfer, then again with the real amount's, in case it
     // differs.
     let cannot = |e: ChainError| {
@@ -288,23 +409,17 @@ pub(super) async fn price_group<'a>(
             first.asset
         ))
     };
-    let mut gas = estimate(node, &treasury.address, token, wallet, 1)
-        .await
-        .map_err(cannot)?;
-    let mut priced = plan::plan(group, fees(gas)?, &coin_rates);
+    let across = bridge.as_ref().map(|(a, _)| (a.name, a.network));
+    let payout = (network, treasury, first, wallet);
+    let mut gas = estimate_payout(payout, across, 1).await.map_err(cannot)?;
+    let mut priced = legs(gas)?;
     if priced.units > 0 {
-        let again = estimate(
-            node,
-            &treasury.address,
-            token,
-            wallet,
-            priced.units.min(have),
-        )
-        .await
-        .map_err(cannot)?;
+        let again = estimate_payout(payout, across, priced.units.min(have))
+            .await
+            .map_err(cannot)?;
         if again != gas {
             gas = again;
-            priced = plan::plan(group, fees(gas)?, &coin_rates);
+            priced = legs(gas)?;
         }
     }
     for (id, why) in &priced.held {
@@ -331,7 +446,108 @@ pub(super) async fn price_group<'a>(
         plan: priced,
         screened,
         rate_source: sources.join("; "),
+        bridge: bridge.map(|(across, _)| across),
     })
+}
+
+/// The destination's side of a batch paid across: its head, the mint's most cost (at
+/// [`MINT_GAS`], its price and L1 data fee now) and the treasury's coin there, and its coin's
+/// rate in each of the group's currencies.
+async fn across_priced<'a>(
+    ctx: &Ctx,
+    (name, network): (&'a str, &'a Network),
+    treasury: &Treasury,
+    group: &[Settleable],
+) -> ChainResult<(Across<'a>, BTreeMap<String, rust_decimal::Decimal>)> {
+    let node = &network.node;
+    let coin = config::coin(name);
+    let mut rates = BTreeMap::new();
+    for d in group {
+        if !rates.contains_key(&d.currency) {
+            let rate = rates::coin_rate(network, name, coin, &d.currency, ctx.now())
+                .await
+                .map_err(|e| e.within("no rate prices the mint's gas"))?;
+            rates.insert(d.currency.clone(), rate.per_unit);
+        }
+    }
+    let head = rpc::head(node).await?;
+    let price = gas_price(node).await?;
+    let l1_fee = treasury::l1_fee_bound(network).await?;
+    let mint_cost = treasury::most_fee(MINT_GAS, price, l1_fee)
+        .ok_or_else(|| ChainError::answer("the mint's fees are out of range"))?;
+    let (_, coins) = sends::available(ctx, (name, network), treasury, Token::Native).await?;
+    Ok((
+        Across {
+            name,
+            network,
+            head,
+            mint_cost,
+            coins,
+            allowed: 0,
+        },
+        rates,
+    ))
+}
+
+/// Why a batch does not cross from `name` to `to`: the treasury's USDC there is not allowed
+/// to the token messenger.
+pub(super) fn not_allowed(name: &str, to: &str) -> String {
+    format!(
+        "the treasury has not allowed {name}'s token messenger to burn its USDC, which settling \
+         across to {to} takes (approve it once: OPERATIONS.md)"
+    )
+}
+
+/// The gas the treasury's payout of `units` of `first`'s asset to `wallet` needs now: a
+/// transfer, or across networks (`across`) the burn on `first`'s network.
+async fn estimate_payout(
+    (network, treasury, first, wallet): (&Network, &Treasury, &Settleable, payrail_evm::Address),
+    across: Option<(&str, &Network)>,
+    units: u128,
+) -> ChainResult<u64> {
+    let node = &network.node;
+    match across {
+        Some(destination) => {
+            let data = burn_call(network, destination, first, &wallet.lower(), units)?;
+            let messenger =
+                &crate::money::bridge_reads::cctp_of(&first.network, network)?.token_messenger;
+            let call = crate::db::sends::Call {
+                to: messenger,
+                data: &data,
+            };
+            treasury::estimate_call(node, &treasury.address, call).await
+        }
+        None => estimate(node, &treasury.address, first.token, wallet, units).await,
+    }
+}
+
+/// The call data of a burn of `units` of `first`'s USDC on its network, to the merchant's
+/// `wallet` on `to`, as the estimate prices it (no fee: the most fee does not change the gas).
+fn burn_call(
+    network: &Network,
+    (to, destination): (&str, &Network),
+    first: &Settleable,
+    wallet: &str,
+    units: u128,
+) -> ChainResult<String> {
+    let token = match first.token {
+        Token::Erc20(contract) => contract.lower(),
+        Token::Native => return Err(ChainError::rule("only USDC is carried across")),
+    };
+    let asked = crate::money::bridge_reads::BurnAsked {
+        source: crate::money::bridge_reads::cctp_of(&first.network, network)?,
+        destination: crate::money::bridge_reads::cctp_of(to, destination)?,
+        token: &token,
+        recipient: wallet,
+        amount: units,
+        max_fee: 0,
+        min_finality: payrail_evm::cctp::FINALIZED_THRESHOLD,
+    };
+    // The depositor is not part of the call data.
+    Ok(
+        crate::money::bridge_reads::burn(&asked, asked.recipient)?
+            .deposit_for_burn_call(),
+    )
 }
 
 /// Whether the treasury can send `payout` of `first`'s asset and the gas `priced` needs, once
@@ -357,6 +573,22 @@ pub(super) fn covers(first: &Settleable, priced: &Priced<'_>, payout: u128) -> R
             asset_units(needed, first.decimals)
         )
         .into());
+    }
+    if let Some(across) = &priced.bridge {
+        if across.allowed < payout {
+            return Err(not_allowed(name, across.name).into());
+        }
+        if across.coins < across.mint_cost {
+            return Err(format!(
+                "the treasury can spend {} {} on {} for the mint's gas (its balance less what \
+                 is in flight); {} are needed",
+                asset_units(across.coins, NATIVE_DECIMALS),
+                config::coin(across.name),
+                across.name,
+                asset_units(across.mint_cost, NATIVE_DECIMALS)
+            )
+            .into());
+        }
     }
     if token != Token::Native && priced.coins < priced.gas_cost {
         return Err(format!(

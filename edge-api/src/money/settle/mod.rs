@@ -24,6 +24,7 @@
 //! the fee charged is the fee paid. `net = gross − psp_fee − gas_fee` exactly; the merchant
 //! receives `net` in the asset at the payment's own quote, rounded down to base units.
 
+pub(crate) mod bridge;
 pub(crate) mod group;
 mod held;
 pub mod plan;
@@ -44,7 +45,8 @@ use crate::chain::config::Network;
 use crate::chain::error::ChainError;
 use crate::chain::rpc::Budget;
 use crate::ctx::Ctx;
-use crate::db::sends::{self as db_sends, Purpose};
+use crate::db::bridges::{self, NewBridge};
+use crate::db::sends::{self as db_sends, Call, Leg, Purpose};
 use crate::db::settlements::{self, NewSettlement, Settleable};
 use crate::db::{moves, refunds, Db};
 use crate::error::{ApiError, OrInternal};
@@ -92,6 +94,7 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             .or_internal("record why a refund waits")?,
         }
     }
+    bridge::run(ctx, &networks, &treasury).await?;
     finish(ctx, None).await?;
     start(ctx, &networks, &treasury, None).await?;
     // Then the institutions held in their objects (taken in turn, `HELD_PER_RUN` a run), each
@@ -214,6 +217,37 @@ async fn settle_group(
         token,
         wallet: &priced.wallet_text,
     };
+    // Across networks: the burn (its amount the payout, its most fee from the route's quote)
+    // and the bridge that follows it to the mint.
+    let burn = match &priced.bridge {
+        None => None,
+        Some(across) => {
+            let (from, to) = (
+                crate::money::bridge_reads::cctp_of(name, priced.network)?,
+                crate::money::bridge_reads::cctp_of(across.name, across.network)?,
+            );
+            let (min_finality, max_fee) = bridge::fee_for(from, to, payout).await?;
+            let token_text = token.to_string();
+            let asked = crate::money::bridge_reads::BurnAsked {
+                source: from,
+                destination: to,
+                token: &token_text,
+                recipient: &priced.wallet_text,
+                amount: payout,
+                max_fee,
+                min_finality,
+            };
+            let data = crate::money::bridge_reads::burn(&asked, &treasury.address)?
+                .deposit_for_burn_call();
+            Some((
+                from.token_messenger.to_ascii_lowercase(),
+                data,
+                across,
+                (min_finality, max_fee),
+                token_text,
+            ))
+        }
+    };
     let transfer = Transfer {
         purpose: Purpose::Settlement(&settlement_id),
         token,
@@ -224,10 +258,38 @@ async fn settle_group(
         price: priced.price,
         l1_fee: priced.l1_fee,
         rate_source: &priced.rate_source,
+        call: burn.as_ref().map(|(messenger, data, ..)| {
+            (
+                Call {
+                    to: messenger,
+                    data,
+                },
+                Leg::Burn,
+            )
+        }),
+        guarded: false,
     };
     let mut before =
         settlements::start(&settlement, &priced.plan.items, now).map_err(ChainError::from)?;
     before.push(screening_of(&priced, first, &settlement_id, now)?);
+    if let Some((_, _, across, (min_finality, max_fee), token_text)) = &burn {
+        before.push(
+            bridges::insert(&NewBridge {
+                settlement_id: &settlement_id,
+                institution_id: first.institution_id,
+                source_network: name,
+                destination_network: across.name,
+                token: token_text,
+                amount: payout,
+                max_fee: *max_fee,
+                min_finality: *min_finality,
+                mint_recipient: &priced.wallet_text,
+                destination_block: across.head,
+                now,
+            })
+            .map_err(ChainError::from)?,
+        );
+    }
     let mut after = settlements::items(&send_id, &priced.plan.items).map_err(ChainError::from)?;
     after.extend(
         reserved
@@ -277,20 +339,33 @@ async fn finish(ctx: &Ctx, held: Option<&Db>) -> Result<(), ApiError> {
     for parts in payments {
         let first = &parts[0];
         let (mut psp_fee, mut gas_fee) = (Decimal::ZERO, Decimal::ZERO);
+        let mut bridge_fee = None::<Decimal>;
         for part in &parts {
             let fee = |text: &str| Decimal::from_str(text).or_internal("read a settlement fee");
             psp_fee += fee(&part.psp_fee)?;
             gas_fee += fee(&part.gas_fee)?;
+            if part.destination_network.is_some() {
+                let share = bridge::fee_share(part).ok_or_else(|| {
+                    ApiError::internal("price a bridge's fee", "its figures are unreadable")
+                })?;
+                *bridge_fee.get_or_insert(Decimal::ZERO) += share;
+            }
         }
         // A payment settled in parts (one per way to pay it came in) is paid once every part
-        // is: its fees are theirs added up, its settlement hash the first part's.
-        let action = Action::SettleOnChain { psp_fee, gas_fee };
+        // is: its fees are theirs added up, its settlement hash the first part's (across
+        // networks: the mint, and its burn).
+        let across = first.destination_network.clone().zip(bridge_fee);
+        let action = Action::SettleOnChain {
+            psp_fee,
+            gas_fee,
+            bridge: across,
+        };
         match payments::settle(
             ctx,
             held,
             Scoped::new(first.institution_id, first.transaction_id),
             &action,
-            &first.tx_hash,
+            (&first.tx_hash, first.bridge_hash.as_deref()),
         )
         .await
         {

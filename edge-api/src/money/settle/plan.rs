@@ -32,6 +32,14 @@ pub struct Plan {
 /// converted with `coin_rates` (order-currency units per coin, by currency). A payment whose
 /// fees leave nothing is left out and the gas shared again among the rest. Pure.
 pub fn plan(due: &[Settleable], gas_wei: u128, coin_rates: &BTreeMap<String, Decimal>) -> Plan {
+    plan_legs(due, &[(gas_wei, coin_rates)])
+}
+
+/// [`plan`] for a batch whose transfer takes several transactions, each paying its gas in its
+/// own network's coin (a bridge's burn and mint): each leg's `(gas_wei, coin_rates)` is shared
+/// as [`plan`] shares one, and a payment's gas fee is the sum of its shares, converted before
+/// rounding. Pure.
+pub fn plan_legs(due: &[Settleable], legs: &[(u128, &BTreeMap<String, Decimal>)]) -> Plan {
     let mut held = Vec::new();
     let mut included: Vec<&Settleable> = due.iter().collect();
     while !included.is_empty() {
@@ -40,8 +48,13 @@ pub fn plan(due: &[Settleable], gas_wei: u128, coin_rates: &BTreeMap<String, Dec
         let mut units = 0u128;
         let mut dropped = None;
         for (k, d) in included.iter().enumerate() {
-            let wei = gas_wei / n + if k == 0 { gas_wei % n } else { 0 };
-            match part(d, wei, coin_rates) {
+            let shares: Vec<(u128, &BTreeMap<String, Decimal>)> = legs
+                .iter()
+                .map(|(gas_wei, rates)| {
+                    (gas_wei / n + if k == 0 { gas_wei % n } else { 0 }, *rates)
+                })
+                .collect();
+            match part(d, &shares) {
                 Ok((item, u)) => {
                     units += u;
                     items.push(item);
@@ -67,11 +80,11 @@ pub fn plan(due: &[Settleable], gas_wei: u128, coin_rates: &BTreeMap<String, Dec
     }
 }
 
-/// One payment's part when its gas share is `wei`.
+/// One payment's part when its gas shares are `shares` (wei of each leg, with its coin's
+/// rates).
 fn part(
     d: &Settleable,
-    wei: u128,
-    coin_rates: &BTreeMap<String, Decimal>,
+    shares: &[(u128, &BTreeMap<String, Decimal>)],
 ) -> Result<(Item, u128), Held> {
     let number =
         |text: &str| Decimal::from_str(text).map_err(|_| Held(format!("{text} is not an amount")));
@@ -79,11 +92,7 @@ fn part(
     let expected = number(&d.expected)?;
     let crypto_amount = number(&d.crypto_amount)?;
     let digits = currency_digits(&d.currency).unwrap_or(2);
-    let rate = coin_rates
-        .get(&d.currency)
-        .ok_or_else(|| Held(format!("no rate prices the gas in {}", d.currency)))?;
-    let coin = evm::from_units(wei, NATIVE_DECIMALS)
-        .ok_or_else(|| Held("the gas cost is out of range".to_owned()))?;
+
     let round = |x: Decimal| {
         let mut rounded = x.round_dp_with_strategy(digits, RoundingStrategy::MidpointAwayFromZero);
         rounded.rescale(digits);
@@ -95,7 +104,19 @@ fn part(
             d.currency
         ))
     };
-    let gas_fee = round(coin.checked_mul(*rate).ok_or_else(out_of_range)?);
+    let mut gas = Decimal::ZERO;
+    for (wei, coin_rates) in shares {
+        let rate = coin_rates
+            .get(&d.currency)
+            .ok_or_else(|| Held(format!("no rate prices the gas in {}", d.currency)))?;
+        let coin = evm::from_units(*wei, NATIVE_DECIMALS)
+            .ok_or_else(|| Held("the gas cost is out of range".to_owned()))?;
+        gas = coin
+            .checked_mul(*rate)
+            .and_then(|fee| gas.checked_add(fee))
+            .ok_or_else(out_of_range)?;
+    }
+    let gas_fee = round(gas);
     let psp_fee = round(
         gross
             .checked_mul(Decimal::from(d.psp_fee_bps))
@@ -226,5 +247,32 @@ mod tests {
         assert_eq!(priced.units, 10_760_870);
         let unpriced = plan(&[due(2, "1.00", "GBP")], 0, &rates);
         assert!(unpriced.held[0].1.contains("GBP"));
+    }
+
+    #[test]
+    fn a_bridged_batch_pays_both_legs_gas_each_in_its_own_coin() {
+        // Burn: 0.2 coin at 0.5 USD (0.10); mint: 0.001 coin at 2,000 USD (2.00).
+        let eth = BTreeMap::from([("USD".to_owned(), Decimal::from(2000))]);
+        let batch = [due(1, "10.00", "USD"), due(2, "20.00", "USD")];
+        let priced = plan_legs(
+            &batch,
+            &[
+                (200_000_000_000_000_000, &rates()),
+                (1_000_000_000_000_000, &eth),
+            ],
+        );
+        assert!(priced.held.is_empty());
+        assert_eq!(priced.items[0].gas_fee, "1.05");
+        assert_eq!(priced.items[1].gas_fee, "1.05");
+        assert_eq!(priced.items[0].net, "8.85");
+        // One leg alone is the plain plan.
+        assert_eq!(
+            plan_legs(&batch, &[(200_000_000_000_000_000, &rates())]),
+            plan(&batch, 200_000_000_000_000_000, &rates())
+        );
+        // A leg whose coin has no rate in the currency holds the payment.
+        let none = BTreeMap::new();
+        let unpriced = plan_legs(&batch[..1], &[(0, &rates()), (1, &none)]);
+        assert!(unpriced.held[0].1.contains("no rate"));
     }
 }
