@@ -199,6 +199,12 @@ async function main() {
     const etherCctp = await deployCctp(etherChain, CCTP_DOMAINS[etherNetwork]);
     await linkCctp(tokenChain, tokenCctp, etherChain, etherCctp);
     await linkCctp(etherChain, etherCctp, tokenChain, tokenCctp);
+    // The treasury's one-time approval, as the operator gives it once per network in
+    // production (OPERATIONS.md): each chain's messenger may burn the treasury's USDC.
+    const approve = artefact("TestToken").selectors["approve(address,uint256)"];
+    for (const [chain, cctp] of [[tokenChain, tokenCctp], [etherChain, etherCctp]])
+      await send(chain.rpc, chain.treasury, chain.tokens.USDC.address,
+        "0x" + approve + addressWord(cctp.contracts.token_messenger) + "f".repeat(64));
     chains[network].cctp = { ...tokenCctp.contracts, attestation_url: attestationUrl };
     chains[etherNetwork].cctp = { ...etherCctp.contracts, attestation_url: attestationUrl };
     // What `xtask attestation` serves: each chain as its domain, at its network's

@@ -1,7 +1,8 @@
 -- A merchant's choice to take USDC on every network that carries it across with CCTP and be paid
 -- it on one network (docs/CCTP.md): that network's name, or NULL (each payment settles on the
 -- network it was paid on). Settlements across use the choice from `usdc_settlement_usable_from`
--- (Unix seconds: the settlement wallet's cool-off applies to every change of it).
+-- (Unix seconds: a network chosen waits the settlement wallet's cool-off, as a wallet set does;
+-- a clear applies at once, as a wallet removed does, and is its time).
 ALTER TABLE merchants ADD COLUMN usdc_settlement_network TEXT;
 ALTER TABLE merchants ADD COLUMN usdc_settlement_usable_from INTEGER;
 

@@ -18,6 +18,7 @@ use crate::db::sessions::{self, Admitted, NewSession, Probe, SessionView, Stored
 use crate::db::sessions::{Always, KeyFree};
 use crate::db::throttle::{Counted, Failures, Within};
 use crate::db::transactions::{self, NewPayment};
+use crate::db::wallets::Payout;
 use crate::db::watches::{self, NewWatch};
 use crate::db::{
     deposits, merchants, origins, wallets, AfterChange, And, Batch, BatchResults, Handle,
@@ -159,7 +160,7 @@ async fn attempt(
             institution_id: known.institution_id,
             public_key: key,
             now,
-            networks: &known.networks,
+            networks: &known.payout.networks,
             origin: &origin,
             idempotency_key: options
                 .idempotency_key
@@ -249,24 +250,24 @@ async fn read(
     if let Some(why) = merchant.refusal() {
         return Err(Refusal::MerchantUnavailable(why));
     }
-    let networks: Vec<String> = read
-        .rows(networks)
-        .or_internal("read wallets")?
-        .into_iter()
-        .map(|w| w.network)
-        .collect();
-    if chain::methods_for(ctx, &networks)?.is_empty() {
+    let payout = Payout::from_rows(read.rows(networks).or_internal("read wallets")?);
+    // USDC is settled across only for institutions whose money is in D1 (docs/CCTP.md).
+    let payout = match merchant.store {
+        MoneyStore::D1 => payout,
+        MoneyStore::Object => payout.held(),
+    };
+    if chain::methods_for(ctx, &payout)?.is_empty() {
         return Err(Refusal::MerchantUnavailable(
             "it has no settlement wallet on a network Payrail offers".to_owned(),
         ));
     }
-    if networks.len() > sessions::MAX_NETWORKS {
+    if payout.networks.len() > sessions::MAX_NETWORKS {
         return Err(ApiError::internal(
             "create session",
             format!(
                 "merchant {} has wallets on {} networks, more than a session's condition binds",
                 merchant.id,
-                networks.len()
+                payout.networks.len()
             ),
         )
         .into());
@@ -294,7 +295,7 @@ async fn read(
         Known {
             merchant_id: merchant.id,
             institution_id: merchant.institution_id,
-            networks,
+            payout,
             store: merchant.store,
             read_at: now,
         },
@@ -368,7 +369,7 @@ async fn make(
     // The first way to pay that can be quoted now is the default; none: no payment is taken.
     let mut unavailable = Vec::new();
     let mut chosen = None;
-    for method in chain::methods_for(ctx, &known.networks)? {
+    for method in chain::methods_for(ctx, &known.payout)? {
         match chain::quote(ctx, method, amount, &options.currency).await {
             Ok(quote) => {
                 chosen = Some((method, quote));
@@ -833,7 +834,7 @@ pub async fn change_method(
 ) -> Result<MethodChange, ApiError> {
     let session = &located.session;
     let money = located.money(ctx);
-    let offered = offered_methods(ctx, session.merchant_id).await?;
+    let offered = offered_methods(ctx, session.merchant_id, located.store()).await?;
     let Some(method) = chosen
         .split_once(':')
         .and_then(|(asset, network)| chain::method(&offered, asset, network))
@@ -1013,15 +1014,21 @@ pub async fn simulate(ctx: &Ctx, located: &Located, control: &str) -> Result<Sim
     }
 }
 
-/// The ways to pay the deployment offers on the networks where the merchant has a wallet.
-pub async fn offered_methods(ctx: &Ctx, merchant_id: i64) -> Result<Vec<quote::Method>, ApiError> {
-    let networks: Vec<String> = wallets::list(&ctx.db, merchant_id)
+/// The ways to pay the deployment offers where the merchant can be paid out
+/// ([`chain::methods_for`]), its institution's money being in `store`.
+pub async fn offered_methods(
+    ctx: &Ctx,
+    merchant_id: i64,
+    store: MoneyStore,
+) -> Result<Vec<quote::Method>, ApiError> {
+    let payout = wallets::payout(&ctx.db, merchant_id)
         .await
-        .or_internal("read wallets")?
-        .into_iter()
-        .map(|w| w.network)
-        .collect();
-    chain::methods_for(ctx, &networks)
+        .or_internal("read wallets")?;
+    let payout = match store {
+        MoneyStore::D1 => payout,
+        MoneyStore::Object => payout.held(),
+    };
+    chain::methods_for(ctx, &payout)
 }
 
 /// A checkout's session and where it lives: in D1, or in its institution's object (`held`).
@@ -1070,14 +1077,14 @@ impl Located {
     }
 }
 
-/// Checkout `id`'s session wherever it lives, with what the hosted page shows beside it (its
-/// merchant's wallet networks and its watches): one D1 round trip, which reads the session
+/// Checkout `id`'s session wherever it lives, with what the hosted page shows beside it (where
+/// its merchant can be paid out, and its watches): one D1 round trip, which reads the session
 /// there and, in the same batch, the directory's index entry of a checkout held in an object;
 /// then, for such a checkout, one call to its object. `None`: no such checkout.
 pub async fn locate(
     ctx: &Ctx,
     id: &str,
-) -> Result<Option<(Located, Vec<String>, Vec<watches::Watch>)>, ApiError> {
+) -> Result<Option<(Located, Payout, Vec<watches::Watch>)>, ApiError> {
     let mut batch = Batch::new();
     let session = batch.push(sessions::get_in_batch(id).or_internal("read session")?);
     let networks = batch.push(wallets::networks_of_session(id).or_internal("read wallets")?);
@@ -1085,16 +1092,13 @@ pub async fn locate(
     let indexed = batch.push(sessions::indexed(id).or_internal("read session")?);
     let held_networks = batch.push(wallets::networks_of_indexed(id).or_internal("read wallets")?);
     let read = batch.run(&ctx.db).await.or_internal("read session")?;
-    let network_names = |rows: Vec<crate::db::wallets::WalletNetwork>| -> Vec<String> {
-        rows.into_iter().map(|w| w.network).collect()
-    };
     // Held in its institution's object: read there, even if D1 still has a copy of it (a
     // checkout moved with its institution's money).
     let Some(entry) = read.rows(indexed).or_internal("read session")?.pop() else {
         let Some(session) = read.rows(session).or_internal("read session")?.pop() else {
             return Ok(None);
         };
-        let networks = network_names(read.rows(networks).or_internal("read wallets")?);
+        let networks = Payout::from_rows(read.rows(networks).or_internal("read wallets")?);
         let watched = read.rows(watched).or_internal("read watches")?;
         return Ok(Some((
             Located {
@@ -1105,7 +1109,8 @@ pub async fn locate(
             watched,
         )));
     };
-    let networks = network_names(read.rows(held_networks).or_internal("read wallets")?);
+    // Held in its object: its USDC is not settled across yet (docs/CCTP.md).
+    let networks = Payout::from_rows(read.rows(held_networks).or_internal("read wallets")?).held();
     let held = ctx.institution_object(entry.institution_id.0)?;
     let mut batch = Batch::new();
     let session = batch

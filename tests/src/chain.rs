@@ -521,6 +521,12 @@ pub const LOCAL_ATTESTER_KEY: &str =
 /// `scripts/local-chain.js` printed (its output's `attestation`) as `scripts/dev` starts it,
 /// signed by the local attester; it stops when dropped.
 pub fn attestation(args: &Value) -> xtask::attestation::Server {
+    attestation_signed_by(args, LOCAL_ATTESTER_KEY)
+}
+
+/// [`attestation`], its messages signed with `key` (another key: an attestation the chain's
+/// transmitter does not take).
+pub fn attestation_signed_by(args: &Value, key: &str) -> xtask::attestation::Server {
     let args: Vec<String> = args
         .as_array()
         .expect("the attestation's arguments")
@@ -528,7 +534,7 @@ pub fn attestation(args: &Value) -> xtask::attestation::Server {
         .map(|a| a.as_str().expect("an argument").to_owned())
         .collect();
     let Ok(xtask::attestation::Command::Serve { listen, config }) =
-        xtask::attestation::parse(&args, Some(LOCAL_ATTESTER_KEY))
+        xtask::attestation::parse(&args, Some(key))
     else {
         panic!("the attestation's arguments are refused: {args:?}");
     };

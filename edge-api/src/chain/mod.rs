@@ -43,6 +43,7 @@ pub use error::{ChainError, ChainResult};
 
 use crate::crypto;
 use crate::ctx::Ctx;
+use crate::db::wallets::Payout;
 use crate::error::{ApiError, OrInternal};
 
 /// The configured networks, each with its node, when deposit addresses can be derived for them
@@ -188,13 +189,47 @@ pub fn methods(ctx: &Ctx) -> Result<Vec<Method>, ApiError> {
     Ok(out)
 }
 
-/// The offered ways to pay on the networks where the merchant has a settlement wallet: a
-/// payment is taken only where it can also be paid out.
-pub fn methods_for(ctx: &Ctx, wallet_networks: &[String]) -> Result<Vec<Method>, ApiError> {
-    Ok(methods(ctx)?
-        .into_iter()
-        .filter(|m| wallet_networks.iter().any(|n| n == m.network))
+/// The offered ways to pay where the merchant can be paid out: a payment is taken only where it
+/// can also be settled. That is every way to pay on a network where it has a settlement wallet
+/// and, when it chose a network to be paid USDC on ([`Payout::usdc_settlement_network`]) that
+/// has CCTP and where it still has a wallet, USDC on every network with CCTP too (the treasury
+/// carries it across: [`cctp_networks`]).
+pub fn methods_for(ctx: &Ctx, payout: &Payout) -> Result<Vec<Method>, ApiError> {
+    Ok(offered_to(methods(ctx)?, payout, &cctp_networks(ctx)?))
+}
+
+/// The asset CCTP carries.
+pub const CCTP_ASSET: &str = "USDC";
+
+/// The configured networks whose USDC can cross with CCTP (`cctp` configured, which requires
+/// `tokens.USDC`), in the order the hosted page lists networks.
+pub fn cctp_networks(ctx: &Ctx) -> Result<Vec<&'static str>, ApiError> {
+    let networks = networks(ctx)?;
+    Ok(EVM_NETWORKS
+        .iter()
+        .copied()
+        .filter(|name| {
+            networks
+                .get(*name)
+                .is_some_and(|n| n.cctp.is_some() && n.tokens.contains_key(CCTP_ASSET))
+        })
         .collect())
+}
+
+/// [`methods_for`]'s rule over the deployment's ways to pay (`methods`, kept in their order) and
+/// its networks with CCTP (`cctp`). Pure.
+fn offered_to(methods: Vec<Method>, payout: &Payout, cctp: &[&str]) -> Vec<Method> {
+    let has_wallet = |network: &str| payout.networks.iter().any(|n| n == network);
+    let across = payout
+        .usdc_settlement_network
+        .as_deref()
+        .is_some_and(|to| has_wallet(to) && cctp.contains(&to));
+    methods
+        .into_iter()
+        .filter(|m| {
+            has_wallet(m.network) || (across && m.asset == CCTP_ASSET && cctp.contains(&m.network))
+        })
+        .collect()
 }
 
 /// The offered way to pay with this asset and network among `offered`, if it is one.
@@ -440,7 +475,93 @@ pub fn tx_hash(network: &str) -> Result<String, getrandom::Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::CronShares;
+    use shared_types::quote::Method;
+
+    use super::{offered_to, CronShares, Payout};
+
+    fn way(asset: &'static str, network: &'static str) -> Method {
+        Method {
+            asset,
+            network,
+            decimals: 6,
+        }
+    }
+
+    /// A deployment's ways to pay, in the order `methods` lists them.
+    fn deployment() -> Vec<Method> {
+        vec![
+            way("USDC", "ethereum"),
+            way("ETH", "ethereum"),
+            way("USDC", "polygon"),
+            way("USDT", "polygon"),
+            way("USDC", "base"),
+            way("ETH", "base"),
+            way("USDC", "arbitrum"),
+        ]
+    }
+
+    fn payout(networks: &[&str], usdc: Option<&str>) -> Payout {
+        Payout {
+            networks: networks.iter().map(|n| (*n).to_owned()).collect(),
+            usdc_settlement_network: usdc.map(str::to_owned),
+        }
+    }
+
+    fn names(offered: &[Method]) -> Vec<String> {
+        offered
+            .iter()
+            .map(|m| format!("{}:{}", m.asset, m.network))
+            .collect()
+    }
+
+    /// Polygon, Base and Arbitrum have CCTP; Ethereum does not.
+    const CCTP: &[&str] = &["polygon", "base", "arbitrum"];
+
+    #[test]
+    fn without_a_choice_only_the_wallets_networks_are_offered() {
+        let offered = offered_to(deployment(), &payout(&["base"], None), CCTP);
+        assert_eq!(names(&offered), ["USDC:base", "ETH:base"]);
+        assert!(offered_to(deployment(), &payout(&[], None), CCTP).is_empty());
+    }
+
+    #[test]
+    fn a_choice_adds_usdc_on_every_network_with_cctp_in_the_deployments_order() {
+        let offered = offered_to(deployment(), &payout(&["base"], Some("base")), CCTP);
+        // USDT and ether only where a wallet is; USDC on Ethereum (no CCTP) not at all.
+        assert_eq!(
+            names(&offered),
+            ["USDC:polygon", "USDC:base", "ETH:base", "USDC:arbitrum"]
+        );
+        // A wallet elsewhere still brings that network's other assets.
+        let offered = offered_to(
+            deployment(),
+            &payout(&["base", "polygon"], Some("base")),
+            CCTP,
+        );
+        assert_eq!(
+            names(&offered),
+            [
+                "USDC:polygon",
+                "USDT:polygon",
+                "USDC:base",
+                "ETH:base",
+                "USDC:arbitrum"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_choice_counts_only_with_a_wallet_there_and_cctp_there() {
+        // The wallet on the chosen network was removed: nothing can be paid out across.
+        let offered = offered_to(deployment(), &payout(&["polygon"], Some("base")), CCTP);
+        assert_eq!(names(&offered), ["USDC:polygon", "USDT:polygon"]);
+        // The chosen network lost its CCTP configuration: nothing is minted there.
+        let offered = offered_to(deployment(), &payout(&["ethereum"], Some("ethereum")), CCTP);
+        assert_eq!(names(&offered), ["USDC:ethereum", "ETH:ethereum"]);
+        // A held institution's merchant: its choice is left out.
+        let offered = offered_to(deployment(), &payout(&["base"], Some("base")).held(), CCTP);
+        assert_eq!(names(&offered), ["USDC:base", "ETH:base"]);
+    }
 
     #[test]
     fn each_cron_task_has_a_share_that_fits_its_largest_step() {

@@ -10,13 +10,18 @@
 //! merchant suspended, a wallet removed, an origin withdrawn or a key rolled past its grace
 //! period is seen by the very next session, as without the memo. What a memo can hold back for
 //! its minute is only a preference: a wallet added on a network Payrail offers before the one
-//! chosen is the default way to pay from the next full read on.
+//! chosen is the default way to pay from the next full read on. The merchant's USDC settlement
+//! network is not among the facts held either: a change of it reaches the sessions made from the
+//! next full read on, within the minute, and a session made on a choice just cleared is like
+//! one made just before the change (paid after it, as a customer may, it waits for the treasury
+//! with the reason).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
 use shared_types::ids::InstitutionId;
 
+use crate::db::wallets::Payout;
 use crate::db::MoneyStore;
 
 /// How long a memo is used after its read, in seconds.
@@ -32,8 +37,9 @@ pub struct Known {
     pub merchant_id: i64,
     /// Its institution.
     pub institution_id: InstitutionId,
-    /// The networks of its wallets, in the read's order.
-    pub networks: Vec<String>,
+    /// Where it can be paid out: its wallets' networks, in the read's order, and its USDC
+    /// settlement network (left out for an institution held in its object).
+    pub payout: Payout,
     /// Where its institution's money lives (a session is stored there).
     pub store: MoneyStore,
     /// Unix seconds of the read.
@@ -94,7 +100,10 @@ mod tests {
         Known {
             merchant_id,
             institution_id: InstitutionId(1),
-            networks: vec!["polygon".to_owned()],
+            payout: Payout {
+                networks: vec!["polygon".to_owned()],
+                usdc_settlement_network: None,
+            },
             store: MoneyStore::D1,
             read_at,
         }

@@ -1,15 +1,24 @@
-//! Merchants: the partner API's reads and what checkout needs to know.
+//! Merchants: the partner API's reads, what checkout needs to know, the portal's edits, and each
+//! merchant's USDC settlement network with the log of every change to it
+//! (`usdc_settlement_changes`, written in the batch that makes the change).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use shared_types::ids::InstitutionId;
 use shared_types::{Merchant, MerchantObject, MerchantStatus, OnboardingStatus};
 
-use super::{all, first, run, stmt, Db, DbResult, Owner, Returning, Select, Value};
+use super::{all, first, run, stmt, Batch, Db, DbResult, Owner, Returning, Select, Value};
 use crate::query::MerchantFilter;
 
 const COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
                        onboarding_status, crypto_enabled, created_at, updated_at, \
                        previous_key_expires_at";
+
+/// The portal's columns: the partner API's ([`COLUMNS`]) and the choice of a USDC settlement
+/// network (the partner lists do not read it).
+const PORTAL_COLUMNS: &str = "id, name, legal_name, email, public_key, psp_reference_id, status, \
+                              onboarding_status, crypto_enabled, created_at, updated_at, \
+                              previous_key_expires_at, usdc_settlement_network, \
+                              usdc_settlement_usable_from";
 
 /// A merchants row as D1 returns it: the partner API's merchant, and what the portal adds.
 #[derive(Debug, Clone, Deserialize)]
@@ -35,6 +44,11 @@ pub struct Row {
     pub updated_at: Option<String>,
     /// End of the previous key's grace period after a roll, Unix seconds.
     pub previous_key_expires_at: Option<i64>,
+    /// The network its USDC is settled on from every network with CCTP (`None`: each payment
+    /// settles on the network it was paid on).
+    pub usdc_settlement_network: Option<String>,
+    /// From when the last change of that choice applies, Unix seconds (`None`: never changed).
+    pub usdc_settlement_usable_from: Option<i64>,
 }
 
 impl Row {
@@ -213,7 +227,7 @@ pub async fn portal_page(
     starting_after: Option<i64>,
     limit: u32,
 ) -> DbResult<Vec<Row>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1");
+    let mut sql = format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1");
     let mut params = vec![Value::from(institution_id)];
     if let Some(search) = search {
         let prefix = format!(
@@ -292,7 +306,7 @@ pub async fn names(db: &Db, institution_id: InstitutionId, ids: &[i64]) -> DbRes
 pub async fn portal_get(db: &Db, institution_id: InstitutionId, id: i64) -> DbResult<Option<Row>> {
     first(
         db,
-        &format!("SELECT {COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
+        &format!("SELECT {PORTAL_COLUMNS} FROM merchants WHERE institution_id = ?1 AND id = ?2"),
         &[institution_id.into(), id.into()],
     )
     .await
@@ -463,4 +477,92 @@ pub async fn roll_key(
     )
     .await?;
     Ok(changed > 0)
+}
+
+/// One change of a merchant's USDC settlement network, as recorded.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UsdcSettlementChange {
+    /// The network before (`None`: none was chosen).
+    pub old_network: Option<String>,
+    /// The network after (`None`: the choice was cleared).
+    pub new_network: Option<String>,
+    /// From when the change applies (Unix seconds, shown as an RFC 3339 time).
+    #[serde(serialize_with = "super::wallets::rfc3339")]
+    pub usable_from: i64,
+    /// The admin who made it.
+    pub changed_by: String,
+    /// When.
+    pub changed_at: String,
+}
+
+/// The merchant's changes of its USDC settlement network, newest first (at most 100).
+pub async fn usdc_settlement_changes(
+    db: &Db,
+    merchant_id: i64,
+) -> DbResult<Vec<UsdcSettlementChange>> {
+    all(
+        db,
+        "SELECT old_network, new_network, usable_from, changed_by, changed_at \
+         FROM usdc_settlement_changes WHERE merchant_id = ?1 ORDER BY id DESC LIMIT 100",
+        &[merchant_id.into()],
+    )
+    .await
+}
+
+/// A change of a merchant's USDC settlement network.
+#[derive(Debug, Clone, Copy)]
+pub struct UsdcSettlement<'a> {
+    /// The merchant's institution.
+    pub institution_id: InstitutionId,
+    /// The merchant.
+    pub merchant_id: i64,
+    /// The choice as read (the change is guarded on it).
+    pub old: Option<&'a str>,
+    /// The new choice (`None`: cleared).
+    pub new: Option<&'a str>,
+    /// From when it applies (Unix seconds).
+    pub usable_from: i64,
+    /// The admin making it.
+    pub changed_by: &'a str,
+    /// Now, as stored text.
+    pub now_text: &'a str,
+}
+
+/// Writes a change of the USDC settlement network and records it, in one batch, only if the
+/// choice is still `old`, and for a new network only while the merchant still has a settlement
+/// wallet there and its institution's money is still in D1 (the checks the caller made on what
+/// it read, held in SQL against a concurrent change). False if nothing was written.
+pub async fn set_usdc_settlement(db: &Db, c: &UsdcSettlement<'_>) -> DbResult<bool> {
+    let write = stmt(
+        "UPDATE merchants SET usdc_settlement_network = ?4, usdc_settlement_usable_from = ?5, \
+         updated_at = ?6 WHERE institution_id = ?1 AND id = ?2 \
+         AND usdc_settlement_network IS ?3 \
+         AND (?4 IS NULL OR (EXISTS (SELECT 1 FROM merchant_wallets \
+                                     WHERE merchant_id = ?2 AND network = ?4) \
+              AND (SELECT store FROM institutions WHERE id = ?1) = 'd1'))",
+        &[
+            c.institution_id.into(),
+            c.merchant_id.into(),
+            c.old.into(),
+            c.new.into(),
+            c.usable_from.into(),
+            c.now_text.into(),
+        ],
+    )?;
+    let record = stmt(
+        "INSERT INTO usdc_settlement_changes (merchant_id, old_network, new_network, \
+         usable_from, changed_by, changed_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1",
+        &[
+            c.merchant_id.into(),
+            c.old.into(),
+            c.new.into(),
+            c.usable_from.into(),
+            c.changed_by.into(),
+            c.now_text.into(),
+        ],
+    )?;
+    let mut batch = Batch::new();
+    let write = batch.push(write);
+    batch.push(record);
+    Ok(batch.run(db).await?.changed(write))
 }

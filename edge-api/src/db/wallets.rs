@@ -20,7 +20,8 @@ pub struct Wallet {
     pub usable_from: i64,
 }
 
-fn rfc3339<S: serde::Serializer>(unix: &i64, to: S) -> Result<S::Ok, S::Error> {
+/// Serializes Unix seconds as an RFC 3339 time.
+pub fn rfc3339<S: serde::Serializer>(unix: &i64, to: S) -> Result<S::Ok, S::Error> {
     let text = shared_types::time::format_unix(*unix)
         .ok_or_else(|| serde::ser::Error::custom("a time out of range"))?;
     to.serialize_str(&text)
@@ -37,19 +38,59 @@ pub async fn list(db: &Db, merchant_id: i64) -> DbResult<Vec<Wallet>> {
     .await
 }
 
-/// A network where a merchant has a settlement wallet.
+/// A network where a merchant has a settlement wallet, with the merchant's choice of a network
+/// to be paid USDC on (the same on each row).
 #[derive(Debug, Deserialize)]
 pub struct WalletNetwork {
     /// The network's name.
     pub network: String,
+    /// `merchants.usdc_settlement_network`.
+    pub usdc_settlement_network: Option<String>,
 }
 
+/// Where a merchant can be paid out, as checkout reads it: the networks of its settlement
+/// wallets, and the network it chose to be paid USDC on from every network with CCTP (which
+/// counts only while it has a wallet there: `chain::methods_for` judges it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Payout {
+    /// The networks of its wallets, by name.
+    pub networks: Vec<String>,
+    /// Its USDC settlement network, if it chose one.
+    pub usdc_settlement_network: Option<String>,
+}
+
+impl Payout {
+    /// From the rows of one of the statements below (no rows: no wallet, and so nothing to be
+    /// paid out to, whatever was chosen).
+    pub fn from_rows(rows: Vec<WalletNetwork>) -> Payout {
+        let usdc_settlement_network = rows.first().and_then(|r| r.usdc_settlement_network.clone());
+        Payout {
+            networks: rows.into_iter().map(|r| r.network).collect(),
+            usdc_settlement_network,
+        }
+    }
+
+    /// The same without the USDC settlement network: for a merchant of an institution whose
+    /// money is held in its object, whose USDC is not settled across yet (docs/CCTP.md).
+    pub fn held(self) -> Payout {
+        Payout {
+            usdc_settlement_network: None,
+            ..self
+        }
+    }
+}
+
+/// The columns of a [`WalletNetwork`], over `merchant_wallets w JOIN merchants m`.
+const WALLET_NETWORK: &str = "SELECT w.network, m.usdc_settlement_network \
+     FROM merchant_wallets w JOIN merchants m ON m.id = w.merchant_id";
+
 /// The networks of the wallets of the merchant with the publishable key `public_key` at `now`
-/// (see [`super::merchants::BY_KEY`]), for checkout's read batch.
+/// (see [`super::merchants::BY_KEY`]), with its USDC settlement network, for checkout's read
+/// batch.
 pub fn networks_by_key(public_key: &str, now: i64) -> DbResult<Returning<WalletNetwork>> {
     stmt(
         &format!(
-            "SELECT network FROM merchant_wallets WHERE merchant_id = {} ORDER BY network",
+            "{WALLET_NETWORK} WHERE w.merchant_id = {} ORDER BY w.network",
             super::merchants::BY_KEY
         ),
         &[public_key.into(), now.into()],
@@ -57,12 +98,14 @@ pub fn networks_by_key(public_key: &str, now: i64) -> DbResult<Returning<WalletN
     .map(Returning::new)
 }
 
-/// The networks of the wallets of the merchant of checkout session `session_id`, for the hosted
-/// page's read batch.
+/// The networks of the wallets of the merchant of checkout session `session_id`, with its USDC
+/// settlement network, for the hosted page's read batch.
 pub fn networks_of_session(session_id: &str) -> DbResult<Returning<WalletNetwork>> {
     stmt(
-        "SELECT network FROM merchant_wallets WHERE merchant_id = \
-         (SELECT merchant_id FROM checkout_sessions WHERE id = ?1) ORDER BY network",
+        &format!(
+            "{WALLET_NETWORK} WHERE w.merchant_id = \
+             (SELECT merchant_id FROM checkout_sessions WHERE id = ?1) ORDER BY w.network"
+        ),
         &[session_id.into()],
     )
     .map(Returning::new)
@@ -72,11 +115,24 @@ pub fn networks_of_session(session_id: &str) -> DbResult<Returning<WalletNetwork
 /// the directory's index entry.
 pub fn networks_of_indexed(session_id: &str) -> DbResult<Returning<WalletNetwork>> {
     stmt(
-        "SELECT network FROM merchant_wallets WHERE merchant_id = \
-         (SELECT merchant_id FROM checkout_index WHERE session_id = ?1) ORDER BY network",
+        &format!(
+            "{WALLET_NETWORK} WHERE w.merchant_id = \
+             (SELECT merchant_id FROM checkout_index WHERE session_id = ?1) ORDER BY w.network"
+        ),
         &[session_id.into()],
     )
     .map(Returning::new)
+}
+
+/// Where merchant `merchant_id` can be paid out, in one statement.
+pub async fn payout(db: &Db, merchant_id: i64) -> DbResult<Payout> {
+    let rows: Vec<WalletNetwork> = all(
+        db,
+        &format!("{WALLET_NETWORK} WHERE w.merchant_id = ?1 ORDER BY w.network"),
+        &[merchant_id.into()],
+    )
+    .await?;
+    Ok(Payout::from_rows(rows))
 }
 
 /// The wallets of several merchants (at most 100), as (merchant id, wallet): one query for a

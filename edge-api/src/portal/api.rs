@@ -77,6 +77,9 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
         ["merchants", id, "wallets", network] => Route::new()
             .put(move |c| merchants::set_wallet(c, id, network))
             .delete(move |c| merchants::remove_wallet(c, id, network)),
+        ["merchants", id, "usdc-settlement-network"] => {
+            Route::new().put(move |c| merchants::set_usdc_settlement(c, id))
+        }
         ["merchants", id, "return-origins"] => {
             Route::new().put(move |c| merchants::set_origins(c, id))
         }

@@ -13,7 +13,7 @@ use worker::Url;
 use super::fields::{check_email, check_text};
 use super::Portal;
 use crate::ctx::{timestamp, Ctx};
-use crate::db::merchants::{self, Changes, Edited, NewMerchant, Row};
+use crate::db::merchants::{self, Changes, Edited, NewMerchant, Row, UsdcSettlementChange};
 use crate::db::wallets::{self, Wallet};
 use crate::db::{origins, wallets::Change};
 use crate::error::{ApiError, OrInternal};
@@ -43,6 +43,11 @@ pub struct Merchant {
     pub cannot_take_payments_because: Option<String>,
     /// Settlement wallets, by network.
     pub wallets: Vec<Wallet>,
+    /// The network its USDC is settled on from every network with CCTP, to its wallet there
+    /// (`None`: each payment settles on the network it was paid on).
+    pub usdc_settlement_network: Option<String>,
+    /// From when the last change of that choice applies (RFC 3339; `None`: never changed).
+    pub usdc_settlement_usable_from: Option<String>,
     /// Allowed return origins.
     pub return_origins: Vec<String>,
     /// While the previous key still works after a roll: until when.
@@ -51,7 +56,7 @@ pub struct Merchant {
     pub updated_at: Option<String>,
 }
 
-/// A merchant with the log of its settlement wallet changes.
+/// A merchant with the logs of its settlement wallet changes and of its USDC settlement network.
 #[derive(Debug, Serialize)]
 pub struct MerchantDetail {
     /// The merchant.
@@ -59,6 +64,8 @@ pub struct MerchantDetail {
     pub merchant: Merchant,
     /// Every wallet change, newest first.
     pub wallet_changes: Vec<Change>,
+    /// Every change of the USDC settlement network, newest first.
+    pub usdc_settlement_changes: Vec<UsdcSettlementChange>,
 }
 
 fn no_merchant() -> ApiError {
@@ -108,6 +115,10 @@ fn view(
             .filter(|end| *end > now)
             .and_then(shared_types::time::format_unix),
         updated_at: row.updated_at.clone(),
+        usdc_settlement_network: row.usdc_settlement_network.clone(),
+        usdc_settlement_usable_from: row
+            .usdc_settlement_usable_from
+            .and_then(shared_types::time::format_unix),
         merchant: row.into_merchant(),
     }
 }
@@ -138,9 +149,13 @@ pub async fn detail(portal: &Portal<'_>, id: i64) -> Result<MerchantDetail, ApiE
     let wallet_changes = wallets::changes(portal.db(), id)
         .await
         .or_internal("read wallet changes")?;
+    let usdc_settlement_changes = merchants::usdc_settlement_changes(portal.db(), id)
+        .await
+        .or_internal("read USDC settlement changes")?;
     Ok(MerchantDetail {
         merchant,
         wallet_changes,
+        usdc_settlement_changes,
     })
 }
 

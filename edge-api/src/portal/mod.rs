@@ -1,7 +1,7 @@
 //! The institution portal: admins manage API clients and webhook endpoints. Server-rendered pages
 //! (`pages.rs`) and a JSON API (`api.rs`) share one session model and one set of operations
 //! (`clients`, `webhook_endpoints`, `deliveries`, `merchants`, `balances`, `payments`, `search`,
-//! `overview`, `topups`, `users`, `networks`); every operation is scoped to the session's institution.
+//! `overview`, `topups`, `usdc_settlement`, `users`, `networks`); every operation is scoped to the session's institution.
 //!
 //! Sessions: a random cookie (`HttpOnly; Secure; SameSite=Strict; Path=/portal`), stored as its
 //! SHA-256, idle end 30 minutes, absolute end 8 hours. Every state-changing request must carry
@@ -22,6 +22,7 @@ pub mod payments;
 pub mod screening;
 pub mod search;
 pub mod topups;
+pub mod usdc_settlement;
 pub mod users;
 pub mod webhook_endpoints;
 

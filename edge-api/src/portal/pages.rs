@@ -17,6 +17,7 @@ mod payments;
 mod screening;
 mod session;
 mod topups;
+mod usdc_settlement;
 mod users;
 mod webhook_endpoints;
 
@@ -59,6 +60,9 @@ fn on_session_route<'a>(rest: &[&'a str]) -> Option<Route<'a, Call<'a>>> {
             Route::new().post(move |c| merchants::set_onboarding(c, id))
         }
         ["merchants", id, "wallets"] => Route::new().post(move |c| merchants::set_wallet(c, id)),
+        ["merchants", id, "usdc-settlement"] => {
+            Route::new().post(move |c| usdc_settlement::set(c, id))
+        }
         ["merchants", id, "origins"] => Route::new().post(move |c| merchants::set_origins(c, id)),
         ["merchants", id, "roll-key"] => Route::new().post(move |c| merchants::roll_key(c, id)),
         ["merchants", id, "debt-limit"] => {

@@ -25,7 +25,7 @@ struct Across {
     base: Anvil,
     local: Value,
     worker: Worker,
-    _service: xtask::attestation::Server,
+    service: std::cell::RefCell<Option<xtask::attestation::Server>>,
 }
 
 impl Across {
@@ -55,8 +55,132 @@ impl Across {
             base,
             local,
             worker,
-            _service: service,
+            service: std::cell::RefCell::new(Some(service)),
         }
+    }
+
+    /// Stops the attestation service: its URL answers nothing.
+    fn stop_service(&self) {
+        drop(self.service.borrow_mut().take());
+    }
+
+    /// Starts the attestation service again, signing with `key`.
+    fn start_service(&self, key: &str) {
+        self.stop_service();
+        *self.service.borrow_mut() = Some(chain::attestation_signed_by(
+            &self.local["attestation"],
+            key,
+        ));
+    }
+
+    /// The state of payment `id`'s bridge, and why it waits.
+    fn bridge(&self, id: i64) -> Option<(String, Option<String>)> {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT b.state, b.note FROM bridges b JOIN settlement_claims k \
+                 ON k.settlement_id = b.settlement_id WHERE k.transaction_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok()
+    }
+
+    /// Runs the cron, a block mined on each chain before each run, until payment `id`'s bridge
+    /// is `state`.
+    fn until_bridge(&self, id: i64, state: &str) {
+        eventually(
+            &format!("payment {id}'s bridge to be {state}"),
+            Duration::from_secs(120),
+            || {
+                self.polygon.mine(1);
+                self.base.mine(1);
+                self.worker.cron();
+                (self.bridge(id).map(|b| b.0).as_deref() == Some(state)).then_some(())
+            },
+        );
+    }
+
+    /// A cron run, after a block on each chain.
+    fn run(&self) {
+        self.polygon.mine(1);
+        self.base.mine(1);
+        self.worker.cron();
+    }
+
+    /// Payment `id`'s transactions out by leg and state, in order.
+    fn legs(&self, id: i64) -> Vec<(String, String)> {
+        let db = self.worker.database();
+        let mut query = db
+            .prepare(
+                "SELECT c.leg, c.state FROM chain_sends c JOIN settlement_claims k \
+                 ON k.settlement_id = c.settlement_id WHERE k.transaction_id = ?1 \
+                 ORDER BY c.created_at, c.leg",
+            )
+            .unwrap();
+        let legs = query
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        legs
+    }
+
+    /// How many `payment.paid` events payment `id` has.
+    fn paid_events(&self, id: i64) -> i64 {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT count(*) FROM events WHERE transaction_id = ?1 AND type = 'payment.paid'",
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// The attestation service's complete answer for the burn `hash` on Polygon, once it has
+    /// one: the message and its attestation.
+    fn attested(&self, hash: &str) -> (Vec<u8>, Vec<u8>) {
+        let url = self
+            .service
+            .borrow()
+            .as_ref()
+            .expect("the attestation service")
+            .url();
+        let http = reqwest::blocking::Client::new();
+        let lookup = format!("{url}/v2/messages/7?transactionHash={hash}");
+        let answer: Value = eventually("the burn's attestation", Duration::from_secs(60), || {
+            self.polygon.mine(1);
+            let response = http.get(&lookup).send().ok()?;
+            (response.status().as_u16() == 200)
+                .then(|| response.json::<Value>().ok())
+                .flatten()
+                .filter(|a| a["messages"][0]["status"] == "complete")
+        });
+        let bytes = |field: &str| {
+            hex::decode(
+                answer["messages"][0][field]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("0x"),
+            )
+            .unwrap()
+        };
+        (bytes("message"), bytes("attestation"))
+    }
+
+    /// Payment `id`'s burn, once stored.
+    fn burn_hash(&self, id: i64) -> String {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT c.tx_hash FROM chain_sends c JOIN settlement_claims k \
+                 ON k.settlement_id = c.settlement_id WHERE k.transaction_id = ?1 \
+                 AND c.leg = 'burn' AND c.state = 'confirmed'",
+                [id],
+                |r| r.get(0),
+            )
+            .expect("a final burn")
     }
 
     fn text(&self, path: &[&str]) -> String {
@@ -75,18 +199,6 @@ impl Across {
         self.text(&["chains", network, "cctp", contract])
     }
 
-    /// The treasury lets Polygon's token messenger burn its USDC (the operator's one-time
-    /// approval).
-    fn approve(&self) {
-        let treasury = self.text(&["treasury"]);
-        self.polygon.approve(
-            &self.usdc("polygon"),
-            &treasury,
-            &self.cctp("polygon", "token_messenger"),
-            u128::MAX,
-        );
-    }
-
     /// Merchant 0 of institution 0, paid on Base: a fresh wallet there, and its USDC paid
     /// there from every network. The wallet.
     fn merchant_paid_on_base(&self) -> String {
@@ -101,16 +213,17 @@ impl Across {
             Some(&json!({"address": wallet})),
         );
         assert_eq!(set.status, 200, "{}", set.text);
-        let chosen = self
-            .worker
-            .database()
-            .execute(
-                "UPDATE merchants SET usdc_settlement_network = 'base', \
-                 usdc_settlement_usable_from = 0 WHERE id = ?1",
-                [merchant.id],
-            )
-            .unwrap();
-        assert_eq!(chosen, 1);
+        let path = format!(
+            "/portal/api/merchants/{}/usdc-settlement-network",
+            merchant.id
+        );
+        let chosen = self.worker.portal(
+            Method::PUT,
+            &path,
+            Some(&portal),
+            Some(&json!({"usdc_settlement_network": "base"})),
+        );
+        assert_eq!(chosen.status, 200, "{}", chosen.text);
         wallet.to_ascii_lowercase()
     }
 
@@ -184,7 +297,6 @@ fn units(amount: &Value) -> u128 {
 #[test]
 fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_on_base() {
     let s = Across::start();
-    s.approve();
     let wallet = s.merchant_paid_on_base();
     let usdc_base = s.usdc("base");
     let before = s.base.balance_of(&usdc_base, &wallet);
@@ -212,7 +324,9 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
         "the burn mints to the merchant's wallet"
     );
     // The mint: a Base transaction minting to the wallet.
-    let mint = t["tx_hashes"]["settlement"].as_str().expect("a settlement hash");
+    let mint = t["tx_hashes"]["settlement"]
+        .as_str()
+        .expect("a settlement hash");
     let receipt = s.base.receipt(mint);
     assert_eq!(receipt["status"], "0x1", "{receipt}");
     let topic = format!(
@@ -230,7 +344,11 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
         fee("gross") - fee("psp_fee") - fee("gas_fee") - fee("bridge_fee"),
         "{t}"
     );
-    assert_eq!(fee("bridge_fee"), Decimal::ZERO, "a standard transfer is free");
+    assert_eq!(
+        fee("bridge_fee"),
+        Decimal::ZERO,
+        "a standard transfer is free"
+    );
     assert!(fee("gas_fee") > Decimal::ZERO, "{t}");
     assert_eq!(
         s.base.balance_of(&usdc_base, &wallet) - before,
@@ -239,18 +357,8 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
     );
     // One burn and one mint, and nothing left in flight.
     let db = s.worker.database();
-    let legs: Vec<(String, String)> = db
-        .prepare(
-            "SELECT c.leg, c.state FROM chain_sends c JOIN settlement_claims k \
-             ON k.settlement_id = c.settlement_id WHERE k.transaction_id = ?1 ORDER BY c.leg",
-        )
-        .unwrap()
-        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
     assert_eq!(
-        legs,
+        s.legs(id),
         [
             ("burn".to_owned(), "confirmed".to_owned()),
             ("mint".to_owned(), "confirmed".to_owned())
@@ -265,5 +373,166 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
         .expect("the bridge's in-flight account");
     assert_eq!(in_flight.0, in_flight.1, "nothing in flight");
     drop(db);
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// The attestation service out of reach for many runs: the burn is final and waits, nothing is
+/// burnt again nor minted, the reason is kept; back, the one burn is minted and the payment paid
+/// once.
+#[test]
+fn a_bridge_waits_for_its_attestation_without_burning_twice() {
+    let s = Across::start();
+    let wallet = s.merchant_paid_on_base();
+    s.stop_service();
+    let id = s.paid("5.00");
+    s.until_bridge(id, "attesting");
+    for _ in 0..25 {
+        s.run();
+    }
+    assert_eq!(s.raw_status(id), "succeeded");
+    assert_eq!(s.legs(id), [("burn".to_owned(), "confirmed".to_owned())]);
+    let (state, note) = s.bridge(id).expect("the bridge");
+    assert_eq!(state, "attesting");
+    assert!(
+        note.as_deref()
+            .is_some_and(|n| n.contains("attestation service")),
+        "{note:?}"
+    );
+    s.start_service(chain::LOCAL_ATTESTER_KEY);
+    s.until(id, "paid");
+    assert_eq!(
+        s.legs(id),
+        [
+            ("burn".to_owned(), "confirmed".to_owned()),
+            ("mint".to_owned(), "confirmed".to_owned())
+        ]
+    );
+    assert_eq!(s.paid_events(id), 1);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// Anyone may receive an attested message: a third party mints before the treasury does, and
+/// its transaction is the settlement's (the treasury signs no mint), the payment paid once.
+#[test]
+fn a_mint_by_a_third_party_first_is_the_settlement() {
+    let s = Across::start();
+    let wallet = s.merchant_paid_on_base();
+    s.stop_service();
+    let id = s.paid("6.00");
+    s.until_bridge(id, "attesting");
+    s.start_service(chain::LOCAL_ATTESTER_KEY);
+    let (message, attestation) = s.attested(&s.burn_hash(id));
+    let relayer = s.base.account(5);
+    let receipt = s.base.send(
+        &relayer,
+        Some(&s.cctp("base", "message_transmitter")),
+        &cctp::receive_message_call(&message, &attestation),
+    );
+    let theirs = receipt["transactionHash"].as_str().unwrap().to_owned();
+    s.until(id, "paid");
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["tx_hashes"]["settlement"], theirs.as_str(), "{t}");
+    assert_eq!(t["networks"]["settlement"], "base", "{t}");
+    assert_eq!(s.legs(id), [("burn".to_owned(), "confirmed".to_owned())]);
+    for _ in 0..3 {
+        s.run();
+    }
+    assert_eq!(s.paid_events(id), 1);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// An attestation signed by a key the destination's transmitter does not take is refused: no
+/// mint is signed, the reason is kept; the real attester's is minted.
+#[test]
+fn an_attestation_by_a_key_that_is_no_attester_is_refused() {
+    let s = Across::start();
+    s.merchant_paid_on_base();
+    s.stop_service();
+    let id = s.paid("4.00");
+    s.until_bridge(id, "attesting");
+    // Anvil's well-known account 8: a key, but not the transmitter's attester.
+    s.start_service("0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97");
+    let refused = eventually("the refusal", Duration::from_secs(60), || {
+        s.run();
+        s.bridge(id)
+            .and_then(|b| b.1)
+            .filter(|n| n.contains("refused"))
+    });
+    assert!(refused.contains("attest"), "{refused}");
+    for _ in 0..3 {
+        s.run();
+    }
+    assert_eq!(s.legs(id), [("burn".to_owned(), "confirmed".to_owned())]);
+    assert_eq!(s.raw_status(id), "succeeded");
+    s.start_service(chain::LOCAL_ATTESTER_KEY);
+    s.until(id, "paid");
+    assert_eq!(s.paid_events(id), 1);
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// The treasury's mint and a third party's in the same block, the third party's first: the
+/// treasury's reverts ("Nonce already used"), the message is found received by the other
+/// (its `MessageReceived`), that transaction is the settlement's, and the payment is paid once
+/// with the treasury's reverted mint's gas booked.
+#[test]
+fn a_treasury_mint_refused_as_already_received_is_success() {
+    let s = Across::start();
+    let wallet = s.merchant_paid_on_base();
+    s.stop_service();
+    let id = s.paid("3.00");
+    s.until_bridge(id, "attesting");
+    // Base stops mining: what is sent waits in its pool.
+    s.base.rpc("evm_setIntervalMining", json!([0]));
+    s.base.rpc("evm_setAutomine", json!([false]));
+    s.start_service(chain::LOCAL_ATTESTER_KEY);
+    eventually(
+        "the treasury's mint to be out",
+        Duration::from_secs(60),
+        || {
+            s.polygon.mine(1);
+            s.worker.cron();
+            s.legs(id)
+                .iter()
+                .any(|(leg, state)| leg == "mint" && state == "live")
+                .then_some(())
+        },
+    );
+    let (message, attestation) = s.attested(&s.burn_hash(id));
+    // A relayer's mint, paying far more per gas: mined first.
+    let theirs = s.base.rpc(
+        "eth_sendTransaction",
+        json!([{"from": s.base.account(5), "to": s.cctp("base", "message_transmitter"),
+            "data": cctp::receive_message_call(&message, &attestation), "gas": "0x7a120",
+            "maxFeePerGas": "0x2540be4000", "maxPriorityFeePerGas": "0x2540be4000"}]),
+    );
+    let theirs = theirs.as_str().unwrap().to_owned();
+    s.base.mine(1);
+    assert_eq!(s.base.receipt(&theirs)["status"], "0x1");
+    s.base.rpc("evm_setAutomine", json!([true]));
+    s.until(id, "paid");
+    let t = s.worker.transaction(0, id);
+    assert_eq!(t["tx_hashes"]["settlement"], theirs.as_str(), "{t}");
+    assert_eq!(
+        s.legs(id),
+        [
+            ("burn".to_owned(), "confirmed".to_owned()),
+            ("mint".to_owned(), "failed".to_owned())
+        ],
+        "the treasury's own mint reverted"
+    );
+    assert_eq!(s.paid_events(id), 1);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
     books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
 }

@@ -49,6 +49,7 @@ mod sweep;
 mod token;
 mod topup;
 mod transactions;
+mod usdc_across;
 mod wallet_browser;
 mod webhooks;
 mod webhooks_disable;

@@ -137,6 +137,7 @@ const PORTAL_OPERATIONS: &[(&str, &str)] = &[
     ("patch", "/portal/api/merchants/{id}"),
     ("put", "/portal/api/merchants/{id}/wallets/{network}"),
     ("delete", "/portal/api/merchants/{id}/wallets/{network}"),
+    ("put", "/portal/api/merchants/{id}/usdc-settlement-network"),
     ("put", "/portal/api/merchants/{id}/return-origins"),
     ("post", "/portal/api/merchants/{id}/roll-key"),
     ("get", "/portal/api/merchants/{id}/balances"),

@@ -544,10 +544,7 @@ fn burn_call(
         min_finality: payrail_evm::cctp::FINALIZED_THRESHOLD,
     };
     // The depositor is not part of the call data.
-    Ok(
-        crate::money::bridge_reads::burn(&asked, asked.recipient)?
-            .deposit_for_burn_call(),
-    )
+    Ok(crate::money::bridge_reads::burn(&asked, asked.recipient)?.deposit_for_burn_call())
 }
 
 /// Whether the treasury can send `payout` of `first`'s asset and the gas `priced` needs, once

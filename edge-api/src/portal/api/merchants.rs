@@ -1,12 +1,14 @@
-//! `/portal/api/merchants`: the institution's merchants, their settlement wallets, return
-//! origins and publishable key, and their balances in the books: each one's statement and debt
-//! limit.
+//! `/portal/api/merchants`: the institution's merchants, their settlement wallets and USDC
+//! settlement network, return origins and publishable key, and their balances in the books:
+//! each one's statement and debt limit.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use super::call::{reply, to_json, Call, Rotate};
+use crate::error::ApiError;
 use crate::portal::balances::{self, statement};
 use crate::portal::merchants::{self, merchant_id, MerchantPatch, NewMerchantBody};
+use crate::portal::usdc_settlement;
 use crate::route::Answer;
 
 #[derive(Deserialize)]
@@ -16,6 +18,19 @@ struct WalletBody {
     /// The admin's word that a contract at the address is a wallet that can receive the assets.
     #[serde(default)]
     contract_wallet: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsdcSettlementBody {
+    /// A network's name, or `null` to clear the choice; required (absent is not `null`).
+    #[serde(default, deserialize_with = "present")]
+    usdc_settlement_network: Option<Option<String>>,
+}
+
+/// A member that is present: `Some(None)` when it is `null`.
+fn present<'de, D: Deserializer<'de>>(from: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(from).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -75,6 +90,25 @@ pub async fn remove_wallet(c: Call<'_>, id: &str, network: &str) -> Answer {
     reply(
         200,
         to_json(&merchants::set_wallet(&c.portal, id, network, None, false).await?)?,
+    )
+}
+
+/// `PUT /portal/api/merchants/{id}/usdc-settlement-network`: `{"usdc_settlement_network":
+/// "base"}` chooses the network, `null` clears the choice.
+pub async fn set_usdc_settlement(mut c: Call<'_>, id: &str) -> Answer {
+    let id = merchant_id(id)?;
+    let UsdcSettlementBody {
+        usdc_settlement_network,
+    } = c.json().await?;
+    let network = usdc_settlement_network.ok_or_else(|| {
+        ApiError::invalid_request(format!(
+            "{}: required: a network's name, or null to clear the choice",
+            usdc_settlement::FIELD
+        ))
+    })?;
+    reply(
+        200,
+        to_json(&usdc_settlement::set(&c.portal, id, network.as_deref()).await?)?,
     )
 }
 

@@ -49,6 +49,12 @@ fieldset{border:0;padding:0;margin:.5rem 0}fieldset label{display:inline;font-we
 textarea{font:13px ui-monospace,monospace;width:100%;box-sizing:border-box}
 form.wallet{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}form.wallet input[type=text]{flex:1 1 14rem;max-width:none}
 form.wallet label.contract{display:inline;margin:0;font-weight:400;white-space:nowrap}
+form.usdc-settlement .row{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+form.usdc-settlement select{flex:1 1 14rem;max-width:24rem}#usdc-settlement p.ok code{overflow-wrap:anywhere}
+#usdc-settlement time{white-space:nowrap}#usdc-settlement-changes-title{margin-bottom:.25rem}
+@media (max-width:40rem){table.wallets thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
+table.wallets,table.wallets tbody,table.wallets tr,table.wallets td{display:block}table.wallets tr{border-bottom:1px solid #e3e7ee;padding:.5rem 0}
+table.wallets td{border:0;padding:.15rem 0}table.wallets td:first-child{font-weight:600}table.wallets td:empty{display:none}}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.fields dd{margin:0}
 .num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}.unit{color:#5b6677;font-size:.85em}
 .scroll{overflow-x:auto}tbody th{font-weight:600}

@@ -1,7 +1,7 @@
 //! The merchant pages: the list with search and a "new merchant" form, and one merchant's page
 //! with its onboarding and account moves, its balances (`balances`), publishable key and embed
-//! snippet, settlement wallets and their change log, top-up addresses (`topups`), and return
-//! origins. Plain forms; every change goes through the same
+//! snippet, settlement wallets and their change log with its USDC settlement network
+//! (`usdc_settlement`), top-up addresses (`topups`), and return origins. Plain forms; every change goes through the same
 //! operations as the JSON API.
 
 use maud::html;
@@ -178,7 +178,7 @@ fn field(c: &Call<'_>, name: &str) -> String {
 }
 
 /// After a change to merchant `id`: back to its page, or the page again showing the refusal.
-async fn changed(c: &Call<'_>, id: i64, done: Result<(), ApiError>) -> Answer {
+pub(super) async fn changed(c: &Call<'_>, id: i64, done: Result<(), ApiError>) -> Answer {
     match done {
         Ok(()) => see_other(c.url, &format!("/portal/merchants/{id}")),
         Err(err) if shown(&err) => {
@@ -309,7 +309,9 @@ async fn detail_page(
     let MerchantDetail {
         merchant: m,
         wallet_changes,
+        usdc_settlement_changes,
     } = merchants::detail(portal, id).await?;
+    let cctp = crate::chain::cctp_networks(portal.ctx)?;
     let balances = balances::list(portal, id).await?;
     let choices = balances::limit_choices(&balances, &balances::configured(portal));
     let base = url.origin().ascii_serialization();
@@ -350,6 +352,15 @@ async fn detail_page(
                         dt { "Account" } dd #status { (m.merchant.status.as_str()) }
                         dt { "Onboarding" } dd #onboarding { (m.merchant.onboarding_status.as_str()) }
                         dt { "Crypto payments" } dd { @if m.merchant.crypto_enabled { "enabled" } @else { "disabled" } }
+                        dt { "USDC settled on" } dd #usdc-settled-on {
+                            @match &m.usdc_settlement_network {
+                                Some(network) => {
+                                    (network) ", from every network with CCTP"
+                                    @if let Some(from) = &m.usdc_settlement_usable_from { " (from " (from) ")" }
+                                }
+                                None => { "the network each payment was made on" }
+                            }
+                        }
                         dt { "Created" } dd { (m.merchant.created_at) }
                     }
                     @if !m.onboarding_next.is_empty() {
@@ -408,7 +419,7 @@ async fn detail_page(
                     h2 { "Settlement wallets" }
                     p.muted { "Where the merchant is paid out, one address per network. Every change is recorded below and e-mailed to every admin, and a new address is used for settlements only after a cool-off." }
                     p.muted { "Payrail's own addresses and contracts are refused, and so is any other contract unless you tick “Contract wallet”: tick it only for a contract wallet (a multisig such as Safe) that can receive the assets settled on that network. Tokens and ether sent to most contracts are lost." }
-                    table {
+                    table.wallets {
                         thead { tr { th { "Network" } th { "Address" } th {} } }
                         tbody {
                             @for network in NETWORKS {
@@ -443,6 +454,7 @@ async fn detail_page(
                             }
                         }
                     }
+                    (super::usdc_settlement::part(portal, &m, &cctp, &usdc_settlement_changes))
                     h3 { "Wallet changes" }
                     @if wallet_changes.is_empty() { p.muted { "No changes yet." } } @else {
                         table #wallet-changes {
