@@ -57,22 +57,7 @@ pub fn check_as_configured(worker: &Worker) -> Report {
 /// [`settle_and_assert_balanced`] on several chains (`anvils`, a block mined on each before
 /// each run), each read from its own node.
 pub fn settle_and_assert_balanced_on(worker: &Worker, anvils: &[&Anvil]) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        for anvil in anvils {
-            anvil.mine(1);
-        }
-        worker.cron();
-        let report = check_as_configured(worker);
-        if report.clean() {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the books do not match:\n{}",
-            report.render()
-        );
-    }
+    settle_until_clean(worker, anvils, || check_as_configured(worker));
 }
 
 /// Panics, with the whole report, unless the books balance and match the chain.
@@ -89,11 +74,19 @@ pub fn assert_balanced(worker: &Worker, anvil: &Anvil) {
 /// the chain (a transaction just mined is booked once it is deep enough); panics with the last
 /// report after a minute.
 pub fn settle_and_assert_balanced(worker: &Worker, anvil: &Anvil) {
+    settle_until_clean(worker, &[anvil], || check(worker, anvil));
+}
+
+/// Runs the cron, a block mined on each of `anvils` before each run, until `check` finds the
+/// books clean; panics with its last report after a minute.
+fn settle_until_clean(worker: &Worker, anvils: &[&Anvil], check: impl Fn() -> Report) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        anvil.mine(1);
+        for anvil in anvils {
+            anvil.mine(1);
+        }
         worker.cron();
-        let report = check(worker, anvil);
+        let report = check();
         if report.clean() {
             return;
         }

@@ -118,6 +118,30 @@ impl CronShares {
 
 /// Checks that `network`'s node serves the configured chain (its EIP-155 chain id): a node on
 /// another chain is never read for deposits, asked for prices, nor sent the treasury's
+/// The block of the transaction whose `receipt` this is, once it is final on `network` with the
+/// chain's newest block at `head`: at the network's confirmation depth, and its block still
+/// the chain's block at that height on a second read (a reorg, or a backend behind a load
+/// balancer that lags, says otherwise). `None` until then: it is read again next run.
+pub async fn final_block(
+    network: &config::Network,
+    receipt: &serde_json::Value,
+    head: u64,
+) -> ChainResult<Option<u64>> {
+    let block = rpc::quantity(&receipt["blockNumber"])?;
+    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
+        return Ok(None); // mined, not yet deep enough
+    }
+    let canonical = rpc::call(
+        &network.node,
+        "eth_getBlockByNumber",
+        serde_json::json!([format!("{block:#x}"), false]),
+    )
+    .await?;
+    let same = |v: &serde_json::Value| v.as_str().map(str::to_ascii_lowercase);
+    let hash = same(&canonical["hash"]);
+    Ok((hash.is_some() && hash == same(&receipt["blockHash"])).then_some(block))
+}
+
 /// transactions.
 pub async fn check_chain(name: &str, network: &config::Network) -> ChainResult<()> {
     let answer = rpc::call(&network.node, "eth_chainId", serde_json::json!([])).await?;

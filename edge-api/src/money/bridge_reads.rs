@@ -180,18 +180,9 @@ async fn mint_final(
     if receipt.is_null() {
         return Ok(None);
     }
-    let block = rpc::quantity(&receipt["blockNumber"])?;
-    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
-        return Ok(None);
-    }
-    let canonical = rpc::call(
-        node,
-        "eth_getBlockByNumber",
-        json!([format!("{block:#x}"), false]),
-    )
-    .await?;
-    let same = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
-    if same(&canonical["hash"]).is_none() || same(&canonical["hash"]) != same(&receipt["blockHash"])
+    if crate::chain::final_block(network, &receipt, head)
+        .await?
+        .is_none()
     {
         return Ok(None);
     }

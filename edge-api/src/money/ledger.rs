@@ -847,13 +847,6 @@ pub async fn end_send(
         Purpose::Refund(id) => book.open_of(&ctx.db, id).await?,
         Purpose::Settlement(_) => Vec::new(),
     };
-    let record = |book: &mut Book, ts: Vec<Transfer>| -> ChainResult<()> {
-        for t in ts {
-            book.record(t)
-                .map_err(|r| ChainError::rule(r.to_string()))?;
-        }
-        Ok(())
-    };
     let carrier_is_live = carrier.id == live.id;
     // The gas reservation always ends void: the real gas is posted below.
     let (reserve, rest): (Vec<Transfer>, Vec<Transfer>) =
@@ -898,6 +891,16 @@ pub async fn end_send(
     Ok(book.statements(when, ctx.now())?)
 }
 
+/// Records `transfers` in `book`: a treasury transaction's end (the posts and voids of what it
+/// reserved, and what is posted at once).
+fn record(book: &mut Book, transfers: Vec<Transfer>) -> ChainResult<()> {
+    for t in transfers {
+        book.record(t)
+            .map_err(|r| ChainError::rule(r.to_string()))?;
+    }
+    Ok(())
+}
+
 /// The open transfers of every transaction of settlement `settlement_id` on `network` (a
 /// bridge's leg and its replacements, whose reservations stay under the first).
 async fn open_of_legs(
@@ -934,13 +937,6 @@ async fn end_burn(
     accounts.push(asset.account(Kind::Treasury, "bridge"));
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
     let open = open_of_legs(ctx, &mut book, settlement_id, &live.network).await?;
-    let record = |book: &mut Book, ts: Vec<Transfer>| -> ChainResult<()> {
-        for t in ts {
-            book.record(t)
-                .map_err(|r| ChainError::rule(r.to_string()))?;
-        }
-        Ok(())
-    };
     let (reserve, rest): (Vec<Transfer>, Vec<Transfer>) =
         open.into_iter().partition(|t| t.code == Code::Gas);
     record(&mut book, postings::end(&reserve, false))?;
@@ -1026,10 +1022,7 @@ pub async fn end_mint(
         let payout = book.open_of(&ctx.db, settlement.id).await?;
         transfers.extend(postings::end(&payout, true));
     }
-    for t in transfers {
-        book.record(t)
-            .map_err(|r| ChainError::rule(r.to_string()))?;
-    }
+    record(&mut book, transfers)?;
     Ok(book.statements(when, ctx.now())?)
 }
 

@@ -389,22 +389,9 @@ async fn settle_receipt(
     receipt: &Value,
     head: u64,
 ) -> ChainResult<Option<String>> {
-    let node = &network.node;
-    let block = rpc::quantity(&receipt["blockNumber"])?;
-    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
-        return Ok(None); // mined, not yet deep enough
-    }
-    let canonical = rpc::call(
-        node,
-        "eth_getBlockByNumber",
-        json!([format!("{block:#x}"), false]),
-    )
-    .await?;
-    let same = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
-    if same(&canonical["hash"]).is_none() || same(&canonical["hash"]) != same(&receipt["blockHash"])
-    {
-        return Ok(None); // reorged away, or a backend that lags: read again next run
-    }
+    let Some(block) = crate::chain::final_block(network, receipt, head).await? else {
+        return Ok(None);
+    };
     let now = ctx.now();
     let gas_used = native::wei(&receipt["gasUsed"])
         .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;

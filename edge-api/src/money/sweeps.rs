@@ -104,7 +104,7 @@ async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> 
         }
         return Ok(());
     }
-    let Some(outcome) = final_outcome(node, network, sweep, &receipt, head).await? else {
+    let Some(outcome) = final_outcome(network, sweep, &receipt, head).await? else {
         return Ok(()); // mined, not yet final
     };
     post(ctx, sweep, &outcome).await
@@ -113,27 +113,14 @@ async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> 
 /// The sweep's outcome once its receipt is final: at depth, and its block still the chain's at
 /// that height.
 async fn final_outcome(
-    node: &rpc::Node,
     network: &Network,
     sweep: &Sweep,
     receipt: &Value,
     head: u64,
 ) -> ChainResult<Option<Outcome>> {
-    let block = rpc::quantity(&receipt["blockNumber"])?;
-    if head.saturating_add(1) < block.saturating_add(network.confirmations) {
+    let Some(block) = crate::chain::final_block(network, receipt, head).await? else {
         return Ok(None);
-    }
-    let canonical = rpc::call(
-        node,
-        "eth_getBlockByNumber",
-        json!([format!("{block:#x}"), false]),
-    )
-    .await?;
-    let same = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
-    if same(&canonical["hash"]).is_none() || same(&canonical["hash"]) != same(&receipt["blockHash"])
-    {
-        return Ok(None); // reorged away, or a backend that lags: read again next run
-    }
+    };
     let gas_used = native::wei(&receipt["gasUsed"])
         .ok_or_else(|| ChainError::answer("the receipt's gasUsed is not a quantity"))?;
     // Signed with max fee = tip, a transaction pays exactly its price per gas; the receipt's
