@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use payrail_evm::cctp;
 use payrail_tests::chain::{self, logs_of, Anvil, TEST_XPUB};
+use payrail_tests::faults::{Fault, FaultyNode};
 use payrail_tests::{books, eventually, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
@@ -24,17 +25,34 @@ struct Across {
     polygon: Anvil,
     base: Anvil,
     local: Value,
+    /// The worker's nodes behind faulty proxies (Polygon's, Base's), when asked for.
+    proxies: Option<(FaultyNode, FaultyNode)>,
     worker: Worker,
     service: std::cell::RefCell<Option<xtask::attestation::Server>>,
 }
 
 impl Across {
     fn start() -> Across {
+        Across::start_with(false)
+    }
+
+    /// [`Across::start`], the worker reading each chain through a [`FaultyNode`] when `faulty`.
+    fn start_with(faulty: bool) -> Across {
         let (polygon, base) = (Anvil::start(), Anvil::start_chain(31338));
         let port = payrail_tests::free_port();
         let attestation_url = format!("http://127.0.0.1:{port}");
-        let local =
+        let mut local =
             chain::local_chain(&[&polygon.url, "polygon", "base", &base.url, &attestation_url]);
+        let proxies = faulty.then(|| {
+            (
+                FaultyNode::start(&polygon.url),
+                FaultyNode::start(&base.url),
+            )
+        });
+        if let Some((on_polygon, on_base)) = &proxies {
+            local["chains"]["polygon"]["rpc_url"] = json!(on_polygon.url);
+            local["chains"]["base"]["rpc_url"] = json!(on_base.url);
+        }
         let service = chain::attestation(&local["attestation"]);
         let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
             .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
@@ -54,6 +72,7 @@ impl Across {
             polygon,
             base,
             local,
+            proxies,
             worker,
             service: std::cell::RefCell::new(Some(service)),
         }
@@ -530,6 +549,78 @@ fn a_treasury_mint_refused_as_already_received_is_success() {
         "the treasury's own mint reverted"
     );
     assert_eq!(s.paid_events(id), 1);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// Both chains' nodes lying for 25 runs (half the receipts answered `null`, half the broadcasts
+/// refused), through the burn, the attestation and the mint: exactly one burn and one mint are
+/// mined, and the payment is paid once with the net in the wallet.
+#[test]
+fn lying_nodes_on_both_chains_make_one_burn_and_one_mint() {
+    let s = Across::start_with(true);
+    let wallet = s.merchant_paid_on_base();
+    let (on_polygon, on_base) = s.proxies.as_ref().expect("the proxies");
+    for node in [on_polygon, on_base] {
+        node.set("eth_getTransactionReceipt", Fault::Null, 50);
+        node.set("eth_sendRawTransaction", Fault::Refuse, 50);
+    }
+    let id = s.paid("8.00");
+    for _ in 0..25 {
+        s.run();
+    }
+    assert!(
+        on_polygon.faulted("eth_getTransactionReceipt") + on_base.faulted("eth_sendRawTransaction")
+            > 0,
+        "the nodes lied"
+    );
+    on_polygon.heal();
+    on_base.heal();
+    s.until(id, "paid");
+    for _ in 0..3 {
+        s.run();
+    }
+    // On chain: one DepositForBurn for the wallet, one MintAndWithdraw to it.
+    let count = |anvil: &Anvil, contract: &str, event: &str| -> usize {
+        let topic = format!("0x{}", hex::encode(cctp::event_topic(event)));
+        let head = anvil.head();
+        let logs = anvil.rpc(
+            "eth_getLogs",
+            json!([{"address": contract, "topics": [topic], "fromBlock": "0x0",
+                "toBlock": format!("{head:#x}")}]),
+        );
+        logs.as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(
+        count(
+            &s.polygon,
+            &s.cctp("polygon", "token_messenger"),
+            cctp::DEPOSIT_FOR_BURN_EVENT
+        ),
+        1,
+        "one burn"
+    );
+    assert_eq!(
+        count(
+            &s.base,
+            &s.cctp("base", "token_messenger"),
+            cctp::MINT_AND_WITHDRAW_EVENT
+        ),
+        1,
+        "one mint"
+    );
+    let confirmed: Vec<String> = s
+        .legs(id)
+        .into_iter()
+        .filter(|(_, state)| state == "confirmed")
+        .map(|(leg, _)| leg)
+        .collect();
+    assert_eq!(confirmed, ["burn", "mint"]);
+    assert_eq!(s.paid_events(id), 1);
+    let t = s.worker.transaction(0, id);
     assert_eq!(
         s.base.balance_of(&s.usdc("base"), &wallet),
         units(&t["amount"]["net"])
