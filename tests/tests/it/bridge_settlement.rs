@@ -108,16 +108,17 @@ impl Across {
     /// Runs the cron, a block mined on each chain before each run, until payment `id`'s bridge
     /// is `state`.
     fn until_bridge(&self, id: i64, state: &str) {
-        eventually(
-            &format!("payment {id}'s bridge to be {state}"),
-            Duration::from_secs(120),
-            || {
-                self.polygon.mine(1);
-                self.base.mine(1);
-                self.worker.cron();
-                (self.bridge(id).map(|b| b.0).as_deref() == Some(state)).then_some(())
-            },
-        );
+        self.runs_until(&format!("payment {id}'s bridge to be {state}"), 120, || {
+            self.bridge(id).map(|b| b.0).as_deref() == Some(state)
+        });
+    }
+
+    /// Cron runs ([`Across::run`]) until `done`, for at most `seconds`.
+    fn runs_until(&self, what: &str, seconds: u64, done: impl Fn() -> bool) {
+        eventually(what, Duration::from_secs(seconds), || {
+            self.run();
+            done().then_some(())
+        });
     }
 
     /// A cron run, after a block on each chain.
@@ -290,16 +291,9 @@ impl Across {
     /// Runs the cron, a block mined on each chain before each run, until payment `id` is
     /// `raw`.
     fn until(&self, id: i64, raw: &str) {
-        eventually(
-            &format!("payment {id} to be {raw}"),
-            Duration::from_secs(180),
-            || {
-                self.polygon.mine(1);
-                self.base.mine(1);
-                self.worker.cron();
-                (self.raw_status(id) == raw).then_some(())
-            },
-        );
+        self.runs_until(&format!("payment {id} to be {raw}"), 180, || {
+            self.raw_status(id) == raw
+        });
     }
 }
 
@@ -619,6 +613,38 @@ fn lying_nodes_on_both_chains_make_one_burn_and_one_mint() {
         .map(|(leg, _)| leg)
         .collect();
     assert_eq!(confirmed, ["burn", "mint"]);
+    assert_eq!(s.paid_events(id), 1);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// Four cron runs at once, again and again, from the payment to its mint: the settlement's
+/// claims, the burn's nonce and the bridge's guarded move to `minting` let one run start each
+/// leg, so exactly one burn and one mint are signed and the payment is paid once.
+#[test]
+fn racing_cron_runs_sign_one_burn_and_one_mint() {
+    let s = Across::start();
+    let wallet = s.merchant_paid_on_base();
+    let id = s.paid("9.00");
+    eventually("the payment paid", Duration::from_secs(180), || {
+        s.polygon.mine(1);
+        s.base.mine(1);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| s.worker.cron());
+            }
+        });
+        (s.raw_status(id) == "paid").then_some(())
+    });
+    for _ in 0..3 {
+        s.run();
+    }
+    let legs: Vec<String> = s.legs(id).into_iter().map(|(leg, _)| leg).collect();
+    assert_eq!(legs, ["burn", "mint"], "one of each signed");
     assert_eq!(s.paid_events(id), 1);
     let t = s.worker.transaction(0, id);
     assert_eq!(
