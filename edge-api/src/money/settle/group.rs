@@ -344,17 +344,9 @@ pub(super) async fn price_group<'a>(
     let token = first.token;
     let coin = config::coin(name);
     let now = ctx.now();
-    let mut coin_rates = BTreeMap::new();
-    let mut sources = Vec::new();
-    for d in group {
-        if !coin_rates.contains_key(&d.currency) {
-            let rate = rates::coin_rate(network, name, coin, &d.currency, now)
-                .await
-                .map_err(|e| e.within("no rate prices the gas"))?;
-            coin_rates.insert(d.currency.clone(), rate.per_unit);
-            sources.push(rate.source);
-        }
-    }
+    let (coin_rates, mut sources) = gas_rates((name, network), group, now)
+        .await
+        .map_err(|e| e.within("no rate prices the gas"))?;
     let at_node = |e: ChainError| e.within(format!("the {name} node"));
     let head = rpc::head(node).await.map_err(|e| at_node(e.into()))?;
     let price = gas_price(node).await.map_err(at_node)?;
@@ -374,15 +366,17 @@ pub(super) async fn price_group<'a>(
     }
     // Across networks: the mint's gas on the destination, in its coin, and the burn's
     // allowance here.
-    let bridge = match across {
+    let mut bridge = match across {
         None => None,
-        Some((to, destination)) => Some(
-            across_priced(ctx, (to, destination), treasury, group)
-                .await
-                .map_err(|e| e.within(format!("the {to} node")))?,
-        ),
+        Some((to, destination)) => {
+            let (priced, rates, rate_sources) =
+                across_priced(ctx, (to, destination), treasury, group)
+                    .await
+                    .map_err(|e| e.within(format!("the {to} node")))?;
+            sources.extend(rate_sources);
+            Some((priced, rates))
+        }
     };
-    let mut bridge = bridge;
     if let (Some((across, _)), Token::Erc20(usdc)) = (&mut bridge, token) {
         let messenger = &crate::money::bridge_reads::cctp_of(name, network)?.token_messenger;
         across.allowed = treasury::allowance(node, usdc, &treasury.address, messenger)
@@ -450,26 +444,43 @@ pub(super) async fn price_group<'a>(
     })
 }
 
+/// The network coin's rate in each of `group`'s currencies (what prices a transaction's gas on
+/// `name`), and the feeds they came from.
+async fn gas_rates(
+    (name, network): (&str, &Network),
+    group: &[Settleable],
+    now: i64,
+) -> ChainResult<(BTreeMap<String, rust_decimal::Decimal>, Vec<String>)> {
+    let coin = config::coin(name);
+    let mut rates = BTreeMap::new();
+    let mut sources = Vec::new();
+    for d in group {
+        if !rates.contains_key(&d.currency) {
+            let rate = rates::coin_rate(network, name, coin, &d.currency, now).await?;
+            rates.insert(d.currency.clone(), rate.per_unit);
+            sources.push(rate.source);
+        }
+    }
+    Ok((rates, sources))
+}
+
 /// The destination's side of a batch paid across: its head, the mint's most cost (at
-/// [`MINT_GAS`], its price and L1 data fee now) and the treasury's coin there, and its coin's
-/// rate in each of the group's currencies.
+/// [`MINT_GAS`], its price and L1 data fee now) and the treasury's coin there, its coin's rate
+/// in each of the group's currencies, and the feeds they came from.
 async fn across_priced<'a>(
     ctx: &Ctx,
     (name, network): (&'a str, &'a Network),
     treasury: &Treasury,
     group: &[Settleable],
-) -> ChainResult<(Across<'a>, BTreeMap<String, rust_decimal::Decimal>)> {
+) -> ChainResult<(
+    Across<'a>,
+    BTreeMap<String, rust_decimal::Decimal>,
+    Vec<String>,
+)> {
     let node = &network.node;
-    let coin = config::coin(name);
-    let mut rates = BTreeMap::new();
-    for d in group {
-        if !rates.contains_key(&d.currency) {
-            let rate = rates::coin_rate(network, name, coin, &d.currency, ctx.now())
-                .await
-                .map_err(|e| e.within("no rate prices the mint's gas"))?;
-            rates.insert(d.currency.clone(), rate.per_unit);
-        }
-    }
+    let (rates, sources) = gas_rates((name, network), group, ctx.now())
+        .await
+        .map_err(|e| e.within("no rate prices the mint's gas"))?;
     let head = rpc::head(node).await?;
     let price = gas_price(node).await?;
     let l1_fee = treasury::l1_fee_bound(network).await?;
@@ -486,6 +497,7 @@ async fn across_priced<'a>(
             allowed: 0,
         },
         rates,
+        sources,
     ))
 }
 
