@@ -37,6 +37,11 @@ pub enum Fault {
     /// worker's deadline), then passes it on: a slow node, for a test to act while the worker
     /// waits on it.
     Hold,
+    /// Passes the call on at once, then holds the node's answer until [`FaultyNode::release`]
+    /// (at most [`HOLD_AT_MOST`]) the first time these exact parameters are seen: the node has
+    /// done what was asked (a transaction broadcast) while the worker still waits to hear it,
+    /// for a test to kill the worker then. The same call again is answered at once.
+    AnswerLate,
     /// Answers `200` with a body that is not JSON.
     Garbage,
     /// Answers a body larger than the worker reads.
@@ -103,6 +108,8 @@ struct State {
     rules: BTreeMap<String, (Fault, u32)>,
     /// Calls seen, per method.
     calls: BTreeMap<String, usize>,
+    /// The parameters of the calls whose answers were held late ([`Fault::AnswerLate`]).
+    answered_late: std::collections::BTreeSet<String>,
     /// Calls answered with a fault, per method.
     faulted: BTreeMap<String, usize>,
 }
@@ -214,6 +221,49 @@ impl FaultyNode {
     }
 }
 
+/// A cron run of `worker` in which the first broadcast of a transaction the `nodes` have not
+/// seen before reaches its node, and the worker is killed (SIGKILL) before it hears the answer,
+/// then started again on the same database ([`crate::Worker::kill_and_restart`]): what
+/// `at_kill` read just before the kill, or `None` when the run broadcast nothing new and ended
+/// by itself. The nodes pass every call on again afterwards.
+pub fn cron_killed_at_broadcast<T>(
+    worker: &crate::Worker,
+    nodes: &[&FaultyNode],
+    at_kill: impl FnOnce() -> T,
+) -> Option<T> {
+    const BROADCAST: &str = "eth_sendRawTransaction";
+    let held = || nodes.iter().map(|n| n.faulted(BROADCAST)).sum::<usize>();
+    let before = held();
+    for node in nodes {
+        node.set(BROADCAST, Fault::AnswerLate, 100);
+    }
+    let killed = std::thread::scope(|scope| {
+        let cron = worker.request(reqwest::Method::GET, "/__scheduled?cron=*+*+*+*+*");
+        // Killed in the middle, it has no answer.
+        let run = scope.spawn(move || drop(cron.send()));
+        let broadcast = crate::eventually(
+            "a broadcast or the run's end",
+            Duration::from_secs(60),
+            || {
+                if held() > before {
+                    Some(true)
+                } else {
+                    run.is_finished().then_some(false)
+                }
+            },
+        );
+        broadcast.then(|| {
+            let read = at_kill();
+            worker.kill_and_restart();
+            read
+        })
+    });
+    for node in nodes {
+        node.heal();
+    }
+    killed
+}
+
 /// A pseudo-random number from 0 to 99 (xorshift: the same run of faults for the same calls).
 fn next(seed: &AtomicU64) -> u32 {
     let mut x = seed.load(Ordering::Relaxed);
@@ -283,13 +333,18 @@ fn serve(
             .as_str()
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let fault = state
+        let mut fault = state
             .rules
             .get(&format!("{method} to:{to}"))
             .or_else(|| state.rules.get(&format!("{method} {last}")))
             .or_else(|| state.rules.get(&method))
             .filter(|(_, percent)| roll < *percent)
             .map(|(fault, _)| fault.clone());
+        if fault == Some(Fault::AnswerLate)
+            && !state.answered_late.insert(request["params"].to_string())
+        {
+            fault = None;
+        }
         if fault.is_some() {
             *state.faulted.entry(method.clone()).or_default() += 1;
         }
@@ -320,6 +375,16 @@ fn serve(
                     .unwrap(),
             );
             pass()
+        }
+        Some(Fault::AnswerLate) => {
+            let answer = pass();
+            let held = |s: &mut State| matches!(s.rules.get(&method), Some((Fault::AnswerLate, _)));
+            drop(
+                changed
+                    .wait_timeout_while(state.lock().unwrap(), HOLD_AT_MOST, held)
+                    .unwrap(),
+            );
+            answer
         }
         Some(Fault::Hang) => {
             // Longer than the worker's 5-second deadline, then gone.

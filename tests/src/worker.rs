@@ -52,9 +52,11 @@ pub struct Worker {
     persist_to: PathBuf,
     /// The `--var NAME:value` settings it was started with besides the mode's.
     vars: Vec<(String, String)>,
+    /// The watchdog's script: `wrangler dev` on this worker's port and database.
+    script: String,
     // Dropping the pipe (when the worker is dropped or the test process exits) makes the
     // watchdog stop wrangler.
-    _watchdog: Mutex<(Child, ChildStdin)>,
+    watchdog: Mutex<(Child, ChildStdin)>,
 }
 
 impl Worker {
@@ -195,49 +197,12 @@ impl Worker {
             persist_to.display(),
             log.display()
         );
-        let mut child = Command::new("bash")
-            .args(["-c", &script])
-            // wrangler's local trace store (spans of every D1 call, kept in SQLite for the local
-            // explorer) costs CPU on the one workerd thread and nothing here reads it.
-            .env("X_LOCAL_OBSERVABILITY", "false")
-            .current_dir(&root)
-            .stdin(Stdio::piped())
-            .spawn()
-            .expect("start wrangler dev");
-        let stdin = child.stdin.take().expect("piped stdin");
-
         let http = Client::builder()
             .timeout(Duration::from_secs(30))
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("http client");
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            // Ready when the port answers with our own OpenAPI document: any other answer is
-            // another process on the port.
-            match http.get(format!("{base_url}/openapi.json")).send() {
-                Ok(reply) if reply.status() == 200 => {
-                    if reply.text().is_ok_and(|body| body.contains("\"openapi\"")) {
-                        break;
-                    }
-                    return stop(child, stdin);
-                }
-                Ok(_) => return stop(child, stdin),
-                Err(_) => {}
-            }
-            let log_text = read_log(&log);
-            if log_text.contains("EADDRINUSE") || log_text.contains("Address already in use") {
-                return stop(child, stdin);
-            }
-            if let Ok(Some(exit)) = child.try_wait() {
-                panic!("wrangler dev exited ({exit}):\n{log_text}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "wrangler dev not ready in 90 s:\n{log_text}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let watchdog = launch(&script, &http, &base_url, &log)?;
         Some(Worker {
             base_url,
             credentials,
@@ -249,8 +214,39 @@ impl Worker {
                 .iter()
                 .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
                 .collect(),
-            _watchdog: Mutex::new((child, stdin)),
+            script,
+            watchdog: Mutex::new(watchdog),
         })
+    }
+
+    /// Kills the worker as a crash or an eviction would (SIGKILL to wrangler and workerd, in
+    /// the middle of whatever it is doing: nothing flushed, no request finished), then starts
+    /// it again on the same port and the same local D1 and objects, as they were left.
+    pub fn kill_and_restart(&self) {
+        let mut watchdog = self.watchdog.lock().unwrap_or_else(|e| e.into_inner());
+        // The watchdog first, so it says nothing of its children's deaths.
+        let mut tree = vec![watchdog.0.id()];
+        tree.extend(descendants(watchdog.0.id()));
+        let status = Command::new("kill")
+            .arg("-KILL")
+            .args(tree.iter().map(u32::to_string))
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "SIGKILL to {tree:?}");
+        let _ = watchdog.0.wait();
+        let log = self.persist_to.join("wrangler.log");
+        // The port is free again once the killed workerd's socket is closed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        *watchdog = loop {
+            if let Some(started) = launch(&self.script, &self.http, &self.base_url, &log) {
+                break started;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the killed worker's port not free in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
     }
 
     /// Session `session`'s deposit address (lower case) and the base units it asks for, as the
@@ -338,7 +334,76 @@ impl Worker {
     }
 }
 
-/// Stops a wrangler that did not come up as ours: closing the pipe makes its watchdog kill it.
+/// Runs the watchdog `script` and waits until the worker answers on `base_url` (`log` is
+/// wrangler's output): its process and pipe, or `None` when another process holds the port.
+fn launch(script: &str, http: &Client, base_url: &str, log: &Path) -> Option<(Child, ChildStdin)> {
+    let mut child = Command::new("bash")
+        .args(["-c", script])
+        // wrangler's local trace store (spans of every D1 call, kept in SQLite for the local
+        // explorer) costs CPU on the one workerd thread and nothing here reads it.
+        .env("X_LOCAL_OBSERVABILITY", "false")
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start wrangler dev");
+    let stdin = child.stdin.take().expect("piped stdin");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        // Ready when the port answers with our own OpenAPI document: any other answer is
+        // another process on the port.
+        match http.get(format!("{base_url}/openapi.json")).send() {
+            Ok(reply) if reply.status() == 200 => {
+                if reply.text().is_ok_and(|body| body.contains("\"openapi\"")) {
+                    return Some((child, stdin));
+                }
+                return stop(child, stdin);
+            }
+            Ok(_) => return stop(child, stdin),
+            Err(_) => {}
+        }
+        let log_text = read_log(log);
+        if log_text.contains("EADDRINUSE") || log_text.contains("Address already in use") {
+            return stop(child, stdin);
+        }
+        if let Ok(Some(exit)) = child.try_wait() {
+            panic!("wrangler dev exited ({exit}):\n{log_text}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "wrangler dev not ready in 90 s:\n{log_text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every process below `pid`, read from `/proc` (each process's parent is field 4 of its
+/// `stat`, after the parenthesised name).
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let parent = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?;
+            Some((child, parent.parse().ok()?))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    found.split_off(1)
+}
+
 /// A local D1 with every migration applied by `wrangler d1 migrations apply`, made once per
 /// test process: each worker starts from a copy of it (applying the migrations costs wrangler
 /// about ten seconds of CPU, copying the files a few milliseconds).
@@ -379,7 +444,8 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn stop(mut child: Child, stdin: ChildStdin) -> Option<Worker> {
+/// Stops a wrangler that did not come up as ours: closing the pipe makes its watchdog kill it.
+fn stop<T>(mut child: Child, stdin: ChildStdin) -> Option<T> {
     drop(stdin);
     let _ = child.wait();
     None

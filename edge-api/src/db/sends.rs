@@ -508,9 +508,11 @@ pub struct SendView {
     pub error: Option<String>,
     /// What the gas was converted to the order currency with.
     pub rate_source: String,
-    /// This payment's share of its gas, in the order currency.
-    pub gas_fee: String,
-    /// What it pays the merchant for this payment, in the order currency.
+    /// This payment's share of its gas, in the order currency; `None` on a bridge's mint (the
+    /// burn's share covers both legs).
+    pub gas_fee: Option<String>,
+    /// What it pays the merchant for this payment, in the order currency (for a bridge's legs:
+    /// the net the mint delivers).
     pub net: String,
     /// The same in the asset's base units.
     pub net_base_units: String,
@@ -518,6 +520,10 @@ pub struct SendView {
     pub wallet: Address,
     /// When it was signed.
     pub created_at: UnixTime,
+    /// The network it is on.
+    pub network: String,
+    /// Which leg of a settlement across networks it is (`burn`, `mint`), if it is one.
+    pub leg: Option<String>,
 }
 
 /// A transaction the treasury signed for a settlement held in an institution's object.
@@ -545,6 +551,8 @@ pub struct HeldSend {
     pub rate_source: String,
     /// When it was signed.
     pub created_at: UnixTime,
+    /// The network it is on.
+    pub network: String,
 }
 
 /// The treasury's transactions for the settlements `ids` (as an institution's object names
@@ -553,7 +561,7 @@ pub async fn of_held_settlements(db: &Db, ids: &[&str]) -> DbResult<Vec<HeldSend
     all(
         db,
         "SELECT c.settlement_id, c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, \
-         c.gas_used, c.block_number, c.error, c.rate_source, c.created_at \
+         c.gas_used, c.block_number, c.error, c.rate_source, c.created_at, c.network \
          FROM chain_sends c WHERE c.settlement_id IN (SELECT value FROM json_each(?1)) \
          ORDER BY c.created_at, c.sent_block",
         &[serde_json::to_string(ids).unwrap_or_default().into()],
@@ -561,7 +569,8 @@ pub async fn of_held_settlements(db: &Db, ids: &[&str]) -> DbResult<Vec<HeldSend
     .await
 }
 
-/// Every transaction signed to settle the payment (of `institution_id`), oldest first.
+/// Every transaction signed to settle the payment (of `institution_id`), oldest first: those
+/// carrying its share, and for a settlement across networks the mints after its final burn.
 pub async fn of_settled_payment(
     db: &Db,
     institution_id: InstitutionId,
@@ -571,12 +580,20 @@ pub async fn of_settled_payment(
         db,
         "SELECT c.tx_hash, c.state, c.nonce, c.gas_price, c.gas_limit, c.gas_used, \
          c.block_number, c.error, c.rate_source, i.gas_fee, i.net, i.units AS net_base_units, \
-         s.wallet, \
-         c.created_at \
+         s.wallet, c.created_at, c.network, c.leg, c.sent_block \
          FROM settlement_items i JOIN chain_sends c ON c.id = i.send_id \
          JOIN settlements s ON s.id = c.settlement_id AND s.institution_id = i.institution_id \
          WHERE i.transaction_id = ?1 AND i.institution_id = ?2 \
-         ORDER BY c.created_at, c.sent_block",
+         UNION ALL \
+         SELECT m.tx_hash, m.state, m.nonce, m.gas_price, m.gas_limit, m.gas_used, \
+         m.block_number, m.error, m.rate_source, NULL, i.net, i.units, \
+         s.wallet, m.created_at, m.network, m.leg, m.sent_block \
+         FROM settlement_items i JOIN chain_sends b ON b.id = i.send_id \
+         AND b.leg = 'burn' AND b.state = 'confirmed' \
+         JOIN chain_sends m ON m.settlement_id = b.settlement_id AND m.leg = 'mint' \
+         JOIN settlements s ON s.id = m.settlement_id AND s.institution_id = i.institution_id \
+         WHERE i.transaction_id = ?1 AND i.institution_id = ?2 \
+         ORDER BY 14, 17",
         &[transaction_id.into(), institution_id.into()],
     )
     .await

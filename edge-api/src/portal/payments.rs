@@ -595,12 +595,14 @@ async fn held_settlement_transactions(
                 block_number: c.block_number,
                 error: c.error,
                 rate_source: c.rate_source,
-                gas_fee: item.gas_fee.clone(),
+                gas_fee: Some(item.gas_fee.clone()),
                 net: item.net.clone(),
                 net_base_units: item.units.clone(),
                 wallet: payrail_evm::Address::parse(&item.wallet)
                     .or_internal("read a settlement's wallet")?,
                 created_at: c.created_at,
+                network: c.network,
+                leg: None,
             })
         })
         .collect()

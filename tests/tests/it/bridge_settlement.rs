@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use payrail_evm::cctp;
 use payrail_tests::chain::{self, logs_of, Anvil, TEST_XPUB};
-use payrail_tests::faults::{Fault, FaultyNode};
+use payrail_tests::faults::{self, Fault, FaultyNode};
 use payrail_tests::{books, eventually, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
@@ -144,6 +144,43 @@ impl Across {
             .collect::<Result<_, _>>()
             .unwrap();
         legs
+    }
+
+    /// The burns (`DepositForBurn` on Polygon) and mints (`MintAndWithdraw` on Base) on chain.
+    fn on_chain(&self) -> (usize, usize) {
+        let count = |anvil: &Anvil, contract: &str, event: &str| -> usize {
+            let topic = format!("0x{}", hex::encode(cctp::event_topic(event)));
+            let head = anvil.head();
+            let logs = anvil.rpc(
+                "eth_getLogs",
+                json!([{"address": contract, "topics": [topic], "fromBlock": "0x0",
+                    "toBlock": format!("{head:#x}")}]),
+            );
+            logs.as_array().map_or(0, Vec::len)
+        };
+        (
+            count(
+                &self.polygon,
+                &self.cctp("polygon", "token_messenger"),
+                cctp::DEPOSIT_FOR_BURN_EVENT,
+            ),
+            count(
+                &self.base,
+                &self.cctp("base", "token_messenger"),
+                cctp::MINT_AND_WITHDRAW_EVENT,
+            ),
+        )
+    }
+
+    /// A cron run (after a block on each chain) in which the worker is killed at the first
+    /// broadcast of a new transaction ([`faults::cron_killed_at_broadcast`]): payment `id`'s
+    /// legs ([`Across::legs`]) as the worker had stored them then, or `None` when it broadcast
+    /// nothing new.
+    fn run_killed_at_broadcast(&self, id: i64) -> Option<Vec<(String, String)>> {
+        let (on_polygon, on_base) = self.proxies.as_ref().expect("the proxies");
+        self.polygon.mine(1);
+        self.base.mine(1);
+        faults::cron_killed_at_broadcast(&self.worker, &[on_polygon, on_base], || self.legs(id))
     }
 
     /// How many `payment.paid` events payment `id` has.
@@ -386,6 +423,49 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
         .expect("the bridge's in-flight account");
     assert_eq!(in_flight.0, in_flight.1, "nothing in flight");
     drop(db);
+
+    // The portal shows both legs on the payment, each with its network.
+    let portal = s.worker.portal_login(0);
+    let detail = s.worker.portal(
+        Method::GET,
+        &format!("/portal/api/payments/{id}"),
+        Some(&portal),
+        None,
+    );
+    assert_eq!(detail.status, 200, "{}", detail.text);
+    let sent = detail.json()["settlement_transactions"].clone();
+    let shown: Vec<(&str, &str, &str, bool)> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["tx_hash"].as_str().unwrap(),
+                c["leg"].as_str().unwrap_or_default(),
+                c["network"].as_str().unwrap(),
+                c["gas_fee"].is_null(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (burn, "burn", "polygon", false),
+            (mint, "mint", "base", true)
+        ],
+        "{sent}"
+    );
+    super::shard::look_at(
+        &s.worker,
+        &format!("/portal/payments/{id}"),
+        |browser| {
+            let table = browser.wait_text("#settlement-transactions");
+            assert!(table.contains("Burn on polygon"), "{table}");
+            assert!(table.contains("Mint on base"), "{table}");
+            assert!(table.contains("Counted with the burn"), "{table}");
+        },
+        ("#settlement-transactions", "portal-payment-settled-across"),
+    );
     books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
 }
 
@@ -578,34 +658,7 @@ fn lying_nodes_on_both_chains_make_one_burn_and_one_mint() {
         s.run();
     }
     // On chain: one DepositForBurn for the wallet, one MintAndWithdraw to it.
-    let count = |anvil: &Anvil, contract: &str, event: &str| -> usize {
-        let topic = format!("0x{}", hex::encode(cctp::event_topic(event)));
-        let head = anvil.head();
-        let logs = anvil.rpc(
-            "eth_getLogs",
-            json!([{"address": contract, "topics": [topic], "fromBlock": "0x0",
-                "toBlock": format!("{head:#x}")}]),
-        );
-        logs.as_array().map_or(0, Vec::len)
-    };
-    assert_eq!(
-        count(
-            &s.polygon,
-            &s.cctp("polygon", "token_messenger"),
-            cctp::DEPOSIT_FOR_BURN_EVENT
-        ),
-        1,
-        "one burn"
-    );
-    assert_eq!(
-        count(
-            &s.base,
-            &s.cctp("base", "token_messenger"),
-            cctp::MINT_AND_WITHDRAW_EVENT
-        ),
-        1,
-        "one mint"
-    );
+    assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
     let confirmed: Vec<String> = s
         .legs(id)
         .into_iter()
@@ -643,6 +696,45 @@ fn racing_cron_runs_sign_one_burn_and_one_mint() {
     for _ in 0..3 {
         s.run();
     }
+    let legs: Vec<String> = s.legs(id).into_iter().map(|(leg, _)| leg).collect();
+    assert_eq!(legs, ["burn", "mint"], "one of each signed");
+    assert_eq!(s.paid_events(id), 1);
+    let t = s.worker.transaction(0, id);
+    assert_eq!(
+        s.base.balance_of(&s.usdc("base"), &wallet),
+        units(&t["amount"]["net"])
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+/// The worker killed (SIGKILL) at each broadcast it makes, the moment the node has the
+/// transaction and before the worker hears so (the deposit's sweep, the burn, the mint), and
+/// started again on the same database: it resumes where it was (the burn followed, attested and
+/// minted, the mint followed to the end), so one burn and one mint are mined and the payment is
+/// paid once, the books balanced on both chains.
+#[test]
+fn a_worker_killed_between_the_burn_and_the_mint_resumes_with_the_mint() {
+    let s = Across::start_with(true);
+    let wallet = s.merchant_paid_on_base();
+    let id = s.paid("6.00");
+    let mut kills = Vec::new();
+    eventually("the payment paid", Duration::from_secs(300), || {
+        kills.extend(s.run_killed_at_broadcast(id));
+        (s.raw_status(id) == "paid").then_some(())
+    });
+    for _ in 0..3 {
+        s.run();
+    }
+    let leg = |leg: &str, state: &str| (leg.to_owned(), state.to_owned());
+    assert!(
+        kills.contains(&vec![leg("burn", "live")]),
+        "killed as the burn went out: {kills:?}"
+    );
+    assert!(
+        kills.contains(&vec![leg("burn", "confirmed"), leg("mint", "live")]),
+        "killed as the mint went out, after the burn: {kills:?}"
+    );
+    assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
     let legs: Vec<String> = s.legs(id).into_iter().map(|(leg, _)| leg).collect();
     assert_eq!(legs, ["burn", "mint"], "one of each signed");
     assert_eq!(s.paid_events(id), 1);

@@ -1171,6 +1171,57 @@ fn a_held_institutions_payments_are_settled_once_from_its_object() {
     assert_eq!(theirs, (net_units, 0), "the treasury's link mirrors it");
 }
 
+/// The worker killed (SIGKILL) in the middle of the cron runs that settle a held institution's
+/// payments, at each new broadcast, the moment the node has the treasury's transaction and
+/// before the worker hears so, and started again on the same D1 and objects: it resumes from
+/// what it stored (the object's request, the treasury's signed transaction) and follows the
+/// transaction it never heard of, so one transaction pays the merchant's wallet exactly the
+/// payment's net, the payment is `paid` once, and the books balance in both stores.
+#[test]
+fn a_worker_killed_mid_run_pays_a_held_institutions_payment_once() {
+    let (s, institution) = held_settling();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let node = s.node.as_ref().unwrap();
+    let wallet = super::settlement::wallet();
+    let before = anvil.balance_of(&s.usdc, wallet);
+    let id = held_paid(&s, institution, &[("40.00", "HELD-KILLED")])[0].0;
+    let mut kills = 0;
+    eventually("the payment paid", Duration::from_secs(300), || {
+        anvil.mine(1);
+        if payrail_tests::faults::cron_killed_at_broadcast(worker, &[node], || ()).is_some() {
+            kills += 1;
+        }
+        (worker.transaction(0, id)["raw_status"] == "paid").then_some(())
+    });
+    for _ in 0..3 {
+        anvil.mine(1);
+        worker.cron();
+    }
+    assert!(kills > 0, "the worker was killed at a broadcast");
+    let sends = held_sends(&s, institution, id);
+    assert_eq!(
+        sends
+            .iter()
+            .filter(|(_, state)| state == "confirmed")
+            .count(),
+        1,
+        "one transaction paid the settlement: {sends:?}"
+    );
+    let db = worker.object_database(institution).unwrap();
+    assert_eq!(events_of(&db, id, "payment.paid"), 1, "payment.paid once");
+    let net: u128 = db
+        .query_row(
+            "SELECT units FROM settlement_items WHERE transaction_id = ?1",
+            [id],
+            |r| r.get::<_, String>(0),
+        )
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(anvil.balance_of(&s.usdc, wallet) - before, net);
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
 /// A held institution's refund after its payment was paid: stored in its object with its half
 /// of the books and a request, once however many requests race (the same key, and others for
 /// more than is left); paid once by the treasury however many cron runs race; read back and
@@ -2354,7 +2405,7 @@ fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
 /// Opens the portal's `path` as the first institution's admin at a desktop's and a phone's
 /// width: `check` reads the page, then `css` is photographed as `name`, and axe-core finds no
 /// serious or critical violation.
-fn look_at(
+pub(super) fn look_at(
     worker: &Worker,
     path: &str,
     check: impl Fn(&payrail_tests::browser::Browser),

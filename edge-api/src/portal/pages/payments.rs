@@ -438,10 +438,29 @@ pub(super) async fn show(c: Call<'_>, id: &str) -> Answer {
                                 tbody {
                                     @for c in &settlement_transactions {
                                         tr data-state=(c.state) {
-                                            td data-label="Transaction" { code { (c.tx_hash) } br; small { "nonce " (c.nonce) " · " (c.created_at) } }
-                                            td data-label="Pays" { (c.net) " " (text(&t.currency)) " to " code { (c.wallet) } br; small { (c.net_base_units) " base units" } }
+                                            td data-label="Transaction" {
+                                                code { (c.tx_hash) } br;
+                                                small.leg {
+                                                    @match c.leg.as_deref() {
+                                                        Some("burn") => { "Burn on " (c.network) " (CCTP)" }
+                                                        Some("mint") => { "Mint on " (c.network) " (CCTP)" }
+                                                        _ => { "On " (c.network) }
+                                                    }
+                                                    " · nonce " (c.nonce) " · " (c.created_at)
+                                                }
+                                            }
+                                            td data-label="Pays" {
+                                                @if c.leg.as_deref() == Some("burn") { (c.net) " " (text(&t.currency)) " burnt for " code { (c.wallet) } }
+                                                @else if c.leg.as_deref() == Some("mint") { (c.net) " " (text(&t.currency)) " minted to " code { (c.wallet) } }
+                                                @else { (c.net) " " (text(&t.currency)) " to " code { (c.wallet) } }
+                                                br; small { (c.net_base_units) " base units" }
+                                            }
                                             td data-label="Gas" {
-                                                (c.gas_fee) " " (text(&t.currency)) br;
+                                                @match &c.gas_fee {
+                                                    Some(fee) => { (fee) " " (text(&t.currency)) }
+                                                    None => { "Counted with the burn" }
+                                                }
+                                                br;
                                                 small { (c.gas_limit) " gas at " (c.gas_price) " wei"
                                                     @if let Some(used) = &c.gas_used { " · used " (used) } }
                                                 br; small { (c.rate_source) }
