@@ -183,6 +183,24 @@ impl Across {
         faults::cron_killed_at_broadcast(&self.worker, &[on_polygon, on_base], || self.legs(id))
     }
 
+    /// After a few more runs: payment `id`, paid, was settled by one burn and one mint, signed
+    /// once each, `payment.paid` once, `wallet` holding exactly its net on Base, and the books
+    /// balanced against both chains.
+    fn assert_settled_once(&self, id: i64, wallet: &str) {
+        for _ in 0..3 {
+            self.run();
+        }
+        let legs: Vec<String> = self.legs(id).into_iter().map(|(leg, _)| leg).collect();
+        assert_eq!(legs, ["burn", "mint"], "one of each signed");
+        assert_eq!(self.paid_events(id), 1);
+        let t = self.worker.transaction(0, id);
+        assert_eq!(
+            self.base.balance_of(&self.usdc("base"), wallet),
+            units(&t["amount"]["net"])
+        );
+        books::settle_and_assert_balanced_on(&self.worker, &[&self.polygon, &self.base]);
+    }
+
     /// How many `payment.paid` events payment `id` has.
     fn paid_events(&self, id: i64) -> i64 {
         self.worker
@@ -693,18 +711,7 @@ fn racing_cron_runs_sign_one_burn_and_one_mint() {
         });
         (s.raw_status(id) == "paid").then_some(())
     });
-    for _ in 0..3 {
-        s.run();
-    }
-    let legs: Vec<String> = s.legs(id).into_iter().map(|(leg, _)| leg).collect();
-    assert_eq!(legs, ["burn", "mint"], "one of each signed");
-    assert_eq!(s.paid_events(id), 1);
-    let t = s.worker.transaction(0, id);
-    assert_eq!(
-        s.base.balance_of(&s.usdc("base"), &wallet),
-        units(&t["amount"]["net"])
-    );
-    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+    s.assert_settled_once(id, &wallet);
 }
 
 /// The worker killed (SIGKILL) at each broadcast it makes, the moment the node has the
@@ -722,9 +729,6 @@ fn a_worker_killed_between_the_burn_and_the_mint_resumes_with_the_mint() {
         kills.extend(s.run_killed_at_broadcast(id));
         (s.raw_status(id) == "paid").then_some(())
     });
-    for _ in 0..3 {
-        s.run();
-    }
     let leg = |leg: &str, state: &str| (leg.to_owned(), state.to_owned());
     assert!(
         kills.contains(&vec![leg("burn", "live")]),
@@ -735,13 +739,5 @@ fn a_worker_killed_between_the_burn_and_the_mint_resumes_with_the_mint() {
         "killed as the mint went out, after the burn: {kills:?}"
     );
     assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
-    let legs: Vec<String> = s.legs(id).into_iter().map(|(leg, _)| leg).collect();
-    assert_eq!(legs, ["burn", "mint"], "one of each signed");
-    assert_eq!(s.paid_events(id), 1);
-    let t = s.worker.transaction(0, id);
-    assert_eq!(
-        s.base.balance_of(&s.usdc("base"), &wallet),
-        units(&t["amount"]["net"])
-    );
-    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+    s.assert_settled_once(id, &wallet);
 }
