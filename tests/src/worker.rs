@@ -235,6 +235,12 @@ impl Worker {
         assert!(status.success(), "SIGKILL to {tree:?}");
         let _ = watchdog.0.wait();
         let log = self.persist_to.join("wrangler.log");
+        // The killed run's log is kept beside the new one's.
+        let kept = (1..)
+            .map(|n| self.persist_to.join(format!("wrangler-killed-{n}.log")))
+            .find(|path| !path.exists())
+            .expect("a free name");
+        let _ = std::fs::rename(&log, kept);
         // The port is free again once the killed workerd's socket is closed.
         let deadline = Instant::now() + Duration::from_secs(30);
         *watchdog = loop {

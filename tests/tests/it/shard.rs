@@ -1200,10 +1200,7 @@ fn a_worker_killed_mid_run_pays_a_held_institutions_payment_once() {
     assert!(kills > 0, "the worker was killed at a broadcast");
     let sends = held_sends(&s, institution, id);
     assert_eq!(
-        sends
-            .iter()
-            .filter(|(_, state)| state == "confirmed")
-            .count(),
+        confirmed(&sends),
         1,
         "one transaction paid the settlement: {sends:?}"
     );
@@ -2294,6 +2291,14 @@ fn held_paid(
     ids
 }
 
+/// How many of `sends` ([`held_sends`]) are confirmed.
+fn confirmed(sends: &[(String, String)]) -> usize {
+    sends
+        .iter()
+        .filter(|(_, state)| state == "confirmed")
+        .count()
+}
+
 /// The treasury's transactions of the settlement that pays held payment `id`, oldest first:
 /// (hash, state).
 fn held_sends(s: &super::settlement::Setup, institution: i64, id: i64) -> Vec<(String, String)> {
@@ -2362,14 +2367,7 @@ fn a_held_settlements_stuck_transaction_is_replaced_and_paid_once() {
     let hash = t["tx_hashes"]["settlement"].as_str().unwrap().to_owned();
     assert_ne!(hash, first, "the replacement was mined");
     let sends = held_sends(&s, institution, id);
-    assert_eq!(
-        sends
-            .iter()
-            .filter(|(_, state)| state == "confirmed")
-            .count(),
-        1,
-        "{sends:?}"
-    );
+    assert_eq!(confirmed(&sends), 1, "{sends:?}");
     // Charged what the first was priced at, and paid exactly the net it was asked to.
     let object = worker.object_database(institution).unwrap();
     let (units, gas_fee, recorded): (String, String, String) = object
