@@ -237,6 +237,20 @@ impl Worker {
         assert_eq!(reply.status, 200, "the cron run failed: {}", reply.text);
     }
 
+    /// Payment `id` as demo institution `institution`'s admin reads it in the portal's JSON API
+    /// (`GET /portal/api/payments/{id}`, which must answer 200).
+    pub fn portal_payment(&self, institution: usize, id: i64) -> Value {
+        let portal = self.portal_login(institution);
+        let reply = self.portal(
+            reqwest::Method::GET,
+            &format!("/portal/api/payments/{id}"),
+            Some(&portal),
+            None,
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        reply.json()
+    }
+
     /// The transaction `id` as institution `institution` reads it through `/v1/transactions`.
     pub fn transaction(&self, institution: usize, id: i64) -> Value {
         let token = self.institution_token(institution);

@@ -443,15 +443,7 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
     drop(db);
 
     // The portal shows both legs on the payment, each with its network.
-    let portal = s.worker.portal_login(0);
-    let detail = s.worker.portal(
-        Method::GET,
-        &format!("/portal/api/payments/{id}"),
-        Some(&portal),
-        None,
-    );
-    assert_eq!(detail.status, 200, "{}", detail.text);
-    let sent = detail.json()["settlement_transactions"].clone();
+    let sent = s.worker.portal_payment(0, id)["settlement_transactions"].clone();
     let shown: Vec<(&str, &str, &str, bool)> = sent
         .as_array()
         .unwrap()

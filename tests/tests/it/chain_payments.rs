@@ -301,15 +301,7 @@ fn another_token_is_recorded_for_review_and_never_credited() {
     assert_eq!(s.worker.transaction(0, id)["raw_status"], "pending");
 
     // The institution sees it on the payment, for review, with the quote the address was given.
-    let portal = s.worker.portal_login(0);
-    let detail = s.worker.portal(
-        Method::GET,
-        &format!("/portal/api/payments/{id}"),
-        Some(&portal),
-        None,
-    );
-    assert_eq!(detail.status, 200, "{}", detail.text);
-    let detail = detail.json();
+    let detail = s.worker.portal_payment(0, id);
     let seen = &detail["chain_transfers"][0];
     assert_eq!(seen["tx_hash"], json!(hash));
     assert_eq!(seen["kind"], "unexpected_token");

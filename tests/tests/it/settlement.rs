@@ -333,15 +333,7 @@ impl Setup {
 
     /// The payment as the portal shows it.
     pub(super) fn detail(&self, id: i64) -> Value {
-        let portal = self.worker.portal_login(0);
-        let reply = self.worker.portal(
-            Method::GET,
-            &format!("/portal/api/payments/{id}"),
-            Some(&portal),
-            None,
-        );
-        assert_eq!(reply.status, 200, "{}", reply.text);
-        reply.json()
+        self.worker.portal_payment(0, id)
     }
 
     /// How many transactions the treasury signed for `id`, by state.
