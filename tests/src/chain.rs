@@ -512,6 +512,32 @@ pub fn local_chain(args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).expect("local-chain.js prints JSON")
 }
 
+/// The treasury of `scripts/dev`: anvil's well-known account 2, funded by `local-chain.js`.
+pub const DEV_TREASURY_KEY: &str =
+    "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+
+/// A sandbox worker on the local chains `local` (the output of [`local_chain`]) as `scripts/dev`
+/// runs it: the test wallet's deposit addresses, the `scripts/dev` treasury sealed with the
+/// dev encryption key, settlement wallets usable at once, and the cron fired every
+/// `cron_period` seconds when given (see [`crate::Worker::start_with_cron`]).
+pub fn worker_on(local: &Value, cron_period: Option<u64>) -> crate::Worker {
+    let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
+        .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
+    let sealed = xtask::secrets::seal_treasury_key(&key, DEV_TREASURY_KEY).unwrap();
+    let chains = local["chains"].to_string();
+    crate::Worker::start_with_cron(
+        "sandbox",
+        3600,
+        &[
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            ("PAYRAIL_CHAINS", &chains),
+            ("PAYRAIL_TREASURY_KEY", &sealed),
+            ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
+        ],
+        cron_period,
+    )
+}
+
 /// The local attester of `scripts/local-chain.js`: anvil's well-known account 9's key, as
 /// `PAYRAIL_CCTP_ATTESTER_KEYS` holds it.
 pub const LOCAL_ATTESTER_KEY: &str =

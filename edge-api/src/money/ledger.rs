@@ -141,11 +141,8 @@ pub async fn receipts(
     ];
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
     let mut book = Book::load(db, &accounts, &ids, &[]).await?;
-    for t in transfers {
-        // A receipt is a fact of the chain: recorded whatever the limits.
-        book.record(t)
-            .map_err(|r| ChainError::rule(r.to_string()))?;
-    }
+    // A receipt is a fact of the chain: recorded whatever the limits.
+    record(&mut book, transfers)?;
     Ok(book.statements(when, ctx.now())?)
 }
 
@@ -249,13 +246,9 @@ pub async fn topups(
     ];
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
     let mut book = Book::load(db, &accounts, &ids, &[]).await?;
-    for t in transfers {
-        // Money that arrived is a fact of the chain, and the merchant's once it is final: its
-        // receipt credited the unallocated account just before, so the top-up never overdraws
-        // it.
-        book.record(t)
-            .map_err(|r| ChainError::rule(r.to_string()))?;
-    }
+    // Money that arrived is a fact of the chain, and the merchant's once it is final: its
+    // receipt credited the unallocated account just before, so the top-up never overdraws it.
+    record(&mut book, transfers)?;
     Ok(book.statements(when, ctx.now())?)
 }
 
@@ -599,10 +592,7 @@ pub async fn end_held_request(
     }
     let mut book = Book::load(object, &accounts, &[], &[]).await?;
     let open = book.open_of(object, reference).await?;
-    for t in postings::end(&open, succeeded) {
-        book.record(t)
-            .map_err(|r| ChainError::rule(r.to_string()))?;
-    }
+    record(&mut book, postings::end(&open, succeeded))?;
     Ok(book.statements(when, ctx.now())?)
 }
 
@@ -632,10 +622,7 @@ async fn end_held_send(
     let mut ends = postings::end(&reserve, false);
     ends.extend(postings::end(&payout, succeeded));
     ends.extend(postings::gas(&gas.ledger(), &carrier.id, gas_wei));
-    for t in ends {
-        book.record(t)
-            .map_err(|r| ChainError::rule(r.to_string()))?;
-    }
+    record(&mut book, ends)?;
     Ok(book.statements(when, ctx.now())?)
 }
 
@@ -884,16 +871,15 @@ pub async fn end_send(
     }
     record(
         &mut book,
-        postings::gas(&gas.ledger(), &carrier.id, gas_wei)
-            .into_iter()
-            .collect(),
+        postings::gas(&gas.ledger(), &carrier.id, gas_wei),
     )?;
     Ok(book.statements(when, ctx.now())?)
 }
 
-/// Records `transfers` in `book`: a treasury transaction's end (the posts and voids of what it
-/// reserved, and what is posted at once).
-fn record(book: &mut Book, transfers: Vec<Transfer>) -> ChainResult<()> {
+/// Records `transfers` in `book` (a chain's facts, a treasury transaction's end: the posts and
+/// voids of what it reserved, and what is posted at once); a transfer the book refuses is an
+/// `Err` naming why.
+fn record(book: &mut Book, transfers: impl IntoIterator<Item = Transfer>) -> ChainResult<()> {
     for t in transfers {
         book.record(t)
             .map_err(|r| ChainError::rule(r.to_string()))?;
@@ -959,9 +945,7 @@ async fn end_burn(
     }
     record(
         &mut book,
-        postings::gas(&gas.ledger(), &carrier.id, gas_wei)
-            .into_iter()
-            .collect(),
+        postings::gas(&gas.ledger(), &carrier.id, gas_wei),
     )?;
     Ok(book.statements(when, ctx.now())?)
 }

@@ -10,15 +10,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use payrail_evm::cctp;
-use payrail_tests::chain::{self, logs_of, Anvil, TEST_XPUB};
+use payrail_tests::chain::{self, logs_of, Anvil};
 use payrail_tests::faults::{self, Fault, FaultyNode};
 use payrail_tests::{books, eventually, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
-
-/// The treasury of `scripts/dev`: anvil's well-known account 2, funded by `local-chain.js`.
-const TREASURY_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 
 /// The two local chains, their attestation service and a worker settling on them.
 struct Across {
@@ -54,20 +51,7 @@ impl Across {
             local["chains"]["base"]["rpc_url"] = json!(on_base.url);
         }
         let service = chain::attestation(&local["attestation"]);
-        let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
-            .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
-        let sealed = xtask::secrets::seal_treasury_key(&key, TREASURY_KEY).unwrap();
-        let chains = local["chains"].to_string();
-        let worker = Worker::start_with_vars(
-            "sandbox",
-            3600,
-            &[
-                ("PAYRAIL_EVM_XPUB", TEST_XPUB),
-                ("PAYRAIL_CHAINS", &chains),
-                ("PAYRAIL_TREASURY_KEY", &sealed),
-                ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
-            ],
-        );
+        let worker = chain::worker_on(&local, None);
         Across {
             polygon,
             base,
@@ -184,14 +168,19 @@ impl Across {
     }
 
     /// After a few more runs: payment `id`, paid, was settled by one burn and one mint, signed
-    /// once each, `payment.paid` once, `wallet` holding exactly its net on Base, and the books
-    /// balanced against both chains.
+    /// once each, and [`Across::assert_paid_once`].
     fn assert_settled_once(&self, id: i64, wallet: &str) {
         for _ in 0..3 {
             self.run();
         }
         let legs: Vec<String> = self.legs(id).into_iter().map(|(leg, _)| leg).collect();
         assert_eq!(legs, ["burn", "mint"], "one of each signed");
+        self.assert_paid_once(id, wallet);
+    }
+
+    /// Payment `id` has one `payment.paid`, `wallet` holds exactly its net on Base, and the
+    /// books balance against both chains.
+    fn assert_paid_once(&self, id: i64, wallet: &str) {
         assert_eq!(self.paid_events(id), 1);
         let t = self.worker.transaction(0, id);
         assert_eq!(
@@ -510,13 +499,7 @@ fn a_bridge_waits_for_its_attestation_without_burning_twice() {
             ("mint".to_owned(), "confirmed".to_owned())
         ]
     );
-    assert_eq!(s.paid_events(id), 1);
-    let t = s.worker.transaction(0, id);
-    assert_eq!(
-        s.base.balance_of(&s.usdc("base"), &wallet),
-        units(&t["amount"]["net"])
-    );
-    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+    s.assert_paid_once(id, &wallet);
 }
 
 /// Anyone may receive an attested message: a third party mints before the treasury does, and
@@ -676,13 +659,7 @@ fn lying_nodes_on_both_chains_make_one_burn_and_one_mint() {
         .map(|(leg, _)| leg)
         .collect();
     assert_eq!(confirmed, ["burn", "mint"]);
-    assert_eq!(s.paid_events(id), 1);
-    let t = s.worker.transaction(0, id);
-    assert_eq!(
-        s.base.balance_of(&s.usdc("base"), &wallet),
-        units(&t["amount"]["net"])
-    );
-    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+    s.assert_paid_once(id, &wallet);
 }
 
 /// Four cron runs at once, again and again, from the payment to its mint: the settlement's

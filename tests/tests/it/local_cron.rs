@@ -7,13 +7,11 @@
 
 use std::time::Duration;
 
-use payrail_tests::chain::{self, Anvil, TEST_XPUB};
+use payrail_tests::chain::{self, Anvil};
 use payrail_tests::{eventually, Worker};
 use serde_json::json;
 use xtask::demo::DEMO_WALLETS;
 
-/// The treasury of `scripts/dev`: anvil's well-known account 2, funded by `local-chain.js`.
-const TREASURY_KEY: &str = "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
 /// How often the test's local cron fires, in seconds (`scripts/dev`: 60).
 const PERIOD: u64 = 2;
 
@@ -26,21 +24,7 @@ fn a_payment_on_chain_is_credited_and_settled_by_the_cron_alone() {
         .unwrap()
         .to_owned();
     let customer = local["customer"].as_str().unwrap().to_owned();
-    let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
-        .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
-    let sealed = xtask::secrets::seal_treasury_key(&key, TREASURY_KEY).unwrap();
-    let chains = local["chains"].to_string();
-    let worker = Worker::start_with_cron(
-        "sandbox",
-        3600,
-        &[
-            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
-            ("PAYRAIL_CHAINS", &chains),
-            ("PAYRAIL_TREASURY_KEY", &sealed),
-            ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
-        ],
-        Some(PERIOD),
-    );
+    let worker = chain::worker_on(&local, Some(PERIOD));
 
     let merchant = &worker.credentials.institutions[0].merchants[0];
     let session = worker.checkout_session(&json!({

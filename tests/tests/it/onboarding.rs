@@ -15,7 +15,8 @@ fn worker() -> &'static Worker {
     Worker::own("onboarding")
 }
 
-fn api(
+/// A request to the portal's JSON API (`/portal/api{path}`) with `session`.
+pub(super) fn api(
     worker: &Worker,
     session: &PortalSession,
     method: Method,

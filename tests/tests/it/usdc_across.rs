@@ -16,6 +16,8 @@ use payrail_tests::{PortalSession, Reply, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use super::onboarding::api;
+
 /// The wallet cool-off this worker runs with: two hours.
 const COOL_OFF: i64 = 7200;
 
@@ -91,21 +93,6 @@ fn setup() -> &'static Setup {
             _anvil: anvil,
         }
     })
-}
-
-fn api(
-    worker: &Worker,
-    session: &PortalSession,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Reply {
-    worker.portal(
-        method,
-        &format!("/portal/api{path}"),
-        Some(session),
-        body.as_ref(),
-    )
 }
 
 /// Sets merchant `id`'s USDC settlement network to `body` (the whole JSON body).
@@ -595,25 +582,24 @@ fn a_checkout_offers_usdc_on_every_network_with_cctp_once_the_merchant_chose_one
     assert_eq!(offered(worker, url), ["USDC:base"]);
 }
 
-/// Saves a screenshot of the whole page at `width` (the window as tall as the page) and one of
-/// the element matching `css` under tests/artifacts/, then puts the window back.
-fn photograph(browser: &Browser, (width, height): (u32, u32), css: &str, name: &str) {
-    let tall = browser
-        .eval("return document.documentElement.scrollHeight;")
-        .as_u64()
-        .unwrap_or(u64::from(height));
-    browser.resize(
-        width,
-        u32::try_from(tall).unwrap_or(height).max(height) + 100,
-    );
-    browser.screenshot(&format!("{name}-page-{width}"));
-    let dir = payrail_tests::root().join("tests/artifacts");
-    std::fs::write(
-        dir.join(format!("{name}-{width}.png")),
-        browser.element_png(css),
-    )
-    .expect("write the element's screenshot");
-    browser.resize(width, height);
+/// At a desktop's and a phone's width: `url` opened, the element `wait` waited for and its
+/// text given to `check`, the page and the element `css` photographed as `name`
+/// (`balances::photograph`), and no serious or critical accessibility violation.
+fn look_at_widths(
+    browser: &Browser,
+    url: &str,
+    wait: &str,
+    (css, name): (&str, &str),
+    check: impl Fn(&str),
+) {
+    for (width, height) in [(1280, 900), (390, 844)] {
+        browser.resize(width, height);
+        browser.goto(url);
+        check(&browser.wait_text(wait));
+        super::balances::photograph(browser, (width, height), css, name);
+        let violations = browser.serious_accessibility_violations();
+        assert!(violations.is_empty(), "{name}, {width}: {violations:#?}");
+    }
 }
 
 #[test]
@@ -651,22 +637,13 @@ fn the_merchant_page_shows_and_takes_the_choice_in_chromium_at_desktop_and_phone
     ] {
         assert!(part.contains(said), "{said:?} not in {part}");
     }
-    for (width, height) in [(1280, 900), (390, 844)] {
-        browser.resize(width, height);
-        browser.goto(&format!("{page}#usdc-settlement"));
-        browser.wait_text("#usdc-settlement-none");
-        photograph(
-            &browser,
-            (width, height),
-            "#usdc-settlement",
-            "portal-usdc-settlement-none",
-        );
-        let violations = browser.serious_accessibility_violations();
-        assert!(
-            violations.is_empty(),
-            "not chosen, {width}: {violations:#?}"
-        );
-    }
+    look_at_widths(
+        &browser,
+        &format!("{page}#usdc-settlement"),
+        "#usdc-settlement-none",
+        ("#usdc-settlement", "portal-usdc-settlement-none"),
+        |_| {},
+    );
 
     // Chosen from the form.
     browser.resize(1280, 900);
@@ -694,7 +671,7 @@ fn the_merchant_page_shows_and_takes_the_choice_in_chromium_at_desktop_and_phone
         refused.contains("ethereum has no CCTP configured"),
         "{refused}"
     );
-    photograph(
+    super::balances::photograph(
         &browser,
         (1280, 900),
         "p.error",
@@ -706,19 +683,13 @@ fn the_merchant_page_shows_and_takes_the_choice_in_chromium_at_desktop_and_phone
         .wait_text("#usdc-settlement-chosen")
         .contains("base"));
 
-    for (width, height) in [(1280, 900), (390, 844)] {
-        browser.resize(width, height);
-        browser.goto(&format!("{page}#usdc-settlement"));
-        browser.wait_text("#usdc-settlement-chosen");
-        photograph(
-            &browser,
-            (width, height),
-            "#usdc-settlement",
-            "portal-usdc-settlement-chosen",
-        );
-        let violations = browser.serious_accessibility_violations();
-        assert!(violations.is_empty(), "chosen, {width}: {violations:#?}");
-    }
+    look_at_widths(
+        &browser,
+        &format!("{page}#usdc-settlement"),
+        "#usdc-settlement-chosen",
+        ("#usdc-settlement", "portal-usdc-settlement-chosen"),
+        |_| {},
+    );
 
     // The hosted page of such a merchant's checkout, offering USDC on each network with CCTP.
     let key = detail(worker, &admin_session, id)["public_key"]
@@ -726,26 +697,18 @@ fn the_merchant_page_shows_and_takes_the_choice_in_chromium_at_desktop_and_phone
         .unwrap()
         .to_owned();
     let session = checkout(worker, &key, "ACROSS-PAGE-1");
-    for (width, height) in [(1280, 900), (390, 844)] {
-        browser.resize(width, height);
-        browser.goto(session["url"].as_str().unwrap());
-        let ways = browser.wait_text("form.methods");
-        assert!(
-            ways.contains("Arbitrum") && ways.contains("Polygon"),
-            "{ways}"
-        );
-        photograph(
-            &browser,
-            (width, height),
-            "form.methods",
-            "hosted-usdc-across",
-        );
-        let violations = browser.serious_accessibility_violations();
-        assert!(
-            violations.is_empty(),
-            "hosted page, {width}: {violations:#?}"
-        );
-    }
+    look_at_widths(
+        &browser,
+        session["url"].as_str().unwrap(),
+        "form.methods",
+        ("form.methods", "hosted-usdc-across"),
+        |ways| {
+            assert!(
+                ways.contains("Arbitrum") && ways.contains("Polygon"),
+                "{ways}"
+            );
+        },
+    );
 
     // Cleared from the form (the empty choice).
     browser.resize(1280, 900);
@@ -756,7 +719,7 @@ fn the_merchant_page_shows_and_takes_the_choice_in_chromium_at_desktop_and_phone
     browser.click("form.usdc-settlement button[type=submit]");
     let cleared = browser.wait_text("#usdc-settlement-none");
     assert!(cleared.contains("Not chosen"), "{cleared}");
-    photograph(
+    super::balances::photograph(
         &browser,
         (1280, 900),
         "#usdc-settlement",
