@@ -227,11 +227,12 @@ impl Worker {
         // The watchdog first, so it says nothing of its children's deaths.
         let mut tree = vec![watchdog.0.id()];
         tree.extend(descendants(watchdog.0.id()));
-        let status = Command::new("kill")
-            .arg("-KILL")
-            .args(tree.iter().map(u32::to_string))
+        // Bash's own `kill`: a fresh machine need not have procps's.
+        let pids: Vec<String> = tree.iter().map(u32::to_string).collect();
+        let status = Command::new("bash")
+            .args(["-c", &format!("kill -KILL {}", pids.join(" "))])
             .status()
-            .expect("run kill");
+            .expect("run bash");
         assert!(status.success(), "SIGKILL to {tree:?}");
         let _ = watchdog.0.wait();
         let log = self.persist_to.join("wrangler.log");
