@@ -202,11 +202,14 @@ pub enum Code {
     /// An account's balance carried between D1 and its institution's object when the
     /// institution moved into it (opened there, closed in D1).
     Move,
+    /// The treasury's float moved between networks with CCTP: burnt into flight on one,
+    /// handed to CCTP (its fee included), minted into the treasury on the other.
+    FloatMove,
 }
 
 impl Code {
     /// Every code.
-    pub const ALL: [Code; 13] = [
+    pub const ALL: [Code; 14] = [
         Code::Receipt,
         Code::Credit,
         Code::Fee,
@@ -220,6 +223,7 @@ impl Code {
         Code::Funding,
         Code::Topup,
         Code::Move,
+        Code::FloatMove,
     ];
 
     /// As stored.
@@ -238,6 +242,7 @@ impl Code {
             Code::Funding => "funding",
             Code::Topup => "topup",
             Code::Move => "move",
+            Code::FloatMove => "float_move",
         }
     }
 

@@ -1,13 +1,76 @@
-//! Settlements paid across networks with CCTP: the `bridges` table (migration 0042), written
-//! only here. A bridge follows one settlement's transfer from the burn on the network its
-//! payments were made on to the mint on the merchant's chosen network; both legs are the
-//! treasury's transactions (`chain_sends`, under the settlement, with their `leg`), committed
-//! with the state changes here by `money::settle::bridge` and `money::sends`.
+//! Transfers across networks with CCTP, each followed from the burn on one network to the mint
+//! on another: a settlement paid across (the `bridges` table, migration 0042) or a move of the
+//! treasury's float (the `float_moves` table, migration 0043, with the same columns), written
+//! only here and in `db::float_moves`. Both legs are the treasury's transactions
+//! (`chain_sends`, under what they carry, with their `leg`), committed with the state changes
+//! here by `money::settle::bridge` and `money::sends`.
 
 use serde::Deserialize;
 use shared_types::ids::{InstitutionId, Scoped};
 
-use super::{all, first, run, stmt, Db, DbResult, Stmt};
+use super::sends::{Outgoing, Purpose};
+use super::{all, first, stmt, Db, DbResult, Stmt, Value};
+
+/// What a bridge carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier<'a> {
+    /// A settlement paid across, of its institution (a row of `bridges`).
+    Settlement(Scoped<&'a str>),
+    /// A move of the treasury's float, the platform's own (a row of `float_moves`).
+    FloatMove(&'a str),
+}
+
+impl<'a> Carrier<'a> {
+    /// What the leg `send` carries, when it is a bridge's leg.
+    pub fn of_send(send: &'a Outgoing) -> Option<Carrier<'a>> {
+        send.leg()?;
+        match send.purpose() {
+            Purpose::Settlement(id) => {
+                Some(Carrier::Settlement(Scoped::new(send.institution_id, id)))
+            }
+            Purpose::FloatMove(id) => Some(Carrier::FloatMove(id)),
+            Purpose::Refund(_) => None,
+        }
+    }
+
+    /// What its legs pay, as `chain_sends` names it.
+    pub fn purpose(self) -> Purpose<'a> {
+        match self {
+            Carrier::Settlement(s) => Purpose::Settlement(s.id),
+            Carrier::FloatMove(id) => Purpose::FloatMove(id),
+        }
+    }
+
+    /// Its row's table, the condition finding it (`?1` and `?2`), and those two parameters: a
+    /// settlement's bridge by its settlement and institution, a float move by its id (`?2` is
+    /// NULL: the platform's, no institution's).
+    fn row(self) -> (&'static str, &'static str, [Value; 2]) {
+        match self {
+            Carrier::Settlement(s) => (
+                "bridges",
+                "settlement_id = ?1 AND institution_id = ?2",
+                [s.id.into(), s.institution.into()],
+            ),
+            Carrier::FloatMove(id) => (
+                "float_moves",
+                "id = ?1 AND ?2 IS NULL",
+                [id.into(), Value::Null],
+            ),
+        }
+    }
+}
+
+/// A statement on `carrier`'s row: `set` (its own parameters from `?3`, `rest`) where `state`
+/// (a condition on the row's state) holds.
+fn update(carrier: Carrier<'_>, set: &str, state: &str, rest: Vec<Value>) -> DbResult<Stmt> {
+    let (table, key, [first_key, second_key]) = carrier.row();
+    let mut params = vec![first_key, second_key];
+    params.extend(rest);
+    stmt(
+        &format!("UPDATE {table} SET {set} WHERE {key} AND {state}"),
+        &params,
+    )
+}
 
 /// A bridge to store with its settlement and its burn.
 pub struct NewBridge<'a> {
@@ -64,10 +127,10 @@ pub fn insert(b: &NewBridge<'_>) -> DbResult<Stmt> {
 /// A bridge as the treasury follows it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Bridge {
-    /// Its settlement.
-    pub settlement_id: String,
-    /// The settlement's institution.
-    pub institution_id: InstitutionId,
+    /// What it carries: the settlement's id, or the float move's.
+    pub carrier_id: String,
+    /// The settlement's institution; `None` for a float move.
+    pub institution_id: Option<InstitutionId>,
     /// Source network.
     pub source_network: String,
     /// Destination network.
@@ -92,55 +155,81 @@ pub struct Bridge {
     pub note: Option<String>,
 }
 
-const BRIDGE_FROM: &str = "SELECT b.settlement_id, b.institution_id, b.source_network, \
-     b.destination_network, b.amount, b.max_fee, b.min_finality, b.mint_recipient, b.destination_block, \
-     b.burn_tx_hash, b.nonce, b.token, b.note FROM bridges b";
-
-/// The bridge of settlement `settlement`, if it is paid across.
-pub async fn of_settlement(db: &Db, settlement: Scoped<&str>) -> DbResult<Option<Bridge>> {
-    first(
-        db,
-        &format!("{BRIDGE_FROM} WHERE b.settlement_id = ?1 AND b.institution_id = ?2"),
-        &[settlement.id.into(), settlement.institution.into()],
-    )
-    .await
+impl Bridge {
+    /// What it carries.
+    pub fn carrier(&self) -> Carrier<'_> {
+        match self.institution_id {
+            Some(institution) => Carrier::Settlement(Scoped::new(institution, &self.carrier_id)),
+            None => Carrier::FloatMove(&self.carrier_id),
+        }
+    }
 }
 
-/// Bridges whose burn is final and whose mint is not out: the attestation to read, the mint to
-/// sign. Those waited on longest first.
+/// The columns of [`Bridge`] both tables share.
+macro_rules! bridge_columns {
+    () => {
+        "b.source_network, b.destination_network, b.amount, b.max_fee, b.min_finality, \
+         b.mint_recipient, b.destination_block, b.burn_tx_hash, b.nonce, b.token, b.note, \
+         b.updated_at"
+    };
+}
+
+const BRIDGE_FROM: &str = concat!(
+    "SELECT b.settlement_id AS carrier_id, b.institution_id, ",
+    bridge_columns!(),
+    " FROM bridges b"
+);
+
+const FLOAT_MOVE_FROM: &str = concat!(
+    "SELECT b.id AS carrier_id, NULL AS institution_id, ",
+    bridge_columns!(),
+    " FROM float_moves b"
+);
+
+/// The bridge of `carrier`: a settlement's, if it is paid across; a float move's.
+pub async fn of(db: &Db, carrier: Carrier<'_>) -> DbResult<Option<Bridge>> {
+    let from = match carrier {
+        Carrier::Settlement(_) => {
+            format!("{BRIDGE_FROM} WHERE b.settlement_id = ?1 AND b.institution_id = ?2")
+        }
+        Carrier::FloatMove(_) => format!("{FLOAT_MOVE_FROM} WHERE b.id = ?1 AND ?2 IS NULL"),
+    };
+    let (_, _, key) = carrier.row();
+    first(db, &from, &key).await
+}
+
+/// Bridges (settlements' and float moves') whose burn is final and whose mint is not out: the
+/// attestation to read, the mint to sign. Those waited on longest first.
 pub async fn attesting(db: &Db, limit: i64) -> DbResult<Vec<Bridge>> {
     all(
         db,
-        &format!("{BRIDGE_FROM} WHERE b.state = 'attesting' ORDER BY b.updated_at LIMIT ?1"),
+        &format!(
+            "SELECT * FROM ({BRIDGE_FROM} WHERE b.state = 'attesting' UNION ALL \
+             {FLOAT_MOVE_FROM} WHERE b.state = 'attesting') ORDER BY updated_at LIMIT ?1"
+        ),
         &[limit.into()],
     )
     .await
 }
 
 /// The statement recording the burn `burn_tx_hash` final: the attestation is awaited next.
-pub fn burnt(settlement: Scoped<&str>, burn_tx_hash: &str, now: i64) -> DbResult<Stmt> {
-    stmt(
-        "UPDATE bridges SET state = 'attesting', burn_tx_hash = ?3, note = NULL, updated_at = ?4 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state = 'burning'",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
-            burn_tx_hash.into(),
-            now.into(),
-        ],
+pub fn burnt(carrier: Carrier<'_>, burn_tx_hash: &str, now: i64) -> DbResult<Stmt> {
+    update(
+        carrier,
+        "state = 'attesting', burn_tx_hash = ?3, note = NULL, updated_at = ?4",
+        "state = 'burning'",
+        vec![burn_tx_hash.into(), now.into()],
     )
 }
 
-/// The statement recording the burn reverted (its settlement fails with it).
-pub fn failed(settlement: Scoped<&str>, now: i64) -> DbResult<Stmt> {
-    stmt(
-        "UPDATE bridges SET state = 'failed', updated_at = ?3 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state = 'burning'",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
-            now.into(),
-        ],
+/// The statement recording the burn reverted (a settlement fails with it; a float move moved
+/// nothing).
+pub fn failed(carrier: Carrier<'_>, now: i64) -> DbResult<Stmt> {
+    update(
+        carrier,
+        "state = 'failed', updated_at = ?3",
+        "state = 'burning'",
+        vec![now.into()],
     )
 }
 
@@ -157,18 +246,13 @@ pub struct AttestedMessage<'a> {
 /// The statement taking the bridge from `attesting` to `minting` with its attested message: the
 /// mint's insert after it in the batch stores only if this changed a row (`changes() = 1`), so
 /// of two runs signing a mint, one stores it.
-pub fn minting(
-    settlement: Scoped<&str>,
-    attested: &AttestedMessage<'_>,
-    now: i64,
-) -> DbResult<Stmt> {
-    stmt(
-        "UPDATE bridges SET state = 'minting', message = ?3, attestation = ?4, nonce = ?5, \
-         note = NULL, updated_at = ?6 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state = 'attesting'",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
+pub fn minting(carrier: Carrier<'_>, attested: &AttestedMessage<'_>, now: i64) -> DbResult<Stmt> {
+    update(
+        carrier,
+        "state = 'minting', message = ?3, attestation = ?4, nonce = ?5, note = NULL, \
+         updated_at = ?6",
+        "state = 'attesting'",
+        vec![
             attested.message.into(),
             attested.attestation.into(),
             attested.nonce.into(),
@@ -179,56 +263,36 @@ pub fn minting(
 
 /// The statement recording the message received on the destination by `mint_tx_hash` (the
 /// treasury's mint, or anyone's) with `fee` collected: guarded on the bridge not being minted
-/// yet, so the settlement's confirmation after it in the batch follows it once.
-pub fn minted(
-    settlement: Scoped<&str>,
-    (mint_tx_hash, fee): (&str, u128),
-    now: i64,
-) -> DbResult<Stmt> {
-    stmt(
-        "UPDATE bridges SET state = 'minted', mint_tx_hash = ?3, fee = ?4, note = NULL, \
-         updated_at = ?5 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state IN ('attesting', 'minting')",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
-            mint_tx_hash.into(),
-            fee.to_string().into(),
-            now.into(),
-        ],
+/// yet, so what follows it in the batch (a settlement's confirmation) follows it once.
+pub fn minted(carrier: Carrier<'_>, (mint_tx_hash, fee): (&str, u128), now: i64) -> DbResult<Stmt> {
+    update(
+        carrier,
+        "state = 'minted', mint_tx_hash = ?3, fee = ?4, note = NULL, updated_at = ?5",
+        "state IN ('attesting', 'minting')",
+        vec![mint_tx_hash.into(), fee.to_string().into(), now.into()],
     )
 }
 
 /// The statement sending a bridge whose mint reverted without the message being received back
 /// to `attesting`, where a new mint is signed.
-pub fn mint_failed(settlement: Scoped<&str>, why: &str, now: i64) -> DbResult<Stmt> {
-    stmt(
-        "UPDATE bridges SET state = 'attesting', note = ?3, updated_at = ?4 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state = 'minting'",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
-            why.into(),
-            now.into(),
-        ],
+pub fn mint_failed(carrier: Carrier<'_>, why: &str, now: i64) -> DbResult<Stmt> {
+    update(
+        carrier,
+        "state = 'attesting', note = ?3, updated_at = ?4",
+        "state = 'minting'",
+        vec![why.into(), now.into()],
     )
 }
 
-/// Records why a bridge waits (shown with its payments' settlement).
-pub async fn note(db: &Db, settlement: Scoped<&str>, why: &str, now: i64) -> DbResult<()> {
-    run(
-        db,
-        "UPDATE bridges SET note = ?3, updated_at = ?4 \
-         WHERE settlement_id = ?1 AND institution_id = ?2 AND state IN ('attesting', 'minting')",
-        &[
-            settlement.id.into(),
-            settlement.institution.into(),
-            why.into(),
-            now.into(),
-        ],
-    )
-    .await
-    .map(drop)
+/// Records why a bridge waits (shown with its payments' settlement, or its float move).
+pub async fn note(db: &Db, carrier: Carrier<'_>, why: &str, now: i64) -> DbResult<()> {
+    let statement = update(
+        carrier,
+        "note = ?3, updated_at = ?4",
+        "state IN ('burning', 'attesting', 'minting')",
+        vec![why.into(), now.into()],
+    )?;
+    super::batch(db, vec![statement]).await
 }
 
 /// A merchant's choice of the network its USDC is paid on (migration 0041), and from when

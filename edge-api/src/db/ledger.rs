@@ -599,6 +599,17 @@ pub async fn treasury_accounts(db: &Db) -> DbResult<Vec<AccountView>> {
     .await
 }
 
+/// Every account of one ledger (`network`, `token`): what a move of the treasury's float
+/// weighs (the treasury's balance against what is owed there).
+pub async fn accounts_of_ledger(db: &Db, network: &str, token: &str) -> DbResult<Vec<AccountView>> {
+    all(
+        db,
+        &format!("SELECT {VIEW_COLUMNS} FROM ledger_accounts WHERE network = ?1 AND token = ?2"),
+        &[network.into(), token.into()],
+    )
+    .await
+}
+
 /// Every merchant account of the institution (what Payrail owes each of its merchants, per
 /// network and asset).
 pub async fn merchant_accounts_of(

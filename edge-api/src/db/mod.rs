@@ -19,6 +19,7 @@ pub mod deliveries;
 pub mod deposits;
 pub mod endpoints;
 pub mod events;
+pub mod float_moves;
 pub mod heads;
 // Posting (`Book`, `When`, `open_of`, `raced`) is used once payments, settlements and refunds
 // post their transfers; until then only the portal's reads are.

@@ -112,11 +112,11 @@ const ALLOWED: &[(&str, &str)] = &[
     // token and wallet, which the send request carries once sharded).
     ("WITH candidates AS", "reconciliations: custody addresses"),
     (
-        "COALESCE(s.wallet, r.to_address) AS wallet",
+        "COALESCE(s.wallet, r.to_address, f.mint_recipient) AS wallet",
         "sends: the treasury's transactions with what they pay",
     ),
     (
-        "SELECT COALESCE(s.token, r.token) AS token, c.units",
+        "SELECT COALESCE(s.token, r.token, f.token) AS token, c.units",
         "sends: the treasury's live transactions' amounts",
     ),
     // Transaction ids are allocated in one sequence across institutions today, in creation
@@ -562,9 +562,12 @@ fn migration_0025_fills_every_row_and_refuses_a_new_one_without_its_institution(
         after[0].ends_with("0025_institution_scope.sql"),
         "{after:?}"
     );
+    // Each file in one transaction, as wrangler applies it (a rebuild defers its foreign keys
+    // to the commit).
     let apply = |files: &[std::path::PathBuf]| {
         for file in files {
-            conn.execute_batch(&std::fs::read_to_string(file).unwrap())
+            let sql = std::fs::read_to_string(file).unwrap();
+            conn.execute_batch(&format!("BEGIN;\n{sql}\nCOMMIT;"))
                 .unwrap();
         }
     };

@@ -1,7 +1,8 @@
 //! Every transaction the treasury signed, as signed (the raw bytes, to broadcast again), for a
-//! settlement or a refund: the `chain_sends` table, written only here. What a transaction pays
-//! is its purpose's own table (`settlements`, `refunds`); the statements that move both are
-//! committed together by `money::sends`. See migration 0011.
+//! settlement, a refund or a move of its float: the `chain_sends` table, written only here.
+//! What a transaction pays is its purpose's own table (`settlements`, `refunds`,
+//! `float_moves`); the statements that move both are committed together by `money::sends`. See
+//! migrations 0011 and 0043.
 
 use payrail_evm::Token;
 use payrail_evm::{Address, TxHash};
@@ -20,14 +21,17 @@ pub enum Purpose<'a> {
     Settlement(&'a str),
     /// A refund, by id.
     Refund(&'a str),
+    /// A move of the treasury's float between networks (`db::float_moves`), by id.
+    FloatMove(&'a str),
 }
 
 impl Purpose<'_> {
-    /// The `(settlement_id, refund_id)` columns.
-    fn ids(self) -> (Value, Value) {
+    /// The `(settlement_id, refund_id, float_move_id)` columns.
+    fn ids(self) -> (Value, Value, Value) {
         match self {
-            Purpose::Settlement(id) => (id.into(), Value::Null),
-            Purpose::Refund(id) => (Value::Null, id.into()),
+            Purpose::Settlement(id) => (id.into(), Value::Null, Value::Null),
+            Purpose::Refund(id) => (Value::Null, id.into(), Value::Null),
+            Purpose::FloatMove(id) => (Value::Null, Value::Null, id.into()),
         }
     }
 }
@@ -116,14 +120,14 @@ pub fn insert_after_change(s: &NewSend<'_>) -> DbResult<Stmt> {
 
 /// [`insert`], only if `condition` (SQL without parameters) holds too.
 fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
-    let (settlement, refund) = s.purpose.ids();
+    let (settlement, refund, float_move) = s.purpose.ids();
     stmt(
         &format!(
             "INSERT INTO chain_sends (id, settlement_id, network, sender, nonce, gas_limit, \
              gas_price, rate_source, units, tx_hash, raw, state, sent_block, created_at, \
-             updated_at, refund_id, netted, l1_fee, call_to, call_data, leg) \
+             updated_at, refund_id, netted, l1_fee, call_to, call_data, leg, float_move_id) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'live', ?12, ?13, ?13, ?14, ?15, \
-             ?16, ?17, ?18, ?19 WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
+             ?16, ?17, ?18, ?19, ?20 WHERE NOT EXISTS (SELECT 1 FROM chain_sends WHERE refund_id = ?14 \
              AND state IN ('live', 'confirmed')) AND {condition}"
         ),
         &[
@@ -146,6 +150,7 @@ fn insert_if(s: &NewSend<'_>, condition: &str) -> DbResult<Stmt> {
             s.call.map(|(c, _)| c.to).into(),
             s.call.map(|(c, _)| c.data).into(),
             s.call.map(|(_, leg)| leg.as_str()).into(),
+            float_move,
         ],
     )
 }
@@ -203,7 +208,11 @@ pub struct Outgoing {
     pub settlement_id: Option<String>,
     /// Its refund, when it pays one.
     pub refund_id: Option<String>,
-    /// The institution of its settlement or refund (what it reports back is keyed by it).
+    /// Its float move, when it is one's leg.
+    #[serde(default)]
+    pub float_move_id: Option<String>,
+    /// The institution of its settlement or refund (what it reports back is keyed by it); 0 for
+    /// a float move's leg, which is the platform's.
     pub institution_id: InstitutionId,
     /// Network.
     pub network: String,
@@ -248,12 +257,13 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
-    /// What it pays. The table's check makes exactly one of the two ids set.
+    /// What it pays. The table's check makes exactly one of the three ids set.
     pub fn purpose(&self) -> Purpose<'_> {
-        match (&self.settlement_id, &self.refund_id) {
-            (Some(id), _) => Purpose::Settlement(id),
-            (None, Some(id)) => Purpose::Refund(id),
-            (None, None) => Purpose::Settlement(""),
+        match (&self.settlement_id, &self.refund_id, &self.float_move_id) {
+            (Some(id), ..) => Purpose::Settlement(id),
+            (None, Some(id), _) => Purpose::Refund(id),
+            (None, None, Some(id)) => Purpose::FloatMove(id),
+            (None, None, None) => Purpose::Settlement(""),
         }
     }
 
@@ -275,14 +285,15 @@ impl Outgoing {
     }
 }
 
-const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.network, c.sender, \
-     c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, c.sent_block, \
-     c.netted, c.rate_source, c.call_to, c.call_data, c.leg, \
-     COALESCE(s.token, r.token) AS token, \
-     COALESCE(s.wallet, r.to_address) AS wallet, \
-     COALESCE(s.institution_id, r.institution_id) AS institution_id, s.held_by \
+const OUTGOING_FROM: &str = "SELECT c.id, c.settlement_id, c.refund_id, c.float_move_id, \
+     c.network, c.sender, c.nonce, c.gas_limit, c.gas_price, c.l1_fee, c.units, c.tx_hash, c.raw, \
+     c.sent_block, c.netted, c.rate_source, c.call_to, c.call_data, c.leg, \
+     COALESCE(s.token, r.token, f.token) AS token, \
+     COALESCE(s.wallet, r.to_address, f.mint_recipient) AS wallet, \
+     COALESCE(s.institution_id, r.institution_id, 0) AS institution_id, s.held_by \
      FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
-     LEFT JOIN refunds r ON r.id = c.refund_id";
+     LEFT JOIN refunds r ON r.id = c.refund_id \
+     LEFT JOIN float_moves f ON f.id = c.float_move_id";
 
 /// Of the send ids `ids`, those stored.
 pub async fn stored(db: &Db, ids: &[&str]) -> DbResult<Vec<String>> {
@@ -340,17 +351,25 @@ pub async fn of_settlement(db: &Db, id: &str) -> DbResult<Vec<String>> {
     Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
-/// Every transaction of settlement `id` on `network` (a bridge's leg there, and its
-/// replacements), first signed first.
-pub async fn of_settlement_on(db: &Db, id: &str, network: &str) -> DbResult<Vec<String>> {
+/// Every transaction of `carrier` (a settlement or a float move) on `network` (a bridge's leg
+/// there, and its replacements), first signed first.
+pub async fn legs_on(db: &Db, carrier: Purpose<'_>, network: &str) -> DbResult<Vec<String>> {
     #[derive(Deserialize)]
     struct Row {
         id: String,
     }
+    let column = match carrier {
+        Purpose::Settlement(_) => "settlement_id",
+        Purpose::Refund(_) => "refund_id",
+        Purpose::FloatMove(_) => "float_move_id",
+    };
+    let (Purpose::Settlement(id) | Purpose::Refund(id) | Purpose::FloatMove(id)) = carrier;
     let rows: Vec<Row> = all(
         db,
-        "SELECT id FROM chain_sends WHERE settlement_id = ?1 AND network = ?2 \
-         ORDER BY created_at, id",
+        &format!(
+            "SELECT id FROM chain_sends WHERE {column} = ?1 AND network = ?2 \
+             ORDER BY created_at, id"
+        ),
         &[id.into(), network.into()],
     )
     .await?;
@@ -407,10 +426,11 @@ pub struct InFlight {
 pub async fn in_flight(db: &Db, network: &str, sender: &str) -> DbResult<Vec<InFlight>> {
     all(
         db,
-        "SELECT COALESCE(s.token, r.token) AS token, c.units, c.gas_limit, c.gas_price, c.l1_fee, \
-         c.nonce \
+        "SELECT COALESCE(s.token, r.token, f.token) AS token, c.units, c.gas_limit, c.gas_price, \
+         c.l1_fee, c.nonce \
          FROM chain_sends c LEFT JOIN settlements s ON s.id = c.settlement_id \
          LEFT JOIN refunds r ON r.id = c.refund_id \
+         LEFT JOIN float_moves f ON f.id = c.float_move_id \
          WHERE c.state = 'live' AND c.network = ?1 AND c.sender = ?2",
         &[network.into(), sender.into()],
     )

@@ -16,7 +16,7 @@ use crate::chain::config::{self, NATIVE_DECIMALS};
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::evm;
 use crate::ctx::Ctx;
-use crate::db::bridges::Bridge;
+use crate::db::bridges::{Bridge, Carrier};
 use crate::db::ledger::{Account, Book, Carried, When};
 use crate::db::parts::Part;
 use crate::db::sends::{self, Leg, Outgoing, Purpose};
@@ -773,6 +773,9 @@ pub async fn end_send(
         Purpose::Refund(id) => {
             refunds::carried(&ctx.db, Scoped::new(live.institution_id, id)).await?
         }
+        Purpose::FloatMove(id) => {
+            return end_float_burn(ctx, (live, carrier), id, succeeded, gas_wei, when).await;
+        }
     };
     let asset = match &carried {
         Some(c) => Some(Asset {
@@ -832,7 +835,7 @@ pub async fn end_send(
     let mut open = book.open_of(&ctx.db, &live.id).await?;
     let refund = match live.purpose() {
         Purpose::Refund(id) => book.open_of(&ctx.db, id).await?,
-        Purpose::Settlement(_) => Vec::new(),
+        Purpose::Settlement(_) | Purpose::FloatMove(_) => Vec::new(),
     };
     let carrier_is_live = carrier.id == live.id;
     // The gas reservation always ends void: the real gas is posted below.
@@ -887,16 +890,16 @@ fn record(book: &mut Book, transfers: impl IntoIterator<Item = Transfer>) -> Cha
     Ok(())
 }
 
-/// The open transfers of every transaction of settlement `settlement_id` on `network` (a
-/// bridge's leg and its replacements, whose reservations stay under the first).
+/// The open transfers of every transaction of `carrier` (a settlement or a float move) on
+/// `network` (a bridge's leg and its replacements, whose reservations stay under the first).
 async fn open_of_legs(
     ctx: &Ctx,
     book: &mut Book,
-    settlement_id: &str,
+    carrier: Purpose<'_>,
     network: &str,
 ) -> ChainResult<Vec<Transfer>> {
     let mut open = Vec::new();
-    for id in sends::of_settlement_on(&ctx.db, settlement_id, network).await? {
+    for id in sends::legs_on(&ctx.db, carrier, network).await? {
         open.extend(book.open_of(&ctx.db, &id).await?);
     }
     Ok(open)
@@ -922,7 +925,7 @@ async fn end_burn(
     let mut accounts = settlement_accounts(asset, owners);
     accounts.push(asset.account(Kind::Treasury, "bridge"));
     let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
-    let open = open_of_legs(ctx, &mut book, settlement_id, &live.network).await?;
+    let open = open_of_legs(ctx, &mut book, live.purpose(), &live.network).await?;
     let (reserve, rest): (Vec<Transfer>, Vec<Transfer>) =
         open.into_iter().partition(|t| t.code == Code::Gas);
     record(&mut book, postings::end(&reserve, false))?;
@@ -964,28 +967,52 @@ pub struct MintEnd<'a> {
 /// The statements posting the end of a bridge's second leg, `when` its state change applies:
 /// the treasury's mint transaction's gas reservations voided and its real gas posted (`mint`,
 /// when the treasury sent one), and, once the message was received on the destination
-/// (`received`: by the treasury's mint or anyone's), the merchant's payout into the bridge's
-/// in-flight account posted: the merchant is paid, and nothing of it is in flight any more.
+/// (`received`: by the treasury's mint or anyone's, with the fee it collected), what it carried
+/// posted: a settlement's payout into the bridge's in-flight account (the merchant is paid, and
+/// nothing of it is in flight any more), or a float move's amount out of flight to CCTP and
+/// what was minted into the treasury on the destination ([`postings::float_minted`]).
 pub async fn end_mint(
     ctx: &Ctx,
     bridge: &Bridge,
     mint: Option<MintEnd<'_>>,
-    received: bool,
+    received: Option<u128>,
     when: &When,
 ) -> ChainResult<Vec<Stmt>> {
-    let settlement = Scoped::new(bridge.institution_id, bridge.settlement_id.as_str());
-    let carried = settlements::carried(&ctx.db, settlement)
-        .await?
-        .ok_or_else(|| ChainError::answer("a bridge's settlement is not stored"))?;
-    let asset = Asset {
-        network: &bridge.source_network,
-        token: Token::parse(&carried.token)
-            .map_err(|_| ChainError::answer("a carried asset's token is not an address"))?,
-        symbol: &carried.symbol,
-        decimals: carried.decimals,
+    let carrier = bridge.carrier();
+    let source = match carrier {
+        Carrier::Settlement(settlement) => {
+            let carried = settlements::carried(&ctx.db, settlement)
+                .await?
+                .ok_or_else(|| ChainError::answer("a bridge's settlement is not stored"))?;
+            (
+                Asset {
+                    network: &bridge.source_network,
+                    token: Token::parse(&carried.token).map_err(|_| {
+                        ChainError::answer("a carried asset's token is not an address")
+                    })?,
+                    symbol: "",
+                    decimals: carried.decimals,
+                },
+                Some(carried),
+            )
+        }
+        Carrier::FloatMove(_) => (usdc(ctx, &bridge.source_network)?, None),
     };
-    let mut accounts = merchant_side(&asset, carried.owners());
-    accounts.push(asset.account(Kind::Treasury, "bridge"));
+    let (mut asset, carried) = source;
+    if let Some(c) = &carried {
+        asset.symbol = &c.symbol;
+    }
+    let destination = usdc(ctx, &bridge.destination_network)?;
+    let mut accounts = vec![asset.account(Kind::Treasury, "bridge")];
+    match &carried {
+        Some(c) => accounts.extend(merchant_side(&asset, c.owners())),
+        None => accounts.extend([
+            asset.account(Kind::World, postings::CCTP),
+            asset.account(Kind::World, postings::CCTP_FEE),
+            destination.account(Kind::Treasury, ""),
+            destination.account(Kind::World, postings::CCTP),
+        ]),
+    }
     let gas = coin(&bridge.destination_network);
     if mint.is_some() {
         accounts.extend([gas.account(Kind::Treasury, ""), gas.account(Kind::Gas, "")]);
@@ -994,19 +1021,118 @@ pub async fn end_mint(
     let mut transfers = Vec::new();
     if let Some(MintEnd {
         live,
-        carrier,
+        carrier: mined,
         gas_wei,
     }) = &mint
     {
-        let open = open_of_legs(ctx, &mut book, settlement.id, &live.network).await?;
+        let open = open_of_legs(ctx, &mut book, carrier.purpose(), &live.network).await?;
         transfers.extend(postings::end(&open, false));
-        transfers.extend(postings::gas(&gas.ledger(), &carrier.id, *gas_wei));
+        transfers.extend(postings::gas(&gas.ledger(), &mined.id, *gas_wei));
     }
-    if received {
-        let payout = book.open_of(&ctx.db, settlement.id).await?;
-        transfers.extend(postings::end(&payout, true));
+    match (received, carrier) {
+        (None, _) => {}
+        (Some(_), Carrier::Settlement(settlement)) => {
+            let payout = book.open_of(&ctx.db, settlement.id).await?;
+            transfers.extend(postings::end(&payout, true));
+        }
+        (Some(fee), Carrier::FloatMove(id)) => {
+            let amount = u128::from_str(&bridge.amount)
+                .map_err(|_| ChainError::answer("a stored amount is not a number"))?;
+            transfers.extend(postings::float_minted(
+                (&asset.ledger(), &destination.ledger()),
+                id,
+                amount,
+                fee,
+            ));
+        }
     }
     record(&mut book, transfers)?;
+    Ok(book.statements(when, ctx.now())?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Moves of the treasury's float
+
+/// USDC on `network`, as the books name it (what a float move carries, and a settlement's
+/// bridge mints).
+pub fn usdc<'a>(ctx: &Ctx, network: &'a str) -> ChainResult<Asset<'a>> {
+    let symbol = crate::money::bridge_reads::USDC;
+    let chains = ctx
+        .chains()
+        .map_err(|_| ChainError::Config("PAYRAIL_CHAINS cannot be read".to_owned()))?
+        .ok_or_else(|| ChainError::Config("no networks are configured".to_owned()))?;
+    let token = chains
+        .get(network)
+        .and_then(|n| n.tokens.get(symbol))
+        .ok_or_else(|| ChainError::rule(format!("{network} has no USDC configured")))?;
+    Ok(Asset {
+        network,
+        token: Token::parse(&token.address)
+            .map_err(|_| ChainError::Config(format!("{network}'s USDC is not an address")))?,
+        symbol,
+        decimals: token.decimals,
+    })
+}
+
+/// Reserves a float move's burn (`send_id`, of move `move_id`): `amount` of `usdc` from the
+/// treasury into flight, and at most `gas_wei` of the network's coin for its gas. `Err` with
+/// words when the books cannot cover either (the treasury's balance less what its other
+/// transactions reserve).
+pub async fn reserve_float_burn(
+    ctx: &Ctx,
+    usdc: &Asset<'_>,
+    (move_id, send_id): (&str, &str),
+    amount: u128,
+    gas_wei: u128,
+) -> ChainResult<Book> {
+    let gas = coin(usdc.network);
+    let accounts = [
+        usdc.account(Kind::Treasury, ""),
+        usdc.account(Kind::Treasury, "bridge"),
+        gas.account(Kind::Treasury, ""),
+        gas.account(Kind::Gas, ""),
+    ];
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    if let Some(t) = postings::float_burn(&usdc.ledger(), move_id, amount) {
+        book.post(t)
+            .map_err(|r| ChainError::rule(refusal_words(&r, usdc)))?;
+    }
+    if let Some(t) = postings::gas_reserve(&gas.ledger(), send_id, gas_wei) {
+        book.post(t)
+            .map_err(|r| ChainError::rule(refusal_words(&r, &gas)))?;
+    }
+    Ok(book)
+}
+
+/// The statements posting the end of a float move's burn, `when` its state change applies:
+/// final and succeeded, the amount it reserved moved into flight; reverted, voided (nothing
+/// moved). Either way the legs' gas reservations are voided and the mined one's real gas
+/// posted.
+async fn end_float_burn(
+    ctx: &Ctx,
+    (live, carrier): (&Outgoing, &Outgoing),
+    move_id: &str,
+    succeeded: bool,
+    gas_wei: u128,
+    when: &When,
+) -> ChainResult<Vec<Stmt>> {
+    let usdc = usdc(ctx, &live.network)?;
+    let gas = coin(&live.network);
+    let accounts = [
+        usdc.account(Kind::Treasury, ""),
+        usdc.account(Kind::Treasury, "bridge"),
+        gas.account(Kind::Treasury, ""),
+        gas.account(Kind::Gas, ""),
+    ];
+    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let reserves = open_of_legs(ctx, &mut book, live.purpose(), &live.network).await?;
+    record(&mut book, postings::end(&reserves, false))?;
+    let amount = book.open_of(&ctx.db, move_id).await?;
+    record(&mut book, postings::end(&amount, succeeded))?;
+    record(
+        &mut book,
+        postings::gas(&gas.ledger(), &carrier.id, gas_wei),
+    )?;
     Ok(book.statements(when, ctx.now())?)
 }
 
@@ -1029,7 +1155,7 @@ pub async fn replace_send(
         Purpose::Settlement(id) => {
             settlements::carried(&ctx.db, Scoped::new(old.institution_id, id)).await?
         }
-        Purpose::Refund(_) => None,
+        Purpose::Refund(_) | Purpose::FloatMove(_) => None,
     };
     let asset = match &carried {
         Some(c) => Some(Asset {

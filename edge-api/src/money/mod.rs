@@ -16,6 +16,7 @@
 
 pub mod books;
 pub mod bridge_reads;
+pub mod float_moves;
 pub mod ledger;
 pub mod payee;
 pub mod refund;

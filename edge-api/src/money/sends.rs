@@ -40,8 +40,9 @@ use crate::chain::rpc::Node;
 use crate::chain::{native, rates, rpc};
 use crate::crypto;
 use crate::ctx::Ctx;
+use crate::db::bridges::{self, Carrier};
 use crate::db::sends::{self, Call, Leg, NewSend, Outgoing, Purpose};
-use crate::db::{self, bridges, refunds, settlements, Batch, Stmt};
+use crate::db::{self, refunds, settlements, Batch, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// Most transactions out a run follows.
@@ -417,13 +418,15 @@ async fn settle_receipt(
     }
     let statements = if succeeded {
         let mut statements = sends::confirm(carrier, &live.id, block, gas_used, now)?;
-        match (carrier.purpose(), carrier.leg()) {
-            // A burn final: the attestation is awaited, and the settlement is paid at the mint.
-            (Purpose::Settlement(id), Some(_)) => statements.push(bridges::burnt(
-                Scoped::new(carrier.institution_id, id),
-                &carrier.tx_hash,
-                now,
-            )?),
+        match (carrier.purpose(), Carrier::of_send(carrier)) {
+            // A burn final: the attestation is awaited, and the settlement is paid (or the
+            // float moved) at the mint.
+            (_, Some(bridge)) => statements.push(bridges::burnt(bridge, &carrier.tx_hash, now)?),
+            (Purpose::FloatMove(_), None) => {
+                return Err(ChainError::answer(
+                    "a float move's transaction is not a leg",
+                ))
+            }
             (Purpose::Settlement(id), None) => statements.extend(settlements::confirm(
                 Scoped::new(carrier.institution_id, id),
                 now,
@@ -443,14 +446,15 @@ async fn settle_receipt(
         // Reverted at depth: the nonce is used for good, nothing of it can be mined any more.
         let why = format!("{} reverted in block {block}", carrier.tx_hash);
         let mut statements = vec![sends::fail(&live.id, block, &why, now)?];
+        if let Some(bridge) = Carrier::of_send(live) {
+            statements.push(bridges::failed(bridge, now)?);
+        }
         match live.purpose() {
             Purpose::Settlement(id) => {
                 let settlement = Scoped::new(live.institution_id, id);
                 statements.extend(settlements::fail(settlement, &why, now)?);
-                if live.leg().is_some() {
-                    statements.push(bridges::failed(settlement, now)?);
-                }
             }
+            Purpose::FloatMove(_) => {}
             Purpose::Refund(id) => {
                 statements.push(refunds::attempt_failed(
                     Scoped::new(live.institution_id, id),
@@ -465,7 +469,7 @@ async fn settle_receipt(
                 refunds::attempts(&ctx.db, Scoped::new(live.institution_id, id)).await? + 1
                     >= refunds::ATTEMPTS
             }
-            Purpose::Settlement(_) => false,
+            Purpose::Settlement(_) | Purpose::FloatMove(_) => false,
         };
         let when = sends::in_state(&live.id, SendState::Failed);
         statements
@@ -491,11 +495,10 @@ async fn end_mint(
     gas_wei: u128,
 ) -> ChainResult<Vec<Stmt>> {
     let now = ctx.now();
-    let Purpose::Settlement(id) = carrier.purpose() else {
-        return Err(ChainError::answer("a mint pays no settlement"));
-    };
-    let settlement = Scoped::new(carrier.institution_id, id);
-    let bridge = bridges::of_settlement(&ctx.db, settlement)
+    let carried = Carrier::of_send(carrier).ok_or_else(|| {
+        ChainError::answer("a mint carries neither a settlement nor a float move")
+    })?;
+    let bridge = bridges::of(&ctx.db, carried)
         .await?
         .ok_or_else(|| ChainError::answer("a mint's bridge is not stored"))?;
     let gas_used = native::wei(&receipt["gasUsed"])
@@ -503,23 +506,23 @@ async fn end_mint(
     let (mut statements, state, received) = if succeeded {
         let fee = crate::money::bridge_reads::fee_of_mint(network, &bridge, receipt)?;
         let mut statements = sends::confirm(carrier, &live.id, block, gas_used, now)?;
-        statements.push(bridges::minted(settlement, (&carrier.tx_hash, fee), now)?);
-        (statements, SendState::Confirmed, true)
+        statements.push(bridges::minted(carried, (&carrier.tx_hash, fee), now)?);
+        (statements, SendState::Confirmed, Some(fee))
     } else {
         let why = format!("{} reverted in block {block}", carrier.tx_hash);
         let mut statements = vec![sends::fail(&live.id, block, &why, now)?];
         match crate::money::bridge_reads::received_elsewhere(network, &bridge).await? {
             Some((hash, fee)) => {
-                statements.push(bridges::minted(settlement, (&hash, fee), now)?);
-                (statements, SendState::Failed, true)
+                statements.push(bridges::minted(carried, (&hash, fee), now)?);
+                (statements, SendState::Failed, Some(fee))
             }
             None => {
-                statements.push(bridges::mint_failed(settlement, &why, now)?);
-                (statements, SendState::Failed, false)
+                statements.push(bridges::mint_failed(carried, &why, now)?);
+                (statements, SendState::Failed, None)
             }
         }
     };
-    if received {
+    if let (Some(_), Carrier::Settlement(settlement)) = (received, carried) {
         statements.extend(settlements::confirm(settlement, now)?);
     }
     let id_of_state = if succeeded { &carrier.id } else { &live.id };
@@ -606,10 +609,12 @@ async fn replace(
                 }
             }
         }
-        Purpose::Refund(_) => {
+        // A refund sends the same amount (its gas is the PSP's); a float move's leg makes the
+        // same call (its gas is the platform's).
+        Purpose::Refund(_) | Purpose::FloatMove(_) => {
             let units = u128::from_str(&send.units)
                 .map_err(|_| ChainError::answer("stored units are not a number"))?;
-            (units, Vec::new(), String::new())
+            (units, Vec::new(), send.rate_source.clone())
         }
     };
     // The books: the old transaction's reservations voided, the new one's made (a settlement

@@ -104,6 +104,10 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
             Route::new().post(operator::remove_sanction)
         }
         ["operator", "screening-outages"] => Route::new().get(operator::outages),
+        ["operator", "float-moves"] => Route::new()
+            .get(operator::float_moves)
+            .post(operator::move_float),
+        ["operator", "float-moves", id] => Route::new().get(move |r| operator::float_move(r, id)),
         ["openapi.json"] => Route::new().get(openapi),
         _ => return None,
     })

@@ -15,6 +15,10 @@
 //! `GET /operator/sanctioned-addresses`: the list (`?removed=true`: with the entries taken off);
 //! `POST /operator/sanctioned-addresses/remove`: takes one entry off (kept, for the record).
 //! `GET /operator/screening-outages`: the networks whose sanctions oracle cannot be read now.
+//! `POST /operator/float-moves`: moves the treasury's USDC from one network to another with
+//! CCTP (`money::float_moves`): 201 with the move made, 200 with the one its reference already
+//! made, 409 naming why it cannot; `GET /operator/float-moves[?before=ID&limit=N]` lists them
+//! newest first, `GET /operator/float-moves/{id}` reads one.
 
 use serde::Deserialize;
 use shared_types::ledger::reads::Part;
@@ -26,6 +30,7 @@ use crate::db::moves;
 use crate::db::screenings::{self, Loaded};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
+use crate::money::float_moves;
 use crate::route::Incoming;
 use crate::shard;
 use crate::{auth, crypto};
@@ -273,6 +278,97 @@ fn institution(id: &str) -> Result<i64, ApiError> {
 
 /// The operator's token, checked: without the secret configured the path does not exist; a
 /// missing or wrong token is refused (compared as SHA-256 digests, in constant time).
+/// The body of `POST /operator/float-moves`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveFloat {
+    from: String,
+    to: String,
+    amount: String,
+    reference: String,
+    /// Who asks (the operator's tool names the person); "operator" when not said.
+    #[serde(default)]
+    requested_by: Option<String>,
+}
+
+/// Moves the treasury's float between networks: 201 with the move, 200 with the one its
+/// reference already made.
+pub async fn move_float(Incoming { mut req, ctx, .. }: Incoming<'_>) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let body = http::json_body(&mut req, 4096).await?;
+    let ask: MoveFloat = serde_json::from_str(&body)
+        .map_err(|e| ApiError::invalid_request(format!("the float move is not valid: {e}")))?;
+    let requested_by = ask.requested_by.as_deref().unwrap_or("operator").trim();
+    if requested_by.is_empty()
+        || requested_by.chars().count() > 100
+        || requested_by.chars().any(char::is_control)
+    {
+        return Err(ApiError::invalid_request(
+            "requested_by must be 1 to 100 printable characters",
+        ));
+    }
+    let (made, new) = float_moves::create(
+        ctx,
+        &float_moves::Ask {
+            from: ask.from.trim(),
+            to: ask.to.trim(),
+            amount: &ask.amount,
+            reference: &ask.reference,
+        },
+        requested_by,
+    )
+    .await?;
+    http::json(if new { 201 } else { 200 }, &made).or_internal("build response")
+}
+
+/// The most moves one list answers.
+const FLOAT_MOVES_MAX: i64 = 100;
+
+/// The treasury's float moves, newest first: `{"data": [move, …]}`.
+pub async fn float_moves(Incoming { req, ctx, .. }: Incoming<'_>) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let url = req.url().or_internal("parse url")?;
+    let (mut before, mut limit) = (None, None);
+    for (name, value) in url.query_pairs() {
+        match name.as_ref() {
+            "before" if before.is_none() && value.len() <= 64 => before = Some(value.into_owned()),
+            "limit" if limit.is_none() => {
+                limit = Some(
+                    value
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|n| (1..=FLOAT_MOVES_MAX).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::invalid_request(format!(
+                                "limit must be a number from 1 to {FLOAT_MOVES_MAX}"
+                            ))
+                        })?,
+                );
+            }
+            _ => {
+                return Err(ApiError::invalid_request(
+                    "unknown or repeated parameter: float moves take before (a move's id) and                      limit",
+                ))
+            }
+        }
+    }
+    let moves = float_moves::list(ctx, before.as_deref(), limit.unwrap_or(FLOAT_MOVES_MAX)).await?;
+    http::json(200, &serde_json::json!({ "data": moves })).or_internal("build response")
+}
+
+/// One float move.
+pub async fn float_move(
+    Incoming { req, ctx, .. }: Incoming<'_>,
+    id: &str,
+) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    if id.len() > 64 {
+        return Err(ApiError::not_found("no such float move"));
+    }
+    let made = float_moves::get(ctx, id).await?;
+    http::json(200, &made).or_internal("build response")
+}
+
 fn authorize(ctx: &Ctx, req: &worker::Request) -> Result<(), ApiError> {
     let Some(expected) = ctx.operator_token() else {
         return Err(ApiError::not_found("no such path"));

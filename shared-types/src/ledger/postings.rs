@@ -290,6 +290,84 @@ pub fn bridge_burnt(
     ]
 }
 
+/// The account a move of the treasury's float hands its USDC to (and, on the destination,
+/// receives it from): CCTP, outside the books. On the source it ends at minus what was minted
+/// across, on the destination at plus the same: the two mirror each other.
+pub const CCTP: &str = "cctp";
+
+/// The account CCTP's fee on a fast transfer of the treasury's float is booked to: the
+/// platform's expense.
+pub const CCTP_FEE: &str = "cctp_fee";
+
+/// A move `move_id` of the treasury's float: `amount` of `source`'s USDC burnt, reserved from
+/// the treasury into [`in_flight`] when the burn is signed, posted once it is final (voided if
+/// it reverts).
+pub fn float_burn(source: &Ledger, move_id: &str, amount: u128) -> Option<Transfer> {
+    (amount > 0).then(|| {
+        transfer(
+            format!("float_burn:{move_id}"),
+            (in_flight(source), source.account(Kind::Treasury, "")),
+            amount,
+            (Code::FloatMove, Phase::Pending),
+            None,
+            move_id,
+        )
+    })
+}
+
+/// A move `move_id` of the treasury's float received on `destination`: of the `amount` burnt,
+/// `fee` went to CCTP's fee recipient and the rest was minted to the treasury there. Both leave
+/// the source's [`in_flight`] account to CCTP ([`CCTP`], [`CCTP_FEE`]), and the destination's
+/// treasury receives what was minted from CCTP.
+pub fn float_minted(
+    (source, destination): (&Ledger, &Ledger),
+    move_id: &str,
+    amount: u128,
+    fee: u128,
+) -> Vec<Transfer> {
+    let minted = amount.saturating_sub(fee);
+    let out = [
+        (
+            format!("float_out:{move_id}"),
+            source.account(Kind::World, CCTP),
+            minted,
+        ),
+        (
+            format!("float_fee:{move_id}"),
+            source.account(Kind::World, CCTP_FEE),
+            fee.min(amount),
+        ),
+    ];
+    let mut transfers: Vec<Transfer> = out
+        .into_iter()
+        .filter(|(_, _, amount)| *amount > 0)
+        .map(|(id, world, amount)| {
+            transfer(
+                id,
+                (world, in_flight(source)),
+                amount,
+                (Code::FloatMove, Phase::Single),
+                None,
+                move_id,
+            )
+        })
+        .collect();
+    if minted > 0 {
+        transfers.push(transfer(
+            format!("float_in:{move_id}"),
+            (
+                destination.account(Kind::Treasury, ""),
+                destination.account(Kind::World, CCTP),
+            ),
+            minted,
+            (Code::FloatMove, Phase::Single),
+            None,
+            move_id,
+        ));
+    }
+    transfers
+}
+
 /// The post (or void) of each pending transfer of `pending`, by id with its accounts and
 /// amount.
 pub fn end(pending: &[Transfer], post: bool) -> Vec<Transfer> {

@@ -25,7 +25,6 @@ use std::time::Duration;
 use payrail_evm::bridge as checks;
 use payrail_evm::chains::{Cctp, CctpTransfer};
 use payrail_evm::{cctp, Address, Token};
-use shared_types::ids::Scoped;
 use shared_types::SendState;
 use worker::{Method, Request, RequestInit};
 
@@ -34,8 +33,8 @@ use crate::chain::config::Network;
 use crate::chain::error::{ChainError, ChainResult};
 use crate::chain::rpc;
 use crate::ctx::Ctx;
-use crate::db::bridges::{self, AttestedMessage, Bridge};
-use crate::db::sends::{self as db_sends, Call, Leg, Purpose};
+use crate::db::bridges::{self, AttestedMessage, Bridge, Carrier};
+use crate::db::sends::{self as db_sends, Call, Leg};
 use crate::db::settlements;
 use crate::error::ApiError;
 use crate::http::{self, FetchFailure};
@@ -153,14 +152,14 @@ pub async fn run(
         ) else {
             worker::console_warn!(
                 "bridge of {}: its networks are no longer configured",
-                bridge.settlement_id
+                bridge.carrier_id
             );
             continue;
         };
         if destination.node.calls_left() < MOST_STEP_CALLS {
             continue; // this run's calls on it are spent: next run
         }
-        let settlement = Scoped::new(bridge.institution_id, bridge.settlement_id.as_str());
+        let carrier = bridge.carrier();
         let why = match step(ctx, (source, destination), treasury, &bridge).await {
             Ok(None) => continue,
             Ok(Some(why)) => why,
@@ -168,13 +167,10 @@ pub async fn run(
             Err(e) => e.public(),
         };
         if bridge.note.as_deref() != Some(why.as_str()) {
-            worker::console_warn!("bridge of {}: {why}", bridge.settlement_id);
+            worker::console_warn!("bridge of {}: {why}", bridge.carrier_id);
         }
-        if let Err(e) = bridges::note(&ctx.db, settlement, &why, ctx.now()).await {
-            worker::console_warn!(
-                "record why the bridge of {} waits: {e}",
-                bridge.settlement_id
-            );
+        if let Err(e) = bridges::note(&ctx.db, carrier, &why, ctx.now()).await {
+            worker::console_warn!("record why the bridge of {} waits: {e}", bridge.carrier_id);
         }
     }
     Ok(())
@@ -243,18 +239,27 @@ async fn step(
     let threshold = usize::try_from(threshold).unwrap_or(usize::MAX);
     let checked = checks::check_attested(&burn, &attested, &attesters, threshold)
         .map_err(|m| ChainError::rule(format!("the attested message is refused: {m}")))?;
-    let settlement = Scoped::new(bridge.institution_id, bridge.settlement_id.as_str());
+    let carrier = bridge.carrier();
     let now = ctx.now();
-    // 3. Received already (anyone may): that transaction is the settlement's mint.
+    // 3. Received already (anyone may): that transaction is the settlement's (or the float
+    //    move's) mint.
     if let Some((hash, fee)) = received(destination, bridge, checked.nonce).await? {
-        let mut statements = vec![bridges::minted(settlement, (&hash, fee), now)?];
-        statements.extend(settlements::confirm(settlement, now)?);
-        let when = crate::db::ledger::When::holds(
-            "(SELECT mint_tx_hash FROM bridges WHERE settlement_id = ?1) = ?2 \
-             AND (SELECT state FROM settlements WHERE id = ?1) = 'confirmed'",
-            vec![bridge.settlement_id.as_str().into(), hash.as_str().into()],
-        );
-        statements.extend(ledger::end_mint(ctx, bridge, None, true, &when).await?);
+        let mut statements = vec![bridges::minted(carrier, (&hash, fee), now)?];
+        let when = match carrier {
+            Carrier::Settlement(settlement) => {
+                statements.extend(settlements::confirm(settlement, now)?);
+                crate::db::ledger::When::holds(
+                    "(SELECT mint_tx_hash FROM bridges WHERE settlement_id = ?1) = ?2 \
+                     AND (SELECT state FROM settlements WHERE id = ?1) = 'confirmed'",
+                    vec![bridge.carrier_id.as_str().into(), hash.as_str().into()],
+                )
+            }
+            Carrier::FloatMove(id) => crate::db::ledger::When::holds(
+                "(SELECT mint_tx_hash FROM float_moves WHERE id = ?1) = ?2",
+                vec![id.into(), hash.as_str().into()],
+            ),
+        };
+        statements.extend(ledger::end_mint(ctx, bridge, None, Some(fee), &when).await?);
         crate::db::batch(&ctx.db, statements).await?;
         return Ok(None);
     }
@@ -291,7 +296,7 @@ async fn step(
     let recipient = Address::parse(&bridge.mint_recipient)
         .map_err(|_| ChainError::answer("the merchant's wallet is not an address"))?;
     let transfer = Transfer {
-        purpose: Purpose::Settlement(&bridge.settlement_id),
+        purpose: carrier.purpose(),
         token: Token::Native,
         to: recipient,
         units: 0,
@@ -305,7 +310,7 @@ async fn step(
     };
     let nonce = format!("0x{}", hex::encode(checked.nonce));
     let before = vec![bridges::minting(
-        settlement,
+        carrier,
         &AttestedMessage {
             message: &message,
             attestation: &attestation,

@@ -233,7 +233,7 @@ pub(super) struct Across<'a> {
 /// The most gas a mint (`receiveMessage`: the attesters' signatures checked, the nonce spent,
 /// the USDC minted) is priced at when its batch starts; the mint itself is estimated when it
 /// is signed, and a difference is the treasury's.
-pub(super) const MINT_GAS: u64 = 300_000;
+pub(crate) const MINT_GAS: u64 = 300_000;
 
 /// Where a batch's USDC is paid when its merchant chose a network for it (`Some`: another one,
 /// with CCTP on both): that network. `None`: on the network paid on, as every other asset.
@@ -503,7 +503,7 @@ async fn across_priced<'a>(
 
 /// Why a batch does not cross from `name` to `to`: the treasury's USDC there is not allowed
 /// to the token messenger.
-pub(super) fn not_allowed(name: &str, to: &str) -> String {
+pub(crate) fn not_allowed(name: &str, to: &str) -> String {
     format!(
         "the treasury has not allowed {name}'s token messenger to burn its USDC, which settling \
          across to {to} takes (approve it once: OPERATIONS.md)"

@@ -92,6 +92,12 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
             )
             .await
             .or_internal("record why a refund waits")?,
+            Purpose::FloatMove(id) => {
+                let carrier = crate::db::bridges::Carrier::FloatMove(id);
+                crate::db::bridges::note(&ctx.db, carrier, &reason, ctx.now())
+                    .await
+                    .or_internal("record why a float move waits")?;
+            }
         }
     }
     bridge::run(ctx, &networks, &treasury).await?;

@@ -33,6 +33,7 @@ pub fn describe(code: &str) -> &'static str {
         Some(Code::GasFunding) => "Gas sent for a sweep",
         Some(Code::Funding) => "Funding",
         Some(Code::Move) => "Carried into the institution's own store",
+        Some(Code::FloatMove) => "Treasury float moved between networks",
         None => "Other",
     }
 }
