@@ -519,7 +519,8 @@ pub const DEV_TREASURY_KEY: &str =
 /// A sandbox worker on the local chains `local` (the output of [`local_chain`]) as `scripts/dev`
 /// runs it: the test wallet's deposit addresses, the `scripts/dev` treasury sealed with the
 /// dev encryption key, settlement wallets usable at once, and the cron fired every
-/// `cron_period` seconds when given (see [`crate::Worker::start_with_cron`]).
+/// `cron_period` seconds when given (see [`crate::Worker::start_with_cron`]), and the operator
+/// API open to [`OPERATOR_TOKEN`].
 pub fn worker_on(local: &Value, cron_period: Option<u64>) -> crate::Worker {
     let key = std::env::var("PAYRAIL_DEV_ENCRYPTION_KEY")
         .expect("PAYRAIL_DEV_ENCRYPTION_KEY (run through scripts/test)");
@@ -533,10 +534,14 @@ pub fn worker_on(local: &Value, cron_period: Option<u64>) -> crate::Worker {
             ("PAYRAIL_CHAINS", &chains),
             ("PAYRAIL_TREASURY_KEY", &sealed),
             ("PAYRAIL_WALLET_COOLOFF_SECONDS", "0"),
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
         ],
         cron_period,
     )
 }
+
+/// The operator's token of [`worker_on`]'s worker (its operator API: float moves).
+pub const OPERATOR_TOKEN: &str = "op_local_chains_5e0c2b7a9d1f4e3c8b6a";
 
 /// The local attester of `scripts/local-chain.js`: anvil's well-known account 9's key, as
 /// `PAYRAIL_CCTP_ATTESTER_KEYS` holds it.

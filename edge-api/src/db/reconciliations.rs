@@ -13,7 +13,8 @@ use super::{all, first, run, stmt, Db, DbError, DbResult, Returning, Stmt};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub struct InFlight {
     /// A transaction of the treasury is live (signed, not yet final): its amount and gas may
-    /// have left the treasury on chain already.
+    /// have left the treasury on chain already; or a move of its float to this network is not
+    /// yet minted (anyone may mint it, so it may have arrived on chain already).
     pub sends: bool,
     /// A custody sweep is sent and not yet final: money may have moved between custody and
     /// the treasury on chain already.
@@ -25,8 +26,9 @@ pub struct InFlight {
 
 /// The SQL of [`in_flight`]: `?1` the network, `?2` the treasury's address (lower case).
 pub const IN_FLIGHT: &str = "SELECT \
-     EXISTS (SELECT 1 FROM chain_sends WHERE state = 'live' AND network = ?1 AND sender = ?2) \
-       AS sends, \
+     (EXISTS (SELECT 1 FROM chain_sends WHERE state = 'live' AND network = ?1 AND sender = ?2) \
+       OR EXISTS (SELECT 1 FROM float_moves WHERE destination_network = ?1 \
+       AND state IN ('burning', 'attesting', 'minting'))) AS sends, \
      EXISTS (SELECT 1 FROM custody_sweeps WHERE state = 'sent' AND network = ?1) AS sweeps, \
      max(COALESCE((SELECT max(block_number) FROM chain_sends WHERE network = ?1 \
        AND sender = ?2 AND state IN ('confirmed', 'failed')), 0), \

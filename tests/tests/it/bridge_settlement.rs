@@ -12,7 +12,7 @@ use std::time::Duration;
 use payrail_evm::cctp;
 use payrail_tests::chain::{self, logs_of, Anvil};
 use payrail_tests::faults::{self, Fault, FaultyNode};
-use payrail_tests::{books, eventually, Worker};
+use payrail_tests::{books, eventually, Reply, Worker};
 use reqwest::Method;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -709,4 +709,293 @@ fn a_worker_killed_between_the_burn_and_the_mint_resumes_with_the_mint() {
     );
     assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
     s.assert_settled_once(id, &wallet);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Moving the treasury's float between networks
+
+/// `method path` of `worker`'s operator API, with the operator's token when `token`.
+fn operator(
+    worker: &Worker,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+    token: bool,
+) -> Reply {
+    let mut request = worker.request(method, path);
+    if token {
+        request = request.bearer_auth(chain::OPERATOR_TOKEN);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    worker.send(request, None)
+}
+
+/// `POST /operator/float-moves` of `amount` USDC from `from` to `to` under `reference`.
+fn move_float(worker: &Worker, from: &str, to: &str, amount: &str, reference: &str) -> Reply {
+    let body = json!({"from": from, "to": to, "amount": amount, "reference": reference});
+    operator(
+        worker,
+        Method::POST,
+        "/operator/float-moves",
+        Some(body),
+        true,
+    )
+}
+
+impl Across {
+    /// `method path` of the operator API ([`operator`]).
+    fn operator(&self, method: Method, path: &str, body: Option<Value>, token: bool) -> Reply {
+        operator(&self.worker, method, path, body, token)
+    }
+
+    /// [`move_float`] on this worker.
+    fn move_float(&self, from: &str, to: &str, amount: &str, reference: &str) -> Reply {
+        move_float(&self.worker, from, to, amount, reference)
+    }
+
+    /// The move `id` as the operator API reads it.
+    fn float_move(&self, id: &str) -> Value {
+        let read = self.operator(
+            Method::GET,
+            &format!("/operator/float-moves/{id}"),
+            None,
+            true,
+        );
+        assert_eq!(read.status, 200, "{}", read.text);
+        read.json()
+    }
+
+    /// The treasury's address (the same on both chains).
+    fn treasury(&self) -> String {
+        self.polygon.account(2).to_ascii_lowercase()
+    }
+
+    /// The treasury's USDC on `network` by the books (its posted balance), once the cron has
+    /// booked its funding: the local chain funds it before the worker starts.
+    fn booked_treasury_usdc(&self, network: &str, anvil: &Anvil) -> u128 {
+        let usdc = self.usdc(network);
+        let on_chain = anvil.balance_of(&usdc, &self.treasury());
+        let read = || -> Option<u128> {
+            let (debits, credits): (String, String) = self
+                .worker
+                .database()
+                .query_row(
+                    "SELECT debits_posted, credits_posted FROM ledger_accounts \
+                     WHERE kind = 'treasury' AND owner = '' AND network = ?1 AND token = ?2",
+                    [network, usdc.as_str()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .ok()?;
+            debits
+                .parse::<u128>()
+                .ok()?
+                .checked_sub(credits.parse::<u128>().ok()?)
+        };
+        self.runs_until(
+            &format!("the treasury's USDC on {network} to be booked"),
+            60,
+            || read() == Some(on_chain),
+        );
+        on_chain
+    }
+}
+
+#[test]
+fn the_operator_moves_usdc_float_from_polygon_to_base_once() {
+    let s = Across::start();
+    let treasury = s.treasury();
+    let (usdc_polygon, usdc_base) = (s.usdc("polygon"), s.usdc("base"));
+    let on_polygon = s.booked_treasury_usdc("polygon", &s.polygon);
+    let on_base = s.base.balance_of(&usdc_base, &treasury);
+    assert!(
+        on_polygon >= 25_000_000,
+        "the local treasury holds USDC on Polygon"
+    );
+
+    // Five requests with one reference, in parallel: one move, one burn.
+    let replies: Vec<Reply> = std::thread::scope(|scope| {
+        let asks: Vec<_> = (0..5)
+            .map(|_| {
+                scope.spawn(|| {
+                    move_float(&s.worker, "polygon", "base", "25", "rebalance-2026-11-28")
+                })
+            })
+            .collect();
+        asks.into_iter().map(|a| a.join().unwrap()).collect()
+    });
+    let made: Vec<&Reply> = replies.iter().filter(|r| r.status == 201).collect();
+    assert_eq!(
+        made.len(),
+        1,
+        "one request made the move: {:?}",
+        replies
+            .iter()
+            .map(|r| (r.status, &r.text))
+            .collect::<Vec<_>>()
+    );
+    let id = made[0].json()["id"].as_str().unwrap().to_owned();
+    for reply in &replies {
+        assert!(
+            reply.status == 201 || (reply.status == 200 && reply.json()["id"] == id.as_str()),
+            "a repeat answers the same move: {} {}",
+            reply.status,
+            reply.text
+        );
+    }
+    let asked = made[0].json();
+    assert_eq!(asked["from"], "polygon", "{asked}");
+    assert_eq!(asked["to"], "base", "{asked}");
+    assert_eq!(asked["amount"], "25", "{asked}");
+    assert_eq!(asked["state"], "burning", "{asked}");
+
+    s.runs_until("the float move to be moved", 180, || {
+        s.float_move(&id)["state"] == "moved"
+    });
+    let moved = s.float_move(&id);
+    let fee = Decimal::from_str(moved["fee"].as_str().unwrap()).unwrap();
+    let received = Decimal::from_str(moved["received"].as_str().unwrap()).unwrap();
+    assert_eq!(received + fee, Decimal::from(25), "{moved}");
+    // On chain: one burn from Polygon's treasury, minting to the treasury itself on Base.
+    assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
+    let burn = moved["burn_tx_hash"].as_str().expect("the burn's hash");
+    let receipt = s.polygon.receipt(burn);
+    let topic = format!(
+        "0x{}",
+        hex::encode(cctp::event_topic(cctp::DEPOSIT_FOR_BURN_EVENT))
+    );
+    let burns = logs_of(&receipt, &s.cctp("polygon", "token_messenger"), &topic);
+    assert_eq!(burns.len(), 1, "{receipt}");
+    let data = burns[0]["data"].as_str().unwrap().trim_start_matches("0x");
+    assert_eq!(
+        &data[64 + 24..128],
+        treasury.trim_start_matches("0x"),
+        "the burn mints to the treasury"
+    );
+    let mint = moved["mint_tx_hash"].as_str().expect("the mint's hash");
+    assert_eq!(s.base.receipt(mint)["status"], "0x1");
+    assert_eq!(
+        s.polygon.balance_of(&usdc_polygon, &treasury),
+        on_polygon - 25_000_000,
+        "the treasury on Polygon holds exactly 25 USDC less"
+    );
+    assert_eq!(
+        s.base.balance_of(&usdc_base, &treasury) - on_base,
+        units(&json!(received.to_string())),
+        "the treasury on Base holds exactly what was minted more"
+    );
+
+    // The same reference again is the same move; for another amount it is refused.
+    let again = s.move_float("polygon", "base", "25", "rebalance-2026-11-28");
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["id"], id.as_str());
+    assert_eq!(again.json()["state"], "moved");
+    let other = s.move_float("polygon", "base", "26", "rebalance-2026-11-28");
+    assert_eq!(other.status, 409, "{}", other.text);
+    assert!(other.text.contains("already made move"), "{}", other.text);
+    let listed = s.operator(Method::GET, "/operator/float-moves", None, true);
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(
+        listed.json()["data"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        listed.text
+    );
+    for _ in 0..3 {
+        s.run();
+    }
+    assert_eq!(s.on_chain(), (1, 1), "nothing burnt or minted twice");
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
+
+#[test]
+fn a_float_move_is_refused_with_the_reason_and_racing_moves_never_overdraw() {
+    let s = Across::start();
+    let booked = s.booked_treasury_usdc("polygon", &s.polygon);
+    let refused = |reply: &Reply, status: u16, words: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        assert!(reply.text.contains(words), "{words:?} in {}", reply.text);
+    };
+    refused(
+        &s.move_float("polygon", "polygon", "1", "a"),
+        400,
+        "two different networks",
+    );
+    refused(
+        &s.move_float("polygon", "mars", "1", "b"),
+        400,
+        "configured network",
+    );
+    refused(
+        &s.move_float("polygon", "base", "-1", "c"),
+        400,
+        "positive USDC amount",
+    );
+    refused(
+        &s.move_float("polygon", "base", "1.0000001", "d"),
+        400,
+        "at most 6 decimals",
+    );
+    refused(&s.move_float("polygon", "base", "1", ""), 400, "reference");
+    let whole = (booked / 1_000_000 + 1).to_string();
+    refused(
+        &s.move_float("polygon", "base", &whole, "e"),
+        409,
+        "at most",
+    );
+    let anonymous = s.operator(
+        Method::POST,
+        "/operator/float-moves",
+        Some(json!({"from": "polygon", "to": "base", "amount": "1", "reference": "f"})),
+        false,
+    );
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    refused(
+        &s.operator(Method::GET, "/operator/float-moves/fm_nothing", None, true),
+        404,
+        "no float move",
+    );
+
+    // Three moves of 40% of the float each, in parallel: never more than the float moves.
+    let share = (booked * 2 / 5 / 1_000_000).to_string();
+    let replies: Vec<Reply> = std::thread::scope(|scope| {
+        let asks: Vec<_> = (0..3)
+            .map(|n| {
+                let share = &share;
+                let worker = &s.worker;
+                scope.spawn(move || {
+                    move_float(worker, "polygon", "base", share, &format!("race-{n}"))
+                })
+            })
+            .collect();
+        asks.into_iter().map(|a| a.join().unwrap()).collect()
+    });
+    let made = replies.iter().filter(|r| r.status == 201).count();
+    assert!(
+        (1..=2).contains(&made),
+        "one or two of three 40% moves are made: {:?}",
+        replies
+            .iter()
+            .map(|r| (r.status, &r.text))
+            .collect::<Vec<_>>()
+    );
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        assert_eq!(reply.status, 409, "{}", reply.text);
+    }
+    s.runs_until("the float moves to be moved", 180, || {
+        let listed = s
+            .operator(Method::GET, "/operator/float-moves", None, true)
+            .json();
+        listed["data"]
+            .as_array()
+            .is_some_and(|moves| moves.iter().all(|m| m["state"] == "moved"))
+    });
+    let (burns, mints) = s.on_chain();
+    assert_eq!(
+        (burns, mints),
+        (made, made),
+        "one burn and one mint per move made"
+    );
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
 }
