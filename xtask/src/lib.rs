@@ -3,6 +3,7 @@
 
 pub mod attestation;
 pub mod demo;
+pub mod float;
 pub mod localdb;
 pub mod moves;
 pub mod reconcile;

@@ -33,6 +33,13 @@
 //! screening-remove ADDRESS --source NAME --url URL   (takes ADDRESS off the list NAME at the
 //!               worker at URL, kept for the record; exits 1 when NAME does not list it; the
 //!               operator's token from PAYRAIL_OPERATOR_TOKEN)
+//! float-move    --from NETWORK --to NETWORK --amount USDC --reference REF --url URL
+//!               [--requested-by NAME]   (the treasury's USDC moved between networks with CCTP
+//!               by the worker at URL: its burn is sent at once, the mint follows from the cron;
+//!               the same REF again answers the same move; the operator's token from
+//!               PAYRAIL_OPERATOR_TOKEN)
+//! float-moves   --url URL [ID]   (the worker's float moves, newest first, or the one ID: state,
+//!               amount and route, the fee CCTP kept, why one waits)
 //! attestation   --listen 127.0.0.1:PORT --transmitter DOMAIN=0xADDRESS… [--fast-fee-bps N]
 //!               --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]…   (a local stand-in
 //!               for Circle's CCTP V2 attestation service, answering
@@ -46,7 +53,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use rusqlite::Connection;
-use xtask::{attestation, demo, localdb, moves, reconcile, sdn, secrets, sweep};
+use xtask::{attestation, demo, float, localdb, moves, reconcile, sdn, secrets, sweep};
 use zeroize::Zeroizing;
 
 fn main() -> ExitCode {
@@ -66,6 +73,8 @@ fn main() -> ExitCode {
         Some("screening-list") => screening_list(&args[1..]),
         Some("screening-remove") => screening_remove(&args[1..]),
         Some("attestation") => attestation(&args[1..]),
+        Some("float-move") => float_move(&args[1..]),
+        Some("float-moves") => float_moves(&args[1..]),
         _ => Err(
             "usage: xtask seed | bulk-data --transactions N | rotate-secret CLIENT_ID --local|--remote \
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
@@ -76,9 +85,11 @@ fn main() -> ExitCode {
              | screening-load FILE --url URL [--source NAME] [--replace] \
              | screening-list --url URL [--removed] \
              | screening-remove ADDRESS --source NAME --url URL \
+             | float-move --from NETWORK --to NETWORK --amount USDC --reference REF --url URL \
+             | float-moves --url URL [ID] \
              | attestation --listen 127.0.0.1:PORT --chain DOMAIN=RPC_URL,CONFIRMATIONS[,FAST_CONFIRMATIONS]… \
              --transmitter DOMAIN=0xADDRESS… [--fast-fee-bps N] (PAYRAIL_CCTP_ATTESTER_KEYS in the environment) \
-             (screening-*: PAYRAIL_OPERATOR_TOKEN in the environment)"
+             (screening-*, float-*: PAYRAIL_OPERATOR_TOKEN in the environment)"
                 .to_owned(),
         ),
     };
@@ -205,6 +216,58 @@ fn screening_remove(args: &[String]) -> Result<(), String> {
         address.trim().to_ascii_lowercase(),
         source.trim()
     );
+    Ok(())
+}
+
+/// Moves the treasury's USDC between networks through the worker's operator API and prints the
+/// move.
+fn float_move(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let required = |name: &str, what: &str| -> Result<String, String> {
+        opts.value(name)?
+            .ok_or_else(|| format!("{name}: {what} is required"))
+    };
+    let url = required(
+        "--url",
+        "the worker's base URL (scripts/dev's, or production's)",
+    )?;
+    let (from, to) = (
+        required("--from", "the network the USDC leaves")?,
+        required("--to", "the network it arrives on")?,
+    );
+    let amount = required("--amount", "the USDC to move (e.g. 2500.00)")?;
+    let reference = required(
+        "--reference",
+        "a reference of yours (the same again is the same move)",
+    )?;
+    let requested_by = opts.value("--requested-by")?;
+    let ask = float::Ask {
+        from: &from,
+        to: &to,
+        amount: &amount,
+        reference: &reference,
+        requested_by: requested_by.as_deref(),
+    };
+    let (made, new) = float::make(&url, &operator_token()?, &ask)?;
+    if !new {
+        println!("the reference {reference:?} already made this move:");
+    }
+    print!("{}", float::table(&[made]));
+    Ok(())
+}
+
+/// Prints the worker's float moves, or one.
+fn float_moves(args: &[String]) -> Result<(), String> {
+    let opts = Options(args.to_vec());
+    let url = opts
+        .value("--url")?
+        .ok_or("--url: the worker's base URL (scripts/dev's, or production's) is required")?;
+    let id = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str);
+    let moves = float::read(&url, &operator_token()?, id)?;
+    print!("{}", float::table(&moves));
     Ok(())
 }
 

@@ -409,19 +409,19 @@ pub fn table(entries: &[ListedEntry]) -> String {
 }
 
 /// `text` with each control character (a newline, an escape…) shown as `?`.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
 }
 
 /// The operator API's `path` at the worker `base_url`.
-fn endpoint(base_url: &str, path: &str) -> String {
+pub(crate) fn endpoint(base_url: &str, path: &str) -> String {
     format!("{}{path}", base_url.trim_end_matches('/'))
 }
 
 /// An HTTP client for the operator API.
-fn agent() -> ureq::Agent {
+pub(crate) fn agent() -> ureq::Agent {
     ureq::AgentBuilder::new()
         .timeout(Duration::from_secs(120))
         .build()
@@ -429,7 +429,7 @@ fn agent() -> ureq::Agent {
 
 /// What the worker said refusing `what` with `status`: its error body's code and description
 /// (`{"error": "<code>", "error_description": "<message>"}`), else the start of the body.
-fn refusal(what: &str, status: u16, response: ureq::Response) -> String {
+pub(crate) fn refusal(what: &str, status: u16, response: ureq::Response) -> String {
     let body = response.into_string().unwrap_or_default();
     let error = serde_json::from_str::<Value>(&body).ok();
     let code = error.as_ref().and_then(|e| e["error"].as_str());

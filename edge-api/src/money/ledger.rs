@@ -979,39 +979,42 @@ pub async fn end_mint(
     when: &When,
 ) -> ChainResult<Vec<Stmt>> {
     let carrier = bridge.carrier();
-    let source = match carrier {
-        Carrier::Settlement(settlement) => {
-            let carried = settlements::carried(&ctx.db, settlement)
+    let carried = match carrier {
+        Carrier::Settlement(settlement) => Some(
+            settlements::carried(&ctx.db, settlement)
                 .await?
-                .ok_or_else(|| ChainError::answer("a bridge's settlement is not stored"))?;
-            (
-                Asset {
-                    network: &bridge.source_network,
-                    token: Token::parse(&carried.token).map_err(|_| {
-                        ChainError::answer("a carried asset's token is not an address")
-                    })?,
-                    symbol: "",
-                    decimals: carried.decimals,
-                },
-                Some(carried),
-            )
-        }
-        Carrier::FloatMove(_) => (usdc(ctx, &bridge.source_network)?, None),
+                .ok_or_else(|| ChainError::answer("a bridge's settlement is not stored"))?,
+        ),
+        Carrier::FloatMove(_) => None,
     };
-    let (mut asset, carried) = source;
-    if let Some(c) = &carried {
-        asset.symbol = &c.symbol;
-    }
-    let destination = usdc(ctx, &bridge.destination_network)?;
+    // What was burnt: the settlement's asset, or USDC for a float move, which also arrives in
+    // the treasury on the destination.
+    let (asset, destination) = match &carried {
+        Some(c) => (
+            Asset {
+                network: &bridge.source_network,
+                token: Token::parse(&c.token)
+                    .map_err(|_| ChainError::answer("a carried asset's token is not an address"))?,
+                symbol: &c.symbol,
+                decimals: c.decimals,
+            },
+            None,
+        ),
+        None => (
+            usdc(ctx, &bridge.source_network)?,
+            Some(usdc(ctx, &bridge.destination_network)?),
+        ),
+    };
     let mut accounts = vec![asset.account(Kind::Treasury, "bridge")];
-    match &carried {
-        Some(c) => accounts.extend(merchant_side(&asset, c.owners())),
-        None => accounts.extend([
+    match (&carried, &destination) {
+        (Some(c), _) => accounts.extend(merchant_side(&asset, c.owners())),
+        (None, Some(destination)) => accounts.extend([
             asset.account(Kind::World, postings::CCTP),
             asset.account(Kind::World, postings::CCTP_FEE),
             destination.account(Kind::Treasury, ""),
             destination.account(Kind::World, postings::CCTP),
         ]),
+        (None, None) => {}
     }
     let gas = coin(&bridge.destination_network);
     if mint.is_some() {
@@ -1038,6 +1041,9 @@ pub async fn end_mint(
         (Some(fee), Carrier::FloatMove(id)) => {
             let amount = u128::from_str(&bridge.amount)
                 .map_err(|_| ChainError::answer("a stored amount is not a number"))?;
+            let destination = destination
+                .as_ref()
+                .ok_or_else(|| ChainError::answer("a float move's destination has no USDC"))?;
             transfers.extend(postings::float_minted(
                 (&asset.ledger(), &destination.ledger()),
                 id,

@@ -19,7 +19,7 @@ use crate::ctx::timestamp;
 use crate::db::ledger::AccountView;
 use crate::db::{endpoints, ledger, transactions};
 use crate::error::{ApiError, OrInternal};
-use crate::money::treasury;
+use crate::money::{float_moves, treasury};
 
 /// Days the volume chart covers, today included.
 pub const CHART_DAYS: i64 = 30;
@@ -99,6 +99,9 @@ pub struct Health {
     /// The treasury's address (EIP-55), when a treasury key is configured: where the operator
     /// funds it.
     pub treasury_address: Option<String>,
+    /// The operator's moves of the treasury's USDC between networks not yet arrived (shown
+    /// read only: the float is the platform's, shared by every institution).
+    pub moving: Vec<float_moves::View>,
 }
 
 /// The day `days` before `now`'s (UTC), `YYYY-MM-DD`.
@@ -151,11 +154,13 @@ pub async fn health(portal: &Portal<'_>) -> Result<Health, ApiError> {
     // Opening the sealed key is local work: no node is asked.
     let treasury_address =
         treasury::treasury(portal.ctx)?.map(|t| crate::wallet_address::eip55(&t.address));
+    let moving = float_moves::in_flight(portal.db()).await?;
     Ok(Health {
         volume,
         float,
         endpoints,
         treasury_address,
+        moving,
     })
 }
 

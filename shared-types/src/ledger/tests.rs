@@ -544,3 +544,62 @@ fn a_moved_balance_opens_in_one_store_what_it_closes_in_the_other() {
     }
     assert!(postings::moved((merchant, "link"), 0, 3, true).is_none());
 }
+
+/// A move of the treasury's float: the burn reserves the amount into flight (beyond the
+/// treasury's balance it is refused), posted it leaves the source's treasury, and at the mint the
+/// fee and what was minted leave flight for CCTP on the source while the destination's treasury
+/// receives what was minted: nothing is left in flight and the two `world:cctp` accounts mirror.
+#[test]
+fn a_float_move_leaves_one_treasury_for_the_other_less_the_fee() {
+    let (source, destination) = (usdc(), Ledger::new("base", "0xBaseToken"));
+    let mut b = books(0);
+    for (ledger, kind, owner) in [
+        (&source, Kind::Treasury, "bridge"),
+        (&source, Kind::World, postings::CCTP),
+        (&source, Kind::World, postings::CCTP_FEE),
+        (&destination, Kind::Treasury, ""),
+        (&destination, Kind::World, postings::CCTP),
+    ] {
+        b.accounts
+            .insert(ledger.account(kind, owner), (kind, Totals::default()));
+    }
+    b.apply(&postings::funding(
+        &source,
+        &source.account(Kind::Treasury, ""),
+        5,
+        100,
+    ))
+    .unwrap();
+    let too_much = postings::float_burn(&source, "fm_0", 101).unwrap();
+    assert!(matches!(
+        b.apply(&too_much),
+        Err(Refusal::Exceeds {
+            kind: Kind::Treasury,
+            ..
+        })
+    ));
+    let burn = postings::float_burn(&source, "fm_1", 40).unwrap();
+    b.apply(&burn).unwrap();
+    for t in postings::end(&[burn], true) {
+        b.apply(&t).unwrap();
+    }
+    assert_eq!(balance(&b, &source.account(Kind::Treasury, "")), 60);
+    assert_eq!(balance(&b, &postings::in_flight(&source)), 40);
+    for t in postings::float_minted((&source, &destination), "fm_1", 40, 3) {
+        b.apply(&t).unwrap();
+    }
+    assert_eq!(balance(&b, &postings::in_flight(&source)), 0);
+    assert_eq!(balance(&b, &destination.account(Kind::Treasury, "")), 37);
+    let cctp = |ledger: &Ledger| balance(&b, &ledger.account(Kind::World, postings::CCTP));
+    assert_eq!((cctp(&source), cctp(&destination)), (-37, 37));
+    assert_eq!(
+        balance(&b, &source.account(Kind::World, postings::CCTP_FEE)),
+        -3
+    );
+    // Nothing minted (all of it a fee): the destination receives nothing.
+    assert!(
+        postings::float_minted((&source, &destination), "fm_2", 5, 5)
+            .iter()
+            .all(|t| !t.debit.starts_with("base"))
+    );
+}

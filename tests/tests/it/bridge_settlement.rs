@@ -849,6 +849,20 @@ fn the_operator_moves_usdc_float_from_polygon_to_base_once() {
     assert_eq!(asked["to"], "base", "{asked}");
     assert_eq!(asked["amount"], "25", "{asked}");
     assert_eq!(asked["state"], "burning", "{asked}");
+    // Every institution's overview shows the move in flight, read only.
+    super::shard::look_at(
+        &s.worker,
+        "/portal",
+        |browser| {
+            let table = browser.wait_text("#float-moves");
+            assert!(
+                table.contains("polygon") && table.contains("base"),
+                "{table}"
+            );
+            assert!(table.contains("25") && table.contains("Burning"), "{table}");
+        },
+        ("#treasury-float", "portal-overview-float-moving"),
+    );
 
     s.runs_until("the float move to be moved", 180, || {
         s.float_move(&id)["state"] == "moved"

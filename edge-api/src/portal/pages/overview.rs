@@ -10,6 +10,7 @@ use shared_types::Status;
 
 use super::chart::{status_badge, status_chart, volume_chart};
 use super::layout::{layout, page, Call};
+use crate::money::float_moves;
 use crate::portal::networks::{self, NetworkStatus};
 use crate::portal::overview::{self, Float, Health, Troubled};
 use crate::portal::payments::{self, Overview};
@@ -50,7 +51,7 @@ pub(super) async fn show(c: Call<'_>) -> Answer {
                     }
                 }
                 (volume_section(&health))
-                (float_section(&health.float, health.treasury_address.as_deref()))
+                (float_section(&health.float, health.treasury_address.as_deref(), &health.moving))
                 (endpoints_section(&health.endpoints))
                 (status_section(&counts))
                 (networks_section(&networks))
@@ -120,7 +121,7 @@ fn status_section(counts: &Overview) -> Markup {
     }
 }
 
-fn float_section(float: &[Float], address: Option<&str>) -> Markup {
+fn float_section(float: &[Float], address: Option<&str>, moving: &[float_moves::View]) -> Markup {
     html! {
         section #treasury-float {
             h2 { "Treasury float" }
@@ -152,6 +153,40 @@ fn float_section(float: &[Float], address: Option<&str>) -> Markup {
                                         @if f.short { span.badge.s-failed { "Short by " (f.shortfall.as_deref().unwrap_or("")) } }
                                         @else { span.badge.s-paid { "Covered" } }
                                     }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if !moving.is_empty() {
+                h3 #float-moves-heading { "Moving between networks" }
+                p.muted {
+                    "The operator is moving the treasury's USDC from one network to another with CCTP "
+                    "(burnt on the first, minted on the second). Until it arrives it is in neither "
+                    "network's figures above."
+                }
+                div.scroll {
+                    table #float-moves.stack aria-labelledby="float-moves-heading" {
+                        thead { tr {
+                            th scope="col" { "From" } th scope="col" { "To" }
+                            th.num scope="col" { "USDC" } th scope="col" { "State" } th scope="col" { "Since" }
+                        } }
+                        tbody {
+                            @for m in moving {
+                                tr data-float-move=(m.id) {
+                                    td data-label="From" { (m.from) }
+                                    td data-label="To" { (m.to) }
+                                    td.num data-label="USDC" { (m.amount) }
+                                    td data-label="State" {
+                                        span.badge.s-pending { (match m.state {
+                                            "burning" => "Burning",
+                                            "attesting" => "Awaiting attestation",
+                                            _ => "Minting",
+                                        }) }
+                                        @if let Some(note) = &m.note { " " span.muted { (note) } }
+                                    }
+                                    td data-label="Since" { (m.created_at) }
                                 }
                             }
                         }
