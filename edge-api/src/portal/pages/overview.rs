@@ -99,7 +99,7 @@ fn status_section(counts: &Overview) -> Markup {
             @for period in &counts.periods {
                 h3 { "Last " (period.days) " days" }
                 @if period.lines.is_empty() { p { "No payments." } } @else {
-                    div.scroll {
+                    div.scroll role="region" aria-label={ "Payments, last " (period.days) " days" } tabindex="0" {
                         table data-days=(period.days) {
                             thead { tr { th scope="col" { "Status" } th scope="col" { "Currency" } th.num scope="col" { "Payments" } th.num scope="col" { "Gross" } } }
                             tbody {
@@ -134,7 +134,7 @@ fn float_section(float: &[Float], address: Option<&str>, moving: &[float_moves::
                 p { "Treasury address (the same on every network): " code #treasury-address { (address) } }
             }
             @if float.is_empty() { p { "No treasury or merchant balance yet." } } @else {
-                div.scroll {
+                div.scroll role="region" aria-label="Treasury float" tabindex="0" {
                     table #float.stack {
                         thead { tr {
                             th scope="col" { "Network" } th scope="col" { "Asset" }
@@ -163,10 +163,10 @@ fn float_section(float: &[Float], address: Option<&str>, moving: &[float_moves::
                 h3 #float-moves-heading { "Moving between networks" }
                 p.muted {
                     "The operator is moving the treasury's USDC from one network to another with CCTP "
-                    "(burnt on the first, minted on the second). Until it arrives it is in neither "
-                    "network's figures above."
+                    "(burnt on the first, minted on the second). It leaves what the first can pay out "
+                    "when its burn is signed, and counts on the second once it is minted."
                 }
-                div.scroll {
+                div.scroll role="region" aria-label="Float moving between networks" tabindex="0" {
                     table #float-moves.stack aria-labelledby="float-moves-heading" {
                         thead { tr {
                             th scope="col" { "From" } th scope="col" { "To" }
@@ -202,7 +202,7 @@ fn endpoints_section(endpoints: &[Troubled]) -> Markup {
         section #webhook-health {
             h2 { "Webhook endpoints failing or disabled" }
             @if endpoints.is_empty() { p #endpoints-healthy { "None: every endpoint delivers." } } @else {
-                div.scroll {
+                div.scroll role="region" aria-label="Webhook endpoints failing or disabled" tabindex="0" {
                     table #troubled-endpoints.stack {
                         thead { tr { th scope="col" { "Endpoint" } th scope="col" { "State" } th scope="col" { "Last success" } } }
                         tbody {
@@ -238,7 +238,7 @@ fn networks_section(networks: &[NetworkStatus]) -> Markup {
             section {
                 h2 { "Networks" }
                 p.muted { "The nodes this deployment reads its EVM networks from." }
-                div.scroll {
+                div.scroll role="region" aria-label="Networks" tabindex="0" {
                     table #networks {
                         thead { tr { th { "Network" } th { "Chain id" } th { "Confirmations" } th { "Node" } th { "Newest block" } th { "Tokens" } } }
                         tbody {
@@ -269,7 +269,7 @@ fn networks_section(networks: &[NetworkStatus]) -> Markup {
                 @if networks.iter().any(|n| !n.feeds.is_empty()) {
                     h3 { "Price feeds" }
                     p.muted { "Quotes in ether and in other currencies than USD, and settlement gas, are priced from these; a stale or unreadable feed withdraws the ways to pay that need it and holds the settlements that need it." }
-                    div.scroll {
+                    div.scroll role="region" aria-label="Price feeds" tabindex="0" {
                         table #feeds {
                             thead { tr { th { "Network" } th { "Pair" } th { "State" } th { "Answer (USD)" } th { "Updated" } } }
                             tbody {
