@@ -1080,6 +1080,18 @@ pub fn usdc<'a>(ctx: &Ctx, network: &'a str) -> ChainResult<Asset<'a>> {
     })
 }
 
+/// The accounts a float move's burn of `usdc` touches: the treasury's USDC and its in-flight
+/// account, the coin's treasury and gas.
+fn burn_accounts(usdc: &Asset<'_>) -> [Account; 4] {
+    let gas = coin(usdc.network);
+    [
+        usdc.account(Kind::Treasury, ""),
+        usdc.account(Kind::Treasury, "bridge"),
+        gas.account(Kind::Treasury, ""),
+        gas.account(Kind::Gas, ""),
+    ]
+}
+
 /// Reserves a float move's burn (`send_id`, of move `move_id`): `amount` of `usdc` from the
 /// treasury into flight, and at most `gas_wei` of the network's coin for its gas. `Err` with
 /// words when the books cannot cover either (the treasury's balance less what its other
@@ -1092,13 +1104,7 @@ pub async fn reserve_float_burn(
     gas_wei: u128,
 ) -> ChainResult<Book> {
     let gas = coin(usdc.network);
-    let accounts = [
-        usdc.account(Kind::Treasury, ""),
-        usdc.account(Kind::Treasury, "bridge"),
-        gas.account(Kind::Treasury, ""),
-        gas.account(Kind::Gas, ""),
-    ];
-    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let mut book = Book::load(&ctx.db, &burn_accounts(usdc), &[], &[]).await?;
     if let Some(t) = postings::float_burn(&usdc.ledger(), move_id, amount) {
         book.post(t)
             .map_err(|r| ChainError::rule(refusal_words(&r, usdc)))?;
@@ -1124,13 +1130,7 @@ async fn end_float_burn(
 ) -> ChainResult<Vec<Stmt>> {
     let usdc = usdc(ctx, &live.network)?;
     let gas = coin(&live.network);
-    let accounts = [
-        usdc.account(Kind::Treasury, ""),
-        usdc.account(Kind::Treasury, "bridge"),
-        gas.account(Kind::Treasury, ""),
-        gas.account(Kind::Gas, ""),
-    ];
-    let mut book = Book::load(&ctx.db, &accounts, &[], &[]).await?;
+    let mut book = Book::load(&ctx.db, &burn_accounts(&usdc), &[], &[]).await?;
     let reserves = open_of_legs(ctx, &mut book, live.purpose(), &live.network).await?;
     record(&mut book, postings::end(&reserves, false))?;
     let amount = book.open_of(&ctx.db, move_id).await?;

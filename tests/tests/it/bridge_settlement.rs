@@ -130,6 +130,22 @@ impl Across {
         legs
     }
 
+    /// The mint recipient (40 hex digits, lower case) of the one `DepositForBurn` of the
+    /// succeeded Polygon transaction `burn`.
+    fn mint_recipient_of(&self, burn: &str) -> String {
+        let receipt = self.polygon.receipt(burn);
+        assert_eq!(receipt["status"], "0x1", "{receipt}");
+        let topic = format!(
+            "0x{}",
+            hex::encode(cctp::event_topic(cctp::DEPOSIT_FOR_BURN_EVENT))
+        );
+        let burns = logs_of(&receipt, &self.cctp("polygon", "token_messenger"), &topic);
+        assert_eq!(burns.len(), 1, "{receipt}");
+        let data = burns[0]["data"].as_str().unwrap().trim_start_matches("0x");
+        // Word 1 of the data: the mint recipient.
+        data[64 + 24..128].to_ascii_lowercase()
+    }
+
     /// The burns (`DepositForBurn` on Polygon) and mints (`MintAndWithdraw` on Base) on chain.
     fn on_chain(&self) -> (usize, usize) {
         let count = |anvil: &Anvil, contract: &str, event: &str| -> usize {
@@ -365,18 +381,8 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
     assert_eq!(t["networks"]["settlement"], "base", "{t}");
     // The burn: a Polygon transaction whose DepositForBurn mints to the merchant's wallet.
     let burn = t["tx_hashes"]["bridge"].as_str().expect("a bridge hash");
-    let receipt = s.polygon.receipt(burn);
-    assert_eq!(receipt["status"], "0x1", "{receipt}");
-    let topic = format!(
-        "0x{}",
-        hex::encode(cctp::event_topic(cctp::DEPOSIT_FOR_BURN_EVENT))
-    );
-    let burns = logs_of(&receipt, &s.cctp("polygon", "token_messenger"), &topic);
-    assert_eq!(burns.len(), 1, "{receipt}");
-    let data = burns[0]["data"].as_str().unwrap().trim_start_matches("0x");
-    // Word 1 of the data: the mint recipient.
     assert_eq!(
-        &data[64 + 24..128],
+        s.mint_recipient_of(burn),
         wallet.trim_start_matches("0x"),
         "the burn mints to the merchant's wallet"
     );
@@ -874,16 +880,8 @@ fn the_operator_moves_usdc_float_from_polygon_to_base_once() {
     // On chain: one burn from Polygon's treasury, minting to the treasury itself on Base.
     assert_eq!(s.on_chain(), (1, 1), "one burn and one mint");
     let burn = moved["burn_tx_hash"].as_str().expect("the burn's hash");
-    let receipt = s.polygon.receipt(burn);
-    let topic = format!(
-        "0x{}",
-        hex::encode(cctp::event_topic(cctp::DEPOSIT_FOR_BURN_EVENT))
-    );
-    let burns = logs_of(&receipt, &s.cctp("polygon", "token_messenger"), &topic);
-    assert_eq!(burns.len(), 1, "{receipt}");
-    let data = burns[0]["data"].as_str().unwrap().trim_start_matches("0x");
     assert_eq!(
-        &data[64 + 24..128],
+        s.mint_recipient_of(burn),
         treasury.trim_start_matches("0x"),
         "the burn mints to the treasury"
     );
