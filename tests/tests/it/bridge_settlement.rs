@@ -1011,3 +1011,57 @@ fn a_float_move_is_refused_with_the_reason_and_racing_moves_never_overdraw() {
     );
     books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
 }
+
+/// A third party receives a float move's attested message first: its transaction is the move's
+/// mint (the treasury signs none), the treasury on Base holds exactly what was minted more, and
+/// the arrival, before the worker hears of it, is never booked as the operator's funding.
+#[test]
+fn a_float_move_minted_by_a_third_party_first_is_moved_once() {
+    let s = Across::start();
+    let treasury = s.treasury();
+    let usdc_base = s.usdc("base");
+    s.booked_treasury_usdc("polygon", &s.polygon);
+    let on_base = s.base.balance_of(&usdc_base, &treasury);
+    s.stop_service();
+    let made = s.move_float("polygon", "base", "10", "third-party-mint");
+    assert_eq!(made.status, 201, "{}", made.text);
+    let id = made.json()["id"].as_str().unwrap().to_owned();
+    s.runs_until("the move's burn to be final", 120, || {
+        s.float_move(&id)["state"] == "attesting"
+    });
+    s.start_service(chain::LOCAL_ATTESTER_KEY);
+    let burn = s.float_move(&id)["burn_tx_hash"]
+        .as_str()
+        .expect("the burn's hash")
+        .to_owned();
+    let (message, attestation) = s.attested(&burn);
+    let relayer = s.base.account(5);
+    let receipt = s.base.send(
+        &relayer,
+        Some(&s.cctp("base", "message_transmitter")),
+        &cctp::receive_message_call(&message, &attestation),
+    );
+    let theirs = receipt["transactionHash"].as_str().unwrap().to_owned();
+    s.runs_until("the float move to be moved", 120, || {
+        s.float_move(&id)["state"] == "moved"
+    });
+    let moved = s.float_move(&id);
+    assert_eq!(moved["mint_tx_hash"], theirs.as_str(), "{moved}");
+    let received = Decimal::from_str(moved["received"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        s.base.balance_of(&usdc_base, &treasury) - on_base,
+        units(&json!(received.to_string()))
+    );
+    let signed: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT count(*) FROM chain_sends WHERE float_move_id = ?1 AND leg = 'mint'",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(signed, 0, "the treasury signed no mint");
+    assert_eq!(s.on_chain(), (1, 1));
+    books::settle_and_assert_balanced_on(&s.worker, &[&s.polygon, &s.base]);
+}
