@@ -130,6 +130,29 @@ impl Across {
         legs
     }
 
+    /// A merchant paid on Base, and its USDC payment of `amount` USD on Polygon burnt and waiting
+    /// for its attestation (the service stopped): the merchant's wallet and the payment.
+    fn burnt_awaiting_attestation(&self, amount: &str) -> (String, i64) {
+        let wallet = self.merchant_paid_on_base();
+        self.stop_service();
+        let id = self.paid(amount);
+        self.until_bridge(id, "attesting");
+        (wallet, id)
+    }
+
+    /// A third party (anvil's account 5) receives the attested message of the Polygon burn
+    /// `burn` on Base, mined at once: its transaction's hash.
+    fn received_by_a_third_party(&self, burn: &str) -> String {
+        let (message, attestation) = self.attested(burn);
+        let relayer = self.base.account(5);
+        let receipt = self.base.send(
+            &relayer,
+            Some(&self.cctp("base", "message_transmitter")),
+            &cctp::receive_message_call(&message, &attestation),
+        );
+        receipt["transactionHash"].as_str().unwrap().to_owned()
+    }
+
     /// The mint recipient (40 hex digits, lower case) of the one `DepositForBurn` of the
     /// succeeded Polygon transaction `burn`.
     fn mint_recipient_of(&self, burn: &str) -> String {
@@ -480,10 +503,7 @@ fn a_usdc_payment_on_polygon_is_burnt_there_and_minted_to_the_merchants_wallet_o
 #[test]
 fn a_bridge_waits_for_its_attestation_without_burning_twice() {
     let s = Across::start();
-    let wallet = s.merchant_paid_on_base();
-    s.stop_service();
-    let id = s.paid("5.00");
-    s.until_bridge(id, "attesting");
+    let (wallet, id) = s.burnt_awaiting_attestation("5.00");
     for _ in 0..25 {
         s.run();
     }
@@ -513,19 +533,9 @@ fn a_bridge_waits_for_its_attestation_without_burning_twice() {
 #[test]
 fn a_mint_by_a_third_party_first_is_the_settlement() {
     let s = Across::start();
-    let wallet = s.merchant_paid_on_base();
-    s.stop_service();
-    let id = s.paid("6.00");
-    s.until_bridge(id, "attesting");
+    let (wallet, id) = s.burnt_awaiting_attestation("6.00");
     s.start_service(chain::LOCAL_ATTESTER_KEY);
-    let (message, attestation) = s.attested(&s.burn_hash(id));
-    let relayer = s.base.account(5);
-    let receipt = s.base.send(
-        &relayer,
-        Some(&s.cctp("base", "message_transmitter")),
-        &cctp::receive_message_call(&message, &attestation),
-    );
-    let theirs = receipt["transactionHash"].as_str().unwrap().to_owned();
+    let theirs = s.received_by_a_third_party(&s.burn_hash(id));
     s.until(id, "paid");
     let t = s.worker.transaction(0, id);
     assert_eq!(t["tx_hashes"]["settlement"], theirs.as_str(), "{t}");
@@ -547,10 +557,7 @@ fn a_mint_by_a_third_party_first_is_the_settlement() {
 #[test]
 fn an_attestation_by_a_key_that_is_no_attester_is_refused() {
     let s = Across::start();
-    s.merchant_paid_on_base();
-    s.stop_service();
-    let id = s.paid("4.00");
-    s.until_bridge(id, "attesting");
+    let (_, id) = s.burnt_awaiting_attestation("4.00");
     // Anvil's well-known account 8: a key, but not the transmitter's attester.
     s.start_service("0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97");
     let refused = eventually("the refusal", Duration::from_secs(60), || {
@@ -578,10 +585,7 @@ fn an_attestation_by_a_key_that_is_no_attester_is_refused() {
 #[test]
 fn a_treasury_mint_refused_as_already_received_is_success() {
     let s = Across::start();
-    let wallet = s.merchant_paid_on_base();
-    s.stop_service();
-    let id = s.paid("3.00");
-    s.until_bridge(id, "attesting");
+    let (wallet, id) = s.burnt_awaiting_attestation("3.00");
     // Base stops mining: what is sent waits in its pool.
     s.base.rpc("evm_setIntervalMining", json!([0]));
     s.base.rpc("evm_setAutomine", json!([false]));
@@ -1034,14 +1038,7 @@ fn a_float_move_minted_by_a_third_party_first_is_moved_once() {
         .as_str()
         .expect("the burn's hash")
         .to_owned();
-    let (message, attestation) = s.attested(&burn);
-    let relayer = s.base.account(5);
-    let receipt = s.base.send(
-        &relayer,
-        Some(&s.cctp("base", "message_transmitter")),
-        &cctp::receive_message_call(&message, &attestation),
-    );
-    let theirs = receipt["transactionHash"].as_str().unwrap().to_owned();
+    let theirs = s.received_by_a_third_party(&burn);
     s.runs_until("the float move to be moved", 120, || {
         s.float_move(&id)["state"] == "moved"
     });
