@@ -16,11 +16,13 @@
 //! move          INSTITUTION_ID… --url URL   (each institution's money moved into its own
 //!               object, one at a time, by the worker at URL; the operator's token from
 //!               PAYRAIL_OPERATOR_TOKEN; stops at the first that does not move)
-//! sweep         (--local [--persist-to DIR] | --remote) [--treasury 0x…] [--chains FILE]
-//!               [--wait SECONDS]   (the custody mnemonic on stdin; the networks from
-//!               PAYRAIL_CHAINS unless --chains, the treasury from PAYRAIL_TREASURY_ADDRESS unless
-//!               --treasury, locally else from what scripts/dev wrote; PAYRAIL_EVM_XPUB, when
-//!               known, must be the mnemonic's)
+//! sweep         (--local [--persist-to DIR] | --remote [--url URL]) [--treasury 0x…]
+//!               [--chains FILE] [--wait SECONDS]   (the custody mnemonic on stdin; the networks
+//!               from PAYRAIL_CHAINS unless --chains, the treasury from PAYRAIL_TREASURY_ADDRESS
+//!               unless --treasury, locally else from what scripts/dev wrote; PAYRAIL_EVM_XPUB,
+//!               when known, must be the mnemonic's; remotely, the deposits of the institutions
+//!               held in their objects are read through the worker at URL, the operator's token
+//!               from PAYRAIL_OPERATOR_TOKEN)
 //! screening-load FILE --url URL [--source NAME] [--replace]   (the EVM addresses of OFAC's SDN
 //!               list, FILE in its classic sdn.xml format, listed as sanctioned by the worker at
 //!               URL under NAME, "OFAC SDN" unless said; --replace also takes off NAME's
@@ -80,7 +82,7 @@ fn main() -> ExitCode {
              | add-admin INSTITUTION_ID EMAIL --local|--remote \
              | add-institution NAME ADMIN_EMAIL --local|--remote | seal-treasury-key | set-psp-fee INSTITUTION_ID BASIS_POINTS --local|--remote \
              | reconcile --local|--remote [--url URL] [--chains JSON] [--treasury ADDRESS] [--xpub XPUB] \
-             | sweep --local|--remote [--treasury 0x…] (the custody mnemonic on stdin) \
+             | sweep --local|--remote [--url URL] [--treasury 0x…] (the custody mnemonic on stdin) \
              | move INSTITUTION_ID… --url URL (PAYRAIL_OPERATOR_TOKEN in the environment) \
              | screening-load FILE --url URL [--source NAME] [--replace] \
              | screening-list --url URL [--removed] \
@@ -475,8 +477,20 @@ fn reconcile(args: &[String]) -> Result<(), String> {
     if config.treasury.is_none() {
         eprintln!("no treasury address (--treasury or PAYRAIL_TREASURY_ADDRESS): not compared");
     }
-    // Remotely, the institutions held in their objects are read through the worker.
-    let books = match (&target, opts.value("--url")?) {
+    let books = books_of(&target, &opts)?;
+    let report = reconcile::reconcile(&books, &config)?;
+    print!("{}", report.render());
+    if report.clean() {
+        Ok(())
+    } else {
+        Err("the books drift from the chain (see above)".to_owned())
+    }
+}
+
+/// Where an operator command reads the books: D1, and (remotely through the worker at `--url`)
+/// the institutions held in their objects; locally every object's file is read.
+fn books_of(target: &secrets::Target, opts: &Options) -> Result<reconcile::Books, String> {
+    Ok(match (target, opts.value("--url")?) {
         (secrets::Target::Remote, Some(url)) => {
             // The token from the environment only: a command line is kept by the shell's history.
             let token = std::env::var("PAYRAIL_OPERATOR_TOKEN")
@@ -489,14 +503,7 @@ fn reconcile(args: &[String]) -> Result<(), String> {
             return Err("--url is for --remote: locally every object's file is read".to_owned())
         }
         (target, None) => reconcile::Books::of(target),
-    };
-    let report = reconcile::reconcile(&books, &config)?;
-    print!("{}", report.render());
-    if report.clean() {
-        Ok(())
-    } else {
-        Err("the books drift from the chain (see above)".to_owned())
-    }
+    })
 }
 
 /// The custody sweep: reads the custody mnemonic from stdin (never the command line, where the
@@ -542,7 +549,9 @@ fn sweep(args: &[String]) -> Result<(), String> {
         stdin.lock().read_to_string(&mut mnemonic)
     };
     read.map_err(|e| format!("read the custody mnemonic from stdin: {e}"))?;
+    let books = books_of(&target, &opts)?;
     let options = sweep::Options {
+        books,
         target,
         chains,
         treasury,

@@ -190,7 +190,7 @@ impl Books {
     /// Every store that holds books: D1, and each institution's object (an institution held in
     /// its object keeps its deposits' and merchants' accounts there): locally its file,
     /// remotely through the worker's operator endpoint, which must then be given.
-    fn stores(&self) -> Result<Vec<Books>, String> {
+    pub(crate) fn stores(&self) -> Result<Vec<Books>, String> {
         let mut stores = vec![self.clone()];
         match self {
             Books::Local(persist_to) => stores.extend(
@@ -224,6 +224,24 @@ impl Books {
     }
 }
 
+impl Books {
+    /// The institution whose object this store is (read from a local object's file); `None`
+    /// for D1.
+    pub fn institution(&self) -> Result<Option<i64>, String> {
+        match self {
+            Books::Served(_, institution) => Ok(Some(*institution)),
+            Books::Object(file) => {
+                let rows = self.rows("SELECT institution_id FROM object_identity")?;
+                rows.first()
+                    .and_then(|r| r["institution_id"].as_i64())
+                    .map(Some)
+                    .ok_or_else(|| format!("{}: the object names no institution", file.display()))
+            }
+            Books::Local(_) | Books::Remote(_) => Ok(None),
+        }
+    }
+}
+
 /// One part of institution `institution`'s books, as the worker's operator endpoint serves
 /// them from its object.
 fn served(
@@ -235,6 +253,7 @@ fn served(
         Part::Accounts => ("accounts", None),
         Part::Transfers { after } => ("transfers", Some(*after)),
         Part::Watches => ("watches", None),
+        Part::Deposits { after } => ("deposits", Some(*after)),
     };
     let mut url = format!(
         "{}/operator/institutions/{institution}/books?part={name}",

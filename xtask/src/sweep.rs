@@ -82,6 +82,9 @@ pub struct Options {
     pub wait: Duration,
     /// Unix seconds now: the deposits whose watch ended before it are swept.
     pub now: i64,
+    /// Where the books are read: D1, and the objects of the institutions held in them (locally
+    /// their files, remotely through the worker's operator endpoint).
+    pub books: crate::reconcile::Books,
 }
 
 /// What a sweep did.
@@ -154,7 +157,8 @@ pub fn run(mnemonic: &str, opts: &Options, out: &mut dyn Write) -> Result<Summar
         return Err("the treasury cannot be the custody gas address".to_owned());
     }
     let snapshot = store::snapshot(&opts.target, opts.now, &gas.address, &treasury)?;
-    let deposits = snapshot.deposits;
+    let mut deposits = snapshot.deposits;
+    deposits.extend(store::held_deposits(&opts.books, &snapshot.held, opts.now)?);
     let mut by_network: BTreeMap<&str, Vec<&Deposit>> = BTreeMap::new();
     for deposit in &deposits {
         by_network
@@ -584,6 +588,7 @@ impl Run<'_, '_> {
                 now: unix_now(),
                 sweeps_seen: 0,
                 screened: Some(net.screened),
+                held_by: deposit.held_by,
             },
         )?;
         if !stored {
@@ -666,6 +671,7 @@ impl Run<'_, '_> {
                 now,
                 sweeps_seen: rows.iter().filter(|r| r.kind == "sweep").count(),
                 screened: None,
+                held_by: deposit.held_by,
             },
         )?;
         if !stored {

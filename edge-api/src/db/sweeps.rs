@@ -40,6 +40,9 @@ pub struct Sweep {
     pub raw: String,
     /// Unix seconds.
     pub created_at: i64,
+    /// The institution whose object keeps the deposit's custody account (the sweep is posted
+    /// as a half in its object and a half in the treasury's books); `None` for D1's.
+    pub held_by: Option<i64>,
 }
 
 impl Sweep {
@@ -60,7 +63,8 @@ pub enum SweepKind {
 }
 
 const COLUMNS: &str = "s.tx_hash, s.network, s.token, s.asset, s.decimals, s.kind, \
-     s.from_address, s.to_address, s.nonce, s.units, s.gas_limit, s.gas_price, s.raw, s.created_at";
+     s.from_address, s.to_address, s.nonce, s.units, s.gas_limit, s.gas_price, s.raw, s.created_at, \
+     s.held_by";
 
 /// The sweeps still `sent` that can be made final now, oldest first (a gas funding before the
 /// sweep it pays for), at most `limit`: a deposit's sweep waits while a gas funding to it is

@@ -21,6 +21,7 @@ use std::str::FromStr;
 
 use payrail_evm::Token;
 use serde_json::{json, Value};
+use shared_types::ledger::split::{self, Side};
 use shared_types::ledger::{postings, Kind, Ledger, Transfer};
 
 use crate::chain::config::{self, Network, NATIVE_DECIMALS};
@@ -29,8 +30,9 @@ use crate::chain::native;
 use crate::chain::rpc::{self, Budget};
 use crate::ctx::Ctx;
 use crate::db;
-use crate::db::ledger::{self, Account, Book};
+use crate::db::ledger::{self, Account, Book, When};
 use crate::db::sweeps::{self, Outcome, Sweep};
+use crate::db::Db;
 use crate::error::{ApiError, OrInternal};
 
 /// Most sweeps a run follows.
@@ -66,7 +68,12 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         if !right || network.node.calls_left() < MOST_FOLLOW_CALLS {
             continue; // another chain, or this run's calls on it are spent: next run
         }
-        if let Err(e) = follow(ctx, network, sweep).await {
+        // A held deposit's custody account is in its institution's object.
+        let held = match sweep.held_by {
+            Some(institution) => Some(ctx.institution_object(institution)?),
+            None => None,
+        };
+        if let Err(e) = follow(ctx, network, sweep, held.as_ref()).await {
             if e.is_budget() {
                 continue;
             }
@@ -84,8 +91,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
 }
 
 /// One step of one sweep: broadcast again if the node does not know it, or made final (and
-/// posted) once its receipt is.
-async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> {
+/// posted) once its receipt is. `held`: the object of the institution that keeps the deposit's
+/// custody ([`Sweep::held_by`]).
+async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep, held: Option<&Db>) -> ChainResult<()> {
     let node = &network.node;
     let head = rpc::head(node).await?;
     // A node whose head stands still is not asked to decide anything.
@@ -107,7 +115,7 @@ async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep) -> ChainResult<()> 
     let Some(outcome) = final_outcome(network, sweep, &receipt, head).await? else {
         return Ok(()); // mined, not yet final
     };
-    post(ctx, sweep, &outcome).await
+    post(ctx, sweep, &outcome, held).await
 }
 
 /// The sweep's outcome once its receipt is final: at depth, and its block still the chain's at
@@ -142,10 +150,29 @@ async fn final_outcome(
     }))
 }
 
-/// Makes the sweep final and posts it to the books, in one batch.
-async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
+/// Makes the sweep final and posts it to the books, in one batch. A held deposit's sweep
+/// ([`Sweep::held_by`]) is posted as a half in each store ([`held_halves`]): the object's half
+/// first, once by its transfers' ids, then the state and the treasury's half in D1's batch; a
+/// run stopped between the two posts the treasury's half next run, the object's found posted.
+async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome, held: Option<&Db>) -> ChainResult<()> {
     let now = ctx.now();
     let (accounts, transfers) = posting(sweep, outcome)?;
+    let (accounts, transfers) = match (sweep.held_by, held) {
+        (Some(institution), Some(object)) => {
+            let halves = held_halves(sweep, &accounts, &transfers, institution)?;
+            if !post_in_object(ctx, sweep, (institution, object), halves.institution).await? {
+                return Ok(()); // noted: next run
+            }
+            halves.treasury
+        }
+        (None, _) => (accounts, transfers),
+        (Some(institution), None) => {
+            return Err(ChainError::rule(format!(
+                "sweep {} of institution {institution} was read without its object",
+                sweep.tx_hash
+            )))
+        }
+    };
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
     let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
     for t in transfers {
@@ -165,6 +192,117 @@ async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome) -> ChainResult<()> {
             // The accounts moved while this was computed: nothing was written, next run.
             worker::console_warn!("sweep {}: the books moved meanwhile ({e})", sweep.tx_hash);
             Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What each store posts of a held sweep: the accounts it names and its transfers.
+#[derive(Debug, Default)]
+struct HeldHalves {
+    /// In the institution's object: the deposit's custody, against its link to the treasury.
+    institution: (Vec<Account>, Vec<Transfer>),
+    /// In the treasury's books: the treasury, the gas and the custody gas address, against
+    /// their link to the institution.
+    treasury: (Vec<Account>, Vec<Transfer>),
+}
+
+/// A held deposit's sweep (or gas funding) `transfers`, split between institution
+/// `institution`'s object and the treasury's books ([`split::split_by`]): the deposit's custody
+/// accounts are the institution's, the custody gas address's is the treasury's (which [`split`]
+/// cannot tell by its kind). Pure.
+fn held_halves(
+    sweep: &Sweep,
+    accounts: &[Account],
+    transfers: &[Transfer],
+    institution: i64,
+) -> ChainResult<HeldHalves> {
+    // The accounts a half may name: the sweep's own, and each ledger's links between stores.
+    let mut known = accounts.to_vec();
+    for a in accounts {
+        for owner in [
+            split::TREASURY_LINK.to_owned(),
+            split::institution_link(institution),
+        ] {
+            known.push(Account::new(
+                &a.ledger,
+                (&a.asset, a.decimals),
+                Kind::World,
+                &owner,
+            ));
+        }
+    }
+    let gas_address = sweep.is_gas().then(|| {
+        Ledger::new(&sweep.network, Token::NATIVE)
+            .account(Kind::Custody, &sweep.from_address.to_ascii_lowercase())
+    });
+    let side_of = |id: &str| match &gas_address {
+        Some(gas) if gas == id => Some(Side::Treasury),
+        _ => split::side(id),
+    };
+    let mut halves = HeldHalves::default();
+    for t in transfers {
+        let split = split::split_by(t, institution, side_of)
+            .ok_or_else(|| ChainError::rule(format!("{} names no account", t.id)))?;
+        halves.institution.1.extend(split.institution);
+        halves.treasury.1.extend(split.treasury);
+    }
+    for (named, transfers) in [
+        (&mut halves.institution.0, &halves.institution.1),
+        (&mut halves.treasury.0, &halves.treasury.1),
+    ] {
+        let mut seen = std::collections::BTreeSet::new();
+        named.extend(
+            known
+                .iter()
+                .filter(|a| {
+                    let id = a.id();
+                    transfers.iter().any(|t| t.debit == id || t.credit == id) && seen.insert(id)
+                })
+                .cloned(),
+        );
+    }
+    Ok(halves)
+}
+
+/// Posts the object's half of a held sweep in institution `institution`'s `object`, once (by
+/// its transfers' ids), if the object keeps the deposit (a checkout's deposit or a merchant's
+/// top-up address of its own). `false` when the sweep must wait: the object does not keep it
+/// (noted on the sweep), or its accounts moved meanwhile.
+async fn post_in_object(
+    ctx: &Ctx,
+    sweep: &Sweep,
+    (institution, object): (i64, &Db),
+    (accounts, transfers): (Vec<Account>, Vec<Transfer>),
+) -> ChainResult<bool> {
+    let deposit = if sweep.is_gas() {
+        &sweep.to_address
+    } else {
+        &sweep.from_address
+    };
+    if !db::deposits::custody_holds(object, &deposit.to_ascii_lowercase()).await? {
+        let why = format!("institution {institution} keeps no deposit at {deposit}");
+        sweeps::note(&ctx.db, &sweep.tx_hash, Some(&why), ctx.now()).await?;
+        return Ok(false);
+    }
+    let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
+    let mut book = Book::load(object, &accounts, &ids, &[]).await?;
+    for t in transfers {
+        book.record(t).map_err(|refusal| {
+            ChainError::rule(format!(
+                "institution {institution}'s books refuse sweep {}: {refusal}",
+                sweep.tx_hash
+            ))
+        })?;
+    }
+    match db::batch(object, book.statements(&When::always(), ctx.now())?).await {
+        Ok(()) => Ok(true),
+        Err(e) if ledger::raced(&e) => {
+            worker::console_warn!(
+                "sweep {}: institution {institution}'s books moved meanwhile ({e})",
+                sweep.tx_hash
+            );
+            Ok(false)
         }
         Err(e) => Err(e.into()),
     }
@@ -253,6 +391,7 @@ mod tests {
             gas_price: "30".into(),
             raw: "0x02".into(),
             created_at: 0,
+            held_by: None,
         }
     }
 
@@ -324,6 +463,121 @@ mod tests {
             25_000 * 30,
             "the gas not used"
         );
+    }
+
+    /// A held deposit's gas funding and its sweep, split: the deposit's custody moves in its
+    /// institution's object against the link to the treasury, the treasury, its gas and the
+    /// custody gas address in the treasury's books against the link to the institution; each
+    /// store balances by itself, the links mirror each other, and the deposit ends empty.
+    #[test]
+    fn a_held_deposits_sweep_is_a_half_in_each_store_and_both_balance() {
+        let funding = Sweep {
+            held_by: Some(7),
+            ..row("gas", Token::NATIVE, (GAS, DEPOSIT), 60_000 * 30)
+        };
+        let sweep = Sweep {
+            held_by: Some(7),
+            ..row("sweep", USDC, (DEPOSIT, TREASURY), 12_500_000)
+        };
+        let (mut object, mut treasury) = (Books::default(), Books::default());
+        // What each store holds first: the payment at the deposit (its receipt, in the
+        // object), the gas address's coin (the operator's funding, in the treasury's books).
+        let receipt = Ledger::new("polygon", USDC).account(Kind::Unallocated, DEPOSIT);
+        object.accounts.insert(
+            custody(USDC, DEPOSIT),
+            (
+                Kind::Custody,
+                Totals {
+                    debits_posted: 12_500_000,
+                    ..Totals::default()
+                },
+            ),
+        );
+        object.accounts.insert(
+            receipt,
+            (
+                Kind::Unallocated,
+                Totals {
+                    credits_posted: 12_500_000,
+                    ..Totals::default()
+                },
+            ),
+        );
+        let world = Ledger::new("polygon", Token::NATIVE).account(Kind::World, "");
+        treasury.accounts.insert(
+            custody(Token::NATIVE, GAS),
+            (
+                Kind::Custody,
+                Totals {
+                    debits_posted: 10u128.pow(18),
+                    ..Totals::default()
+                },
+            ),
+        );
+        treasury.accounts.insert(
+            world,
+            (
+                Kind::World,
+                Totals {
+                    credits_posted: 10u128.pow(18),
+                    ..Totals::default()
+                },
+            ),
+        );
+        for (row, gas_used) in [(&funding, 21_000), (&sweep, 60_000)] {
+            let (accounts, transfers) = posting(row, &outcome(true, gas_used)).unwrap();
+            let halves = held_halves(row, &accounts, &transfers, 7).unwrap();
+            for ((named, half), books) in [
+                (&halves.institution, &mut object),
+                (&halves.treasury, &mut treasury),
+            ] {
+                for a in named {
+                    books
+                        .accounts
+                        .entry(a.id())
+                        .or_insert((a.kind, Totals::default()));
+                }
+                for t in half {
+                    assert!(
+                        named.iter().any(|a| a.id() == t.debit)
+                            && named.iter().any(|a| a.id() == t.credit),
+                        "{t:?} names an account its store was not given"
+                    );
+                    books.apply(t).unwrap();
+                }
+            }
+        }
+        assert!(object.balanced() && treasury.balanced());
+        let balance = |books: &Books, id: &str| books.accounts[id].1.balance(books.accounts[id].0);
+        assert_eq!(balance(&object, &custody(USDC, DEPOSIT)), 0);
+        assert_eq!(
+            balance(&object, &custody(Token::NATIVE, DEPOSIT)),
+            0,
+            "the funded gas, spent"
+        );
+        assert!(
+            object
+                .accounts
+                .keys()
+                .all(|id| !id.contains(GAS) && !id.contains(":treasury:") && !id.contains(":gas:")),
+            "the treasury's accounts stay in its books"
+        );
+        let usdc = Ledger::new("polygon", USDC);
+        assert_eq!(
+            balance(&treasury, &usdc.account(Kind::Treasury, "")),
+            12_500_000
+        );
+        assert!(treasury.accounts.keys().all(|id| !id.contains(DEPOSIT)));
+        // The links mirror each other, in both ledgers.
+        for ledger in [usdc, Ledger::new("polygon", Token::NATIVE)] {
+            let to_treasury = &object.accounts[&ledger.account(Kind::World, "treasury")].1;
+            let to_institution =
+                &treasury.accounts[&ledger.account(Kind::World, "institution:7")].1;
+            assert_eq!(
+                to_treasury.credits_posted as i128 - to_treasury.debits_posted as i128,
+                to_institution.debits_posted as i128 - to_institution.credits_posted as i128
+            );
+        }
     }
 
     #[test]

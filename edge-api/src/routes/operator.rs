@@ -7,9 +7,10 @@
 //! institution keeps working from D1).
 //! `POST /operator/institutions/{id}/move`: moves the institution's money into its object
 //! (`shard::move_in`), answering what the move did.
-//! `GET /operator/institutions/{id}/books?part=accounts|transfers|watches[&after=SEQ]`: one part
-//! of the books an institution held in its object keeps (`shared_types::ledger::reads`), for
-//! `xtask reconcile --remote` (production's objects cannot be read any other way).
+//! `GET /operator/institutions/{id}/books?part=accounts|transfers|watches|deposits[&after=N]`: one
+//! part of the books an institution held in its object keeps (`shared_types::ledger::reads`),
+//! for `xtask reconcile --remote` and `xtask sweep --remote` (production's objects cannot be
+//! read any other way).
 //! `POST /operator/sanctioned-addresses`: loads entries into the operator's own sanctions list
 //! (`xtask screening-load` sends OFAC's SDN file this way), answering what changed;
 //! `GET /operator/sanctioned-addresses`: the list (`?removed=true`: with the entries taken off);
@@ -74,13 +75,15 @@ pub async fn books(
             "part" if part.is_none() => part = Some(value.into_owned()),
             "after" if after.is_none() => {
                 after = Some(value.parse::<i64>().map_err(|_| {
-                    ApiError::invalid_request("after must be a sequence number, 0 or more")
+                    ApiError::invalid_request(
+                        "after must be a whole number: a sequence number or a derivation index",
+                    )
                 })?);
             }
             _ => {
                 return Err(ApiError::invalid_request(
-                    "unknown or repeated parameter: the books take part (accounts, transfers or \
-                     watches) and, for transfers, after",
+                    "unknown or repeated parameter: the books take part (accounts, transfers, \
+                     watches or deposits) and, for transfers and deposits, after",
                 ))
             }
         }

@@ -25,6 +25,13 @@ pub enum Part {
     /// The watched custody addresses of an institution's object: its checkout deposits (until
     /// their watch ends) and its merchants' top-up addresses (no end), with how far each is read.
     Watches,
+    /// The object's checkout deposits after derivation index `after` (-1 for the first page: index
+    /// 0 is a deposit's too), at most [`PAGE`], by index: what the
+    /// custody sweep needs of each (its address, index, asset and when its watch ends).
+    Deposits {
+        /// The last derivation index read.
+        after: i64,
+    },
 }
 
 impl Part {
@@ -38,11 +45,15 @@ impl Part {
                 after if after >= 0 => Ok(Part::Transfers { after }),
                 _ => Err("after must be a sequence number, 0 or more".to_owned()),
             },
+            ("deposits", after) => match after.unwrap_or(-1) {
+                after if after >= -1 => Ok(Part::Deposits { after }),
+                _ => Err("after must be a derivation index, -1 or more".to_owned()),
+            },
             ("accounts" | "watches", Some(_)) => {
-                Err("after is taken only with part=transfers".to_owned())
+                Err("after is taken only with part=transfers or part=deposits".to_owned())
             }
             (other, _) => Err(format!(
-                "part must be accounts, transfers or watches, not {:?}",
+                "part must be accounts, transfers, watches or deposits, not {:?}",
                 other.chars().take(40).collect::<String>()
             )),
         }
@@ -57,6 +68,11 @@ impl Part {
                  FROM ledger_transfers WHERE seq > {after} ORDER BY seq LIMIT {PAGE}"
             ),
             Part::Watches => OBJECT_WATCHES.to_owned(),
+            Part::Deposits { after } => format!(
+                "SELECT address, derivation_index, network, asset, token, decimals, watch_until \
+                 FROM deposit_watches WHERE derivation_index > {after} \
+                 ORDER BY derivation_index LIMIT {PAGE}"
+            ),
         }
     }
 }
@@ -90,6 +106,14 @@ mod tests {
         assert!(Part::named("accounts", Some(3)).is_err());
         let refused = Part::named("postings", None).unwrap_err();
         assert!(refused.contains("postings"), "{refused}");
+        assert_eq!(
+            Part::named("deposits", None),
+            Ok(Part::Deposits { after: -1 })
+        );
+        assert!(Part::named("deposits", Some(-2)).is_err());
+        assert!(Part::Deposits { after: 9 }
+            .sql()
+            .contains("WHERE derivation_index > 9 ORDER BY derivation_index LIMIT 5000"));
         assert!(Part::Transfers { after: 7 }
             .sql()
             .contains("WHERE seq > 7 ORDER BY seq LIMIT 5000"));

@@ -68,7 +68,18 @@ pub struct Halves {
 /// phase: a post or void ends the pending half of the same id in its own store). `None` for a
 /// transfer naming an account that is not one.
 pub fn split(t: &Transfer, institution: i64) -> Option<Halves> {
-    let (debit, credit) = (side(&t.debit)?, side(&t.credit)?);
+    split_by(t, institution, side)
+}
+
+/// [`split`], with `side_of` saying where each account lives: for a transfer that names an
+/// account of the treasury's that [`side`] cannot tell apart by its kind (the custody gas
+/// address's custody, which pays a held deposit's gas, is the treasury's).
+pub fn split_by(
+    t: &Transfer,
+    institution: i64,
+    side_of: impl Fn(&str) -> Option<Side>,
+) -> Option<Halves> {
+    let (debit, credit) = (side_of(&t.debit)?, side_of(&t.credit)?);
     let (ledger, _) = parts(&t.debit)?;
     Some(match (debit, credit) {
         (Side::Institution, Side::Institution) => Halves {

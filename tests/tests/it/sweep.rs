@@ -15,7 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use payrail_tests::chain::{Anvil, TEST_MNEMONIC, TEST_XPUB};
+use payrail_tests::chain::{Anvil, OPERATOR_TOKEN, TEST_MNEMONIC, TEST_XPUB};
 use payrail_tests::{eventually, root, Worker};
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -62,7 +62,11 @@ fn start() -> Setup {
     let worker = Worker::start_with_vars(
         "production",
         3600,
-        &[("PAYRAIL_EVM_XPUB", TEST_XPUB), ("PAYRAIL_CHAINS", &chains)],
+        &[
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            ("PAYRAIL_CHAINS", &chains),
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+        ],
     );
     // The treasury: an account nobody else here pays from.
     let treasury = anvil.account(4).to_ascii_lowercase();
@@ -107,9 +111,10 @@ impl Setup {
         reply.json()
     }
 
-    /// A checkout of `amount` USD: its session id.
-    fn checkout(&self, amount: &str, reference: &str) -> String {
-        let key = &self.worker.credentials.institutions[0].merchants[0].public_key;
+    /// A checkout of `amount` USD for the first merchant of the demo's `institution`-th
+    /// institution: its session id.
+    fn checkout_of(&self, institution: usize, amount: &str, reference: &str) -> String {
+        let key = &self.worker.credentials.institutions[institution].merchants[0].public_key;
         let session = self.worker.checkout_session(&json!({
             "publicKey": key, "amount": amount, "currency": "USD", "title": "Swept",
             "externalReference": reference, "redirectUrl": "https://shop.example/done",
@@ -118,9 +123,41 @@ impl Setup {
         session["id"].as_str().unwrap().to_owned()
     }
 
-    /// The session's deposit address (lower case) and the units it asks for.
+    /// The session's deposit address (lower case) and the units it asks for: from D1, or from
+    /// the object of an institution held in it.
     fn deposit(&self, session: &str) -> (String, u128) {
-        self.worker.deposit(session)
+        let held = |file: PathBuf| -> Option<(String, u128)> {
+            let object = rusqlite::Connection::open_with_flags(
+                file,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .ok()?;
+            object
+                .query_row(
+                    "SELECT address, base_units FROM deposit_watches WHERE session_id = ?1",
+                    [session],
+                    |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+                )
+                .ok()
+                .map(|(address, units)| (address, units.parse().unwrap()))
+        };
+        let in_d1: Option<String> = self
+            .worker
+            .database()
+            .query_row(
+                "SELECT address FROM deposit_watches WHERE session_id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .ok();
+        match in_d1 {
+            Some(_) => self.worker.deposit(session),
+            None => xtask::localdb::object_files(self.worker.persist_to())
+                .unwrap()
+                .into_iter()
+                .find_map(held)
+                .expect("the session's deposit, in D1 or an object"),
+        }
     }
 
     /// Waits until the session's payment, on `chain`, is credited.
@@ -135,7 +172,12 @@ impl Setup {
 
     /// A checkout paid exactly in USDC on polygon and credited.
     fn paid_in_usdc(&self, amount: &str, reference: &str) -> Paid {
-        let session = self.checkout(amount, reference);
+        self.paid_in_usdc_of(0, amount, reference)
+    }
+
+    /// The same, of the demo's `institution`-th institution.
+    fn paid_in_usdc_of(&self, institution: usize, amount: &str, reference: &str) -> Paid {
+        let session = self.checkout_of(institution, amount, reference);
         let (address, units) = self.deposit(&session);
         self.anvil
             .transfer(&self.usdc, &self.customer, &address, units);
@@ -145,7 +187,12 @@ impl Setup {
 
     /// A checkout paid exactly in ether on base and credited.
     fn paid_in_ether(&self, amount: &str, reference: &str) -> Paid {
-        let session = self.checkout(amount, reference);
+        self.paid_in_ether_of(0, amount, reference)
+    }
+
+    /// The same, of the demo's `institution`-th institution.
+    fn paid_in_ether_of(&self, institution: usize, amount: &str, reference: &str) -> Paid {
+        let session = self.checkout_of(institution, amount, reference);
         let reply = self.worker.send(
             self.worker
                 .request(Method::POST, &format!("/checkout/{session}/method"))
@@ -238,24 +285,22 @@ impl Setup {
 
     /// An account's balance on its normal side, from the books.
     fn book_balance(&self, network: &str, token: &str, kind: &str, owner: &str) -> i128 {
-        let row: Option<(String, String)> = self
+        balance_in(&self.worker.database(), (network, token), kind, owner)
+    }
+
+    /// [`Setup::book_balance`] in institution `institution`'s object.
+    fn object_balance(
+        &self,
+        institution: i64,
+        (network, token): (&str, &str),
+        kind: &str,
+        owner: &str,
+    ) -> i128 {
+        let object = self
             .worker
-            .database()
-            .query_row(
-                "SELECT debits_posted, credits_posted FROM ledger_accounts \
-                 WHERE network = ?1 AND token = ?2 AND kind = ?3 AND owner = ?4",
-                [network, token, kind, owner],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .ok();
-        let (debits, credits) = row.map_or((0, 0), |(d, c)| {
-            (d.parse::<i128>().unwrap(), c.parse::<i128>().unwrap())
-        });
-        if matches!(kind, "custody" | "treasury" | "gas") {
-            debits - credits
-        } else {
-            credits - debits
-        }
+            .object_database(institution)
+            .expect("the institution's object");
+        balance_in(&object, (network, token), kind, owner)
     }
 
     /// The transfer with `id`: (debit, credit, amount).
@@ -299,6 +344,31 @@ impl Setup {
             "the books do not match:\n{}",
             report.render()
         );
+    }
+}
+
+/// An account's balance on its normal side in the books of `db` (D1's or an object's).
+fn balance_in(
+    db: &rusqlite::Connection,
+    (network, token): (&str, &str),
+    kind: &str,
+    owner: &str,
+) -> i128 {
+    let row: Option<(String, String)> = db
+        .query_row(
+            "SELECT debits_posted, credits_posted FROM ledger_accounts \
+             WHERE network = ?1 AND token = ?2 AND kind = ?3 AND owner = ?4",
+            [network, token, kind, owner],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok();
+    let (debits, credits) = row.map_or((0, 0), |(d, c)| {
+        (d.parse::<i128>().unwrap(), c.parse::<i128>().unwrap())
+    });
+    if matches!(kind, "custody" | "treasury" | "gas") {
+        debits - credits
+    } else {
+        credits - debits
     }
 }
 
@@ -570,6 +640,168 @@ fn two_sweeps_at_once_send_each_deposit_once() {
         s.book_balance("base", "native", "custody", &coin.address),
         0
     );
+    s.assert_books_match_the_chains();
+}
+
+/// An institution held in its object has its deposits swept like D1's, each transaction
+/// posted as a half in each store: the deposit's custody in the object, the treasury, its gas
+/// and the custody gas address in D1's books, the two links mirroring each other. A deposit
+/// paid while the institution's money was in D1, and moved with it, is swept once and posted
+/// in the object (D1's copy of its watch, ended too, is never swept as D1's). Two sweeps at once
+/// send each deposit once, and a third sends nothing.
+#[test]
+fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
+    let (_one, s) = shared();
+    let usdc = s.usdc.to_ascii_lowercase();
+    // Paid while its money is in D1, its watch ended (as seven days would end it, in D1's copy
+    // too: D1's rows are frozen once moved), then moved into its object with it.
+    let before = s.paid_in_usdc_of(1, "6.50", "HELD-USDC");
+    s.end_watch(&before);
+    let merchant = s.worker.credentials.institutions[1].merchant_ids[0];
+    let institution: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT institution_id FROM merchants WHERE id = ?1",
+            [merchant],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let moved = s.worker.send(
+        s.worker
+            .request(
+                Method::POST,
+                &format!("/operator/institutions/{institution}/move"),
+            )
+            .bearer_auth(OPERATOR_TOKEN),
+        None,
+    );
+    assert_eq!(moved.status, 200, "{}", moved.text);
+    // Paid once it is held: its watch is in the object alone.
+    let after = s.paid_in_ether_of(1, "3.00", "HELD-ETH");
+    // Both watches end in the object.
+    for deposit in [&before, &after] {
+        let ended = s.worker.object_execute(
+            institution,
+            "UPDATE deposit_watches SET watch_until = unixepoch() - 1 WHERE address = ?1",
+            &[&deposit.address],
+        );
+        assert_eq!(ended, 1, "{} is the object's", deposit.address);
+    }
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let treasury_ether = s.base.ether_balance(&s.treasury);
+    let booked_usdc = s.book_balance("polygon", &usdc, "treasury", "");
+
+    let (a, b) = (s.spawn_sweep(), s.spawn_sweep());
+    let outputs = [
+        succeeded(a.wait_with_output().unwrap()),
+        succeeded(b.wait_with_output().unwrap()),
+    ];
+    let rows: Vec<(String, String, String, Option<i64>)> = {
+        let db = s.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT kind, from_address, to_address, held_by FROM custody_sweeps \
+                 WHERE from_address IN (?1, ?2) OR to_address IN (?1, ?2) ORDER BY created_at",
+            )
+            .unwrap();
+        statement
+            .query_map([&before.address, &after.address], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let count = |kind: &str, from: &str, to: &str| {
+        rows.iter()
+            .filter(|r| {
+                r.0 == kind && (from.is_empty() || r.1 == from) && (to.is_empty() || r.2 == to)
+            })
+            .count()
+    };
+    assert_eq!(
+        count("sweep", &before.address, &s.treasury),
+        1,
+        "{rows:?}\n{outputs:?}"
+    );
+    assert_eq!(
+        count("sweep", &after.address, &s.treasury),
+        1,
+        "{rows:?}\n{outputs:?}"
+    );
+    assert_eq!(
+        count("gas", &s.gas, &before.address),
+        1,
+        "{rows:?}\n{outputs:?}"
+    );
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.3 == Some(institution)),
+        "each names the institution whose object keeps the deposit: {rows:?}"
+    );
+    for (chain, address) in [(&s.anvil, &before.address), (&s.base, &after.address)] {
+        let nonce = quantity(&chain.rpc("eth_getTransactionCount", json!([address, "latest"])));
+        assert_eq!(nonce, 1, "{address} sent once");
+    }
+    assert_eq!(s.anvil.balance_of(&s.usdc, &before.address), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        before.units
+    );
+    assert_eq!(s.base.ether_balance(&after.address), 0);
+
+    s.confirm_sweeps();
+    // The object's custody follows the chain; D1 keeps none of it (the first deposit's account
+    // there was closed by the move, and stays at zero).
+    let in_object = |ledger: (&str, &str), kind: &str, owner: &str| {
+        s.object_balance(institution, ledger, kind, owner)
+    };
+    assert_eq!(in_object(("polygon", &usdc), "custody", &before.address), 0);
+    assert_eq!(in_object(("base", "native"), "custody", &after.address), 0);
+    assert_eq!(
+        in_object(("polygon", "native"), "custody", &before.address),
+        i128::try_from(s.anvil.ether_balance(&before.address)).unwrap(),
+        "the funded gas its sweep did not use"
+    );
+    assert_eq!(
+        s.book_balance("polygon", &usdc, "custody", &before.address),
+        0
+    );
+    assert_eq!(
+        s.book_balance("base", "native", "custody", &after.address),
+        0
+    );
+    assert_eq!(
+        s.book_balance("polygon", &usdc, "treasury", "") - booked_usdc,
+        i128::try_from(before.units).unwrap()
+    );
+    // Each store's link to the other mirrors it, in every ledger the sweeps moved.
+    let link = shared_types::ledger::split::institution_link(institution);
+    for ledger in [
+        ("polygon", usdc.as_str()),
+        ("polygon", "native"),
+        ("base", "native"),
+    ] {
+        assert_eq!(
+            in_object(ledger, "world", "treasury"),
+            -s.book_balance(ledger.0, ledger.1, "world", &link),
+            "the links of {ledger:?}"
+        );
+    }
+    let coin_sweep = s
+        .sweeps()
+        .into_iter()
+        .find(|r| r.0 == "sweep" && r.1 == after.address)
+        .unwrap();
+    assert_eq!(
+        s.base.ether_balance(&s.treasury) - treasury_ether,
+        after.units - s.gas_paid(&coin_sweep.4)
+    );
+
+    // Nothing is left to sweep.
+    let again = s.sweep();
+    assert_eq!(counts(&again).0, 0, "{again}");
     s.assert_books_match_the_chains();
 }
 

@@ -12,6 +12,9 @@ use payrail_credentials::sql::Literal;
 use serde::Deserialize;
 use serde_json::Value;
 
+use shared_types::ledger::reads::{Part, PAGE};
+
+use crate::reconcile::Books;
 use crate::secrets::{execute, render_batch, Target};
 
 /// A deposit whose watch has ended, or an asset of a merchant's top-up address.
@@ -34,6 +37,9 @@ pub struct Deposit {
     /// checkout's deposit.
     #[serde(default)]
     pub booked: Option<(String, String)>,
+    /// The institution whose object keeps its books (its custody account); `None` for D1's.
+    #[serde(default)]
+    pub held_by: Option<i64>,
 }
 
 impl Deposit {
@@ -134,6 +140,9 @@ pub struct NewSweep<'a> {
     pub sweeps_seen: usize,
     /// For a sweep: its destination's (the treasury's) screening, clear, kept with it.
     pub screened: Option<&'a Screened>,
+    /// The institution whose object keeps the deposit's books: the worker posts the
+    /// transaction as a half in that object and a half in the treasury's books.
+    pub held_by: Option<i64>,
 }
 
 /// What screening the treasury on one network read, clear: the sanctions oracle and the block
@@ -185,9 +194,16 @@ fn integer(n: u64) -> Result<i64, String> {
     i64::try_from(n).map_err(|_| format!("{n} is out of range"))
 }
 
-/// The deposits whose watch has ended.
+/// The deposits whose watch has ended, of the institutions whose money is in D1 (D1's rows of
+/// an institution held in its object are the copy it was made from: its object keeps the
+/// deposits' books, [`held_deposits`]; a moving institution's wait for its move to end).
 const ENDED: &str = "SELECT address, derivation_index, network, asset, token, decimals \
-     FROM deposit_watches WHERE watch_until < ?1 ORDER BY network, derivation_index";
+     FROM deposit_watches WHERE watch_until < ?1 \
+     AND institution_id IN (SELECT id FROM institutions WHERE store = 'd1' \
+      AND moving_since IS NULL) \
+     ORDER BY network, derivation_index";
+/// The institutions held in their objects.
+const HELD: &str = "SELECT id FROM institutions WHERE store = 'object' ORDER BY id";
 /// Every asset of every merchant's top-up address, with what the books hold there (posted):
 /// top-up addresses stay watched, and only what the watcher has booked, final at its depth, is
 /// swept. Its tokens before its coin, so a token's gas can come from its coin.
@@ -197,6 +213,8 @@ const TOPUPS: &str = "SELECT w.address, a.derivation_index, w.network, w.asset, 
      FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
       AND a.institution_id = w.institution_id \
      LEFT JOIN ledger_accounts l ON l.id = w.network || ':' || w.token || ':custody:' || w.address \
+     WHERE w.institution_id IN (SELECT id FROM institutions WHERE store = 'd1' \
+      AND moving_since IS NULL) \
      ORDER BY w.network, a.derivation_index, w.token = 'native', w.token";
 /// The sweeps that still matter to them: those that may still be mined (`sent`), and gas
 /// fundings no sweep has spent yet.
@@ -206,7 +224,7 @@ const OPEN: &str =
      OR (g.kind = 'gas' AND g.state <> 'failed' AND NOT EXISTS (SELECT 1 FROM custody_sweeps s \
       WHERE s.network = g.network AND s.kind = 'sweep' AND s.from_address = g.to_address \
       AND s.created_at >= g.created_at))) \
-     AND (EXISTS (SELECT 1 FROM deposit_watches w WHERE w.watch_until < ?1 \
+     AND (g.held_by IS NOT NULL OR EXISTS (SELECT 1 FROM deposit_watches w WHERE w.watch_until < ?1 \
       AND w.network = g.network \
       AND w.address = CASE g.kind WHEN 'sweep' THEN g.from_address ELSE g.to_address END) \
       OR EXISTS (SELECT 1 FROM topup_watches t WHERE t.network = g.network \
@@ -246,6 +264,8 @@ pub struct Snapshot {
     pub treasury: BTreeMap<String, Vec<String>>,
     /// What the operator's list says of the treasury.
     pub list: ListRead,
+    /// The institutions held in their objects, by id.
+    pub held: Vec<i64>,
 }
 
 /// Reads what a sweep at `now` (Unix seconds) to `treasury` starts from, with the custody gas
@@ -277,6 +297,7 @@ pub fn snapshot(target: &Target, now: i64, gas: &str, treasury: &str) -> Result<
             (TREASURY_SENDERS, &[]),
             (TOPUPS, &[]),
             (TREASURY_LISTED, &[Literal::Text(treasury)]),
+            (HELD, &[]),
         ])?,
         target,
     )?)?;
@@ -294,6 +315,7 @@ pub fn snapshot(target: &Target, now: i64, gas: &str, treasury: &str) -> Result<
             token: t.token,
             decimals: t.decimals,
             booked: Some((t.debits_posted, t.credits_posted)),
+            held_by: None,
         });
     }
     if let Some(listed) = nth::<Listed>(&answers, 5)?.into_iter().next() {
@@ -308,6 +330,14 @@ pub fn snapshot(target: &Target, now: i64, gas: &str, treasury: &str) -> Result<
             }),
         };
     }
+    #[derive(Deserialize)]
+    struct Held {
+        id: i64,
+    }
+    snapshot.held = nth::<Held>(&answers, 6)?
+        .into_iter()
+        .map(|h| h.id)
+        .collect();
     for n in nth::<Nonce>(&answers, 2)? {
         if let Some(nonce) = n.nonce.and_then(|n| u64::try_from(n).ok()) {
             snapshot.gas_next.insert(n.network, nonce + 1);
@@ -335,6 +365,62 @@ pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<S
     )?)
 }
 
+/// A held deposit as its object's books list it ([`Part::Deposits`]).
+#[derive(Deserialize)]
+struct HeldRow {
+    address: String,
+    derivation_index: i64,
+    network: String,
+    asset: String,
+    token: String,
+    decimals: u32,
+    watch_until: i64,
+}
+
+/// The deposits whose watch ended before `now` of the institutions `held` in their objects,
+/// each naming its institution: read from each one's object (`books`' stores: locally its file,
+/// remotely through the worker's operator endpoint), page by page.
+pub fn held_deposits(books: &Books, held: &[i64], now: i64) -> Result<Vec<Deposit>, String> {
+    let mut out = Vec::new();
+    if held.is_empty() {
+        return Ok(out);
+    }
+    for store in books.stores()? {
+        let Some(institution) = store.institution()? else {
+            continue; // D1 itself
+        };
+        if !held.contains(&institution) {
+            continue; // an object the directory does not point at (a copy not yet flipped)
+        }
+        let mut after = -1;
+        loop {
+            let rows = store.part(&Part::Deposits { after })?;
+            let page = rows.len();
+            for row in rows {
+                let d: HeldRow = serde_json::from_value(Value::Object(row))
+                    .map_err(|e| format!("institution {institution}'s deposits: {e}"))?;
+                after = after.max(d.derivation_index);
+                if d.watch_until < now {
+                    out.push(Deposit {
+                        address: d.address,
+                        derivation_index: d.derivation_index,
+                        network: d.network,
+                        asset: d.asset,
+                        token: d.token,
+                        decimals: d.decimals,
+                        booked: None,
+                        held_by: Some(institution),
+                    });
+                }
+            }
+            if i64::try_from(page).unwrap_or(i64::MAX) < PAGE {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Stores `sweep` as `sent`, unless its sender's nonce is taken (by another transaction, or by
 /// this one stored by another signer: signing is deterministic), or (a gas funding) an earlier
 /// funding of its deposit is not yet spent by a sweep. Whether this call stored it: only then
@@ -360,9 +446,10 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
     let statements: [(&str, &[Literal<'_>]); 1] = [(
         "INSERT INTO custody_sweeps (tx_hash, network, token, asset, decimals, kind, \
              from_address, to_address, nonce, units, gas_limit, gas_price, raw, state, \
-             created_at, updated_at, screened_oracle, screened_block, screened_list_version) \
+             created_at, updated_at, screened_oracle, screened_block, screened_list_version, \
+             held_by) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'sent', ?14, ?14, \
-             ?16, ?17, ?18 \
+             ?16, ?17, ?18, ?19 \
              WHERE NOT EXISTS (SELECT 1 FROM custody_sweeps WHERE network = ?2 \
               AND from_address = ?7 AND nonce = ?9) \
              AND (?6 <> 'gas' OR NOT EXISTS (SELECT 1 FROM custody_sweeps g \
@@ -399,6 +486,7 @@ fn insert_sql(sweep: &NewSweep<'_>) -> Result<String, String> {
             sweep
                 .screened
                 .map_or(Literal::Null, |s| Literal::Integer(s.list_version)),
+            sweep.held_by.map_or(Literal::Null, Literal::Integer),
         ],
     )];
     render_batch(&statements)
@@ -445,6 +533,7 @@ mod tests {
             now,
             sweeps_seen: 0,
             screened: None,
+            held_by: None,
         }
     }
 
@@ -520,17 +609,25 @@ mod tests {
 
     #[test]
     fn top_up_addresses_are_swept_as_far_as_the_books_hold_them_tokens_first() {
+        // Institution 2 is held in its object: D1's rows of its top-up address are a copy, and
+        // are never read as D1's.
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         crate::localdb::apply_migrations(&conn).unwrap();
         conn.execute_batch(
             "PRAGMA foreign_keys = OFF; \
+             INSERT INTO institutions (id, name, created_at, store) VALUES \
+               (1, 'In D1', '2026-11-28T00:00:00Z', 'd1'), \
+               (2, 'Held', '2026-11-28T00:00:00Z', 'd1'); \
              INSERT INTO topup_addresses (address, derivation_index, merchant_id, institution_id, \
                network, from_block, created_by, created_at) \
-               VALUES ('0xtop', 7, 1, 1, 'polygon', 10, 'a', 0); \
+               VALUES ('0xtop', 7, 1, 1, 'polygon', 10, 'a', 0), \
+               ('0xheld', 8, 2, 2, 'polygon', 10, 'a', 0); \
              INSERT INTO topup_watches (address, token, network, asset, decimals, from_block, \
                scanned_to, head_block, created_at, institution_id) VALUES \
              ('0xtop', 'native', 'polygon', 'POL', 18, 10, 20, 22, 0, 1), \
-             ('0xtop', '0xusdc', 'polygon', 'USDC', 6, 10, 20, 22, 0, 1); \
+             ('0xtop', '0xusdc', 'polygon', 'USDC', 6, 10, 20, 22, 0, 1), \
+             ('0xheld', 'native', 'polygon', 'POL', 18, 10, 20, 22, 0, 2); \
+             UPDATE institutions SET store = 'object' WHERE id = 2; \
              INSERT INTO ledger_accounts (id, network, token, asset, decimals, kind, owner, \
                debits_posted, credits_posted, created_at, updated_at) VALUES \
              ('polygon:0xusdc:custody:0xtop', 'polygon', '0xusdc', 'USDC', 6, 'custody', \
@@ -559,6 +656,7 @@ mod tests {
             token: "0xusdc".into(),
             decimals: 6,
             booked: booked.map(|(d, c)| (d.into(), c.into())),
+            held_by: None,
         };
         assert_eq!(
             deposit(Some(("25000000", "20000000"))).booked_units(),
