@@ -135,8 +135,8 @@ pub async fn custody(
 /// [`custody`] in the object of institution `institution`: its custody accounts that hold
 /// something, its open deposit watches and its merchants' top-up addresses, at most `limit`, in
 /// address order (the caller orders them with D1's by when each was last compared,
-/// [`last_compared`]). A held institution's addresses are not swept yet, so nothing else leaves
-/// one out.
+/// [`last_compared`], which also says which of them a custody sweep `sent` is moving: those
+/// wait). A held institution's top-up addresses are not swept yet.
 pub async fn held_custody(
     db: &Db,
     institution: i64,
@@ -178,21 +178,29 @@ pub async fn held_custody(
     .await
 }
 
-/// When each of `addresses` of a ledger was last compared (Unix seconds), as D1 keeps it.
+/// When each of `addresses` of a ledger was last compared (Unix seconds, 0 for never), as D1
+/// keeps it, and whether a custody sweep from or to it is `sent` (a held deposit's sweep or
+/// gas funding, whose chain balance moves before its books do: it waits, as D1's own do in
+/// [`custody`]).
 pub async fn last_compared(
     db: &Db,
     (network, token): (&str, &str),
     addresses: &[&str],
-) -> DbResult<Vec<(String, i64)>> {
+) -> DbResult<Vec<(String, i64, bool)>> {
     #[derive(Deserialize)]
     struct Row {
         address: String,
         checked_at: i64,
+        sweeping: i64,
     }
     let rows: Vec<Row> = all(
         db,
-        "SELECT address, checked_at FROM reconciled_addresses \
-         WHERE network = ?1 AND token = ?2 AND address IN (SELECT value FROM json_each(?3))",
+        "SELECT j.value AS address, \
+           COALESCE((SELECT r.checked_at FROM reconciled_addresses r WHERE r.network = ?1 \
+             AND r.token = ?2 AND r.address = j.value), 0) AS checked_at, \
+           EXISTS (SELECT 1 FROM custody_sweeps s WHERE s.state = 'sent' AND s.network = ?1 \
+             AND (s.from_address = j.value OR s.to_address = j.value)) AS sweeping \
+         FROM json_each(?3) j",
         &[
             network.into(),
             token.into(),
@@ -202,7 +210,7 @@ pub async fn last_compared(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.address, r.checked_at))
+        .map(|r| (r.address, r.checked_at, r.sweeping != 0))
         .collect())
 }
 

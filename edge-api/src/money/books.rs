@@ -228,11 +228,11 @@ async fn held_custody(
     }
     let addresses: Vec<&str> = more.iter().map(|c| c.address.as_str()).collect();
     let last = reconciliations::last_compared(&ctx.db, ledger, &addresses).await?;
+    let known = |address: &str| last.iter().find(|(a, ..)| a == address);
+    // An address being swept waits: its chain balance moves before its books do.
+    more.retain(|c| !known(&c.address).is_some_and(|(_, _, sweeping)| *sweeping));
     for c in &mut more {
-        c.reconciled_at = last
-            .iter()
-            .find(|(address, _)| *address == c.address)
-            .map_or(0, |(_, at)| *at);
+        c.reconciled_at = known(&c.address).map_or(0, |(_, at, _)| *at);
     }
     list.extend(more);
     list.sort_by(|a, b| (a.reconciled_at, &a.address).cmp(&(b.reconciled_at, &b.address)));

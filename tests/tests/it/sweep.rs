@@ -691,6 +691,15 @@ fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
     let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
     let treasury_ether = s.base.ether_balance(&s.treasury);
     let booked_usdc = s.book_balance("polygon", &usdc, "treasury", "");
+    let compared_before: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT COALESCE(max(id), 0) FROM reconciliations",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
 
     let (a, b) = (s.spawn_sweep(), s.spawn_sweep());
     let outputs = [
@@ -798,6 +807,25 @@ fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
         s.base.ether_balance(&s.treasury) - treasury_ether,
         after.units - s.gas_paid(&coin_sweep.4)
     );
+
+    // The cron's reconciliation never took a sweep on its way for a drift: an address being
+    // swept waits until its sweep is booked.
+    s.worker.cron();
+    let drifts: Vec<(String, String, String)> = {
+        let db = s.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT network, token, drift FROM reconciliations WHERE id > ?1 \
+                 AND scope = 'custody' AND drift <> '0'",
+            )
+            .unwrap();
+        statement
+            .query_map([compared_before], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert!(drifts.is_empty(), "{drifts:?}");
 
     // Nothing is left to sweep.
     let again = s.sweep();
