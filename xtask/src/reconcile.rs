@@ -254,6 +254,7 @@ fn served(
         Part::Transfers { after } => ("transfers", Some(*after)),
         Part::Watches => ("watches", None),
         Part::Deposits { after } => ("deposits", Some(*after)),
+        Part::Topups { after } => ("topups", Some(*after)),
     };
     let mut url = format!(
         "{}/operator/institutions/{institution}/books?part={name}",

@@ -178,28 +178,38 @@ pub async fn held_custody(
     .await
 }
 
-/// When each of `addresses` of a ledger was last compared (Unix seconds, 0 for never), as D1
-/// keeps it, and whether a custody sweep from or to it is `sent` (a held deposit's sweep or
-/// gas funding, whose chain balance moves before its books do: it waits, as D1's own do in
-/// [`custody`]).
+/// What D1 keeps of a held custody address: when it was last compared, and its sweeps.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Compared {
+    /// The address.
+    pub address: String,
+    /// When it was last compared (Unix seconds; 0 for never).
+    pub checked_at: i64,
+    /// 1 while a custody sweep from or to it is `sent`: its chain balance moves before its
+    /// books do, so it waits, as D1's own do in [`custody`].
+    pub sweeping: i64,
+    /// The newest block a sweep from or to it was final in (0 for none): a top-up address
+    /// whose watch has not read that far yet waits, as D1's do.
+    pub swept_in: i64,
+}
+
+/// What D1 keeps of each of `addresses` of a ledger held in institutions' objects
+/// ([`Compared`]).
 pub async fn last_compared(
     db: &Db,
     (network, token): (&str, &str),
     addresses: &[&str],
-) -> DbResult<Vec<(String, i64, bool)>> {
-    #[derive(Deserialize)]
-    struct Row {
-        address: String,
-        checked_at: i64,
-        sweeping: i64,
-    }
-    let rows: Vec<Row> = all(
+) -> DbResult<Vec<Compared>> {
+    all(
         db,
         "SELECT j.value AS address, \
            COALESCE((SELECT r.checked_at FROM reconciled_addresses r WHERE r.network = ?1 \
              AND r.token = ?2 AND r.address = j.value), 0) AS checked_at, \
            EXISTS (SELECT 1 FROM custody_sweeps s WHERE s.state = 'sent' AND s.network = ?1 \
-             AND (s.from_address = j.value OR s.to_address = j.value)) AS sweeping \
+             AND (s.from_address = j.value OR s.to_address = j.value)) AS sweeping, \
+           COALESCE((SELECT max(s.block_number) FROM custody_sweeps s WHERE s.network = ?1 \
+             AND s.state <> 'sent' AND (s.from_address = j.value OR s.to_address = j.value)), \
+             0) AS swept_in \
          FROM json_each(?3) j",
         &[
             network.into(),
@@ -207,11 +217,7 @@ pub async fn last_compared(
             serde_json::to_string(addresses).unwrap_or_default().into(),
         ],
     )
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| (r.address, r.checked_at, r.sweeping != 0))
-        .collect())
+    .await
 }
 
 /// What a reconciliation compares.

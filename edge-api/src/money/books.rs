@@ -228,11 +228,16 @@ async fn held_custody(
     }
     let addresses: Vec<&str> = more.iter().map(|c| c.address.as_str()).collect();
     let last = reconciliations::last_compared(&ctx.db, ledger, &addresses).await?;
-    let known = |address: &str| last.iter().find(|(a, ..)| a == address);
-    // An address being swept waits: its chain balance moves before its books do.
-    more.retain(|c| !known(&c.address).is_some_and(|(_, _, sweeping)| *sweeping));
+    let known = |address: &str| last.iter().find(|k| k.address == address);
+    // An address being swept waits (its chain balance moves before its books do), and so does
+    // a watched one whose watch has not yet read as far as its last sweep (the top-ups the
+    // watcher has yet to book would read as the sweep's shortfall).
+    more.retain(|c| {
+        !known(&c.address)
+            .is_some_and(|k| k.sweeping != 0 || c.watched_to.is_some_and(|to| k.swept_in > to))
+    });
     for c in &mut more {
-        c.reconciled_at = known(&c.address).map_or(0, |(_, at, _)| *at);
+        c.reconciled_at = known(&c.address).map_or(0, |k| k.checked_at);
     }
     list.extend(more);
     list.sort_by(|a, b| (a.reconciled_at, &a.address).cmp(&(b.reconciled_at, &b.address)));

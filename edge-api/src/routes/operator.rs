@@ -7,8 +7,8 @@
 //! institution keeps working from D1).
 //! `POST /operator/institutions/{id}/move`: moves the institution's money into its object
 //! (`shard::move_in`), answering what the move did.
-//! `GET /operator/institutions/{id}/books?part=accounts|transfers|watches|deposits[&after=N]`: one
-//! part of the books an institution held in its object keeps (`shared_types::ledger::reads`),
+//! `GET /operator/institutions/{id}/books?part=…[&after=N]` (accounts, transfers, watches,
+//! deposits or topups): one part of the books an institution held in its object keeps (`shared_types::ledger::reads`),
 //! for `xtask reconcile --remote` and `xtask sweep --remote` (production's objects cannot be
 //! read any other way).
 //! `POST /operator/sanctioned-addresses`: loads entries into the operator's own sanctions list
@@ -83,7 +83,7 @@ pub async fn books(
             _ => {
                 return Err(ApiError::invalid_request(
                     "unknown or repeated parameter: the books take part (accounts, transfers, \
-                     watches or deposits) and, for transfers and deposits, after",
+                     watches, deposits or topups) and, for the last three, after",
                 ))
             }
         }

@@ -32,7 +32,18 @@ pub enum Part {
         /// The last derivation index read.
         after: i64,
     },
+    /// Every asset of the object's merchants' top-up addresses derived after index `after`
+    /// (-1 for the first page), at most [`TOPUP_ADDRESSES`] addresses with all their assets, by
+    /// index (tokens before the coin), with what its books hold there (the custody account,
+    /// posted): what the custody sweep sweeps of each. An empty page is the last.
+    Topups {
+        /// The last derivation index read.
+        after: i64,
+    },
 }
+
+/// Top-up addresses read per page (each with its assets).
+pub const TOPUP_ADDRESSES: i64 = 1000;
 
 impl Part {
     /// The part a request names (`part=accounts|transfers|watches`, `after` for transfers);
@@ -45,15 +56,18 @@ impl Part {
                 after if after >= 0 => Ok(Part::Transfers { after }),
                 _ => Err("after must be a sequence number, 0 or more".to_owned()),
             },
-            ("deposits", after) => match after.unwrap_or(-1) {
-                after if after >= -1 => Ok(Part::Deposits { after }),
-                _ => Err("after must be a derivation index, -1 or more".to_owned()),
+            ("deposits" | "topups", after) => match after.unwrap_or(-1) {
+                after if after < -1 => {
+                    Err("after must be a derivation index, -1 or more".to_owned())
+                }
+                after if part == "deposits" => Ok(Part::Deposits { after }),
+                after => Ok(Part::Topups { after }),
             },
             ("accounts" | "watches", Some(_)) => {
-                Err("after is taken only with part=transfers or part=deposits".to_owned())
+                Err("after is taken only with part=transfers, deposits or topups".to_owned())
             }
             (other, _) => Err(format!(
-                "part must be accounts, transfers, watches or deposits, not {:?}",
+                "part must be accounts, transfers, watches, deposits or topups, not {:?}",
                 other.chars().take(40).collect::<String>()
             )),
         }
@@ -72,6 +86,19 @@ impl Part {
                 "SELECT address, derivation_index, network, asset, token, decimals, watch_until \
                  FROM deposit_watches WHERE derivation_index > {after} \
                  ORDER BY derivation_index LIMIT {PAGE}"
+            ),
+            Part::Topups { after } => format!(
+                "SELECT w.address, a.derivation_index, w.network, w.asset, w.token, w.decimals, \
+                 COALESCE(l.debits_posted, '0') AS debits_posted, \
+                 COALESCE(l.credits_posted, '0') AS credits_posted \
+                 FROM topup_watches w JOIN topup_addresses a ON a.address = w.address \
+                  AND a.institution_id = w.institution_id \
+                 LEFT JOIN ledger_accounts l \
+                  ON l.id = w.network || ':' || w.token || ':custody:' || w.address \
+                 WHERE a.derivation_index IN (SELECT derivation_index FROM topup_addresses \
+                  WHERE derivation_index > {after} ORDER BY derivation_index \
+                  LIMIT {TOPUP_ADDRESSES}) \
+                 ORDER BY a.derivation_index, w.token = 'native', w.token"
             ),
         }
     }
@@ -111,6 +138,11 @@ mod tests {
             Ok(Part::Deposits { after: -1 })
         );
         assert!(Part::named("deposits", Some(-2)).is_err());
+        assert_eq!(
+            Part::named("topups", Some(12)),
+            Ok(Part::Topups { after: 12 })
+        );
+        assert!(Part::named("topups", Some(-5)).is_err());
         assert!(Part::Deposits { after: 9 }
             .sql()
             .contains("WHERE derivation_index > 9 ORDER BY derivation_index LIMIT 5000"));

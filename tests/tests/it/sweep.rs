@@ -648,9 +648,12 @@ fn two_sweeps_at_once_send_each_deposit_once() {
 /// and the custody gas address in D1's books, the two links mirroring each other. A deposit
 /// paid while the institution's money was in D1, and moved with it, is swept once and posted
 /// in the object (D1's copy of its watch, ended too, is never swept as D1's). Two sweeps at once
-/// send each deposit once, and a third sends nothing.
+/// send each deposit once, and a third sends nothing. A held merchant's top-up address is swept
+/// as far as its object's books hold it; what arrives later is credited once there, custody's
+/// own movements never; and the cron's reconciliation never takes a sweep on its way for a
+/// drift.
 #[test]
-fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
+fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_stores() {
     let (_one, s) = shared();
     let usdc = s.usdc.to_ascii_lowercase();
     // Paid while its money is in D1, its watch ended (as seven days would end it, in D1's copy
@@ -808,8 +811,110 @@ fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
         after.units - s.gas_paid(&coin_sweep.4)
     );
 
+    // Nothing is left to sweep.
+    let again = s.sweep();
+    assert_eq!(counts(&again).0, 0, "{again}");
+
+    // A held merchant's top-up address: swept as far as its object's books hold it, each
+    // transaction naming the institution; what arrives later is credited once in the object,
+    // custody's own movements (the gas funding, the sweep) never.
+    let merchant = s.worker.credentials.institutions[1].merchants[0].id;
+    let topup = s.topup_address_of(1, merchant, "polygon");
+    let owner = merchant.to_string();
+    let credited = || in_object(("polygon", &usdc), "merchant", &owner);
+    let credited_before = credited();
+    let topups_of = |hash: &str| -> i64 {
+        s.worker
+            .object_database(institution)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM ledger_transfers WHERE code = 'topup' AND reference = ?1",
+                [hash],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let first = s.anvil.transfer(&s.usdc, &s.customer, &topup, 20_000_000);
+    s.cron_until("the held top-up to be credited", || topups_of(&first) == 1);
+    let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
+    let output = s.sweep();
+    assert!(output.contains(&topup), "{output}");
+    let of_topup = || -> Vec<(String, String, Option<i64>)> {
+        let db = s.worker.database();
+        let mut statement = db
+            .prepare(
+                "SELECT kind, tx_hash, held_by FROM custody_sweeps \
+                 WHERE from_address = ?1 OR to_address = ?1 ORDER BY created_at, kind",
+            )
+            .unwrap();
+        statement
+            .query_map([&topup], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let rows = of_topup();
+    assert_eq!(
+        rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["gas", "sweep"],
+        "{rows:?}\n{output}"
+    );
+    assert!(rows.iter().all(|r| r.2 == Some(institution)), "{rows:?}");
+    assert_eq!(s.anvil.balance_of(&s.usdc, &topup), 0);
+    assert_eq!(
+        s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
+        20_000_000
+    );
+    s.confirm_sweeps();
+    let later = s.anvil.transfer(&s.usdc, &s.customer, &topup, 5_000_000);
+    s.cron_until("the later held top-up to be credited", || {
+        topups_of(&later) == 1
+    });
+    for hash in [&first, &later] {
+        assert_eq!(topups_of(hash), 1, "{hash} credited once");
+    }
+    for (_, hash, _) in &rows {
+        assert_eq!(topups_of(hash), 0, "{hash} is custody's own");
+    }
+    assert_eq!(credited() - credited_before, 25_000_000);
+    assert_eq!(
+        in_object(("polygon", "native"), "merchant", &owner),
+        0,
+        "the coin the gas address sent is no top-up"
+    );
+    assert_eq!(in_object(("polygon", &usdc), "custody", &topup), 5_000_000);
+    // What arrived since is swept by the next run, once.
+    let output = s.sweep();
+    assert_eq!(counts(&output).0, 1, "{output}");
+    s.confirm_sweeps();
+    assert_eq!(in_object(("polygon", &usdc), "custody", &topup), 0);
+    assert_eq!(s.anvil.balance_of(&s.usdc, &topup), 0);
+    let again = s.sweep();
+    assert_eq!(counts(&again), (0, 0), "{again}");
+
+    // The books match both chains at every address, the top-up address compared once its
+    // watch has read past the sweeps.
+    let config = reconcile::Config::new(&s.chains, None, Some(TEST_XPUB)).unwrap();
+    let books = reconcile::Books::Local(s.worker.persist_to().to_path_buf());
+    let mut last = String::new();
+    s.cron_until(
+        "the books to match the chains at the held top-up address",
+        || {
+            let report = reconcile::reconcile(&books, &config).unwrap();
+            last = report.render();
+            report.clean()
+                && report
+                    .comparisons
+                    .iter()
+                    .filter(|c| c.scope == "custody")
+                    .flat_map(|c| &c.readings)
+                    .any(|r| r.address == topup)
+        },
+    );
+    assert!(!last.contains("DRIFT"), "{last}");
+
     // The cron's reconciliation never took a sweep on its way for a drift: an address being
-    // swept waits until its sweep is booked.
+    // swept, or whose watch has not read as far as its sweep, waits until both are booked.
     s.worker.cron();
     let drifts: Vec<(String, String, String)> = {
         let db = s.worker.database();
@@ -826,10 +931,6 @@ fn a_held_institutions_deposits_are_swept_once_and_posted_in_both_stores() {
             .unwrap()
     };
     assert!(drifts.is_empty(), "{drifts:?}");
-
-    // Nothing is left to sweep.
-    let again = s.sweep();
-    assert_eq!(counts(&again).0, 0, "{again}");
     s.assert_books_match_the_chains();
 }
 
@@ -900,7 +1001,12 @@ fn active_merchant(worker: &Worker) -> i64 {
 impl Setup {
     /// `merchant`'s top-up address on `network`, given out by an admin (lower case).
     fn topup_address(&self, merchant: i64, network: &str) -> String {
-        let admin = self.worker.portal_login(0);
+        self.topup_address_of(0, merchant, network)
+    }
+
+    /// The same, by an admin of the demo's `institution`-th institution.
+    fn topup_address_of(&self, institution: usize, merchant: i64, network: &str) -> String {
+        let admin = self.worker.portal_login(institution);
         let reply = self.worker.portal(
             Method::POST,
             &format!("/portal/api/merchants/{merchant}/topup/{network}"),

@@ -377,9 +377,10 @@ struct HeldRow {
     watch_until: i64,
 }
 
-/// The deposits whose watch ended before `now` of the institutions `held` in their objects,
-/// each naming its institution: read from each one's object (`books`' stores: locally its file,
-/// remotely through the worker's operator endpoint), page by page.
+/// What the institutions `held` in their objects have to sweep, each naming its institution:
+/// their deposits whose watch ended before `now`, then every asset of their merchants' top-up
+/// addresses with what the object's books hold there. Read from each one's object (`books`'
+/// stores: locally its file, remotely through the worker's operator endpoint), page by page.
 pub fn held_deposits(books: &Books, held: &[i64], now: i64) -> Result<Vec<Deposit>, String> {
     let mut out = Vec::new();
     if held.is_empty() {
@@ -415,6 +416,28 @@ pub fn held_deposits(books: &Books, held: &[i64], now: i64) -> Result<Vec<Deposi
             }
             if i64::try_from(page).unwrap_or(i64::MAX) < PAGE {
                 break;
+            }
+        }
+        let mut after = -1;
+        loop {
+            let rows = store.part(&Part::Topups { after })?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in rows {
+                let t: TopupRow = serde_json::from_value(Value::Object(row))
+                    .map_err(|e| format!("institution {institution}'s top-ups: {e}"))?;
+                after = after.max(t.derivation_index);
+                out.push(Deposit {
+                    address: t.address,
+                    derivation_index: t.derivation_index,
+                    network: t.network,
+                    asset: t.asset,
+                    token: t.token,
+                    decimals: t.decimals,
+                    booked: Some((t.debits_posted, t.credits_posted)),
+                    held_by: Some(institution),
+                });
             }
         }
     }
