@@ -269,6 +269,18 @@ impl Setup {
             .unwrap()
     }
 
+    /// The institution sweep `hash` names as keeping its deposit's books (`None`: D1).
+    fn held_by(&self, hash: &str) -> Option<i64> {
+        self.worker
+            .database()
+            .query_row(
+                "SELECT held_by FROM custody_sweeps WHERE tx_hash = ?1",
+                [hash],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
     /// Runs the cron, mining a block each time, until no sweep is `sent`.
     fn confirm_sweeps(&self) {
         eventually(
@@ -345,6 +357,18 @@ impl Setup {
             report.render()
         );
     }
+}
+
+/// How many of the sweeps `rows` ([`Setup::sweeps`]) are of `kind`, from `from` and to `to`
+/// (`""`: any).
+fn count_of(
+    rows: &[(String, String, String, String, String)],
+    kind: &str,
+    (from, to): (&str, &str),
+) -> usize {
+    rows.iter()
+        .filter(|r| r.0 == kind && (from.is_empty() || r.1 == from) && (to.is_empty() || r.2 == to))
+        .count()
 }
 
 /// An account's balance on its normal side in the books of `db` (D1's or an object's).
@@ -591,13 +615,7 @@ fn two_sweeps_at_once_send_each_deposit_once() {
     assert_eq!(counted("funding gas for "), 1, "{outputs:?}");
 
     let rows = s.sweeps();
-    let count = |kind: &str, from: &str, to: &str| {
-        rows.iter()
-            .filter(|r| {
-                r.0 == kind && (from.is_empty() || r.1 == from) && (to.is_empty() || r.2 == to)
-            })
-            .count()
-    };
+    let count = |kind: &str, from: &str, to: &str| count_of(&rows, kind, (from, to));
     assert_eq!(
         count("sweep", &token.address, ""),
         1,
@@ -709,29 +727,13 @@ fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_st
         succeeded(a.wait_with_output().unwrap()),
         succeeded(b.wait_with_output().unwrap()),
     ];
-    let rows: Vec<(String, String, String, Option<i64>)> = {
-        let db = s.worker.database();
-        let mut statement = db
-            .prepare(
-                "SELECT kind, from_address, to_address, held_by FROM custody_sweeps \
-                 WHERE from_address IN (?1, ?2) OR to_address IN (?1, ?2) ORDER BY created_at",
-            )
-            .unwrap();
-        statement
-            .query_map([&before.address, &after.address], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    let count = |kind: &str, from: &str, to: &str| {
-        rows.iter()
-            .filter(|r| {
-                r.0 == kind && (from.is_empty() || r.1 == from) && (to.is_empty() || r.2 == to)
-            })
-            .count()
-    };
+    let ours = |address: &str| address == before.address || address == after.address;
+    let rows: Vec<_> = s
+        .sweeps()
+        .into_iter()
+        .filter(|r| ours(&r.1) || ours(&r.2))
+        .collect();
+    let count = |kind: &str, from: &str, to: &str| count_of(&rows, kind, (from, to));
     assert_eq!(
         count("sweep", &before.address, &s.treasury),
         1,
@@ -748,10 +750,13 @@ fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_st
         "{rows:?}\n{outputs:?}"
     );
     assert_eq!(rows.len(), 3, "{rows:?}");
-    assert!(
-        rows.iter().all(|r| r.3 == Some(institution)),
-        "each names the institution whose object keeps the deposit: {rows:?}"
-    );
+    for (_, _, _, _, hash) in &rows {
+        assert_eq!(
+            s.held_by(hash),
+            Some(institution),
+            "{hash} names the institution whose object keeps the deposit"
+        );
+    }
     for (chain, address) in [(&s.anvil, &before.address), (&s.base, &after.address)] {
         let nonce = quantity(&chain.rpc("eth_getTransactionCount", json!([address, "latest"])));
         assert_eq!(nonce, 1, "{address} sent once");
@@ -839,27 +844,20 @@ fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_st
     let treasury_usdc = s.anvil.balance_of(&s.usdc, &s.treasury);
     let output = s.sweep();
     assert!(output.contains(&topup), "{output}");
-    let of_topup = || -> Vec<(String, String, Option<i64>)> {
-        let db = s.worker.database();
-        let mut statement = db
-            .prepare(
-                "SELECT kind, tx_hash, held_by FROM custody_sweeps \
-                 WHERE from_address = ?1 OR to_address = ?1 ORDER BY created_at, kind",
-            )
-            .unwrap();
-        statement
-            .query_map([&topup], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    let rows = of_topup();
+    let rows: Vec<_> = s
+        .sweeps()
+        .into_iter()
+        .filter(|r| r.1 == topup || r.2 == topup)
+        .collect();
     assert_eq!(
         rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
         ["gas", "sweep"],
         "{rows:?}\n{output}"
     );
-    assert!(rows.iter().all(|r| r.2 == Some(institution)), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| s.held_by(&r.4) == Some(institution)),
+        "{rows:?}"
+    );
     assert_eq!(s.anvil.balance_of(&s.usdc, &topup), 0);
     assert_eq!(
         s.anvil.balance_of(&s.usdc, &s.treasury) - treasury_usdc,
@@ -873,7 +871,7 @@ fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_st
     for hash in [&first, &later] {
         assert_eq!(topups_of(hash), 1, "{hash} credited once");
     }
-    for (_, hash, _) in &rows {
+    for (.., hash) in &rows {
         assert_eq!(topups_of(hash), 0, "{hash} is custody's own");
     }
     assert_eq!(credited() - credited_before, 25_000_000);

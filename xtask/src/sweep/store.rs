@@ -75,6 +75,23 @@ struct TopupRow {
     credits_posted: String,
 }
 
+impl TopupRow {
+    /// The top-up address's asset to sweep, its books' figures with it; `held_by` the
+    /// institution whose object keeps them (`None`: D1).
+    fn deposit(self, held_by: Option<i64>) -> Deposit {
+        Deposit {
+            address: self.address,
+            derivation_index: self.derivation_index,
+            network: self.network,
+            asset: self.asset,
+            token: self.token,
+            decimals: self.decimals,
+            booked: Some((self.debits_posted, self.credits_posted)),
+            held_by,
+        }
+    }
+}
+
 /// A stored sweep transaction.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Stored {
@@ -307,16 +324,7 @@ pub fn snapshot(target: &Target, now: i64, gas: &str, treasury: &str) -> Result<
         ..Snapshot::default()
     };
     for t in nth::<TopupRow>(&answers, 4)? {
-        snapshot.deposits.push(Deposit {
-            address: t.address,
-            derivation_index: t.derivation_index,
-            network: t.network,
-            asset: t.asset,
-            token: t.token,
-            decimals: t.decimals,
-            booked: Some((t.debits_posted, t.credits_posted)),
-            held_by: None,
-        });
+        snapshot.deposits.push(t.deposit(None));
     }
     if let Some(listed) = nth::<Listed>(&answers, 5)?.into_iter().next() {
         snapshot.list = ListRead {
@@ -428,16 +436,7 @@ pub fn held_deposits(books: &Books, held: &[i64], now: i64) -> Result<Vec<Deposi
                 let t: TopupRow = serde_json::from_value(Value::Object(row))
                     .map_err(|e| format!("institution {institution}'s top-ups: {e}"))?;
                 after = after.max(t.derivation_index);
-                out.push(Deposit {
-                    address: t.address,
-                    derivation_index: t.derivation_index,
-                    network: t.network,
-                    asset: t.asset,
-                    token: t.token,
-                    decimals: t.decimals,
-                    booked: Some((t.debits_posted, t.credits_posted)),
-                    held_by: Some(institution),
-                });
+                out.push(t.deposit(Some(institution)));
             }
         }
     }
