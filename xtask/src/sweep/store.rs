@@ -376,12 +376,8 @@ pub fn of_deposit(target: &Target, network: &str, address: &str) -> Result<Vec<S
 /// A held deposit as its object's books list it ([`Part::Deposits`]).
 #[derive(Deserialize)]
 struct HeldRow {
-    address: String,
-    derivation_index: i64,
-    network: String,
-    asset: String,
-    token: String,
-    decimals: u32,
+    #[serde(flatten)]
+    deposit: Deposit,
     watch_until: i64,
 }
 
@@ -406,19 +402,16 @@ pub fn held_deposits(books: &Books, held: &[i64], now: i64) -> Result<Vec<Deposi
             let rows = store.part(&Part::Deposits { after })?;
             let page = rows.len();
             for row in rows {
-                let d: HeldRow = serde_json::from_value(Value::Object(row))
+                let HeldRow {
+                    deposit,
+                    watch_until,
+                } = serde_json::from_value(Value::Object(row))
                     .map_err(|e| format!("institution {institution}'s deposits: {e}"))?;
-                after = after.max(d.derivation_index);
-                if d.watch_until < now {
+                after = after.max(deposit.derivation_index);
+                if watch_until < now {
                     out.push(Deposit {
-                        address: d.address,
-                        derivation_index: d.derivation_index,
-                        network: d.network,
-                        asset: d.asset,
-                        token: d.token,
-                        decimals: d.decimals,
-                        booked: None,
                         held_by: Some(institution),
+                        ..deposit
                     });
                 }
             }
