@@ -2447,8 +2447,8 @@ fn events_of(db: &rusqlite::Connection, id: i64, kind: &str) -> i64 {
 }
 
 /// The books of `institution` (held in its object) as the worker's operator endpoint serves
-/// them to `xtask reconcile --remote`, part by part, equal to its object's file; and the
-/// endpoint's refusals.
+/// them to `xtask reconcile --remote` and `xtask sweep --remote`, part by part, equal to its
+/// object's file (and what the sweep makes of them); and the endpoint's refusals.
 fn served_books_match_the_file(worker: &Worker, institution: i64) {
     use shared_types::ledger::reads::Part;
     use xtask::reconcile::{Books, Operator};
@@ -2479,6 +2479,43 @@ fn served_books_match_the_file(worker: &Worker, institution: i64) {
             .is_empty(),
         "the page after the last transfer is empty"
     );
+    for part in [Part::Deposits { after: -1 }, Part::Topups { after: -1 }] {
+        assert_eq!(
+            served.part(&part).unwrap(),
+            file.part(&part).unwrap(),
+            "{part:?}"
+        );
+    }
+    // What the custody sweep reads through the worker is what it reads from the file: every
+    // deposit (its watch ended before the end of time), each naming the institution.
+    let sweepable = |books: &Books| {
+        xtask::sweep::store::held_deposits(books, &[institution], i64::MAX).unwrap()
+    };
+    let through_worker = sweepable(&served);
+    assert!(!through_worker.is_empty(), "its deposits");
+    assert!(through_worker
+        .iter()
+        .all(|d| d.held_by == Some(institution)));
+    assert_eq!(through_worker, sweepable(&file));
+    let last_index = through_worker
+        .iter()
+        .map(|d| d.derivation_index)
+        .max()
+        .unwrap();
+    assert!(
+        served
+            .part(&Part::Deposits { after: last_index })
+            .unwrap()
+            .is_empty(),
+        "the page after the last deposit is empty"
+    );
+    assert!(
+        sweepable(&served).len() == through_worker.len()
+            && xtask::sweep::store::held_deposits(&served, &[institution + 1], i64::MAX)
+                .unwrap()
+                .is_empty(),
+        "an institution not held reads nothing"
+    );
     let get = |path: &str, token: Option<&str>| {
         let request = worker.request(Method::GET, path);
         worker.send(
@@ -2495,6 +2532,11 @@ fn served_books_match_the_file(worker: &Worker, institution: i64) {
         .assert_error(400, "invalid_request");
     get(
         &format!("{books}?part=transfers&after=x"),
+        Some(OPERATOR_TOKEN),
+    )
+    .assert_error(400, "invalid_request");
+    get(
+        &format!("{books}?part=deposits&after=-2"),
         Some(OPERATOR_TOKEN),
     )
     .assert_error(400, "invalid_request");
