@@ -269,6 +269,15 @@ impl Setup {
             .unwrap()
     }
 
+    /// The state of sweep `hash` (`sent`, `confirmed` or `failed`).
+    fn state_of(&self, hash: &str) -> String {
+        self.sweeps()
+            .into_iter()
+            .find(|r| r.4 == hash)
+            .map(|r| r.3)
+            .expect("a stored sweep")
+    }
+
     /// The institution sweep `hash` names as keeping its deposit's books (`None`: D1).
     fn held_by(&self, hash: &str) -> Option<i64> {
         self.worker
@@ -768,6 +777,23 @@ fn a_held_institutions_deposits_and_top_ups_are_swept_once_and_posted_in_both_st
     );
     assert_eq!(s.base.ether_balance(&after.address), 0);
 
+    // Deep on both chains, four cron runs at once make each sweep final (twice: a deposit's
+    // sweep waits a run for its gas funding): each half is posted once (the balances below
+    // would count a second).
+    s.anvil.mine(DEPTH + 1);
+    s.base.mine(DEPTH + 1);
+    for _ in 0..2 {
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| s.worker.cron());
+            }
+        });
+    }
+    let states: Vec<String> = rows.iter().map(|r| s.state_of(&r.4)).collect();
+    assert!(
+        states.iter().all(|state| state == "confirmed"),
+        "made final by the racing runs: {states:?}"
+    );
     s.confirm_sweeps();
     // The object's custody follows the chain; D1 keeps none of it (the first deposit's account
     // there was closed by the move, and stays at zero).
