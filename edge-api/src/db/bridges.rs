@@ -72,15 +72,11 @@ fn update(carrier: Carrier<'_>, set: &str, state: &str, rest: Vec<Value>) -> DbR
     )
 }
 
-/// A bridge to store with its settlement and its burn.
-pub struct NewBridge<'a> {
-    /// The settlement it pays.
-    pub settlement_id: &'a str,
-    /// The settlement's institution.
-    pub institution_id: InstitutionId,
-    /// Where the payments were made (and the burn is).
+/// What a burn asks of CCTP, stored alike with a settlement's bridge and a float move.
+pub struct BurnTerms<'a> {
+    /// Where the USDC is burnt.
     pub source_network: &'a str,
-    /// Where the merchant is paid (and the mint is).
+    /// Where it is minted.
     pub destination_network: &'a str,
     /// The USDC contract burnt, lower case.
     pub token: &'a str,
@@ -90,37 +86,60 @@ pub struct NewBridge<'a> {
     pub max_fee: u128,
     /// The finality asked: 1000 fast, 2000 standard.
     pub min_finality: u32,
-    /// The merchant's wallet on the destination, lower case.
+    /// Who is minted to on the destination (the merchant's wallet, or the treasury's own
+    /// address), lower case.
     pub mint_recipient: &'a str,
     /// The destination's newest block before the burn was signed: the message cannot be
     /// received before it (where its `MessageReceived` is looked for).
     pub destination_block: u64,
+}
+
+/// The columns [`BurnTerms`] fill, in the order of [`BurnTerms::values`].
+pub const BURN_COLUMNS: &str = "source_network, destination_network, token, amount, max_fee, \
+     min_finality, mint_recipient, destination_block";
+
+impl BurnTerms<'_> {
+    /// Its values, for [`BURN_COLUMNS`].
+    pub fn values(&self) -> [Value; 8] {
+        [
+            self.source_network.into(),
+            self.destination_network.into(),
+            self.token.into(),
+            self.amount.to_string().into(),
+            self.max_fee.to_string().into(),
+            i64::from(self.min_finality).into(),
+            self.mint_recipient.into(),
+            i64::try_from(self.destination_block)
+                .unwrap_or(i64::MAX)
+                .into(),
+        ]
+    }
+}
+
+/// A bridge to store with its settlement and its burn.
+pub struct NewBridge<'a> {
+    /// The settlement it pays.
+    pub settlement_id: &'a str,
+    /// The settlement's institution.
+    pub institution_id: InstitutionId,
+    /// Its burn.
+    pub burn: BurnTerms<'a>,
     /// Unix seconds.
     pub now: i64,
 }
 
 /// The statement storing a new bridge, `burning`.
 pub fn insert(b: &NewBridge<'_>) -> DbResult<Stmt> {
+    let mut params = vec![b.settlement_id.into(), b.institution_id.into()];
+    params.extend(b.burn.values());
+    params.push(b.now.into());
     stmt(
-        "INSERT INTO bridges (settlement_id, institution_id, source_network, \
-         destination_network, amount, max_fee, min_finality, mint_recipient, destination_block, \
-         token, state, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?11, 'burning', ?9, ?9)",
-        &[
-            b.settlement_id.into(),
-            b.institution_id.into(),
-            b.source_network.into(),
-            b.destination_network.into(),
-            b.amount.to_string().into(),
-            b.max_fee.to_string().into(),
-            i64::from(b.min_finality).into(),
-            b.mint_recipient.into(),
-            b.now.into(),
-            i64::try_from(b.destination_block)
-                .unwrap_or(i64::MAX)
-                .into(),
-            b.token.into(),
-        ],
+        &format!(
+            "INSERT INTO bridges (settlement_id, institution_id, {BURN_COLUMNS}, state, \
+             created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'burning', ?11, ?11)"
+        ),
+        &params,
     )
 }
 

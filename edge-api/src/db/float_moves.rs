@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bridges::{BurnTerms, BURN_COLUMNS};
 use super::{all, first, stmt, Db, DbResult, Stmt};
 
 /// A move to store with its burn.
@@ -13,22 +14,8 @@ pub struct NewFloatMove<'a> {
     pub id: &'a str,
     /// The operator's reference: the same reference again is the same move.
     pub reference: &'a str,
-    /// Where the USDC is burnt.
-    pub source_network: &'a str,
-    /// Where it is minted.
-    pub destination_network: &'a str,
-    /// The USDC contract burnt, lower case.
-    pub token: &'a str,
-    /// Base units burnt.
-    pub amount: u128,
-    /// The most fee accepted out of them.
-    pub max_fee: u128,
-    /// The finality asked: 1000 fast, 2000 standard.
-    pub min_finality: u32,
-    /// The treasury's own address, lower case (the same on every network).
-    pub mint_recipient: &'a str,
-    /// The destination's newest block before the burn was signed.
-    pub destination_block: u64,
+    /// Its burn (minted to the treasury's own address, the same on every network).
+    pub burn: BurnTerms<'a>,
     /// Who asked.
     pub requested_by: &'a str,
     /// Unix seconds.
@@ -39,28 +26,17 @@ pub struct NewFloatMove<'a> {
 /// row then: the burn's insert after it is guarded on it, so of two requests with one
 /// reference, one move is made).
 pub fn insert(m: &NewFloatMove<'_>) -> DbResult<Stmt> {
+    let mut params = vec![m.id.into(), m.reference.into()];
+    params.extend(m.burn.values());
+    params.extend([m.requested_by.into(), m.now.into()]);
     stmt(
-        "INSERT INTO float_moves (id, reference, source_network, destination_network, token, \
-         amount, max_fee, min_finality, mint_recipient, destination_block, state, requested_by, \
-         created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'burning', ?11, ?12, ?12) \
-         ON CONFLICT (reference) DO NOTHING",
-        &[
-            m.id.into(),
-            m.reference.into(),
-            m.source_network.into(),
-            m.destination_network.into(),
-            m.token.into(),
-            m.amount.to_string().into(),
-            m.max_fee.to_string().into(),
-            i64::from(m.min_finality).into(),
-            m.mint_recipient.into(),
-            i64::try_from(m.destination_block)
-                .unwrap_or(i64::MAX)
-                .into(),
-            m.requested_by.into(),
-            m.now.into(),
-        ],
+        &format!(
+            "INSERT INTO float_moves (id, reference, {BURN_COLUMNS}, state, requested_by, \
+             created_at, updated_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'burning', ?11, ?12, ?12) \
+             ON CONFLICT (reference) DO NOTHING"
+        ),
+        &params,
     )
 }
 

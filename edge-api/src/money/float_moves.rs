@@ -27,6 +27,7 @@ use crate::chain::config::{Network, NATIVE_DECIMALS};
 use crate::chain::error::ChainError;
 use crate::chain::{evm, rpc};
 use crate::ctx::{timestamp, Ctx};
+use crate::db::bridges::BurnTerms;
 use crate::db::float_moves::{self, FloatMove, NewFloatMove};
 use crate::db::ledger as books;
 use crate::db::sends::{self as db_sends, Call, Leg, Purpose};
@@ -460,14 +461,16 @@ async fn burn(
     let before = vec![float_moves::insert(&NewFloatMove {
         id: &id,
         reference,
-        source_network: from_name,
-        destination_network: to_name,
-        token: &usdc_address.lower(),
-        amount,
-        max_fee,
-        min_finality: finality,
-        mint_recipient: &treasury.address,
-        destination_block,
+        burn: BurnTerms {
+            source_network: from_name,
+            destination_network: to_name,
+            token: &usdc_address.lower(),
+            amount,
+            max_fee,
+            min_finality: finality,
+            mint_recipient: &treasury.address,
+            destination_block,
+        },
         requested_by,
         now,
     })

@@ -45,7 +45,7 @@ use crate::chain::config::Network;
 use crate::chain::error::ChainError;
 use crate::chain::rpc::Budget;
 use crate::ctx::Ctx;
-use crate::db::bridges::{self, NewBridge};
+use crate::db::bridges::{self, BurnTerms, NewBridge};
 use crate::db::sends::{self as db_sends, Call, Leg, Purpose};
 use crate::db::settlements::{self, NewSettlement, Settleable};
 use crate::db::{moves, refunds, Db};
@@ -283,14 +283,16 @@ async fn settle_group(
             bridges::insert(&NewBridge {
                 settlement_id: &settlement_id,
                 institution_id: first.institution_id,
-                source_network: name,
-                destination_network: across.name,
-                token: token_text,
-                amount: payout,
-                max_fee: *max_fee,
-                min_finality: *min_finality,
-                mint_recipient: &priced.wallet_text,
-                destination_block: across.head,
+                burn: BurnTerms {
+                    source_network: name,
+                    destination_network: across.name,
+                    token: token_text,
+                    amount: payout,
+                    max_fee: *max_fee,
+                    min_finality: *min_finality,
+                    mint_recipient: &priced.wallet_text,
+                    destination_block: across.head,
+                },
                 now,
             })
             .map_err(ChainError::from)?,
