@@ -70,10 +70,13 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         }
         // A held deposit's custody account is in its institution's object.
         let held = match sweep.held_by {
-            Some(institution) => Some(ctx.institution_object(institution)?),
+            Some(institution) => Some((institution, ctx.institution_object(institution)?)),
             None => None,
         };
-        if let Err(e) = follow(ctx, network, sweep, held.as_ref()).await {
+        let held = held
+            .as_ref()
+            .map(|(institution, object)| (*institution, object));
+        if let Err(e) = follow(ctx, network, sweep, held).await {
             if e.is_budget() {
                 continue;
             }
@@ -91,9 +94,14 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
 }
 
 /// One step of one sweep: broadcast again if the node does not know it, or made final (and
-/// posted) once its receipt is. `held`: the object of the institution that keeps the deposit's
-/// custody ([`Sweep::held_by`]).
-async fn follow(ctx: &Ctx, network: &Network, sweep: &Sweep, held: Option<&Db>) -> ChainResult<()> {
+/// posted) once its receipt is. `held`: the institution that keeps the deposit's custody
+/// ([`Sweep::held_by`]), with its object.
+async fn follow(
+    ctx: &Ctx,
+    network: &Network,
+    sweep: &Sweep,
+    held: Option<(i64, &Db)>,
+) -> ChainResult<()> {
     let node = &network.node;
     let head = rpc::head(node).await?;
     // A node whose head stands still is not asked to decide anything.
@@ -154,24 +162,23 @@ async fn final_outcome(
 /// ([`Sweep::held_by`]) is posted as a half in each store ([`held_halves`]): the object's half
 /// first, once by its transfers' ids, then the state and the treasury's half in D1's batch; a
 /// run stopped between the two posts the treasury's half next run, the object's found posted.
-async fn post(ctx: &Ctx, sweep: &Sweep, outcome: &Outcome, held: Option<&Db>) -> ChainResult<()> {
+async fn post(
+    ctx: &Ctx,
+    sweep: &Sweep,
+    outcome: &Outcome,
+    held: Option<(i64, &Db)>,
+) -> ChainResult<()> {
     let now = ctx.now();
     let (accounts, transfers) = posting(sweep, outcome)?;
-    let (accounts, transfers) = match (sweep.held_by, held) {
-        (Some(institution), Some(object)) => {
+    let (accounts, transfers) = match held {
+        Some((institution, object)) => {
             let halves = held_halves(sweep, &accounts, &transfers, institution)?;
             if !post_in_object(ctx, sweep, (institution, object), halves.institution).await? {
                 return Ok(()); // noted: next run
             }
             halves.treasury
         }
-        (None, _) => (accounts, transfers),
-        (Some(institution), None) => {
-            return Err(ChainError::rule(format!(
-                "sweep {} of institution {institution} was read without its object",
-                sweep.tx_hash
-            )))
-        }
+        None => (accounts, transfers),
     };
     let ids: Vec<String> = transfers.iter().map(|t| t.id.clone()).collect();
     let mut book = Book::load(&ctx.db, &accounts, &ids, &[]).await?;
