@@ -21,8 +21,8 @@ use crate::db::transactions::{self, NewPayment};
 use crate::db::wallets::Payout;
 use crate::db::watches::{self, NewWatch};
 use crate::db::{
-    deposits, merchants, origins, wallets, AfterChange, And, Batch, BatchResults, Handle,
-    MoneyStore, Stmt,
+    deposits::{self, Purpose},
+    merchants, origins, wallets, AfterChange, And, Batch, BatchResults, Handle, MoneyStore, Stmt,
 };
 use crate::error::{ApiError, OrInternal};
 use crate::{chain, crypto, money, payments, throttle};
@@ -400,13 +400,18 @@ async fn make(
     // (a replay of a key a racer stored first, a fact changed), so the window counts only the
     // sessions stored. A simulated address costs no round trip.
     let mut held = None;
+    let mut filling = None;
     let (deposit_address, deposit_index) = match chain::Deriver::for_network(ctx, method.network)? {
         Some(deriver) => {
             let mut batch = Batch::new();
             let probe = probe_into(&mut batch, admitted)?;
             let (counts, within) = count_into(ctx, key, *counted, admitted, &mut batch)?;
-            let index = batch.push(
+            batch.push(
                 deposits::allocate_within(deriver.family(), &And(&within, admitted))
+                    .or_internal("allocate deposit index")?,
+            );
+            let given = batch.push(
+                deposits::give(deriver.family(), known.institution_id, Purpose::Checkout)
                     .or_internal("allocate deposit index")?,
             );
             let taken = batch
@@ -414,16 +419,18 @@ async fn make(
                 .await
                 .or_internal("allocate deposit index")?;
             *counted = true;
-            let index = taken
-                .rows(index)
+            let given = taken
+                .rows(given)
                 .or_internal("allocate deposit index")?
-                .first()
-                .map(|i| i.index);
-            let Some(index) = index else {
+                .into_iter()
+                .next();
+            let Some(given) = given else {
                 return took_nothing(ctx, options, &taken, Some(counts), probe);
             };
             held = Some(now);
-            (deriver.address(index)?, Some(index))
+            let (address, fill) = chain::custody::address_of(&deriver, &given)?;
+            filling = fill;
+            (address, Some(given.index))
         }
         None => (chain::simulated(method.network)?, None),
     };
@@ -436,6 +443,9 @@ async fn make(
     // batch is given back in this batch when it stores no session. A key older than its day is
     // forgotten first, in the same batch, so it can be used afresh.
     let mut writes = Batch::new();
+    // An address derived just now goes into the directory's index whatever becomes of the
+    // session: its index was given out.
+    writes.extend(filling);
     let probe = probe_into(&mut writes, admitted)?;
     if let Some(key) = &options.idempotency_key {
         writes.push(
@@ -542,13 +552,21 @@ async fn make_held(
     let mut directory = Batch::new();
     let (counts, within) = count_into(ctx, key, *counted, &facts, &mut directory)?;
     let admits = And(&within, &facts);
+    // The index's row in the directory's index follows the index taken, and the checkout's
+    // entry follows the row (each only after the statement before it changed one).
     let index = match &deriver {
-        Some(deriver) => Some(
+        Some(deriver) => {
             directory.push(
                 deposits::allocate_within(deriver.family(), &admits)
                     .or_internal("allocate deposit index")?,
-            ),
-        ),
+            );
+            Some(
+                directory.push(
+                    deposits::give(deriver.family(), known.institution_id, Purpose::Checkout)
+                        .or_internal("allocate deposit index")?,
+                ),
+            )
+        }
         None => None,
     };
     let entry = match index {
@@ -564,15 +582,22 @@ async fn make_held(
     }
     let (deposit_address, deposit_index) = match (deriver, index) {
         (Some(deriver), Some(index)) => {
-            let index = taken
+            let given = taken
                 .rows(index)
                 .or_internal("allocate deposit index")?
-                .first()
-                .map(|i| i.index)
+                .into_iter()
+                .next()
                 .ok_or_else(|| {
                     ApiError::internal("allocate deposit index", "indexed without an index")
                 })?;
-            (deriver.address(index)?, Some(index))
+            // Derived just now (none was ahead): into the directory's index before it is shown.
+            let (address, fill) = chain::custody::address_of(&deriver, &given)?;
+            if let Some(fill) = fill {
+                crate::db::batch(&ctx.db, vec![fill])
+                    .await
+                    .or_internal("index deposit address")?;
+            }
+            (address, Some(given.index))
         }
         _ => (chain::simulated(method.network)?, None),
     };
@@ -870,7 +895,13 @@ pub async fn change_method(
                     })
                 }
             };
-            let (address, deposit_index) = chain::deposit_address(ctx, method.network).await?;
+            let (address, deposit_index) = chain::custody::fresh(
+                ctx,
+                method.network,
+                session.institution_id,
+                Purpose::Checkout,
+            )
+            .await?;
             let watch = watch_statement(
                 ctx,
                 Scoped::new(session.institution_id, &session.id),

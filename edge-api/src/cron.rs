@@ -5,7 +5,8 @@
 //! post them to the books; reconcile the books with the chain (booking the operator's funding);
 //! settle what is held in custody to the merchants (and follow those transactions); send
 //! deliveries whose queue message was lost back to the queue; and the same housekeeping inside
-//! the objects of institutions held there, a bounded number a run.
+//! the objects of institutions held there, a bounded number a run; and derive custody's addresses
+//! ahead of the checkouts that will take them (`chain::custody`).
 
 use crate::ctx::Ctx;
 use crate::db::{clients, moves, portal, sessions, throttle as throttle_db};
@@ -35,6 +36,8 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         // A network whose sanctions oracle could not be read is asked again first: once it
         // answers, what waited on it goes on in this run.
         screening_recovers(ctx).await,
+        // Custody's addresses derived ahead of the checkouts that will take them.
+        crate::chain::custody::refill(ctx).await,
         // Chains first: a payment that arrived is credited before its checkout could expire.
         money::watch::sweep(ctx).await,
         payments::expire_ended(ctx, None, payments::EXPIRE_PER_RUN)

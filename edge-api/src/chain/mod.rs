@@ -23,6 +23,7 @@
 //! call), `config::parse` (the networks).
 
 pub mod config;
+pub mod custody;
 pub mod error;
 pub mod evm;
 pub mod heads;
@@ -431,32 +432,29 @@ pub async fn pay_from_demo_wallet(
         .ok_or_else(|| ChainError::answer("the node's answer is not a transaction hash"))
 }
 
-/// A fresh deposit address for a session paying on `network`, and the index it was derived at.
-/// On an EVM network with `PAYRAIL_EVM_XPUB` configured it is derived by BIP32 at a newly
-/// allocated index (never reused); otherwise, in sandbox, a simulated one.
-pub async fn deposit_address(ctx: &Ctx, network: &str) -> Result<(String, Option<i64>), ApiError> {
-    if let Some(deriver) = Deriver::for_network(ctx, network)? {
-        let index = crate::db::deposits::allocate(&ctx.db, deriver.family())
-            .await
-            .or_internal("allocate deposit index")?;
-        return Ok((deriver.address(index)?, Some(index)));
-    }
-    Ok((simulated(network)?, None))
-}
-
 /// What derives the deposit addresses of a network whose addresses are derived (an EVM network
-/// with `PAYRAIL_EVM_XPUB` configured), at indexes allocated from its family's counter.
+/// with `PAYRAIL_EVM_XPUB` configured), at indexes allocated from its family's counter
+/// ([`custody`]).
 pub struct Deriver(bip32::XPub);
 
 impl Deriver {
     /// The deriver of `network`'s deposit addresses; `None` where they are simulated.
     pub fn for_network(ctx: &Ctx, network: &str) -> Result<Option<Deriver>, ApiError> {
-        match (ctx.evm_xpub(), EVM_NETWORKS.contains(&network)) {
-            (Some(xpub), true) => payrail_evm::derive::parse_xpub(&xpub)
-                .map(|key| Some(Deriver(key)))
-                .map_err(|e| ApiError::internal("deposit key", e.0)),
-            _ => Ok(None),
+        if !EVM_NETWORKS.contains(&network) {
+            return Ok(None);
         }
+        Self::deposit_key(ctx)
+    }
+
+    /// The deriver of the deposit key (every EVM network's), if one is configured.
+    pub fn deposit_key(ctx: &Ctx) -> Result<Option<Deriver>, ApiError> {
+        ctx.evm_xpub()
+            .map(|xpub| {
+                payrail_evm::derive::parse_xpub(&xpub)
+                    .map(Deriver)
+                    .map_err(|e| ApiError::internal("deposit key", e.0))
+            })
+            .transpose()
     }
 
     /// The counter its indexes are allocated from (`crate::db::deposits`).

@@ -71,12 +71,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "ORDER BY i.transaction_id, i.part LIMIT ?1",
         "settlements::to_finish, payments of confirmed settlements to mark paid",
     ),
-    // A settlement wallet may be no institution's deposit or top-up address (sharded: the
-    // directory's index of deposit addresses answers it).
-    (
-        "OR EXISTS (SELECT 1 FROM topup_addresses WHERE address = ?1) AS found",
-        "deposits::custody_holds, the settlement wallet check against custody's addresses",
-    ),
     (
         "ORDER BY f.created_at LIMIT ?1",
         "refunds::to_send and refunds::confirmed, refunds to sign or to show",

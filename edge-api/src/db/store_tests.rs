@@ -45,6 +45,7 @@ const TABLES: &[(&str, Store)] = &[
     ("portal_sessions", Store::Directory),
     ("webhook_endpoints", Store::Directory),
     ("deposit_indexes", Store::Directory),
+    ("custody_addresses", Store::Directory),
     ("notifications", Store::Directory),
     ("checkout_index", Store::Directory),
     ("sanctioned_addresses", Store::Directory),

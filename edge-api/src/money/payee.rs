@@ -14,10 +14,10 @@ use shared_types::ErrorCode;
 use shared_types::ids::InstitutionId;
 
 use super::{books, screening, treasury};
-use crate::chain::{networks, rpc};
+use crate::chain::{custody, networks, rpc};
 use crate::ctx::Ctx;
 use crate::db::screenings::{self, Subject};
-use crate::db::{deposits, Stmt};
+use crate::db::Stmt;
 use crate::error::{ApiError, OrInternal};
 
 /// Refuses `address` (as `wallet_address` stored it) as the settlement wallet on `network`
@@ -49,10 +49,7 @@ pub async fn check(
     if books::gas_address(ctx)?.is_some_and(|gas| gas == lower) {
         return own("Payrail's custody gas address");
     }
-    if deposits::custody_holds(&ctx.db, &lower)
-        .await
-        .or_internal("read custody addresses")?
-    {
+    if custody::holds(ctx, &lower).await? {
         return own("one of Payrail's deposit addresses");
     }
     let configured = networks(ctx)?;

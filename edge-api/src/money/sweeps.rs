@@ -287,7 +287,13 @@ async fn post_in_object(
     } else {
         &sweep.from_address
     };
-    if !db::deposits::custody_holds(object, &deposit.to_ascii_lowercase()).await? {
+    if !db::deposits::store_holds(
+        object,
+        shared_types::ids::InstitutionId(institution),
+        &deposit.to_ascii_lowercase(),
+    )
+    .await?
+    {
         let why = format!("institution {institution} keeps no deposit at {deposit}");
         sweeps::note(&ctx.db, &sweep.tx_hash, Some(&why), ctx.now()).await?;
         return Ok(false);

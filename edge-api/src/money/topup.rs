@@ -31,6 +31,7 @@ use crate::chain::rpc::{self, Budget};
 use crate::chain::scan::{self, Scan};
 use crate::ctx::Ctx;
 use crate::db;
+use crate::db::deposits::Purpose;
 use crate::db::merchants;
 use crate::db::notifications::NotificationKind;
 use crate::db::screenings::{self, NewScreening, Subject};
@@ -157,7 +158,8 @@ pub async fn create(
             ),
         )
     })?;
-    let (address, index) = crate::chain::deposit_address(ctx, name).await?;
+    let (address, index) =
+        crate::chain::custody::fresh(ctx, name, institution_id, Purpose::Topup).await?;
     let index = index.ok_or_else(|| ApiError::internal("top-up address", "no deposit key"))?;
     let assets = books::assets(name, network);
     let mut statements = vec![topups::insert_address(&NewAddress {

@@ -2553,3 +2553,181 @@ fn served_books_match_the_file(worker: &Worker, institution: i64) {
     .assert_error(409, "conflict");
     assert!(refused.contains("in D1"), "{refused}");
 }
+
+/// Every address custody gives out, whichever store keeps its deposit, is in the directory's
+/// index with the institution it went to, and a settlement wallet is checked against it: a
+/// merchant of an institution in D1 cannot name a deposit address held in another institution's
+/// object (money settled there would be credited as that institution's payment). The cron derives
+/// addresses ahead, so a checkout takes its address from the index in its own batch; an index
+/// taken with no address ahead is derived and filled at once; racing checkouts of both stores
+/// each get their own; and indexes given out but not yet indexed are derived by the check itself,
+/// which waits (503) once the cron is too far behind.
+#[test]
+fn every_custody_address_is_in_the_directorys_index_and_no_wallet_can_be_one() {
+    let worker = Worker::start_with_vars(
+        "sandbox",
+        3600,
+        &[
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+        ],
+    );
+    let key = payrail_evm::derive::parse_xpub(TEST_XPUB).unwrap();
+    let derived = |index: i64| {
+        payrail_evm::derive::evm_address(&key, index)
+            .unwrap()
+            .to_ascii_lowercase()
+    };
+    let held = institution_id(&worker, 0);
+    let in_d1 = institution_id(&worker, 1);
+    hold(&worker, held);
+    let checkout = |institution: usize, reference: String| -> String {
+        let key = &worker.credentials.institutions[institution].merchants[0].public_key;
+        let session = worker.checkout_session(&json!({
+            "publicKey": key, "amount": "9.00", "currency": "EUR", "title": "Indexed",
+            "externalReference": reference, "redirectUrl": "https://shop.example/done",
+            "allowCrypto": true
+        }));
+        session["id"].as_str().unwrap().to_owned()
+    };
+    let db = worker.database();
+    let row = |index: i64| -> (Option<String>, Option<i64>, Option<String>) {
+        db.query_row(
+            "SELECT address, institution_id, purpose FROM custody_addresses \
+             WHERE family = 'evm' AND derivation_index = ?1",
+            [index],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap()
+    };
+    let counter = || -> (i64, i64) {
+        db.query_row(
+            "SELECT next, indexed_to FROM deposit_indexes WHERE family = 'evm'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    let held_address = |session: &str| -> (String, i64) {
+        worker
+            .object_database(held)
+            .expect("the institution's object")
+            .query_row(
+                "SELECT lower(deposit_address), deposit_index FROM checkout_sessions WHERE id = ?1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    let d1_address = |session: &str| -> (String, i64) {
+        db.query_row(
+            "SELECT lower(deposit_address), deposit_index FROM checkout_sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+
+    // Nothing derived ahead yet: the held checkout's index is derived and filled in at once.
+    let first = checkout(0, "INDEX-0".into());
+    let (address, index) = held_address(&first);
+    assert_eq!(address, derived(index));
+    assert_eq!(
+        row(index),
+        (Some(address.clone()), Some(held), Some("checkout".into()))
+    );
+    let (next, _) = counter();
+    assert_eq!(next, index + 1);
+
+    // The cron derives 200 ahead; the next checkouts, six of each store at once, take theirs
+    // from the index: each its own, each row naming its institution.
+    worker.cron();
+    let (next, indexed_to) = counter();
+    assert_eq!(indexed_to, next + 200, "derived ahead of the counter");
+    for i in [0, next, indexed_to - 1] {
+        assert_eq!(row(i).0.as_deref(), Some(derived(i).as_str()), "index {i}");
+    }
+    let ahead = row(next + 5).0.unwrap();
+    assert_eq!(row(next + 5).1, None, "a free row names no institution");
+    let sessions: Vec<(usize, String)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..12)
+            .map(|i| {
+                let checkout = &checkout;
+                scope.spawn(move || (i % 2, checkout(i % 2, format!("INDEX-P{i}"))))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut seen = std::collections::HashSet::new();
+    for (institution, session) in &sessions {
+        let (address, index) = if *institution == 0 {
+            held_address(session)
+        } else {
+            d1_address(session)
+        };
+        assert!(seen.insert(index), "index {index} given twice");
+        let owner = if *institution == 0 { held } else { in_d1 };
+        assert_eq!(
+            row(index),
+            (Some(address.clone()), Some(owner), Some("checkout".into())),
+            "index {index}"
+        );
+        assert_eq!(address, derived(index));
+    }
+    assert_eq!(counter().0, next + 12);
+
+    // A merchant of the institution in D1 cannot be paid at the held deposit address, nor at
+    // one derived ahead and not yet given out; its own account is taken.
+    let portal = worker.portal_login(1);
+    let merchant = worker.credentials.institutions[1].merchant_ids[0];
+    let set = |address: &str| {
+        worker.portal(
+            Method::PUT,
+            &format!("/portal/api/merchants/{merchant}/wallets/polygon"),
+            Some(&portal),
+            Some(&json!({"address": address})),
+        )
+    };
+    for address in [address.as_str(), ahead.as_str()] {
+        let refused = set(address).assert_error(400, "invalid_request");
+        assert!(
+            refused.contains("one of Payrail's deposit addresses"),
+            "{address}: {refused}"
+        );
+    }
+
+    // Indexes given out with no row (a filling lost): the check derives them itself.
+    let (_, indexed_to) = counter();
+    db.execute(
+        "UPDATE deposit_indexes SET next = ?1 WHERE family = 'evm'",
+        [indexed_to + 5],
+    )
+    .unwrap();
+    let lost = derived(indexed_to + 3);
+    let refused = set(&lost).assert_error(400, "invalid_request");
+    assert!(refused.contains("deposit addresses"), "{refused}");
+    // Too far behind to derive: the check waits for the cron, which catches up.
+    db.execute(
+        "UPDATE deposit_indexes SET next = ?1 WHERE family = 'evm'",
+        [indexed_to + 2_500],
+    )
+    .unwrap();
+    let waiting = set(&lost);
+    let text = waiting.assert_error(503, "payments_unavailable");
+    assert!(text.contains("still being indexed"), "{text}");
+    assert!(waiting.header("retry-after").is_some(), "{}", waiting.text);
+    eventually("the index to catch up", Duration::from_secs(60), || {
+        worker.cron();
+        (counter().1 >= counter().0).then_some(())
+    });
+    let refused = set(&lost).assert_error(400, "invalid_request");
+    assert!(refused.contains("deposit addresses"), "{refused}");
+    assert_eq!(row(indexed_to + 3).0.as_deref(), Some(lost.as_str()));
+    assert_eq!(
+        row(indexed_to + 3).1,
+        None,
+        "given before the index kept it"
+    );
+    let taken = set("0x8ba1f109551bd432803012645ac136ddd64dba72");
+    assert_eq!(taken.status, 200, "{}", taken.text);
+}
