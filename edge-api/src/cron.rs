@@ -5,8 +5,9 @@
 //! post them to the books; reconcile the books with the chain (booking the operator's funding);
 //! settle what is held in custody to the merchants (and follow those transactions); send
 //! deliveries whose queue message was lost back to the queue; and the same housekeeping inside
-//! the objects of institutions held there, a bounded number a run; and derive custody's addresses
-//! ahead of the checkouts that will take them (`chain::custody`).
+//! the objects of institutions held there, a bounded number a run; derive custody's addresses
+//! ahead of the checkouts that will take them (`chain::custody`); and give up moves into objects
+//! that no request went on with.
 
 use crate::ctx::Ctx;
 use crate::db::{clients, moves, portal, sessions, throttle as throttle_db};
@@ -72,6 +73,9 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         webhooks::prune(&ctx.db, now - ctx.retention_seconds(), PRUNE_EVENTS).await,
         webhooks::sweep(ctx).await,
         tend_held(ctx).await,
+        // A move no request went on with for five minutes is given up: its institution works
+        // from D1 again.
+        give_up_stale_moves(ctx, now).await,
     ];
     // Each task's failure is logged here, where it is given up on until the next run; the
     // first is the run's answer.
@@ -83,6 +87,15 @@ pub async fn run(ctx: &Ctx) -> Result<(), ApiError> {
         }
     }
     first.map_or(Ok(()), Err)
+}
+
+/// Gives up every move into an object that no request went on with for five minutes
+/// ([`moves::give_up_stale`]).
+async fn give_up_stale_moves(ctx: &Ctx, now: i64) -> Result<(), ApiError> {
+    let stale = moves::give_up_stale(now).or_internal("give up stale moves")?;
+    crate::db::batch(&ctx.db, vec![stale])
+        .await
+        .or_internal("give up stale moves")
 }
 
 /// [`money::screening::recover`] over the configured networks.

@@ -222,6 +222,16 @@ impl Ctx {
             .and_then(|v| v.parse().ok())
     }
 
+    /// The calls one request of an institution's move may make (`PAYRAIL_MOVE_CALLS`, 20 to
+    /// 900; 900 when unset): a move needing more goes on over several requests. Tests set it low
+    /// to watch a move resume.
+    pub fn move_calls(&self) -> usize {
+        self.var("PAYRAIL_MOVE_CALLS")
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (20..=900).contains(n))
+            .unwrap_or(900)
+    }
+
     /// How long after it is set or changed a settlement wallet is first used
     /// (`PAYRAIL_WALLET_COOLOFF_SECONDS`, 0 to 30 days; 24 hours when unset).
     pub fn wallet_cool_off_seconds(&self) -> i64 {

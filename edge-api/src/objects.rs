@@ -63,6 +63,10 @@ pub(crate) const MIGRATIONS: &[(&str, &str)] = &[
         "0007_topup_screening",
         include_str!("../objects/institution/0007_topup_screening.sql"),
     ),
+    (
+        "0008_move_pages",
+        include_str!("../objects/institution/0008_move_pages.sql"),
+    ),
 ];
 
 /// The object's side: its storage, and whether this instance has checked its schema and

@@ -57,6 +57,17 @@ pub struct TableReport {
 /// Copies `institution`'s money tables into its object and compares both sides.
 pub async fn copy(ctx: &Ctx, institution: i64) -> Result<Report, ApiError> {
     movable(ctx, institution).await?;
+    if moves::moving_since(&ctx.db, institution)
+        .await
+        .or_internal("read the institution's move")?
+        .is_some()
+    {
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the institution is being moved into its object: a copy would empty it midway",
+        )
+        .with_retry_after(MOVE_RETRY_SECONDS));
+    }
     copy_tables(ctx, institution).await
 }
 
@@ -90,17 +101,42 @@ async fn movable(ctx: &Ctx, institution: i64) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Copies every money table of `institution` into its object (emptied first) and compares.
+/// Copies every money table of `institution` into its object (emptied first) and compares: a
+/// rehearsal, its pages recorded in the object as a move's of its own (named by the negated
+/// time), read back from both sides once each table is copied.
 async fn copy_tables(ctx: &Ctx, institution: i64) -> Result<Report, ApiError> {
     let object = ctx.institution_object(institution)?;
-    let mut calls = Calls::default();
+    let mut calls = Calls::new(CALLS_MAX);
+    let rehearsal = -ctx.now();
     calls.spend()?;
-    batch(&object, moves::clear().or_internal("clear the object")?)
-        .await
-        .or_internal("clear the object")?;
+    match batch(
+        &object,
+        moves::start(rehearsal).or_internal("clear the object")?,
+    )
+    .await
+    {
+        Ok(()) => {}
+        Err(raced) if raced.kind() == DbErrorKind::Constraint => return Err(busy()),
+        Err(failed) => return Err(failed).or_internal("clear the object"),
+    }
     let mut tables = Vec::with_capacity(moves::TABLES.len());
     for table in moves::TABLES {
-        copy_table(ctx, &object, table, institution, &mut calls).await?;
+        let mut copied = 0;
+        loop {
+            let rows = copy_page(
+                ctx,
+                &object,
+                (table, institution, copied),
+                rehearsal,
+                &mut calls,
+            )
+            .await?
+            .map_err(|why| ApiError::new(ErrorCode::Conflict, why))?;
+            copied += rows;
+            if rows < PAGE_ROWS {
+                break;
+            }
+        }
         // Both sides read again in key order once the table is copied: a row of D1 changed,
         // added or removed while it was copied shows as a difference, never as a match.
         let source = read_back(&ctx.db, table, Some(institution), &mut calls).await?;
@@ -129,6 +165,14 @@ const MOVE_RETRY_SECONDS: u64 = 10;
 /// network fees accounts); an institution with more is moved in a later version.
 const FEE_TRANSFERS_MAX: i64 = 20_000;
 
+/// Calls a page of a move makes: its rows read from D1, written and read back in the object,
+/// and a copied checkout's entries in the directory's index.
+const PAGE_CALLS: usize = 3;
+
+/// Calls the end of a move makes: the counts on both sides, its books carried (the accounts and
+/// fees read, both books loaded, the object's opened) and the flip.
+const FINISH_CALLS: usize = 12;
+
 /// What a move did.
 #[derive(Debug, Serialize)]
 pub struct MoveReport {
@@ -136,12 +180,27 @@ pub struct MoveReport {
     pub institution: i64,
     /// Whether the directory now holds its money in its object.
     pub moved: bool,
+    /// Whether the move goes on (not moved yet, the institution still paused): call again.
+    pub moving: bool,
     /// Why it did not move (it works from D1 as before; try again).
     pub reason: Option<String>,
-    /// The copy's comparison, when one was made.
+    /// How far the move has come: the rows copied into the object so far, and the tables whole.
+    pub progress: Option<MoveProgress>,
+    /// The comparison of both sides, once every table was copied.
     pub copy: Option<Report>,
     /// Each account carried into the object: opened there at its D1 balance, closed in D1.
     pub accounts: Vec<CarriedAccount>,
+}
+
+/// How far a move has come.
+#[derive(Debug, Serialize)]
+pub struct MoveProgress {
+    /// Rows copied into the object so far.
+    pub rows_copied: i64,
+    /// Tables whole in the object.
+    pub tables_copied: usize,
+    /// The money tables in all.
+    pub tables: usize,
 }
 
 /// An account carried by a move.
@@ -153,30 +212,72 @@ pub struct CarriedAccount {
     pub balance: String,
 }
 
-/// Moves `institution`'s money from D1 into its object (docs/SCALING.md, "The move"): its money
-/// frozen in D1 for the move's seconds (writes of its rows refused, D1's cron leaving them),
-/// nothing of it in flight, every money table copied and compared, its books carried (each
-/// account opened in the object at its D1 balance and closed in D1, against the stores'
-/// links), then the directory pointed at the object in the batch that closes D1's books.
-/// Anything short of that leaves it working from D1 as before, with the reason.
+/// Moves `institution`'s money from D1 into its object, or goes on with its move (docs/SCALING.md,
+/// "The move"): its money frozen in D1 while it moves (writes of its rows refused, D1's cron
+/// leaving them), nothing of it in flight when it starts, every money table copied page by page
+/// (each page recorded in the object with its rows and read back there), both sides counted, its
+/// books carried (each account opened in the object at its D1 balance and closed in D1, against
+/// the stores' links), then the directory pointed at the object in the batch that closes D1's
+/// books. A request makes at most `PAYRAIL_MOVE_CALLS` calls: a move that needs more answers how
+/// far it came, still paused, and the next request goes on from the pages the object recorded
+/// (a request stopped anywhere loses nothing: a page and its record commit together). A move
+/// that finds a difference, or must wait for money in flight, is given up with the reason (the
+/// institution works from D1 again); one no request goes on with for five minutes is given up by
+/// the cron.
 pub async fn move_in(ctx: &Ctx, institution: i64) -> Result<MoveReport, ApiError> {
     movable(ctx, institution).await?;
-    let since = ctx.now();
-    let mut freeze = Batch::new();
-    let frozen = freeze.push(moves::freeze(institution, since).or_internal("freeze")?);
-    let results = freeze
+    let now = ctx.now();
+    let mut calls = Calls::new(ctx.move_calls());
+    calls.spend()?;
+    let since = match moves::moving_since(&ctx.db, institution)
+        .await
+        .or_internal("read the institution's move")?
+    {
+        Some(since) => since,
+        None => {
+            calls.spend()?;
+            let mut freeze = Batch::new();
+            let frozen = freeze.push(moves::freeze(institution, now).or_internal("freeze")?);
+            let results = freeze
+                .run(&ctx.db)
+                .await
+                .or_internal("freeze the institution")?;
+            if !results.changed(frozen) {
+                return Err(ApiError::new(
+                    ErrorCode::Conflict,
+                    "another move of this institution started just now; call again to go on \
+                     with it",
+                )
+                .with_retry_after(MOVE_RETRY_SECONDS));
+            }
+            now
+        }
+    };
+    calls.spend()?;
+    let mut touch = Batch::new();
+    let touched = touch.push(moves::touch(institution, since, now).or_internal("touch")?);
+    if !touch
         .run(&ctx.db)
         .await
-        .or_internal("freeze the institution")?;
-    if !results.changed(frozen) {
+        .or_internal("go on with the move")?
+        .changed(touched)
+    {
         return Err(ApiError::new(
             ErrorCode::Conflict,
-            "another move of this institution is running; try again once it ends",
-        )
-        .with_retry_after(MOVE_RETRY_SECONDS));
+            "the institution's move ended meanwhile (moved, or given up); read where its money is",
+        ));
     }
-    let outcome = moving(ctx, institution, since).await;
-    if !matches!(outcome, Ok(MoveReport { moved: true, .. })) {
+    let outcome = moving(ctx, institution, since, &mut calls).await;
+    // A move refused for a reason works from D1 again; one that goes on, or met an error on the
+    // way (a call that failed: the next request goes on from what was recorded), stays paused.
+    if matches!(
+        outcome,
+        Ok(MoveReport {
+            moved: false,
+            moving: false,
+            ..
+        })
+    ) {
         let thaw = moves::thaw(institution, since).or_internal("thaw")?;
         if let Err(err) = batch(&ctx.db, vec![thaw]).await {
             worker::console_warn!("thaw institution {institution}: {err}");
@@ -185,63 +286,263 @@ pub async fn move_in(ctx: &Ctx, institution: i64) -> Result<MoveReport, ApiError
     outcome
 }
 
-/// The move of frozen `institution` (frozen at `since`).
-async fn moving(ctx: &Ctx, institution: i64, since: i64) -> Result<MoveReport, ApiError> {
-    let not_moved = |reason: String, copy: Option<Report>| MoveReport {
+/// The move of frozen `institution` (frozen at `since`), from where its object's pages say it
+/// stands, within `calls`.
+async fn moving(
+    ctx: &Ctx,
+    institution: i64,
+    since: i64,
+    calls: &mut Calls,
+) -> Result<MoveReport, ApiError> {
+    let report = |moved: bool, moving: bool, reason: Option<String>| MoveReport {
         institution,
-        moved: false,
-        reason: Some(reason),
-        copy,
+        moved,
+        moving,
+        reason,
+        progress: None,
+        copy: None,
         accounts: Vec::new(),
     };
-    if let Some(why) = moves::in_flight(&ctx.db, institution)
-        .await
-        .or_internal("read what is in flight")?
-    {
-        return Ok(not_moved(format!("{why}: it moves once they are"), None));
-    }
-    let copy = copy_tables(ctx, institution).await?;
-    if !copy.verified {
-        return Ok(not_moved(
-            "the copy differs from D1 (see the tables)".to_owned(),
-            Some(copy),
-        ));
-    }
+    let going_on = |progress: &moves::Progress| {
+        let mut going = report(false, true, None);
+        going.progress = Some(progress_of(progress));
+        going
+    };
     let object = ctx.institution_object(institution)?;
-    let (accounts, closing) = carry_books(ctx, &object, institution).await?;
+    calls.spend()?;
+    let mut progress = moves::progress(&object, since, PAGE_ROWS)
+        .await
+        .or_internal("read the move's progress")?;
+    if !progress.started {
+        calls.spend()?;
+        if let Some(why) = moves::in_flight(&ctx.db, institution)
+            .await
+            .or_internal("read what is in flight")?
+        {
+            return Ok(report(
+                false,
+                false,
+                Some(format!("{why}: it moves once they are")),
+            ));
+        }
+        calls.spend()?;
+        match batch(&object, moves::start(since).or_internal("start the move")?).await {
+            Ok(()) => {}
+            // Another request of the move started it first: its pages are the move's.
+            Err(raced) if raced.kind() == DbErrorKind::Constraint => return Err(busy()),
+            Err(failed) => return Err(failed).or_internal("start the move"),
+        }
+        progress = moves::Progress {
+            started: true,
+            ..Default::default()
+        };
+    }
+    for table in moves::TABLES {
+        let (mut copied, mut whole) = progress.of(table.name);
+        while !whole {
+            if calls.left() < PAGE_CALLS {
+                return Ok(going_on(&progress));
+            }
+            let rows =
+                match copy_page(ctx, &object, (table, institution, copied), since, calls).await? {
+                    Ok(rows) => rows,
+                    Err(why) => return Ok(report(false, false, Some(why))),
+                };
+            copied += rows;
+            whole = rows < PAGE_ROWS;
+            progress
+                .tables
+                .insert(table.name.to_owned(), (copied, whole));
+        }
+    }
+    if calls.left() < FINISH_CALLS {
+        return Ok(going_on(&progress));
+    }
+    // Both sides counted, table by table: with D1 frozen, a row added or removed there since its
+    // page was copied shows as a difference.
+    let copy = compare_counts(ctx, &object, institution, calls).await?;
+    if !copy.verified {
+        let mut refused = report(
+            false,
+            false,
+            Some("the copy differs from D1 (see the tables)".to_owned()),
+        );
+        refused.copy = Some(copy);
+        return Ok(refused);
+    }
+    let (accounts, closing) = carry_books(ctx, &object, (institution, since), calls).await?;
+    calls.spend()?;
     let mut flip = Batch::new();
     flip.extend(closing);
     let flipped = flip.push(moves::flip(institution, since).or_internal("flip")?);
-    let done = flip
-        .run(&ctx.db)
-        .await
-        .or_internal("flip the institution")?;
+    // D1's closing is guarded on its accounts as read: another request that flipped first
+    // moved them.
+    let done = match flip.run(&ctx.db).await {
+        Ok(done) => done,
+        Err(raced) if ledger::raced(&raced) => return Err(busy()),
+        Err(failed) => return Err(failed).or_internal("flip the institution"),
+    };
     if !done.changed(flipped) {
-        return Err(ApiError::internal(
-            "flip the institution",
-            "its move was taken over by another",
+        return Err(ApiError::new(
+            ErrorCode::Conflict,
+            "the institution's move ended meanwhile (moved by another request, or given up)",
         ));
     }
     Ok(MoveReport {
         institution,
         moved: true,
+        moving: false,
         reason: None,
+        progress: Some(progress_of(&progress)),
         copy: Some(copy),
         accounts,
+    })
+}
+
+/// Another request of the move is copying the same page, or starting it: this one stops.
+fn busy() -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        "another request is going on with this institution's move now; call again in a few \
+         seconds",
+    )
+    .with_retry_after(MOVE_RETRY_SECONDS)
+}
+
+/// How far `progress` has come, for the report.
+fn progress_of(progress: &moves::Progress) -> MoveProgress {
+    MoveProgress {
+        rows_copied: progress.tables.values().map(|(rows, _)| rows).sum(),
+        tables_copied: progress.tables.values().filter(|(_, whole)| *whole).count(),
+        tables: moves::TABLES.len(),
+    }
+}
+
+/// Copies one page of `table`'s rows of `institution` from row `offset` in key order from D1
+/// into `object`, recorded as a page of the move `since` in the same transaction, and reads it
+/// back there: the rows copied, or (inner `Err`) why the move must be given up (the object
+/// refused a row, or holds it otherwise than D1). 409 when another request of the move copied
+/// that page first.
+async fn copy_page(
+    ctx: &Ctx,
+    object: &Db,
+    (table, institution, offset): (&Table, i64, i64),
+    since: i64,
+    calls: &mut Calls,
+) -> Result<Result<i64, String>, ApiError> {
+    calls.spend()?;
+    let rows = moves::page(&ctx.db, table, Some(institution), offset, PAGE_ROWS)
+        .await
+        .or_internal("read a page")?;
+    let count = rows.len() as i64;
+    let mut page = Batch::new();
+    page.push(moves::record_page(since, table, offset, count).or_internal("record a page")?);
+    page.extend(
+        rows.iter()
+            .map(|row| moves::insert(table, row))
+            .collect::<Result<Vec<Stmt>, _>>()
+            .or_internal("copy a page")?,
+    );
+    let back = page.push(moves::page_in_object(table, offset, PAGE_ROWS).or_internal("read back")?);
+    calls.spend()?;
+    let written = match page.run(object).await {
+        Ok(written) => written,
+        Err(raced) if raced.violates("object_move_pages") => return Err(busy()),
+        Err(refused) if refused.kind() == DbErrorKind::Constraint => {
+            return Ok(Err(format!(
+                "the copy stopped at {} (its rows from {offset} in key order): the object \
+                 refused one: {refused}",
+                table.name
+            )))
+        }
+        Err(failed) => return Err(failed).or_internal("copy a page"),
+    };
+    let back: Vec<Row> = written.rows(back).or_internal("read a page back")?;
+    if back != rows {
+        return Ok(Err(format!(
+            "the copy of {} differs from D1 in its rows from {offset} in key order",
+            table.name
+        )));
+    }
+    if table.name == "checkout_sessions" && !rows.is_empty() {
+        calls.spend()?;
+        let entries = rows
+            .iter()
+            .map(|row| index_entry(row, institution))
+            .collect::<Result<Vec<Stmt>, _>>()?;
+        batch(&ctx.db, entries)
+            .await
+            .or_internal("index copied checkouts")?;
+    }
+    Ok(Ok(count))
+}
+
+/// Every money table counted on both sides (two calls): `institution`'s rows in D1, every row
+/// in its object.
+async fn compare_counts(
+    ctx: &Ctx,
+    object: &Db,
+    institution: i64,
+    calls: &mut Calls,
+) -> Result<Report, ApiError> {
+    let mut d1 = Batch::new();
+    let mut held = Batch::new();
+    let handles: Vec<_> = moves::TABLES
+        .iter()
+        .map(|table| {
+            Ok((
+                d1.push(moves::count(table, Some(institution))?),
+                held.push(moves::count(table, None)?),
+            ))
+        })
+        .collect::<Result<_, crate::db::DbError>>()
+        .or_internal("count the tables")?;
+    calls.spend()?;
+    let d1 = d1.run(&ctx.db).await.or_internal("count D1's tables")?;
+    calls.spend()?;
+    let held = held
+        .run(object)
+        .await
+        .or_internal("count the object's tables")?;
+    let count = |results: &crate::db::BatchResults, handle| -> Result<i64, ApiError> {
+        Ok(results
+            .rows(handle)
+            .or_internal("count a table")?
+            .first()
+            .map_or(0, |c: &moves::Count| c.n))
+    };
+    let mut tables = Vec::with_capacity(handles.len());
+    for (table, (source, kept)) in moves::TABLES.iter().zip(handles) {
+        let (d1_rows, object_rows) = (count(&d1, source)?, count(&held, kept)?);
+        tables.push(TableReport {
+            table: table.name,
+            d1_rows,
+            object_rows,
+            same: d1_rows == object_rows,
+        });
+    }
+    Ok(Report {
+        institution,
+        verified: tables.iter().all(|t| t.same),
+        tables,
     })
 }
 
 /// Opens `institution`'s accounts in its `object` at their D1 balances (each against the
 /// object's link to the treasury, merchants with their debt limits), and answers the D1
 /// statements that close them (against D1's link to the institution, guarded on the accounts'
-/// versions as read), for the flip's batch. Its share of D1's shared network fees accounts is
+/// versions as read and on the move started at `since` still holding the institution), for the
+/// flip's batch. Openings already made by an earlier request of the move are found by their ids
+/// and not made again. Its share of D1's shared network fees accounts is
 /// what its own payments' transfers moved there.
 async fn carry_books(
     ctx: &Ctx,
     object: &Db,
-    institution: i64,
+    (institution, since): (i64, i64),
+    calls: &mut Calls,
 ) -> Result<(Vec<CarriedAccount>, Vec<Stmt>), ApiError> {
     let number = |text: &str| text.parse::<i128>().or_internal("read a balance");
+    calls.spend()?;
     let mut rows = moves::accounts_of(&ctx.db, institution)
         .await
         .or_internal("read the institution's accounts")?;
@@ -250,6 +551,7 @@ async fn carry_books(
         balances.push(number(&row.credits_posted)? - number(&row.debits_posted)?);
     }
     // Its share of the network fees.
+    calls.spend()?;
     let fees = moves::network_fee_transfers(&ctx.db, institution, FEE_TRANSFERS_MAX + 1)
         .await
         .or_internal("read the network fees")?;
@@ -262,6 +564,7 @@ async fn carry_books(
             ),
         ));
     }
+    calls.spend()?;
     for account in moves::network_fee_accounts(&ctx.db)
         .await
         .or_internal("read the network fees")?
@@ -310,14 +613,23 @@ async fn carry_books(
     }
     let ids: Vec<String> = accounts.iter().map(Account::id).collect();
     let now = ctx.now();
+    // The object's books are opened once: a request of the move that opened them and stopped
+    // before the flip left the openings (by their ids) for the next to find.
+    let openings: Vec<String> = ids
+        .iter()
+        .map(|id| postings::moved_id(institution, id))
+        .collect();
+    calls.spend()?;
+    calls.spend()?;
     let mut opened = Book::load(
         object,
         &[accounts.clone(), links.0.clone()].concat(),
-        &[],
+        &openings,
         &[],
     )
     .await
     .or_internal("read the object's books")?;
+    calls.spend()?;
     let mut closed = Book::load(
         &ctx.db,
         &[accounts.clone(), links.1.clone()].concat(),
@@ -355,68 +667,22 @@ async fn carry_books(
             statements.push(ledger::set_limit(account, limit, now).or_internal("a limit")?);
         }
     }
-    batch(object, statements)
-        .await
-        .or_internal("open the object's books")?;
+    calls.spend()?;
+    match batch(object, statements).await {
+        Ok(()) => {}
+        // Another request of the move opened them first.
+        Err(raced) if ledger::raced(&raced) => return Err(busy()),
+        Err(failed) => return Err(failed).or_internal("open the object's books"),
+    }
+    // Closed only with the flip: while this move still holds the institution.
+    let still_moving = When::holds(
+        "EXISTS (SELECT 1 FROM institutions WHERE id = ?1 AND store = 'd1' AND moving_since = ?2)",
+        vec![institution.into(), since.into()],
+    );
     let closing = closed
-        .statements(&When::always(), now)
+        .statements(&still_moving, now)
         .or_internal("close the books")?;
     Ok((carried, closing))
-}
-
-/// Copies `table`'s rows of `institution` from D1 into `object`, page by page; a copied
-/// checkout gets its entry in the directory's index (which counts only once the directory
-/// points at the object).
-async fn copy_table(
-    ctx: &Ctx,
-    object: &Db,
-    table: &Table,
-    institution: i64,
-    calls: &mut Calls,
-) -> Result<(), ApiError> {
-    let mut copied = 0;
-    loop {
-        calls.spend()?;
-        let rows = moves::page(&ctx.db, table, Some(institution), copied, PAGE_ROWS)
-            .await
-            .or_internal("read a page")?;
-        let inserts = rows
-            .iter()
-            .map(|row| moves::insert(table, row))
-            .collect::<Result<Vec<Stmt>, _>>()
-            .or_internal("copy a page")?;
-        calls.spend()?;
-        // One page, one transaction in the object: a row it refuses leaves none of the page's
-        // rows (the pages before stay, and the next copy starts afresh anyway).
-        match batch(object, inserts).await {
-            Ok(()) => {}
-            Err(refused) if refused.kind() == DbErrorKind::Constraint => {
-                return Err(ApiError::new(
-                    ErrorCode::Conflict,
-                    format!(
-                        "the copy stopped at {} (its rows from {copied} in key order): the \
-                         object refused one: {refused}",
-                        table.name
-                    ),
-                ))
-            }
-            Err(failed) => return Err(failed).or_internal("copy a page"),
-        }
-        if table.name == "checkout_sessions" && !rows.is_empty() {
-            calls.spend()?;
-            let entries = rows
-                .iter()
-                .map(|row| index_entry(row, institution))
-                .collect::<Result<Vec<Stmt>, _>>()?;
-            batch(&ctx.db, entries)
-                .await
-                .or_internal("index copied checkouts")?;
-        }
-        copied += rows.len() as i64;
-        if (rows.len() as i64) < PAGE_ROWS {
-            return Ok(());
-        }
-    }
 }
 
 /// The directory's index entry of a copied checkout session's row.
@@ -438,19 +704,32 @@ fn index_entry(row: &Row, institution: i64) -> Result<Stmt, ApiError> {
     .or_internal("index copied checkouts")
 }
 
-/// The calls a copy has made, refused past [`CALLS_MAX`].
-#[derive(Default)]
-struct Calls(usize);
+/// The calls a copy or a request of a move has made, refused past its budget.
+struct Calls {
+    made: usize,
+    most: usize,
+}
 
 impl Calls {
+    /// At most `most` calls.
+    fn new(most: usize) -> Self {
+        Calls { made: 0, most }
+    }
+
+    /// Calls still to make.
+    fn left(&self) -> usize {
+        self.most.saturating_sub(self.made)
+    }
+
     fn spend(&mut self) -> Result<(), ApiError> {
-        self.0 += 1;
-        if self.0 > CALLS_MAX {
+        self.made += 1;
+        if self.made > self.most {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!(
                     "the institution holds more rows than one copy may read and write within \
-                     its {CALLS_MAX} calls"
+                     its {} calls",
+                    self.most
                 ),
             ));
         }

@@ -1,9 +1,11 @@
 //! `xtask move`: moves institutions' money from the single D1 into their own objects, one at a
 //! time, through the worker's operator API (`POST /operator/institutions/{id}/move`, the
-//! operator's token from `PAYRAIL_OPERATOR_TOKEN`): the worker freezes the institution for the
-//! move's seconds (new checkouts and its other writes answer 503 with `Retry-After`), copies and
-//! compares every table, carries its books and points the directory at the object. The same
-//! code moves a local deployment (`scripts/dev`'s worker) and production (its URL).
+//! operator's token from `PAYRAIL_OPERATOR_TOKEN`): the worker freezes the institution while it
+//! moves (new checkouts and its other writes answer 503 with `Retry-After`), copies and compares
+//! every table, carries its books and points the directory at the object. A move larger than one
+//! request answers 202 with how far it came: the command calls again, and each call goes on from
+//! where the last stopped (after a failed call too: the move loses nothing). The same code moves
+//! a local deployment (`scripts/dev`'s worker) and production (its URL).
 
 use std::io::Write;
 use std::time::Duration;
@@ -39,20 +41,7 @@ pub fn run(
             "{}/operator/institutions/{institution}/move",
             base_url.trim_end_matches('/')
         );
-        let answer = agent
-            .post(&url)
-            .set("Authorization", &format!("Bearer {token}"))
-            .call();
-        let (status, report): (u16, Value) = match answer {
-            Ok(response) => (
-                response.status(),
-                response.into_json().map_err(|e| e.to_string())?,
-            ),
-            Err(ureq::Error::Status(status, response)) => {
-                (status, response.into_json().unwrap_or(Value::Null))
-            }
-            Err(e) => return Err(format!("institution {institution}: {e}")),
-        };
+        let (status, report) = go_on(&agent, &url, token, institution, out)?;
         let moved = status == 200 && report["moved"] == Value::Bool(true);
         let line = if moved {
             format!(
@@ -77,4 +66,76 @@ pub fn run(
         }
     }
     Ok(done)
+}
+
+/// Most calls one institution's move makes (each goes on with it, or waits its turn).
+const CALLS_MAX: usize = 100_000;
+
+/// Most calls in a row that fail or wait before the command gives up (the move stays paused
+/// until the worker's cron gives it up, or the command is run again).
+const FAILURES_MAX: u32 = 10;
+
+/// Calls the move at `url` until it ends: moved, or refused with its report. A 202 goes on at
+/// once (a line of progress to `out`); a call that failed, or was told to wait (`Retry-After`),
+/// is made again after a pause. The last answer: its status and body.
+fn go_on(
+    agent: &ureq::Agent,
+    url: &str,
+    token: &str,
+    institution: i64,
+    out: &mut impl Write,
+) -> Result<(u16, Value), String> {
+    let mut failures = 0;
+    for _ in 0..CALLS_MAX {
+        let answer = agent
+            .post(url)
+            .set("Authorization", &format!("Bearer {token}"))
+            .call();
+        let (status, wait, report): (u16, Option<u64>, Value) = match answer {
+            Ok(response) => (
+                response.status(),
+                None,
+                response.into_json().map_err(|e| e.to_string())?,
+            ),
+            Err(ureq::Error::Status(status, response)) => {
+                let wait = response
+                    .header("Retry-After")
+                    .and_then(|v| v.trim().parse().ok());
+                (status, wait, response.into_json().unwrap_or(Value::Null))
+            }
+            Err(e) => {
+                failures += 1;
+                if failures >= FAILURES_MAX {
+                    return Err(format!("institution {institution}: {e}"));
+                }
+                std::thread::sleep(Duration::from_secs(2));
+                continue;
+            }
+        };
+        if status == 202 {
+            failures = 0;
+            let progress = &report["progress"];
+            writeln!(
+                out,
+                "institution {institution}: moving ({} rows copied, {} of {} tables)",
+                progress["rows_copied"], progress["tables_copied"], progress["tables"]
+            )
+            .map_err(|e| e.to_string())?;
+            continue;
+        }
+        // Told to wait (another call of the move is going on), or failed on the way: the move
+        // is paused and loses nothing, so the command calls again.
+        let again = wait.is_some() || status >= 500;
+        if again && report.get("moved").is_none() {
+            failures += 1;
+            if failures < FAILURES_MAX {
+                std::thread::sleep(Duration::from_secs(wait.unwrap_or(2).min(60)));
+                continue;
+            }
+        }
+        return Ok((status, report));
+    }
+    Err(format!(
+        "institution {institution}: still moving after {CALLS_MAX} calls"
+    ))
 }

@@ -272,23 +272,44 @@ fn value_of(table: &Table, column: &str, value: &Json) -> DbResult<Value> {
 // ---------------------------------------------------------------------------------------------
 // The move (`crate::shard::move_in`)
 
-/// How long a move may hold an institution frozen before another may take it over (a move that
-/// stopped midway, its request ended).
+/// How long a move may go on with no request continuing it (its request ended midway and none
+/// came after) before the cron gives it up: the institution works from D1 again, and the next
+/// move starts afresh.
 pub const MOVE_STALE_SECONDS: i64 = 300;
+
+/// The move of `institution` running now: when it started (its freeze, which names it), if one
+/// does.
+pub async fn moving_since(db: &super::Db, institution: i64) -> DbResult<Option<i64>> {
+    #[derive(serde::Deserialize)]
+    struct Found {
+        moving_since: Option<i64>,
+    }
+    let found: Option<Found> = super::first(
+        db,
+        "SELECT moving_since FROM institutions WHERE id = ?1 AND store = 'd1'",
+        &[Value::Int(institution)],
+    )
+    .await?;
+    Ok(found.and_then(|f| f.moving_since))
+}
 
 /// The statement that freezes `institution`'s money in D1 for a move starting `now` (migration
 /// 0036's triggers then refuse any write of its rows, and D1's cron reads leave them): only
-/// while its money is in D1 and no other move holds it (one older than
-/// [`MOVE_STALE_SECONDS`] stopped midway and is taken over).
+/// while its money is in D1 and no move runs (a move running is gone on with, never started
+/// again).
 pub fn freeze(institution: i64, now: i64) -> DbResult<Stmt> {
     stmt(
-        "UPDATE institutions SET moving_since = ?2 WHERE id = ?1 AND store = 'd1' \
-         AND (moving_since IS NULL OR moving_since < ?2 - ?3)",
-        &[
-            Value::Int(institution),
-            Value::Int(now),
-            Value::Int(MOVE_STALE_SECONDS),
-        ],
+        "UPDATE institutions SET moving_since = ?2, move_touched_at = ?2          WHERE id = ?1 AND store = 'd1' AND moving_since IS NULL",
+        &[Value::Int(institution), Value::Int(now)],
+    )
+}
+
+/// The statement that records a request going on with the move started at `since` at `now`
+/// (nothing if that move ended).
+pub fn touch(institution: i64, since: i64, now: i64) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE institutions SET move_touched_at = ?3          WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
+        &[Value::Int(institution), Value::Int(since), Value::Int(now)],
     )
 }
 
@@ -296,21 +317,155 @@ pub fn freeze(institution: i64, now: i64) -> DbResult<Stmt> {
 /// money works from D1 again.
 pub fn thaw(institution: i64, since: i64) -> DbResult<Stmt> {
     stmt(
-        "UPDATE institutions SET moving_since = NULL \
+        "UPDATE institutions SET moving_since = NULL, move_touched_at = NULL \
          WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
         &[Value::Int(institution), Value::Int(since)],
     )
 }
 
+/// The statement that gives up every move no request has gone on with for
+/// [`MOVE_STALE_SECONDS`] by `now` (the cron's).
+pub fn give_up_stale(now: i64) -> DbResult<Stmt> {
+    stmt(
+        "UPDATE institutions SET moving_since = NULL, move_touched_at = NULL \
+         WHERE store = 'd1' AND moving_since IS NOT NULL \
+         AND coalesce(move_touched_at, moving_since) < ?1 - ?2",
+        &[Value::Int(now), Value::Int(MOVE_STALE_SECONDS)],
+    )
+}
+
 /// The statement that points the directory at `institution`'s object, ending its move started
-/// at `since` (only that move's: one taken over by another changes nothing, and the caller
+/// at `since` (only that move's: one given up, or started again, changes nothing, and the caller
 /// refuses its batch).
 pub fn flip(institution: i64, since: i64) -> DbResult<Stmt> {
     stmt(
-        "UPDATE institutions SET store = 'object', moving_since = NULL \
+        "UPDATE institutions SET store = 'object', moving_since = NULL, move_touched_at = NULL \
          WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
         &[Value::Int(institution), Value::Int(since)],
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// A move's pages, kept in the object (`object_move_pages`)
+
+/// The name a move's start is recorded under in its pages.
+const STARTED: &str = "";
+
+/// What the object has recorded of the move started at `since`.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Whether the move started in the object (its tables emptied for it).
+    pub started: bool,
+    /// Each table's rows copied, and whether its last page was copied (a page short of full).
+    pub tables: std::collections::BTreeMap<String, (i64, bool)>,
+}
+
+impl Progress {
+    /// Table `name`'s rows copied, and whether it is whole.
+    pub fn of(&self, name: &str) -> (i64, bool) {
+        self.tables.get(name).copied().unwrap_or((0, false))
+    }
+}
+
+/// The pages `object` recorded for the move started at `since`; a page is whole at
+/// `page_rows` rows.
+pub async fn progress(object: &super::Db, since: i64, page_rows: i64) -> DbResult<Progress> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        table_name: String,
+        rows: i64,
+    }
+    let pages: Vec<Page> = all(
+        object,
+        "SELECT table_name, rows FROM object_move_pages WHERE since = ?1 ORDER BY table_name, first_row",
+        &[Value::Int(since)],
+    )
+    .await?;
+    let mut progress = Progress::default();
+    for page in pages {
+        if page.table_name == STARTED {
+            progress.started = true;
+            continue;
+        }
+        let entry = progress.tables.entry(page.table_name).or_default();
+        entry.0 += page.rows;
+        entry.1 |= page.rows < page_rows;
+    }
+    Ok(progress)
+}
+
+/// The statements that start the move `since` in the object: its start recorded (once: a
+/// second start of the same move breaks the key and commits nothing), every other move's pages
+/// forgotten and every money table emptied ([`clear`]).
+pub fn start(since: i64) -> DbResult<Vec<Stmt>> {
+    let mut statements = vec![
+        stmt(
+            "INSERT INTO object_move_pages (since, table_name, first_row, rows) \
+             VALUES (?1, ?2, 0, 0)",
+            &[Value::Int(since), STARTED.into()],
+        )?,
+        stmt(
+            "DELETE FROM object_move_pages WHERE since <> ?1",
+            &[Value::Int(since)],
+        )?,
+    ];
+    statements.extend(clear()?);
+    Ok(statements)
+}
+
+/// The statement that records the page of `table` from row `first_row` (`rows` of them) of the
+/// move `since`, to commit with the page's rows: it breaks its key (and the page commits
+/// nothing) if that page was recorded already, and fails its check if the move did not start in
+/// the object (a move started again emptied it).
+pub fn record_page(since: i64, table: &Table, first_row: i64, rows: i64) -> DbResult<Stmt> {
+    stmt(
+        "INSERT INTO object_move_pages (since, table_name, first_row, rows) \
+         VALUES (?1, ?2, ?3, CASE WHEN EXISTS (SELECT 1 FROM object_move_pages \
+           WHERE since = ?1 AND table_name = ?5) THEN ?4 ELSE -1 END)",
+        &[
+            Value::Int(since),
+            table.name.into(),
+            Value::Int(first_row),
+            Value::Int(rows),
+            STARTED.into(),
+        ],
+    )
+}
+
+/// The page of `table` in the object from row `offset` in key order, as a statement (to read
+/// back in the call that wrote it).
+pub fn page_in_object(table: &Table, offset: i64, limit: i64) -> DbResult<super::Returning<Row>> {
+    stmt(
+        &format!(
+            "SELECT * FROM {} ORDER BY {} LIMIT ?1 OFFSET ?2",
+            table.name, table.key
+        ),
+        &[Value::Int(limit), Value::Int(offset)],
+    )
+    .map(super::Returning::new)
+}
+
+/// A table's rows counted.
+#[derive(Debug, serde::Deserialize)]
+pub struct Count {
+    /// How many.
+    pub n: i64,
+}
+
+/// The statement that counts `table`'s rows: `institution`'s in D1, or every row of an object
+/// (`None`).
+pub fn count(table: &Table, institution: Option<i64>) -> DbResult<super::Returning<Count>> {
+    match institution {
+        Some(institution) => stmt(
+            &format!(
+                "SELECT count(*) AS n FROM {} WHERE {}",
+                table.name, table.whose
+            ),
+            &[Value::Int(institution)],
+        ),
+        None => stmt(&format!("SELECT count(*) AS n FROM {}", table.name), &[]),
+    }
+    .map(super::Returning::new)
 }
 
 /// Which of D1's accounts are the institution's (`?1`), as a move carries them: its merchants',

@@ -48,15 +48,21 @@ pub async fn copy(Incoming { req, ctx, .. }: Incoming<'_>, id: &str) -> Result<R
 }
 
 /// Moves an institution's money into its object and answers what the move did: 200 when the
-/// directory now holds it there, 409 with the reason (and the copy's comparison) when it still
-/// works from D1.
+/// directory now holds it there, 202 when the move goes on (call again: the institution stays
+/// paused, and each call goes on from where the last stopped), 409 with the reason (and the
+/// copy's comparison) when it works from D1 again.
 pub async fn move_in(
     Incoming { req, ctx, .. }: Incoming<'_>,
     id: &str,
 ) -> Result<Response, ApiError> {
     authorize(ctx, &req)?;
     let report = shard::move_in(ctx, institution(id)?).await?;
-    http::json(if report.moved { 200 } else { 409 }, &report).or_internal("build response")
+    let status = match (report.moved, report.moving) {
+        (true, _) => 200,
+        (false, true) => 202,
+        (false, false) => 409,
+    };
+    http::json(status, &report).or_internal("build response")
 }
 
 /// One part of the books of an institution held in its object, as its object holds them:

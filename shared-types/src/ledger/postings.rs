@@ -48,6 +48,12 @@ fn transfer(
     }
 }
 
+/// The id of the transfer that carries `account` of institution `institution` between the
+/// stores ([`moved`]), the same on both sides.
+pub fn moved_id(institution: i64, account: &str) -> String {
+    format!("move:{institution}:{account}")
+}
+
 /// An account's posted `balance` (credits less debits, in base units) carried between the two
 /// stores when institution `institution` moves into its own object: one transfer between
 /// `account` and `link` (the store's link to the other), under the same id on both sides; in
@@ -69,7 +75,7 @@ pub fn moved(
         (account, link)
     };
     Some(transfer(
-        format!("move:{institution}:{account}"),
+        moved_id(institution, account),
         (debit.to_owned(), credit.to_owned()),
         balance.unsigned_abs(),
         (Code::Move, Phase::Single),

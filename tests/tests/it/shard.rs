@@ -2731,3 +2731,211 @@ fn every_custody_address_is_in_the_directorys_index_and_no_wallet_can_be_one() {
     let taken = set("0x8ba1f109551bd432803012645ac136ddd64dba72");
     assert_eq!(taken.status, 200, "{}", taken.text);
 }
+
+/// [`settling`] with each request of a move making at most 20 calls: a move goes on over
+/// several requests.
+fn settling_in_small_steps() -> (super::settlement::Setup, i64) {
+    let s = super::settlement::start_faulty_with(
+        json!({}),
+        &[
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+            ("PAYRAIL_MOVE_CALLS", "20"),
+        ],
+    );
+    let institution = institution_id(&s.worker, 0);
+    (s, institution)
+}
+
+/// A move larger than one request goes on over several: each answers 202 with how far it came
+/// while the institution stays paused (a checkout answers 503), the worker killed (SIGKILL) in
+/// the middle and started again loses nothing, racing requests go on with it in turn (each 202,
+/// 200 or a 409 to wait), exactly one of them moves it and its books are carried once; every
+/// partner read answers the same after, the payment in flight is then paid in the object, both
+/// unsettled payments are settled once, and the books balance in both stores.
+#[test]
+fn a_move_larger_than_one_request_goes_on_over_several_and_survives_a_kill() {
+    let (s, institution) = settling_in_small_steps();
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let (credited, session) = checkout(worker, "20.00", "STEPS-CREDITED");
+    let (address, units) = worker.deposit(&session);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually("the credit", Duration::from_secs(30), || {
+        let reply = worker.send(
+            worker.request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        );
+        (reply.json()["status"] == "succeeded").then_some(())
+    });
+    let (in_flight, waiting) = checkout(worker, "5.00", "STEPS-IN-FLIGHT");
+    let (client, secret) = worker.new_client(0, "Steps", &["transactions:read", "events:read"]);
+    let token = worker.token(&client, &secret);
+    let paths: Vec<String> = vec![
+        "/v1/transactions?limit=25".into(),
+        format!("/v1/transactions?id={credited}"),
+        format!("/v1/transactions?id={in_flight}"),
+        "/v1/events?limit=25".into(),
+    ];
+    let before = reads(worker, &token, &paths);
+    let token_hex = s.usdc.to_ascii_lowercase();
+    let merchant: i64 = worker
+        .database()
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [credited],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let merchant_account = format!("polygon:{token_hex}:merchant:{merchant}");
+    let owed = {
+        let (d, c) = posted(&worker.database(), &merchant_account);
+        c - d
+    };
+    assert!(owed > 0, "the credited payment is owed to the merchant");
+
+    // The first request goes part of the way.
+    let first = move_in(worker, institution);
+    assert_eq!(first.status, 202, "{}", first.text);
+    let report = first.json();
+    assert_eq!(report["moving"], true, "{report}");
+    assert!(
+        report["progress"]["tables_copied"].as_u64().unwrap() < 20,
+        "{report}"
+    );
+    assert_eq!(store_of(worker, institution).0, "d1");
+    // Paused meanwhile.
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let paused = worker.send(
+        worker
+            .request(Method::POST, "/checkout/sessions")
+            .json(&json!({
+                "publicKey": key, "amount": "3.00", "currency": "USD", "title": "Paused",
+                "externalReference": "STEPS-PAUSED", "redirectUrl": "https://shop.example/done",
+                "allowCrypto": true
+            })),
+        None,
+    );
+    assert_eq!(paused.status, 503, "{}", paused.text);
+    // Killed and started again: the move goes on from what the object recorded.
+    let second = move_in(worker, institution);
+    assert_eq!(second.status, 202, "{}", second.text);
+    let copied = |reply: &Reply| reply.json()["progress"]["rows_copied"].as_i64().unwrap();
+    assert!(copied(&second) > copied(&first), "{}", second.text);
+    worker.kill_and_restart();
+    // Three requests at once, round after round, until one moves it.
+    let mut moved = Vec::new();
+    let mut rounds = 0;
+    while moved.is_empty() {
+        rounds += 1;
+        assert!(rounds < 60, "still moving after {rounds} rounds");
+        let replies: Vec<Reply> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| scope.spawn(|| move_in(worker, institution)))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for reply in replies {
+            match reply.status {
+                200 => moved.push(reply.json()),
+                202 => {}
+                409 => {
+                    // Waiting its turn, or late: the move ended in another request.
+                    assert!(
+                        reply.header("retry-after").is_some()
+                            || reply.text.contains("held")
+                            || reply.text.contains("ended meanwhile"),
+                        "{}",
+                        reply.text
+                    );
+                }
+                _ => panic!("{}", reply.text),
+            }
+        }
+    }
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    let report = &moved[0];
+    assert_eq!(report["copy"]["verified"], true, "{report}");
+    assert_eq!(store_of(worker, institution), ("object".to_owned(), None));
+    // Carried once: the object holds what D1 owed the merchant, D1 none of it.
+    let (d, c) = posted(
+        &worker.object_database(institution).unwrap(),
+        &merchant_account,
+    );
+    assert_eq!(c - d, owed, "opened in the object once");
+    let (d, c) = posted(&worker.database(), &merchant_account);
+    assert_eq!(c, d, "closed in D1");
+    let after = reads(worker, &token, &paths);
+    for ((path, status, body), (_, was_status, was)) in after.iter().zip(&before) {
+        assert_eq!(status, was_status, "{path}: {body}");
+        assert_eq!(body, was, "{path}");
+    }
+    // The payment in flight is paid in the object; both settle once from there.
+    let (address, units) = held_deposit(worker, institution, &waiting);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually("both settled", Duration::from_secs(120), || {
+        anvil.mine(1);
+        worker.cron();
+        [credited, in_flight]
+            .iter()
+            .all(|id| worker.transaction(0, *id)["raw_status"] == "paid")
+            .then_some(())
+    });
+    let db = worker.object_database(institution).unwrap();
+    for id in [credited, in_flight] {
+        assert_eq!(events_of(&db, id, "payment.paid"), 1);
+    }
+    payrail_tests::books::settle_and_assert_balanced(worker, anvil);
+}
+
+/// A move no request goes on with for five minutes is given up by the cron: the institution
+/// works from D1 again (a checkout is made), and `xtask move` then moves it afresh over several
+/// requests, a line of progress for each.
+#[test]
+fn a_move_left_midway_is_given_up_and_moved_afresh() {
+    let worker = Worker::start_with_vars(
+        "sandbox",
+        3600,
+        &[
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+            ("PAYRAIL_MOVE_CALLS", "20"),
+        ],
+    );
+    let institution = institution_id(&worker, 0);
+    let waiting = payment(&worker, 0, "LEFT-MIDWAY");
+    let first = move_in(&worker, institution);
+    assert_eq!(first.status, 202, "{}", first.text);
+    let since = store_of(&worker, institution).1.expect("frozen");
+    // A minute on, the cron leaves it: it was gone on with lately.
+    worker.cron();
+    assert_eq!(store_of(&worker, institution).1, Some(since));
+    worker
+        .database()
+        .execute(
+            "UPDATE institutions SET move_touched_at = unixepoch() - 301 WHERE id = ?1",
+            [institution],
+        )
+        .unwrap();
+    worker.cron();
+    assert_eq!(store_of(&worker, institution), ("d1".to_owned(), None));
+    // It works from D1 again.
+    let paid = act(&worker, 0, waiting, "pay", json!({"amount": "40.00"}));
+    assert_eq!(paid["raw_status"], "succeeded", "{paid}");
+    // Moved afresh, over several requests.
+    let mut out = Vec::new();
+    let moved =
+        xtask::moves::run(&worker.base_url, OPERATOR_TOKEN, &[institution], &mut out).unwrap();
+    let printed = String::from_utf8(out).unwrap();
+    assert!(moved[0].moved, "{printed}");
+    assert!(printed.lines().count() > 2, "{printed}");
+    assert!(printed.contains("moving ("), "{printed}");
+    let object = worker.object_database(institution).unwrap();
+    let status: String = object
+        .query_row(
+            "SELECT raw_status FROM transactions WHERE id = ?1",
+            [waiting],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "succeeded");
+}
