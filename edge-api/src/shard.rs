@@ -242,15 +242,20 @@ pub async fn move_in(ctx: &Ctx, institution: i64) -> Result<MoveReport, ApiError
                 .run(&ctx.db)
                 .await
                 .or_internal("freeze the institution")?;
-            if !results.changed(frozen) {
+            let Some(frozen) = results
+                .rows(frozen)
+                .or_internal("freeze the institution")?
+                .into_iter()
+                .next()
+            else {
                 return Err(ApiError::new(
                     ErrorCode::Conflict,
                     "another move of this institution started just now; call again to go on \
                      with it",
                 )
                 .with_retry_after(MOVE_RETRY_SECONDS));
-            }
-            now
+            };
+            frozen.moving_since
         }
     };
     calls.spend()?;

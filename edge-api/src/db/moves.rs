@@ -293,22 +293,34 @@ pub async fn moving_since(db: &super::Db, institution: i64) -> DbResult<Option<i
     Ok(found.and_then(|f| f.moving_since))
 }
 
+/// A move's start, as its freeze set it.
+#[derive(Debug, serde::Deserialize)]
+pub struct Frozen {
+    /// The move's start: `now`, or just after the institution's last move's if that was later
+    /// (two moves within a second are told apart).
+    pub moving_since: i64,
+}
+
 /// The statement that freezes `institution`'s money in D1 for a move starting `now` (migration
 /// 0036's triggers then refuse any write of its rows, and D1's cron reads leave them): only
 /// while its money is in D1 and no move runs (a move running is gone on with, never started
-/// again).
-pub fn freeze(institution: i64, now: i64) -> DbResult<Stmt> {
+/// again). Answers the move's start, which names it: never an earlier move's.
+pub fn freeze(institution: i64, now: i64) -> DbResult<super::Returning<Frozen>> {
     stmt(
-        "UPDATE institutions SET moving_since = ?2, move_touched_at = ?2          WHERE id = ?1 AND store = 'd1' AND moving_since IS NULL",
+        "UPDATE institutions SET moving_since = max(?2, coalesce(move_last, 0) + 1), \
+         move_last = max(?2, coalesce(move_last, 0) + 1), move_touched_at = ?2 \
+         WHERE id = ?1 AND store = 'd1' AND moving_since IS NULL RETURNING moving_since",
         &[Value::Int(institution), Value::Int(now)],
     )
+    .map(super::Returning::new)
 }
 
 /// The statement that records a request going on with the move started at `since` at `now`
 /// (nothing if that move ended).
 pub fn touch(institution: i64, since: i64, now: i64) -> DbResult<Stmt> {
     stmt(
-        "UPDATE institutions SET move_touched_at = ?3          WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
+        "UPDATE institutions SET move_touched_at = ?3 \
+         WHERE id = ?1 AND store = 'd1' AND moving_since = ?2",
         &[Value::Int(institution), Value::Int(since), Value::Int(now)],
     )
 }
@@ -370,28 +382,38 @@ impl Progress {
 /// The pages `object` recorded for the move started at `since`; a page is whole at
 /// `page_rows` rows.
 pub async fn progress(object: &super::Db, since: i64, page_rows: i64) -> DbResult<Progress> {
-    #[derive(serde::Deserialize)]
-    struct Page {
-        table_name: String,
-        rows: i64,
-    }
-    let pages: Vec<Page> = all(
-        object,
-        "SELECT table_name, rows FROM object_move_pages WHERE since = ?1 ORDER BY table_name, first_row",
-        &[Value::Int(since)],
-    )
-    .await?;
-    let mut progress = Progress::default();
-    for page in pages {
-        if page.table_name == STARTED {
-            progress.started = true;
-            continue;
+    let pages: Vec<Page> = all(object, PAGES, &[Value::Int(since)]).await?;
+    Ok(Progress::of_pages(pages, page_rows))
+}
+
+/// The pages of a move (`?1`), in order.
+const PAGES: &str = "SELECT table_name, rows FROM object_move_pages WHERE since = ?1 \
+     ORDER BY table_name, first_row";
+
+/// A page of a move as recorded.
+#[derive(Debug, serde::Deserialize)]
+pub struct Page {
+    /// Its table (empty: the move's start).
+    pub table_name: String,
+    /// Its rows.
+    pub rows: i64,
+}
+
+impl Progress {
+    /// What `pages` say, a page being whole at `page_rows` rows.
+    pub fn of_pages(pages: Vec<Page>, page_rows: i64) -> Progress {
+        let mut progress = Progress::default();
+        for page in pages {
+            if page.table_name == STARTED {
+                progress.started = true;
+                continue;
+            }
+            let entry = progress.tables.entry(page.table_name).or_default();
+            entry.0 += page.rows;
+            entry.1 |= page.rows < page_rows;
         }
-        let entry = progress.tables.entry(page.table_name).or_default();
-        entry.0 += page.rows;
-        entry.1 |= page.rows < page_rows;
+        progress
     }
-    Ok(progress)
 }
 
 /// The statements that start the move `since` in the object: its start recorded (once: a
@@ -574,6 +596,115 @@ pub async fn in_flight(db: &super::Db, institution: i64) -> DbResult<Option<Stri
 #[cfg(test)]
 mod tests {
     use super::{insert, value_of, Row, TABLES};
+
+    /// An object's schema, in memory.
+    fn object() -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        for (_, text) in crate::objects::MIGRATIONS {
+            conn.execute_batch(text).unwrap();
+        }
+        conn
+    }
+
+    /// `statements` in one transaction, as the object commits a call: all or none.
+    fn commit(conn: &mut rusqlite::Connection, statements: &[super::Stmt]) -> Result<(), String> {
+        let tx = conn.transaction().unwrap();
+        for s in statements {
+            tx.execute(s.sql(), rusqlite::params_from_iter(s.params().iter()))
+                .map_err(|e| e.to_string())?;
+        }
+        tx.commit().map_err(|e| e.to_string())
+    }
+
+    fn pages(conn: &rusqlite::Connection, since: i64) -> super::Progress {
+        let mut statement = conn.prepare(super::PAGES).unwrap();
+        let pages = statement
+            .query_map([since], |r| {
+                Ok(super::Page {
+                    table_name: r.get(0)?,
+                    rows: r.get(1)?,
+                })
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        super::Progress::of_pages(pages, 100)
+    }
+
+    /// Two moves of one institution within a second are told apart: the second starts just
+    /// after the first, whatever the clock says; a freeze while a move runs takes nothing.
+    #[test]
+    fn every_move_has_a_start_of_its_own() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        xtask::localdb::apply_migrations(&conn).unwrap();
+        conn.execute(
+            "INSERT INTO institutions (id, name, created_at) VALUES (3, 'Three', '2026-12-01T00:00:00Z')",
+            [],
+        )
+        .unwrap();
+        let freeze = |now: i64| -> Option<i64> {
+            let s = super::freeze(3, now).unwrap();
+            let s = crate::sql::Statement::statement(s);
+            conn.query_row(
+                s.sql(),
+                rusqlite::params_from_iter(s.params().iter()),
+                |r| r.get(0),
+            )
+            .ok()
+        };
+        let thaw = |since: i64| {
+            let s = super::thaw(3, since).unwrap();
+            conn.execute(s.sql(), rusqlite::params_from_iter(s.params().iter()))
+                .unwrap()
+        };
+        assert_eq!(freeze(1_000), Some(1_000));
+        assert_eq!(freeze(1_000), None, "a move runs");
+        assert_eq!(thaw(1_000), 1);
+        assert_eq!(freeze(1_000), Some(1_001), "the same second");
+        assert_eq!(thaw(1_001), 1);
+        assert_eq!(freeze(999), Some(1_002), "a clock gone back");
+        assert_eq!(thaw(1_002), 1);
+        assert_eq!(freeze(5_000), Some(5_000));
+    }
+
+    /// A move's pages: its start once, each page once, none before its start, and the tables
+    /// whole once a page short of full is recorded; a move started again forgets the others'.
+    #[test]
+    fn a_moves_pages_are_recorded_once_and_only_after_its_start() {
+        let mut conn = object();
+        let (events, deliveries) = (
+            TABLES.iter().find(|t| t.name == "events").unwrap(),
+            TABLES.iter().find(|t| t.name == "deliveries").unwrap(),
+        );
+        let page =
+            |since, table, first, rows| super::record_page(since, table, first, rows).unwrap();
+        // Before its start: refused by name, nothing recorded.
+        let refused = commit(&mut conn, &[page(7, events, 0, 100)]).unwrap_err();
+        assert!(refused.contains("object_move_pages_started"), "{refused}");
+        assert!(!pages(&conn, 7).started);
+        commit(&mut conn, &super::start(7).unwrap()).unwrap();
+        // A second start of the same move commits nothing (its pages stay).
+        commit(&mut conn, &[page(7, events, 0, 100)]).unwrap();
+        let again = commit(&mut conn, &super::start(7).unwrap()).unwrap_err();
+        assert!(again.contains("object_move_pages"), "{again}");
+        // A page sent twice commits once.
+        let twice = commit(&mut conn, &[page(7, events, 0, 100)]).unwrap_err();
+        assert!(twice.contains("object_move_pages"), "{twice}");
+        commit(
+            &mut conn,
+            &[page(7, events, 100, 40), page(7, deliveries, 0, 100)],
+        )
+        .unwrap();
+        let progress = pages(&conn, 7);
+        assert!(progress.started);
+        assert_eq!(progress.of("events"), (140, true));
+        assert_eq!(progress.of("deliveries"), (100, false));
+        assert_eq!(progress.of("transactions"), (0, false));
+        // Another move's start forgets this one's pages, whose next page is then refused.
+        commit(&mut conn, &super::start(9).unwrap()).unwrap();
+        assert!(!pages(&conn, 7).started);
+        assert!(commit(&mut conn, &[page(7, deliveries, 100, 3)]).is_err());
+    }
 
     /// The list names every money table of the schema, once, and each key is the table's
     /// primary key.

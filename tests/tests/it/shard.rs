@@ -1906,18 +1906,7 @@ fn an_institutions_money_moves_into_its_object_with_its_books() {
     let (s, institution) = settling();
     let (worker, anvil) = (&s.worker, &s.anvil);
     let checkout = |amount: &str, reference: &str| checkout(worker, amount, reference);
-    let pay = |session: &str| {
-        let (address, units) = worker.deposit(session);
-        anvil.transfer(&s.usdc, &s.customer, &address, units);
-        anvil.mine(3);
-        eventually("the credit", Duration::from_secs(30), || {
-            let reply = worker.send(
-                worker.request(Method::GET, &format!("/checkout/{session}/status")),
-                None,
-            );
-            (reply.json()["status"] == "succeeded").then_some(())
-        });
-    };
+    let pay = |session: &str| pay_until_credited(&s, session);
     let wallet = super::settlement::wallet();
     let start = anvil.balance_of(&s.usdc, wallet);
     // One payment settled from D1.
@@ -1948,19 +1937,7 @@ fn an_institutions_money_moves_into_its_object_with_its_books() {
     let before = reads(worker, &token, &paths);
     let d1_books = |id: &str| posted(&worker.database(), id);
     let token_hex = s.usdc.to_ascii_lowercase();
-    let merchant: i64 = worker
-        .database()
-        .query_row(
-            "SELECT merchant_id FROM transactions WHERE id = ?1",
-            [credited],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let merchant_account = format!("polygon:{token_hex}:merchant:{merchant}");
-    let owed = {
-        let (d, c) = d1_books(&merchant_account);
-        c - d
-    };
+    let (merchant_account, owed) = owed_in_d1(&s, credited);
     assert!(owed > 0, "the credited payment is owed to the merchant");
 
     // The move.
@@ -1986,28 +1963,10 @@ fn an_institutions_money_moves_into_its_object_with_its_books() {
     // A second move is refused: the institution is held.
     assert_eq!(move_in(worker, institution).status, 409);
     // Every read answers the same.
-    let after = reads(worker, &token, &paths);
-    for ((path, status, body), (_, was_status, was)) in after.iter().zip(&before) {
-        assert_eq!(status, was_status, "{path}: {body}");
-        assert_eq!(body, was, "{path}");
-    }
+    assert_same_reads(worker, &token, &paths, &before);
 
     // The payment in flight is paid now, to the address given before the move.
-    let (address, units) = held_deposit(worker, institution, &waiting);
-    anvil.transfer(&s.usdc, &s.customer, &address, units);
-    anvil.mine(3);
-    eventually(
-        "both settled from the object",
-        Duration::from_secs(120),
-        || {
-            anvil.mine(1);
-            worker.cron();
-            [credited, in_flight]
-                .iter()
-                .all(|id| worker.transaction(0, *id)["raw_status"] == "paid")
-                .then_some(())
-        },
-    );
+    pay_held_and_settle(&s, institution, &waiting, [credited, in_flight]);
     // Each settled once: the wallet holds the D1 settlement and the object's, exactly.
     let db = object();
     let nets: u128 = {
@@ -2245,6 +2204,82 @@ fn settling() -> (super::settlement::Setup, i64) {
     );
     let institution = institution_id(&s.worker, 0);
     (s, institution)
+}
+
+/// Asserts that every read of `paths` with `token` answers as `before` did.
+fn assert_same_reads(
+    worker: &Worker,
+    token: &str,
+    paths: &[String],
+    before: &[(String, u16, Value)],
+) {
+    let after = reads(worker, token, paths);
+    for ((path, status, body), (_, was_status, was)) in after.iter().zip(before) {
+        assert_eq!(status, was_status, "{path}: {body}");
+        assert_eq!(body, was, "{path}");
+    }
+}
+
+/// Pays `waiting`, a checkout of `institution` made before its move, to the address it was
+/// given (now in the object), and runs the cron until both `payments` are paid.
+fn pay_held_and_settle(
+    s: &super::settlement::Setup,
+    institution: i64,
+    waiting: &str,
+    payments: [i64; 2],
+) {
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let (address, units) = held_deposit(worker, institution, waiting);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually(
+        "both settled from the object",
+        Duration::from_secs(120),
+        || {
+            anvil.mine(1);
+            worker.cron();
+            payments
+                .iter()
+                .all(|id| worker.transaction(0, *id)["raw_status"] == "paid")
+                .then_some(())
+        },
+    );
+}
+
+/// Pays checkout `session` of setup `s` in full on chain and waits for its credit (its status
+/// poll credits it; no cron runs).
+fn pay_until_credited(s: &super::settlement::Setup, session: &str) {
+    let (worker, anvil) = (&s.worker, &s.anvil);
+    let (address, units) = worker.deposit(session);
+    anvil.transfer(&s.usdc, &s.customer, &address, units);
+    anvil.mine(3);
+    eventually("the credit", Duration::from_secs(30), || {
+        let reply = worker.send(
+            worker.request(Method::GET, &format!("/checkout/{session}/status")),
+            None,
+        );
+        (reply.json()["status"] == "succeeded").then_some(())
+    });
+}
+
+/// The USDC account in D1's books of the merchant of payment `transaction`, and what D1's books
+/// owe it there.
+fn owed_in_d1(s: &super::settlement::Setup, transaction: i64) -> (String, u128) {
+    let merchant: i64 = s
+        .worker
+        .database()
+        .query_row(
+            "SELECT merchant_id FROM transactions WHERE id = ?1",
+            [transaction],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let account = format!(
+        "polygon:{}:merchant:{merchant}",
+        s.usdc.to_ascii_lowercase()
+    );
+    let (d, c) = posted(&s.worker.database(), &account);
+    (account, c - d)
 }
 
 /// A checkout of `amount` USD by the first demo institution's first merchant, paid in crypto:
@@ -2757,16 +2792,7 @@ fn a_move_larger_than_one_request_goes_on_over_several_and_survives_a_kill() {
     let (s, institution) = settling_in_small_steps();
     let (worker, anvil) = (&s.worker, &s.anvil);
     let (credited, session) = checkout(worker, "20.00", "STEPS-CREDITED");
-    let (address, units) = worker.deposit(&session);
-    anvil.transfer(&s.usdc, &s.customer, &address, units);
-    anvil.mine(3);
-    eventually("the credit", Duration::from_secs(30), || {
-        let reply = worker.send(
-            worker.request(Method::GET, &format!("/checkout/{session}/status")),
-            None,
-        );
-        (reply.json()["status"] == "succeeded").then_some(())
-    });
+    pay_until_credited(&s, &session);
     let (in_flight, waiting) = checkout(worker, "5.00", "STEPS-IN-FLIGHT");
     let (client, secret) = worker.new_client(0, "Steps", &["transactions:read", "events:read"]);
     let token = worker.token(&client, &secret);
@@ -2777,20 +2803,7 @@ fn a_move_larger_than_one_request_goes_on_over_several_and_survives_a_kill() {
         "/v1/events?limit=25".into(),
     ];
     let before = reads(worker, &token, &paths);
-    let token_hex = s.usdc.to_ascii_lowercase();
-    let merchant: i64 = worker
-        .database()
-        .query_row(
-            "SELECT merchant_id FROM transactions WHERE id = ?1",
-            [credited],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let merchant_account = format!("polygon:{token_hex}:merchant:{merchant}");
-    let owed = {
-        let (d, c) = posted(&worker.database(), &merchant_account);
-        c - d
-    };
+    let (merchant_account, owed) = owed_in_d1(&s, credited);
     assert!(owed > 0, "the credited payment is owed to the merchant");
 
     // The first request goes part of the way.
@@ -2864,23 +2877,9 @@ fn a_move_larger_than_one_request_goes_on_over_several_and_survives_a_kill() {
     assert_eq!(c - d, owed, "opened in the object once");
     let (d, c) = posted(&worker.database(), &merchant_account);
     assert_eq!(c, d, "closed in D1");
-    let after = reads(worker, &token, &paths);
-    for ((path, status, body), (_, was_status, was)) in after.iter().zip(&before) {
-        assert_eq!(status, was_status, "{path}: {body}");
-        assert_eq!(body, was, "{path}");
-    }
+    assert_same_reads(worker, &token, &paths, &before);
     // The payment in flight is paid in the object; both settle once from there.
-    let (address, units) = held_deposit(worker, institution, &waiting);
-    anvil.transfer(&s.usdc, &s.customer, &address, units);
-    anvil.mine(3);
-    eventually("both settled", Duration::from_secs(120), || {
-        anvil.mine(1);
-        worker.cron();
-        [credited, in_flight]
-            .iter()
-            .all(|id| worker.transaction(0, *id)["raw_status"] == "paid")
-            .then_some(())
-    });
+    pay_held_and_settle(&s, institution, &waiting, [credited, in_flight]);
     let db = worker.object_database(institution).unwrap();
     for id in [credited, in_flight] {
         assert_eq!(events_of(&db, id, "payment.paid"), 1);
