@@ -419,12 +419,7 @@ async fn make(
                 .await
                 .or_internal("allocate deposit index")?;
             *counted = true;
-            let given = taken
-                .rows(given)
-                .or_internal("allocate deposit index")?
-                .into_iter()
-                .next();
-            let Some(given) = given else {
+            let Some(given) = chain::custody::given_in(&taken, given)? else {
                 return took_nothing(ctx, options, &taken, Some(counts), probe);
             };
             held = Some(now);
@@ -582,21 +577,11 @@ async fn make_held(
     }
     let (deposit_address, deposit_index) = match (deriver, index) {
         (Some(deriver), Some(index)) => {
-            let given = taken
-                .rows(index)
-                .or_internal("allocate deposit index")?
-                .into_iter()
-                .next()
-                .ok_or_else(|| {
-                    ApiError::internal("allocate deposit index", "indexed without an index")
-                })?;
+            let given = chain::custody::given_in(&taken, index)?.ok_or_else(|| {
+                ApiError::internal("allocate deposit index", "indexed without an index")
+            })?;
             // Derived just now (none was ahead): into the directory's index before it is shown.
-            let (address, fill) = chain::custody::address_of(&deriver, &given)?;
-            if let Some(fill) = fill {
-                crate::db::batch(&ctx.db, vec![fill])
-                    .await
-                    .or_internal("index deposit address")?;
-            }
+            let address = chain::custody::indexed_address(ctx, &deriver, &given).await?;
             (address, Some(given.index))
         }
         _ => (chain::simulated(method.network)?, None),

@@ -15,7 +15,7 @@ use shared_types::ErrorCode;
 use super::Deriver;
 use crate::ctx::Ctx;
 use crate::db::deposits::{self, Given, Purpose};
-use crate::db::{Batch, Stmt};
+use crate::db::{Batch, BatchResults, Handle, Stmt};
 use crate::error::{ApiError, OrInternal};
 
 /// Addresses kept derived ahead of the counter: about three minutes of one checkout a second.
@@ -50,19 +50,35 @@ pub async fn fresh(
         .run(&ctx.db)
         .await
         .or_internal("allocate deposit index")?;
-    let given = taken
+    let given = given_in(&taken, given)?
+        .ok_or_else(|| ApiError::internal("allocate deposit index", "no index was taken"))?;
+    let address = indexed_address(ctx, &deriver, &given).await?;
+    Ok((address, Some(given.index)))
+}
+
+/// The index a [`deposits::give`] of the batch that answered `taken` gave, if it gave one.
+pub fn given_in(taken: &BatchResults, given: Handle<Given>) -> Result<Option<Given>, ApiError> {
+    Ok(taken
         .rows(given)
         .or_internal("allocate deposit index")?
         .into_iter()
-        .next()
-        .ok_or_else(|| ApiError::internal("allocate deposit index", "no index was taken"))?;
-    let (address, fill) = address_of(&deriver, &given)?;
+        .next())
+}
+
+/// The address (EIP-55) of index `given`, filled in the directory's index first (a D1
+/// statement of its own) if it is derived just now.
+pub async fn indexed_address(
+    ctx: &Ctx,
+    deriver: &Deriver,
+    given: &Given,
+) -> Result<String, ApiError> {
+    let (address, fill) = address_of(deriver, given)?;
     if let Some(fill) = fill {
         crate::db::batch(&ctx.db, vec![fill])
             .await
             .or_internal("index deposit address")?;
     }
-    Ok((address, Some(given.index)))
+    Ok(address)
 }
 
 /// The address (EIP-55) of an index just taken: the one derived ahead, or derived now, with the

@@ -2674,9 +2674,14 @@ fn every_custody_address_is_in_the_directorys_index_and_no_wallet_can_be_one() {
     let (next, _) = counter();
     assert_eq!(next, index + 1);
 
-    // The cron derives 200 ahead; the next checkouts, six of each store at once, take theirs
-    // from the index: each its own, each row naming its institution.
-    worker.cron();
+    // The cron derives 200 ahead (three runs at once write the same rows); the next checkouts,
+    // six of each store at once, take theirs from the index: each its own, each row naming its
+    // institution.
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| worker.cron());
+        }
+    });
     let (next, indexed_to) = counter();
     assert_eq!(indexed_to, next + 200, "derived ahead of the counter");
     for i in [0, next, indexed_to - 1] {
