@@ -37,6 +37,17 @@ pub fn transfers_to(to: &str, from: u64, until: u64, token: Option<&str>) -> Val
     json!([filter])
 }
 
+/// The `eth_getLogs` filter for every ERC-20 transfer of the `tokens` contracts (lower case) in
+/// blocks `from..=until`, to anyone: the watcher's pass over a network.
+pub fn transfers_of(tokens: &[String], from: u64, until: u64) -> Value {
+    json!([{
+        "fromBlock": format!("{from:#x}"),
+        "toBlock": format!("{until:#x}"),
+        "address": tokens,
+        "topics": [TRANSFER_TOPIC],
+    }])
+}
+
 /// One ERC-20 transfer as a node reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transfer {

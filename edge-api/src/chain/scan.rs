@@ -3,7 +3,7 @@
 //!
 //! A check starts from the last block read as final, `confirmations` blocks below it again (a
 //! node behind a load balancer may have answered from a backend that lagged), and reads up to the
-//! node's head: a token's transfer logs in pages ([`token_transfers`]), or, for the network's
+//! node's head: a token's transfer logs in pages ([`logged`]), or, for the network's
 //! own coin, the balance's growth ([`super::native`]). Blocks up to `final_to` have the
 //! network's depth on them; what the caller stores of them is final, what is above is replaced
 //! at the next check (so a transfer reorged away disappears).
@@ -100,8 +100,11 @@ pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainRes
         }
         (native.transfers, native.read_to, native.times)
     } else {
-        let (found, read_to) =
-            token_transfers(network, (target.address, &target.token.lower()), from, head).await?;
+        let token = target.token.lower();
+        let (found, read_to) = logged(network, from, head, |next, end| {
+            evm::transfers_to(target.address, next, end, Some(&token))
+        })
+        .await?;
         (found, read_to, BTreeMap::new())
     };
     // Blocks up to `final_to` have at least `confirmations` blocks on them, counting their own.
@@ -118,20 +121,20 @@ pub async fn read(ctx: &Ctx, network: &Network, target: &Target<'_>) -> ChainRes
     }))
 }
 
-/// The `token`'s transfers to `address` in blocks `from..` up to `head`, and the last block
-/// read.
-async fn token_transfers(
+/// The transfers `filter` asks for (one token's to one address, or the watcher's pass: every
+/// transfer of the network's tokens) in blocks `from..` up to `head`, and the last block read.
+pub async fn logged(
     network: &Network,
-    (address, token): (&str, &str),
     from: u64,
     head: u64,
+    filter: impl Fn(u64, u64) -> serde_json::Value,
 ) -> ChainResult<(Vec<evm::Transfer>, u64)> {
     let node = &network.node;
     let until = head.min(from.saturating_add(network.log_range * MAX_LOG_REQUESTS) - 1);
-    // The token's transfers, in ranges of `log_range` blocks; an answer too large (or refused:
+    // The transfers, in ranges of `log_range` blocks; an answer too large (or refused:
     // providers cap results) is asked again for half the range, down to one block, whose
-    // answer may be larger (a block's gas limit bounds its logs). Only this token's logs are
-    // asked for, so nobody can crowd them out with another contract's.
+    // answer may be larger (a block's gas limit bounds its logs). Only the named tokens' logs
+    // are asked for, so nobody can crowd them out with another contract's.
     let mut found = Vec::new();
     let mut next = from;
     let mut span = network.log_range;
@@ -139,7 +142,7 @@ async fn token_transfers(
     while next <= until && requests < MAX_LOG_REQUESTS + MAX_SPLIT_REQUESTS {
         let end = until.min(next + span - 1);
         requests += 1;
-        let filter = evm::transfers_to(address, next, end, Some(token));
+        let filter = filter(next, end);
         let cap = if span == 1 {
             MAX_BLOCK_LOGS
         } else {

@@ -26,6 +26,7 @@ pub mod heads;
 pub mod ledger;
 pub mod merchants;
 pub mod moves;
+pub mod passes;
 pub mod notifications;
 pub mod object_sends;
 pub mod origins;

@@ -56,6 +56,11 @@ const ALLOWED: &[(&str, &str)] = &[
     // institution, and every statement that follows is keyed by it. Sharded, each
     // institution's object runs the same read over its own rows (from its alarm).
     (
+        "SELECT DISTINCT address FROM deposit_watches WHERE network = ?1",
+        "passes::watched_in_d1, which of the addresses the watcher's pass found money for D1 \
+         watches (of the institutions the directory's index names; only whether, no row)",
+    ),
+    (
         "w.watch_until > ?1 AND w.checked_at < CASE",
         "watches::due, the deposit watcher's due watches",
     ),

@@ -50,6 +50,9 @@ const TABLES: &[(&str, Store)] = &[
     ("checkout_index", Store::Directory),
     ("sanctioned_addresses", Store::Directory),
     ("screening_outages", Store::Directory),
+    // The watcher's pass over each network and the money it found that no store credits.
+    ("network_passes", Store::Directory),
+    ("held_deposits", Store::Directory),
     ("transactions", Store::Institution),
     ("payment_parts", Store::Institution),
     ("checkout_sessions", Store::Institution),

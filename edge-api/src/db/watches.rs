@@ -170,9 +170,16 @@ pub fn sweep_gap(watch: &Watch, now: i64) -> i64 {
     }
 }
 
+/// How much longer than [`SWEEP_GAPS`] an object's token watch waits for the cron's check: the
+/// watcher's pass reads every token transfer of the network each run and checks the watches it
+/// went to at once, so this check only catches up what a pass could not route (the node failed
+/// it, or the run's calls ran out). The coin's watches are read as before: a payment in it
+/// leaves no log.
+pub const PASS_SLACK_SECONDS: i64 = 300;
+
 /// The open watches due a cron check: pending payments first, then recently expired ones, then
 /// the rest, each oldest check first; at most `limit`. In D1, only institutions whose money is
-/// there ([`super::MONEY_IN_D1`]).
+/// there ([`super::MONEY_IN_D1`]); in an object, its token watches [`PASS_SLACK_SECONDS`] later.
 pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
     all(
         db,
@@ -181,7 +188,7 @@ pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
                 "{WATCH} WHERE w.watch_until > ?1 AND w.checked_at < CASE \
                  WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN ?1 - ?2 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN ?1 - ?3 \
-                 ELSE ?1 - ?4 END \
+                 ELSE ?1 - ?4 END - CASE WHEN w.token = 'native' THEN 0 ELSE ?6 END \
                  ORDER BY CASE WHEN t.raw_status = 'pending' AND t.screening IS NULL THEN 0 \
                  WHEN t.raw_status = 'expired' AND s.expires_at > ?1 - 3600 THEN 1 ELSE 2 END, \
                  w.checked_at LIMIT ?5"
@@ -203,6 +210,35 @@ pub async fn due(db: &Db, now: i64, limit: i64) -> DbResult<Vec<Watch>> {
             SWEEP_GAPS[1].into(),
             SWEEP_GAPS[2].into(),
             limit.into(),
+            PASS_SLACK_SECONDS.into(),
+        ][..if db.is_object() { 6 } else { 5 }],
+    )
+    .await
+}
+
+/// `institution_id`'s open watches of those of `addresses` (lower case) on `network`: the
+/// watches the watcher's pass found money for.
+pub async fn open_at(
+    db: &Db,
+    institution_id: InstitutionId,
+    network: &str,
+    addresses: &[&str],
+    now: i64,
+) -> DbResult<Vec<Watch>> {
+    if addresses.is_empty() {
+        return Ok(Vec::new());
+    }
+    all(
+        db,
+        &format!(
+            "{WATCH} WHERE w.institution_id = ?1 AND w.network = ?2 AND w.watch_until > ?3 \
+             AND w.address IN (SELECT value FROM json_each(?4))"
+        ),
+        &[
+            institution_id.into(),
+            network.into(),
+            now.into(),
+            serde_json::to_string(addresses).unwrap_or_default().into(),
         ],
     )
     .await

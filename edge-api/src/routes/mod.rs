@@ -108,6 +108,7 @@ fn route<'a>(segments: &[&'a str], sandbox: bool) -> Option<Route<'a, Incoming<'
             .get(operator::float_moves)
             .post(operator::move_float),
         ["operator", "float-moves", id] => Route::new().get(move |r| operator::float_move(r, id)),
+        ["operator", "held-deposits"] => Route::new().get(operator::held_deposits),
         ["openapi.json"] => Route::new().get(openapi),
         _ => return None,
     })

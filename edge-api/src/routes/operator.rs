@@ -20,6 +20,8 @@
 //! CCTP (`money::float_moves`): 201 with the move made, 200 with the one its reference already
 //! made, 409 naming why it cannot; `GET /operator/float-moves[?before=ID&limit=N]` lists them
 //! newest first, `GET /operator/float-moves/{id}` reads one.
+//! `GET /operator/held-deposits[?before=UNIX&limit=N]`: money that came to custody and that no
+//! store credits (`money::watch::pass`), newest first.
 
 use serde::Deserialize;
 use shared_types::ledger::reads::Part;
@@ -27,7 +29,7 @@ use shared_types::ErrorCode;
 use worker::Response;
 
 use crate::ctx::Ctx;
-use crate::db::moves;
+use crate::db::{moves, passes};
 use crate::db::screenings::{self, Loaded};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
@@ -356,7 +358,8 @@ pub async fn float_moves(Incoming { req, ctx, .. }: Incoming<'_>) -> Result<Resp
             }
             _ => {
                 return Err(ApiError::invalid_request(
-                    "unknown or repeated parameter: float moves take before (a move's id) and                      limit",
+                    "unknown or repeated parameter: float moves take before (a move's id) and \
+                     limit",
                 ))
             }
         }
@@ -376,6 +379,49 @@ pub async fn float_move(
     }
     let made = float_moves::get(ctx, id).await?;
     http::json(200, &made).or_internal("build response")
+}
+
+/// Most held deposits one page lists.
+const HELD_DEPOSITS_MAX: i64 = 100;
+
+/// The held deposits: money that came to custody and that no store credits, newest first.
+pub async fn held_deposits(Incoming { req, ctx, .. }: Incoming<'_>) -> Result<Response, ApiError> {
+    authorize(ctx, &req)?;
+    let url = req.url().or_internal("parse url")?;
+    let (mut before, mut limit) = (None, None);
+    let number = |value: &str, name: &str, range: std::ops::RangeInclusive<i64>| {
+        value
+            .parse::<i64>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_request(format!(
+                    "{name} must be a number from {} to {}",
+                    range.start(),
+                    range.end()
+                ))
+            })
+    };
+    for (name, value) in url.query_pairs() {
+        match name.as_ref() {
+            "before" if before.is_none() => {
+                before = Some(number(&value, "before", 0..=i64::from(u32::MAX))?);
+            }
+            "limit" if limit.is_none() => {
+                limit = Some(number(&value, "limit", 1..=HELD_DEPOSITS_MAX)?);
+            }
+            _ => {
+                return Err(ApiError::invalid_request(
+                    "unknown or repeated parameter: held deposits take before (Unix seconds) \
+                     and limit",
+                ))
+            }
+        }
+    }
+    let held = passes::list(&ctx.db, before, limit.unwrap_or(HELD_DEPOSITS_MAX))
+        .await
+        .or_internal("read held deposits")?;
+    http::json(200, &serde_json::json!({ "data": held })).or_internal("build response")
 }
 
 fn authorize(ctx: &Ctx, req: &worker::Request) -> Result<(), ApiError> {

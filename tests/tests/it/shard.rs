@@ -2943,3 +2943,177 @@ fn a_move_left_midway_is_given_up_and_moved_afresh() {
         .unwrap();
     assert_eq!(status, "succeeded");
 }
+
+/// `GET /operator/held-deposits` with the operator's token.
+fn held_deposits(worker: &Worker, query: &str) -> Reply {
+    worker.send(
+        worker
+            .request(Method::GET, &format!("/operator/held-deposits{query}"))
+            .bearer_auth(OPERATOR_TOKEN),
+        None,
+    )
+}
+
+/// The watcher's pass reads every token transfer of a network once a run, finds the receivers
+/// in the directory's index and checks the held watches money came to at once: one cron run
+/// credits a held payment whose watch the cron had just checked (its own check would wait five
+/// minutes more). Money to one of custody's addresses that was never given out is held and
+/// listed for the operator once, under racing runs, and never credited; the books still
+/// balance against the chain.
+#[test]
+fn the_watchers_pass_credits_held_money_at_once_and_holds_what_no_store_credits() {
+    const DEPTH: u64 = 2;
+    let anvil = Anvil::start();
+    let usdc = anvil.token("USD Coin", "USDC");
+    let customer = anvil.account(1);
+    anvil.mint(&usdc, &customer, 1_000_000_000);
+    let worker = Worker::start_with_vars(
+        "production",
+        3600,
+        &[
+            ("PAYRAIL_OPERATOR_TOKEN", OPERATOR_TOKEN),
+            ("PAYRAIL_EVM_XPUB", TEST_XPUB),
+            (
+                "PAYRAIL_CHAINS",
+                &chains("polygon", &anvil.url, DEPTH, &[("USDC", &usdc)], &[]),
+            ),
+        ],
+    );
+    let institution = institution_id(&worker, 0);
+    hold(&worker, institution);
+    let key = &worker.credentials.institutions[0].merchants[0].public_key;
+    let session = worker.checkout_session(&json!({
+        "publicKey": key, "amount": "4.20", "currency": "USD", "title": "Passed",
+        "externalReference": "PASS-1", "redirectUrl": "https://shop.example/done",
+        "allowCrypto": true
+    }));
+    let (session, id) = (
+        session["id"].as_str().unwrap().to_owned(),
+        session["transaction_id"].as_i64().unwrap(),
+    );
+    let (address, units) = held_deposit(&worker, institution, &session);
+    // A run checks the new watch (and starts the network's pass); the cron's own check of it
+    // is then minutes away.
+    worker.cron();
+    let d1 = worker.database();
+    let passed = || -> (i64, Option<String>) {
+        d1.query_row(
+            "SELECT scanned_to, error FROM network_passes WHERE network = 'polygon'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the network's pass")
+    };
+    let (first, error) = passed();
+    assert_eq!(error, None);
+    let hash = anvil.transfer(&usdc, &customer, &address, units);
+    anvil.mine(DEPTH);
+    // Three runs at once: one credit, one event.
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| worker.cron());
+        }
+    });
+    let t = worker.transaction(0, id);
+    assert_eq!(
+        t["raw_status"], "succeeded",
+        "credited by the runs' pass: {t}"
+    );
+    assert_eq!(t["tx_hashes"]["source"], json!(hash));
+    let object = worker.object_database(institution).unwrap();
+    assert_eq!(events_of(&object, id, "payment.succeeded"), 1);
+    let (scanned_to, error) = passed();
+    assert_eq!(error, None);
+    assert!(
+        scanned_to > first,
+        "the pass went on: {first} -> {scanned_to}"
+    );
+
+    // Money to an address derived ahead and never given out: held, listed once, credited
+    // nowhere.
+    let free: String = d1
+        .query_row(
+            "SELECT c.address FROM custody_addresses c JOIN deposit_indexes d \
+             ON d.family = c.family WHERE c.derivation_index >= d.next + 40 \
+             ORDER BY c.derivation_index LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("an address derived ahead");
+    let stray = anvil.transfer(&usdc, &customer, &free, 777_000);
+    anvil.mine(DEPTH);
+    let held = eventually("the stray deposit held", Duration::from_secs(30), || {
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| worker.cron());
+            }
+        });
+        let reply = held_deposits(&worker, "");
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let list = reply.json()["data"].as_array().cloned().unwrap();
+        (!list.is_empty()).then_some(list)
+    });
+    assert_eq!(held.len(), 1, "one row for one log: {held:?}");
+    let row = &held[0];
+    assert_eq!(row["reason"], "not_given");
+    assert_eq!(row["network"], "polygon");
+    assert_eq!(row["address"], json!(free));
+    assert_eq!(row["tx_hash"], json!(stray.to_ascii_lowercase()));
+    assert_eq!(row["amount_units"], "777000");
+    assert_eq!(row["token"], json!(usdc.to_ascii_lowercase()));
+    assert_eq!(row["sender"], json!(customer.to_ascii_lowercase()));
+    assert_eq!(row["institution_id"], Value::Null);
+    worker.cron();
+    assert_eq!(
+        held_deposits(&worker, "").json()["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "a later pass never holds it twice"
+    );
+    let booked: i64 = d1
+        .query_row(
+            "SELECT count(*) FROM ledger_accounts WHERE owner = ?1",
+            [&free],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let booked_held: i64 = object
+        .query_row(
+            "SELECT count(*) FROM ledger_accounts WHERE owner = ?1",
+            [&free],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((booked, booked_held), (0, 0), "credited nowhere");
+    // The list's input is bounded and named.
+    for (query, named) in [
+        ("?limit=0", "limit"),
+        ("?limit=101", "limit"),
+        ("?before=soon", "before"),
+        ("?color=red", "parameter"),
+        ("?limit=5&limit=6", "parameter"),
+    ] {
+        let reply = held_deposits(&worker, query);
+        assert_eq!(reply.status, 400, "{query}: {}", reply.text);
+        let body = reply.json();
+        assert_eq!(body["error"], "invalid_request", "{query}: {body}");
+        assert!(
+            body["error_description"]
+                .as_str()
+                .is_some_and(|m| m.contains(named)),
+            "{query}: {body}"
+        );
+    }
+    let before = row["seen_at"].as_i64().unwrap();
+    let earlier = held_deposits(&worker, &format!("?before={before}&limit=1"));
+    assert_eq!(earlier.status, 200, "{}", earlier.text);
+    assert_eq!(earlier.json()["data"], json!([]));
+    let unauthorized = worker.send(
+        worker.request(Method::GET, "/operator/held-deposits"),
+        None,
+    );
+    assert_eq!(unauthorized.status, 401, "{}", unauthorized.text);
+    payrail_tests::books::assert_balanced(&worker, &anvil);
+}

@@ -46,6 +46,7 @@ use crate::{db, payments};
 
 mod after_credit;
 mod held;
+pub mod pass;
 pub mod rules;
 
 /// Remembers in this isolate that `institution`'s object holds checkout `id` (learned where
@@ -841,9 +842,11 @@ pub async fn arrival_rate(
     Ok((per_unit.round_dp(12).normalize(), source))
 }
 
-/// The cron's part: checks the open watches that are due (pending payments first), and settles
-/// their sessions' payments, in D1 and then in the objects of the institutions held there
-/// (taken in turn, [`db::moves::HELD_PER_RUN`] a run); then the merchants' top-up addresses
+/// The cron's part: the pass over each network, which checks at once the watches of held
+/// institutions that money came to ([`pass`]); then the open watches that are due (pending
+/// payments first), and settles their sessions' payments, in D1 and then in the objects of the
+/// institutions held there (taken in turn, [`db::moves::HELD_PER_RUN`] a run, their token
+/// watches [`watches::PASS_SLACK_SECONDS`] later); then the merchants' top-up addresses
 /// ([`super::topup`]).
 pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     let now = ctx.now();
@@ -856,10 +859,23 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     if networks.is_empty() {
         return Ok(());
     }
+    let gap = |watch: &Watch| now - watches::sweep_gap(watch, now);
+    // First the pass over each network, which checks the held watches money came to.
+    for (name, network) in &networks {
+        if network.tokens.is_empty() {
+            continue;
+        }
+        if budget.left() < pass::MOST_PASS_CALLS + MOST_TOKEN_CHECK_CALLS {
+            break;
+        }
+        if let Err(error) = pass_over(ctx, name, network, &networks, &budget).await {
+            pass::failed(ctx, name, &error).await?;
+        }
+    }
     let due = watches::due(&ctx.db, now, SWEEP_PER_RUN)
         .await
         .or_internal("read due watches")?;
-    sweep_in(ctx, None, &networks, &budget, &due).await?;
+    sweep_in(ctx, None, &networks, &budget, &due, &gap).await?;
     let held = db::moves::held(&ctx.db, db::moves::HELD_PER_RUN, now / 60)
         .await
         .or_internal("list held institutions")?;
@@ -874,7 +890,7 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
             let due = watches::due(&object, now, left)
                 .await
                 .or_internal("read due watches")?;
-            sweep_in(ctx, Some(&object), &networks, &budget, &due).await?;
+            sweep_in(ctx, Some(&object), &networks, &budget, &due, &gap).await?;
             Ok::<_, ApiError>(due.len())
         };
         match swept.await {
@@ -886,29 +902,62 @@ pub async fn sweep(ctx: &Ctx) -> Result<(), ApiError> {
     topup::sweep(ctx, &budget, &networks, &held).await
 }
 
-/// Checks the `due` watches of one store (D1, or the object `held`) within `budget`, then judges
-/// their sessions.
+/// One network's pass ([`pass`]): the open watches of held institutions that money came to are
+/// checked now, whenever they were last; the error is the reason recorded on the pass. One
+/// object failing is logged and its watches are caught up by the cron's own checks.
+async fn pass_over(
+    ctx: &Ctx,
+    name: &str,
+    network: &Network,
+    networks: &BTreeMap<String, Network>,
+    budget: &Budget,
+) -> Result<(), String> {
+    let Some(passed) = pass::start(ctx, name, network).await? else {
+        return Ok(());
+    };
+    let now = ctx.now();
+    let mut unwatched = Vec::new();
+    for (institution, addresses) in passed.held() {
+        let checked = async {
+            let object = ctx.institution_object(institution.0)?;
+            let open = watches::open_at(&object, institution, name, &addresses, now)
+                .await
+                .or_internal("read the watches money came to")?;
+            sweep_in(ctx, Some(&object), networks, budget, &open, &|_| now + 1).await?;
+            Ok::<_, ApiError>(open)
+        };
+        match checked.await {
+            Ok(open) => unwatched.extend(
+                addresses
+                    .iter()
+                    .filter(|a| !open.iter().any(|w| w.address == **a))
+                    .map(|a| (institution, (*a).to_owned())),
+            ),
+            Err(error) => error.log_with(format!(
+                "the watcher's pass over {name}: institution {}'s deposits",
+                institution.0
+            )),
+        }
+    }
+    passed.finish(ctx, &unwatched).await
+}
+
+/// Checks the `due` watches of one store (D1, or the object `held`) within `budget`, each unless
+/// it was checked after `checked_before` says, then judges their sessions.
 async fn sweep_in(
     ctx: &Ctx,
     held: Option<&Db>,
     networks: &BTreeMap<String, Network>,
     budget: &Budget,
     due: &[Watch],
+    checked_before: &dyn Fn(&Watch) -> i64,
 ) -> Result<(), ApiError> {
-    let now = ctx.now();
     let mut sessions = BTreeSet::new();
     for watch in due {
         if budget.left() < most_calls(watch) + topup::MOST_TOKEN_CHECK_CALLS {
             break;
         }
-        check(
-            ctx,
-            held,
-            networks,
-            watch,
-            now - watches::sweep_gap(watch, now),
-        )
-        .await?;
+        check(ctx, held, networks, watch, checked_before(watch)).await?;
         sessions.insert((watch.institution_id, watch.session_id.clone()));
     }
     for (institution, id) in sessions {
