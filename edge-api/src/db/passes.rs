@@ -91,9 +91,7 @@ pub async fn owners(db: &Db, addresses: &[&str]) -> DbResult<Vec<Owner>> {
          i.store FROM custody_addresses c JOIN deposit_indexes d ON d.family = c.family \
          LEFT JOIN institutions i ON i.id = c.institution_id \
          WHERE c.address IN (SELECT value FROM json_each(?1))",
-        &[serde_json::to_string(addresses)
-            .unwrap_or_default()
-            .into()],
+        &[serde_json::to_string(addresses).unwrap_or_default().into()],
     )
     .await
 }
@@ -115,9 +113,7 @@ pub async fn watched_in_d1(
         &[
             network.into(),
             now.into(),
-            serde_json::to_string(addresses)
-                .unwrap_or_default()
-                .into(),
+            serde_json::to_string(addresses).unwrap_or_default().into(),
         ],
     )
     .await
@@ -191,8 +187,7 @@ pub fn hold(held: &HeldDeposit) -> DbResult<Stmt> {
                 .map_or(super::Value::Null, Into::into),
             held.block_number.into(),
             held.reason.as_str().into(),
-            held.institution_id
-                .map_or(super::Value::Null, Into::into),
+            held.institution_id.map_or(super::Value::Null, Into::into),
             held.seen_at.into(),
         ],
     )

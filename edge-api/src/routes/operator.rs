@@ -29,8 +29,8 @@ use shared_types::ErrorCode;
 use worker::Response;
 
 use crate::ctx::Ctx;
-use crate::db::{moves, passes};
 use crate::db::screenings::{self, Loaded};
+use crate::db::{moves, passes};
 use crate::error::{ApiError, OrInternal};
 use crate::http;
 use crate::money::float_moves;

@@ -3110,10 +3110,7 @@ fn the_watchers_pass_credits_held_money_at_once_and_holds_what_no_store_credits(
     let earlier = held_deposits(&worker, &format!("?before={before}&limit=1"));
     assert_eq!(earlier.status, 200, "{}", earlier.text);
     assert_eq!(earlier.json()["data"], json!([]));
-    let unauthorized = worker.send(
-        worker.request(Method::GET, "/operator/held-deposits"),
-        None,
-    );
+    let unauthorized = worker.send(worker.request(Method::GET, "/operator/held-deposits"), None);
     assert_eq!(unauthorized.status, 401, "{}", unauthorized.text);
     payrail_tests::books::assert_balanced(&worker, &anvil);
 }

@@ -920,9 +920,14 @@ async fn pass_over(
     for (institution, addresses) in passed.held() {
         let checked = async {
             let object = ctx.institution_object(institution.0)?;
-            let open = watches::open_at(&object, institution, name, &addresses, now)
-                .await
-                .or_internal("read the watches money came to")?;
+            let mut open = Vec::new();
+            for chunk in addresses.chunks(pass::LOOKUP) {
+                open.extend(
+                    watches::open_at(&object, institution, name, chunk, now)
+                        .await
+                        .or_internal("read the watches money came to")?,
+                );
+            }
             sweep_in(ctx, Some(&object), networks, budget, &open, &|_| now + 1).await?;
             Ok::<_, ApiError>(open)
         };

@@ -31,10 +31,13 @@ use crate::db::passes::{self, HeldDeposit, HeldReason, Owner};
 use crate::db::Batch;
 use crate::error::{ApiError, OrInternal};
 
-/// Most distinct receivers one pass of a network looks up in the index (one D1 statement); a
-/// pass whose blocks paid more stops before the block that would pass it, and the next goes on
-/// from there (a single block is always read whole).
-pub const MAX_RECEIVERS: usize = 900;
+/// Most distinct receivers one pass of a network looks up in the index (in statements of
+/// [`LOOKUP`]); a pass whose blocks paid more stops before the block that would pass it, and the
+/// next goes on from there (a single block is always read whole).
+pub const MAX_RECEIVERS: usize = 3_600;
+
+/// Most addresses one D1 statement of the pass names (about 40 KB of its 100 KB).
+pub const LOOKUP: usize = 900;
 
 /// The most node calls a pass of one network makes: the chain id, the head and its log pages.
 pub const MOST_PASS_CALLS: u32 = scan::MOST_TOKEN_CALLS;
@@ -55,7 +58,11 @@ pub struct Pass<'n> {
 /// Reads `network`'s new blocks, looks their receivers up in the index and sorts them by where
 /// their money is: `None` when the node is not past the last pass. The error is the reason to
 /// record on it ([`failed`]).
-pub async fn start<'n>(ctx: &Ctx, name: &'n str, network: &Network) -> Result<Option<Pass<'n>>, String> {
+pub async fn start<'n>(
+    ctx: &Ctx,
+    name: &'n str,
+    network: &Network,
+) -> Result<Option<Pass<'n>>, String> {
     let started = passes::scanned_to(&ctx.db, name)
         .await
         .map_err(|e| format!("read the pass: {e}"))?;
@@ -67,13 +74,23 @@ pub async fn start<'n>(ctx: &Ctx, name: &'n str, network: &Network) -> Result<Op
     };
     let receivers: BTreeSet<&str> = read.transfers.iter().map(|t| t.to.as_str()).collect();
     let receivers: Vec<&str> = receivers.into_iter().collect();
-    let owners = passes::owners(&ctx.db, &receivers)
-        .await
-        .map_err(|e| format!("look the receivers up in the index: {e}"))?;
+    let mut owners = Vec::new();
+    for chunk in receivers.chunks(LOOKUP) {
+        owners.extend(
+            passes::owners(&ctx.db, chunk)
+                .await
+                .map_err(|e| format!("look the receivers up in the index: {e}"))?,
+        );
+    }
     let in_d1 = route(&owners).in_d1;
-    let watched = passes::watched_in_d1(&ctx.db, name, &in_d1, ctx.now())
-        .await
-        .map_err(|e| format!("read D1's watches: {e}"))?;
+    let mut watched = Vec::new();
+    for chunk in in_d1.chunks(LOOKUP) {
+        watched.extend(
+            passes::watched_in_d1(&ctx.db, name, chunk, ctx.now())
+                .await
+                .map_err(|e| format!("read D1's watches: {e}"))?,
+        );
+    }
     let unwatched_in_d1 = in_d1
         .into_iter()
         .filter(|a| !watched.iter().any(|w| w == a))
@@ -279,7 +296,8 @@ fn route(owners: &[Owner]) -> Route<'_> {
             route.free.insert(owner.address.as_str());
             continue;
         }
-        let (Some(institution), Some("checkout")) = (owner.institution_id, owner.purpose.as_deref())
+        let (Some(institution), Some("checkout")) =
+            (owner.institution_id, owner.purpose.as_deref())
         else {
             continue;
         };
@@ -339,7 +357,11 @@ mod tests {
     #[test]
     fn a_pass_keeps_whole_blocks_within_its_receivers() {
         // Within the limit: all kept.
-        let mut all = vec![transfer(2, 0, "a"), transfer(1, 0, "b"), transfer(2, 1, "a")];
+        let mut all = vec![
+            transfer(2, 0, "a"),
+            transfer(1, 0, "b"),
+            transfer(2, 1, "a"),
+        ];
         assert_eq!(within_receivers(&mut all, 2), None);
         assert_eq!(all.len(), 3);
         assert_eq!(all[0].block_number, 1, "in chain order");
@@ -354,11 +376,19 @@ mod tests {
         assert_eq!(within_receivers(&mut more, 2), Some(3));
         assert_eq!(more.len(), 3);
         // One block past the limit alone is read whole.
-        let mut one = vec![transfer(5, 0, "a"), transfer(5, 1, "b"), transfer(5, 2, "c")];
+        let mut one = vec![
+            transfer(5, 0, "a"),
+            transfer(5, 1, "b"),
+            transfer(5, 2, "c"),
+        ];
         assert_eq!(within_receivers(&mut one, 2), None);
         assert_eq!(one.len(), 3);
         // The limit passed inside the second block: only the first is kept.
-        let mut inside = vec![transfer(5, 0, "a"), transfer(6, 0, "b"), transfer(6, 1, "c")];
+        let mut inside = vec![
+            transfer(5, 0, "a"),
+            transfer(6, 0, "b"),
+            transfer(6, 1, "c"),
+        ];
         assert_eq!(within_receivers(&mut inside, 2), Some(6));
         assert_eq!(inside.len(), 1);
         // Nothing at all.
