@@ -211,8 +211,9 @@ pub async fn due(db: &Db, checked_before: i64, limit: i64) -> DbResult<Vec<Topup
 }
 
 /// [`due`] in the object holding `institution`'s money, whose merchants are the directory's:
-/// every watch nobody checked since `checked_before`, the least recently checked first; the
-/// caller keeps those of active merchants.
+/// every watch nobody checked since `checked_before` (a token's
+/// [`super::watches::PASS_SLACK_SECONDS`] earlier: the watcher's pass checks those money came
+/// to at once), the least recently checked first; the caller keeps those of active merchants.
 pub async fn due_held(
     db: &Db,
     institution: InstitutionId,
@@ -222,10 +223,41 @@ pub async fn due_held(
     all(
         db,
         &format!(
-            "{WATCH} WHERE w.checked_at < ?1 AND w.institution_id = ?3 \
-             ORDER BY w.checked_at LIMIT ?2"
+            "{WATCH} WHERE w.checked_at < ?1 - CASE WHEN w.token = 'native' THEN 0 ELSE ?4 END \
+             AND w.institution_id = ?3 ORDER BY w.checked_at LIMIT ?2"
         ),
-        &[checked_before.into(), limit.into(), institution.into()],
+        &[
+            checked_before.into(),
+            limit.into(),
+            institution.into(),
+            super::watches::PASS_SLACK_SECONDS.into(),
+        ],
+    )
+    .await
+}
+
+/// `institution`'s top-up watches of those of `addresses` (lower case) on `network`: the ones
+/// the watcher's pass found money for.
+pub async fn open_at(
+    db: &Db,
+    institution: InstitutionId,
+    network: &str,
+    addresses: &[&str],
+) -> DbResult<Vec<TopupWatch>> {
+    if addresses.is_empty() {
+        return Ok(Vec::new());
+    }
+    all(
+        db,
+        &format!(
+            "{WATCH} WHERE w.institution_id = ?1 AND w.network = ?2 \
+             AND w.address IN (SELECT value FROM json_each(?3))"
+        ),
+        &[
+            institution.into(),
+            network.into(),
+            serde_json::to_string(addresses).unwrap_or_default().into(),
+        ],
     )
     .await
 }

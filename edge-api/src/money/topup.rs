@@ -247,6 +247,38 @@ pub async fn sweep(
     Ok(())
 }
 
+/// The watcher's pass found money for `addresses` on `network`, top-up addresses of
+/// `institution` held in its object: their watches of active merchants are checked now,
+/// whenever they were last, within `budget`.
+pub async fn check_routed(
+    ctx: &Ctx,
+    budget: &Budget,
+    networks: &BTreeMap<String, Network>,
+    (institution, network): (InstitutionId, &str),
+    addresses: &[&str],
+) -> Result<(), ApiError> {
+    let object = ctx.institution_object(institution.0)?;
+    let watches = topups::open_at(&object, institution, network, addresses)
+        .await
+        .or_internal("read the top-up watches money came to")?;
+    let merchants: Vec<i64> = watches.iter().map(|w| w.merchant_id).collect();
+    let active = merchants::active_of(&ctx.db, institution, &merchants)
+        .await
+        .or_internal("read merchants")?;
+    let watches: Vec<TopupWatch> = watches
+        .into_iter()
+        .filter(|w| active.contains(&w.merchant_id))
+        .collect();
+    let gas = books::gas_address(ctx)?;
+    let checks = Checks {
+        networks,
+        budget,
+        checked_before: ctx.now() + 1,
+        gas: gas.as_deref(),
+    };
+    checks.run(ctx, Some(&object), &watches).await
+}
+
 /// What one run's checks of top-up watches share.
 struct Checks<'a> {
     networks: &'a BTreeMap<String, Network>,

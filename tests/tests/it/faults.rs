@@ -318,6 +318,10 @@ fn under_random_node_faults_every_payment_settles_exactly_once() {
         settled,
         "the wallet received exactly what the confirmed transactions carried"
     );
+    // The books are compared with the chain as it is: read through a node that tells the
+    // truth (one in five of the lying node's chain ids is garbage, so which read of the check
+    // fails depends only on how many calls came before it).
+    faulty.heal();
     s.assert_books();
 }
 

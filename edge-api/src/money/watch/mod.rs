@@ -944,6 +944,16 @@ async fn pass_over(
             )),
         }
     }
+    for (institution, addresses) in passed.held_topups() {
+        if let Err(error) =
+            topup::check_routed(ctx, budget, networks, (institution, name), &addresses).await
+        {
+            error.log_with(format!(
+                "the watcher's pass over {name}: institution {}'s top-ups",
+                institution.0
+            ));
+        }
+    }
     passed.finish(ctx, &unwatched).await
 }
 

@@ -2,8 +2,8 @@
 //! index"): each cron run reads every transfer of the network's tokens in its new blocks once
 //! (one `eth_getLogs` a range of blocks, for all of custody's addresses at once), looks the
 //! receivers up in the directory's index of custody's addresses, and checks at once the watches
-//! of the institutions' objects the money went to, through the same check as every other
-//! ([`super::check`]). An object no money came to is not read; its token watches are checked by
+//! of the institutions' objects the money went to (a checkout's, or a merchant's top-up
+//! address's), through the same checks as every other. An object no money came to is not read; its token watches are checked by
 //! the cron only [`watches::PASS_SLACK_SECONDS`] later than before, to catch up what a pass could
 //! not route (a node that failed the pass, a run whose calls ran out). D1's institutions keep
 //! their own sweep.
@@ -111,6 +111,12 @@ impl Pass<'_> {
     /// checked now.
     pub fn held(&self) -> BTreeMap<InstitutionId, Vec<&str>> {
         route(&self.owners).held
+    }
+
+    /// The merchants' top-up addresses money came to of each institution held in its object:
+    /// their watches are checked now.
+    pub fn held_topups(&self) -> BTreeMap<InstitutionId, Vec<&str>> {
+        route(&self.owners).topups
     }
 
     /// Holds what is final and no store credits (to an address never given out; to one of D1's
@@ -267,8 +273,10 @@ struct Route<'a> {
     free: BTreeSet<&'a str>,
     /// Given to an institution whose money is in D1.
     in_d1: Vec<&'a str>,
-    /// Given to institutions held in their objects.
+    /// Given to institutions held in their objects, for checkouts.
     held: BTreeMap<InstitutionId, Vec<&'a str>>,
+    /// Given to merchants of institutions held in their objects, to top up.
+    topups: BTreeMap<InstitutionId, Vec<&'a str>>,
     owners: &'a [Owner],
 }
 
@@ -281,14 +289,15 @@ impl Route<'_> {
     }
 }
 
-/// Sorts the index's `owners` by where their money is credited. A merchant's top-up address is
-/// its own watcher's ([`crate::money::topup`]); an index given before the index kept its
+/// Sorts the index's `owners` by where their money is credited. A D1 merchant's top-up address
+/// is its own watcher's ([`crate::money::topup`]); an index given before the index kept its
 /// institution names no store, and is caught up by the cron's own checks.
 fn route(owners: &[Owner]) -> Route<'_> {
     let mut route = Route {
         free: BTreeSet::new(),
         in_d1: Vec::new(),
         held: BTreeMap::new(),
+        topups: BTreeMap::new(),
         owners,
     };
     for owner in owners {
@@ -296,18 +305,17 @@ fn route(owners: &[Owner]) -> Route<'_> {
             route.free.insert(owner.address.as_str());
             continue;
         }
-        let (Some(institution), Some("checkout")) =
-            (owner.institution_id, owner.purpose.as_deref())
-        else {
+        let Some(institution) = owner.institution_id else {
             continue;
         };
-        match owner.store.as_deref() {
-            Some("object") => route
-                .held
-                .entry(institution)
-                .or_default()
-                .push(owner.address.as_str()),
-            _ => route.in_d1.push(owner.address.as_str()),
+        let held = owner.store.as_deref() == Some("object");
+        let address = owner.address.as_str();
+        match (owner.purpose.as_deref(), held) {
+            (Some("checkout"), true) => route.held.entry(institution).or_default().push(address),
+            (Some("checkout"), false) => route.in_d1.push(address),
+            (Some("topup"), true) => route.topups.entry(institution).or_default().push(address),
+            // D1's top-up addresses are read by its own top-up watcher.
+            _ => {}
         }
     }
     route
@@ -414,6 +422,7 @@ mod tests {
             owner("held", true, Some(2), Some("checkout"), Some("object")),
             owner("held2", true, Some(2), Some("checkout"), Some("object")),
             owner("topup", true, Some(2), Some("topup"), Some("object")),
+            owner("d1topup", true, Some(1), Some("topup"), Some("d1")),
             owner("legacy", true, None, None, None),
         ];
         let route = route(&owners);
@@ -421,6 +430,8 @@ mod tests {
         assert_eq!(route.in_d1, ["d1"]);
         assert_eq!(route.held.len(), 1);
         assert_eq!(route.held[&InstitutionId(2)], ["held", "held2"]);
+        assert_eq!(route.topups.len(), 1);
+        assert_eq!(route.topups[&InstitutionId(2)], ["topup"]);
         assert_eq!(route.owner_of("d1"), Some(InstitutionId(1)));
         assert_eq!(route.owner_of("legacy"), None);
     }
