@@ -226,18 +226,10 @@ pub async fn sweep(
             let due = topups::due_held(&object, institution, checked_before, left)
                 .await
                 .or_internal("read due top-up watches")?;
-            // A suspended or disabled merchant's address is not read (the directory says
-            // which are active).
-            let merchants: Vec<i64> = due.iter().map(|w| w.merchant_id).collect();
-            let active = merchants::active_of(&ctx.db, institution, &merchants)
-                .await
-                .or_internal("read merchants")?;
-            let due: Vec<TopupWatch> = due
-                .into_iter()
-                .filter(|w| active.contains(&w.merchant_id))
-                .collect();
+            let read = due.len();
+            let due = of_active(ctx, institution, due).await?;
             checks.run(ctx, Some(&object), &due).await?;
-            Ok::<_, ApiError>(merchants.len())
+            Ok::<_, ApiError>(read)
         };
         match swept.await {
             Ok(n) => left -= i64::try_from(n).unwrap_or(left),
@@ -261,14 +253,7 @@ pub async fn check_routed(
     let watches = topups::open_at(&object, institution, network, addresses)
         .await
         .or_internal("read the top-up watches money came to")?;
-    let merchants: Vec<i64> = watches.iter().map(|w| w.merchant_id).collect();
-    let active = merchants::active_of(&ctx.db, institution, &merchants)
-        .await
-        .or_internal("read merchants")?;
-    let watches: Vec<TopupWatch> = watches
-        .into_iter()
-        .filter(|w| active.contains(&w.merchant_id))
-        .collect();
+    let watches = of_active(ctx, institution, watches).await?;
     let gas = books::gas_address(ctx)?;
     let checks = Checks {
         networks,
@@ -277,6 +262,23 @@ pub async fn check_routed(
         gas: gas.as_deref(),
     };
     checks.run(ctx, Some(&object), &watches).await
+}
+
+/// Those of `watches` (of `institution`, held in its object) whose merchants are active: a
+/// suspended or disabled merchant's address is not read (the directory says which are active).
+async fn of_active(
+    ctx: &Ctx,
+    institution: InstitutionId,
+    watches: Vec<TopupWatch>,
+) -> Result<Vec<TopupWatch>, ApiError> {
+    let merchants: Vec<i64> = watches.iter().map(|w| w.merchant_id).collect();
+    let active = merchants::active_of(&ctx.db, institution, &merchants)
+        .await
+        .or_internal("read merchants")?;
+    Ok(watches
+        .into_iter()
+        .filter(|w| active.contains(&w.merchant_id))
+        .collect())
 }
 
 /// What one run's checks of top-up watches share.

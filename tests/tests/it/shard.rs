@@ -3007,16 +3007,7 @@ fn the_watchers_pass_credits_held_money_at_once_and_holds_what_no_store_credits(
         worker,
         institution,
     } = held_on_chain(DEPTH, &["polygon"]);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "4.20", "currency": "USD", "title": "Passed",
-        "externalReference": "PASS-1", "redirectUrl": "https://shop.example/done",
-        "allowCrypto": true
-    }));
-    let (session, id) = (
-        session["id"].as_str().unwrap().to_owned(),
-        session["transaction_id"].as_i64().unwrap(),
-    );
+    let (id, session) = checkout(&worker, "4.20", "PASS-1");
     let (address, units) = held_deposit(&worker, institution, &session);
     // A run checks the new watch (and starts the network's pass); the cron's own check of it
     // is then minutes away.
@@ -3155,16 +3146,7 @@ fn money_on_a_network_its_address_is_not_watched_on_is_held_with_its_institution
         worker,
         institution,
     } = held_on_chain(DEPTH, &["polygon", "base"]);
-    let key = &worker.credentials.institutions[0].merchants[0].public_key;
-    let session = worker.checkout_session(&json!({
-        "publicKey": key, "amount": "2.50", "currency": "USD", "title": "Elsewhere",
-        "externalReference": "PASS-ELSEWHERE", "redirectUrl": "https://shop.example/done",
-        "allowCrypto": true
-    }));
-    let (session, id) = (
-        session["id"].as_str().unwrap().to_owned(),
-        session["transaction_id"].as_i64().unwrap(),
-    );
+    let (id, session) = checkout(&worker, "2.50", "PASS-ELSEWHERE");
     let chosen = worker.send(
         worker
             .request(Method::POST, &format!("/checkout/{session}/method"))
