@@ -917,7 +917,8 @@ async fn pass_over(
     };
     let now = ctx.now();
     let mut unwatched = Vec::new();
-    for (institution, addresses) in passed.held() {
+    for (&institution, addresses) in passed.held() {
+        let addresses: Vec<&str> = addresses.iter().map(String::as_str).collect();
         let checked = async {
             let object = ctx.institution_object(institution.0)?;
             let mut open = Vec::new();
@@ -944,7 +945,8 @@ async fn pass_over(
             )),
         }
     }
-    for (institution, addresses) in passed.held_topups() {
+    for (&institution, addresses) in passed.held_topups() {
+        let addresses: Vec<&str> = addresses.iter().map(String::as_str).collect();
         if let Err(error) =
             topup::check_routed(ctx, budget, networks, (institution, name), &addresses).await
         {

@@ -49,10 +49,10 @@ pub struct Pass<'n> {
     started: Option<i64>,
     head: u64,
     read: Read,
-    owners: Vec<Owner>,
+    route: Route,
     /// Of the addresses given to institutions whose money is in D1, those D1 watches on none
-    /// of its open checkouts on this network.
-    unwatched_in_d1: Vec<String>,
+    /// of its open checkouts on this network, with their institutions.
+    unwatched_in_d1: Vec<(InstitutionId, String)>,
 }
 
 /// Reads `network`'s new blocks, looks their receivers up in the index and sorts them by where
@@ -82,7 +82,8 @@ pub async fn start<'n>(
                 .map_err(|e| format!("look the receivers up in the index: {e}"))?,
         );
     }
-    let in_d1 = route(&owners).in_d1;
+    let route = route(owners);
+    let in_d1: Vec<&str> = route.in_d1.iter().map(|(_, a)| a.as_str()).collect();
     let mut watched = Vec::new();
     for chunk in in_d1.chunks(LOOKUP) {
         watched.extend(
@@ -91,17 +92,18 @@ pub async fn start<'n>(
                 .map_err(|e| format!("read D1's watches: {e}"))?,
         );
     }
-    let unwatched_in_d1 = in_d1
-        .into_iter()
-        .filter(|a| !watched.iter().any(|w| w == a))
-        .map(str::to_owned)
+    let unwatched_in_d1 = route
+        .in_d1
+        .iter()
+        .filter(|(_, a)| !watched.contains(a))
+        .cloned()
         .collect();
     Ok(Some(Pass {
         name,
         started,
         head,
         read,
-        owners,
+        route,
         unwatched_in_d1,
     }))
 }
@@ -109,14 +111,14 @@ pub async fn start<'n>(
 impl Pass<'_> {
     /// The addresses money came to of each institution held in its object: their watches are
     /// checked now.
-    pub fn held(&self) -> BTreeMap<InstitutionId, Vec<&str>> {
-        route(&self.owners).held
+    pub fn held(&self) -> &BTreeMap<InstitutionId, Vec<String>> {
+        &self.route.held
     }
 
     /// The merchants' top-up addresses money came to of each institution held in its object:
     /// their watches are checked now.
-    pub fn held_topups(&self) -> BTreeMap<InstitutionId, Vec<&str>> {
-        route(&self.owners).topups
+    pub fn held_topups(&self) -> &BTreeMap<InstitutionId, Vec<String>> {
+        &self.route.topups
     }
 
     /// Holds what is final and no store credits (to an address never given out; to one of D1's
@@ -127,7 +129,6 @@ impl Pass<'_> {
         ctx: &Ctx,
         unwatched: &[(InstitutionId, String)],
     ) -> Result<(), String> {
-        let route = route(&self.owners);
         let now = ctx.now();
         let mut batch = Batch::new();
         for transfer in self
@@ -137,13 +138,12 @@ impl Pass<'_> {
             .filter(|t| t.block_number <= self.read.final_to)
         {
             let to = transfer.to.as_str();
-            let reason = if route.free.contains(to) {
+            let reason = if self.route.free.contains(to) {
                 Some((HeldReason::NotGiven, None))
-            } else if self.unwatched_in_d1.iter().any(|a| a == to) {
-                Some((HeldReason::NotWatched, route.owner_of(to)))
             } else {
-                unwatched
+                self.unwatched_in_d1
                     .iter()
+                    .chain(unwatched)
                     .find(|(_, a)| a == to)
                     .map(|(institution, _)| (HeldReason::NotWatched, Some(*institution)))
             };
@@ -268,51 +268,36 @@ pub fn within_receivers(transfers: &mut Vec<evm::Transfer>, limit: usize) -> Opt
 }
 
 /// Where each receiver's money is credited, from the index.
-struct Route<'a> {
+#[derive(Debug, Default)]
+struct Route {
     /// Addresses derived ahead and never given out.
-    free: BTreeSet<&'a str>,
-    /// Given to an institution whose money is in D1.
-    in_d1: Vec<&'a str>,
+    free: BTreeSet<String>,
+    /// Given for checkouts to institutions whose money is in D1.
+    in_d1: Vec<(InstitutionId, String)>,
     /// Given to institutions held in their objects, for checkouts.
-    held: BTreeMap<InstitutionId, Vec<&'a str>>,
+    held: BTreeMap<InstitutionId, Vec<String>>,
     /// Given to merchants of institutions held in their objects, to top up.
-    topups: BTreeMap<InstitutionId, Vec<&'a str>>,
-    owners: &'a [Owner],
-}
-
-impl Route<'_> {
-    fn owner_of(&self, address: &str) -> Option<InstitutionId> {
-        self.owners
-            .iter()
-            .find(|o| o.address == address)
-            .and_then(|o| o.institution_id)
-    }
+    topups: BTreeMap<InstitutionId, Vec<String>>,
 }
 
 /// Sorts the index's `owners` by where their money is credited. A D1 merchant's top-up address
 /// is its own watcher's ([`crate::money::topup`]); an index given before the index kept its
 /// institution names no store, and is caught up by the cron's own checks.
-fn route(owners: &[Owner]) -> Route<'_> {
-    let mut route = Route {
-        free: BTreeSet::new(),
-        in_d1: Vec::new(),
-        held: BTreeMap::new(),
-        topups: BTreeMap::new(),
-        owners,
-    };
+fn route(owners: Vec<Owner>) -> Route {
+    let mut route = Route::default();
     for owner in owners {
+        let address = owner.address;
         if !owner.given {
-            route.free.insert(owner.address.as_str());
+            route.free.insert(address);
             continue;
         }
         let Some(institution) = owner.institution_id else {
             continue;
         };
         let held = owner.store.as_deref() == Some("object");
-        let address = owner.address.as_str();
         match (owner.purpose.as_deref(), held) {
             (Some("checkout"), true) => route.held.entry(institution).or_default().push(address),
-            (Some("checkout"), false) => route.in_d1.push(address),
+            (Some("checkout"), false) => route.in_d1.push((institution, address)),
             (Some("topup"), true) => route.topups.entry(institution).or_default().push(address),
             // D1's top-up addresses are read by its own top-up watcher.
             _ => {}
@@ -425,14 +410,12 @@ mod tests {
             owner("d1topup", true, Some(1), Some("topup"), Some("d1")),
             owner("legacy", true, None, None, None),
         ];
-        let route = route(&owners);
-        assert_eq!(route.free.iter().copied().collect::<Vec<_>>(), ["free"]);
-        assert_eq!(route.in_d1, ["d1"]);
+        let route = route(owners);
+        assert_eq!(route.free.iter().collect::<Vec<_>>(), ["free"]);
+        assert_eq!(route.in_d1, [(InstitutionId(1), "d1".to_owned())]);
         assert_eq!(route.held.len(), 1);
         assert_eq!(route.held[&InstitutionId(2)], ["held", "held2"]);
         assert_eq!(route.topups.len(), 1);
         assert_eq!(route.topups[&InstitutionId(2)], ["topup"]);
-        assert_eq!(route.owner_of("d1"), Some(InstitutionId(1)));
-        assert_eq!(route.owner_of("legacy"), None);
     }
 }
